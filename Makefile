@@ -1,0 +1,54 @@
+# kumitate: `make serve` and `make test` work on a fresh machine with Python 3.11+.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PY     := $(BIN)/python
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+BASE   ?= main
+FUZZ_PORT ?= 8799
+FUZZ_SEED ?= 20261122
+
+.PHONY: venv generate serve test check lint drift types fast fuzz bench review clean
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+generate: venv  ## specs/ -> generated/
+	$(PY) -m codegen
+
+serve: venv  ## HTTP (/v1) + MCP (/mcp) on HOST:PORT
+	$(PY) -m kumitate serve --host $(HOST) --port $(PORT)
+
+test: venv  ## drift check + the whole test suite (what CI runs)
+	$(PY) -m codegen --check
+	$(PY) -m pytest -q
+
+check: lint drift types fast  ## lint, drift, mypy, fast tests
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench
+
+drift: venv
+	$(PY) -m codegen --check
+
+types: venv
+	$(BIN)/mypy
+
+fast: venv
+	$(PY) -m pytest -q -m "not slow"
+
+fuzz: venv  ## schemathesis against every HTTP operation, all phases, fixed seed
+	$(PY) -m tests.fuzz --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
+
+bench: venv  ## benchmarks; results go in docs/BENCHMARKS.md
+	$(PY) -m bench
+
+clean:
+	rm -rf var .hypothesis .pytest_cache

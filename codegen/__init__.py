@@ -1,0 +1,1 @@
+"""The generator: specs/ -> generated/ (python -m codegen)."""

@@ -1,0 +1,78 @@
+"""python -m codegen [--check | --lint] [--specs DIR] [--out DIR]
+
+Without flags: lint the specs, then write generated/ (removing orphans).
+--check: exit 1 and list stale and orphan files instead of writing.
+--lint: only report spec problems.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from codegen import emit, lint, specs
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _existing(out_root: Path) -> set[str]:
+    gen = out_root / "generated"
+    if not gen.exists():
+        return set()
+    return {
+        p.relative_to(out_root).as_posix()
+        for p in gen.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="report stale/orphan generated files; write nothing")
+    mode.add_argument("--lint", action="store_true", help="only lint the specs")
+    parser.add_argument("--specs", type=Path, default=REPO / "specs")
+    parser.add_argument("--out", type=Path, default=REPO, help="directory that holds generated/")
+    args = parser.parse_args(argv)
+
+    started = time.perf_counter()
+    tree = specs.load(args.specs)
+    problems = lint.lint(tree)
+    if problems:
+        for problem in problems:
+            print(problem, file=sys.stderr)
+        print(f"{len(problems)} spec problem(s); nothing generated.", file=sys.stderr)
+        return 1
+    if args.lint:
+        print(f"specs OK: {len(tree.services)} services, {len(tree.all_tools())} tools")
+        return 0
+
+    wanted = emit.render_all(tree)
+    existing = _existing(args.out)
+    stale = [p for p, text in wanted.items() if not (args.out / p).exists() or (args.out / p).read_text(encoding="utf-8") != text]
+    orphans = sorted(existing - set(wanted))
+    if args.check:
+        for path in stale:
+            print(f"stale: {path}")
+        for path in orphans:
+            print(f"orphan: {path}")
+        if stale or orphans:
+            print(f"generated/ is out of date ({len(stale)} stale, {len(orphans)} orphan): run `make generate`.")
+            return 1
+        print(f"generated/ is up to date ({len(wanted)} files).")
+        return 0
+    for path in stale:
+        target = args.out / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(wanted[path], encoding="utf-8")
+    for path in orphans:
+        (args.out / path).unlink()
+    elapsed = time.perf_counter() - started
+    print(f"generated {len(wanted)} files ({len(stale)} written, {len(orphans)} removed) in {elapsed:.2f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,215 @@
+"""Lint rules over a loaded spec tree. Every rule has a stable ID, listed in RULES.
+
+IDs KT0xx are structural (loading, meta-schema, refs) and are raised by the
+loader (codegen/specs.py); KT1xx are the rules below. `python -m codegen --lint`
+prints every problem of a tree in one run and exits non-zero if there is any.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import jsonschema_rs
+
+from codegen import naming
+from codegen.specs import GENERIC_ERRORS, Problem, ResourceSpec, SpecTree, ToolSpec
+
+RULES: dict[str, str] = {
+    "KT000": "every spec file parses (YAML / JSON)",
+    "KT001": "every spec file matches its meta-schema in specs/_meta",
+    "KT002": "$ref stays inside the repository and resolves; no recursive refs",
+    "KT003": "file, directory and declared names agree",
+    "KT101": "tool names are snake_case and at most 64 characters",
+    "KT102": "tool names are unique across all services",
+    "KT103": "MCP annotations are all present and consistent with the HTTP method",
+    "KT104": "every declared error code exists in the catalogue",
+    "KT105": "every example validates against its tool's schemas and names a declared error",
+    "KT106": "summary and description are present and written for an LLM",
+    "KT107": "the input schema is an object schema",
+    "KT108": "schemas are valid JSON Schema 2020-12",
+    "KT109": "HTTP routes (method + path) are unique",
+    "KT110": "a deprecation's sunset is not earlier than its since date",
+    "KT111": "resource URIs are unique and their HTTP path carries the URI's parameters",
+}
+
+ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+SUMMARY_MAX = 200
+DESCRIPTION_MIN = 40
+
+
+def _rel(path: Path, tree: SpecTree) -> str:
+    return path.resolve().relative_to(tree.root.parent).as_posix()
+
+
+def lint(tree: SpecTree) -> list[Problem]:
+    """All problems: the loader's plus every lint rule's, in file order."""
+    problems = list(tree.problems)
+    for check in CHECKS:
+        problems.extend(check(tree))
+    return sorted(set(problems), key=lambda p: (p.file, p.pointer, p.rule, p.message))
+
+
+def _tools(tree: SpecTree) -> Iterator[tuple[ToolSpec, str]]:
+    for tool in tree.all_tools():
+        yield tool, _rel(tool.source, tree)
+
+
+def check_names(tree: SpecTree) -> Iterator[Problem]:
+    seen: dict[str, str] = {}
+    for tool, rel in _tools(tree):
+        if not naming.SNAKE.match(tool.name):
+            yield Problem(rel, "/name", "KT101", f"tool name {tool.name!r} is not snake_case")
+        if len(tool.name) > naming.MAX_TOOL_NAME:
+            yield Problem(rel, "/name", "KT101", f"tool name is {len(tool.name)} characters; the limit is 64")
+        if tool.name in seen:
+            yield Problem(rel, "/name", "KT102", f"tool name {tool.name!r} is already used by {seen[tool.name]}")
+        else:
+            seen[tool.name] = rel
+
+
+def check_annotations(tree: SpecTree) -> Iterator[Problem]:
+    for tool, rel in _tools(tree):
+        ann = tool.annotations
+        missing = [k for k in ANNOTATION_KEYS if k not in ann]
+        if missing:
+            yield Problem(rel, "/mcp/annotations", "KT103", f"missing annotations: {', '.join(missing)}")
+            continue
+        if ann["readOnlyHint"] and ann["destructiveHint"]:
+            yield Problem(rel, "/mcp/annotations", "KT103", "a read-only tool cannot be destructive")
+        if tool.http_method == "GET" and not ann["readOnlyHint"]:
+            yield Problem(rel, "/http/method", "KT103", "GET is for read-only tools; set readOnlyHint or use POST")
+        if tool.http_method in ("PUT", "DELETE") and not ann["idempotentHint"]:
+            yield Problem(rel, "/mcp/annotations/idempotentHint", "KT103", f"{tool.http_method} implies idempotentHint: true")
+        if tool.http_method == "DELETE" and not ann["destructiveHint"]:
+            yield Problem(rel, "/mcp/annotations/destructiveHint", "KT103", "DELETE implies destructiveHint: true")
+        if ann["readOnlyHint"] and not ann["idempotentHint"]:
+            yield Problem(rel, "/mcp/annotations/idempotentHint", "KT103", "a read-only tool is idempotent")
+        if tool.policy.get("idempotency") and ann["readOnlyHint"]:
+            yield Problem(rel, "/policy/idempotency", "KT103", "idempotency keys are for tools that write")
+
+
+def check_errors(tree: SpecTree) -> Iterator[Problem]:
+    for tool, rel in _tools(tree):
+        for i, code in enumerate(tool.errors):
+            if code not in tree.errors:
+                yield Problem(rel, f"/errors/{i}", "KT104", f"error code {code!r} is not in specs/errors.yaml")
+    for svc in tree.services:
+        for res in svc.resources:
+            for i, code in enumerate(res.errors):
+                if code not in tree.errors:
+                    yield Problem(_rel(res.source, tree), f"/errors/{i}", "KT104", f"error code {code!r} is not in specs/errors.yaml")
+
+
+def _validator(schema: dict[str, Any]) -> Any | None:
+    try:
+        return jsonschema_rs.Draft202012Validator(schema)
+    except (ValueError, jsonschema_rs.ValidationError):
+        return None
+
+
+def check_schemas(tree: SpecTree) -> Iterator[Problem]:
+    for tool, rel in _tools(tree):
+        for part, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
+            try:
+                jsonschema_rs.meta.validate(schema)
+            except jsonschema_rs.ValidationError as exc:
+                yield Problem(rel, f"/{part}", "KT108", f"not a valid JSON Schema 2020-12: {exc.message}")
+        if tool.input_schema.get("type") != "object":
+            yield Problem(rel, "/input", "KT107", "the input schema must be `type: object` (MCP arguments are an object)")
+        if tool.output_schema.get("type") != "object":
+            yield Problem(rel, "/output", "KT107", "the output schema must be `type: object` (MCP structured content)")
+
+
+def check_examples(tree: SpecTree) -> Iterator[Problem]:
+    for tool, rel in _tools(tree):
+        vin, vout = _validator(tool.input_schema), _validator(tool.output_schema)
+        allowed = set(tool.errors) | set(GENERIC_ERRORS)
+        for i, ex in enumerate(tool.examples):
+            where = f"/examples/{i}"
+            if ex.error is None and vin is not None:
+                for err in vin.iter_errors(ex.input):
+                    yield Problem(rel, f"{where}/input", "KT105", f"example {ex.name!r} input is invalid: {err.message}")
+            if ex.output is not None and vout is not None and ex.match == "exact":
+                for err in vout.iter_errors(ex.output):
+                    yield Problem(rel, f"{where}/output", "KT105", f"example {ex.name!r} output is invalid: {err.message}")
+            if ex.error is not None and ex.error not in allowed:
+                yield Problem(rel, f"{where}/error", "KT105", f"example {ex.name!r} expects {ex.error}, which the tool does not declare")
+
+
+def check_text(tree: SpecTree) -> Iterator[Problem]:
+    for tool, rel in _tools(tree):
+        summary, description = tool.summary.strip(), tool.description.strip()
+        if not summary:
+            yield Problem(rel, "/summary", "KT106", "summary is empty")
+        elif len(summary) > SUMMARY_MAX or "\n" in summary:
+            yield Problem(rel, "/summary", "KT106", f"summary should be one line of at most {SUMMARY_MAX} characters")
+        if len(description) < DESCRIPTION_MIN:
+            yield Problem(rel, "/description", "KT106", f"description is shorter than {DESCRIPTION_MIN} characters: say what the tool does and when to use it")
+        elif description == summary:
+            yield Problem(rel, "/description", "KT106", "description repeats the summary; say when to use the tool and what comes back")
+        if "TODO" in description or "TBD" in description:
+            yield Problem(rel, "/description", "KT106", "description contains a placeholder")
+
+
+def check_routes(tree: SpecTree) -> Iterator[Problem]:
+    seen: dict[tuple[str, str], str] = {}
+    entries: list[tuple[str, str, str]] = [(t.http_method, t.http_path, _rel(t.source, tree)) for t in tree.all_tools()]
+    entries += [("GET", r.http_path, _rel(r.source, tree)) for s in tree.services for r in s.resources]
+    for method, path, rel in entries:
+        key = (method, path)
+        if key in seen:
+            yield Problem(rel, "/http", "KT109", f"{method} {path} is already served by {seen[key]}")
+        else:
+            seen[key] = rel
+
+
+def check_deprecation(tree: SpecTree) -> Iterator[Problem]:
+    for tool, rel in _tools(tree):
+        dep = tool.deprecated
+        if not dep or "sunset" not in dep:
+            continue
+        try:
+            since, sunset = date.fromisoformat(str(dep["since"])), date.fromisoformat(str(dep["sunset"]))
+        except ValueError as exc:
+            yield Problem(rel, "/deprecated", "KT110", f"bad date: {exc}")
+            continue
+        if sunset < since:
+            yield Problem(rel, "/deprecated/sunset", "KT110", f"sunset {sunset} is earlier than since {since}")
+
+
+def check_resources(tree: SpecTree) -> Iterator[Problem]:
+    seen: dict[str, str] = {}
+    for svc in tree.services:
+        for res in svc.resources:
+            rel = _rel(res.source, tree)
+            if res.uri in seen:
+                yield Problem(rel, "/uri", "KT111", f"uri {res.uri} is already used by {seen[res.uri]}")
+            seen.setdefault(res.uri, rel)
+            path_params = naming.uri_params(res.http_path)
+            if sorted(path_params) != sorted(res.params):
+                yield Problem(rel, "/http/path", "KT111", f"HTTP path parameters {path_params} differ from the URI's {res.params}")
+            if res.is_json and res.output_schema is None:
+                yield Problem(rel, "/output", "KT111", "a JSON resource needs an output schema")
+            if not naming.SNAKE.match(res.name):
+                yield Problem(rel, "/name", "KT111", f"resource name {res.name!r} is not snake_case")
+
+
+CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
+    check_names,
+    check_annotations,
+    check_errors,
+    check_schemas,
+    check_examples,
+    check_text,
+    check_routes,
+    check_deprecation,
+    check_resources,
+)
+
+
+def resource_schema(res: ResourceSpec) -> str:
+    return json.dumps(res.output_schema, sort_keys=True)

@@ -1,0 +1,113 @@
+"""`$ref` resolution confined to the repository.
+
+Spec schemas may reference `types/*.json` by relative path and `#/...` pointers.
+Anything with a URI scheme (http:, file:, urn: ...) or a path that escapes the
+spec root is rejected, so a spec can never pull schema from the network.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+import yaml
+
+
+class RefError(Exception):
+    """A `$ref` that is remote, escapes the repository, or points nowhere."""
+
+    def __init__(self, message: str, pointer: str) -> None:
+        super().__init__(message)
+        self.pointer = pointer
+
+
+_DOC_CACHE: dict[Path, Any] = {}
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def load_document(path: Path) -> Any:
+    """Parse a YAML or JSON file once per process."""
+    path = path.resolve()
+    if path not in _DOC_CACHE:
+        text = path.read_text(encoding="utf-8")
+        _DOC_CACHE[path] = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    return _DOC_CACHE[path]
+
+
+def clear_cache() -> None:
+    _DOC_CACHE.clear()
+
+
+def _walk_pointer(doc: Any, fragment: str, where: str) -> Any:
+    if not fragment or fragment == "/":
+        return doc
+    node = doc
+    for raw in fragment.lstrip("/").split("/"):
+        token = unquote(raw).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise RefError(f"$ref target #{fragment} does not exist", where)
+    return node
+
+
+def split_ref(ref: str, base_file: Path, root: Path, where: str) -> tuple[Path, str]:
+    """Resolve `ref` (relative to `base_file`) to (file, fragment), local only."""
+    if _SCHEME.match(ref.split("#", 1)[0]):
+        raise RefError(f"remote $ref {ref!r} is not allowed: refs must stay inside the repository", where)
+    file_part, _, fragment = ref.partition("#")
+    target = base_file if not file_part else (base_file.parent / file_part).resolve()
+    try:
+        target.relative_to(root.resolve())
+    except ValueError:
+        raise RefError(f"$ref {ref!r} leaves the spec tree", where) from None
+    if not target.is_file():
+        raise RefError(f"$ref {ref!r}: file {file_part} not found", where)
+    return target, fragment
+
+
+def dereference(
+    schema: Any,
+    base_file: Path,
+    root: Path,
+    where: str = "",
+    on_ref: Callable[[Path, str], None] | None = None,
+    _stack: tuple[tuple[Path, str], ...] = (),
+) -> Any:
+    """Return `schema` with every `$ref` inlined (sibling keywords are kept).
+
+    Recursive schemas are refused: tool schemas are shown to LLMs and should be
+    flat enough to read. `on_ref` observes each (file, fragment) followed.
+    """
+    if isinstance(schema, list):
+        return [dereference(v, base_file, root, f"{where}/{i}", on_ref, _stack) for i, v in enumerate(schema)]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema and isinstance(schema["$ref"], str):
+        target_file, fragment = split_ref(schema["$ref"], base_file, root, f"{where}/$ref")
+        key = (target_file, fragment)
+        if key in _stack:
+            raise RefError(f"recursive $ref {schema['$ref']!r}", f"{where}/$ref")
+        if on_ref:
+            on_ref(target_file, fragment)
+        target = _walk_pointer(load_document(target_file), fragment, f"{where}/$ref")
+        resolved = dereference(copy.deepcopy(target), target_file, root, where, on_ref, (*_stack, key))
+        siblings = {k: v for k, v in schema.items() if k != "$ref"}
+        if siblings and isinstance(resolved, dict):
+            merged = dict(resolved)
+            merged.update(dereference(siblings, base_file, root, where, on_ref, _stack))
+            return merged
+        return resolved
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "$defs" or key == "definitions":
+            continue  # every use is inlined; the definitions themselves are not needed
+        out[key] = dereference(value, base_file, root, f"{where}/{key}", on_ref, _stack)
+    return out

@@ -1,0 +1,371 @@
+"""Load the spec tree into typed objects, collecting every problem on the way.
+
+Loading never stops at the first bad file: each file is validated against its
+meta-schema (specs/_meta), each `$ref` is resolved locally, and every failure is
+recorded as a Problem with its file, JSON pointer and rule ID. The lint rules
+(codegen/lint.py) then run on whatever loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+from codegen import naming
+from codegen.refs import RefError, clear_cache, dereference, load_document
+
+GENERIC_ERRORS = ("BAD_REQUEST", "INTERNAL")
+"""Codes every tool may return without declaring them (schema violations, crashes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    file: str
+    pointer: str
+    rule: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}#{self.pointer or '/'}: [{self.rule}] {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCode:
+    code: str
+    status: int
+    retryable: bool
+    title: str
+    description: str
+
+
+@dataclass(slots=True)
+class Example:
+    name: str
+    input: Any
+    output: Any = None
+    error: str | None = None
+    match: str = "exact"
+    description: str = ""
+
+
+@dataclass(slots=True)
+class ToolSpec:
+    service: str
+    name: str
+    summary: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    errors: list[str]
+    http_method: str
+    http_path: str
+    content_types: list[str]
+    annotations: dict[str, Any]
+    policy: dict[str, Any]
+    deprecated: dict[str, Any] | None
+    examples: list[Example]
+    source: Path
+    raw: dict[str, Any]
+
+    @property
+    def operation_id(self) -> str:
+        return naming.operation_id(self.service, self.name)
+
+
+@dataclass(slots=True)
+class ResourceSpec:
+    service: str
+    name: str
+    uri: str
+    summary: str
+    description: str
+    mime_type: str
+    output_schema: dict[str, Any] | None
+    errors: list[str]
+    http_path: str
+    policy: dict[str, Any]
+    enabled_by: str | None
+    source: Path
+    raw: dict[str, Any]
+
+    @property
+    def params(self) -> list[str]:
+        return naming.uri_params(self.uri)
+
+    @property
+    def is_json(self) -> bool:
+        return self.mime_type == "application/json" or self.mime_type.endswith("+json")
+
+    @property
+    def operation_id(self) -> str:
+        return naming.operation_id(self.service, self.name)
+
+
+@dataclass(slots=True)
+class ServiceSpec:
+    name: str
+    title: str
+    version: str
+    description: str
+    instructions: str
+    base_path: str
+    versions: dict[str, str]
+    success_envelope: list[str]
+    policy: dict[str, Any]
+    source_dir: Path
+    tools: list[ToolSpec] = field(default_factory=list)
+    resources: list[ResourceSpec] = field(default_factory=list)
+    types: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """types/<file>.json -> parsed document, for model generation."""
+
+
+@dataclass(slots=True)
+class SpecTree:
+    root: Path
+    errors: dict[str, ErrorCode]
+    services: list[ServiceSpec]
+    problems: list[Problem]
+    sources: list[Path]
+
+    def service(self, name: str) -> ServiceSpec:
+        for svc in self.services:
+            if svc.name == name:
+                return svc
+        raise KeyError(name)
+
+    def all_tools(self) -> list[ToolSpec]:
+        return [tool for svc in self.services for tool in svc.tools]
+
+    def sources_hash(self, paths: list[Path] | None = None) -> str:
+        """A content hash of the given spec files (all of them by default)."""
+        digest = hashlib.sha256()
+        for path in sorted(paths or self.sources):
+            digest.update(path.relative_to(self.root.parent).as_posix().encode())
+            digest.update(b"\0")
+            digest.update(path.read_bytes())
+        return digest.hexdigest()[:16]
+
+
+class _MetaValidators:
+    """Validators for the files under specs/_meta, which may $ref each other."""
+
+    def __init__(self, meta_dir: Path) -> None:
+        resources = []
+        self.schemas: dict[str, dict[str, Any]] = {}
+        for path in sorted(meta_dir.glob("*.schema.json")):
+            schema = json.loads(path.read_text(encoding="utf-8"))
+            self.schemas[path.name] = schema
+            resources.append((path.name, Resource.from_contents(schema)))
+            resources.append((schema["$id"], Resource.from_contents(schema)))
+        self.registry: Registry[Any] = Registry().with_resources(resources)
+
+    def check(self, kind: str, doc: Any, rel: str) -> list[Problem]:
+        schema = self.schemas[f"{kind}.schema.json"]
+        validator = Draft202012Validator(schema, registry=self.registry)
+        problems = []
+        for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path)):
+            pointer = "/" + "/".join(str(p) for p in err.absolute_path) if err.absolute_path else ""
+            problems.append(Problem(rel, pointer, "KT001", f"does not match specs/_meta/{kind}.schema.json: {err.message}"))
+        return problems
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve().parent).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def _read(path: Path, root: Path, problems: list[Problem]) -> Any:
+    try:
+        return load_document(path)
+    except (yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        problems.append(Problem(_rel(path, root), "", "KT000", f"cannot parse: {exc}"))
+        return None
+
+
+def _deref(schema: Any, source: Path, root: Path, pointer: str, rel: str, problems: list[Problem]) -> Any:
+    try:
+        return dereference(schema, source, root, pointer)
+    except RefError as exc:
+        problems.append(Problem(rel, exc.pointer, "KT002", str(exc)))
+        return None
+
+
+def _merge_policy(base: dict[str, Any], override: dict[str, Any] | None) -> dict[str, Any]:
+    merged = dict(base)
+    merged.update(override or {})
+    return merged
+
+
+def load(root: Path) -> SpecTree:
+    """Load `root` (the specs/ directory). Problems are collected, never raised."""
+    clear_cache()
+    root = root.resolve()
+    problems: list[Problem] = []
+    sources: list[Path] = []
+    meta = _MetaValidators(root / "_meta")
+
+    errors: dict[str, ErrorCode] = {}
+    errors_path = root / "errors.yaml"
+    sources.append(errors_path)
+    doc = _read(errors_path, root, problems) if errors_path.exists() else None
+    if doc is None and not errors_path.exists():
+        problems.append(Problem(_rel(errors_path, root), "", "KT000", "the error catalogue is missing"))
+    elif doc is not None:
+        found = meta.check("errors", doc, _rel(errors_path, root))
+        problems += found
+        if not found:
+            for code, entry in doc["codes"].items():
+                errors[code] = ErrorCode(code, entry["status"], entry["retryable"], entry["title"], entry["description"])
+
+    services = []
+    for service_file in sorted(root.glob("*/service.yaml")):
+        svc = _load_service(service_file, root, meta, problems, sources)
+        if svc is not None:
+            services.append(svc)
+    return SpecTree(root=root, errors=errors, services=services, problems=problems, sources=sorted(set(sources)))
+
+
+def _load_service(
+    service_file: Path, root: Path, meta: _MetaValidators, problems: list[Problem], sources: list[Path]
+) -> ServiceSpec | None:
+    sdir = service_file.parent
+    rel = _rel(service_file, root)
+    sources.append(service_file)
+    doc = _read(service_file, root, problems)
+    if doc is None:
+        return None
+    found = meta.check("service", doc, rel)
+    problems += found
+    if found:
+        return None
+    if doc["name"] != sdir.name:
+        problems.append(Problem(rel, "/name", "KT003", f"service name {doc['name']!r} must equal its directory {sdir.name!r}"))
+    svc = ServiceSpec(
+        name=doc["name"],
+        title=doc["title"],
+        version=doc["version"],
+        description=doc["description"],
+        instructions=doc.get("instructions", ""),
+        base_path=doc.get("http", {}).get("base_path", naming.default_base_path(doc["name"])),
+        versions=doc.get("versions", {}),
+        success_envelope=doc.get("success_envelope", []),
+        policy=doc.get("policy", {}),
+        source_dir=sdir,
+    )
+    for type_file in sorted((sdir / "types").glob("*.json")):
+        sources.append(type_file)
+        tdoc = _read(type_file, root, problems)
+        if tdoc is not None:
+            svc.types[type_file.stem] = tdoc
+    for tool_file in sorted((sdir / "tools").glob("*.yaml")):
+        sources.append(tool_file)
+        tool = _load_tool(tool_file, svc, root, meta, problems)
+        if tool is not None:
+            svc.tools.append(tool)
+    for res_file in sorted((sdir / "resources").glob("*.yaml")):
+        sources.append(res_file)
+        res = _load_resource(res_file, svc, root, meta, problems)
+        if res is not None:
+            svc.resources.append(res)
+    return svc
+
+
+def _load_tool(path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]) -> ToolSpec | None:
+    rel = _rel(path, root)
+    doc = _read(path, root, problems)
+    if doc is None:
+        return None
+    found = meta.check("tool", doc, rel)
+    problems += found
+    if found:
+        return None
+    if doc["name"] != path.stem:
+        problems.append(Problem(rel, "/name", "KT003", f"tool name {doc['name']!r} must equal its file name {path.stem!r}"))
+    input_schema = _deref(doc["input"], path, root, "/input", rel, problems)
+    output_schema = _deref(doc["output"], path, root, "/output", rel, problems)
+    if input_schema is None or output_schema is None:
+        return None
+    http = doc.get("http", {})
+    examples = [
+        Example(
+            name=ex["name"],
+            input=ex["input"],
+            output=ex.get("output"),
+            error=ex.get("error"),
+            match=ex.get("match", "exact"),
+            description=ex.get("description", ""),
+        )
+        for ex in doc.get("examples", [])
+    ]
+    return ToolSpec(
+        service=svc.name,
+        name=doc["name"],
+        summary=doc["summary"],
+        description=doc["description"],
+        input_schema=input_schema,
+        output_schema=output_schema,
+        errors=list(doc.get("errors", [])),
+        http_method=http.get("method", "POST"),
+        http_path=http.get("path", naming.default_tool_path(svc.base_path, doc["name"])),
+        content_types=list(http.get("content_types", ["application/json"])),
+        annotations=dict(doc["mcp"]["annotations"]),
+        policy=_merge_policy(svc.policy, doc.get("policy")),
+        deprecated=doc.get("deprecated"),
+        examples=examples,
+        source=path,
+        raw=doc,
+    )
+
+
+def _load_resource(
+    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
+) -> ResourceSpec | None:
+    rel = _rel(path, root)
+    doc = _read(path, root, problems)
+    if doc is None:
+        return None
+    found = meta.check("resource", doc, rel)
+    problems += found
+    if found:
+        return None
+    if doc["name"] != path.stem:
+        problems.append(Problem(rel, "/name", "KT003", f"resource name {doc['name']!r} must equal its file name {path.stem!r}"))
+    output = None
+    if "output" in doc:
+        output = _deref(doc["output"], path, root, "/output", rel, problems)
+    default_path = naming.default_tool_path(svc.base_path, doc["name"])
+    params = naming.uri_params(doc["uri"])
+    if params:
+        default_path += "".join(f"/{{{p}}}" for p in params)
+    return ResourceSpec(
+        service=svc.name,
+        name=doc["name"],
+        uri=doc["uri"],
+        summary=doc["summary"],
+        description=doc["description"],
+        mime_type=doc["mime_type"],
+        output_schema=output,
+        errors=list(doc.get("errors", [])),
+        http_path=doc.get("http", {}).get("path", default_path),
+        policy=_merge_policy(svc.policy, doc.get("policy")),
+        enabled_by=doc.get("enabled_by"),
+        source=path,
+        raw=doc,
+    )
+
+
+def tool_sources(tool: ToolSpec) -> list[Path]:
+    """The files a tool's generated surface depends on (its yaml and every file it refs)."""
+    files = {tool.source}
+    dereference(tool.raw["input"], tool.source, tool.source.parents[2], on_ref=lambda f, _: files.add(f))
+    dereference(tool.raw["output"], tool.source, tool.source.parents[2], on_ref=lambda f, _: files.add(f))
+    return sorted(files)

@@ -1,0 +1,1 @@
+"""kumitate: spec-driven tool server runtime (one pipeline, MCP and HTTP)."""

@@ -1,0 +1,7 @@
+"""python -m kumitate == the kumitate command."""
+
+import sys
+
+from kumitate.cli import main
+
+sys.exit(main())

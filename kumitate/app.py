@@ -1,0 +1,80 @@
+"""The ASGI application: every service's HTTP routes and MCP endpoints in one process.
+
+`uvicorn --factory kumitate.app:create_app` (what `make serve` runs) serves
+/v1/... (HTTP), /mcp and /mcp/<service> (MCP streamable HTTP), /schema (OpenAPI).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from litestar import Litestar, Request, Response, get
+from litestar.exceptions import HTTPException
+
+from kumitate import calllog
+from kumitate.runtime import Runtime
+from kumitate.settings import REPO_ROOT, Settings
+from kumitate.transports.asgi import KumitateASGI
+from kumitate.transports.http import error_response
+from kumitate.transports.mcp import build_server
+
+OPENAPI_PATH = REPO_ROOT / "generated" / "openapi.json"
+MAX_BODY_BYTES = 64 * 1024 * 1024
+DOCS_HTML = """<!doctype html>
+<html><head><meta charset="utf-8"><title>kumitate API</title></head>
+<body><script id="api-reference" data-url="/schema/openapi.json"></script>
+<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script></body></html>
+"""
+
+
+def _schema_routes(openapi_path: Path) -> list[Any]:
+    document = openapi_path.read_bytes()
+
+    @get("/schema/openapi.json", include_in_schema=False, sync_to_thread=False)
+    def openapi_json() -> Response[bytes]:
+        return Response(document, media_type="application/json")
+
+    @get("/schema", include_in_schema=False, sync_to_thread=False)
+    def docs() -> Response[str]:
+        return Response(DOCS_HTML, media_type="text/html")
+
+    return [openapi_json, docs]
+
+
+def create_app(settings: Settings | None = None, services: list[str] | None = None, env: dict[str, str] | None = None) -> KumitateASGI:
+    calllog.configure()
+    runtime = Runtime(settings or Settings.from_env(env), services, env=env)
+    routes: list[Any] = _schema_routes(OPENAPI_PATH)
+    for name in runtime.services:
+        routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
+
+    mcp_all = build_server(runtime).http_app(path="/", transport="http")
+    mcp_services = {name: build_server(runtime, [name]).http_app(path="/", transport="http") for name in runtime.services}
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Litestar) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            for mcp_app in (mcp_all, *mcp_services.values()):
+                await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
+            try:
+                yield
+            finally:
+                runtime.close()
+
+    def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+        return error_response(runtime, request, exc)
+
+    litestar = Litestar(
+        route_handlers=routes,
+        exception_handlers={HTTPException: on_error, Exception: on_error},
+        openapi_config=None,
+        lifespan=[lifespan],
+        request_max_body_size=MAX_BODY_BYTES,
+    )
+    app = KumitateASGI(litestar, mcp_all, mcp_services)
+    app.runtime = runtime  # type: ignore[attr-defined]
+    return app

@@ -1,0 +1,87 @@
+"""The data generated code hands to the runtime: services, tools, resources.
+
+Generated `bindings.py` modules build these from the spec; both transports are
+assembled from them, so a tool's wire surface is decided by the spec alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from kumitate.settings import Settings
+
+
+def load_schemas(path: Path) -> dict[str, Any]:
+    """Read a generated schemas.json (dereferenced input/output schemas and texts)."""
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBinding:
+    service: str
+    name: str
+    summary: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    input_model: type[BaseModel]
+    errors: list[str]
+    http_method: str
+    http_path: str
+    content_types: list[str]
+    annotations: dict[str, Any]
+    policy: dict[str, Any]
+    deprecated: dict[str, Any] | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.service}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceBinding:
+    service: str
+    name: str
+    uri: str
+    params: list[str]
+    summary: str
+    description: str
+    mime_type: str
+    output_schema: dict[str, Any] | None
+    errors: list[str]
+    http_path: str
+    policy: dict[str, Any]
+    enabled_by: str | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.service}.{self.name}"
+
+    @property
+    def is_json(self) -> bool:
+        return self.mime_type == "application/json" or self.mime_type.endswith("+json")
+
+    @property
+    def method_name(self) -> str:
+        return f"read_{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceBinding:
+    name: str
+    title: str
+    version: str
+    description: str
+    instructions: str
+    versions: dict[str, str]
+    success_envelope: list[str]
+    tools: tuple[ToolBinding, ...]
+    resources: tuple[ResourceBinding, ...]
+    create_handlers: Callable[[Settings], Any]

@@ -1,0 +1,38 @@
+"""One JSON log line per call: ids, outcome code and duration, never the inputs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Any
+
+LOGGER = logging.getLogger("kumitate.calls")
+
+
+class JsonLineFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        payload: dict[str, Any] = {"ts": round(record.created, 3), "level": record.levelname.lower(), "event": record.getMessage()}
+        payload.update(getattr(record, "fields", {}))
+        return json.dumps(payload, ensure_ascii=False, sort_keys=True)
+
+
+def configure(level: str = "INFO") -> None:
+    """Send call logs to stderr as JSON lines (stdout may be the MCP stdio channel)."""
+    if any(isinstance(h.formatter, JsonLineFormatter) for h in LOGGER.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLineFormatter())
+    LOGGER.addHandler(handler)
+    LOGGER.setLevel(level)
+    LOGGER.propagate = False
+
+
+def log_call(**fields: Any) -> None:
+    """fields: service, tool, transport, run_id, trace_id, outcome, duration_ms (+ counts)."""
+    level = logging.ERROR if fields.get("outcome") == "INTERNAL" else logging.INFO
+    LOGGER.log(level, "call", extra={"fields": fields})
+
+
+def log_event(event: str, **fields: Any) -> None:
+    LOGGER.warning(event, extra={"fields": fields})

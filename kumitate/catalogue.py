@@ -1,0 +1,14 @@
+"""The error catalogue as the runtime sees it (generated/errors.py fills it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueEntry:
+    code: str
+    status: int
+    retryable: bool
+    title: str
+    description: str

@@ -1,0 +1,23 @@
+"""The one exception type handlers raise; codes come from specs/errors.yaml.
+
+Generated subclasses (generated/errors.py) fix `code` per catalogue entry, so a
+handler writes `raise NotFoundError("no such chart")`. The transports map a
+ToolError to the catalogued status and body in one place each.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class ToolError(Exception):
+    """A catalogued failure: `code` names an entry of specs/errors.yaml."""
+
+    code: ClassVar[str] = "INTERNAL"
+
+    def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code  # type: ignore[misc]
+        self.details = details or {}

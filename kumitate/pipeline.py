@@ -1,0 +1,205 @@
+"""The one invocation pipeline every transport calls.
+
+correlation ids -> input validation (JSON Schema semantics) -> handler (with its
+deadline) -> output validation (fail closed) -> success envelope -> one log line.
+Adapters only translate the wire format into a `CallRequest` and an `Outcome`
+back, so a tool behaves the same on MCP and HTTP.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import anyio
+import jsonschema_rs
+from pydantic import BaseModel, ValidationError
+
+from kumitate import calllog, correlation
+from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
+from kumitate.catalogue import CatalogueEntry
+from kumitate.context import Attachment, CallContext, Principal
+from kumitate.errors import ToolError
+
+MAX_REPORTED_ERRORS = 5
+
+
+@dataclass(slots=True)
+class CallRequest:
+    """What an adapter knows about a call, transport-neutral."""
+
+    transport: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    meta: Mapping[str, Any] | None = None
+    ids: tuple[str, str] | None = None
+    client: str | None = None
+
+
+@dataclass(slots=True)
+class Outcome:
+    """A call's result: a success body or an error envelope, with its status."""
+
+    ok: bool
+    status: int
+    code: str
+    body: Any
+    run_id: str
+    trace_id: str
+    retryable: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+    attachments: list[Attachment] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    media_type: str = "application/json"
+
+
+class Pipeline:
+    def __init__(self, catalogue: Mapping[str, CatalogueEntry], services: Mapping[str, ServiceBinding], handlers: Mapping[str, Any]) -> None:
+        self.catalogue = catalogue
+        self.services = services
+        self.handlers = handlers
+        self._validators: dict[int, Any] = {}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _validator(self, schema: dict[str, Any]) -> Any:
+        key = id(schema)
+        validator = self._validators.get(key)
+        if validator is None:
+            validator = self._validators[key] = jsonschema_rs.Draft202012Validator(schema)
+        return validator
+
+    def error_outcome(self, exc: ToolError, run_id: str, trace_id: str) -> Outcome:
+        entry = self.catalogue.get(exc.code) or self.catalogue["INTERNAL"]
+        error: dict[str, Any] = {"code": entry.code, "message": exc.message, "retryable": entry.retryable}
+        error.update(exc.details)
+        headers = {}
+        if "retry_after_ms" in exc.details:
+            headers["Retry-After"] = str(max(1, -(-int(exc.details["retry_after_ms"]) // 1000)))
+        return Outcome(
+            ok=False,
+            status=entry.status,
+            code=entry.code,
+            body={"error": error, "run_id": run_id, "trace_id": trace_id},
+            run_id=run_id,
+            trace_id=trace_id,
+            retryable=entry.retryable,
+            headers=headers,
+        )
+
+    def _context(self, service: str, name: str, request: CallRequest) -> CallContext:
+        if request.ids is not None and request.meta is None:
+            run_id, trace_id = request.ids
+        else:
+            run_id, trace_id = correlation.from_meta(request.meta, request.ids)
+        return CallContext(service=service, tool=name, transport=request.transport, run_id=run_id, trace_id=trace_id, principal=Principal())
+
+    def _check_input(self, schema: dict[str, Any], arguments: Any) -> None:
+        errors = list(self._validator(schema).iter_errors(arguments))
+        if errors:
+            parts = []
+            for err in errors[:MAX_REPORTED_ERRORS]:
+                path = "/" + "/".join(str(p) for p in err.instance_path)
+                parts.append(f"{path if path != '/' else '<body>'}: {err.message}")
+            more = f" (+{len(errors) - MAX_REPORTED_ERRORS} more)" if len(errors) > MAX_REPORTED_ERRORS else ""
+            raise ToolError("input does not match the schema: " + "; ".join(parts) + more, code="BAD_REQUEST")
+
+    def _envelope(self, service: str, body: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        svc = self.services[service]
+        if not svc.success_envelope:
+            return body
+        values = {"run_id": ctx.run_id, "trace_id": ctx.trace_id, **svc.versions}
+        return {**body, **{k: values[k] for k in svc.success_envelope if k in values}}
+
+    def _check_output(self, schema: dict[str, Any] | None, body: Any, ctx: CallContext) -> None:
+        if schema is None:
+            return
+        errors = list(self._validator(schema).iter_errors(body))
+        if errors:
+            paths = ["/" + "/".join(str(p) for p in e.instance_path) for e in errors[:MAX_REPORTED_ERRORS]]
+            calllog.log_event("output_invalid", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, paths=paths)
+            raise ToolError("the tool produced an invalid result; it was not sent", code="INTERNAL")
+
+    @staticmethod
+    async def _run(method: Any, *args: Any, **kwargs: Any) -> Any:
+        if inspect.iscoroutinefunction(method):
+            return await method(*args, **kwargs)
+        result = await anyio.to_thread.run_sync(partial(method, *args, **kwargs))
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    @staticmethod
+    def _timeout_s(policy: Mapping[str, Any]) -> float | None:
+        ms = policy.get("timeout_ms")
+        return ms / 1000 if ms else None
+
+    def _finish(self, outcome: Outcome, ctx: CallContext, transport: str, started: float) -> Outcome:
+        calllog.log_call(
+            service=ctx.service,
+            tool=ctx.tool,
+            transport=transport,
+            run_id=ctx.run_id,
+            trace_id=ctx.trace_id,
+            outcome=outcome.code,
+            status=outcome.status,
+            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+        )
+        return outcome
+
+    def _unexpected(self, exc: BaseException, ctx: CallContext) -> ToolError:
+        calllog.log_event("handler_crashed", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, error_type=type(exc).__name__)
+        return ToolError(f"internal error; quote run_id {ctx.run_id}", code="INTERNAL")
+
+    # -- entry points ----------------------------------------------------------------------
+    async def call_tool(self, binding: ToolBinding, arguments: Any, request: CallRequest) -> Outcome:
+        started = time.perf_counter()
+        ctx = self._context(binding.service, binding.name, request)
+        try:
+            self._check_input(binding.input_schema, arguments)
+            try:
+                model = binding.input_model.model_validate(arguments)
+            except ValidationError as exc:
+                raise ToolError(f"input does not match the schema: {exc.errors()[0]['msg']}", code="BAD_REQUEST") from None
+            method = getattr(self.handlers[binding.service], binding.name)
+            timeout = self._timeout_s(binding.policy)
+            try:
+                with anyio.fail_after(timeout):
+                    result = await self._run(method, model, ctx)
+            except TimeoutError:
+                raise ToolError(f"{binding.name} did not finish within {binding.policy['timeout_ms']} ms", code="REQUEST_TIMEOUT") from None
+            body = result.model_dump(mode="json", by_alias=True, exclude_unset=True) if isinstance(result, BaseModel) else result
+            body = self._envelope(binding.service, body, ctx) if isinstance(body, dict) else body
+            self._check_output(binding.output_schema, body, ctx)
+            outcome = Outcome(True, 200, "OK", body, ctx.run_id, ctx.trace_id, attachments=ctx.attachments, warnings=ctx.warnings)
+        except ToolError as exc:
+            outcome = self.error_outcome(exc, ctx.run_id, ctx.trace_id)
+        except Exception as exc:  # noqa: BLE001 - fail closed: never leak a traceback to a client
+            outcome = self.error_outcome(self._unexpected(exc, ctx), ctx.run_id, ctx.trace_id)
+        return self._finish(outcome, ctx, request.transport, started)
+
+    async def read_resource(self, binding: ResourceBinding, params: Mapping[str, str], request: CallRequest) -> Outcome:
+        started = time.perf_counter()
+        ctx = self._context(binding.service, binding.name, request)
+        try:
+            method = getattr(self.handlers[binding.service], binding.method_name)
+            with anyio.fail_after(self._timeout_s(binding.policy)):
+                result = await self._run(method, ctx, **params)
+            if binding.is_json:
+                body = result.model_dump(mode="json", by_alias=True, exclude_unset=True) if isinstance(result, BaseModel) else result
+                body = self._envelope(binding.service, body, ctx) if isinstance(body, dict) else body
+                self._check_output(binding.output_schema, body, ctx)
+                outcome = Outcome(True, 200, "OK", body, ctx.run_id, ctx.trace_id)
+            else:
+                if not isinstance(result, bytes | bytearray):
+                    raise TypeError(f"resource {binding.name} must return bytes")
+                outcome = Outcome(True, 200, "OK", bytes(result), ctx.run_id, ctx.trace_id, media_type=binding.mime_type)
+        except TimeoutError:
+            outcome = self.error_outcome(ToolError("the resource did not load in time", code="REQUEST_TIMEOUT"), ctx.run_id, ctx.trace_id)
+        except ToolError as exc:
+            outcome = self.error_outcome(exc, ctx.run_id, ctx.trace_id)
+        except Exception as exc:  # noqa: BLE001
+            outcome = self.error_outcome(self._unexpected(exc, ctx), ctx.run_id, ctx.trace_id)
+        return self._finish(outcome, ctx, request.transport, started)

@@ -1,0 +1,61 @@
+"""Assemble generated bindings, hand-written handlers and the pipeline, once per process."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from kumitate.bindings import ResourceBinding, ServiceBinding
+from kumitate.pipeline import Pipeline
+from kumitate.settings import Settings
+
+
+class MissingHandlerError(RuntimeError):
+    """A tool or resource of the spec has no handler: fail at start-up, not on first call."""
+
+
+def _check_handlers(svc: ServiceBinding, handlers: Any) -> None:
+    missing = [f"tool {t.name!r} (method {t.name})" for t in svc.tools if not callable(getattr(handlers, t.name, None))]
+    missing += [
+        f"resource {r.name!r} (method {r.method_name})" for r in svc.resources if not callable(getattr(handlers, r.method_name, None))
+    ]
+    if missing:
+        raise MissingHandlerError(f"service {svc.name!r}: handlers/{svc.name} does not implement " + ", ".join(missing))
+
+
+class Runtime:
+    """Everything a transport needs: services, their handlers and the shared pipeline."""
+
+    def __init__(self, settings: Settings, services: Iterable[str] | None = None, env: dict[str, str] | None = None) -> None:
+        from generated.errors import CATALOGUE
+        from generated.registry import SERVICES
+
+        wanted = list(services) if services is not None else list(SERVICES)
+        unknown = [s for s in wanted if s not in SERVICES]
+        if unknown:
+            raise KeyError(f"unknown service(s): {', '.join(unknown)}; known: {', '.join(SERVICES)}")
+        self.settings = settings
+        self.env = dict(os.environ if env is None else env)
+        self.services: dict[str, ServiceBinding] = {name: SERVICES[name] for name in wanted}
+        handlers: dict[str, Any] = {}
+        for name, svc in self.services.items():
+            try:
+                handlers[name] = svc.create_handlers(settings)
+            except ModuleNotFoundError as exc:
+                if exc.name and exc.name.startswith(f"handlers.{name}") or exc.name == "handlers":
+                    tools = ", ".join(t.name for t in svc.tools)
+                    raise MissingHandlerError(f"service {name!r}: no module handlers/{name}; it must implement {tools}") from exc
+                raise
+            _check_handlers(svc, handlers[name])
+        self.handlers = handlers
+        self.pipeline = Pipeline(CATALOGUE, self.services, handlers)
+
+    def resource_enabled(self, binding: ResourceBinding) -> bool:
+        return binding.enabled_by is None or self.env.get(binding.enabled_by) == "1"
+
+    def close(self) -> None:
+        for handler in self.handlers.values():
+            close = getattr(handler, "close", None)
+            if callable(close):
+                close()

@@ -1,0 +1,1 @@
+"""Transport adapters: they translate wire formats and decide nothing about a tool."""

@@ -1,0 +1,164 @@
+"""HTTP adapter (Litestar): wire format <-> pipeline, nothing else.
+
+Routes read the body (JSON, or form fields mapped onto the input schema), hand
+it to the pipeline and write the Outcome back. Every error, including the ones
+Litestar raises itself (404, 405, 413), leaves through `error_response`, so the
+body is always the catalogue's envelope.
+"""
+
+import base64
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, route
+from litestar.datastructures import UploadFile
+from litestar.exceptions import HTTPException
+from litestar.handlers import BaseRouteHandler
+
+from kumitate import correlation
+from kumitate.bindings import ResourceBinding, ToolBinding
+from kumitate.errors import ToolError
+from kumitate.pipeline import CallRequest, Outcome
+from kumitate.runtime import Runtime
+
+IDS_KEY = "kumitate_ids"
+STATUS_CODES = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    406: "NOT_ACCEPTABLE",
+    408: "REQUEST_TIMEOUT",
+    409: "CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    422: "VALIDATION_ERROR",
+    429: "RATE_LIMITED",
+    503: "SERVICE_UNAVAILABLE",
+}
+_ENCODER = msgspec.json.Encoder()
+
+
+def request_ids(request: Request[Any, Any, Any]) -> tuple[str, str]:
+    """The ids the outer ASGI layer resolved for this request (or fresh ones)."""
+    state = request.scope.get("state") or {}
+    ids = state.get(IDS_KEY)
+    if ids is None:
+        ids = correlation.from_headers({k.lower(): v for k, v in request.headers.items()})
+        state[IDS_KEY] = ids
+    return ids
+
+
+def call_request(request: Request[Any, Any, Any]) -> CallRequest:
+    client = request.client.host if request.client else None
+    return CallRequest(transport="http", headers=request.headers, ids=request_ids(request), client=client)
+
+
+def to_response(outcome: Outcome) -> Response[bytes]:
+    headers = dict(outcome.headers)
+    if outcome.ok and isinstance(outcome.body, bytes):
+        return Response(outcome.body, status_code=outcome.status, media_type=outcome.media_type, headers=headers)
+    return Response(_ENCODER.encode(outcome.body), status_code=outcome.status, media_type="application/json", headers=headers)
+
+
+def error_response(runtime: Runtime, request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    """The single place an exception becomes an HTTP error body."""
+    run_id, trace_id = request_ids(request)
+    headers: dict[str, str] = {}
+    if isinstance(exc, ToolError):
+        err = exc
+    elif isinstance(exc, HTTPException):
+        code = STATUS_CODES.get(exc.status_code, "INTERNAL" if exc.status_code >= 500 else "BAD_REQUEST")
+        detail = exc.detail if isinstance(exc.detail, str) and exc.detail else runtime.pipeline.catalogue[code].title
+        err = ToolError(detail, code=code)
+        headers.update({k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"})
+    else:
+        err = ToolError(f"internal error; quote run_id {run_id}", code="INTERNAL")
+    outcome = runtime.pipeline.error_outcome(err, run_id, trace_id)
+    outcome.headers.update(headers)
+    return to_response(outcome)
+
+
+def _media_type(request: Request[Any, Any, Any]) -> str:
+    return request.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower() or "application/json"
+
+
+def _coerce_form_value(value: Any, schema: Mapping[str, Any]) -> Any:
+    """Form fields are strings (or files); give them the JSON type the schema expects."""
+    if isinstance(value, UploadFile):
+        return value  # read by the caller (async)
+    kinds = schema.get("type")
+    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
+    text = str(value)
+    if kinds & {"object", "array"}:
+        try:
+            return msgspec.json.decode(text)
+        except msgspec.DecodeError:
+            return text
+    if "boolean" in kinds and text.lower() in ("true", "false", "1", "0", "on", "off"):
+        return text.lower() in ("true", "1", "on")
+    if "integer" in kinds:
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    if "number" in kinds:
+        try:
+            return float(text)
+        except ValueError:
+            return text
+    return text
+
+
+async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) -> Any:
+    media = _media_type(request)
+    if media not in binding.content_types:
+        raise ToolError(f"content type {media!r} is not accepted here; use {', '.join(binding.content_types)}", code="UNSUPPORTED_MEDIA_TYPE")
+    if media == "application/json":
+        raw = await request.body()
+        if not raw.strip():
+            raise ToolError("the request body is empty; send a JSON object", code="BAD_REQUEST")
+        try:
+            return msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise ToolError(f"malformed JSON body: {exc}", code="BAD_REQUEST") from None
+    form = await request.form()
+    props = binding.input_schema.get("properties", {})
+    arguments: dict[str, Any] = {}
+    for key, value in form.multi_items():
+        coerced = _coerce_form_value(value, props.get(key, {}))
+        if isinstance(coerced, UploadFile):
+            coerced = base64.b64encode(await coerced.read()).decode("ascii")
+        arguments[key] = coerced
+    return arguments
+
+
+def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
+    async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
+        try:
+            arguments = await read_arguments(request, binding)
+        except ToolError as exc:
+            return error_response(runtime, request, exc)
+        outcome = await runtime.pipeline.call_tool(binding, arguments, call_request(request))
+        return to_response(outcome)
+
+    endpoint.__name__ = f"tool_{binding.service}_{binding.name}"
+    return route(binding.http_path, http_method=[binding.http_method], name=binding.key, include_in_schema=False, status_code=200)(endpoint)
+
+
+def resource_route(runtime: Runtime, binding: ResourceBinding) -> BaseRouteHandler:
+    path = binding.http_path
+    for param in binding.params:
+        path = path.replace(f"{{{param}}}", f"{{{param}:str}}")
+
+    async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
+        if not runtime.resource_enabled(binding):
+            return error_response(runtime, request, ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND"))
+        params = {p: str(request.path_params[p]) for p in binding.params}
+        outcome = await runtime.pipeline.read_resource(binding, params, call_request(request))
+        return to_response(outcome)
+
+    endpoint.__name__ = f"resource_{binding.service}_{binding.name}"
+    return route(path, http_method=["GET"], name=binding.key, include_in_schema=False, status_code=200)(endpoint)

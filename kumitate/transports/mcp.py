@@ -1,0 +1,125 @@
+"""MCP adapter (fastmcp): wire format <-> pipeline, nothing else.
+
+Tools advertise the spec's input and output schemas verbatim. A success returns
+structuredContent (plus image content for attachments); a failure returns
+`isError: true` with the same error body the HTTP side sends.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import json
+from typing import Any
+
+from fastmcp import FastMCP
+from fastmcp.exceptions import ResourceError
+from fastmcp.resources import Resource, ResourceTemplate
+from fastmcp.server.dependencies import fastmcp_request_ctx
+from fastmcp.tools import Tool, ToolResult
+from mcp_types import ImageContent, TextContent, ToolAnnotations
+from pydantic import Field
+
+from kumitate import correlation
+from kumitate.bindings import ResourceBinding, ToolBinding
+from kumitate.pipeline import CallRequest, Outcome
+from kumitate.runtime import Runtime
+
+ANNOTATION_FIELDS = {
+    "title": "title",
+    "readOnlyHint": "read_only_hint",
+    "destructiveHint": "destructive_hint",
+    "idempotentHint": "idempotent_hint",
+    "openWorldHint": "open_world_hint",
+}
+
+
+def current_request() -> CallRequest:
+    """Correlation from `_meta`, falling back to the streamable-HTTP request's headers."""
+    rc = fastmcp_request_ctx.get()
+    meta = dict(rc.meta or {}) if rc is not None else {}
+    headers: dict[str, str] = {}
+    fallback = None
+    if rc is not None and rc.request is not None:
+        headers = {k.lower(): v for k, v in rc.request.headers.items()}
+        state = rc.request.scope.get("state") or {}
+        fallback = state.get("kumitate_ids") or correlation.from_headers(headers)
+        client = rc.request.client.host if rc.request.client else None
+    else:
+        client = None
+    return CallRequest(transport="mcp", headers=headers, meta=meta, ids=correlation.from_meta(meta, fallback), client=client)
+
+
+def _tool_result(outcome: Outcome) -> ToolResult:
+    text = json.dumps(outcome.body, ensure_ascii=False)
+    content: list[Any] = [TextContent(type="text", text=text)]
+    for attachment in outcome.attachments:
+        if attachment.mime_type.startswith("image/"):
+            content.append(ImageContent(type="image", data=base64.b64encode(attachment.data).decode("ascii"), mime_type=attachment.mime_type))
+    meta: dict[str, Any] = {"kumitate": {"run_id": outcome.run_id, "trace_id": outcome.trace_id}}
+    if outcome.warnings:
+        meta["kumitate"]["warnings"] = list(outcome.warnings)
+    return ToolResult(content=content, structured_content=outcome.body, is_error=not outcome.ok, meta=meta)
+
+
+class SpecTool(Tool):
+    """A tool whose schemas, annotations and description come from the spec."""
+
+    runtime: Any = Field(default=None, exclude=True)
+    binding: Any = Field(default=None, exclude=True)
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, current_request())
+        return _tool_result(outcome)
+
+
+def tool_component(runtime: Runtime, binding: ToolBinding) -> SpecTool:
+    annotations = ToolAnnotations(**{ANNOTATION_FIELDS[k]: v for k, v in binding.annotations.items() if k in ANNOTATION_FIELDS})
+    return SpecTool(
+        name=binding.name,
+        title=binding.annotations.get("title") or binding.summary,
+        description=binding.description,
+        parameters=binding.input_schema,
+        output_schema=binding.output_schema,
+        annotations=annotations,
+        runtime=runtime,
+        binding=binding,
+    )
+
+
+def _resource_reader(runtime: Runtime, binding: ResourceBinding) -> Any:
+    async def read(**params: str) -> str | bytes:
+        outcome = await runtime.pipeline.read_resource(binding, params, current_request())
+        if not outcome.ok:
+            raise ResourceError(json.dumps(outcome.body, ensure_ascii=False))
+        if isinstance(outcome.body, bytes):
+            return outcome.body
+        return json.dumps(outcome.body, ensure_ascii=False)
+
+    read.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, annotation=str) for p in binding.params]
+    )
+    read.__name__ = binding.name
+    return read
+
+
+def resource_component(runtime: Runtime, binding: ResourceBinding) -> Resource | ResourceTemplate:
+    reader = _resource_reader(runtime, binding)
+    if binding.params:
+        return ResourceTemplate.from_function(
+            reader, uri_template=binding.uri, name=binding.name, description=binding.description, mime_type=binding.mime_type
+        )
+    return Resource.from_function(reader, uri=binding.uri, name=binding.name, description=binding.description, mime_type=binding.mime_type)
+
+
+def build_server(runtime: Runtime, services: list[str] | None = None) -> FastMCP:
+    """One FastMCP server with the tools and resources of the given services (all by default)."""
+    import importlib
+
+    names = services or list(runtime.services)
+    instructions = "\n\n".join(f"[{n}] {runtime.services[n].instructions}".strip() for n in names if runtime.services[n].instructions)
+    title = names[0] if len(names) == 1 else "kumitate"
+    server = FastMCP(title, instructions=instructions or None, mask_error_details=True)
+    for name in names:
+        importlib.import_module(f"generated.{name}.mcp").register(server, runtime)
+    return server
