@@ -17,11 +17,23 @@ class JsonLineFormatter(logging.Formatter):
         return json.dumps(payload, ensure_ascii=False, sort_keys=True)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever sys.stderr is now (test capture, a redirected stream)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
 def configure(level: str = "INFO") -> None:
     """Send call logs to stderr as JSON lines (stdout may be the MCP stdio channel)."""
     if any(isinstance(h.formatter, JsonLineFormatter) for h in LOGGER.handlers):
         return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(JsonLineFormatter())
     LOGGER.addHandler(handler)
     LOGGER.setLevel(level)

@@ -1,0 +1,251 @@
+"""Outbound HTTP for handlers: one deadline per call, bounded retries, a circuit breaker.
+
+Handlers that call another service (an LLM, a remote API) should not each
+re-invent timeouts and retries. `OutboundClient.request()` gives a call
+
+* a **deadline** for the whole call, retries included: every attempt gets only the
+  time that is left, and a backoff that would overrun the deadline is not slept;
+* **retries** with exponential backoff and jitter on retryable failures only:
+  timeouts, connection errors, 408, 429 and 5xx. Other 4xx answers are the
+  caller's mistake and are returned at once (a retry would fail the same way).
+  A `Retry-After` header (seconds) is honoured when it fits in the deadline;
+* a **circuit breaker** shared by every call through the client: after N
+  consecutive upstream failures (5xx, timeouts, connection errors) it opens and
+  calls fail fast with `kind="circuit_open"`; after a cool-down one trial call is
+  let through (half-open); its success closes the breaker, its failure re-opens it.
+  429 is neither a success nor a failure for the breaker: the upstream is alive.
+
+Failures surface as `OutboundError` with a `kind` the caller maps to its own error
+code or fallback (`timeout`, `rate_limited`, `upstream_error`, `connection`,
+`circuit_open`, `client_error`). The module is synchronous (handlers run in worker
+threads) and has no dependency on any service.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+class OutboundError(Exception):
+    """A failed outbound call, after retries. `kind` says why; `status` is the last HTTP status, if any."""
+
+    def __init__(self, kind: str, message: str, *, status: int | None = None, attempts: int = 0) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.status = status
+        self.attempts = attempts
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the same call may succeed later (everything but a 4xx rejection)."""
+        return self.kind != "client_error"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """`attempts` counts the first try: attempts=2 means one retry."""
+
+    attempts: int = 2
+    base_delay_s: float = 0.2
+    max_delay_s: float = 2.0
+    jitter: float = 0.2  # +- fraction of the delay, so clients that failed together do not retry together
+
+    def delay(self, retry_index: int, rng: random.Random) -> float:
+        """Backoff before retry number `retry_index` (0-based): base * 2^i, capped, jittered."""
+        raw = min(self.max_delay_s, self.base_delay_s * (2**retry_index))
+        return max(0.0, raw * (1 + rng.uniform(-self.jitter, self.jitter)))
+
+
+class CircuitBreaker:
+    """Closed → open after `failure_threshold` consecutive failures → half-open after `reset_timeout_s`.
+
+    Thread-safe. In half-open state exactly one trial call is allowed at a time.
+    `clock` is injectable so a test can step time instead of sleeping.
+    """
+
+    def __init__(
+        self,
+        failure_threshold: int = 5,
+        reset_timeout_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.failure_threshold = failure_threshold
+        self.reset_timeout_s = reset_timeout_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._opened_at: float | None = None
+        self._trial_in_flight = False
+
+    @property
+    def state(self) -> str:
+        """"closed", "open" or "half_open"."""
+        with self._lock:
+            return self._state_locked()
+
+    def _state_locked(self) -> str:
+        if self._opened_at is None:
+            return "closed"
+        if self._clock() - self._opened_at >= self.reset_timeout_s:
+            return "half_open"
+        return "open"
+
+    def allow(self) -> bool:
+        """May a call go out now? In half-open state, reserves the single trial slot."""
+        with self._lock:
+            state = self._state_locked()
+            if state == "closed":
+                return True
+            if state == "half_open" and not self._trial_in_flight:
+                self._trial_in_flight = True
+                return True
+            return False
+
+    def record_success(self) -> None:
+        with self._lock:
+            self._failures = 0
+            self._opened_at = None
+            self._trial_in_flight = False
+
+    def record_failure(self) -> None:
+        with self._lock:
+            self._failures += 1
+            if self._trial_in_flight or self._failures >= self.failure_threshold:
+                self._opened_at = self._clock()
+            self._trial_in_flight = False
+
+    def release(self) -> None:
+        """A call ended with no verdict on upstream health (e.g. 429): free the trial slot."""
+        with self._lock:
+            self._trial_in_flight = False
+
+
+def _retry_after_s(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # HTTP-date form: fall back to our own backoff
+
+
+class OutboundClient:
+    """An httpx.Client with deadline, retry and breaker; one instance per upstream, shared across calls."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
+        default_deadline_s: float = 10.0,
+        rng: random.Random | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.retry = retry or RetryPolicy()
+        self.breaker = breaker or CircuitBreaker()
+        self.default_deadline_s = default_deadline_s
+        self._rng = rng or random.Random()
+        self._sleep = sleep
+        self._http = httpx.Client(base_url=base_url, headers=dict(headers or {}), follow_redirects=False)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> OutboundClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+        deadline_s: float | None = None,
+    ) -> httpx.Response:
+        """Send with retries inside one deadline; return the first non-retryable response (2xx or 4xx).
+
+        Raises OutboundError when the breaker is open, when the deadline is spent,
+        when retryable failures outlast the retry budget, or (kind `client_error`)
+        on a 4xx other than 408/429.
+        """
+        deadline = time.monotonic() + (self.default_deadline_s if deadline_s is None else deadline_s)
+        attempt = 0
+        last: OutboundError | None = None
+        while attempt < self.retry.attempts:
+            if not self.breaker.allow():
+                if last is not None:  # this call's own failures opened it: report what happened
+                    raise last
+                raise OutboundError("circuit_open", "circuit breaker is open", attempts=attempt)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.breaker.release()
+                break
+            attempt += 1
+            wait_hint: float | None = None
+            try:
+                response = self._http.request(
+                    method, path, json=json, headers=dict(headers or {}), timeout=httpx.Timeout(remaining)
+                )
+            except httpx.TimeoutException as exc:
+                self.breaker.record_failure()
+                last = OutboundError("timeout", f"no answer within the deadline: {type(exc).__name__}", attempts=attempt)
+            except httpx.TransportError as exc:
+                self.breaker.record_failure()
+                last = OutboundError("connection", f"transport error: {type(exc).__name__}", attempts=attempt)
+            else:
+                status = response.status_code
+                if status not in RETRYABLE_STATUS:
+                    self.breaker.record_success()  # 2xx/3xx/4xx: the upstream is up and answered
+                    if 400 <= status < 500:
+                        raise OutboundError("client_error", f"upstream rejected the request: HTTP {status}",
+                                            status=status, attempts=attempt)
+                    return response
+                if status == 429:
+                    self.breaker.release()
+                    last = OutboundError("rate_limited", "upstream rate limit: HTTP 429", status=429, attempts=attempt)
+                elif status == 408:
+                    self.breaker.record_failure()
+                    last = OutboundError("timeout", "upstream timed out: HTTP 408", status=408, attempts=attempt)
+                else:
+                    self.breaker.record_failure()
+                    last = OutboundError("upstream_error", f"upstream failed: HTTP {status}", status=status,
+                                         attempts=attempt)
+                wait_hint = _retry_after_s(response)
+            if attempt >= self.retry.attempts:
+                break
+            delay = self.retry.delay(attempt - 1, self._rng)
+            if wait_hint is not None:
+                delay = max(delay, wait_hint)
+            if time.monotonic() + delay >= deadline:
+                break  # sleeping would spend the deadline: report the failure now
+            self._sleep(delay)
+        if last is None:
+            last = OutboundError("timeout", "deadline spent before the call could be sent", attempts=attempt)
+        raise last
+
+    def post_json(
+        self, path: str, body: Any, *, headers: Mapping[str, str] | None = None, deadline_s: float | None = None
+    ) -> Any:
+        """POST JSON, return the decoded JSON body; an undecodable 2xx body is an `upstream_error`."""
+        response = self.request("POST", path, json=body, headers=headers, deadline_s=deadline_s)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise OutboundError("upstream_error", "upstream answered with invalid JSON",
+                                status=response.status_code) from exc

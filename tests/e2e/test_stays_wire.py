@@ -1,0 +1,135 @@
+"""summarize_stays' bad-input table on the wire: HTTP and MCP give the same catalogued outcome.
+
+Per-record problems come back inside a successful result with the valid records;
+request-level problems are a BAD_REQUEST error body, identical on both transports.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from fastmcp import Client
+
+from tests.conftest import LiveServer
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+GOOD = {"ref": "ok-1", "code": "13101", "name": "千代田区", "start_ts": "2024-05-01T09:00:00+09:00", "end_ts": "2024-05-01T10:30:00+09:00"}
+GOOD_RESULT = {"ref": "ok-1", "code": "13101", "name": "千代田区", "duration_sec": 5400}
+
+RECORD_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("missing_code", {"name": "中央区"}, "MISSING_CODE"),
+    ("empty_code", {"code": "", "name": "中央区"}, "MISSING_CODE"),
+    ("ref_129_chars", {"ref": "r" * 129, "code": "13102", "name": "中央区"}, "INVALID_REF"),
+    ("ref_control_chars", {"ref": "bad\u0007ref", "code": "13102", "name": "中央区"}, "INVALID_REF"),
+    ("bad_timestamp", {"code": "13102", "name": "中央区", "start_ts": "yesterday"}, "INVALID_INPUT"),
+    ("date_only_timestamp", {"code": "13102", "name": "中央区", "start_ts": "2024-05-01"}, "INVALID_INPUT"),
+    ("end_before_start", {"code": "13102", "name": "中央区", "start_ts": "2024-05-01T12:00:00Z", "end_ts": "2024-05-01T11:00:00Z"}, "INVALID_INPUT"),
+    ("code_wrong_type", {"code": 13102, "name": "中央区"}, "MISSING_CODE"),
+    ("name_wrong_type", {"code": "13102", "name": ["中央区"]}, "INVALID_INPUT"),
+    ("unknown_field", {"code": "13102", "name": "中央区", "lat": 35.6}, "INVALID_INPUT"),
+]
+
+REQUEST_CASES: list[tuple[str, Any]] = [
+    ("stays_not_array", {"stays": {"code": "1"}}),
+    ("stays_missing", {"granularity": "admin"}),
+    ("bad_granularity", {"stays": [], "granularity": "city"}),
+    ("bad_mode", {"stays": [], "mode": "random"}),
+    ("unknown_top_level_field", {"stays": [], "verbose": True}),
+    ("body_not_object", [GOOD]),
+    ("record_not_object", {"stays": [GOOD, "13102"]}),
+]
+
+
+async def _both(live_server: LiveServer, arguments: Any) -> list[tuple[str, bool, Any]]:
+    async with httpx.AsyncClient(base_url=live_server.url, timeout=120) as http:
+        response = await http.post("/v1/stays/summarize_stays", json=arguments)
+        http_result = ("http", response.status_code == 200, response.json())
+        if response.status_code != 200:
+            assert response.status_code == 400
+    if not isinstance(arguments, dict):  # MCP arguments are an object by protocol; the client refuses others
+        return [http_result, http_result]
+    async with Client(f"{live_server.url}/mcp") as mcp:
+        result = await mcp.call_tool("summarize_stays", arguments, raise_on_error=False)
+    return [http_result, ("mcp", not result.is_error, result.structured_content)]
+
+
+@pytest.mark.parametrize(("case", "record", "reason"), RECORD_CASES, ids=[c[0] for c in RECORD_CASES])
+async def test_bad_record_is_reported_and_the_rest_survives(live_server: LiveServer, case: str, record: Any, reason: str) -> None:
+    for transport, ok, body in await _both(live_server, {"stays": [GOOD, record, GOOD]}):
+        assert ok, (transport, body)
+        assert [e["reason"] for e in body["errors"]] == [reason], (transport, body["errors"])
+        assert body["errors"][0]["index"] == 1
+        valid = [r for r in body["results"] if r.get("ref") == "ok-1"]
+        assert valid == [GOOD_RESULT, GOOD_RESULT], transport
+        if reason == "INVALID_REF":  # the record is kept, its ref dropped (and never echoed)
+            assert any(r["code"] == "13102" and "ref" not in r for r in body["results"])
+            assert "bad\u0007ref" not in str(body) and "r" * 129 not in str(body)
+
+
+@pytest.mark.parametrize(("case", "arguments"), REQUEST_CASES, ids=[c[0] for c in REQUEST_CASES])
+async def test_bad_request_gets_the_same_error_body_on_both_transports(live_server: LiveServer, case: str, arguments: Any) -> None:
+    results = await _both(live_server, arguments)
+    for transport, ok, body in results:
+        assert not ok, transport
+        assert set(body) == {"error", "run_id", "trace_id"}
+        assert body["error"]["code"] == "BAD_REQUEST"
+        assert body["error"]["retryable"] is False
+        assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    assert results[0][2]["error"] == results[1][2]["error"]
+
+
+async def test_missing_timestamp_gives_null_duration(live_server: LiveServer) -> None:
+    for transport, ok, body in await _both(live_server, {"stays": [{"code": "13104", "name": "新宿区"}]}):
+        assert ok, transport
+        assert body["results"] == [{"code": "13104", "name": "新宿区", "duration_sec": None}]
+
+
+async def test_100k_records_come_back_on_http(live_server: LiveServer) -> None:
+    records = [{**GOOD, "ref": f"r{i}"} for i in range(100_000)]
+    records[50_000] = {"code": "", "name": "x"}
+    async with httpx.AsyncClient(base_url=live_server.url, timeout=120) as http:
+        response = await http.post("/v1/stays/summarize_stays", json={"stays": records})
+    body = response.json()
+    assert response.status_code == 200
+    assert len(body["results"]) == 99_999
+    assert [(e["index"], e["reason"]) for e in body["errors"]] == [(50_000, "MISSING_CODE")]
+
+
+async def test_100001_records_are_refused(live_server: LiveServer) -> None:
+    async with httpx.AsyncClient(base_url=live_server.url, timeout=120) as http:
+        response = await http.post("/v1/stays/summarize_stays", json={"stays": [{"code": "1", "name": "a"}] * 100_001})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "BAD_REQUEST"
+
+
+async def test_http_errors_outside_tools_use_the_envelope(live_server: LiveServer) -> None:
+    async with httpx.AsyncClient(base_url=live_server.url, timeout=30) as http:
+        cases = [
+            (await http.get("/v1/nope"), 404, "NOT_FOUND"),
+            (await http.get("/v1/stays/summarize_stays"), 405, "METHOD_NOT_ALLOWED"),
+            (await http.post("/v1/stays/summarize_stays", content=b"{bad json", headers={"content-type": "application/json"}), 400, "BAD_REQUEST"),
+            (await http.post("/v1/stays/summarize_stays", content=b"", headers={"content-type": "application/json"}), 400, "BAD_REQUEST"),
+            (await http.post("/v1/stays/summarize_stays", content=b"stays=1", headers={"content-type": "text/plain"}), 415, "UNSUPPORTED_MEDIA_TYPE"),
+        ]
+        for response, status, code in cases:
+            assert response.status_code == status
+            assert response.json()["error"]["code"] == code
+            assert response.headers["x-run-id"] == response.json()["run_id"]
+            assert float(response.headers["x-request-duration-ms"]) >= 0
+        assert "POST" in cases[1][0].headers["allow"]
+        echoed = await http.post("/v1/stays/summarize_stays", json={"stays": []}, headers={"X-Run-Id": "run-42", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+        assert echoed.headers["x-run-id"] == "run-42"
+        assert echoed.headers["x-trace-id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
+
+
+async def test_openapi_is_served_verbatim(live_server: LiveServer) -> None:
+    from tests.conftest import REPO
+
+    async with httpx.AsyncClient(base_url=live_server.url) as http:
+        served = (await http.get("/schema/openapi.json")).content
+        docs = await http.get("/schema")
+    assert served == (REPO / "generated" / "openapi.json").read_bytes()
+    assert docs.status_code == 200 and "openapi.json" in docs.text

@@ -1,0 +1,69 @@
+"""`make fuzz`: schemathesis against every HTTP operation of a real server, all phases, fixed seed.
+
+The expected statuses for schema-valid input are derived from the spec: 2xx plus
+the statuses of the errors each tool declares (and its policies imply). A
+schema-valid request that gets any other status, a 5xx, or a body that breaks
+the documented schema is a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from codegen import specs
+from codegen.openapi import _policy_errors
+from tests.conftest import REPO, start_server, stop_server
+
+
+def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
+    lines = ["[generation]", f"max-examples = {max_examples}", "database = \"none\"", ""]
+    entries = [(t.http_method, t.http_path, t.errors + _policy_errors(t.policy)) for t in tree.all_tools()]
+    entries += [("GET", r.http_path, [*r.errors, "NOT_FOUND", *_policy_errors(r.policy)]) for s in tree.services for r in s.resources]
+    for method, path, codes in entries:
+        statuses = sorted({str(tree.errors[c].status) for c in codes if c in tree.errors} | {"2xx"})
+        lines += [
+            "[[operations]]",
+            f'include-name = "{method} {path}"',
+            f"checks.positive_data_acceptance.expected-statuses = {statuses!r}".replace("'", '"'),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seed", type=int, default=20261122)
+    parser.add_argument("--port", type=int, default=0, help="unused; a free port is chosen")
+    parser.add_argument("--max-examples", type=int, default=25)
+    args = parser.parse_args()
+    tree = specs.load(REPO / "specs")
+    with tempfile.TemporaryDirectory(prefix="kumitate-fuzz-") as tmp:
+        root = Path(tmp)
+        config = root / "schemathesis.toml"
+        config.write_text(config_toml(tree, args.max_examples), encoding="utf-8")
+        server = start_server(root / "var", root / "server.log")
+        code = 1
+        try:
+            cmd = [
+                sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run",
+                f"{server.url}/schema/openapi.json",
+                "--checks", "all",
+                "--phases", "examples,coverage,fuzzing,stateful",
+                "--seed", str(args.seed),
+                "-H", "X-Run-Id: fuzz",
+                "--report", "junit", "--report-dir", str(REPO / "st-report"),
+            ]
+            code = subprocess.run(cmd, cwd=root, check=False).returncode
+        finally:
+            stop_server(server)
+            if code:
+                print((root / "server.log").read_text(errors="replace")[-4000:], file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
