@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -45,3 +46,16 @@ class CallContext:
     received_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     warnings: list[str] = field(default_factory=list)
     attachments: list[Attachment] = field(default_factory=list)
+    deadline: float | None = None
+    """time.monotonic() after which the caller has been told REQUEST_TIMEOUT."""
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def check_deadline(self) -> None:
+        """Call right before committing: a handler running in a worker thread cannot be
+        interrupted, so it must not commit once the caller has been told it timed out."""
+        if self.expired():
+            from kumitate.errors import ToolError
+
+            raise ToolError("the deadline passed before the change was committed; nothing was saved", code="REQUEST_TIMEOUT")

@@ -1,7 +1,8 @@
 """The one invocation pipeline every transport calls.
 
-correlation ids -> input validation (JSON Schema semantics) -> handler (with its
-deadline) -> output validation (fail closed) -> success envelope -> one log line.
+correlation ids -> authenticate / authorize -> rate limit -> idempotency -> input
+validation (JSON Schema semantics) -> handler (with its deadline) -> output
+validation (fail closed) -> output-size guard -> success envelope -> one log line.
 Adapters only translate the wire format into a `CallRequest` and an `Outcome`
 back, so a tool behaves the same on MCP and HTTP.
 """
@@ -24,6 +25,10 @@ from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import Attachment, CallContext, Principal
 from kumitate.errors import ToolError
+from kumitate.policies import deprecation, guard
+from kumitate.policies.auth import Authenticator
+from kumitate.policies.idempotency import IdempotencyStore, Stored
+from kumitate.policies.ratelimit import RateLimiter
 
 MAX_REPORTED_ERRORS = 5
 
@@ -37,6 +42,10 @@ class CallRequest:
     meta: Mapping[str, Any] | None = None
     ids: tuple[str, str] | None = None
     client: str | None = None
+    authorization: str | None = None
+    local: bool = False
+    """stdio / in-memory MCP: no network peer, runs as the configured local principal."""
+    idempotency_key: str | None = None
 
 
 @dataclass(slots=True)
@@ -54,13 +63,28 @@ class Outcome:
     attachments: list[Attachment] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     media_type: str = "application/json"
+    replayed: bool = False
+
+
+@dataclass(slots=True)
+class Policies:
+    auth: Authenticator = field(default_factory=lambda: Authenticator([], Principal("local", frozenset({"*"}))))
+    limiter: RateLimiter = field(default_factory=RateLimiter)
+    idempotency: IdempotencyStore | None = None
 
 
 class Pipeline:
-    def __init__(self, catalogue: Mapping[str, CatalogueEntry], services: Mapping[str, ServiceBinding], handlers: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        catalogue: Mapping[str, CatalogueEntry],
+        services: Mapping[str, ServiceBinding],
+        handlers: Mapping[str, Any],
+        policies: Policies | None = None,
+    ) -> None:
         self.catalogue = catalogue
         self.services = services
         self.handlers = handlers
+        self.policies = policies or Policies()
         self._validators: dict[int, Any] = {}
 
     # -- helpers ---------------------------------------------------------------------------
@@ -143,6 +167,7 @@ class Pipeline:
             transport=transport,
             run_id=ctx.run_id,
             trace_id=ctx.trace_id,
+            principal=ctx.principal.id,
             outcome=outcome.code,
             status=outcome.status,
             duration_ms=round((time.perf_counter() - started) * 1000, 2),
@@ -153,10 +178,31 @@ class Pipeline:
         calllog.log_event("handler_crashed", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, error_type=type(exc).__name__)
         return ToolError(f"internal error; quote run_id {ctx.run_id}", code="INTERNAL")
 
-    # -- entry points ----------------------------------------------------------------------
-    async def call_tool(self, binding: ToolBinding, arguments: Any, request: CallRequest) -> Outcome:
-        started = time.perf_counter()
-        ctx = self._context(binding.service, binding.name, request)
+    def _admit(self, service: str, name: str, policy: Mapping[str, Any], ctx: CallContext, request: CallRequest) -> None:
+        """Authenticate, authorize and rate-limit: the checks before any work is done."""
+        auth = self.policies.auth
+        ctx.principal = auth.authenticate(request.authorization, local=request.local, public=bool(policy.get("public")))
+        if not policy.get("public"):
+            auth.authorize(ctx.principal, policy.get("scopes"))
+        limit = policy.get("rate_limit")
+        if limit:
+            who = ctx.principal.id if ctx.principal.id != "anonymous" else f"addr:{request.client or 'unknown'}"
+            self.policies.limiter.take((f"{service}.{name}", who), float(limit["rps"]), int(limit["burst"]))
+
+    def _guard(self, binding: ToolBinding, body: Any, ctx: CallContext) -> Any:
+        limit = binding.policy.get("max_output_bytes")
+        if not limit:
+            return body
+        body, warning = guard.enforce(body, int(limit), binding.policy.get("on_oversize", "fail"), binding.name)
+        if warning:
+            if isinstance(body, dict) and "warnings" in binding.output_schema.get("properties", {}):
+                body["warnings"] = [*body.get("warnings", []), warning]
+            else:
+                ctx.warnings.append(warning)
+            self._check_output(binding.output_schema, body, ctx)
+        return body
+
+    async def _execute(self, binding: ToolBinding, arguments: Any, ctx: CallContext) -> Outcome:
         try:
             self._check_input(binding.input_schema, arguments)
             try:
@@ -165,25 +211,68 @@ class Pipeline:
                 raise ToolError(f"input does not match the schema: {exc.errors()[0]['msg']}", code="BAD_REQUEST") from None
             method = getattr(self.handlers[binding.service], binding.name)
             timeout = self._timeout_s(binding.policy)
+            ctx.deadline = time.monotonic() + timeout if timeout else None
             try:
                 with anyio.fail_after(timeout):
                     result = await self._run(method, model, ctx)
             except TimeoutError:
-                raise ToolError(f"{binding.name} did not finish within {binding.policy['timeout_ms']} ms", code="REQUEST_TIMEOUT") from None
+                raise ToolError(f"{binding.name} did not finish within {binding.policy['timeout_ms']} ms; nothing was committed", code="REQUEST_TIMEOUT") from None
             body = result.model_dump(mode="json", by_alias=True, exclude_unset=True) if isinstance(result, BaseModel) else result
             body = self._envelope(binding.service, body, ctx) if isinstance(body, dict) else body
             self._check_output(binding.output_schema, body, ctx)
-            outcome = Outcome(True, 200, "OK", body, ctx.run_id, ctx.trace_id, attachments=ctx.attachments, warnings=ctx.warnings)
+            body = self._guard(binding, body, ctx)
+            return Outcome(True, 200, "OK", body, ctx.run_id, ctx.trace_id, attachments=ctx.attachments, warnings=ctx.warnings)
+        except ToolError as exc:
+            return self.error_outcome(exc, ctx.run_id, ctx.trace_id)
+        except Exception as exc:  # noqa: BLE001 - fail closed: never leak a traceback to a client
+            return self.error_outcome(self._unexpected(exc, ctx), ctx.run_id, ctx.trace_id)
+
+    async def _idempotent(self, binding: ToolBinding, arguments: Any, ctx: CallContext, key: str) -> Outcome:
+        store = self.policies.idempotency
+        if store is None:
+            return await self._execute(binding, arguments, ctx)
+        holder: list[Outcome] = []
+
+        async def execute() -> tuple[Stored, bool]:
+            outcome = await self._execute(binding, arguments, ctx)
+            holder.append(outcome)
+            return Stored(outcome.status, outcome.body), outcome.ok or not outcome.retryable
+
+        ttl = int(binding.policy.get("idempotency_ttl_s", 86400))
+        stored, replayed = await store.run((binding.key, ctx.principal.id, key), arguments, ttl, execute)
+        if not replayed:
+            return holder[0]
+        ok = stored.status < 400
+        code = "OK" if ok else str(stored.body.get("error", {}).get("code", "INTERNAL"))
+        return Outcome(ok, stored.status, code, stored.body, ctx.run_id, ctx.trace_id, replayed=True,
+                       retryable=False if ok else bool(stored.body["error"].get("retryable")))
+
+    # -- entry points ----------------------------------------------------------------------
+    async def call_tool(self, binding: ToolBinding, arguments: Any, request: CallRequest) -> Outcome:
+        started = time.perf_counter()
+        ctx = self._context(binding.service, binding.name, request)
+        try:
+            self._admit(binding.service, binding.name, binding.policy, ctx, request)
+            if binding.policy.get("idempotency") and request.idempotency_key is not None:
+                outcome = await self._idempotent(binding, arguments, ctx, request.idempotency_key)
+            else:
+                outcome = await self._execute(binding, arguments, ctx)
         except ToolError as exc:
             outcome = self.error_outcome(exc, ctx.run_id, ctx.trace_id)
-        except Exception as exc:  # noqa: BLE001 - fail closed: never leak a traceback to a client
-            outcome = self.error_outcome(self._unexpected(exc, ctx), ctx.run_id, ctx.trace_id)
+        if binding.deprecated:
+            outcome.headers.update(deprecation.headers(binding.deprecated))
+            note = deprecation.warning(binding.name, binding.deprecated)
+            if note:
+                outcome.warnings.append(note)
+        if outcome.replayed:
+            outcome.headers["Idempotent-Replayed"] = "true"
         return self._finish(outcome, ctx, request.transport, started)
 
     async def read_resource(self, binding: ResourceBinding, params: Mapping[str, str], request: CallRequest) -> Outcome:
         started = time.perf_counter()
         ctx = self._context(binding.service, binding.name, request)
         try:
+            self._admit(binding.service, binding.name, binding.policy, ctx, request)
             method = getattr(self.handlers[binding.service], binding.method_name)
             with anyio.fail_after(self._timeout_s(binding.policy)):
                 result = await self._run(method, ctx, **params)

@@ -7,7 +7,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from kumitate.bindings import ResourceBinding, ServiceBinding
-from kumitate.pipeline import Pipeline
+from kumitate.pipeline import Pipeline, Policies
+from kumitate.policies.auth import Authenticator
+from kumitate.policies.idempotency import IdempotencyStore
+from kumitate.policies.ratelimit import RateLimiter
 from kumitate.settings import Settings
 
 
@@ -49,12 +52,19 @@ class Runtime:
                 raise
             _check_handlers(svc, handlers[name])
         self.handlers = handlers
-        self.pipeline = Pipeline(CATALOGUE, self.services, handlers)
+        self.policies = Policies(
+            auth=Authenticator.from_env(self.env),
+            limiter=RateLimiter(),
+            idempotency=IdempotencyStore(settings.data_dir / "idempotency.sqlite3"),
+        )
+        self.pipeline = Pipeline(CATALOGUE, self.services, handlers, self.policies)
 
     def resource_enabled(self, binding: ResourceBinding) -> bool:
         return binding.enabled_by is None or self.env.get(binding.enabled_by) == "1"
 
     def close(self) -> None:
+        if self.policies.idempotency is not None:
+            self.policies.idempotency.close()
         for handler in self.handlers.values():
             close = getattr(handler, "close", None)
             if callable(close):

@@ -53,7 +53,14 @@ def request_ids(request: Request[Any, Any, Any]) -> tuple[str, str]:
 
 def call_request(request: Request[Any, Any, Any]) -> CallRequest:
     client = request.client.host if request.client else None
-    return CallRequest(transport="http", headers=request.headers, ids=request_ids(request), client=client)
+    return CallRequest(
+        transport="http",
+        headers=request.headers,
+        ids=request_ids(request),
+        client=client,
+        authorization=request.headers.get("authorization"),
+        idempotency_key=request.headers.get("idempotency-key"),
+    )
 
 
 def to_response(outcome: Outcome) -> Response[bytes]:

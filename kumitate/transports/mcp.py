@@ -34,8 +34,12 @@ ANNOTATION_FIELDS = {
 }
 
 
-def current_request() -> CallRequest:
-    """Correlation from `_meta`, falling back to the streamable-HTTP request's headers."""
+def current_request(idempotency_key: str | None = None) -> CallRequest:
+    """Correlation from `_meta`, falling back to the streamable-HTTP request's headers.
+
+    Over streamable HTTP the connection's bearer token is the caller's; stdio and
+    in-memory sessions have no network peer and run as the local principal.
+    """
     rc = fastmcp_request_ctx.get()
     meta = dict(rc.meta or {}) if rc is not None else {}
     headers: dict[str, str] = {}
@@ -47,7 +51,16 @@ def current_request() -> CallRequest:
         client = rc.request.client.host if rc.request.client else None
     else:
         client = None
-    return CallRequest(transport="mcp", headers=headers, meta=meta, ids=correlation.from_meta(meta, fallback), client=client)
+    return CallRequest(
+        transport="mcp",
+        headers=headers,
+        meta=meta,
+        ids=correlation.from_meta(meta, fallback),
+        client=client,
+        authorization=headers.get("authorization"),
+        local=rc is None or rc.request is None,
+        idempotency_key=idempotency_key,
+    )
 
 
 def _tool_result(outcome: Outcome) -> ToolResult:
@@ -59,6 +72,8 @@ def _tool_result(outcome: Outcome) -> ToolResult:
     meta: dict[str, Any] = {"kumitate": {"run_id": outcome.run_id, "trace_id": outcome.trace_id}}
     if outcome.warnings:
         meta["kumitate"]["warnings"] = list(outcome.warnings)
+    if outcome.replayed:
+        meta["kumitate"]["replayed"] = True
     return ToolResult(content=content, structured_content=outcome.body, is_error=not outcome.ok, meta=meta)
 
 
@@ -69,8 +84,33 @@ class SpecTool(Tool):
     binding: Any = Field(default=None, exclude=True)
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
-        outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, current_request())
+        key = None
+        if self.binding.policy.get("idempotency") and IDEMPOTENCY_ARGUMENT in arguments:
+            arguments = dict(arguments)
+            key = arguments.pop(IDEMPOTENCY_ARGUMENT)
+            key = key if isinstance(key, str) else str(key)
+        outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, current_request(key))
         return _tool_result(outcome)
+
+
+IDEMPOTENCY_ARGUMENT = "idempotency_key"
+
+
+def mcp_input_schema(binding: ToolBinding) -> dict[str, Any]:
+    """The spec's input schema, plus `idempotency_key` for tools that accept one (HTTP takes a header)."""
+    if not binding.policy.get("idempotency"):
+        return binding.input_schema
+    schema = dict(binding.input_schema)
+    schema["properties"] = {
+        **schema.get("properties", {}),
+        IDEMPOTENCY_ARGUMENT: {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 255,
+            "description": "Optional. Repeat a call with the same key to get the first result back instead of running it twice.",
+        },
+    }
+    return schema
 
 
 def tool_component(runtime: Runtime, binding: ToolBinding) -> SpecTool:
@@ -79,7 +119,7 @@ def tool_component(runtime: Runtime, binding: ToolBinding) -> SpecTool:
         name=binding.name,
         title=binding.annotations.get("title") or binding.summary,
         description=binding.description,
-        parameters=binding.input_schema,
+        parameters=mcp_input_schema(binding),
         output_schema=binding.output_schema,
         annotations=annotations,
         runtime=runtime,
@@ -122,4 +162,14 @@ def build_server(runtime: Runtime, services: list[str] | None = None) -> FastMCP
     server = FastMCP(title, instructions=instructions or None, mask_error_details=True)
     for name in names:
         importlib.import_module(f"generated.{name}.mcp").register(server, runtime)
+
+    def versions() -> str:
+        return json.dumps(
+            {n: {"server_version": runtime.services[n].versions.get("server_version", runtime.services[n].version),
+                 "policy_version": runtime.services[n].versions.get("policy_version")} for n in names},
+            ensure_ascii=False,
+        )
+
+    server.add_resource(Resource.from_function(versions, uri="kumitate://versions", name="versions",
+                                               description="Server and policy version of each service.", mime_type="application/json"))
     return server

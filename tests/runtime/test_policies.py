@@ -1,0 +1,202 @@
+"""Policies on the pipeline with real components: auth, rate limit, idempotency, output guard, deprecation."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generated.errors import CATALOGUE
+from kumitate.context import Principal
+from kumitate.pipeline import CallRequest, Pipeline, Policies
+from kumitate.policies import guard
+from kumitate.policies.auth import Authenticator
+from kumitate.policies.idempotency import IdempotencyStore
+from kumitate.policies.ratelimit import RateLimiter
+from tests.runtime.test_pipeline import OUTPUT, Handlers, binding, make_pipeline
+
+pytestmark = pytest.mark.anyio
+
+TOKENS = '{"t-reader": {"principal": "alice", "scopes": ["demo:read"]}, "t-none": {"principal": "bob", "scopes": []}}'
+
+
+def with_policies(pipeline: Pipeline, **kwargs: Any) -> Pipeline:
+    pipeline.policies = Policies(**kwargs)
+    return pipeline
+
+
+def auth_pipeline() -> Pipeline:
+    pipeline, _ = make_pipeline()
+    return with_policies(pipeline, auth=Authenticator.from_env({"KUMITATE_TOKENS": TOKENS}))
+
+
+@pytest.mark.parametrize(
+    ("authorization", "status", "code"),
+    [
+        (None, 401, "UNAUTHORIZED"),
+        ("Bearer wrong", 401, "UNAUTHORIZED"),
+        ("Basic t-reader", 401, "UNAUTHORIZED"),
+        ("Bearer t-none", 403, "FORBIDDEN"),
+        ("Bearer t-reader", 200, "OK"),
+        ("bearer t-reader", 200, "OK"),
+    ],
+)
+async def test_auth_and_scopes(authorization: str | None, status: int, code: str) -> None:
+    tool = binding("echo", scopes=["demo:read"])
+    outcome = await auth_pipeline().call_tool(tool, {"n": 1}, CallRequest("http", ids=("r", "t"), authorization=authorization))
+    assert (outcome.status, outcome.code) == (status, code)
+    if status != 200:
+        assert "t-reader" not in str(outcome.body) and "wrong" not in str(outcome.body)
+
+
+async def test_public_tools_and_local_principal() -> None:
+    pipeline = auth_pipeline()
+    public = await pipeline.call_tool(binding("echo", public=True), {"n": 1}, CallRequest("http", ids=("r", "t")))
+    local = await pipeline.call_tool(binding("echo", scopes=["demo:write"]), {"n": 1}, CallRequest("mcp", ids=("r", "t"), local=True))
+    assert public.ok and local.ok
+
+
+def test_dev_token_only_when_enabled() -> None:
+    assert Authenticator.from_env({}).lookup("dev-token") is None
+    assert not Authenticator.from_env({}).enabled
+    dev = Authenticator.from_env({"KUMITATE_ALLOW_DEV_TOKEN": "1"}).lookup("dev-token")
+    assert dev == Principal("dev", frozenset({"*"}))
+
+
+def test_tokens_file(tmp_path: Path) -> None:
+    path = tmp_path / "tokens.yaml"
+    path.write_text("s3cret:\n  principal: carol\n  scopes: [stays:read]\n", encoding="utf-8")
+    assert Authenticator.from_env({"KUMITATE_TOKENS_FILE": str(path)}).lookup("s3cret") == Principal("carol", frozenset({"stays:read"}))
+
+
+def test_token_bucket_refills_at_the_declared_rate() -> None:
+    now = [0.0]
+    limiter = RateLimiter(clock=lambda: now[0])
+    for _ in range(50):
+        limiter.take(("t", "p"), rps=5, burst=50)
+    with pytest.raises(Exception) as exc:
+        limiter.take(("t", "p"), rps=5, burst=50)
+    assert exc.value.code == "RATE_LIMITED"  # type: ignore[attr-defined]
+    assert exc.value.details["retry_after_ms"] == 200  # type: ignore[attr-defined]
+    limiter.take(("t", "other"), rps=5, burst=50)  # another principal has its own bucket
+    now[0] = 1.0
+    accepted = 0
+    for _ in range(10):
+        try:
+            limiter.take(("t", "p"), rps=5, burst=50)
+            accepted += 1
+        except Exception:
+            pass
+    assert accepted == 5
+
+
+async def test_rate_limited_outcome_has_retry_after() -> None:
+    pipeline, _ = make_pipeline()
+    tool = binding("echo", rate_limit={"rps": 1, "burst": 1})
+    request = CallRequest("http", ids=("r", "t"), client="10.0.0.1")
+    assert (await pipeline.call_tool(tool, {"n": 1}, request)).ok
+    limited = await pipeline.call_tool(tool, {"n": 1}, request)
+    assert (limited.status, limited.code) == (429, "RATE_LIMITED")
+    assert limited.body["error"]["retry_after_ms"] > 0
+    assert limited.body["error"]["retryable"] is True
+    assert int(limited.headers["Retry-After"]) >= 1
+
+
+async def test_rate_limiter_under_concurrency_accepts_exactly_the_burst() -> None:
+    pipeline, _ = make_pipeline()
+    tool = binding("echo", rate_limit={"rps": 0.001, "burst": 20})
+    request = CallRequest("http", ids=("r", "t"), client="10.0.0.2")
+    outcomes = await asyncio.gather(*(pipeline.call_tool(tool, {"n": 1}, request) for _ in range(100)))
+    assert sum(o.ok for o in outcomes) == 20
+
+
+def idem_pipeline(path: Path) -> tuple[Pipeline, Handlers]:
+    pipeline, handlers = make_pipeline()
+    return with_policies(pipeline, idempotency=IdempotencyStore(path)), handlers
+
+
+async def test_idempotent_replay_conflict_and_restart(tmp_path: Path) -> None:
+    tool = binding("echo", idempotency=True)
+    pipeline, handlers = idem_pipeline(tmp_path / "idem.sqlite3")
+    first = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=("r1", "t"), idempotency_key="k1"))
+    again = await pipeline.call_tool(tool, {"n": 1}, CallRequest("mcp", ids=("r2", "t"), idempotency_key="k1"))
+    assert first.ok and again.ok and again.replayed and not first.replayed
+    assert again.body == first.body and again.headers["Idempotent-Replayed"] == "true"
+    conflict = await pipeline.call_tool(tool, {"n": 2}, CallRequest("http", ids=("r3", "t"), idempotency_key="k1"))
+    assert (conflict.status, conflict.code) == (409, "CONFLICT")
+    assert handlers.calls == 1
+    pipeline.policies.idempotency.close()  # type: ignore[union-attr]
+
+    restarted, handlers2 = idem_pipeline(tmp_path / "idem.sqlite3")
+    replay = await restarted.call_tool(tool, {"n": 1}, CallRequest("http", ids=("r4", "t"), idempotency_key="k1"))
+    assert replay.replayed and replay.body == first.body and handlers2.calls == 0
+
+
+async def test_concurrent_requests_with_one_key_execute_once(tmp_path: Path) -> None:
+    pipeline, handlers = idem_pipeline(tmp_path / "idem.sqlite3")
+    tool = binding("echo", idempotency=True)
+    outcomes = await asyncio.gather(*(pipeline.call_tool(tool, {"n": 9}, CallRequest("http", ids=("r", "t"), idempotency_key="same")) for _ in range(20)))
+    assert handlers.calls == 1
+    assert all(o.ok and o.body == {"n": 9} for o in outcomes)
+    assert sum(o.replayed for o in outcomes) == 19
+
+
+async def test_keys_are_per_principal(tmp_path: Path) -> None:
+    pipeline, handlers = idem_pipeline(tmp_path / "idem.sqlite3")
+    pipeline.policies.auth = Authenticator.from_env({"KUMITATE_TOKENS": TOKENS})
+    tool = binding("echo", idempotency=True)
+    for token in ("t-reader", "t-none"):
+        await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=("r", "t"), idempotency_key="k", authorization=f"Bearer {token}"))
+    assert handlers.calls == 2
+
+
+def test_output_guard_fails_or_trims() -> None:
+    body = {"rows": list(range(1000)), "note": "x"}
+    with pytest.raises(Exception) as exc:
+        guard.enforce(body, 200, "fail", "demo")
+    assert exc.value.code == "OUTPUT_TOO_LARGE" and "narrow" in exc.value.message  # type: ignore[attr-defined]
+    trimmed, warning = guard.enforce(body, 200, "trim", "demo")
+    assert guard.size_of(trimmed) <= 200 and trimmed["rows"] == list(range(len(trimmed["rows"])))
+    assert warning == "output_trimmed_to_200_bytes"
+    assert guard.enforce({"a": 1}, 200, "fail", "demo") == ({"a": 1}, None)
+
+
+async def test_output_guard_in_the_pipeline() -> None:
+    pipeline, _ = make_pipeline()
+    tool = dataclasses.replace(binding("echo", max_output_bytes=64), output_schema=OUTPUT)
+    assert (await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=("r", "t")))).ok
+    big = dataclasses.replace(binding("echo", max_output_bytes=64, on_oversize="fail"))
+    pipeline.handlers["demo"].echo = lambda input, ctx: {"n": 10**70}  # type: ignore[attr-defined]
+    outcome = await pipeline.call_tool(big, {"n": 1}, CallRequest("http", ids=("r", "t")))
+    assert (outcome.status, outcome.code) == (413, "OUTPUT_TOO_LARGE")
+
+
+async def test_deprecation_headers_and_warning() -> None:
+    pipeline, _ = make_pipeline()
+    tool = dataclasses.replace(binding("echo"), deprecated={"since": "2026-01-01", "sunset": "2026-12-31", "replacement": "echo2"})
+    outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=("r", "t")))
+    assert outcome.headers["Deprecation"] == "@1767225600"
+    assert outcome.headers["Sunset"] == "Thu, 31 Dec 2026 00:00:00 GMT"
+    assert any("echo2" in w for w in outcome.warnings)
+
+
+async def test_timeout_does_not_commit(tmp_path: Path) -> None:
+    committed: list[int] = []
+
+    class Slow(Handlers):
+        def echo(self, input: Any, ctx: Any) -> dict[str, Any]:
+            time.sleep(0.3)
+            ctx.check_deadline()
+            committed.append(input.n)
+            return {"n": input.n}
+
+    pipeline, _ = make_pipeline()
+    pipeline.handlers = {"demo": Slow()}
+    outcome = await pipeline.call_tool(binding("echo", timeout_ms=50), {"n": 1}, CallRequest("http", ids=("r", "t")))
+    assert outcome.code == "REQUEST_TIMEOUT"
+    await asyncio.sleep(0.4)
+    assert committed == []
