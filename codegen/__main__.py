@@ -51,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
 
     wanted = emit.render_all(tree)
     existing = _existing(args.out)
-    stale = [p for p, text in wanted.items() if not (args.out / p).exists() or (args.out / p).read_text(encoding="utf-8") != text]
+    stale = [
+        p
+        for p, text in wanted.items()
+        if not (args.out / p).exists() or (args.out / p).read_text(encoding="utf-8") != text
+    ]
     orphans = sorted(existing - set(wanted))
     if args.check:
         for path in stale:

@@ -83,7 +83,9 @@ def check_annotations(tree: SpecTree) -> Iterator[Problem]:
         if tool.http_method == "GET" and not ann["readOnlyHint"]:
             yield Problem(rel, "/http/method", "KT103", "GET is for read-only tools; set readOnlyHint or use POST")
         if tool.http_method in ("PUT", "DELETE") and not ann["idempotentHint"]:
-            yield Problem(rel, "/mcp/annotations/idempotentHint", "KT103", f"{tool.http_method} implies idempotentHint: true")
+            yield Problem(
+                rel, "/mcp/annotations/idempotentHint", "KT103", f"{tool.http_method} implies idempotentHint: true"
+            )
         if tool.http_method == "DELETE" and not ann["destructiveHint"]:
             yield Problem(rel, "/mcp/annotations/destructiveHint", "KT103", "DELETE implies destructiveHint: true")
         if ann["readOnlyHint"] and not ann["idempotentHint"]:
@@ -101,7 +103,12 @@ def check_errors(tree: SpecTree) -> Iterator[Problem]:
         for res in svc.resources:
             for i, code in enumerate(res.errors):
                 if code not in tree.errors:
-                    yield Problem(_rel(res.source, tree), f"/errors/{i}", "KT104", f"error code {code!r} is not in specs/errors.yaml")
+                    yield Problem(
+                        _rel(res.source, tree),
+                        f"/errors/{i}",
+                        "KT104",
+                        f"error code {code!r} is not in specs/errors.yaml",
+                    )
 
 
 def _validator(schema: dict[str, Any]) -> Any | None:
@@ -119,7 +126,9 @@ def check_schemas(tree: SpecTree) -> Iterator[Problem]:
             except jsonschema_rs.ValidationError as exc:
                 yield Problem(rel, f"/{part}", "KT108", f"not a valid JSON Schema 2020-12: {exc.message}")
         if tool.input_schema.get("type") != "object":
-            yield Problem(rel, "/input", "KT107", "the input schema must be `type: object` (MCP arguments are an object)")
+            yield Problem(
+                rel, "/input", "KT107", "the input schema must be `type: object` (MCP arguments are an object)"
+            )
         if tool.output_schema.get("type") != "object":
             yield Problem(rel, "/output", "KT107", "the output schema must be `type: object` (MCP structured content)")
 
@@ -132,12 +141,21 @@ def check_examples(tree: SpecTree) -> Iterator[Problem]:
             where = f"/examples/{i}"
             if ex.error is None and vin is not None:
                 for err in vin.iter_errors(ex.input):
-                    yield Problem(rel, f"{where}/input", "KT105", f"example {ex.name!r} input is invalid: {err.message}")
+                    yield Problem(
+                        rel, f"{where}/input", "KT105", f"example {ex.name!r} input is invalid: {err.message}"
+                    )
             if ex.output is not None and vout is not None and ex.match == "exact":
                 for err in vout.iter_errors(ex.output):
-                    yield Problem(rel, f"{where}/output", "KT105", f"example {ex.name!r} output is invalid: {err.message}")
+                    yield Problem(
+                        rel, f"{where}/output", "KT105", f"example {ex.name!r} output is invalid: {err.message}"
+                    )
             if ex.error is not None and ex.error not in allowed:
-                yield Problem(rel, f"{where}/error", "KT105", f"example {ex.name!r} expects {ex.error}, which the tool does not declare")
+                yield Problem(
+                    rel,
+                    f"{where}/error",
+                    "KT105",
+                    f"example {ex.name!r} expects {ex.error}, which the tool does not declare",
+                )
 
 
 def check_text(tree: SpecTree) -> Iterator[Problem]:
@@ -148,9 +166,19 @@ def check_text(tree: SpecTree) -> Iterator[Problem]:
         elif len(summary) > SUMMARY_MAX or "\n" in summary:
             yield Problem(rel, "/summary", "KT106", f"summary should be one line of at most {SUMMARY_MAX} characters")
         if len(description) < DESCRIPTION_MIN:
-            yield Problem(rel, "/description", "KT106", f"description is shorter than {DESCRIPTION_MIN} characters: say what the tool does and when to use it")
+            yield Problem(
+                rel,
+                "/description",
+                "KT106",
+                f"description is shorter than {DESCRIPTION_MIN} characters: say what the tool does and when to use it",
+            )
         elif description == summary:
-            yield Problem(rel, "/description", "KT106", "description repeats the summary; say when to use the tool and what comes back")
+            yield Problem(
+                rel,
+                "/description",
+                "KT106",
+                "description repeats the summary; say when to use the tool and what comes back",
+            )
         if "TODO" in description or "TBD" in description:
             yield Problem(rel, "/description", "KT106", "description contains a placeholder")
 
@@ -170,14 +198,15 @@ def check_routes(tree: SpecTree) -> Iterator[Problem]:
 def check_deprecation(tree: SpecTree) -> Iterator[Problem]:
     for tool, rel in _tools(tree):
         dep = tool.deprecated
-        if not dep or "sunset" not in dep:
+        if not dep:
             continue
-        try:
-            since, sunset = date.fromisoformat(str(dep["since"])), date.fromisoformat(str(dep["sunset"]))
+        try:  # `since` is checked even without a sunset: it is shown to clients
+            since = date.fromisoformat(str(dep["since"]))
+            sunset = date.fromisoformat(str(dep["sunset"])) if "sunset" in dep else None
         except ValueError as exc:
             yield Problem(rel, "/deprecated", "KT110", f"bad date: {exc}")
             continue
-        if sunset < since:
+        if sunset is not None and sunset < since:
             yield Problem(rel, "/deprecated/sunset", "KT110", f"sunset {sunset} is earlier than since {since}")
 
 
@@ -191,7 +220,9 @@ def check_resources(tree: SpecTree) -> Iterator[Problem]:
             seen.setdefault(res.uri, rel)
             path_params = naming.uri_params(res.http_path)
             if sorted(path_params) != sorted(res.params):
-                yield Problem(rel, "/http/path", "KT111", f"HTTP path parameters {path_params} differ from the URI's {res.params}")
+                yield Problem(
+                    rel, "/http/path", "KT111", f"HTTP path parameters {path_params} differ from the URI's {res.params}"
+                )
             if res.is_json and res.output_schema is None:
                 yield Problem(rel, "/output", "KT111", "a JSON resource needs an output schema")
             if not naming.SNAKE.match(res.name):

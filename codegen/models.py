@@ -87,7 +87,11 @@ def bundle(svc: ServiceSpec, root: Path) -> dict[str, Any]:
     for res in svc.resources:
         if res.is_json and "output" in res.raw:
             shared[naming.resource_model(res.name)] = _top_level(res.raw["output"], res.source, root, names)
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": f"{naming.pascal(svc.name)}Models", "$defs": shared}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"{naming.pascal(svc.name)}Models",
+        "$defs": shared,
+    }
 
 
 def render(svc: ServiceSpec, root: Path, header: str) -> str:

@@ -42,7 +42,14 @@ CORRELATION_HEADERS = {
 
 #: Failures any route can produce whatever it declares: bad body or content type, wrong
 #: method, crash. Listed so fuzzers and clients know the full status set.
-TRANSPORT_ERRORS = ("BAD_REQUEST", "METHOD_NOT_ALLOWED", "NOT_ACCEPTABLE", "PAYLOAD_TOO_LARGE", "UNSUPPORTED_MEDIA_TYPE", "INTERNAL")
+TRANSPORT_ERRORS = (
+    "BAD_REQUEST",
+    "METHOD_NOT_ALLOWED",
+    "NOT_ACCEPTABLE",
+    "PAYLOAD_TOO_LARGE",
+    "UNSUPPORTED_MEDIA_TYPE",
+    "INTERNAL",
+)
 
 
 def _headers() -> dict[str, Any]:
@@ -73,7 +80,9 @@ def _request_body(tool: ToolSpec) -> dict[str, Any]:
         content[ctype] = {"schema": tool.input_schema}
         if ctype == "application/json" and tool.examples:
             content[ctype]["examples"] = {
-                ex.name: {"summary": ex.description or ex.name, "value": ex.input} for ex in tool.examples if ex.error is None
+                ex.name: {"summary": ex.description or ex.name, "value": ex.input}
+                for ex in tool.examples
+                if ex.error is None
             }
             if not content[ctype]["examples"]:
                 del content[ctype]["examples"]

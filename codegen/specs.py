@@ -147,7 +147,7 @@ class SpecTree:
         """A content hash of the given spec files (all of them by default)."""
         digest = hashlib.sha256()
         for path in sorted(paths or self.sources):
-            digest.update(path.relative_to(self.root.parent).as_posix().encode())
+            digest.update(path.relative_to(self.root).as_posix().encode())
             digest.update(b"\0")
             digest.update(path.read_bytes())
         return digest.hexdigest()[:16]
@@ -172,7 +172,9 @@ class _MetaValidators:
         problems = []
         for err in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path)):
             pointer = "/" + "/".join(str(p) for p in err.absolute_path) if err.absolute_path else ""
-            problems.append(Problem(rel, pointer, "KT001", f"does not match specs/_meta/{kind}.schema.json: {err.message}"))
+            problems.append(
+                Problem(rel, pointer, "KT001", f"does not match specs/_meta/{kind}.schema.json: {err.message}")
+            )
         return problems
 
 
@@ -185,10 +187,13 @@ def _rel(path: Path, root: Path) -> str:
 
 def _read(path: Path, root: Path, problems: list[Problem]) -> Any:
     try:
-        return load_document(path)
+        doc = load_document(path)
     except (yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         problems.append(Problem(_rel(path, root), "", "KT000", f"cannot parse: {exc}"))
         return None
+    if doc is None:  # an empty file: report it instead of silently skipping it
+        problems.append(Problem(_rel(path, root), "", "KT000", "the file is empty"))
+    return doc
 
 
 def _deref(schema: Any, source: Path, root: Path, pointer: str, rel: str, problems: list[Problem]) -> Any:
@@ -196,6 +201,10 @@ def _deref(schema: Any, source: Path, root: Path, pointer: str, rel: str, proble
         return dereference(schema, source, root, pointer)
     except RefError as exc:
         problems.append(Problem(rel, exc.pointer, "KT002", str(exc)))
+        return None
+    except (yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        # the target file itself is broken (reported as KT000 when it is a types/ file); do not crash
+        problems.append(Problem(rel, pointer, "KT002", f"a $ref target cannot be parsed: {exc}"))
         return None
 
 
@@ -220,11 +229,19 @@ def load(root: Path) -> SpecTree:
     if doc is None and not errors_path.exists():
         problems.append(Problem(_rel(errors_path, root), "", "KT000", "the error catalogue is missing"))
     elif doc is not None:
-        found = meta.check("errors", doc, _rel(errors_path, root))
-        problems += found
-        if not found:
-            for code, entry in doc["codes"].items():
-                errors[code] = ErrorCode(code, entry["status"], entry["retryable"], entry["title"], entry["description"])
+        problems += meta.check("errors", doc, _rel(errors_path, root))
+        # Keep every declared code even when an entry is malformed (that is KT001, which blocks
+        # generation anyway), so one bad entry does not turn every tool's errors into KT104.
+        codes = doc.get("codes") if isinstance(doc, dict) else None
+        for code, entry in (codes if isinstance(codes, dict) else {}).items():
+            entry = entry if isinstance(entry, dict) else {}
+            errors[str(code)] = ErrorCode(
+                str(code),
+                entry.get("status", 0),
+                entry.get("retryable", False),
+                entry.get("title", ""),
+                entry.get("description", ""),
+            )
 
     services = []
     for service_file in sorted(root.glob("*/service.yaml")):
@@ -248,7 +265,9 @@ def _load_service(
     if found:
         return None
     if doc["name"] != sdir.name:
-        problems.append(Problem(rel, "/name", "KT003", f"service name {doc['name']!r} must equal its directory {sdir.name!r}"))
+        problems.append(
+            Problem(rel, "/name", "KT003", f"service name {doc['name']!r} must equal its directory {sdir.name!r}")
+        )
     svc = ServiceSpec(
         name=doc["name"],
         title=doc["title"],
@@ -279,7 +298,9 @@ def _load_service(
     return svc
 
 
-def _load_tool(path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]) -> ToolSpec | None:
+def _load_tool(
+    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
+) -> ToolSpec | None:
     rel = _rel(path, root)
     doc = _read(path, root, problems)
     if doc is None:
@@ -289,7 +310,9 @@ def _load_tool(path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, 
     if found:
         return None
     if doc["name"] != path.stem:
-        problems.append(Problem(rel, "/name", "KT003", f"tool name {doc['name']!r} must equal its file name {path.stem!r}"))
+        problems.append(
+            Problem(rel, "/name", "KT003", f"tool name {doc['name']!r} must equal its file name {path.stem!r}")
+        )
     input_schema = _deref(doc["input"], path, root, "/input", rel, problems)
     output_schema = _deref(doc["output"], path, root, "/output", rel, problems)
     if input_schema is None or output_schema is None:
@@ -338,7 +361,9 @@ def _load_resource(
     if found:
         return None
     if doc["name"] != path.stem:
-        problems.append(Problem(rel, "/name", "KT003", f"resource name {doc['name']!r} must equal its file name {path.stem!r}"))
+        problems.append(
+            Problem(rel, "/name", "KT003", f"resource name {doc['name']!r} must equal its file name {path.stem!r}")
+        )
     output = None
     if "output" in doc:
         output = _deref(doc["output"], path, root, "/output", rel, problems)

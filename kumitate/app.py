@@ -45,20 +45,10 @@ def _schema_routes(openapi_path: Path) -> list[Any]:
     return [openapi_json, docs]
 
 
-def versions_document(runtime: Runtime) -> dict[str, Any]:
-    """Every service's version and policy version (public: no token needed)."""
-    return {
-        "services": {
-            name: {"server_version": svc.versions.get("server_version", svc.version), "policy_version": svc.versions.get("policy_version")}
-            for name, svc in runtime.services.items()
-        }
-    }
-
-
 def _meta_routes(runtime: Runtime) -> list[Any]:
     @get("/v1/versions", include_in_schema=False, sync_to_thread=False)
     def versions() -> dict[str, Any]:
-        return versions_document(runtime)
+        return {"services": runtime.versions()}
 
     @get("/healthz", include_in_schema=False, sync_to_thread=False)
     def healthz() -> dict[str, Any]:
@@ -67,7 +57,9 @@ def _meta_routes(runtime: Runtime) -> list[Any]:
     return [versions, healthz]
 
 
-def create_app(settings: Settings | None = None, services: list[str] | None = None, env: dict[str, str] | None = None) -> KumitateASGI:
+def create_app(
+    settings: Settings | None = None, services: list[str] | None = None, env: dict[str, str] | None = None
+) -> KumitateASGI:
     calllog.configure()
     runtime = Runtime(settings or Settings.from_env(env), services, env=env)
     routes: list[Any] = _schema_routes(OPENAPI_PATH) + _meta_routes(runtime)
@@ -75,7 +67,9 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
 
     mcp_all = build_server(runtime).http_app(path="/", transport="http")
-    mcp_services = {name: build_server(runtime, [name]).http_app(path="/", transport="http") for name in runtime.services}
+    mcp_services = {
+        name: build_server(runtime, [name]).http_app(path="/", transport="http") for name in runtime.services
+    }
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Litestar) -> AsyncIterator[None]:

@@ -12,7 +12,11 @@ LOGGER = logging.getLogger("kumitate.calls")
 
 class JsonLineFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        payload: dict[str, Any] = {"ts": round(record.created, 3), "level": record.levelname.lower(), "event": record.getMessage()}
+        payload: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "event": record.getMessage(),
+        }
         payload.update(getattr(record, "fields", {}))
         return json.dumps(payload, ensure_ascii=False, sort_keys=True)
 

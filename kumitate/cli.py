@@ -1,7 +1,7 @@
 """The `kumitate` command: serve HTTP + MCP, or MCP over stdio.
 
-    kumitate serve [--host H] [--port P] [--service NAME ...]
-    kumitate mcp --stdio [--service NAME]
+kumitate serve [--host H] [--port P] [--service NAME ...]
+kumitate mcp --stdio [--service NAME]
 """
 
 from __future__ import annotations

@@ -58,4 +58,6 @@ class CallContext:
         if self.expired():
             from kumitate.errors import ToolError
 
-            raise ToolError("the deadline passed before the change was committed; nothing was saved", code="REQUEST_TIMEOUT")
+            raise ToolError(
+                "the deadline passed before the change was committed; nothing was saved", code="REQUEST_TIMEOUT"
+            )

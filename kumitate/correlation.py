@@ -50,6 +50,8 @@ def from_meta(meta: Mapping[str, Any] | None, fallback: tuple[str, str] | None =
     meta = meta or {}
     run_id = next((v for k in RUN_ID_KEYS if (v := clean(meta.get(k)))), None)
     trace_id = next((v for k in TRACE_ID_KEYS if (v := clean(meta.get(k)))), None)
-    trace_id = trace_id or trace_from_traceparent(meta.get("traceparent") if isinstance(meta.get("traceparent"), str) else None)
+    trace_id = trace_id or trace_from_traceparent(
+        meta.get("traceparent") if isinstance(meta.get("traceparent"), str) else None
+    )
     fb_run, fb_trace = fallback or (None, None)
     return run_id or fb_run or new_id(), trace_id or fb_trace or new_id()

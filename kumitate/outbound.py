@@ -88,7 +88,7 @@ class CircuitBreaker:
 
     @property
     def state(self) -> str:
-        """"closed", "open" or "half_open"."""
+        """ "closed", "open" or "half_open"."""
         with self._lock:
             return self._state_locked()
 
@@ -204,7 +204,9 @@ class OutboundClient:
                 )
             except httpx.TimeoutException as exc:
                 self.breaker.record_failure()
-                last = OutboundError("timeout", f"no answer within the deadline: {type(exc).__name__}", attempts=attempt)
+                last = OutboundError(
+                    "timeout", f"no answer within the deadline: {type(exc).__name__}", attempts=attempt
+                )
             except httpx.TransportError as exc:
                 self.breaker.record_failure()
                 last = OutboundError("connection", f"transport error: {type(exc).__name__}", attempts=attempt)
@@ -213,8 +215,12 @@ class OutboundClient:
                 if status not in RETRYABLE_STATUS:
                     self.breaker.record_success()  # 2xx/3xx/4xx: the upstream is up and answered
                     if 400 <= status < 500:
-                        raise OutboundError("client_error", f"upstream rejected the request: HTTP {status}",
-                                            status=status, attempts=attempt)
+                        raise OutboundError(
+                            "client_error",
+                            f"upstream rejected the request: HTTP {status}",
+                            status=status,
+                            attempts=attempt,
+                        )
                     return response
                 if status == 429:
                     self.breaker.release()
@@ -224,8 +230,9 @@ class OutboundClient:
                     last = OutboundError("timeout", "upstream timed out: HTTP 408", status=408, attempts=attempt)
                 else:
                     self.breaker.record_failure()
-                    last = OutboundError("upstream_error", f"upstream failed: HTTP {status}", status=status,
-                                         attempts=attempt)
+                    last = OutboundError(
+                        "upstream_error", f"upstream failed: HTTP {status}", status=status, attempts=attempt
+                    )
                 wait_hint = _retry_after_s(response)
             if attempt >= self.retry.attempts:
                 break
@@ -247,5 +254,6 @@ class OutboundClient:
         try:
             return response.json()
         except ValueError as exc:
-            raise OutboundError("upstream_error", "upstream answered with invalid JSON",
-                                status=response.status_code) from exc
+            raise OutboundError(
+                "upstream_error", "upstream answered with invalid JSON", status=response.status_code
+            ) from exc

@@ -21,7 +21,9 @@ class MissingHandlerError(RuntimeError):
 def _check_handlers(svc: ServiceBinding, handlers: Any) -> None:
     missing = [f"tool {t.name!r} (method {t.name})" for t in svc.tools if not callable(getattr(handlers, t.name, None))]
     missing += [
-        f"resource {r.name!r} (method {r.method_name})" for r in svc.resources if not callable(getattr(handlers, r.method_name, None))
+        f"resource {r.name!r} (method {r.method_name})"
+        for r in svc.resources
+        if not callable(getattr(handlers, r.method_name, None))
     ]
     if missing:
         raise MissingHandlerError(f"service {svc.name!r}: handlers/{svc.name} does not implement " + ", ".join(missing))
@@ -30,7 +32,9 @@ def _check_handlers(svc: ServiceBinding, handlers: Any) -> None:
 class Runtime:
     """Everything a transport needs: services, their handlers and the shared pipeline."""
 
-    def __init__(self, settings: Settings, services: Iterable[str] | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, services: Iterable[str] | None = None, env: dict[str, str] | None = None
+    ) -> None:
         from generated.errors import CATALOGUE
         from generated.registry import SERVICES
 
@@ -46,9 +50,11 @@ class Runtime:
             try:
                 handlers[name] = svc.create_handlers(settings)
             except ModuleNotFoundError as exc:
-                if exc.name and exc.name.startswith(f"handlers.{name}") or exc.name == "handlers":
+                if (exc.name and exc.name.startswith(f"handlers.{name}")) or exc.name == "handlers":
                     tools = ", ".join(t.name for t in svc.tools)
-                    raise MissingHandlerError(f"service {name!r}: no module handlers/{name}; it must implement {tools}") from exc
+                    raise MissingHandlerError(
+                        f"service {name!r}: no module handlers/{name}; it must implement {tools}"
+                    ) from exc
                 raise
             _check_handlers(svc, handlers[name])
         self.handlers = handlers
@@ -58,6 +64,17 @@ class Runtime:
             idempotency=IdempotencyStore(settings.data_dir / "idempotency.sqlite3"),
         )
         self.pipeline = Pipeline(CATALOGUE, self.services, handlers, self.policies)
+
+    def versions(self, services: Iterable[str] | None = None) -> dict[str, dict[str, str | None]]:
+        """Server and policy version per service (public: health and version need no token)."""
+        return {
+            name: {
+                "server_version": svc.versions.get("server_version", svc.version),
+                "policy_version": svc.versions.get("policy_version"),
+            }
+            for name, svc in self.services.items()
+            if services is None or name in services
+        }
 
     def resource_enabled(self, binding: ResourceBinding) -> bool:
         return binding.enabled_by is None or self.env.get(binding.enabled_by) == "1"

@@ -96,7 +96,9 @@ class IdempotencyStore:
                 found = self._get(ident)
                 if found is not None:
                     if found[0] != fp:
-                        raise ToolError("this idempotency key was already used with a different request", code="CONFLICT")
+                        raise ToolError(
+                            "this idempotency key was already used with a different request", code="CONFLICT"
+                        )
                     return found[1], True
                 result, keep = await execute()
                 if keep:

@@ -44,8 +44,11 @@ class RateLimiter:
                 bucket.tokens -= 1.0
                 return
             wait_ms = math.ceil((1.0 - bucket.tokens) / rps * 1000)
-        raise ToolError(f"rate limit of {rps:g} requests/s (burst {burst}) exceeded; retry in {wait_ms} ms",
-                        code="RATE_LIMITED", details={"retry_after_ms": wait_ms})
+        raise ToolError(
+            f"rate limit of {rps:g} requests/s (burst {burst}) exceeded; retry in {wait_ms} ms",
+            code="RATE_LIMITED",
+            details={"retry_after_ms": wait_ms},
+        )
 
     def _evict(self, now: float, rps: float, burst: int) -> None:
         full_after = burst / rps

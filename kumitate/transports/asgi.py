@@ -8,7 +8,7 @@ go to the MCP apps (all tools at /mcp, one service's at /mcp/<service>).
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from starlette.datastructures import MutableHeaders
@@ -19,14 +19,14 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+ASGIApp = Callable[..., Awaitable[None]]
 
 IDS_KEY = "kumitate_ids"
 MCP_PREFIX = "/mcp"
 
 
 class KumitateASGI:
-    def __init__(self, app: ASGIApp, mcp_all: ASGIApp | None, mcp_services: dict[str, ASGIApp]) -> None:
+    def __init__(self, app: ASGIApp, mcp_all: ASGIApp | None, mcp_services: Mapping[str, ASGIApp]) -> None:
         self.app = app
         self.mcp_all = mcp_all
         self.mcp_services = mcp_services
@@ -34,7 +34,7 @@ class KumitateASGI:
     def _mcp_target(self, path: str) -> tuple[ASGIApp, str] | None:
         if self.mcp_all is None or not (path == MCP_PREFIX or path.startswith(MCP_PREFIX + "/")):
             return None
-        rest = path[len(MCP_PREFIX):].strip("/")
+        rest = path[len(MCP_PREFIX) :].strip("/")
         if not rest:
             return self.mcp_all, "/"
         head, _, tail = rest.partition("/")

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from litestar import Request, Response, route
+from litestar import HttpMethod, Request, Response, route
 from litestar.datastructures import UploadFile
 from litestar.exceptions import HTTPException
 from litestar.handlers import BaseRouteHandler
@@ -67,7 +67,9 @@ def to_response(outcome: Outcome) -> Response[bytes]:
     headers = dict(outcome.headers)
     if outcome.ok and isinstance(outcome.body, bytes):
         return Response(outcome.body, status_code=outcome.status, media_type=outcome.media_type, headers=headers)
-    return Response(_ENCODER.encode(outcome.body), status_code=outcome.status, media_type="application/json", headers=headers)
+    return Response(
+        _ENCODER.encode(outcome.body), status_code=outcome.status, media_type="application/json", headers=headers
+    )
 
 
 def error_response(runtime: Runtime, request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
@@ -89,7 +91,9 @@ def error_response(runtime: Runtime, request: Request[Any, Any, Any], exc: Excep
 
 
 def _media_type(request: Request[Any, Any, Any]) -> str:
-    return request.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower() or "application/json"
+    return (
+        request.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower() or "application/json"
+    )
 
 
 def _coerce_form_value(value: Any, schema: Mapping[str, Any]) -> Any:
@@ -122,7 +126,10 @@ def _coerce_form_value(value: Any, schema: Mapping[str, Any]) -> Any:
 async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) -> Any:
     media = _media_type(request)
     if media not in binding.content_types:
-        raise ToolError(f"content type {media!r} is not accepted here; use {', '.join(binding.content_types)}", code="UNSUPPORTED_MEDIA_TYPE")
+        raise ToolError(
+            f"content type {media!r} is not accepted here; use {', '.join(binding.content_types)}",
+            code="UNSUPPORTED_MEDIA_TYPE",
+        )
     if media == "application/json":
         raw = await request.body()
         if not raw.strip():
@@ -152,7 +159,9 @@ def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
         return to_response(outcome)
 
     endpoint.__name__ = f"tool_{binding.service}_{binding.name}"
-    return route(binding.http_path, http_method=[binding.http_method], name=binding.key, include_in_schema=False, status_code=200)(endpoint)
+    return route(
+        binding.http_path, http_method=[HttpMethod(binding.http_method)], name=binding.key, include_in_schema=False, status_code=200
+    )(endpoint)
 
 
 def resource_route(runtime: Runtime, binding: ResourceBinding) -> BaseRouteHandler:
@@ -162,7 +171,9 @@ def resource_route(runtime: Runtime, binding: ResourceBinding) -> BaseRouteHandl
 
     async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
         if not runtime.resource_enabled(binding):
-            return error_response(runtime, request, ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND"))
+            return error_response(
+                runtime, request, ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND")
+            )
         params = {p: str(request.path_params[p]) for p in binding.params}
         outcome = await runtime.pipeline.read_resource(binding, params, call_request(request))
         return to_response(outcome)

@@ -68,7 +68,11 @@ def _tool_result(outcome: Outcome) -> ToolResult:
     content: list[Any] = [TextContent(type="text", text=text)]
     for attachment in outcome.attachments:
         if attachment.mime_type.startswith("image/"):
-            content.append(ImageContent(type="image", data=base64.b64encode(attachment.data).decode("ascii"), mime_type=attachment.mime_type))
+            content.append(
+                ImageContent(
+                    type="image", data=base64.b64encode(attachment.data).decode("ascii"), mime_type=attachment.mime_type
+                )
+            )
     meta: dict[str, Any] = {"kumitate": {"run_id": outcome.run_id, "trace_id": outcome.trace_id}}
     if outcome.warnings:
         meta["kumitate"]["warnings"] = list(outcome.warnings)
@@ -114,7 +118,9 @@ def mcp_input_schema(binding: ToolBinding) -> dict[str, Any]:
 
 
 def tool_component(runtime: Runtime, binding: ToolBinding) -> SpecTool:
-    annotations = ToolAnnotations(**{ANNOTATION_FIELDS[k]: v for k, v in binding.annotations.items() if k in ANNOTATION_FIELDS})
+    annotations = ToolAnnotations(
+        **{ANNOTATION_FIELDS[k]: v for k, v in binding.annotations.items() if k in ANNOTATION_FIELDS}
+    )
     return SpecTool(
         name=binding.name,
         title=binding.annotations.get("title") or binding.summary,
@@ -139,17 +145,30 @@ def _resource_reader(runtime: Runtime, binding: ResourceBinding) -> Any:
     read.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, annotation=str) for p in binding.params]
     )
+    read.__annotations__ = {**{p: str for p in binding.params}, "return": str | bytes}
     read.__name__ = binding.name
     return read
 
 
-def resource_component(runtime: Runtime, binding: ResourceBinding) -> Resource | ResourceTemplate:
-    reader = _resource_reader(runtime, binding)
-    if binding.params:
-        return ResourceTemplate.from_function(
-            reader, uri_template=binding.uri, name=binding.name, description=binding.description, mime_type=binding.mime_type
-        )
-    return Resource.from_function(reader, uri=binding.uri, name=binding.name, description=binding.description, mime_type=binding.mime_type)
+def resource_template_component(runtime: Runtime, binding: ResourceBinding) -> ResourceTemplate:
+    """A resource whose URI has parameters (chart://{chart_id})."""
+    return ResourceTemplate.from_function(
+        _resource_reader(runtime, binding),
+        uri_template=binding.uri,
+        name=binding.name,
+        description=binding.description,
+        mime_type=binding.mime_type,
+    )
+
+
+def resource_component(runtime: Runtime, binding: ResourceBinding) -> Resource:
+    return Resource.from_function(
+        _resource_reader(runtime, binding),
+        uri=binding.uri,
+        name=binding.name,
+        description=binding.description,
+        mime_type=binding.mime_type,
+    )
 
 
 def build_server(runtime: Runtime, services: list[str] | None = None) -> FastMCP:
@@ -157,19 +176,24 @@ def build_server(runtime: Runtime, services: list[str] | None = None) -> FastMCP
     import importlib
 
     names = services or list(runtime.services)
-    instructions = "\n\n".join(f"[{n}] {runtime.services[n].instructions}".strip() for n in names if runtime.services[n].instructions)
+    instructions = "\n\n".join(
+        f"[{n}] {runtime.services[n].instructions}".strip() for n in names if runtime.services[n].instructions
+    )
     title = names[0] if len(names) == 1 else "kumitate"
     server = FastMCP(title, instructions=instructions or None, mask_error_details=True)
     for name in names:
         importlib.import_module(f"generated.{name}.mcp").register(server, runtime)
 
     def versions() -> str:
-        return json.dumps(
-            {n: {"server_version": runtime.services[n].versions.get("server_version", runtime.services[n].version),
-                 "policy_version": runtime.services[n].versions.get("policy_version")} for n in names},
-            ensure_ascii=False,
-        )
+        return json.dumps(runtime.versions(names), ensure_ascii=False)
 
-    server.add_resource(Resource.from_function(versions, uri="kumitate://versions", name="versions",
-                                               description="Server and policy version of each service.", mime_type="application/json"))
+    server.add_resource(
+        Resource.from_function(
+            versions,
+            uri="kumitate://versions",
+            name="versions",
+            description="Server and policy version of each service.",
+            mime_type="application/json",
+        )
+    )
     return server

@@ -16,7 +16,13 @@ from tests.conftest import LiveServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-GOOD = {"ref": "ok-1", "code": "13101", "name": "千代田区", "start_ts": "2024-05-01T09:00:00+09:00", "end_ts": "2024-05-01T10:30:00+09:00"}
+GOOD = {
+    "ref": "ok-1",
+    "code": "13101",
+    "name": "千代田区",
+    "start_ts": "2024-05-01T09:00:00+09:00",
+    "end_ts": "2024-05-01T10:30:00+09:00",
+}
 GOOD_RESULT = {"ref": "ok-1", "code": "13101", "name": "千代田区", "duration_sec": 5400}
 
 RECORD_CASES: list[tuple[str, dict[str, Any], str]] = [
@@ -26,7 +32,11 @@ RECORD_CASES: list[tuple[str, dict[str, Any], str]] = [
     ("ref_control_chars", {"ref": "bad\u0007ref", "code": "13102", "name": "中央区"}, "INVALID_REF"),
     ("bad_timestamp", {"code": "13102", "name": "中央区", "start_ts": "yesterday"}, "INVALID_INPUT"),
     ("date_only_timestamp", {"code": "13102", "name": "中央区", "start_ts": "2024-05-01"}, "INVALID_INPUT"),
-    ("end_before_start", {"code": "13102", "name": "中央区", "start_ts": "2024-05-01T12:00:00Z", "end_ts": "2024-05-01T11:00:00Z"}, "INVALID_INPUT"),
+    (
+        "end_before_start",
+        {"code": "13102", "name": "中央区", "start_ts": "2024-05-01T12:00:00Z", "end_ts": "2024-05-01T11:00:00Z"},
+        "INVALID_INPUT",
+    ),
     ("code_wrong_type", {"code": 13102, "name": "中央区"}, "MISSING_CODE"),
     ("name_wrong_type", {"code": "13102", "name": ["中央区"]}, "INVALID_INPUT"),
     ("unknown_field", {"code": "13102", "name": "中央区", "lat": 35.6}, "INVALID_INPUT"),
@@ -57,7 +67,9 @@ async def _both(live_server: LiveServer, arguments: Any) -> list[tuple[str, bool
 
 
 @pytest.mark.parametrize(("case", "record", "reason"), RECORD_CASES, ids=[c[0] for c in RECORD_CASES])
-async def test_bad_record_is_reported_and_the_rest_survives(live_server: LiveServer, case: str, record: Any, reason: str) -> None:
+async def test_bad_record_is_reported_and_the_rest_survives(
+    live_server: LiveServer, case: str, record: Any, reason: str
+) -> None:
     for transport, ok, body in await _both(live_server, {"stays": [GOOD, record, GOOD]}):
         assert ok, (transport, body)
         assert [e["reason"] for e in body["errors"]] == [reason], (transport, body["errors"])
@@ -70,7 +82,9 @@ async def test_bad_record_is_reported_and_the_rest_survives(live_server: LiveSer
 
 
 @pytest.mark.parametrize(("case", "arguments"), REQUEST_CASES, ids=[c[0] for c in REQUEST_CASES])
-async def test_bad_request_gets_the_same_error_body_on_both_transports(live_server: LiveServer, case: str, arguments: Any) -> None:
+async def test_bad_request_gets_the_same_error_body_on_both_transports(
+    live_server: LiveServer, case: str, arguments: Any
+) -> None:
     results = await _both(live_server, arguments)
     for transport, ok, body in results:
         assert not ok, transport
@@ -110,9 +124,25 @@ async def test_http_errors_outside_tools_use_the_envelope(live_server: LiveServe
         cases = [
             (await http.get("/v1/nope"), 404, "NOT_FOUND"),
             (await http.get("/v1/stays/summarize_stays"), 405, "METHOD_NOT_ALLOWED"),
-            (await http.post("/v1/stays/summarize_stays", content=b"{bad json", headers={"content-type": "application/json"}), 400, "BAD_REQUEST"),
-            (await http.post("/v1/stays/summarize_stays", content=b"", headers={"content-type": "application/json"}), 400, "BAD_REQUEST"),
-            (await http.post("/v1/stays/summarize_stays", content=b"stays=1", headers={"content-type": "text/plain"}), 415, "UNSUPPORTED_MEDIA_TYPE"),
+            (
+                await http.post(
+                    "/v1/stays/summarize_stays", content=b"{bad json", headers={"content-type": "application/json"}
+                ),
+                400,
+                "BAD_REQUEST",
+            ),
+            (
+                await http.post("/v1/stays/summarize_stays", content=b"", headers={"content-type": "application/json"}),
+                400,
+                "BAD_REQUEST",
+            ),
+            (
+                await http.post(
+                    "/v1/stays/summarize_stays", content=b"stays=1", headers={"content-type": "text/plain"}
+                ),
+                415,
+                "UNSUPPORTED_MEDIA_TYPE",
+            ),
         ]
         for response, status, code in cases:
             assert response.status_code == status
@@ -120,7 +150,11 @@ async def test_http_errors_outside_tools_use_the_envelope(live_server: LiveServe
             assert response.headers["x-run-id"] == response.json()["run_id"]
             assert float(response.headers["x-request-duration-ms"]) >= 0
         assert "POST" in cases[1][0].headers["allow"]
-        echoed = await http.post("/v1/stays/summarize_stays", json={"stays": []}, headers={"X-Run-Id": "run-42", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+        echoed = await http.post(
+            "/v1/stays/summarize_stays",
+            json={"stays": []},
+            headers={"X-Run-Id": "run-42", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+        )
         assert echoed.headers["x-run-id"] == "run-42"
         assert echoed.headers["x-trace-id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
 

@@ -1,0 +1,155 @@
+"""Benchmarks for the analytics service: `python bench/analytics_bench.py [--scale 6] [--big]`.
+
+Prints a Markdown table of measured figures against the targets:
+* export of 10k / 100k / 1M rows vs a bare DuckDB COPY of the same query, same run,
+  same connection and options (target: within 1.5x);
+* profile on 1M rows (< 300 ms), histogram on 1M rows (< 200 ms);
+* memory of a 100k-row export (Python tracemalloc peak and process RSS growth);
+* materialize speed-up on a repeated join;
+* generation time of the sample database (and, with --big, of ~10M per-second rows).
+Timings are the median of several runs after one warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from handlers.analytics.llm_helpers import safe_load_export
+from handlers.analytics.sample_db import build_database
+from handlers.analytics.service import AnalyticsService
+
+
+def timed(fn: Callable[[], object], runs: int = 5) -> float:
+    """Median seconds over `runs` after one warm-up call."""
+    fn()
+    samples = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples)
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def paired(svc: AnalyticsService, query: str, runs: int = 7) -> tuple[float, float]:
+    """Median export time vs bare COPY, interleaved; both write a fresh file each run (deleted after)."""
+    con = svc.runner.con
+    ours, bare = [], []
+    for i in range(runs + 1):
+        started = time.perf_counter()
+        handle = svc.export({"query": query, "max_rows": 1_000_000})["handle"]
+        t_ours = time.perf_counter() - started
+        target = svc.exports.directory / f"bare_{i}.parquet"
+        started = time.perf_counter()
+        con.execute(f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)").fetchall()
+        t_bare = time.perf_counter() - started
+        for path in [target, *svc.exports.directory.glob(f"{handle}.*")]:
+            path.unlink()
+        if i:  # the first pair is a warm-up
+            ours.append(t_ours)
+            bare.append(t_bare)
+    return statistics.median(ours), statistics.median(bare)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--scale", type=float, default=6.0, help="sample scale (6 gives ~1.2M per-second rows)")
+    parser.add_argument("--big", action="store_true", help="also time generating ~10M per-second rows (scale 50)")
+    args = parser.parse_args()
+    rows: list[tuple[str, str, str, str]] = []
+
+    with tempfile.TemporaryDirectory() as tmp:
+        service_dir = Path(tmp) / "analytics"
+        started = time.perf_counter()
+        counts = build_database(service_dir / "activities.duckdb", scale=args.scale)
+        gen = time.perf_counter() - started
+        rows.append((f"generate scale {args.scale:g} ({counts['time_series_metrics']:,} s-rows)", f"{gen:.2f} s",
+                     "-", "-"))
+        started = time.perf_counter()
+        build_database(Path(tmp) / "default.duckdb", scale=1.0)
+        rows.append(("generate default scale 1 (first start)", f"{time.perf_counter() - started:.2f} s", "few s", "-"))
+        if args.big:
+            started = time.perf_counter()
+            big = build_database(Path(tmp) / "big.duckdb", scale=50)
+            rows.append((f"generate scale 50 ({big['time_series_metrics']:,} s-rows)",
+                         f"{time.perf_counter() - started:.1f} s", "-", "-"))
+            (Path(tmp) / "big.duckdb").unlink()
+
+        svc = AnalyticsService(service_dir, limits=None)
+
+        for n in (10_000, 100_000, 1_000_000):
+            query = f"SELECT * FROM time_series_metrics LIMIT {n}"
+            t_ours, t_bare = paired(svc, query)
+            ratio = t_ours / t_bare
+            rows.append((f"export {n:,} rows (parquet zstd) vs bare COPY", f"{ms(t_ours)} vs {ms(t_bare)}",
+                         "<= 1.5x", f"{ratio:.2f}x {'OK' if ratio <= 1.5 else 'MISS'}"))
+        svc.sweep()
+
+        svc.materialize({"name": "m1", "query": "SELECT * FROM time_series_metrics LIMIT 1000000"})
+        t_profile = timed(lambda: svc.profile({"table_or_query": "mat_m1"}))
+        rows.append(("profile 1M rows (all 10 columns, trimmed to 1 KB)", ms(t_profile), "< 300 ms",
+                     "OK" if t_profile < 0.3 else "MISS"))
+        t_profile_q = timed(lambda: svc.profile({"table_or_query": "SELECT * FROM time_series_metrics LIMIT 1000000",
+                                                 "columns": ["pace_s_per_km", "heart_rate", "cadence_spm"]}))
+        rows.append(("profile 1M-row query, 3 columns", ms(t_profile_q), "< 300 ms",
+                     "OK" if t_profile_q < 0.3 else "MISS"))
+        t_hist = timed(lambda: svc.histogram({"table_or_query": "mat_m1", "column": "pace_s_per_km", "bins": 20}))
+        rows.append(("histogram 1M rows, 20 bins", ms(t_hist), "< 200 ms", "OK" if t_hist < 0.2 else "MISS"))
+        t_hist100 = timed(lambda: svc.histogram({"table_or_query": "mat_m1", "column": "heart_rate", "bins": 100}))
+        rows.append(("histogram 1M rows, 100 bins", ms(t_hist100), "< 200 ms", "OK" if t_hist100 < 0.2 else "MISS"))
+
+        rss_before = rss_mb()
+        tracemalloc.start()
+        meta = svc.export({"query": "SELECT * FROM time_series_metrics LIMIT 100000"})
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        rows.append(("memory: export 100k rows", f"py peak {peak / 1e6:.2f} MB, RSS +{rss_mb() - rss_before:.1f} MB",
+                     "< 100 MB", "OK" if rss_mb() - rss_before < 100 else "MISS"))
+        rows.append(("export 100k rows file size", f"{meta['size_mb']} MB", "-", "-"))
+
+        small = svc.export({"query": "SELECT * FROM time_series_metrics LIMIT 10000"})["handle"]
+        t_load = timed(lambda: safe_load_export(small, exports_dir=svc.exports.directory))
+        rows.append(("safe_load_export 10k rows (polars)", ms(t_load), "-", "-"))
+
+        join = (
+            "SELECT a.activity_type, s.split_index, s.pace_s_per_km, t.gct_p90 FROM splits s "
+            "JOIN activities a USING (activity_id) JOIN (SELECT activity_id, CAST(floor(distance_m / 1000) AS INT) + 1"
+            " AS split_index, quantile_cont(ground_contact_time_ms, 0.9) AS gct_p90 FROM time_series_metrics "
+            "GROUP BY ALL) t USING (activity_id, split_index)"
+        )
+        t_raw = timed(lambda: svc.histogram({"table_or_query": join, "column": "gct_p90", "bins": 20}), runs=3)
+        started = time.perf_counter()
+        svc.materialize({"name": "split_gct", "query": join})
+        t_mat = time.perf_counter() - started
+        t_reuse = timed(lambda: svc.histogram({"table_or_query": "mat_split_gct", "column": "gct_p90", "bins": 20}))
+        rows.append(("repeated join: raw query vs materialized", f"{ms(t_raw)} vs {ms(t_reuse)} (build {ms(t_mat)})",
+                     "2-5x faster", f"{t_raw / t_reuse:.0f}x"))
+        svc.close()
+
+    print(f"analytics bench (2 CPUs: {os.cpu_count()}, Python {sys.version.split()[0]})\n")
+    print("| measure | result | target | verdict |")
+    print("|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Hand-written domain logic, one package per service. Never imports litestar or fastmcp."""

@@ -1,0 +1,103 @@
+"""household: 家計簿 analysis over MoneyForward ME CSV exports (seed 003).
+
+The thin adapter between the generated models / CallContext and the domain core
+(service.HouseholdCore). Tool inputs are never logged: they can hold a
+person's spending.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kumitate.context import Attachment, CallContext
+from kumitate.settings import Settings
+
+from .service import HouseholdCore, Result
+
+if TYPE_CHECKING:  # generated later by the lead's codegen
+    from pydantic import BaseModel
+
+SERVICE = "household"
+
+
+def _args(model: BaseModel | dict[str, Any] | None) -> dict[str, Any]:
+    if model is None:
+        return {}
+    if isinstance(model, dict):
+        return {k: v for k, v in model.items() if v is not None}
+    return model.model_dump(mode="json", exclude_none=True)
+
+
+def _with_extras(result: Result, ctx: CallContext) -> dict[str, Any]:
+    if result.png is not None:
+        ctx.attachments.append(Attachment("image/png", result.png))
+    ctx.warnings.extend(result.warnings)
+    return result.data
+
+
+class HouseholdHandlers:
+    """One method per tool and per resource of specs/household."""
+
+    def __init__(self, core: HouseholdCore) -> None:
+        self.core = core
+
+    # tools
+    def import_household_data(self, input: Any, ctx: CallContext) -> dict[str, Any]:
+        return self.core.import_data()
+
+    def get_monthly_household(self, input: Any, ctx: CallContext) -> dict[str, Any]:
+        return _with_extras(self.core.monthly_household(_args(input)), ctx)
+
+    def get_category_trend(self, input: Any, ctx: CallContext) -> dict[str, Any]:
+        return _with_extras(self.core.category_trend(_args(input)), ctx)
+
+    def detect_duplicates(self, input: Any, ctx: CallContext) -> dict[str, Any]:
+        return self.core.detect_duplicates(_args(input))
+
+    def list_duplicate_candidates(self, input: Any, ctx: CallContext) -> dict[str, Any]:
+        return self.core.list_duplicate_candidates(_args(input))
+
+    def get_duplicate_candidate_detail(self, input: Any, ctx: CallContext) -> dict[str, Any]:
+        return self.core.get_duplicate_candidate_detail(_args(input))
+
+    def confirm_duplicate(self, input: Any, ctx: CallContext) -> dict[str, Any]:
+        return self.core.confirm_duplicate(_args(input))
+
+    def restore_duplicate(self, input: Any, ctx: CallContext) -> dict[str, Any]:
+        return self.core.restore_duplicate(_args(input))
+
+    def get_duplicate_stats(self, input: Any, ctx: CallContext) -> dict[str, Any]:
+        return self.core.get_duplicate_stats()
+
+    # resources
+    def read_category_hierarchy(self, ctx: CallContext) -> dict[str, Any]:
+        return self.core.category_hierarchy()
+
+    def read_available_months(self, ctx: CallContext) -> dict[str, Any]:
+        return self.core.available_months()
+
+    def read_category_trend_summary(self, ctx: CallContext) -> dict[str, Any]:
+        return self.core.category_trend_summary()
+
+    def read_chart(self, ctx: CallContext, chart_id: str) -> bytes:
+        return self.core.chart_png(chart_id)
+
+
+def data_dirs(settings: Settings, env: dict[str, str] | None = None) -> list[Path]:
+    """The bundled samples plus every directory in HOUSEHOLD_DATA_DIR (os.pathsep-separated)."""
+    env = dict(os.environ) if env is None else env
+    dirs = [settings.sample_dir / SERVICE]
+    extra = env.get("HOUSEHOLD_DATA_DIR", "")
+    dirs += [Path(p).expanduser() for p in extra.split(os.pathsep) if p.strip()]
+    return dirs
+
+
+def create(settings: Settings, env: dict[str, str] | None = None) -> HouseholdHandlers:
+    """Open (or create) var/household/household.db and import every export found; fast on later starts."""
+    env = dict(os.environ) if env is None else env
+    ttl = float(env.get("HOUSEHOLD_CHART_TTL_SECONDS", "3600"))
+    core = HouseholdCore(settings.service_dir(SERVICE), data_dirs(settings, env), settings.public_base_url,
+                         chart_ttl_seconds=ttl)
+    return HouseholdHandlers(core)

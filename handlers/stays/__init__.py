@@ -1,0 +1,50 @@
+"""stays service: summarize_stays turns GPS stay records into a Japanese travel summary.
+
+The handler is a thin shell around the pure core (handlers/stays/core.py): it
+converts the generated input model to plain JSON data, calls the core, and logs
+statistics only (counts and total duration; never refs, names or timestamps).
+The service keeps no state, so there is no database to create.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from handlers.stays.core import summarize
+from kumitate.context import CallContext
+from kumitate.settings import Settings
+
+if TYPE_CHECKING:
+    from generated.stays.models import SummarizeStaysInput
+
+log = logging.getLogger("kumitate.stays")
+
+
+class StaysHandlers:
+    """One method per tool of specs/stays/."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def summarize_stays(self, input: SummarizeStaysInput, ctx: CallContext) -> dict[str, Any]:
+        """Summarise stay records; per-record problems come back in `errors`, never as a failure."""
+        result = summarize(input.model_dump(mode="json", exclude_none=True))
+        stats = result["stats"]
+        log.info(
+            "summarize_stays mode=%s input=%d valid=%d rejected=%d dropped_refs=%d unknown_duration=%d total_sec=%d",
+            result["mode"],
+            stats["input_records"],
+            stats["valid_records"],
+            stats["rejected_records"],
+            stats["dropped_refs"],
+            stats["unknown_duration_records"],
+            stats["total_duration_sec"],
+            extra={"run_id": ctx.run_id, "trace_id": ctx.trace_id},
+        )
+        return result
+
+
+def create(settings: Settings) -> StaysHandlers:
+    """Entry point the runtime calls once at start-up."""
+    return StaysHandlers(settings)

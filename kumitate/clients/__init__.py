@@ -1,0 +1,1 @@
+"""Typed clients for kumitate services (one module per service)."""

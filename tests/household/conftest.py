@@ -1,0 +1,86 @@
+"""Fixtures: small hand-written MoneyForward-style exports and a fresh household service per test."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from handlers.household import HouseholdHandlers, create
+from kumitate.context import CallContext
+from kumitate.settings import Settings
+
+HEADER = ["計算対象", "日付", "内容", "金額（円）", "保有金融機関", "大項目", "中項目", "メモ", "振替", "ID"]
+
+
+def row(day: str, amount: int, major: str, minor: str, *, content: str = "店", target: int = 1,
+        transfer: int = 0, rid: str = "") -> list[str]:
+    return [str(target), day, content, str(amount), "現金", major, minor, "", str(transfer), rid]
+
+
+def write_export(directory: Path, name: str, rows: list[list[str]], *, header: list[str] | None = None,
+                 encoding: str = "cp932") -> Path:
+    buf = io.StringIO()
+    writer = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+    writer.writerow(header or HEADER)
+    writer.writerows(rows)
+    path = directory / f"収入・支出詳細_{name}.csv"
+    path.write_bytes(buf.getvalue().encode(encoding))
+    return path
+
+
+FOOD = {  # 食費 per month, hand-picked for the trend tests (15 months with data, 2024-01..2025-03)
+    "2024-01": 10000, "2024-02": 12000, "2024-03": 9000, "2024-04": 11000, "2024-05": 10000, "2024-06": 8000,
+    "2024-07": 12000, "2024-08": 10000, "2024-09": 9000, "2024-10": 11000, "2024-11": 10000, "2024-12": 13000,
+    "2025-01": 15000, "2025-02": 9000, "2025-03": 0,
+}
+
+
+def trend_rows() -> dict[str, list[list[str]]]:
+    """One export per month: 食費 split in two rows, 住宅 50,000 (to 2025-02), 交通費 500, plus rows that must not count."""
+    files: dict[str, list[list[str]]] = {}
+    for month, food in FOOD.items():
+        rows = [row(f"{month.replace('-', '/')}/05", 200000, "収入", "給与")]
+        if food:
+            rows.append(row(f"{month.replace('-', '/')}/10", -(food - 1000), "食費", "食料品"))
+            rows.append(row(f"{month.replace('-', '/')}/20", -1000, "食費", "外食"))
+        if month <= "2025-02":
+            rows.append(row(f"{month.replace('-', '/')}/27", -50000, "住宅", "家賃・地代"))
+        rows.append(row(f"{month.replace('-', '/')}/15", -500, "交通費", "電車"))
+        rows.append(row(f"{month.replace('-', '/')}/11", -30000, "現金・カード", "カード引き落とし", transfer=1))
+        rows.append(row(f"{month.replace('-', '/')}/12", -7777, "食費", "食料品", target=0))
+        files[month] = rows
+    return files
+
+
+@pytest.fixture
+def ctx() -> CallContext:
+    return CallContext(service="household", tool="test", transport="test", run_id="run", trace_id="trace")
+
+
+@pytest.fixture
+def make_service(tmp_path: Path) -> Callable[..., HouseholdHandlers]:
+    """A service over an empty sample dir plus `data_dir` (HOUSEHOLD_DATA_DIR), state under tmp_path."""
+
+    def _make(data_dir: Path | None = None, **env: str) -> HouseholdHandlers:
+        samples = tmp_path / "samples"
+        (samples / "household").mkdir(parents=True, exist_ok=True)
+        settings = Settings(data_dir=tmp_path / "var", sample_dir=samples, public_base_url="http://127.0.0.1:8000")
+        full_env = dict(env)
+        if data_dir is not None:
+            full_env["HOUSEHOLD_DATA_DIR"] = str(data_dir)
+        return create(settings, env=full_env)
+
+    return _make
+
+
+@pytest.fixture
+def trend_service(tmp_path: Path, make_service: Callable[..., HouseholdHandlers]) -> HouseholdHandlers:
+    data = tmp_path / "exports"
+    data.mkdir()
+    for month, rows in trend_rows().items():
+        write_export(data, f"{month}-01_{month}-28", rows)
+    return make_service(data)
