@@ -6,7 +6,6 @@ Run: .venv/bin/python bench/stays_bench.py   (prints a Markdown table)
 
 from __future__ import annotations
 
-import importlib.util
 import statistics
 import sys
 import tempfile
@@ -18,6 +17,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from generated.stays.models import SummarizeStaysInput  # noqa: E402
 from handlers.stays import create  # noqa: E402
 from handlers.stays.core import summarize  # noqa: E402
 from kumitate.context import CallContext  # noqa: E402
@@ -50,37 +50,6 @@ def records(n: int = N) -> list[dict[str, Any]]:
     return out
 
 
-def load_models() -> Any:
-    """The input model as the lead's codegen would emit it (datamodel-code-generator, same options)."""
-    from datamodel_code_generator import DataModelType, InputFileType, LiteralType, PythonVersion, generate
-    from datamodel_code_generator.enums import DefaultValueType
-    from datamodel_code_generator.format import Formatter
-
-    code = generate(
-        ROOT / "specs" / "stays" / "types" / "stays.json",
-        input_file_type=InputFileType.JsonSchema,
-        output_model_type=DataModelType.PydanticV2BaseModel,
-        target_python_version=PythonVersion.PY_311,
-        use_annotated=True,
-        field_constraints=True,
-        disable_timestamp=True,
-        enum_field_as_literal=LiteralType.Off,
-        deserialize_default_values=[DefaultValueType.Enum],
-        strict_nullable=True,
-        collapse_root_models=True,
-        formatters=[Formatter.BUILTIN],
-        use_double_quotes=True,
-    )
-    path = Path(tempfile.mkdtemp()) / "stays_bench_models.py"
-    path.write_text(str(code), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("stays_bench_models", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def timings_ms(fn: Callable[[], object]) -> tuple[float, float]:
     """(median, best) of RUNS runs; the best shows what a quiet machine does."""
     times = []
@@ -93,11 +62,10 @@ def timings_ms(fn: Callable[[], object]) -> tuple[float, float]:
 
 def main() -> None:
     data = records()
-    models = load_models()
     service = create(Settings(data_dir=Path(tempfile.mkdtemp()), sample_dir=ROOT / "data", public_base_url=""))
     ctx = CallContext(service="stays", tool="summarize_stays", transport="bench", run_id="b", trace_id="b")
-    seq_model = models.SummarizeStaysInput.model_validate({"stays": data})
-    agg_model = models.SummarizeStaysInput.model_validate({"stays": data, "mode": "aggregate"})
+    seq_model = SummarizeStaysInput.model_validate({"stays": data})
+    agg_model = SummarizeStaysInput.model_validate({"stays": data, "mode": "aggregate"})
 
     rows = [
         ("handler, sequence (model_dump + core)", timings_ms(lambda: service.summarize_stays(seq_model, ctx)), True),
@@ -106,7 +74,7 @@ def main() -> None:
         ("core only, aggregate", timings_ms(lambda: summarize({"stays": data, "mode": "aggregate"})), False),
         (
             "pipeline's model_validate (not handler time)",
-            timings_ms(lambda: models.SummarizeStaysInput.model_validate({"stays": data})),
+            timings_ms(lambda: SummarizeStaysInput.model_validate({"stays": data})),
             False,
         ),
     ]

@@ -1,0 +1,204 @@
+"""evaluate_attendance: a rule, the slots and the selections → per-slot state and the decision.
+
+Selections are applied in list order (or by selected_at when every record has
+one); for the same invitee and slot the later record wins. Only invitees in the
+effective scope count. With allow_multiple_slots_per_invitee false, each
+invitee counts for one slot, chosen by conflict_policy. "Earliest" always means
+the earliest absolute start instant, whatever offsets or zones the slots use.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from handlers.attendance.timeutil import instant, utc_text, zone
+from handlers.attendance.validate import check_rule
+from kumitate.errors import ToolError
+
+SELECTED, DECLINED, PENDING = -1, -2, -3
+
+
+def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
+    rule = check_rule(request["rule"])
+    slot_policy = rule["slot_policy"]
+    policy = rule["finalize_policy"]
+    default_tz = zone(slot_policy["timezone"], "rule.slot_policy.timezone")
+    now = instant(request["now"], None, "now") if request.get("now") else datetime.now(UTC)
+    slots = request["slots"]
+    starts = _slot_starts(slots, default_tz)
+    slot_index = {s["slot_id"]: i for i, s in enumerate(slots)}
+
+    scope_rule = rule["invitee_scope"]
+    excluded = set(scope_rule["exclude_invitee_keys"])
+    scope = [k for k in dict.fromkeys(scope_rule["include_invitee_keys"]) if k not in excluded]
+    attendees, answered, ignored = _count(request["selections"], set(scope), slot_index, slot_policy)
+
+    group_sets = [frozenset(g["any_of_invitee_keys"]) for g in rule["rule"].get("groups", [])]
+    evaluations = [_slot(rule, slots[i]["slot_id"], starts[i], attendees[i], scope, group_sets) for i in range(len(slots))]
+    decision = _decide(policy, evaluations, starts, [k for k in scope if k not in answered])
+    auto_at = None
+    if decision["finalize"] and policy.get("auto_finalize"):
+        auto_at = utc_text(now + timedelta(seconds=policy.get("auto_finalize_delay_seconds", 0)))
+    return {
+        "rule_type": rule["type"],
+        "evaluated_at": utc_text(now),
+        "slots": evaluations,
+        "decision": decision,
+        "auto_finalize_at": auto_at,
+        "ignored_selections": ignored,
+    }
+
+
+def _slot_starts(slots: list[dict[str, Any]], default_tz: Any) -> list[datetime]:
+    starts = []
+    seen: set[str] = set()
+    for i, slot in enumerate(slots):
+        if slot["slot_id"] in seen:
+            raise ToolError(f"slots[{i}].slot_id {slot['slot_id']!r} is used twice", code="INVALID_INPUT")
+        seen.add(slot["slot_id"])
+        tz = zone(slot["timezone"], f"slots[{i}].timezone") if slot.get("timezone") else default_tz
+        start = instant(slot["start"], tz, f"slots[{i}].start")
+        if slot.get("end") and instant(slot["end"], tz, f"slots[{i}].end") < start:
+            raise ToolError(f"slots[{i}].end is before its start", code="INVALID_INPUT")
+        starts.append(start)
+    return starts
+
+
+def _ordered(selections: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if selections and all("selected_at" in s for s in selections):
+        stamped = [(instant(s["selected_at"], None, f"selections[{i}].selected_at"), i) for i, s in enumerate(selections)]
+        return [selections[i] for _, i in sorted(stamped)]
+    return selections
+
+
+def _count(
+    selections: list[dict[str, Any]], scope: set[str], slot_index: dict[str, int], slot_policy: dict[str, Any]
+) -> tuple[list[set[str]], set[str], int]:
+    """Per slot, the set of invitees whose selection counts; who answered; how many records were ignored."""
+    state: dict[tuple[str, int], int] = {}
+    ignored = 0
+    for pos, sel in enumerate(_ordered(selections)):
+        key = sel["invitee_key"]
+        slot = slot_index.get(sel["slot_id"])
+        if slot is None or key not in scope:
+            ignored += 1
+            continue
+        pair = (key, slot)
+        status = sel["status"]
+        if status == "selected":
+            if state.get(pair, PENDING) < 0:
+                state[pair] = pos  # a selected run starts here; repeats keep its start
+        else:
+            state[pair] = DECLINED if status == "declined" else PENDING
+    attendees: list[set[str]] = [set() for _ in slot_index]
+    answered: set[str] = set()
+    chosen: dict[str, tuple[int, int]] = {}
+    multiple = slot_policy["allow_multiple_slots_per_invitee"]
+    first = slot_policy["conflict_policy"] == "first_selected"
+    for (key, slot), since in state.items():
+        if since == PENDING:
+            continue
+        answered.add(key)
+        if since < 0:
+            continue
+        if multiple:
+            attendees[slot].add(key)
+            continue
+        best = chosen.get(key)
+        if best is None or (since < best[0] if first else since > best[0]):
+            if best is not None:
+                ignored += 1
+            chosen[key] = (since, slot)
+        else:
+            ignored += 1
+    for key, (_, slot) in chosen.items():
+        attendees[slot].add(key)
+    return attendees, answered, ignored
+
+
+def _slot(
+    rule: dict[str, Any], slot_id: str, start: datetime, who: set[str], scope: list[str], group_sets: list[frozenset[str]]
+) -> dict[str, Any]:
+    kind = rule["type"]
+    params = rule["rule"]
+    score = len(who)
+    missing: list[str] = []
+    groups: list[dict[str, Any]] = []
+    if kind == "ALL":
+        missing = [k for k in scope if k not in who]
+        shortfall = len(missing)
+    elif kind == "ANY":
+        shortfall = 0 if score else 1
+    elif kind == "K_OF_N":
+        shortfall = max(0, params["k"] - score)
+    elif kind == "REQUIRED_PLUS_QUORUM":
+        required = params["required_invitee_keys"]
+        missing = [k for k in required if k not in who]
+        additional = score - (len(required) - len(missing))
+        shortfall = len(missing) + max(0, params["min_additional"] - additional)
+    else:
+        shortfall = len(scope) + 1
+        for group, members in zip(params["groups"], group_sets, strict=True):
+            count = len(members & who)
+            groups.append({"name": group["name"], "min": group["min"], "count": count, "satisfied": count >= group["min"]})
+            shortfall = min(shortfall, max(0, group["min"] - count))
+    return {
+        "slot_id": slot_id,
+        "start_utc": utc_text(start),
+        "satisfied": shortfall == 0,
+        "score": score,
+        "shortfall": shortfall,
+        "missing_required": missing,
+        "groups": groups,
+    }
+
+
+_MESSAGES = {
+    "no_slots": "候補日時がありません。",
+    "no_valid_slot": "条件を満たす候補日時はまだありません。",
+    "manual_mode": "手動確定モードです。おすすめの候補を参考に主催者が確定してください。",
+}
+
+
+def _decide(policy: dict[str, Any], evaluations: list[dict[str, Any]], starts: list[datetime], pending: list[str]) -> dict[str, Any]:
+    mode = policy["mode"]
+    tie = policy["tie_breaker"]
+    valid = [i for i, e in enumerate(evaluations) if e["satisfied"]]
+    by_score = mode != "EARLIEST_VALID" or tie == "highest_score"
+    if by_score:
+        valid.sort(key=lambda i: (-evaluations[i]["score"], starts[i], i))
+    else:
+        valid.sort(key=lambda i: (starts[i], -evaluations[i]["score"], i))
+    candidates = [evaluations[i]["slot_id"] for i in valid]
+    best = candidates[0] if candidates else None
+    decision: dict[str, Any] = {
+        "finalize": False,
+        "slot_id": None,
+        "recommended_slot_id": best,
+        "mode": mode,
+        "tie_breaker": tie,
+        "candidates": candidates,
+        "pending_invitee_keys": pending,
+    }
+    if not evaluations:
+        reason = "no_slots"
+    elif best is None:
+        reason = "no_valid_slot"
+    elif mode == "MANUAL":
+        reason = "manual_mode"
+    elif mode == "BEST_SCORE" and pending:
+        reason = "awaiting_responses"
+    else:
+        reason = "earliest_valid" if mode == "EARLIEST_VALID" else "best_score"
+        decision.update(finalize=True, slot_id=best)
+    score = evaluations[valid[0]]["score"] if valid else 0
+    if reason == "awaiting_responses":
+        message = f"未回答の招待者が{len(pending)}人います。全員の回答後に最も参加者の多い候補で確定します。"
+    elif reason in ("earliest_valid", "best_score"):
+        message = f"{best} で確定できます（参加{score}人）。"
+    else:
+        message = _MESSAGES[reason]
+    decision["reason"] = reason
+    decision["message"] = message
+    return decision

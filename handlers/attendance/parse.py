@@ -1,0 +1,72 @@
+"""parse_attendance_intent: utterance + invitees → the seed's full output structure.
+
+Pure and deterministic. The grammar decides the rule; this module builds the
+AttendanceRule around it (scope, slot policy, finalize policy), the invitee
+sets, the side channels and the confidence. Invariant: needs_clarification is
+non-empty exactly when confidence < 0.7, and such a rule never auto-finalises.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from handlers.attendance.grammar import Grammar
+from handlers.attendance.hints import apply_policy_words, share_intent, slot_hint
+from handlers.attendance.names import Directory
+from handlers.attendance.policy import default_policy
+from handlers.attendance.text import Folded
+
+CLARIFY_CEILING = 0.65
+
+
+def parse_attendance_intent(request: dict[str, Any]) -> dict[str, Any]:
+    """Parse one utterance; see docs/attendance.md for the grammar."""
+    defaults = request.get("defaults") or {}
+    directory = Directory(request["invitees"])
+    text = Folded.of(request["text"])
+    mentions = directory.find_mentions(text)
+    grammar = Grammar(text, directory, mentions)
+    reading = grammar.parse(len(directory.keys))
+
+    questions = list(grammar.questions)
+    confidence = reading.confidence
+    if questions:
+        confidence = min(confidence, CLARIFY_CEILING)
+
+    excluded = set(reading.excluded)
+    target = [k for k in directory.keys if k not in excluded]
+    policy = apply_policy_words(text.folded, default_policy(reading.type, defaults.get("auto_finalize_delay_seconds")))
+    if questions:
+        policy["auto_finalize"] = False
+        policy.pop("auto_finalize_delay_seconds", None)
+
+    rule = {
+        "version": "1.0",
+        "type": reading.type,
+        "slot_policy": {
+            "conflict_policy": defaults.get("conflict_policy", "first_selected"),
+            "timezone": defaults.get("timezone", "Asia/Tokyo"),
+            "allow_multiple_slots_per_invitee": defaults.get("allow_multiple_slots_per_invitee", False),
+        },
+        "invitee_scope": {
+            "include_invitee_keys": list(directory.keys),
+            "exclude_invitee_keys": [k for k in directory.keys if k in excluded],
+        },
+        "rule": reading.params,
+        "finalize_policy": policy,
+    }
+    return {
+        "attendance_rule": rule,
+        "finalize_policy": dict(policy),
+        "invitee_sets": {
+            "target": target,
+            "required": list(reading.required),
+            "optional": [k for k in reading.optional if k not in reading.required],
+        },
+        "slot_generation_hint": slot_hint(text.folded, defaults),
+        "share_intent": share_intent(text.norm, defaults),
+        "confidence": round(confidence, 2),
+        "needs_clarification": questions,
+        "missing": list(grammar.unknown),
+        "matched_pattern": reading.pattern,
+    }

@@ -1,0 +1,137 @@
+"""yana (澄ヶ瀬やな, seed 001): chat / search / ingest over a sake & juice label knowledge base.
+
+This module is the thin adapter between the generated models and the domain
+core (kb, search, chat, ingest, voice, generate). It owns process-wide state:
+the knowledge base (loaded from data/yana/ on first start), the LLM client and
+its circuit breaker, the call journal, and `last_error` for /v1/healthz.
+
+Environment (read once at create()):
+  OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL   all three → LLM replies (llm "on"); else template
+  YANA_LLM_DEADLINE_MS (8000), YANA_LLM_BREAKER_FAILURES (3), YANA_LLM_BREAKER_COOLDOWN_S (30)
+  YANA_DEDUP_PHASH (4)        pHash bits within which hits count as the same label
+  YANA_INGEST_ALLOW_DIRS      extra directories `file:` URIs may point into
+  YANA_EXPOSE_LOGS=1          serve logs://today (else NOT_FOUND)
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from handlers.yana.chat import chat as chat_core
+from handlers.yana.generate import LlmConfig, OpenAIChat
+from handlers.yana.ingest import allowed_roots
+from handlers.yana.ingest import ingest as ingest_core
+from handlers.yana.kb import KnowledgeBase
+from handlers.yana.search import search as search_core
+from handlers.yana.status import POLICY_VERSION, SERVER_VERSION, Journal
+from handlers.yana.voice import apply_policy
+from kumitate.context import CallContext
+from kumitate.errors import ToolError
+from kumitate.settings import Settings
+
+if TYPE_CHECKING:
+    from generated.yana.models import ChatInput, IngestInput, SearchInput
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    """Generated pydantic input → the JSON-shaped dict the core works on (dicts pass through)."""
+    if isinstance(value, dict):
+        return value
+    return value.model_dump(mode="json", exclude_none=True)  # type: ignore[no-any-return]
+
+
+class YanaHandlers:
+    """One instance per process; methods are plain `def` (blocking SQLite/HTTP run in worker threads)."""
+
+    def __init__(self, settings: Settings, env: Mapping[str, str]) -> None:
+        self.state_dir = settings.service_dir("yana")
+        self.kb = KnowledgeBase(self.state_dir / "yana.db", settings.sample_dir)
+        config = LlmConfig.from_env(env)
+        self.llm = OpenAIChat(config) if config else None
+        self.model = config.model if config else "template"
+        self.phash_threshold = int(env.get("YANA_DEDUP_PHASH", "4"))
+        self.expose_logs = env.get("YANA_EXPOSE_LOGS") == "1"
+        self.uploads = self.state_dir / "uploads"
+        self.roots = allowed_roots(settings.sample_dir, self.uploads, dict(env))
+        self.journal = Journal(self.state_dir / "logs")
+        self.started = time.monotonic()
+        self.last_error: str | None = None
+
+    def _run(self, tool: str, ctx: CallContext, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Run one call and journal its outcome (ids, counts, warnings; never inputs)."""
+        started = time.perf_counter()
+        entry: dict[str, Any] = {"tool": tool, "run_id": ctx.run_id, "trace_id": ctx.trace_id}
+        try:
+            result = fn()
+        except ToolError as exc:
+            self.last_error = f"{tool}:{exc.code}"
+            self.journal.write({**entry, "outcome": exc.code, "elapsed_ms": int((time.perf_counter() - started) * 1000)})
+            raise
+        entry.update(outcome="OK", elapsed_ms=int((time.perf_counter() - started) * 1000))
+        if "hits" in result:
+            entry["hits"] = len(result["hits"])
+        if tool == "chat":
+            entry.update(llm=result["llm"], warnings=result["warnings"])
+        self.journal.write(entry)
+        return result
+
+    # tools ---------------------------------------------------------------------------------------
+
+    def chat(self, input: ChatInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        def call() -> dict[str, Any]:
+            body, fallback = chat_core(self.kb, self.llm, _as_dict(input), phash_threshold=self.phash_threshold)
+            if fallback:
+                self.last_error = f"llm_fallback:{fallback}"
+            return body
+
+        return self._run("chat", ctx, call)
+
+    def search(self, input: SearchInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        def call() -> dict[str, Any]:
+            try:
+                return search_core(self.kb, _as_dict(input), phash_threshold=self.phash_threshold)
+            except sqlite3.Error as exc:
+                raise ToolError("the label knowledge base cannot be read", code="RAG_UNAVAILABLE") from exc
+
+        return self._run("search", ctx, call)
+
+    def ingest(self, input: IngestInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        return self._run("ingest", ctx, lambda: ingest_core(
+            self.kb, _as_dict(input), uploads=self.uploads, roots=self.roots, phash_threshold=self.phash_threshold))
+
+    # resources -----------------------------------------------------------------------------------
+
+    def read_healthz(self, ctx: CallContext) -> dict[str, Any]:
+        try:
+            rag_ok = self.kb.count() > 0
+        except Exception:
+            rag_ok = False
+        reply, _ = apply_policy("テストです。", "テスト")
+        body: dict[str, Any] = {
+            "llm_ok": self.llm is None or self.llm.breaker.state != "open",
+            "rag_ok": rag_ok,
+            "policy_ok": reply == "せやなー、テストです。",
+            "uptime_s": round(time.monotonic() - self.started, 3),
+            "llm_mode": "openai" if self.llm else "template",
+            "breaker": self.llm.breaker.state if self.llm else "closed",
+        }
+        if self.last_error:
+            body["last_error"] = self.last_error
+        return body
+
+    def read_version(self, ctx: CallContext) -> dict[str, Any]:
+        return {"server_version": SERVER_VERSION, "policy_version": POLICY_VERSION, "model": self.model}
+
+    def read_logs_today(self, ctx: CallContext) -> dict[str, Any]:
+        if not self.expose_logs:
+            raise ToolError("logs://today is not enabled (set YANA_EXPOSE_LOGS=1)", code="NOT_FOUND")
+        return self.journal.today()
+
+
+def create(settings: Settings, env: Mapping[str, str] | None = None) -> YanaHandlers:
+    """Build the handlers; `env` defaults to os.environ (tests pass their own)."""
+    return YanaHandlers(settings, os.environ if env is None else env)

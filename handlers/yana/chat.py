@@ -1,0 +1,73 @@
+"""The chat core: retrieve (optional) → generate (LLM or template) → apply yana's policy.
+
+Never fails because of the LLM: any upstream problem falls back to the template
+reply with a `llm_fallback:<reason>` warning and `llm: "off"`. Retrieval errors
+(the knowledge base unreadable) raise RAG_UNAVAILABLE so a client can resend
+with use_rag=false, as the seed's Speaker provider does.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+from handlers.yana.generate import LlmUnavailable, OpenAIChat, template_reply
+from handlers.yana.kb import KnowledgeBase
+from handlers.yana.search import search
+from handlers.yana.voice import apply_policy
+from kumitate.errors import ToolError
+
+
+def retrieve(kb: KnowledgeBase, user_text: str, top_k: int, filters: dict[str, Any] | None,
+             phash_threshold: int) -> list[dict[str, Any]]:
+    """Top-k hits for the user's text; with filters and no text match, the first filtered labels."""
+    try:
+        hits = search(kb, {"query_text": user_text, "filters": filters, "k": top_k, "page_size": top_k},
+                      phash_threshold=phash_threshold)["hits"]
+        if not hits and any(v for v in (filters or {}).values()):
+            hits = search(kb, {"query_text": "", "filters": filters, "k": top_k, "page_size": top_k},
+                          phash_threshold=phash_threshold)["hits"]
+    except sqlite3.Error as exc:
+        raise ToolError("the label knowledge base cannot be read; retry with use_rag=false",
+                        code="RAG_UNAVAILABLE") from exc
+    return hits
+
+
+def chat(kb: KnowledgeBase, llm: OpenAIChat | None, params: dict[str, Any], *,
+         phash_threshold: int = 4) -> tuple[dict[str, Any], str | None]:
+    """Returns (the /v1/chat body without envelope fields, the llm fallback reason or None)."""
+    started = time.perf_counter()
+    user_text: str = params["user_text"]
+    if not user_text.strip():
+        raise ToolError("user_text must not be blank", code="BAD_REQUEST")
+    use_rag = bool(params.get("use_rag", True))
+    top_k = int(params.get("top_k", 5))
+    hits = retrieve(kb, user_text, top_k, params.get("filters"), phash_threshold) if use_rag else []
+    warnings: list[str] = []
+    fallback: str | None = None
+    reply = ""
+    llm_state = "off"
+    if llm is not None:
+        try:
+            raw = llm.reply(user_text, hits, (params.get("context") or {}).get("topic"))
+            reply, warnings = apply_policy(raw, user_text, source_hits=hits)
+            if reply:
+                llm_state = "on"
+            else:
+                fallback = "empty_reply"
+        except LlmUnavailable as exc:
+            fallback = exc.reason
+    if llm_state == "off":
+        reply, warnings = apply_policy(template_reply(user_text, hits, use_rag=use_rag), user_text,
+                                       source_hits=hits)
+        if fallback:
+            warnings.insert(0, f"llm_fallback:{fallback}")
+    return {
+        "reply": reply,
+        "hits": hits,
+        "llm": llm_state,
+        "elapsed_ms": int((time.perf_counter() - started) * 1000),
+        "rag_hit_count": len(hits),
+        "warnings": warnings,
+    }, fallback

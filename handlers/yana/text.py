@@ -1,0 +1,65 @@
+"""Text helpers shared by indexing and querying: one normalisation, one way to cut terms.
+
+Index and query must agree exactly, or a query typed with full-width digits or
+half-width katakana would miss; so both go through `normalize` (NFKC + casefold).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_SPLIT = re.compile(r"[\s、。，．,.!?！？「」『』()（）\[\]【】/・:：;；\"'“”]+")
+# A particle right after a non-hiragana character ends a word: 岩国の純米 → 岩国 | 純米,
+# while ゆきの美人 (particle inside a hiragana word) stays whole.
+_PARTICLE = re.compile(r"(?<=[^\u3041-\u309f\s])(?:って|から|まで|より|の|は|が|を|に|で|と|や|も|へ)")
+_PREFECTURE = re.compile(r"^(北海道|東京都|京都府|大阪府|.{2,3}?県)")
+_UNIT = re.compile(r".+?(?:郡|市|区|町|村)")
+
+
+def normalize(text: str) -> str:
+    """NFKC + casefold: full/half width and case never decide a match."""
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def query_terms(text: str) -> list[str]:
+    """Cut a query into search terms: whitespace, punctuation and particles after a kanji/katakana word."""
+    norm = normalize(text)
+    terms: list[str] = []
+    for chunk in _SPLIT.split(norm):
+        for term in _PARTICLE.split(chunk):
+            term = term.strip()
+            if term and term not in terms:
+                terms.append(term)
+    return terms
+
+
+def region_terms(region: str) -> list[str]:
+    """Names a user may use for a region: 山口県岩国市 → 山口県, 山口, 岩国市, 岩国.
+
+    Units ending in 郡 are kept whole only; one-character stems (緑区 → 緑) are
+    dropped because they would match far too much.
+    """
+    norm = normalize(region)
+    terms: list[str] = []
+
+    def add(term: str) -> None:
+        if len(term) >= 2 and term not in terms:
+            terms.append(term)
+
+    rest = norm
+    match = _PREFECTURE.match(norm)
+    if match:
+        pref = match.group(1)
+        add(pref)
+        add(pref if pref == "北海道" else pref[:-1])
+        rest = norm[len(pref):]
+    units = _UNIT.findall(rest)
+    leftover = rest[sum(len(u) for u in units):]
+    if units and leftover in {"市", "町", "村", "区"}:
+        units[-1] += leftover  # 四日市市: the lazy match stopped at 四日市
+    for unit in units:
+        add(unit)
+        if not unit.endswith("郡"):
+            add(unit[:-1])
+    return terms

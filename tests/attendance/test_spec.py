@@ -1,0 +1,105 @@
+"""The spec files: valid schemas, described properties, examples that validate and match the real handler."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+import handlers.attendance as attendance
+from handlers.attendance.llm import validate_llm_output
+from handlers.attendance.parse import parse_attendance_intent
+from kumitate.context import CallContext
+from kumitate.errors import ToolError
+from kumitate.settings import Settings
+from tests.attendance.conftest import TEAM
+
+SPEC_DIR = Path(__file__).resolve().parents[2] / "specs" / "attendance"
+TYPES_FILE = SPEC_DIR / "types" / "attendance.json"
+TYPES = json.loads(TYPES_FILE.read_text(encoding="utf-8"))
+REGISTRY: Registry = Registry().with_resource(TYPES_FILE.as_uri(), Resource.from_contents(TYPES, default_specification=DRAFT202012))
+TOOL_FILES = sorted((SPEC_DIR / "tools").glob("*.yaml"))
+TOOLS = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in TOOL_FILES}
+CTX = CallContext(service="attendance", tool="t", transport="test", run_id="r", trace_id="t")
+
+
+def validator(tool: str, part: str) -> Draft202012Validator:
+    schema = {"$id": (SPEC_DIR / "tools" / f"{tool}.yaml").as_uri(), **TOOLS[tool][part]}
+    return Draft202012Validator(schema, registry=REGISTRY)
+
+
+def test_types_and_tools() -> None:
+    Draft202012Validator.check_schema(TYPES)
+    assert sorted(TOOLS) == ["evaluate_attendance", "get_attendance_rule", "invitee_key", "parse_attendance_intent", "save_attendance_rule"]
+    for name, tool in TOOLS.items():
+        assert tool["name"] == name
+        assert tool["http"] == {"method": "POST", "path": f"/v1/attendance/{name}"}
+        ann = tool["mcp"]["annotations"]
+        assert set(ann) == {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+        assert ann["readOnlyHint"] is (name != "save_attendance_rule")
+        assert not (ann["readOnlyHint"] and ann["destructiveHint"])
+        assert 1 <= len(tool["examples"]) <= 4
+
+
+def _properties(schema: Any) -> list[tuple[str, Any]]:
+    found: list[tuple[str, Any]] = []
+    if isinstance(schema, dict):
+        found.extend(schema.get("properties", {}).items())
+        for value in schema.values():
+            found.extend(_properties(value))
+    elif isinstance(schema, list):
+        for value in schema:
+            found.extend(_properties(value))
+    return found
+
+
+def test_every_property_is_described_and_inputs_are_closed() -> None:
+    for name, sub in _properties(TYPES):
+        assert "description" in sub or "$ref" in sub, name
+    for name, definition in TYPES["$defs"].items():
+        if definition.get("type") == "object":
+            assert definition.get("additionalProperties") is False, name
+
+
+@pytest.mark.parametrize(("tool", "index"), [(t, i) for t, spec in TOOLS.items() for i in range(len(spec["examples"]))])
+def test_examples_validate_and_match(tool: str, index: int, tmp_path: Path) -> None:
+    example = TOOLS[tool]["examples"][index]
+    assert not list(validator(tool, "input").iter_errors(example["input"]))
+    handlers = attendance.create(Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000"))
+    try:
+        result = getattr(handlers, tool)(example["input"], CTX)
+    except ToolError as exc:
+        assert example.get("error") == exc.code
+        return
+    assert "error" not in example
+    assert not list(validator(tool, "output").iter_errors(result))
+    if example.get("match") == "subset":
+        assert {k: result[k] for k in example["output"]} == example["output"]
+    else:
+        assert result == example["output"]
+
+
+@pytest.mark.parametrize("text", ["全員必須", "みんなで集まりたい", "営業部から2人 または 開発部から3人", "木村さんは必須", "3人以上"])
+def test_parse_outputs_validate(text: str) -> None:
+    out = parse_attendance_intent({"text": text, "invitees": TEAM})
+    assert not list(validator("parse_attendance_intent", "output").iter_errors(out))
+
+
+def test_llm_output_validation() -> None:
+    keys = {f"u:{i}" for i in range(1, 7)}
+    good = parse_attendance_intent({"text": "3人以上", "invitees": TEAM})
+    assert validate_llm_output(good, keys) == []
+    bad = json.loads(json.dumps(good))
+    bad["attendance_rule"]["rule"] = {"k": 9, "n": 6}
+    assert validate_llm_output(bad, keys) == ["rule.k (9) is larger than rule.n (6)"]
+    stranger = json.loads(json.dumps(good))
+    stranger["attendance_rule"]["invitee_scope"]["include_invitee_keys"].append("u:99")
+    stranger["attendance_rule"]["rule"] = {"k": 3, "n": 7}
+    assert validate_llm_output(stranger, keys) == ["u:99 is not an invitee of this thread"]
+    assert validate_llm_output({"attendance_rule": {}}, keys)[0].startswith("<rule>: ")

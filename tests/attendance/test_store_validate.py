@@ -1,0 +1,148 @@
+"""Storage round trip and history (real SQLite), rule validation messages, invitee keys, handler shell."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import handlers.attendance as attendance
+from handlers.attendance.keys import invitee_key
+from handlers.attendance.validate import check_rule, rule_problems
+from kumitate.context import CallContext
+from kumitate.errors import ToolError
+from kumitate.settings import Settings
+
+CTX = CallContext(service="attendance", tool="t", transport="test", run_id="r", trace_id="t")
+FIVE = ["u:1", "u:2", "u:3", "u:4", "u:5"]
+
+
+def base(kind: str = "K_OF_N", params: dict[str, Any] | None = None, include: list[str] = FIVE, exclude: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "type": kind,
+        "invitee_scope": {"include_invitee_keys": include, **({"exclude_invitee_keys": exclude} if exclude is not None else {})},
+        "rule": {"k": 3, "n": 5} if params is None else params,
+        "finalize_policy": {"mode": "EARLIEST_VALID"},
+    }
+
+
+@pytest.fixture
+def handlers(tmp_path: Path) -> attendance.AttendanceHandlers:
+    return attendance.create(Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000"))
+
+
+def test_fresh_store_has_sample_rules(handlers: attendance.AttendanceHandlers, tmp_path: Path) -> None:
+    assert (tmp_path / "attendance" / "attendance.sqlite3").exists()
+    got = handlers.get_attendance_rule({"thread_id": "demo-required", "include_history": True}, CTX)
+    assert got["version"] == 2
+    assert [h["version"] for h in got["history"]] == [1, 2]
+    assert got["history"][0]["attendance_rule"]["version"] == "1.0"  # legacy integer version normalised
+    assert got["attendance_rule"]["rule"] == {"required_invitee_keys": ["u:1", "u:2"], "min_additional": 1}
+
+
+def test_round_trip_and_history(handlers: attendance.AttendanceHandlers) -> None:
+    first = handlers.save_attendance_rule({"thread_id": "t-1", "rule": base()}, CTX)
+    assert first["version"] == 1
+    assert first["attendance_rule"] == {
+        "version": "1.0",
+        "type": "K_OF_N",
+        "slot_policy": {"conflict_policy": "first_selected", "timezone": "Asia/Tokyo", "allow_multiple_slots_per_invitee": False},
+        "invitee_scope": {"include_invitee_keys": FIVE, "exclude_invitee_keys": []},
+        "rule": {"k": 3, "n": 5},
+        "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot", "auto_finalize": False},
+    }
+    second = handlers.save_attendance_rule({"thread_id": "t-1", "rule": base("ALL", {})}, CTX)
+    assert second["version"] == 2
+    current = handlers.get_attendance_rule({"thread_id": "t-1"}, CTX)
+    assert (current["version"], current["attendance_rule"]["type"], "history" in current) == (2, "ALL", False)
+    history = handlers.get_attendance_rule({"thread_id": "t-1", "include_history": True}, CTX)["history"]
+    assert [(h["version"], h["attendance_rule"]["type"]) for h in history] == [(1, "K_OF_N"), (2, "ALL")]
+    assert history[0]["attendance_rule"] == first["attendance_rule"]
+
+
+def test_invalid_save_stores_nothing_and_unknown_thread(handlers: attendance.AttendanceHandlers) -> None:
+    with pytest.raises(ToolError) as err:
+        handlers.save_attendance_rule({"thread_id": "t-2", "rule": base(params={"k": 6, "n": 5})}, CTX)
+    assert err.value.code == "VALIDATION_ERROR"
+    with pytest.raises(ToolError) as err:
+        handlers.get_attendance_rule({"thread_id": "t-2"}, CTX)
+    assert (err.value.code, err.value.message) == ("NOT_FOUND", "no attendance rule is stored for thread 't-2'")
+
+
+def test_store_survives_restart(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="x")
+    attendance.create(settings).save_attendance_rule({"thread_id": "keep", "rule": base()}, CTX)
+    again = attendance.create(settings)
+    assert again.get_attendance_rule({"thread_id": "keep"}, CTX)["version"] == 1
+    assert again.get_attendance_rule({"thread_id": "demo-required"}, CTX)["version"] == 2  # samples not loaded twice
+
+
+@pytest.mark.parametrize(
+    ("rule", "problems"),
+    [
+        (base(params={"k": 6, "n": 5}), ["rule.k (6) is larger than rule.n (5)", "rule.n (5) does not match the 5 invitees in the effective scope"][:1]),
+        (base(params={"k": 2, "n": 4}), ["rule.n (4) does not match the 5 invitees in the effective scope"]),
+        (base(params={"k": 2}), ["rule.n is required for type K_OF_N"]),
+        (base(params={"k": 2, "n": 4}, exclude=["u:5"]), []),
+        (base("ALL", {}, include=[]), ["invitee_scope.include_invitee_keys is empty: a rule needs at least one invitee in scope"]),
+        (base("ALL", {}, include=["u:1"], exclude=["u:1"]), ["the effective scope (include_invitee_keys minus exclude_invitee_keys) is empty"]),
+        (base("ALL", {}, exclude=["u:9"]), ["invitee_scope.exclude_invitee_keys has u:9, which is not in include_invitee_keys"]),
+        (base("ALL", {}, include=["u:1", "u:1"]), ["invitee_scope.include_invitee_keys lists u:1 twice"]),
+        (base("ANY", {"k": 1}), ["rule.k is not used by type ANY; remove it"]),
+        (base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:9"], "min_additional": 1}), ["rule.required_invitee_keys has u:9, which is not in the effective scope"]),
+        (base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:1", "u:2"], "min_additional": 4}), ["rule.min_additional (4) is larger than the 3 non-required invitees in scope"]),
+        (base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": [], "min_additional": 1}), ["rule.required_invitee_keys must name at least one invitee for REQUIRED_PLUS_QUORUM"]),
+        (base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:1"]}), ["rule.min_additional is required for type REQUIRED_PLUS_QUORUM"]),
+        (base("GROUP_ANY", {"groups": []}), ["rule.groups must hold at least one group for GROUP_ANY"]),
+        (base("GROUP_ANY", {"groups": [{"name": "A", "min": 1, "any_of_invitee_keys": []}]}), ["rule.groups[0] (A) has no invitees"]),
+        (base("GROUP_ANY", {"groups": [{"name": "A", "min": 3, "any_of_invitee_keys": ["u:1", "u:2"]}]}), ["rule.groups[0] (A) needs min 3 but has only 2 invitees in scope"]),
+        (base("GROUP_ANY", {"groups": [{"name": "A", "min": 1, "any_of_invitee_keys": ["u:1", "u:7"]}]}), ["rule.groups[0] (A) has u:7, which is not in the effective scope"]),
+        (base("GROUP_ANY", {"groups": [{"name": "A", "min": 1, "any_of_invitee_keys": ["u:1"]}, {"name": "A", "min": 1, "any_of_invitee_keys": ["u:2"]}]}), ["rule.groups[1] (A) repeats the group name 'A'"]),
+        ({**base("ALL", {}), "slot_policy": {"timezone": "Mars/Base"}}, ["slot_policy.timezone 'Mars/Base' is not an IANA time zone"]),
+    ],
+)
+def test_rule_problems_are_exact(rule: dict[str, Any], problems: list[str]) -> None:
+    assert rule_problems(rule) == problems
+
+
+def test_schema_problems_and_all_problems_in_one_message() -> None:
+    assert rule_problems({**base(), "type": "SOME"})[0].startswith("type: ")
+    assert rule_problems({**base(), "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "EARLIEST"}})[0].startswith("finalize_policy/tie_breaker: ")
+    with pytest.raises(ToolError) as err:
+        check_rule(base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:9"], "min_additional": 6}))
+    assert err.value.message == (
+        "invalid attendance rule: rule.required_invitee_keys has u:9, which is not in the effective scope; "
+        "rule.min_additional (6) is larger than the 5 non-required invitees in scope"
+    )
+
+
+def test_version_spellings_normalise() -> None:
+    for version in ("1.0", "1", 1):
+        assert check_rule({**base(), "version": version})["version"] == "1.0"
+    assert rule_problems({**base(), "version": "2.0"}) != []
+
+
+def test_invitee_keys() -> None:
+    digest = hashlib.sha256(b"yamada@example.com").hexdigest()[:16]
+    assert invitee_key("email", "  Yamada@Example.com ") == f"e:{digest}"
+    assert invitee_key("user", "123") == "u:123"
+    assert invitee_key("list_member", 456) == "lm:456"
+    for kind, value in (("user", "1 2"), ("email", "not-an-email"), ("list_member", "a@b"), ("robot", "1")):
+        with pytest.raises(ToolError) as err:
+            invitee_key(kind, value)
+        assert err.value.code == "INVALID_INPUT"
+        assert value not in err.value.message or kind == "robot"  # the value itself is never echoed
+
+
+def test_parse_rule_saves_as_is(handlers: attendance.AttendanceHandlers) -> None:
+    from tests.attendance.conftest import TEAM
+
+    texts = ["全員必須", "誰か1人", "3人以上", "山田さんと田中さんは必須、あと2人", "営業部から2人 または 開発部から3人", "田中さんは除いて過半数"]
+    for i, text in enumerate(texts):
+        parsed = handlers.parse_attendance_intent({"text": text, "invitees": TEAM}, CTX)
+        assert parsed["needs_clarification"] == []
+        saved = handlers.save_attendance_rule({"thread_id": f"p-{i}", "rule": parsed["attendance_rule"]}, CTX)
+        assert saved["attendance_rule"] == parsed["attendance_rule"]

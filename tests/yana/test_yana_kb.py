@@ -1,0 +1,58 @@
+"""The bundled knowledge base: size, facts layout, images, first-start loading."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import imagehash
+from conftest import REPO, create, make_settings
+from PIL import Image
+
+from handlers.yana import YanaHandlers
+
+LABELS = json.loads((REPO / "data/yana/labels.json").read_text(encoding="utf-8"))["labels"]
+
+
+def test_bundled_set_has_at_least_150_labels_of_both_categories() -> None:
+    assert len(LABELS) == 234
+    assert sum(1 for x in LABELS if x["category"] == "sake") == 218
+    assert sum(1 for x in LABELS if x["category"] == "juice") == 16
+    assert len({x["id"] for x in LABELS}) == len(LABELS)
+    assert len({(x["brand_name"], x["product_name"]) for x in LABELS}) == len(LABELS)
+
+
+def test_known_facts_are_present() -> None:
+    by_brand = {(x["brand_name"], x["product_name"]): x for x in LABELS}
+    dassai = by_brand[("獺祭", "純米大吟醸 45")]
+    assert (dassai["brewery"], dassai["region"]) == ("旭酒造", "山口県岩国市")
+    assert by_brand[("十四代", "本丸 秘伝玉返し")]["brewery"] == "高木酒造"
+    assert by_brand[("POM", "ポンジュース")]["brewery"] == "えひめ飲料"
+
+
+def test_every_label_has_a_small_png_and_distinct_phash() -> None:
+    hashes = []
+    for label in LABELS:
+        path = REPO / label["file_path"]
+        assert path.stat().st_size < 10_000, path
+        with Image.open(path) as img:
+            assert img.format == "PNG" and img.size == (256, 360)
+            hashes.append(imagehash.phash(img))
+    closest = min(a - b for i, a in enumerate(hashes) for b in hashes[i + 1:])
+    assert closest >= 10  # far above the search de-duplication threshold (4)
+
+
+def test_first_start_loads_then_reopen_keeps_the_db(tmp_path: Path) -> None:
+    first = create(make_settings(tmp_path), env={})
+    assert first.kb.count() == 234
+    assert (tmp_path / "yana" / "yana.db").is_file()
+    with first.kb.connect() as conn:
+        conn.execute("DELETE FROM labels_fts WHERE rowid = (SELECT rowid FROM labels WHERE id = 'label_0234')")
+        conn.execute("DELETE FROM region_terms WHERE label_rowid = (SELECT rowid FROM labels WHERE id = 'label_0234')")
+        conn.execute("DELETE FROM labels WHERE id = 'label_0234'")
+    second = create(make_settings(tmp_path), env={})
+    assert second.kb.count() == 233  # not reloaded: the existing DB is kept as it is
+
+
+def test_shared_fixture_is_loaded(yana: YanaHandlers) -> None:
+    assert yana.kb.count() == 234
