@@ -54,7 +54,18 @@ def start_server(data_dir: Path, log: Path, **env: str) -> LiveServer:
     port = free_port()
     out = log.open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kumitate", "serve", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        [
+            sys.executable,
+            "-m",
+            "kumitate",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
         cwd=REPO,
         env=server_env(data_dir, **env),
         stdout=out,

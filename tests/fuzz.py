@@ -20,9 +20,13 @@ from tests.conftest import REPO, start_server, stop_server
 
 
 def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
-    lines = ["[generation]", f"max-examples = {max_examples}", "database = \"none\"", ""]
+    lines = ["[generation]", f"max-examples = {max_examples}", 'database = "none"', ""]
     entries = [(t.http_method, t.http_path, t.errors + _policy_errors(t.policy)) for t in tree.all_tools()]
-    entries += [("GET", r.http_path, [*r.errors, "NOT_FOUND", *_policy_errors(r.policy)]) for s in tree.services for r in s.resources]
+    entries += [
+        ("GET", r.http_path, [*r.errors, "NOT_FOUND", *_policy_errors(r.policy)])
+        for s in tree.services
+        for r in s.resources
+    ]
     for method, path, codes in entries:
         statuses = sorted({str(tree.errors[c].status) for c in codes if c in tree.errors} | {"2xx"})
         lines += [
@@ -49,13 +53,25 @@ def main() -> int:
         code = 1
         try:
             cmd = [
-                sys.executable, "-m", "schemathesis.cli", "--config-file", str(config), "run",
+                sys.executable,
+                "-m",
+                "schemathesis.cli",
+                "--config-file",
+                str(config),
+                "run",
                 f"{server.url}/schema/openapi.json",
-                "--checks", "all",
-                "--phases", "examples,coverage,fuzzing,stateful",
-                "--seed", str(args.seed),
-                "-H", "X-Run-Id: fuzz",
-                "--report", "junit", "--report-dir", str(REPO / "st-report"),
+                "--checks",
+                "all",
+                "--phases",
+                "examples,coverage,fuzzing,stateful",
+                "--seed",
+                str(args.seed),
+                "-H",
+                "X-Run-Id: fuzz",
+                "--report",
+                "junit",
+                "--report-dir",
+                str(REPO / "st-report"),
             ]
             code = subprocess.run(cmd, cwd=root, check=False).returncode
         finally:

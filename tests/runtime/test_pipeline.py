@@ -57,17 +57,36 @@ class Handlers:
 
 def binding(name: str, **policy: Any) -> ToolBinding:
     return ToolBinding(
-        service="demo", name=name, summary="s", description="d", input_schema=INPUT, output_schema=OUTPUT,
-        input_model=EchoInput, errors=["NOT_FOUND"], http_method="POST", http_path=f"/v1/demo/{name}",
-        content_types=["application/json"], annotations={}, policy=policy, deprecated=None,
+        service="demo",
+        name=name,
+        summary="s",
+        description="d",
+        input_schema=INPUT,
+        output_schema=OUTPUT,
+        input_model=EchoInput,
+        errors=["NOT_FOUND"],
+        http_method="POST",
+        http_path=f"/v1/demo/{name}",
+        content_types=["application/json"],
+        annotations={},
+        policy=policy,
+        deprecated=None,
     )
 
 
 def make_pipeline(envelope: list[str] | None = None) -> tuple[Pipeline, Handlers]:
     handlers = Handlers()
     service = ServiceBinding(
-        name="demo", title="Demo", version="1.0.0", description="d", instructions="", versions={"server_version": "9.9.9", "policy_version": "p1"},
-        success_envelope=envelope or [], tools=(), resources=(), create_handlers=lambda s: handlers,
+        name="demo",
+        title="Demo",
+        version="1.0.0",
+        description="d",
+        instructions="",
+        versions={"server_version": "9.9.9", "policy_version": "p1"},
+        success_envelope=envelope or [],
+        tools=(),
+        resources=(),
+        create_handlers=lambda s: handlers,
     )
     return Pipeline(CATALOGUE, {"demo": service}, {"demo": handlers}), handlers
 
@@ -135,7 +154,11 @@ async def test_crash_is_internal_without_detail(capsys: pytest.CaptureFixture[st
 async def test_deadline_gives_request_timeout() -> None:
     pipeline, _ = make_pipeline()
     outcome = await pipeline.call_tool(binding("slow", timeout_ms=50), {"n": 1}, HTTP)
-    assert (outcome.status, outcome.body["error"]["code"], outcome.body["error"]["retryable"]) == (408, "REQUEST_TIMEOUT", True)
+    assert (outcome.status, outcome.body["error"]["code"], outcome.body["error"]["retryable"]) == (
+        408,
+        "REQUEST_TIMEOUT",
+        True,
+    )
 
 
 async def test_success_envelope_adds_ids_and_versions() -> None:
@@ -145,7 +168,13 @@ async def test_success_envelope_adds_ids_and_versions() -> None:
     assert undeclared.body["error"]["code"] == "INTERNAL"  # OUTPUT forbids the extra keys: fail closed
     declared = {**OUTPUT, "properties": {**OUTPUT["properties"], **{k: {"type": "string"} for k in envelope}}}
     outcome = await pipeline.call_tool(dataclasses.replace(binding("echo"), output_schema=declared), {"n": 3}, HTTP)
-    assert outcome.body == {"n": 3, "run_id": "run-1", "trace_id": "trace-1", "server_version": "9.9.9", "policy_version": "p1"}
+    assert outcome.body == {
+        "n": 3,
+        "run_id": "run-1",
+        "trace_id": "trace-1",
+        "server_version": "9.9.9",
+        "policy_version": "p1",
+    }
 
 
 async def test_mcp_meta_ids_win_over_transport_ids() -> None:
@@ -169,9 +198,16 @@ async def test_one_log_line_per_call_without_inputs(capsys: pytest.CaptureFixtur
 
 def test_missing_handler_fails_naming_the_tool() -> None:
     service = ServiceBinding(
-        name="demo", title="Demo", version="1.0.0", description="d", instructions="", versions={}, success_envelope=[],
-        tools=(binding("echo"), binding("not_implemented")), resources=(), create_handlers=lambda s: Handlers(),
+        name="demo",
+        title="Demo",
+        version="1.0.0",
+        description="d",
+        instructions="",
+        versions={},
+        success_envelope=[],
+        tools=(binding("echo"), binding("not_implemented")),
+        resources=(),
+        create_handlers=lambda s: Handlers(),
     )
     with pytest.raises(MissingHandlerError, match="not_implemented"):
         _check_handlers(service, Handlers())
-

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from generated.errors import CATALOGUE
 from kumitate.context import Principal
 from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policies import guard
@@ -47,7 +46,9 @@ def auth_pipeline() -> Pipeline:
 )
 async def test_auth_and_scopes(authorization: str | None, status: int, code: str) -> None:
     tool = binding("echo", scopes=["demo:read"])
-    outcome = await auth_pipeline().call_tool(tool, {"n": 1}, CallRequest("http", ids=("r", "t"), authorization=authorization))
+    outcome = await auth_pipeline().call_tool(
+        tool, {"n": 1}, CallRequest("http", ids=("r", "t"), authorization=authorization)
+    )
     assert (outcome.status, outcome.code) == (status, code)
     if status != 200:
         assert "t-reader" not in str(outcome.body) and "wrong" not in str(outcome.body)
@@ -56,7 +57,9 @@ async def test_auth_and_scopes(authorization: str | None, status: int, code: str
 async def test_public_tools_and_local_principal() -> None:
     pipeline = auth_pipeline()
     public = await pipeline.call_tool(binding("echo", public=True), {"n": 1}, CallRequest("http", ids=("r", "t")))
-    local = await pipeline.call_tool(binding("echo", scopes=["demo:write"]), {"n": 1}, CallRequest("mcp", ids=("r", "t"), local=True))
+    local = await pipeline.call_tool(
+        binding("echo", scopes=["demo:write"]), {"n": 1}, CallRequest("mcp", ids=("r", "t"), local=True)
+    )
     assert public.ok and local.ok
 
 
@@ -70,7 +73,9 @@ def test_dev_token_only_when_enabled() -> None:
 def test_tokens_file(tmp_path: Path) -> None:
     path = tmp_path / "tokens.yaml"
     path.write_text("s3cret:\n  principal: carol\n  scopes: [stays:read]\n", encoding="utf-8")
-    assert Authenticator.from_env({"KUMITATE_TOKENS_FILE": str(path)}).lookup("s3cret") == Principal("carol", frozenset({"stays:read"}))
+    assert Authenticator.from_env({"KUMITATE_TOKENS_FILE": str(path)}).lookup("s3cret") == Principal(
+        "carol", frozenset({"stays:read"})
+    )
 
 
 def test_token_bucket_refills_at_the_declared_rate() -> None:
@@ -139,7 +144,12 @@ async def test_idempotent_replay_conflict_and_restart(tmp_path: Path) -> None:
 async def test_concurrent_requests_with_one_key_execute_once(tmp_path: Path) -> None:
     pipeline, handlers = idem_pipeline(tmp_path / "idem.sqlite3")
     tool = binding("echo", idempotency=True)
-    outcomes = await asyncio.gather(*(pipeline.call_tool(tool, {"n": 9}, CallRequest("http", ids=("r", "t"), idempotency_key="same")) for _ in range(20)))
+    outcomes = await asyncio.gather(
+        *(
+            pipeline.call_tool(tool, {"n": 9}, CallRequest("http", ids=("r", "t"), idempotency_key="same"))
+            for _ in range(20)
+        )
+    )
     assert handlers.calls == 1
     assert all(o.ok and o.body == {"n": 9} for o in outcomes)
     assert sum(o.replayed for o in outcomes) == 19
@@ -150,7 +160,9 @@ async def test_keys_are_per_principal(tmp_path: Path) -> None:
     pipeline.policies.auth = Authenticator.from_env({"KUMITATE_TOKENS": TOKENS})
     tool = binding("echo", idempotency=True)
     for token in ("t-reader", "t-none"):
-        await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=("r", "t"), idempotency_key="k", authorization=f"Bearer {token}"))
+        await pipeline.call_tool(
+            tool, {"n": 1}, CallRequest("http", ids=("r", "t"), idempotency_key="k", authorization=f"Bearer {token}")
+        )
     assert handlers.calls == 2
 
 
@@ -177,7 +189,9 @@ async def test_output_guard_in_the_pipeline() -> None:
 
 async def test_deprecation_headers_and_warning() -> None:
     pipeline, _ = make_pipeline()
-    tool = dataclasses.replace(binding("echo"), deprecated={"since": "2026-01-01", "sunset": "2026-12-31", "replacement": "echo2"})
+    tool = dataclasses.replace(
+        binding("echo"), deprecated={"since": "2026-01-01", "sunset": "2026-12-31", "replacement": "echo2"}
+    )
     outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=("r", "t")))
     assert outcome.headers["Deprecation"] == "@1767225600"
     assert outcome.headers["Sunset"] == "Thu, 31 Dec 2026 00:00:00 GMT"
