@@ -64,7 +64,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
 
 def _resource_ctx(res: ResourceSpec) -> dict[str, Any]:
     if not res.is_json:
-        returns = "bytes"
+        returns = "bytes | Attachment"
     elif res.output_schema is not None:
         returns = f"models.{naming.resource_model(res.name)} | dict[str, Any]"
     else:

@@ -97,7 +97,7 @@ def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
             "content": {"application/json": {"schema": tool.output_schema}},
         }
     }
-    responses.update(_error_responses(tree, tool.errors + _policy_errors(tool.policy)))
+    responses.update(_error_responses(tree, tool.errors + policy_errors(tool.policy)))
     op: dict[str, Any] = {
         "operationId": tool.operation_id,
         "summary": tool.summary,
@@ -108,12 +108,15 @@ def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
     }
     if tool.deprecated:
         op["deprecated"] = True
+    if not tool.policy.get("public"):
+        op["security"] = [{"bearerAuth": tool.policy.get("scopes", [])}]
     return op
 
 
-def _policy_errors(policy: dict[str, Any]) -> list[str]:
+def policy_errors(policy: dict[str, Any]) -> list[str]:
+    """Error codes a policy can produce, whatever the tool declares (auth applies once tokens are configured)."""
     codes = []
-    if policy.get("scopes") is not None and not policy.get("public"):
+    if not policy.get("public"):
         codes += ["UNAUTHORIZED", "FORBIDDEN"]
     if policy.get("rate_limit"):
         codes.append("RATE_LIMITED")
@@ -132,7 +135,7 @@ def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
     else:
         content = {res.mime_type: {"schema": {"type": "string", "format": "binary"}}}
     responses = {"200": {"description": f"The resource {res.uri}.", "headers": _headers(), "content": content}}
-    responses.update(_error_responses(tree, [*res.errors, "NOT_FOUND", *_policy_errors(res.policy)]))
+    responses.update(_error_responses(tree, [*res.errors, "NOT_FOUND", *policy_errors(res.policy)]))
     parameters = [
         {"name": p, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1, "maxLength": 128}}
         for p in res.params
@@ -146,6 +149,8 @@ def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
     }
     if parameters:
         op["parameters"] = parameters
+    if not res.policy.get("public"):
+        op["security"] = [{"bearerAuth": res.policy.get("scopes", [])}]
     return op
 
 
@@ -165,8 +170,17 @@ def build(tree: SpecTree) -> dict[str, Any]:
         },
         "tags": [{"name": svc.name, "description": svc.description} for svc in tree.services],
         "paths": dict(sorted(paths.items())),
-        "components": {"schemas": {"ErrorBody": ERROR_BODY}},
+        "components": {
+            "schemas": {"ErrorBody": ERROR_BODY},
+            "securitySchemes": {
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "Tokens come from KUMITATE_TOKENS / KUMITATE_TOKENS_FILE; with none configured, auth is off.",
+                }
+            },
+        },
     }
 
 
-__all__ = ["build", "naming"]
+__all__ = ["build", "naming", "policy_errors"]

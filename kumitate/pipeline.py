@@ -86,6 +86,8 @@ class Pipeline:
         self.services = services
         self.handlers = handlers
         self.policies = policies or Policies()
+        self.disabled: set[str] = set()
+        """Keys of opt-in resources not enabled here: NOT_FOUND, after auth like any other route."""
         self._validators: dict[int, Any] = {}
 
     # -- helpers ---------------------------------------------------------------------------
@@ -305,6 +307,8 @@ class Pipeline:
         ctx = self._context(binding.service, binding.name, request)
         try:
             self._admit(binding.service, binding.name, binding.policy, ctx, request)
+            if binding.key in self.disabled:
+                raise ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND")
             method = getattr(self.handlers[binding.service], binding.method_name)
             with anyio.fail_after(self._timeout_s(binding.policy)):
                 result = await self._run(method, ctx, **params)

@@ -15,15 +15,15 @@ import tempfile
 from pathlib import Path
 
 from codegen import specs
-from codegen.openapi import _policy_errors
+from codegen.openapi import policy_errors
 from tests.conftest import REPO, start_server, stop_server
 
 
 def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
     lines = ["[generation]", f"max-examples = {max_examples}", 'database = "none"', ""]
-    entries = [(t.http_method, t.http_path, t.errors + _policy_errors(t.policy)) for t in tree.all_tools()]
+    entries = [(t.http_method, t.http_path, t.errors + policy_errors(t.policy)) for t in tree.all_tools()]
     entries += [
-        ("GET", r.http_path, [*r.errors, "NOT_FOUND", *_policy_errors(r.policy)])
+        ("GET", r.http_path, [*r.errors, "NOT_FOUND", *policy_errors(r.policy)])
         for s in tree.services
         for r in s.resources
     ]
@@ -49,7 +49,8 @@ def main() -> int:
         root = Path(tmp)
         config = root / "schemathesis.toml"
         config.write_text(config_toml(tree, args.max_examples), encoding="utf-8")
-        server = start_server(root / "var", root / "server.log")
+        tokens = '{"fuzz-token": {"principal": "fuzz", "scopes": ["*"]}}'
+        server = start_server(root / "var", root / "server.log", KUMITATE_TOKENS=tokens)
         code = 1
         try:
             cmd = [
@@ -68,6 +69,8 @@ def main() -> int:
                 str(args.seed),
                 "-H",
                 "X-Run-Id: fuzz",
+                "-H",
+                "Authorization: Bearer fuzz-token",
                 "--report",
                 "junit",
                 "--report-dir",

@@ -108,8 +108,8 @@ def _coerce_form_value(value: Any, schema: Mapping[str, Any]) -> Any:
             return msgspec.json.decode(text)
         except msgspec.DecodeError:
             return text
-    if "boolean" in kinds and text.lower() in ("true", "false", "1", "0", "on", "off"):
-        return text.lower() in ("true", "1", "on")
+    if "boolean" in kinds and text in ("true", "false"):
+        return text == "true"
     if "integer" in kinds:
         try:
             return int(text)
@@ -170,10 +170,6 @@ def resource_route(runtime: Runtime, binding: ResourceBinding) -> BaseRouteHandl
         path = path.replace(f"{{{param}}}", f"{{{param}:str}}")
 
     async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
-        if not runtime.resource_enabled(binding):
-            return error_response(
-                runtime, request, ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND")
-            )
         params = {p: str(request.path_params[p]) for p in binding.params}
         outcome = await runtime.pipeline.read_resource(binding, params, call_request(request))
         return to_response(outcome)

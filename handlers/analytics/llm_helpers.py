@@ -1,0 +1,209 @@
+"""Guarded helpers for code that runs *beside* the LLM (seed 004, "Python helper functions").
+
+The flow is PLAN (LLM) -> EXPORT (server returns a handle) -> CODE (these helpers
+load and summarise) -> RESULT (small, validated) -> INTERPRET (LLM). Each helper
+enforces one limit, so raw rows never reach the LLM's context by accident:
+
+* `safe_load_export(handle, max_rows=10_000)` loads an export into a DataFrame and
+  refuses (ExportTooLargeError) when it holds more than `max_rows` rows. The row
+  count is read from the Parquet footer (or counted for CSV) *before* loading.
+* `safe_summary_table(df, max_rows=10)` renders at most `max_rows` rows: the head
+  and the tail with an "(N rows omitted)" line between them.
+* `safe_json_output(data, max_size=1024)` serialises with `ensure_ascii=False`
+  (Japanese stays readable) and refuses (OutputTooLargeError) above `max_size` bytes.
+* `validate_output(text)` checks any output: JSON at most 1 KB, tables at most 10
+  data rows (+5 lines of header/footer); returns (ok, message).
+
+Only the standard library plus polars/pandas (and httpx for `base_url`) are used,
+so the module can be copied into a notebook or a code-execution sandbox.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal
+
+MAX_JSON_SIZE = 1024
+MAX_TABLE_ROWS = 10
+MAX_LOAD_ROWS = 10_000
+_HANDLE = re.compile(r"^[0-9a-f]{32}$")
+
+
+class ExportTooLargeError(ValueError):
+    """The export holds more rows than the caller allowed."""
+
+
+class OutputTooLargeError(ValueError):
+    """A JSON output would exceed its byte budget."""
+
+
+class ExportNotFoundError(LookupError):
+    """No live export under that handle (unknown or expired)."""
+
+
+def default_exports_dir() -> Path:
+    """Where the server keeps exports: $KUMITATE_DATA_DIR/analytics/exports (default var/...)."""
+    root = os.environ.get("KUMITATE_DATA_DIR") or str(Path(__file__).resolve().parents[2] / "var")
+    return Path(root) / "analytics" / "exports"
+
+
+def _local_export(handle: str, exports_dir: Path) -> tuple[Path, str]:
+    meta_path = exports_dir / f"{handle}.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise ExportNotFoundError(f"No export {handle} (unknown or expired); run export again.") from None
+    if datetime.fromisoformat(meta["expires_at"].replace("Z", "+00:00")) <= datetime.now().astimezone():
+        raise ExportNotFoundError(f"Export {handle} has expired; run export again.")
+    path = exports_dir / f"{handle}.{meta['format']}"
+    if not path.exists():
+        raise ExportNotFoundError(f"No export {handle} (unknown or expired); run export again.")
+    return path, str(meta["format"])
+
+
+def _remote_export(handle: str, base_url: str, timeout: float) -> tuple[bytes, str]:
+    import httpx
+
+    url = f"{base_url.rstrip('/')}/v1/analytics/exports/{handle}"
+    response = httpx.get(url, timeout=timeout)
+    if response.status_code == 404:
+        raise ExportNotFoundError(f"No export {handle} (unknown or expired); run export again.")
+    response.raise_for_status()
+    kind = "csv" if response.headers.get("content-type", "").startswith("text/csv") else "parquet"
+    return response.content, kind
+
+
+def _count_rows(source: bytes | Path, kind: str) -> int:
+    """Row count without materialising the data (Parquet: footer metadata)."""
+    import polars as pl
+
+    data: Any = io.BytesIO(source) if isinstance(source, bytes) else source
+    frame = pl.scan_parquet(data) if kind == "parquet" else pl.scan_csv(data)
+    return int(frame.select(pl.len()).collect().item())
+
+
+def safe_load_export(
+    handle: str,
+    max_rows: int = MAX_LOAD_ROWS,
+    *,
+    engine: Literal["polars", "pandas"] = "polars",
+    exports_dir: str | Path | None = None,
+    base_url: str | None = None,
+    columns: list[str] | None = None,
+    timeout: float = 30.0,
+) -> Any:
+    """Load an export as a polars (default) or pandas DataFrame, refusing more than `max_rows` rows.
+
+    Source: the exports directory (`exports_dir`, default `default_exports_dir()`), or the
+    HTTP resource `{base_url}/v1/analytics/exports/{handle}` when `base_url` is given.
+    `columns` loads a subset. Raises ExportTooLargeError (a ValueError) naming the row
+    count, ExportNotFoundError for unknown/expired handles, ValueError for a bad handle.
+    """
+    if not _HANDLE.match(handle or ""):
+        raise ValueError("A handle is the 32-hex-digit id returned by export, not a path.")
+    if engine not in ("polars", "pandas"):
+        raise ValueError("engine must be 'polars' or 'pandas'.")
+    source: bytes | Path
+    if base_url:
+        source, kind = _remote_export(handle, base_url, timeout)
+    else:
+        source, kind = _local_export(handle, Path(exports_dir) if exports_dir else default_exports_dir())
+    rows = _count_rows(source, kind)
+    if rows > max_rows:
+        raise ExportTooLargeError(
+            f"Export exceeds max_rows: {rows:,} > {max_rows:,}. Use aggregation or filtering "
+            "(a narrower export query, GROUP BY, or LIMIT)."
+        )
+    import polars as pl
+
+    data = io.BytesIO(source) if isinstance(source, bytes) else source
+    df = pl.read_parquet(data, columns=columns) if kind == "parquet" else pl.read_csv(data, columns=columns)
+    return polars_to_pandas(df) if engine == "pandas" else df
+
+
+def polars_to_pandas(df: Any) -> Any:
+    """polars -> pandas without pyarrow (not a dependency here): column by column via numpy."""
+    import pandas as pd
+
+    return pd.DataFrame({name: df.get_column(name).to_numpy() for name in df.columns})
+
+
+def safe_summary_table(df: Any, max_rows: int = MAX_TABLE_ROWS, columns: list[str] | None = None) -> str:
+    """Render a polars or pandas DataFrame as text with at most `max_rows` data rows.
+
+    Longer frames show the first ceil(max_rows/2) and last floor(max_rows/2) rows with a
+    line "... (N rows omitted) ..." between them. Column subsets via `columns`.
+    """
+    import pandas as pd
+
+    frame = df if isinstance(df, pd.DataFrame) else polars_to_pandas(df)
+    if columns:
+        frame = frame[columns]
+    total = len(frame)
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
+        if total <= max_rows:
+            return str(frame.to_string(index=False))
+        head_n = (max_rows + 1) // 2
+        tail_n = max_rows - head_n
+        shown = pd.concat([frame.head(head_n), frame.tail(tail_n)]) if tail_n else frame.head(head_n)
+        lines = frame_lines = shown.to_string(index=False).splitlines()
+        lines = [*frame_lines[: head_n + 1], f"... ({total - max_rows} rows omitted) ...", *frame_lines[head_n + 1 :]]
+        return "\n".join(lines)
+
+
+def _json_default(value: Any) -> Any:
+    """numpy scalars, dates and decimals -> JSON types (NaN becomes null)."""
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
+    if hasattr(value, "item"):  # numpy / polars scalars
+        item = value.item()
+        return None if isinstance(item, float) and math.isnan(item) else item
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
+
+
+def safe_json_output(data: Any, max_size: int = MAX_JSON_SIZE) -> str:
+    """JSON (indent=2, ensure_ascii=False) of `data`; OutputTooLargeError above `max_size` UTF-8 bytes."""
+    text = json.dumps(data, ensure_ascii=False, indent=2, default=_json_default)
+    size = len(text.encode("utf-8"))
+    if size > max_size:
+        raise OutputTooLargeError(f"JSON output exceeds max_size: {size} > {max_size} bytes. Reduce output data.")
+    return text
+
+
+def validate_output(output: str) -> tuple[bool, str | None]:
+    """Check an output against the limits: (True, None) or (False, reason).
+
+    JSON (anything `json.loads` accepts as an object or array) must be at most
+    MAX_JSON_SIZE UTF-8 bytes. Any other text must have at most MAX_TABLE_ROWS + 5
+    non-empty lines (ten data rows plus header, separator and omission lines).
+    """
+    stripped = output.strip()
+    try:
+        parsed = json.loads(stripped)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict | list):
+        size = len(stripped.encode("utf-8"))
+        if size > MAX_JSON_SIZE:
+            return False, f"JSON exceeds {MAX_JSON_SIZE} bytes ({size} bytes); summarise further."
+        return True, None
+    lines = [line for line in stripped.splitlines() if line.strip()]
+    if len(lines) > MAX_TABLE_ROWS + 5:
+        return False, f"Table exceeds {MAX_TABLE_ROWS} rows ({len(lines)} lines); use safe_summary_table."
+    return True, None
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token estimate (characters / 4) used by the examples to report savings."""
+    return math.ceil(len(text) / 4)

@@ -1,0 +1,140 @@
+"""materialize: named TEMP TABLEs that later queries can reuse.
+
+Why a TEMP TABLE rather than a TEMP VIEW: a view re-runs its query every time, so
+it would not make anything faster; a table computes once. The database file is
+read-only, and DuckDB keeps temp tables in memory on the one sandboxed connection,
+so they vanish with the process (the tool description says so).
+
+Names cannot collide with the database's tables: the table is called
+`mat_<name>` (name lower-cased, letters/digits/underscore), and a name whose
+prefixed form equals a database table is refused with CONFLICT. Materializing an
+existing name again replaces it (new data, new expiry). At most `max_views` live at
+once; the oldest is evicted (and named in the result) to make room. Expired ones
+are dropped on every call and by the periodic sweep.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import duckdb
+
+from kumitate.errors import ToolError
+
+from .exports import rfc3339
+from .source import quote_ident, wrap_query
+
+PREFIX = "mat_"
+NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
+
+
+@dataclass(slots=True)
+class View:
+    view: str
+    rows: int
+    columns: list[str]
+    created_at: datetime
+    expires_at: datetime
+
+    def public(self) -> dict[str, Any]:
+        return {"view": self.view, "rows": self.rows, "columns": self.columns, "expires_at": rfc3339(self.expires_at)}
+
+
+def view_name(name: str) -> str:
+    if not NAME.match(name or ""):
+        raise ToolError(
+            "name must start with a letter and hold only letters, digits and underscores (at most 40).",
+            code="INVALID_INPUT",
+        )
+    return PREFIX + name.lower()
+
+
+class Materializer:
+    """Registry of live materialized tables on the sandboxed connection."""
+
+    def __init__(self, *, clock: Callable[[], datetime], max_views: int = 10, max_rows: int = 5_000_000):
+        self.clock = clock
+        self.max_views = max_views
+        self.max_rows = max_rows
+        self._views: dict[str, View] = {}
+        self._mutex = threading.Lock()
+
+    def names(self) -> dict[str, str]:
+        """Live view names (lower -> real) for table_or_query resolution."""
+        now = self.clock()
+        with self._mutex:
+            return {v: v for v, item in self._views.items() if item.expires_at > now}
+
+    def live(self) -> list[dict[str, Any]]:
+        now = self.clock()
+        with self._mutex:
+            live = [v for v in self._views.values() if v.expires_at > now]
+        return [v.public() for v in sorted(live, key=lambda v: v.created_at)]
+
+    def create(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        name: str,
+        sql: str,
+        *,
+        ttl_seconds: int,
+        user_tables: set[str],
+    ) -> dict[str, Any]:
+        """Build the table (under a scratch name, then swap it in) and register it."""
+        view = view_name(name)
+        if view in user_tables:
+            raise ToolError(f"{view!r} is a table of the database; choose another name.", code="CONFLICT")
+        self.drop_expired(con)
+        scratch = f"{view}__building"
+        con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(scratch)}")
+        con.execute(
+            f"CREATE TEMP TABLE {quote_ident(scratch)} AS "
+            f"SELECT * FROM {wrap_query(sql)} AS q LIMIT {self.max_rows + 1}"
+        )
+        try:
+            rows = int(con.execute(f"SELECT count(*) FROM temp.main.{quote_ident(scratch)}").fetchall()[0][0])
+            if rows > self.max_rows:
+                raise ToolError(
+                    f"The query returns more than {self.max_rows:,} rows, the materialize limit. "
+                    "Aggregate or filter it (WHERE, GROUP BY) first.",
+                    code="ROW_LIMIT_EXCEEDED",
+                    details={"max_rows": self.max_rows},
+                )
+            columns = [str(r[0]) for r in con.execute(f"DESCRIBE temp.main.{quote_ident(scratch)}").fetchall()]
+            with self._mutex:
+                replaced = view in self._views
+            if replaced:
+                con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(view)}")
+            con.execute(f"ALTER TABLE temp.main.{quote_ident(scratch)} RENAME TO {quote_ident(view)}")
+        except BaseException:
+            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(scratch)}")
+            raise
+        now = self.clock()
+        item = View(view, rows, columns, now, now + timedelta(seconds=ttl_seconds))
+        evicted: list[str] = []
+        with self._mutex:
+            self._views.pop(view, None)
+            self._views[view] = item
+            while len(self._views) > self.max_views:
+                oldest = min(self._views.values(), key=lambda v: v.created_at)
+                evicted.append(oldest.view)
+                del self._views[oldest.view]
+        for old in evicted:
+            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(old)}")
+        return {**item.public(), "replaced": replaced, "evicted": evicted}
+
+    def drop_expired(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        """Drop every expired table; return their names."""
+        now = self.clock()
+        with self._mutex:
+            gone = [v for v, item in self._views.items() if item.expires_at <= now]
+            for v in gone:
+                del self._views[v]
+        for v in gone:
+            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(v)}")
+        return gone

@@ -1,0 +1,257 @@
+"""profile: summary statistics of a table or query, trimmed to ~1 KB.
+
+Two aggregate scans (see compute_profile); bench/analytics_bench.py keeps a
+million-row profile under 300 ms. Derived statistics (mean, median, std) are rounded to 4 significant digits:
+an LLM reasons about "312.5 s/km", not "312.4978...". If the JSON is still larger
+than the budget, whole columns are dropped from the end and a warning names them,
+so the LLM can profile them separately with a narrower SELECT.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import date, datetime, time
+from decimal import Decimal
+from typing import Any
+
+import duckdb
+
+from kumitate.errors import ToolError
+
+from .source import Source, is_numeric, is_temporal, quote_ident
+
+PROFILE_MAX_BYTES = 1024
+MAX_TEXT = 24
+
+
+def json_size(data: Any) -> int:
+    """Bytes of the compact UTF-8 JSON encoding (what travels to the LLM)."""
+    return len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def round_sig(value: float, digits: int = 4) -> float | int:
+    """Round to `digits` significant digits (keeping every integer digit); integral results become ints."""
+    if value == 0 or not math.isfinite(value):
+        return 0 if value == 0 else value
+    # Never lose integer digits: 10003.5 -> 10004, not 1e4.
+    rounded = float(round(value)) if abs(value) >= 10 ** (digits - 1) else float(f"{value:.{digits}g}")
+    return int(rounded) if rounded.is_integer() and abs(rounded) < 1e15 else rounded
+
+
+def plain(value: Any) -> Any:
+    """A JSON-friendly scalar for a DuckDB value (min/max keep full precision)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, Decimal):
+        return round_sig(float(value), 8)
+    if isinstance(value, float):
+        return round_sig(value, 8) if math.isfinite(value) else None
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="seconds")
+    if isinstance(value, date | time):
+        return value.isoformat()
+    if isinstance(value, str):
+        return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 1] + "…"
+    if isinstance(value, int):
+        return value
+    return str(value)[:MAX_TEXT]
+
+
+EXACT_DISTINCT_MAX_ROWS = 200_000
+SINGLE_PASS_MAX_COLUMNS = 4
+_PLACEHOLDER = 1234.5  # a typical 4-significant-digit value; trim_profile catches wider ones
+
+
+def _has_min_max(type_name: str) -> bool:
+    return is_numeric(type_name) or is_temporal(type_name) or type_name in ("VARCHAR", "BOOLEAN", "TIME", "UUID")
+
+
+def _column_entry(type_name: str, row_count: int, non_null: int, lo: Any, hi: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": type_name}
+    if _has_min_max(type_name):
+        entry["min"], entry["max"] = plain(lo), plain(hi)
+    entry["null_rate"] = round((row_count - non_null) / row_count, 4) if row_count else 0
+    return entry
+
+
+def _placeholder(entry: dict[str, Any], row_count: int) -> dict[str, Any]:
+    """The entry as it will look once the expensive statistics are in (worst-case widths)."""
+    full = dict(entry)
+    if is_numeric(entry["type"]):
+        full.update(mean=_PLACEHOLDER, median=_PLACEHOLDER, std=_PLACEHOLDER)
+    if "min" in entry:
+        full["distinct_count"] = row_count
+    return full
+
+
+def _omitted_warning(dropped: list[str], max_bytes: int) -> str:
+    names = ", ".join(dropped)
+    if len(names) > max_bytes // 3:
+        return f"Trimmed to {max_bytes} bytes: {len(dropped)} column(s) omitted. Profile fewer columns at a time."
+    return (
+        f"Trimmed to {max_bytes} bytes: {len(dropped)} column(s) omitted ({names}). "
+        "Profile them by passing columns=[...] or a SELECT of just those columns."
+    )
+
+
+def _fit(base: dict[str, Any], entries: dict[str, dict[str, Any]], max_bytes: int) -> tuple[list[str], list[str]]:
+    """How many leading columns fit in the budget, with the warning the rest need."""
+    names = list(entries)
+    for keep in range(len(names), -1, -1):
+        dropped = names[keep:]
+        warnings = [*base["warnings"], _omitted_warning(dropped, max_bytes)] if dropped else base["warnings"]
+        candidate = dict(base, columns={n: entries[n] for n in names[:keep]}, warnings=warnings)
+        if json_size(candidate) <= max_bytes:
+            return names[:keep], warnings
+    return [], [*base["warnings"], "All column statistics omitted (size limit)."]
+
+
+def compute_profile(
+    con: duckdb.DuckDBPyConnection,
+    source: Source,
+    *,
+    max_bytes: int = PROFILE_MAX_BYTES,
+    columns: list[str] | None = None,
+) -> dict[str, Any]:
+    """Cheap statistics for every column, expensive ones only for columns that fit.
+
+    Pass 1 gets the row count, date range, null counts and min/max. From those the
+    budget decides which columns fit (sizing each with placeholder values), and pass 2
+    computes mean/median/std/distinct for just those, so no work is thrown away.
+    A query with few columns (all of which fit anyway) is scanned once instead, since
+    re-running a query costs more than the statistics.
+    `distinct_count` is exact up to EXACT_DISTINCT_MAX_ROWS rows and may be a
+    HyperLogLog estimate above (a warning says so). std is the sample standard deviation.
+    """
+    chosen = _select_columns(source, columns)
+    single_pass = source.kind == "query" and len(chosen) <= SINGLE_PASS_MAX_COLUMNS
+    exprs = ["count(*)"]
+    if source.date_column:
+        d = quote_ident(source.date_column)
+        exprs += [f"min({d})", f"max({d})"]
+    for name, type_name in chosen:
+        c = quote_ident(name)
+        exprs.append(f"count({c})")
+        if _has_min_max(type_name):
+            exprs += [f"min({c})", f"max({c})"]
+    plan: list[tuple[str, list[str]]] = []
+    if single_pass:
+        more, plan = _expensive_plan(chosen, approx=False)
+        exprs += more
+    values = iter(con.execute(f"SELECT {', '.join(exprs)} FROM {source.from_sql} AS s").fetchall()[0])
+    row_count = int(next(values))
+    date_range = None
+    if source.date_column:
+        first, last = next(values), next(values)
+        date_range = [plain(first), plain(last)] if first is not None else None
+    entries: dict[str, dict[str, Any]] = {}
+    for name, type_name in chosen:
+        non_null = int(next(values))
+        lo, hi = (next(values), next(values)) if _has_min_max(type_name) else (None, None)
+        entries[name] = _column_entry(type_name, row_count, non_null, lo, hi)
+    approx = row_count > EXACT_DISTINCT_MAX_ROWS and not single_pass
+    base: dict[str, Any] = {
+        "source": source.name if source.kind == "table" else "query",
+        "row_count": row_count,
+        "date_column": source.date_column,
+        "date_range": date_range,
+        "columns": {},
+        "warnings": [f"distinct_count is a HyperLogLog estimate (over {EXACT_DISTINCT_MAX_ROWS:,} rows)."]
+        if approx
+        else [],
+    }
+    if single_pass:
+        _apply_expensive(values, plan, entries)
+        return trim_profile(dict(base, columns=entries), max_bytes)
+    kept, warnings = _fit(base, {n: _placeholder(e, row_count) for n, e in entries.items()}, max_bytes)
+    kept_entries = {n: entries[n] for n in kept}
+    more, plan = _expensive_plan([(n, entries[n]["type"]) for n in kept], approx)
+    if more:
+        values = iter(con.execute(f"SELECT {', '.join(more)} FROM {source.from_sql} AS s").fetchall()[0])
+        _apply_expensive(values, plan, kept_entries)
+    return trim_profile(dict(base, columns=kept_entries, warnings=warnings), max_bytes)
+
+
+def _select_columns(source: Source, columns: list[str] | None) -> list[tuple[str, str]]:
+    if not columns:
+        return list(source.columns)
+    types = dict(source.columns)
+    missing = [c for c in columns if c not in types]
+    if missing:
+        raise ToolError(
+            f"No column(s) {', '.join(missing)} in the source. Columns: {', '.join(types)}.", code="INVALID_INPUT"
+        )
+    return [(c, types[c]) for c in dict.fromkeys(columns)]
+
+
+def _expensive_plan(
+    columns: list[tuple[str, str]], approx: bool
+) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """SQL for mean/median/std/distinct_count of `columns`, and how to read the results back."""
+    exprs: list[str] = []
+    plan: list[tuple[str, list[str]]] = []
+    for name, type_name in columns:
+        c = quote_ident(name)
+        stats: list[str] = []
+        if is_numeric(type_name):
+            x = f"CAST({c} AS DOUBLE)"
+            exprs += [f"avg({x})", f"median({c})", f"sum({x} * {x})", f"sum({x})", f"count({c})"]
+            stats += ["mean", "median", "sumsq", "sum", "n"]
+        if _has_min_max(type_name):
+            exprs.append(f"approx_count_distinct({c})" if approx else f"count(DISTINCT {c})")
+            stats.append("distinct_count")
+        plan.append((name, stats))
+    return exprs, plan
+
+
+def _apply_expensive(values: Any, plan: list[tuple[str, list[str]]], entries: dict[str, dict[str, Any]]) -> None:
+    """Fill mean/median/std/distinct_count into `entries`, keeping a stable key order."""
+    for name, stats in plan:
+        got = {s: next(values) for s in stats}
+        entry = entries[name]
+        if "mean" in got:
+            entry["mean"] = None if got["mean"] is None else round_sig(float(got["mean"]))
+            entry["median"] = None if got["median"] is None else round_sig(float(got["median"]))
+            entry["std"] = _sample_std(got["sum"], got["sumsq"], int(got["n"]))
+        if "distinct_count" in got:
+            entry["distinct_count"] = int(got["distinct_count"])
+        keys: tuple[str, ...] = ("type", "min", "max", "mean", "median", "std")
+        ordered: dict[str, Any] = {k: entry[k] for k in keys if k in entry}
+        ordered.update({k: v for k, v in entry.items() if k not in ordered})
+        entries[name] = ordered
+
+
+def _sample_std(total: float | None, sumsq: float | None, n: int) -> float | int | None:
+    """Sample standard deviation from running sums (one vectorised pass; rounded to 4 digits)."""
+    if n < 2 or total is None or sumsq is None:
+        return None
+    variance = (float(sumsq) - float(total) * float(total) / n) / (n - 1)
+    return round_sig(math.sqrt(max(variance, 0.0)))
+
+
+def trim_profile(result: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    """Drop trailing columns until the JSON fits; name what was dropped in a warning."""
+    if json_size(result) <= max_bytes:
+        return result
+    columns = dict(result["columns"])
+    dropped: list[str] = []
+    while columns:
+        name = next(reversed(columns))
+        dropped.insert(0, name)
+        del columns[name]
+        warning = (
+            f"Trimmed to {max_bytes} bytes: {len(dropped)} column(s) omitted ({', '.join(dropped)}). "
+            "Profile them with a SELECT of just those columns."
+        )
+        candidate = dict(result, columns=columns, warnings=[*result["warnings"], warning])
+        if json_size(candidate) <= max_bytes:
+            return candidate
+        if len(warning) > max_bytes // 2:  # too many names to list: shorten the warning
+            short = f"Trimmed to {max_bytes} bytes: {len(dropped)} column(s) omitted. Profile fewer columns."
+            candidate["warnings"] = [*result["warnings"], short]
+            if json_size(candidate) <= max_bytes:
+                return candidate
+    return dict(result, columns={}, warnings=[*result["warnings"], "All column statistics omitted (size limit)."])

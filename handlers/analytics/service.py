@@ -1,0 +1,214 @@
+"""The analytics domain core: JSON-shaped dicts in, JSON-shaped dicts out.
+
+Wires the pieces together: the database (generated on first start), the sandboxed
+read-only connection and its deadline runner, the export store, the materialized
+views and the schema description. Transport-free; `handlers/analytics/__init__.py`
+only converts pydantic inputs to dicts and back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from kumitate.errors import ToolError
+
+from .connection import QueryRunner, open_sandbox
+from .exports import ExportStore
+from .histogram import compute_histogram
+from .materialize import Materializer
+from .profile import PROFILE_MAX_BYTES, compute_profile
+from .sample_db import ensure_database
+from .schema import describe_database
+from .source import apply_date_range, resolve
+from .sql_guard import check_select
+
+log = logging.getLogger("kumitate.analytics")
+
+DB_FILE = "activities.duckdb"
+EXPORT_MAX_ROWS = 1_000_000
+SWEEP_ON_ACCESS_S = 30.0
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Every guard in one place (the tool specs quote these values)."""
+
+    query_timeout_s: float = 10.0
+    export_ttl_s: int = 3600
+    export_max_rows: int = EXPORT_MAX_ROWS
+    profile_max_bytes: int = PROFILE_MAX_BYTES
+    max_views: int = 10
+    materialize_max_rows: int = 5_000_000
+    memory_limit: str = "4GB"
+
+
+class AnalyticsService:
+    """One per process: owns the sandboxed connection. Call `close()` when done."""
+
+    def __init__(
+        self,
+        service_dir: Path,
+        *,
+        db_path: Path | None = None,
+        scale: float = 1.0,
+        seed: int = 42,
+        limits: Limits | None = None,
+        clock: Callable[[], datetime] = utcnow,
+        public_base_url: str = "",
+    ) -> None:
+        self.limits = limits or Limits()
+        self.clock = clock
+        self.public_base_url = public_base_url.rstrip("/")
+        self.db_path = Path(db_path) if db_path else Path(service_dir) / DB_FILE
+        started = time.perf_counter()
+        if ensure_database(self.db_path, scale=scale, seed=seed):
+            log.info("analytics sample database generated in %.2f s", time.perf_counter() - started)
+        exports_dir = Path(service_dir) / "exports"
+        exports_dir.mkdir(parents=True, exist_ok=True)
+        self.exports = ExportStore(exports_dir, clock=clock, ttl_seconds=self.limits.export_ttl_s)
+        con = open_sandbox(self.db_path, exports_dir, memory_limit=self.limits.memory_limit)
+        scrub = (str(exports_dir.resolve()), str(Path(service_dir).resolve()), str(self.db_path.resolve()))
+        self.runner = QueryRunner(con, timeout_s=self.limits.query_timeout_s, scrub=scrub)
+        self.views = Materializer(
+            clock=clock, max_views=self.limits.max_views, max_rows=self.limits.materialize_max_rows
+        )
+        with self.runner.session(timeout_s=60) as c:
+            self.catalog = str(c.execute("SELECT current_database()").fetchall()[0][0])
+            self.tables = describe_database(c)
+        self.user_tables = {t["name"].lower(): t["name"] for t in self.tables}
+        self.allowed_catalogs = frozenset({self.catalog.lower(), "temp", "main"})
+        self._closed = threading.Event()
+        self._last_sweep = float("-inf")
+
+    # -- helpers -----------------------------------------------------------------
+
+    def _known_tables(self) -> dict[str, str]:
+        return {**self.user_tables, **self.views.names()}
+
+    def _source(self, con: Any, params: dict[str, Any]) -> Any:
+        source = resolve(
+            con, params["table_or_query"], tables=self._known_tables(), allowed_catalogs=self.allowed_catalogs
+        )
+        return apply_date_range(source, params.get("date_range"), params.get("date_column"))
+
+    def _maybe_sweep_exports(self) -> None:
+        """Sweep exports on access, at most every SWEEP_ON_ACCESS_S (per-handle expiry is always checked)."""
+        now = time.monotonic()
+        if now - self._last_sweep >= SWEEP_ON_ACCESS_S:
+            self._last_sweep = now
+            self.exports.sweep()
+
+    # -- tools -------------------------------------------------------------------
+
+    def export(self, params: dict[str, Any]) -> dict[str, Any]:
+        fmt = params.get("format", "parquet")
+        max_rows = int(params.get("max_rows", 100_000))
+        if not 1 <= max_rows <= self.limits.export_max_rows:
+            raise ToolError(f"max_rows must be between 1 and {self.limits.export_max_rows:,}.", code="INVALID_INPUT")
+        self._maybe_sweep_exports()
+        with self.runner.session() as con:
+            self.views.drop_expired(con)
+            sql = check_select(con, params["query"], allowed_catalogs=self.allowed_catalogs)
+            meta = self.exports.write(con, sql, fmt=fmt, max_rows=max_rows)
+        handle = meta["handle"]
+        log.info("analytics export handle=%s rows=%d bytes=%d", handle, meta["rows"], meta["size_bytes"])
+        return {
+            "handle": handle,
+            "rows": meta["rows"],
+            "size_mb": round(meta["size_bytes"] / 1_000_000, 3),
+            "columns": meta["columns"],
+            "format": fmt,
+            "mime_type": meta["mime_type"],
+            "expires_at": meta["expires_at"],
+            "resource_uri": f"export://{handle}",
+            "url": f"{self.public_base_url}/v1/analytics/exports/{handle}",
+        }
+
+    def profile(self, params: dict[str, Any]) -> dict[str, Any]:
+        with self.runner.session() as con:
+            self.views.drop_expired(con)
+            source = self._source(con, params)
+            return compute_profile(
+                con, source, max_bytes=self.limits.profile_max_bytes, columns=params.get("columns")
+            )
+
+    def histogram(self, params: dict[str, Any]) -> dict[str, Any]:
+        with self.runner.session() as con:
+            self.views.drop_expired(con)
+            source = self._source(con, params)
+            return compute_histogram(con, source, params["column"], int(params.get("bins", 20)))
+
+    def materialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        ttl = int(params.get("ttl_seconds", 3600))
+        with self.runner.session() as con:
+            sql = check_select(con, params["query"], allowed_catalogs=self.allowed_catalogs)
+            result = self.views.create(
+                con, params["name"], sql, ttl_seconds=ttl, user_tables=set(self.user_tables)
+            )
+        log.info("analytics materialize rows=%d evicted=%d", result["rows"], len(result["evicted"]))
+        return result
+
+    # -- resources ---------------------------------------------------------------
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "tables": self.tables,
+            "materialized": self.views.live(),
+            "limits": {
+                "query_timeout_s": self.limits.query_timeout_s,
+                "export_max_rows": self.limits.export_max_rows,
+                "export_ttl_s": self.limits.export_ttl_s,
+                "profile_max_bytes": self.limits.profile_max_bytes,
+                "max_materialized": self.limits.max_views,
+            },
+        }
+
+    def read_export(self, handle: str) -> tuple[bytes, str]:
+        """Bytes and MIME type of a live export (EXPORT_NOT_FOUND otherwise)."""
+        return self.exports.read_bytes(handle)
+
+    # -- housekeeping --------------------------------------------------------------
+
+    def sweep(self) -> dict[str, int]:
+        """Drop expired exports and materialized views (runs periodically and on access)."""
+        exports = self.exports.sweep()
+        with self.runner.session(timeout_s=30) as con:
+            views = self.views.drop_expired(con)
+        return {"exports": exports, "views": len(views)}
+
+    def close(self) -> None:
+        self._closed.set()
+        self.runner.close()
+
+
+class Sweeper:
+    """A daemon thread that calls `service.sweep()` every `interval_s` seconds."""
+
+    def __init__(self, service: AnalyticsService, interval_s: float = 300.0) -> None:
+        self._service = service
+        self._interval = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="analytics-sweeper", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self._service.sweep()
+            except Exception:
+                log.exception("analytics sweep failed")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)

@@ -1,0 +1,136 @@
+"""Turn a tool's `table_or_query` (+ optional date range) into a safe FROM clause.
+
+A bare identifier names a table (a database table or a materialized view); anything
+else must pass the SQL guard and is wrapped as a subquery. The wrapper puts the
+user text between newlines so a trailing `-- comment` cannot swallow the closing
+parenthesis.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+import duckdb
+
+from kumitate.errors import ToolError
+
+from .sql_guard import check_select
+
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+TEMPORAL_TYPES = ("TIMESTAMP", "DATE", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
+NUMERIC_TYPES = (
+    "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
+    "UHUGEINT", "FLOAT", "DOUBLE",
+)
+
+
+def quote_ident(name: str) -> str:
+    """Double-quote an identifier for DuckDB."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def is_numeric(type_name: str) -> bool:
+    return type_name in NUMERIC_TYPES or type_name.startswith("DECIMAL")
+
+
+def is_temporal(type_name: str) -> bool:
+    return type_name in TEMPORAL_TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A FROM-able SQL fragment plus what the caller asked for."""
+
+    from_sql: str
+    kind: str  # "table" or "query"
+    name: str | None
+    columns: tuple[tuple[str, str], ...]
+    date_column: str | None = None
+
+    def column_type(self, column: str) -> str | None:
+        for name, type_name in self.columns:
+            if name == column:
+                return type_name
+        return None
+
+
+def wrap_query(sql: str) -> str:
+    return f"(\n{sql}\n)"
+
+
+def describe(con: duckdb.DuckDBPyConnection, from_sql: str) -> tuple[tuple[str, str], ...]:
+    rows = con.execute(f"DESCRIBE SELECT * FROM {from_sql} AS s").fetchall()
+    return tuple((str(r[0]), str(r[1])) for r in rows)
+
+
+def resolve(
+    con: duckdb.DuckDBPyConnection,
+    table_or_query: str,
+    *,
+    tables: dict[str, str],
+    allowed_catalogs: frozenset[str],
+) -> Source:
+    """Resolve a table name (case-insensitive, from `tables`: lower name -> real name) or a SELECT."""
+    text = table_or_query.strip()
+    if IDENTIFIER.match(text):
+        real = tables.get(text.lower())
+        if real is None:
+            available = ", ".join(sorted(tables.values()))
+            raise ToolError(f"No table named {text!r}. Available: {available}.", code="NOT_FOUND")
+        from_sql = quote_ident(real)
+        return Source(from_sql, "table", real, describe(con, from_sql))
+    sql = check_select(con, text, allowed_catalogs=allowed_catalogs)
+    from_sql = wrap_query(sql)
+    return Source(from_sql, "query", None, describe(con, from_sql))
+
+
+def parse_date_range(date_range: list[str] | None) -> tuple[date, date] | None:
+    """Validate an inclusive [start, end] pair of ISO dates."""
+    if not date_range:
+        return None
+    if len(date_range) != 2:
+        raise ToolError("date_range must be [start, end] as YYYY-MM-DD dates.", code="INVALID_INPUT")
+    try:
+        start, end = date.fromisoformat(date_range[0]), date.fromisoformat(date_range[1])
+    except ValueError as exc:
+        raise ToolError(f"date_range must hold YYYY-MM-DD dates: {exc}", code="INVALID_INPUT") from exc
+    if end < start:
+        raise ToolError("date_range end is before its start.", code="INVALID_INPUT")
+    return start, end
+
+
+def pick_date_column(source: Source, requested: str | None) -> str | None:
+    """The explicit date column, or the first temporal column, or None."""
+    if requested:
+        type_name = source.column_type(requested)
+        if type_name is None:
+            raise ToolError(f"No column named {requested!r} in the source.", code="INVALID_INPUT")
+        if not is_temporal(type_name):
+            raise ToolError(f"date_column {requested!r} is {type_name}, not a date or timestamp.", code="INVALID_INPUT")
+        return requested
+    for name, type_name in source.columns:
+        if is_temporal(type_name):
+            return name
+    return None
+
+
+def apply_date_range(source: Source, date_range: list[str] | None, date_column: str | None) -> Source:
+    """Return a Source filtered to the inclusive date range on its date column."""
+    column = pick_date_column(source, date_column)
+    bounds = parse_date_range(date_range)
+    if bounds is None:
+        return Source(source.from_sql, source.kind, source.name, source.columns, column)
+    if column is None:
+        raise ToolError(
+            "date_range was given but the source has no DATE or TIMESTAMP column; filter in SQL instead.",
+            code="INVALID_INPUT",
+        )
+    start, end = bounds
+    col = quote_ident(column)
+    filtered = (
+        f"(SELECT * FROM {source.from_sql} AS d WHERE {col} >= TIMESTAMP '{start.isoformat()}' "
+        f"AND {col} < TIMESTAMP '{end.isoformat()}' + INTERVAL 1 DAY)"
+    )
+    return Source(filtered, source.kind, source.name, source.columns, column)

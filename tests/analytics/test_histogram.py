@@ -1,0 +1,119 @@
+"""histogram: exactly `bins` equal-width bins, left-closed, last bin closed; nulls counted."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from handlers.analytics.histogram import bin_edges
+from handlers.analytics.service import AnalyticsService
+from kumitate.errors import ToolError
+
+
+def _values_sql(values: list[float | None]) -> str:
+    rows = ", ".join("(NULL::DOUBLE)" if v is None else f"({v!r}::DOUBLE)" for v in values)
+    return f"SELECT * FROM (VALUES {rows}) t(x)"
+
+
+def reference_counts(values: list[float], edges: list[float]) -> list[int]:
+    """The documented rule, applied literally to the returned edges."""
+    bins = len(edges) - 1
+    counts = [0] * bins
+    for v in values:
+        for i in range(bins):
+            last = i == bins - 1
+            if edges[i] <= v and (v < edges[i + 1] or (last and v <= edges[i + 1])):
+                counts[i] += 1
+                break
+    return counts
+
+
+def test_integer_edges_exact(service: AnalyticsService) -> None:
+    result = service.histogram({"table_or_query": _values_sql([*range(11), None, None]), "column": "x", "bins": 5})
+    assert result == {
+        "column": "x",
+        "bins": [
+            {"min": 0.0, "max": 2.0, "count": 2},
+            {"min": 2.0, "max": 4.0, "count": 2},
+            {"min": 4.0, "max": 6.0, "count": 2},
+            {"min": 6.0, "max": 8.0, "count": 2},
+            {"min": 8.0, "max": 10.0, "count": 3},  # last bin is closed: 8, 9, 10
+        ],
+        "total_count": 13,
+        "null_count": 2,
+        "min": 0.0,
+        "max": 10.0,
+        "bin_width": 2.0,
+    }
+
+
+def test_values_on_float_edges_follow_the_returned_edges(service: AnalyticsService) -> None:
+    values = [i / 10 for i in range(11)]
+    result = service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": 10})
+    edges = [b["min"] for b in result["bins"]] + [result["bins"][-1]["max"]]
+    assert edges == bin_edges(0.0, 1.0, 10)
+    assert [b["count"] for b in result["bins"]] == reference_counts(values, edges)
+    assert sum(b["count"] for b in result["bins"]) == 11
+
+
+def test_constant_column_goes_to_last_bin(service: AnalyticsService) -> None:
+    result = service.histogram({"table_or_query": _values_sql([5.0, 5.0, 5.0]), "column": "x", "bins": 4})
+    assert [b["count"] for b in result["bins"]] == [0, 0, 0, 3]
+    assert all(b["min"] == 5.0 and b["max"] == 5.0 for b in result["bins"])
+    assert result["bin_width"] == 0.0
+
+
+def test_no_values(service: AnalyticsService) -> None:
+    result = service.histogram({"table_or_query": _values_sql([None, None]), "column": "x", "bins": 4})
+    assert result["bins"] == []
+    assert (result["total_count"], result["null_count"], result["min"], result["bin_width"]) == (2, 2, None, None)
+
+
+def test_nan_is_not_binned(service: AnalyticsService) -> None:
+    sql = "SELECT * FROM (VALUES (1.0::DOUBLE), ('NaN'::DOUBLE), (3.0::DOUBLE)) t(x)"
+    result = service.histogram({"table_or_query": sql, "column": "x", "bins": 2})
+    assert [b["count"] for b in result["bins"]] == [1, 1]
+    assert result["null_count"] == 1
+
+
+def test_real_table_with_exactly_requested_bins(service: AnalyticsService) -> None:
+    for bins in (1, 7, 20, 100):
+        result = service.histogram({"table_or_query": "splits", "column": "pace_s_per_km", "bins": bins})
+        assert len(result["bins"]) == bins
+        assert sum(b["count"] for b in result["bins"]) + result["null_count"] == result["total_count"]
+    hr = service.histogram({"table_or_query": "time_series_metrics", "column": "heart_rate"})
+    assert hr["null_count"] > 0
+
+
+def test_bad_inputs(service: AnalyticsService) -> None:
+    for params in (
+        {"table_or_query": "activities", "column": "activity_type"},
+        {"table_or_query": "activities", "column": "start_time"},
+        {"table_or_query": "activities", "column": "nope"},
+        {"table_or_query": "activities", "column": "avg_hr", "bins": 0},
+    ):
+        with pytest.raises(ToolError) as info:
+            service.histogram(params)
+        assert info.value.code == "INVALID_INPUT"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], database=None)
+@given(
+    values=st.lists(
+        st.one_of(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), st.integers(-50, 50).map(float)),
+        min_size=1,
+        max_size=40,
+    ),
+    bins=st.integers(1, 12),
+)
+def test_matches_reference_rule(service: AnalyticsService, values: list[float], bins: int) -> None:
+    result = service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": bins})
+    edges = [b["min"] for b in result["bins"]] + [result["bins"][-1]["max"]]
+    assert len(result["bins"]) == bins
+    assert edges == bin_edges(min(values), max(values), bins)
+    expected = reference_counts(values, edges) if min(values) != max(values) else [0] * (bins - 1) + [len(values)]
+    assert [b["count"] for b in result["bins"]] == expected
+    assert not any(math.isnan(e) for e in edges)

@@ -1,0 +1,139 @@
+"""The helpers that run beside the LLM: guarded loading, short tables, small JSON."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pandas as pd
+import polars as pl
+import pytest
+
+from handlers.analytics.llm_helpers import (
+    ExportNotFoundError,
+    ExportTooLargeError,
+    OutputTooLargeError,
+    polars_to_pandas,
+    safe_json_output,
+    safe_load_export,
+    safe_summary_table,
+    validate_output,
+)
+from handlers.analytics.service import AnalyticsService
+
+from .conftest import FakeClock
+
+SECONDS = "SELECT elapsed_s, pace_s_per_km FROM time_series_metrics WHERE activity_id = 10002 ORDER BY elapsed_s"
+
+
+def test_load_polars_and_pandas(live_service: AnalyticsService) -> None:
+    meta = live_service.export({"query": SECONDS + " LIMIT 500"})
+    df = safe_load_export(meta["handle"], exports_dir=live_service.exports.directory)
+    assert isinstance(df, pl.DataFrame) and df.shape == (500, 2)
+    pdf = safe_load_export(meta["handle"], engine="pandas", exports_dir=live_service.exports.directory,
+                           columns=["pace_s_per_km"])
+    assert isinstance(pdf, pd.DataFrame) and list(pdf.columns) == ["pace_s_per_km"] and len(pdf) == 500
+    csv = live_service.export({"query": SECONDS + " LIMIT 20", "format": "csv"})
+    assert safe_load_export(csv["handle"], exports_dir=live_service.exports.directory).height == 20
+
+
+def test_load_refuses_too_many_rows(live_service: AnalyticsService) -> None:
+    meta = live_service.export({"query": SECONDS})
+    with pytest.raises(ExportTooLargeError) as info:
+        safe_load_export(meta["handle"], max_rows=100, exports_dir=live_service.exports.directory)
+    assert f"{meta['rows']:,} > 100" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_load_unknown_expired_or_path(live_service: AnalyticsService, tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        safe_load_export("/etc/passwd", exports_dir=live_service.exports.directory)
+    with pytest.raises(ExportNotFoundError):
+        safe_load_export("0" * 32, exports_dir=live_service.exports.directory)
+    clock = FakeClock()
+    meta = live_service.export({"query": "SELECT 1 AS x"})
+    meta_path = live_service.exports.directory / f"{meta['handle']}.json"
+    stored = json.loads(meta_path.read_text())
+    stored["expires_at"] = "2000-01-01T00:00:00Z"
+    meta_path.write_text(json.dumps(stored))
+    assert clock.now.year == 2025
+    with pytest.raises(ExportNotFoundError):
+        safe_load_export(meta["handle"], exports_dir=live_service.exports.directory)
+
+
+@pytest.fixture
+def http_exports(live_service: AnalyticsService) -> Iterator[str]:
+    """Serve the exports directory the way the HTTP route does (GET /v1/analytics/exports/{handle})."""
+
+    class Handler(SimpleHTTPRequestHandler):
+        def do_GET(self) -> None:
+            handle = self.path.rsplit("/", 1)[-1]
+            try:
+                data, mime = live_service.read_export(handle)
+            except Exception:
+                self.send_error(404)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", mime)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Handler))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_load_over_http(live_service: AnalyticsService, http_exports: str) -> None:
+    meta = live_service.export({"query": SECONDS + " LIMIT 50"})
+    df = safe_load_export(meta["handle"], base_url=http_exports)
+    assert df.height == 50
+    csv = live_service.export({"query": SECONDS + " LIMIT 5", "format": "csv"})
+    assert safe_load_export(csv["handle"], base_url=http_exports, engine="pandas").shape == (5, 2)
+    with pytest.raises(ExportNotFoundError):
+        safe_load_export("f" * 32, base_url=http_exports)
+
+
+def test_summary_table_head_and_tail() -> None:
+    df = pl.DataFrame({"i": list(range(100)), "name": [f"r{i}" for i in range(100)]})
+    text = safe_summary_table(df)
+    lines = text.splitlines()
+    assert lines[0].split() == ["i", "name"]
+    assert [line.split()[0] for line in lines[1:6]] == ["0", "1", "2", "3", "4"]
+    assert lines[6] == "... (90 rows omitted) ..."
+    assert [line.split()[0] for line in lines[7:]] == ["95", "96", "97", "98", "99"]
+    assert validate_output(text) == (True, None)
+    small = safe_summary_table(polars_to_pandas(df.head(3)), columns=["name"])
+    assert small.splitlines() == ["name", "  r0", "  r1", "  r2"]
+    odd = safe_summary_table(df, max_rows=3)
+    assert "(97 rows omitted)" in odd and len(odd.splitlines()) == 5
+
+
+def test_json_output_limits_and_japanese() -> None:
+    text = safe_json_output({"区間": "5:00-10:00", "平均ペース": "4:30/km"})
+    assert "区間" in text and "\\u" not in text
+    assert json.loads(text) == {"区間": "5:00-10:00", "平均ペース": "4:30/km"}
+    with pytest.raises(OutputTooLargeError):
+        safe_json_output({"x": "あ" * 400})  # 400 chars but 1200 bytes
+    import numpy as np
+
+    assert json.loads(safe_json_output({"n": np.int64(3), "f": np.float64(1.5)})) == {"n": 3, "f": 1.5}
+
+
+def test_validate_output() -> None:
+    assert validate_output(json.dumps({"a": 1})) == (True, None)
+    ok, message = validate_output(json.dumps({"a": "x" * 2000}))
+    assert not ok and "1024" in (message or "")
+    assert validate_output("\n".join(f"row {i}" for i in range(15))) == (True, None)
+    ok, message = validate_output("\n".join(f"row {i}" for i in range(16)))
+    assert not ok and "10 rows" in (message or "")
+    assert validate_output("plain words") == (True, None)

@@ -1,0 +1,95 @@
+"""materialize: TEMP TABLEs named mat_*, reusable, replaced, evicted, expired."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from handlers.analytics.materialize import Materializer
+from handlers.analytics.service import AnalyticsService
+from kumitate.errors import ToolError
+
+from .conftest import FakeClock
+
+PER_RUN = "SELECT activity_id, avg(heart_rate) AS hr, count(*) AS seconds FROM time_series_metrics GROUP BY 1"
+
+
+def test_create_and_reuse(service: AnalyticsService) -> None:
+    result = service.materialize({"name": "PerRun", "query": PER_RUN})
+    assert result == {
+        "view": "mat_perrun",
+        "rows": 6,
+        "columns": ["activity_id", "hr", "seconds"],
+        "expires_at": "2025-10-16T13:00:00Z",
+        "replaced": False,
+        "evicted": [],
+    }
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", result["expires_at"])
+    # Usable by name in every tool, and inside SQL.
+    assert service.profile({"table_or_query": "mat_perrun", "columns": ["seconds"]})["row_count"] == 6
+    assert service.histogram({"table_or_query": "mat_perrun", "column": "hr", "bins": 3})["total_count"] == 6
+    joined = service.export({"query": "SELECT a.activity_type, m.hr FROM activities a JOIN mat_perrun m USING "
+                                      "(activity_id)"})
+    assert joined["rows"] == 6
+    assert [v["view"] for v in service.schema()["materialized"]] == ["mat_perrun"]
+
+
+def test_same_name_replaces(service: AnalyticsService, clock: FakeClock) -> None:
+    service.materialize({"name": "x", "query": "SELECT 1 AS a"})
+    clock.advance(60)
+    again = service.materialize({"name": "x", "query": "SELECT 1 AS a UNION ALL SELECT 2", "ttl_seconds": 120})
+    assert (again["replaced"], again["rows"], again["expires_at"]) == (True, 2, "2025-10-16T12:03:00Z")
+    assert len(service.schema()["materialized"]) == 1
+
+
+def test_eviction_keeps_ten(service: AnalyticsService, clock: FakeClock) -> None:
+    for i in range(10):
+        assert service.materialize({"name": f"v{i}", "query": f"SELECT {i} AS i"})["evicted"] == []
+        clock.advance(1)
+    result = service.materialize({"name": "v10", "query": "SELECT 10 AS i"})
+    assert result["evicted"] == ["mat_v0"]
+    live = [v["view"] for v in service.schema()["materialized"]]
+    assert live == [f"mat_v{i}" for i in range(1, 11)]
+    with pytest.raises(ToolError) as info:
+        service.export({"query": "SELECT * FROM mat_v0"})
+    assert info.value.code == "SQL_ERROR"
+    tables = service.runner.con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()[0][0]
+    assert tables == 10
+
+
+def test_ttl_drops_table(service: AnalyticsService, clock: FakeClock) -> None:
+    service.materialize({"name": "short", "query": "SELECT 1 AS a", "ttl_seconds": 60})
+    clock.advance(61)
+    with pytest.raises(ToolError) as info:
+        service.profile({"table_or_query": "mat_short"})
+    assert info.value.code == "NOT_FOUND"
+    assert service.sweep()["views"] == 0  # already dropped on access
+    assert service.schema()["materialized"] == []
+
+
+def test_names_cannot_collide_or_inject(service: AnalyticsService) -> None:
+    for bad in ("splits; DROP TABLE x", "a-b", "1abc", "", "x" * 41, 'x"y'):
+        with pytest.raises(ToolError) as info:
+            service.materialize({"name": bad, "query": "SELECT 1"})
+        assert info.value.code == "INVALID_INPUT"
+    # A user table can never be shadowed: the prefixed name is checked against the database's tables.
+    result = service.materialize({"name": "splits", "query": "SELECT 1 AS a"})
+    assert result["view"] == "mat_splits"
+    assert service.profile({"table_or_query": "splits", "columns": ["split_index"]})["row_count"] > 1
+
+
+def test_conflict_with_a_user_table(service: AnalyticsService, clock: FakeClock) -> None:
+    registry = Materializer(clock=clock)
+    with service.runner.session() as con, pytest.raises(ToolError) as info:
+        registry.create(con, "activities", "SELECT 1", ttl_seconds=60, user_tables={"mat_activities"})
+    assert info.value.code == "CONFLICT"
+
+
+def test_row_cap(service: AnalyticsService, clock: FakeClock) -> None:
+    registry = Materializer(clock=clock, max_rows=100)
+    with service.runner.session() as con:
+        with pytest.raises(ToolError) as info:
+            registry.create(con, "big", "SELECT * FROM range(101)", ttl_seconds=60, user_tables=set())
+        assert info.value.code == "ROW_LIMIT_EXCEEDED"
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()[0][0] == 0

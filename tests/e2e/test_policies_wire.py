@@ -1,0 +1,154 @@
+"""Policies over real sockets, on HTTP and MCP streamable HTTP: auth, rate limit, idempotency, restart."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+from PIL import Image
+
+from tests.conftest import LiveServer, start_server, stop_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+TOKENS = {
+    "t-all": {"principal": "ops", "scopes": ["stays", "yana", "household", "attendance", "analytics"]},
+    "t-stays": {"principal": "stays-only", "scopes": ["stays"]},
+    "t-rate-http": {"principal": "rate-http", "scopes": ["yana"]},
+    "t-rate-mcp": {"principal": "rate-mcp", "scopes": ["yana"]},
+    "t-load": {"principal": "load", "scopes": ["yana"]},
+    "t-idem": {"principal": "idem", "scopes": ["yana"]},
+}
+STAYS = {"stays": [{"code": "13101", "name": "千代田区"}]}
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("policies")
+
+
+@pytest.fixture(scope="module")
+def server(data_dir: Path) -> Iterator[LiveServer]:
+    live = start_server(data_dir / "var", data_dir / "server.log", KUMITATE_TOKENS=json.dumps(TOKENS))
+    yield live
+    stop_server(live)
+
+
+def mcp(server: LiveServer, token: str | None) -> Client:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return Client(StreamableHttpTransport(f"{server.url}/mcp", headers=headers))
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.mark.parametrize(
+    ("headers", "status", "code"),
+    [({}, 401, "UNAUTHORIZED"), (bearer("nope"), 401, "UNAUTHORIZED"), (bearer("t-stays"), 403, "FORBIDDEN"), (bearer("t-all"), 200, None)],
+)
+async def test_http_auth(server: LiveServer, headers: dict[str, str], status: int, code: str | None) -> None:
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        response = await http.post("/v1/search", json={"query_text": "獺祭"}, headers=headers)
+    assert response.status_code == status
+    if code:
+        assert response.json()["error"]["code"] == code
+        assert response.json()["run_id"] == response.headers["x-run-id"]
+
+
+async def test_public_routes_need_no_token(server: LiveServer) -> None:
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        assert (await http.get("/v1/healthz")).status_code == 200
+        assert (await http.get("/v1/version")).json()["policy_version"] == "say-2025-09-23"
+        assert (await http.get("/v1/versions")).status_code == 200
+
+
+@pytest.mark.parametrize(("token", "code"), [(None, "UNAUTHORIZED"), ("nope", "UNAUTHORIZED"), ("t-stays", "FORBIDDEN"), ("t-all", None)])
+async def test_mcp_auth_uses_the_connection_bearer_token(server: LiveServer, token: str | None, code: str | None) -> None:
+    async with mcp(server, token) as client:
+        result = await client.call_tool("search", {"query_text": "獺祭"}, raise_on_error=False)
+        stays = await client.call_tool("summarize_stays", STAYS, raise_on_error=False)
+    if code is None:
+        assert not result.is_error and not stays.is_error
+    else:
+        assert result.is_error and result.structured_content["error"]["code"] == code
+    if token == "t-stays":
+        assert not stays.is_error
+
+
+async def test_http_rate_limit_gives_429_with_retry_after(server: LiveServer) -> None:
+    async with httpx.AsyncClient(base_url=server.url, headers=bearer("t-rate-http")) as http:
+        responses = await asyncio.gather(*(http.post("/v1/search", json={"query_text": "酒"}) for _ in range(60)))
+    statuses = [r.status_code for r in responses]
+    assert statuses.count(200) in range(50, 53)  # the burst, plus what refills during the run
+    limited = [r for r in responses if r.status_code == 429]
+    assert limited
+    assert all(r.json()["error"]["code"] == "RATE_LIMITED" and r.json()["error"]["retryable"] for r in limited)
+    assert all(int(r.headers["retry-after"]) >= 1 for r in limited)
+
+
+async def test_mcp_rate_limit_gives_retry_after_ms(server: LiveServer) -> None:
+    async with mcp(server, "t-rate-mcp") as client:
+        results = [await client.call_tool("search", {"query_text": "酒"}, raise_on_error=False) for _ in range(60)]
+    limited = [r.structured_content for r in results if r.is_error]
+    assert limited and all(body["error"]["code"] == "RATE_LIMITED" for body in limited)
+    assert all(0 < body["error"]["retry_after_ms"] <= 1000 for body in limited)
+
+
+async def test_accepted_rate_stays_within_10_percent_of_the_declared_rate(server: LiveServer) -> None:
+    """Bounded loopback load: drain the burst, then offer ~4x the rate for 8 s and count what is accepted."""
+    declared, seconds = 5.0, 8.0
+    async with httpx.AsyncClient(base_url=server.url, headers=bearer("t-load"), timeout=10) as http:
+        while (await http.post("/v1/search", json={"query_text": "酒"})).status_code != 429:
+            pass
+        accepted = 0
+        started = time.monotonic()
+        while (elapsed := time.monotonic() - started) < seconds:
+            response = await http.post("/v1/search", json={"query_text": "酒"})
+            accepted += response.status_code == 200
+            await asyncio.sleep(max(0.0, 0.05 - (time.monotonic() - started - elapsed)))
+    rate = accepted / seconds
+    assert abs(rate - declared) <= 0.1 * declared, f"accepted {rate:.2f}/s for a declared {declared}/s"
+
+
+def png(color: tuple[int, int, int]) -> str:
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 64), color).save(buffer, format="PNG")
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+async def test_idempotency_over_http_and_mcp_survives_a_restart(server: LiveServer, data_dir: Path) -> None:
+    body = {"brand_name": "テスト銘柄", "image": png((200, 10, 10))}
+    async with httpx.AsyncClient(base_url=server.url, headers=bearer("t-idem")) as http:
+        first = await http.post("/v1/ingest", json=body, headers={"Idempotency-Key": "ingest-1"})
+        again = await http.post("/v1/ingest", json=body, headers={"Idempotency-Key": "ingest-1"})
+        other = await http.post("/v1/ingest", json={**body, "brand_name": "別"}, headers={"Idempotency-Key": "ingest-1"})
+    assert first.status_code == 200 and "idempotent-replayed" not in first.headers
+    assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
+    assert again.json() == first.json()
+    assert other.status_code == 409 and other.json()["error"]["code"] == "CONFLICT"
+
+    async with mcp(server, "t-idem") as client:
+        arguments: dict[str, Any] = {"brand_name": "MCP銘柄", "image": png((10, 200, 10)), "idempotency_key": "mcp-1"}
+        one = await client.call_tool("ingest", arguments)
+        two = await client.call_tool("ingest", arguments)
+    assert two.structured_content == one.structured_content
+    assert (two.meta or {}).get("kumitate", {}).get("replayed") is True
+
+    restarted = start_server(data_dir / "var", data_dir / "server2.log", KUMITATE_TOKENS=json.dumps(TOKENS))
+    try:
+        async with httpx.AsyncClient(base_url=restarted.url, headers=bearer("t-idem")) as http:
+            replay = await http.post("/v1/ingest", json=body, headers={"Idempotency-Key": "ingest-1"})
+        assert replay.headers["idempotent-replayed"] == "true" and replay.json() == first.json()
+    finally:
+        stop_server(restarted)
