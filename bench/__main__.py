@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark and write docs/BENCHMARKS.md (with the commands and the machine).
 
-    python -m bench [NAME ...]     NAME in: foundation stays household attendance analytics yana
+python -m bench [NAME ...]     NAME in: foundation stays household attendance analytics yana
 """
 
 from __future__ import annotations
@@ -19,7 +19,11 @@ SUITES = ["foundation", "stays", "household", "attendance", "analytics", "yana"]
 def machine() -> str:
     mem = ""
     try:
-        kb = int(next(line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")).split()[1])
+        kb = int(
+            next(
+                line for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
+            ).split()[1]
+        )
         mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
     except (OSError, StopIteration, ValueError):
         pass
@@ -29,7 +33,9 @@ def machine() -> str:
 def run(name: str) -> tuple[str, float, int]:
     cmd = [sys.executable, "-m", f"bench.{name}_bench"]
     started = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False)
+    proc = subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, check=False
+    )
     out = proc.stdout.strip() or proc.stderr.strip()[-2000:]
     return out, time.perf_counter() - started, proc.returncode
 

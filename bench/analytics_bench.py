@@ -81,16 +81,23 @@ def main() -> None:
         started = time.perf_counter()
         counts = build_database(service_dir / "activities.duckdb", scale=args.scale)
         gen = time.perf_counter() - started
-        rows.append((f"generate scale {args.scale:g} ({counts['time_series_metrics']:,} s-rows)", f"{gen:.2f} s",
-                     "-", "-"))
+        rows.append(
+            (f"generate scale {args.scale:g} ({counts['time_series_metrics']:,} s-rows)", f"{gen:.2f} s", "-", "-")
+        )
         started = time.perf_counter()
         build_database(Path(tmp) / "default.duckdb", scale=1.0)
         rows.append(("generate default scale 1 (first start)", f"{time.perf_counter() - started:.2f} s", "few s", "-"))
         if args.big:
             started = time.perf_counter()
             big = build_database(Path(tmp) / "big.duckdb", scale=50)
-            rows.append((f"generate scale 50 ({big['time_series_metrics']:,} s-rows)",
-                         f"{time.perf_counter() - started:.1f} s", "-", "-"))
+            rows.append(
+                (
+                    f"generate scale 50 ({big['time_series_metrics']:,} s-rows)",
+                    f"{time.perf_counter() - started:.1f} s",
+                    "-",
+                    "-",
+                )
+            )
             (Path(tmp) / "big.duckdb").unlink()
 
         svc = AnalyticsService(service_dir, limits=None)
@@ -99,18 +106,37 @@ def main() -> None:
             query = f"SELECT * FROM time_series_metrics LIMIT {n}"
             t_ours, t_bare = paired(svc, query)
             ratio = t_ours / t_bare
-            rows.append((f"export {n:,} rows (parquet zstd) vs bare COPY", f"{ms(t_ours)} vs {ms(t_bare)}",
-                         "<= 1.5x", f"{ratio:.2f}x {'OK' if ratio <= 1.5 else 'MISS'}"))
+            rows.append(
+                (
+                    f"export {n:,} rows (parquet zstd) vs bare COPY",
+                    f"{ms(t_ours)} vs {ms(t_bare)}",
+                    "<= 1.5x",
+                    f"{ratio:.2f}x {'OK' if ratio <= 1.5 else 'MISS'}",
+                )
+            )
         svc.sweep()
 
         svc.materialize({"name": "m1", "query": "SELECT * FROM time_series_metrics LIMIT 1000000"})
         t_profile = timed(lambda: svc.profile({"table_or_query": "mat_m1"}))
-        rows.append(("profile 1M rows (all 10 columns, trimmed to 1 KB)", ms(t_profile), "< 300 ms",
-                     "OK" if t_profile < 0.3 else "MISS"))
-        t_profile_q = timed(lambda: svc.profile({"table_or_query": "SELECT * FROM time_series_metrics LIMIT 1000000",
-                                                 "columns": ["pace_s_per_km", "heart_rate", "cadence_spm"]}))
-        rows.append(("profile 1M-row query, 3 columns", ms(t_profile_q), "< 300 ms",
-                     "OK" if t_profile_q < 0.3 else "MISS"))
+        rows.append(
+            (
+                "profile 1M rows (all 10 columns, trimmed to 1 KB)",
+                ms(t_profile),
+                "< 300 ms",
+                "OK" if t_profile < 0.3 else "MISS",
+            )
+        )
+        t_profile_q = timed(
+            lambda: svc.profile(
+                {
+                    "table_or_query": "SELECT * FROM time_series_metrics LIMIT 1000000",
+                    "columns": ["pace_s_per_km", "heart_rate", "cadence_spm"],
+                }
+            )
+        )
+        rows.append(
+            ("profile 1M-row query, 3 columns", ms(t_profile_q), "< 300 ms", "OK" if t_profile_q < 0.3 else "MISS")
+        )
         t_hist = timed(lambda: svc.histogram({"table_or_query": "mat_m1", "column": "pace_s_per_km", "bins": 20}))
         rows.append(("histogram 1M rows, 20 bins", ms(t_hist), "< 200 ms", "OK" if t_hist < 0.2 else "MISS"))
         t_hist100 = timed(lambda: svc.histogram({"table_or_query": "mat_m1", "column": "heart_rate", "bins": 100}))
@@ -121,8 +147,14 @@ def main() -> None:
         meta = svc.export({"query": "SELECT * FROM time_series_metrics LIMIT 100000"})
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        rows.append(("memory: export 100k rows", f"py peak {peak / 1e6:.2f} MB, RSS +{rss_mb() - rss_before:.1f} MB",
-                     "< 100 MB", "OK" if rss_mb() - rss_before < 100 else "MISS"))
+        rows.append(
+            (
+                "memory: export 100k rows",
+                f"py peak {peak / 1e6:.2f} MB, RSS +{rss_mb() - rss_before:.1f} MB",
+                "< 100 MB",
+                "OK" if rss_mb() - rss_before < 100 else "MISS",
+            )
+        )
         rows.append(("export 100k rows file size", f"{meta['size_mb']} MB", "-", "-"))
 
         small = svc.export({"query": "SELECT * FROM time_series_metrics LIMIT 10000"})["handle"]
@@ -140,8 +172,14 @@ def main() -> None:
         svc.materialize({"name": "split_gct", "query": join})
         t_mat = time.perf_counter() - started
         t_reuse = timed(lambda: svc.histogram({"table_or_query": "mat_split_gct", "column": "gct_p90", "bins": 20}))
-        rows.append(("repeated join: raw query vs materialized", f"{ms(t_raw)} vs {ms(t_reuse)} (build {ms(t_mat)})",
-                     "2-5x faster", f"{t_raw / t_reuse:.0f}x"))
+        rows.append(
+            (
+                "repeated join: raw query vs materialized",
+                f"{ms(t_raw)} vs {ms(t_reuse)} (build {ms(t_mat)})",
+                "2-5x faster",
+                f"{t_raw / t_reuse:.0f}x",
+            )
+        )
         svc.close()
 
     print(f"analytics bench (2 CPUs: {os.cpu_count()}, Python {sys.version.split()[0]})\n")

@@ -21,7 +21,13 @@ from handlers.attendance.parse import parse_attendance_intent
 
 INVITEES = [
     {"user_id": "1", "display_name": "山田 太郎", "reading": "やまだ たろう", "groups": ["営業部", "Team A"]},
-    {"user_id": "2", "display_name": "田中 花子", "reading": "たなか はなこ", "aliases": ["ハナちゃん"], "groups": ["営業部", "Team A"]},
+    {
+        "user_id": "2",
+        "display_name": "田中 花子",
+        "reading": "たなか はなこ",
+        "aliases": ["ハナちゃん"],
+        "groups": ["営業部", "Team A"],
+    },
     {"user_id": "3", "display_name": "佐藤 次郎", "groups": ["営業部"]},
     {"user_id": "4", "display_name": "鈴木 一郎", "groups": ["開発部", "Team B"]},
     {"user_id": "5", "display_name": "高橋 美咲", "groups": ["開発部", "Team B"]},
@@ -57,7 +63,9 @@ def bench_parse(seconds: float = 2.0) -> tuple[float, float]:
 def evaluation_request(rule_type: str, invitees: int = 1000, slots: int = 200, density: float = 0.2) -> dict:
     rng = random.Random(42)
     keys = [f"u:{i}" for i in range(invitees)]
-    slot_list = [{"slot_id": f"s{j}", "start": f"2025-07-{1 + j // 10:02d}T{8 + j % 10:02d}:00:00+09:00"} for j in range(slots)]
+    slot_list = [
+        {"slot_id": f"s{j}", "start": f"2025-07-{1 + j // 10:02d}T{8 + j % 10:02d}:00:00+09:00"} for j in range(slots)
+    ]
     selections = [
         {"invitee_key": k, "slot_id": s["slot_id"], "status": "selected" if rng.random() < 0.9 else "declined"}
         for k in keys
@@ -68,14 +76,23 @@ def evaluation_request(rule_type: str, invitees: int = 1000, slots: int = 200, d
         "ALL": {},
         "K_OF_N": {"k": invitees // 4, "n": invitees},
         "REQUIRED_PLUS_QUORUM": {"required_invitee_keys": keys[:5], "min_additional": 100},
-        "GROUP_ANY": {"groups": [{"name": f"g{g}", "min": 20, "any_of_invitee_keys": keys[g * 100 : (g + 1) * 100]} for g in range(10)]},
+        "GROUP_ANY": {
+            "groups": [
+                {"name": f"g{g}", "min": 20, "any_of_invitee_keys": keys[g * 100 : (g + 1) * 100]} for g in range(10)
+            ]
+        },
     }[rule_type]
     rule = {
         "type": rule_type,
         "slot_policy": {"allow_multiple_slots_per_invitee": True},
         "invitee_scope": {"include_invitee_keys": keys},
         "rule": params,
-        "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "highest_score", "auto_finalize": True, "auto_finalize_delay_seconds": 3600},
+        "finalize_policy": {
+            "mode": "EARLIEST_VALID",
+            "tie_breaker": "highest_score",
+            "auto_finalize": True,
+            "auto_finalize_delay_seconds": 3600,
+        },
     }
     return {"rule": rule, "slots": slot_list, "selections": selections, "now": "2025-06-01T00:00:00Z"}
 
@@ -92,13 +109,19 @@ def bench_evaluate(rule_type: str, repeats: int = 7) -> tuple[int, float, float]
 
 def main() -> None:
     rate, per = bench_parse()
-    print(f"Machine: {platform.machine()}, nproc={os.cpu_count()}, Python {platform.python_version()} ({platform.python_implementation()})\n")
+    print(
+        f"Machine: {platform.machine()}, nproc={os.cpu_count()}, Python {platform.python_version()} ({platform.python_implementation()})\n"
+    )
     print("| benchmark | figure | target |")
     print("|---|---|---|")
-    print(f"| parse_attendance_intent, {len(INVITEES)} invitees, {len(UTTERANCES)} utterance mix | {rate:,.0f} utterances/s ({per:.0f} µs each) | >= 2,000/s |")
+    print(
+        f"| parse_attendance_intent, {len(INVITEES)} invitees, {len(UTTERANCES)} utterance mix | {rate:,.0f} utterances/s ({per:.0f} µs each) | >= 2,000/s |"
+    )
     for rule_type in ("K_OF_N", "REQUIRED_PLUS_QUORUM", "GROUP_ANY", "ALL"):
         n, median, best = bench_evaluate(rule_type)
-        print(f"| evaluate_attendance {rule_type}, 1,000 invitees x 200 slots, {n:,} selections | median {median:.1f} ms (best {best:.1f} ms) | < 50 ms |")
+        print(
+            f"| evaluate_attendance {rule_type}, 1,000 invitees x 200 slots, {n:,} selections | median {median:.1f} ms (best {best:.1f} ms) | < 50 ms |"
+        )
 
 
 if __name__ == "__main__":

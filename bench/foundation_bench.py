@@ -25,7 +25,13 @@ REPO = Path(__file__).resolve().parent.parent
 PAYLOAD = {
     "granularity": "admin",
     "stays": [
-        {"ref": f"s{i}", "code": f"1310{i}", "name": f"区{i}", "start_ts": "2024-05-01T09:00:00+09:00", "end_ts": "2024-05-01T11:00:00+09:00"}
+        {
+            "ref": f"s{i}",
+            "code": f"1310{i}",
+            "name": f"区{i}",
+            "start_ts": "2024-05-01T09:00:00+09:00",
+            "end_ts": "2024-05-01T11:00:00+09:00",
+        }
         for i in range(5)
     ],
 }
@@ -41,8 +47,23 @@ def _free_port() -> int:
 
 def _serve(target: list[str], port: int, data_dir: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "KUMITATE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO), "FASTMCP_LOG_LEVEL": "CRITICAL"}
-    cmd = [sys.executable, "-m", "uvicorn", *target, "--host", "127.0.0.1", "--port", str(port), "--log-level", "error",
-           "--no-access-log", "--loop", "uvloop", "--http", "httptools"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        *target,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "error",
+        "--no-access-log",
+        "--loop",
+        "uvloop",
+        "--http",
+        "httptools",
+    ]
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(300):
         try:
@@ -109,7 +130,9 @@ def mcp_in_memory(calls: int = 400) -> dict[str, Any]:
         hand = FastMCP("hand")
 
         @hand.tool
-        async def summarize_stays(stays: list[dict[str, Any]], granularity: str = "admin", mode: str = "sequence") -> SummarizeStaysOutput:
+        async def summarize_stays(
+            stays: list[dict[str, Any]], granularity: str = "admin", mode: str = "sequence"
+        ) -> SummarizeStaysOutput:
             """The same tool written by hand: typed output (so fastmcp advertises and the client checks an output schema)."""
             ctx = CallContext(service="stays", tool="summarize_stays", transport="mcp", run_id="r", trace_id="t")
             model = SummarizeStaysInput.model_validate({"stays": stays, "granularity": granularity, "mode": mode})
@@ -155,11 +178,17 @@ def main() -> None:
     print()
     print("| What | Measured | Target |")
     print("|---|---|---|")
-    print(f"| HTTP throughput, full pipeline vs hand-written Litestar route (16 conns, 5 stays/request) | "
-          f"{http['kumitate_rps']:.0f} vs {http['baseline_rps']:.0f} req/s, ratio **{http['ratio']:.2f}** | ≥ 0.85 |")
-    print(f"| MCP in-memory call, generated tool vs hand-written fastmcp tool | "
-          f"{mcp['generated_ms']:.2f} vs {mcp['hand_ms']:.2f} ms/call, time ratio **{mcp['ratio']:.2f}** | ≤ 1.15 |")
-    print(f"| `make generate` (python -m codegen), cold / no-op | {gen['cold_s']:.2f} s / {gen['noop_s']:.2f} s | recorded |")
+    print(
+        f"| HTTP throughput, full pipeline vs hand-written Litestar route (16 conns, 5 stays/request) | "
+        f"{http['kumitate_rps']:.0f} vs {http['baseline_rps']:.0f} req/s, ratio **{http['ratio']:.2f}** | ≥ 0.85 |"
+    )
+    print(
+        f"| MCP in-memory call, generated tool vs hand-written fastmcp tool | "
+        f"{mcp['generated_ms']:.2f} vs {mcp['hand_ms']:.2f} ms/call, time ratio **{mcp['ratio']:.2f}** | ≤ 1.15 |"
+    )
+    print(
+        f"| `make generate` (python -m codegen), cold / no-op | {gen['cold_s']:.2f} s / {gen['noop_s']:.2f} s | recorded |"
+    )
 
 
 if __name__ == "__main__":

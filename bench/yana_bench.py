@@ -56,8 +56,9 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|")
     print(f"| first start (create DB, load {len(labels)} labels + hashes) | 1 | {load_ms:.0f} | | |")
     for name, values in (("search (handler)", search_ms), ("chat, template mode (handler)", chat_ms)):
-        print(f"| {name} | {len(values)} | {statistics.median(values):.2f} | {pct(values, 95):.2f} |"
-              f" {max(values):.2f} |")
+        print(
+            f"| {name} | {len(values)} | {statistics.median(values):.2f} | {pct(values, 95):.2f} | {max(values):.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -133,7 +133,7 @@ def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
     if res.is_json:
         content = {res.mime_type: {"schema": res.output_schema or {}}}
     else:
-        content = {res.mime_type: {"schema": {"type": "string", "format": "binary"}}}
+        content = {m: {"schema": {"type": "string", "format": "binary"}} for m in [res.mime_type, *res.also_mime_types]}
     responses = {"200": {"description": f"The resource {res.uri}.", "headers": _headers(), "content": content}}
     responses.update(_error_responses(tree, [*res.errors, "NOT_FOUND", *policy_errors(res.policy)]))
     parameters = [

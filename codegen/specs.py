@@ -94,6 +94,7 @@ class ResourceSpec:
     enabled_by: str | None
     source: Path
     raw: dict[str, Any]
+    also_mime_types: list[str] = field(default_factory=list)
 
     @property
     def params(self) -> list[str]:
@@ -385,6 +386,7 @@ def _load_resource(
         enabled_by=doc.get("enabled_by"),
         source=path,
         raw=doc,
+        also_mime_types=list(doc.get("also_mime_types", [])),
     )
 
 

@@ -322,11 +322,12 @@ class Pipeline:
                 self._check_output(binding.output_schema, body, ctx)
                 outcome = Outcome(True, 200, "OK", body, ctx.run_id, ctx.trace_id)
             else:
+                media_type = binding.mime_type
+                if isinstance(result, Attachment):  # the handler knows the exact type (csv vs parquet export)
+                    media_type, result = result.mime_type, result.data
                 if not isinstance(result, bytes | bytearray):
                     raise TypeError(f"resource {binding.name} must return bytes")
-                outcome = Outcome(
-                    True, 200, "OK", bytes(result), ctx.run_id, ctx.trace_id, media_type=binding.mime_type
-                )
+                outcome = Outcome(True, 200, "OK", bytes(result), ctx.run_id, ctx.trace_id, media_type=media_type)
         except TimeoutError:
             outcome = self.error_outcome(
                 ToolError("the resource did not load in time", code="REQUEST_TIMEOUT"), ctx.run_id, ctx.trace_id

@@ -64,7 +64,9 @@ class Runtime:
             idempotency=IdempotencyStore(settings.data_dir / "idempotency.sqlite3"),
         )
         self.pipeline = Pipeline(CATALOGUE, self.services, handlers, self.policies)
-        self.pipeline.disabled = {r.key for svc in self.services.values() for r in svc.resources if not self.resource_enabled(r)}
+        self.pipeline.disabled = {
+            r.key for svc in self.services.values() for r in svc.resources if not self.resource_enabled(r)
+        }
 
     def versions(self, services: Iterable[str] | None = None) -> dict[str, dict[str, str | None]]:
         """Server and policy version per service (public: health and version need no token)."""

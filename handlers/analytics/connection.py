@@ -32,9 +32,9 @@ def _quote_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def open_sandbox(db_path: Path, exports_dir: Path, *, memory_limit: str = "4GB", threads: int | None = None) -> (
-    duckdb.DuckDBPyConnection
-):
+def open_sandbox(
+    db_path: Path, exports_dir: Path, *, memory_limit: str = "4GB", threads: int | None = None
+) -> duckdb.DuckDBPyConnection:
     """Open `db_path` read-only with file access limited to `exports_dir`."""
     config: dict[str, str | bool | int | float | list[str]] = {
         "autoinstall_known_extensions": False,

@@ -187,9 +187,7 @@ def _select_columns(source: Source, columns: list[str] | None) -> list[tuple[str
     return [(c, types[c]) for c in dict.fromkeys(columns)]
 
 
-def _expensive_plan(
-    columns: list[tuple[str, str]], approx: bool
-) -> tuple[list[str], list[tuple[str, list[str]]]]:
+def _expensive_plan(columns: list[tuple[str, str]], approx: bool) -> tuple[list[str], list[tuple[str, list[str]]]]:
     """SQL for mean/median/std/distinct_count of `columns`, and how to read the results back."""
     exprs: list[str] = []
     plan: list[tuple[str, list[str]]] = []

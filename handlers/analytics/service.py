@@ -139,9 +139,7 @@ class AnalyticsService:
         with self.runner.session() as con:
             self.views.drop_expired(con)
             source = self._source(con, params)
-            return compute_profile(
-                con, source, max_bytes=self.limits.profile_max_bytes, columns=params.get("columns")
-            )
+            return compute_profile(con, source, max_bytes=self.limits.profile_max_bytes, columns=params.get("columns"))
 
     def histogram(self, params: dict[str, Any]) -> dict[str, Any]:
         with self.runner.session() as con:
@@ -153,9 +151,7 @@ class AnalyticsService:
         ttl = int(params.get("ttl_seconds", 3600))
         with self.runner.session() as con:
             sql = check_select(con, params["query"], allowed_catalogs=self.allowed_catalogs)
-            result = self.views.create(
-                con, params["name"], sql, ttl_seconds=ttl, user_tables=set(self.user_tables)
-            )
+            result = self.views.create(con, params["name"], sql, ttl_seconds=ttl, user_tables=set(self.user_tables))
         log.info("analytics materialize rows=%d evicted=%d", result["rows"], len(result["evicted"]))
         return result
 

@@ -33,7 +33,9 @@ from kumitate.errors import ToolError
 MAX_SQL_CHARS = 20_000
 ALLOWED_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
 DENIED_SCALAR_FUNCTIONS = frozenset({"current_setting", "getenv", "which_secret", "setseed", "nextval", "currval"})
-ALLOWED_REF_TYPES = frozenset({"BASE_TABLE", "JOIN", "SUBQUERY", "TABLE_FUNCTION", "EXPRESSION_LIST", "EMPTY", "EMPTY_FROM"})
+ALLOWED_REF_TYPES = frozenset(
+    {"BASE_TABLE", "JOIN", "SUBQUERY", "TABLE_FUNCTION", "EXPRESSION_LIST", "EMPTY", "EMPTY_FROM"}
+)
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 
 

@@ -88,8 +88,12 @@ class AttendanceHandlers:
     def save_attendance_rule(self, input: SaveAttendanceRuleInput, ctx: CallContext) -> dict[str, Any]:
         request = _data(input)
         result = self.store.save(request["thread_id"], request["rule"])
-        log.info("save_attendance_rule thread=%s version=%d", result["thread_id"], result["version"],
-                 extra={"run_id": ctx.run_id, "trace_id": ctx.trace_id})
+        log.info(
+            "save_attendance_rule thread=%s version=%d",
+            result["thread_id"],
+            result["version"],
+            extra={"run_id": ctx.run_id, "trace_id": ctx.trace_id},
+        )
         return result
 
     def get_attendance_rule(self, input: GetAttendanceRuleInput, ctx: CallContext) -> dict[str, Any]:

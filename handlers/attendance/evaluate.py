@@ -35,7 +35,9 @@ def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
     attendees, answered, ignored = _count(request["selections"], set(scope), slot_index, slot_policy)
 
     group_sets = [frozenset(g["any_of_invitee_keys"]) for g in rule["rule"].get("groups", [])]
-    evaluations = [_slot(rule, slots[i]["slot_id"], starts[i], attendees[i], scope, group_sets) for i in range(len(slots))]
+    evaluations = [
+        _slot(rule, slots[i]["slot_id"], starts[i], attendees[i], scope, group_sets) for i in range(len(slots))
+    ]
     decision = _decide(policy, evaluations, starts, [k for k in scope if k not in answered])
     auto_at = None
     if decision["finalize"] and policy.get("auto_finalize"):
@@ -67,7 +69,9 @@ def _slot_starts(slots: list[dict[str, Any]], default_tz: Any) -> list[datetime]
 
 def _ordered(selections: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if selections and all("selected_at" in s for s in selections):
-        stamped = [(instant(s["selected_at"], None, f"selections[{i}].selected_at"), i) for i, s in enumerate(selections)]
+        stamped = [
+            (instant(s["selected_at"], None, f"selections[{i}].selected_at"), i) for i, s in enumerate(selections)
+        ]
         return [selections[i] for _, i in sorted(stamped)]
     return selections
 
@@ -118,7 +122,12 @@ def _count(
 
 
 def _slot(
-    rule: dict[str, Any], slot_id: str, start: datetime, who: set[str], scope: list[str], group_sets: list[frozenset[str]]
+    rule: dict[str, Any],
+    slot_id: str,
+    start: datetime,
+    who: set[str],
+    scope: list[str],
+    group_sets: list[frozenset[str]],
 ) -> dict[str, Any]:
     kind = rule["type"]
     params = rule["rule"]
@@ -141,7 +150,9 @@ def _slot(
         shortfall = len(scope) + 1
         for group, members in zip(params["groups"], group_sets, strict=True):
             count = len(members & who)
-            groups.append({"name": group["name"], "min": group["min"], "count": count, "satisfied": count >= group["min"]})
+            groups.append(
+                {"name": group["name"], "min": group["min"], "count": count, "satisfied": count >= group["min"]}
+            )
             shortfall = min(shortfall, max(0, group["min"] - count))
     return {
         "slot_id": slot_id,
@@ -161,7 +172,9 @@ _MESSAGES = {
 }
 
 
-def _decide(policy: dict[str, Any], evaluations: list[dict[str, Any]], starts: list[datetime], pending: list[str]) -> dict[str, Any]:
+def _decide(
+    policy: dict[str, Any], evaluations: list[dict[str, Any]], starts: list[datetime], pending: list[str]
+) -> dict[str, Any]:
     mode = policy["mode"]
     tie = policy["tie_breaker"]
     valid = [i for i, e in enumerate(evaluations) if e["satisfied"]]

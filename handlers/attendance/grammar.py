@@ -27,24 +27,43 @@ from handlers.attendance.names import Directory, Mention
 from handlers.attendance.numbers import fraction_of, half_of, majority_of
 from handlers.attendance.text import Folded, rx
 
-_REQUIRED_AFTER = rx(r"(?:の)?(?:参加|出席|同席)?(?:は|が|も)?(?:絶対に?|必ず)?(?:必須|マスト|不可欠|欠かせない|外せない|いないと|いなきゃ|いなければ|必要(?![\d]))"
-                     r"|(?:は|が|も)?(?:絶対に?|必ず)(?:参加|出席|来|い|同席|出)|(?:は|が|も)?絶対(?!に?(?:不要|いらない|来な|呼ばな))"
-                     r"|(?:を)?(?:含めて|含む|込みで|入れて)")
-_REQUIRED_BEFORE = rx(r"(?:必須(?:なの|メンバー|の人|参加者)?(?:は|が|:)|必ず(?:来てほしいのは|参加してほしいのは|必要なのは)?)")
-_EXCLUDE_AFTER = rx(r"(?:は|を|が)?(?:除いて|除く|除外|抜きで|抜き|以外|不要|なしで|無しで|来なくて|呼ばない|いらない|は不参加|不参加)")
-_OPTIONAL_AFTER = rx(r"(?:は|が|も)?(?:任意|来られたら|来れたら|できれば|可能なら|オプション|どちらでも|参加できれば|いてもいなくても)")
+_REQUIRED_AFTER = rx(
+    r"(?:の)?(?:参加|出席|同席)?(?:は|が|も)?(?:絶対に?|必ず)?(?:必須|マスト|不可欠|欠かせない|外せない|いないと|いなきゃ|いなければ|必要(?![\d]))"
+    r"|(?:は|が|も)?(?:絶対に?|必ず)(?:参加|出席|来|い|同席|出)|(?:は|が|も)?絶対(?!に?(?:不要|いらない|来な|呼ばな))"
+    r"|(?:を)?(?:含めて|含む|込みで|入れて)"
+)
+_REQUIRED_BEFORE = rx(
+    r"(?:必須(?:なの|メンバー|の人|参加者)?(?:は|が|:)|必ず(?:来てほしいのは|参加してほしいのは|必要なのは)?)"
+)
+_EXCLUDE_AFTER = rx(
+    r"(?:は|を|が)?(?:除いて|除く|除外|抜きで|抜き|以外|不要|なしで|無しで|来なくて|呼ばない|いらない|は不参加|不参加)"
+)
+_OPTIONAL_AFTER = rx(
+    r"(?:は|が|も)?(?:任意|来られたら|来れたら|できれば|可能なら|オプション|どちらでも|参加できれば|いてもいなくても)"
+)
 _JOINER = rx(r"(?:と|や|、|,|・|/|and|&|および|及び|及|それに)")
-_PARTICLES_BEFORE_REQ = rx(r"(?:の\d+[人名]|だけ|のみ|さえ|の2人|の両方|両名|2人とも|ふたりとも|の方|の人|は|が|も|の)$")
-_ALL_WORDS = frozenset(["全員", "みんな", "皆", "全メンバー", "メンバー全員", "参加者全員", "全員の", "皆さん", "みなさん", "みな"])
+_PARTICLES_BEFORE_REQ = rx(
+    r"(?:の\d+[人名]|だけ|のみ|さえ|の2人|の両方|両名|2人とも|ふたりとも|の方|の人|は|が|も|の)$"
+)
+_ALL_WORDS = frozenset(
+    ["全員", "みんな", "皆", "全メンバー", "メンバー全員", "参加者全員", "全員の", "皆さん", "みなさん", "みな"]
+)
 _ALL_WORDS_BY_LENGTH = sorted(_ALL_WORDS, key=len, reverse=True)
 
-_ADDITIONAL = rx(r"(?:あと|プラス|\+|他に|ほかに|他の人?(?:から|で|が|は)?|ほか|追加で|それ以外(?:から|で|に|の人?(?:から|で|が|は)?)?|残り(?:から|の人?(?:から|で|が|は)?)?|その他(?:から|で|の人?(?:から|で|が|は)?)?"
-                 r"|メンバー(?:は|から|が)?|加えて|以外(?:に|から|で)|さらに|もう)\s*(?:最低|少なくとも|最低でも)?(\d+)[人名]")
+_ADDITIONAL = rx(
+    r"(?:あと|プラス|\+|他に|ほかに|他の人?(?:から|で|が|は)?|ほか|追加で|それ以外(?:から|で|に|の人?(?:から|で|が|は)?)?|残り(?:から|の人?(?:から|で|が|は)?)?|その他(?:から|で|の人?(?:から|で|が|は)?)?"
+    r"|メンバー(?:は|から|が)?|加えて|以外(?:に|から|で)|さらに|もう)\s*(?:最低|少なくとも|最低でも)?(\d+)[人名]"
+)
 _TOTAL = rx(r"(?:含めて|込みで|を入れて|入れて|含む)(?:合計|全部で|計)?(\d+)[人名]|(?:合計|全部で|計)(\d+)[人名]")
 _ANY_COUNT = rx(r"(\d+)[人名](?!中|のうち|の中|の内)")
 _FRACTIONS: list[tuple[re.Pattern[str], str]] = [
     (rx(r"全員(?:から)?(?:-|マイナス|ー|引く|ひく)(\d+)"), "minus"),
-    (rx(r"(\d+)[人名](?:まで|くらい|ぐらい|程度|だけ)?(?:なら|は)?(?:欠けても|欠けて|休んでも|来られなくても|来れなくても|不参加でも|欠席でも|いなくても|抜けても|欠席しても|都合が悪くても|ダメでも|だめでも)"), "minus"),
+    (
+        rx(
+            r"(\d+)[人名](?:まで|くらい|ぐらい|程度|だけ)?(?:なら|は)?(?:欠けても|欠けて|休んでも|来られなくても|来れなくても|不参加でも|欠席でも|いなくても|抜けても|欠席しても|都合が悪くても|ダメでも|だめでも)"
+        ),
+        "minus",
+    ),
     (rx(r"過半数"), "majority"),
     (rx(r"半数|半分"), "half"),
     (rx(r"(\d+)分の(\d+)"), "fraction"),
@@ -57,16 +76,26 @@ _EXPLICIT: list[re.Pattern[str]] = [
     rx(r"(\d+)[人名](?:を|に)?(?:招待|誘|呼|声をかけ|声かけ|招集|集め)\D*?(\d+)[人名]"),
 ]
 _EXPLICIT_KN_ORDER = (False, True, False)  # whether the pattern gives k first (3/5) or n first (5人中3人)
-_THRESHOLD = rx(r"(?:最低|少なくとも|最低でも|最少)?(\d+)[人名](?!中|のうち|の中|の内|を招待|に招待|招待|を誘|誘|を呼|呼)")
-_ALL_STRONG = rx(r"全員(?:が|の|で|に|は|そろって|揃って)?(?:参加|出席|必須|揃|そろ|集ま|都合|来|ok|予定|出|一緒|空いて|そろい)"
-                 r"|(?:全員|みんな|皆)(?:が)?(?:必須|揃わないと|そろわないと|揃うまで|そろうまで|揃う日|そろう日|揃える|そろえる)"
-                 r"|全員.{0,12}?(?:集まれる|集まる|揃う|そろう|参加できる|出席できる|都合が(?:合|つ)|空いている)"
-                 r"|誰も欠け(?:ず|ない|ては|ちゃ)|1人も欠け|欠席者?(?:なし|ゼロ|0)|漏れなく|全員参加|全メンバー")
+_THRESHOLD = rx(
+    r"(?:最低|少なくとも|最低でも|最少)?(\d+)[人名](?!中|のうち|の中|の内|を招待|に招待|招待|を誘|誘|を呼|呼)"
+)
+_ALL_STRONG = rx(
+    r"全員(?:が|の|で|に|は|そろって|揃って)?(?:参加|出席|必須|揃|そろ|集ま|都合|来|ok|予定|出|一緒|空いて|そろい)"
+    r"|(?:全員|みんな|皆)(?:が)?(?:必須|揃わないと|そろわないと|揃うまで|そろうまで|揃う日|そろう日|揃える|そろえる)"
+    r"|全員.{0,12}?(?:集まれる|集まる|揃う|そろう|参加できる|出席できる|都合が(?:合|つ)|空いている)"
+    r"|誰も欠け(?:ず|ない|ては|ちゃ)|1人も欠け|欠席者?(?:なし|ゼロ|0)|漏れなく|全員参加|全メンバー"
+)
 _ALL_SOFT = rx(r"(?:なるべく|できれば|できるだけ|なるべくなら|可能なら|理想は|理想的には)(?:は)?(?:全員|みんな|皆)")
-_ALL_NEGATED = rx(r"(?:全員|みんな|皆)(?:じゃ|で|が)?(?:なく|揃わなく|そろわなく|集まらなく|無理|は無理|は難しい|でなくとも)")
-_ANY_WORDS = rx(r"誰か|だれか|誰でも|だれでも|1人でも|参加者が(?:いれば|いたら|1人でも)|来られる人が(?:いれば|いたら)|来れる人が(?:いれば|いたら)|いれば(?:実施|開催|ok)|都合が合う人が(?:いれば|いたら)|人数は問わない|人数問わず")
+_ALL_NEGATED = rx(
+    r"(?:全員|みんな|皆)(?:じゃ|で|が)?(?:なく|揃わなく|そろわなく|集まらなく|無理|は無理|は難しい|でなくとも)"
+)
+_ANY_WORDS = rx(
+    r"誰か|だれか|誰でも|だれでも|1人でも|参加者が(?:いれば|いたら|1人でも)|来られる人が(?:いれば|いたら)|来れる人が(?:いれば|いたら)|いれば(?:実施|開催|ok)|都合が合う人が(?:いれば|いたら)|人数は問わない|人数問わず"
+)
 _MINNA = rx(r"みんな|皆|みなさん|皆さん|メンバーで")
-_GROUP_COUNT = rx(r"(?:から|より|の中から|の中で|のうち|の内|の人?(?:から|で|が|は)?|で|は|が|メンバー(?:から|が|は)?)?(?:最低|少なくとも)?(\d+)[人名]")
+_GROUP_COUNT = rx(
+    r"(?:から|より|の中から|の中で|のうち|の内|の人?(?:から|で|が|は)?|で|は|が|メンバー(?:から|が|は)?)?(?:最低|少なくとも)?(\d+)[人名]"
+)
 _GROUP_OR = rx(r"(?:か|または|もしくは|あるいは|or|、|,|・|/)")
 _DISJUNCTION = rx(r"または|もしくは|あるいは|\bor\b|どちらか|どっちか|いずれか|か、|人か|名か")
 _CONJUNCTION = rx(r"かつ|両方|それぞれ|ずつ|および|及び|と(?:、)?(?:さらに)?$|に加えて")
@@ -225,7 +254,9 @@ class Grammar:
             names = "、".join(self.d.names[k] for k in item.keys)
             self.questions.append(f"「{item.name}」に当てはまる招待者が複数います（{names}）。どなたですか？")
         else:
-            self.questions.append(f"「{item.name}」さんが招待者に見つかりません。招待者に追加するか、別の呼び方を教えてください。")
+            self.questions.append(
+                f"「{item.name}」さんが招待者に見つかりません。招待者に追加するか、別の呼び方を教えてください。"
+            )
 
     # -- the matchers ------------------------------------------------------------------
     def parse(self, scope_size: int) -> Reading:
@@ -278,8 +309,13 @@ class Grammar:
                 f"必須の{len(required)}人のほかに{extra}人とありますが、ほかの招待者は{pool}人です。人数を確認してください。"
             )
             return Reading("ANY", {}, 0.5, "required.impossible")
-        return Reading("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": required, "min_additional": extra},
-                       confidence, pattern, required=required)
+        return Reading(
+            "REQUIRED_PLUS_QUORUM",
+            {"required_invitee_keys": required, "min_additional": extra},
+            confidence,
+            pattern,
+            required=required,
+        )
 
     def _group_any(self, n: int) -> Reading | None:
         found: list[tuple[str, int, list[str]]] = []
@@ -301,13 +337,19 @@ class Grammar:
                 pending.append((group.label, group.keys))
         if not found:
             return None
-        if len(found) > 1 and not _DISJUNCTION.search(self.s) and any(_CONJUNCTION.search(g) or g.endswith("と") for g in gaps[1:]):
+        if (
+            len(found) > 1
+            and not _DISJUNCTION.search(self.s)
+            and any(_CONJUNCTION.search(g) or g.endswith("と") for g in gaps[1:])
+        ):
             parts = "」と「".join(f"{label}から{k}人" for label, k, _ in found)
             self.questions.append(f"「{parts}」の両方が必要ですか？ それともどれか1つで成立ですか？")
             return Reading("ANY", {}, 0.5, "group.conjunction")
         for label, k, keys in found:
             if k > len(keys):
-                self.questions.append(f"「{label}」から{k}人とありますが、{label}の招待者は{len(keys)}人です。人数を確認してください。")
+                self.questions.append(
+                    f"「{label}」から{k}人とありますが、{label}の招待者は{len(keys)}人です。人数を確認してください。"
+                )
                 return Reading("ANY", {}, 0.5, "group.impossible")
         groups = [{"name": label, "min": k, "any_of_invitee_keys": keys} for label, k, keys in found]
         return Reading("GROUP_ANY", {"groups": groups}, 0.85, "group.any")
@@ -342,7 +384,9 @@ class Grammar:
             stated_n, k = (b, a) if k_first else (a, b)
             reading = self._count(k, n, 0.95, "k_of_n.explicit_n")
             if stated_n != n and reading.confidence >= 0.7:
-                self.questions.append(f"{stated_n}人とありますが、対象の招待者は{n}人です。{n}人中{k}人として扱ってよいですか？")
+                self.questions.append(
+                    f"{stated_n}人とありますが、対象の招待者は{n}人です。{n}人中{k}人として扱ってよいですか？"
+                )
                 reading.confidence = 0.65
             return reading
         return None
@@ -389,7 +433,41 @@ class Grammar:
         return Reading("K_OF_N", {"k": k, "n": n}, confidence, pattern)
 
 
-_NOT_A_NAME = frozenset(["参加", "出席", "同席", "会議", "打ち合わせ", "開催", "めんばー", "参加者", "出席者", "人数", "当日", "今回", "次回", "全体"])
-_NOT_IN_NAME = ("以上", "以外", "人", "名", "者", "欠席", "参加", "出席", "時間", "日", "必須", "絶対", "確定", "候補", "会議", "開催")
+_NOT_A_NAME = frozenset(
+    [
+        "参加",
+        "出席",
+        "同席",
+        "会議",
+        "打ち合わせ",
+        "開催",
+        "めんばー",
+        "参加者",
+        "出席者",
+        "人数",
+        "当日",
+        "今回",
+        "次回",
+        "全体",
+    ]
+)
+_NOT_IN_NAME = (
+    "以上",
+    "以外",
+    "人",
+    "名",
+    "者",
+    "欠席",
+    "参加",
+    "出席",
+    "時間",
+    "日",
+    "必須",
+    "絶対",
+    "確定",
+    "候補",
+    "会議",
+    "開催",
+)
 _KANA_LIKE = re.compile(r"[\u30a0-\u30ff]")
 _KANJI_LATIN = re.compile(r"[\u4e00-\u9fff\u3005a-z]")

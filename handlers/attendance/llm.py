@@ -26,7 +26,11 @@ def llm_config(env: Mapping[str, str]) -> dict[str, str] | None:
     base = env.get("ATTENDANCE_LLM_BASE_URL", "").strip()
     if not base:
         return None
-    return {"base_url": base.rstrip("/"), "model": env.get("ATTENDANCE_LLM_MODEL", ""), "api_key": env.get("ATTENDANCE_LLM_API_KEY", "")}
+    return {
+        "base_url": base.rstrip("/"),
+        "model": env.get("ATTENDANCE_LLM_MODEL", ""),
+        "api_key": env.get("ATTENDANCE_LLM_API_KEY", ""),
+    }
 
 
 def validate_llm_output(candidate: Any, thread_keys: set[str]) -> list[str]:
@@ -44,7 +48,9 @@ def validate_llm_output(candidate: Any, thread_keys: set[str]) -> list[str]:
     return problems
 
 
-def llm_fallback(request: dict[str, Any], result: dict[str, Any], thread_keys: set[str], env: Mapping[str, str]) -> dict[str, Any]:
+def llm_fallback(
+    request: dict[str, Any], result: dict[str, Any], thread_keys: set[str], env: Mapping[str, str]
+) -> dict[str, Any]:
     """Ask the configured model when the grammar was unsure; keep `result` on any doubt."""
     config = llm_config(env)
     if config is None or result["confidence"] >= THRESHOLD:
@@ -55,7 +61,9 @@ def llm_fallback(request: dict[str, Any], result: dict[str, Any], thread_keys: s
         "Convert the organiser's Japanese scheduling intent into the JSON object described by the schema "
         "ParseAttendanceIntentOutput (types ALL, ANY, K_OF_N, REQUIRED_PLUS_QUORUM, GROUP_ANY). Use only these "
         "invitee keys. Answer with JSON only.\n"
-        + json.dumps({"text": request["text"], "invitees": request["invitees"], "rule_based_result": result}, ensure_ascii=False)
+        + json.dumps(
+            {"text": request["text"], "invitees": request["invitees"], "rule_based_result": result}, ensure_ascii=False
+        )
     )
     headers = {"Authorization": f"Bearer {config['api_key']}"} if config["api_key"] else {}
     try:

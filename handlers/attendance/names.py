@@ -21,7 +21,28 @@ HONORIFIC_RE = re.compile("(?:" + "|".join(HONORIFICS) + ")")
 # Words that take an honorific but are not a person of the thread (皆さん, たくさん, お客様).
 NOT_NAMES = frozenset(
     fold_plain(w)
-    for w in ("皆", "みな", "みんな", "たく", "お客", "客", "全員", "各位", "お父", "お母", "お兄", "お姉", "奥", "お子", "ご担当", "担当", "同", "模", "仕", "皆々")
+    for w in (
+        "皆",
+        "みな",
+        "みんな",
+        "たく",
+        "お客",
+        "客",
+        "全員",
+        "各位",
+        "お父",
+        "お母",
+        "お兄",
+        "お姉",
+        "奥",
+        "お子",
+        "ご担当",
+        "担当",
+        "同",
+        "模",
+        "仕",
+        "皆々",
+    )
 )
 _GROUP_WORDS = re.compile(r"(ちーむ|team|班|ぐるーぷ|group)")
 _SCRIPT_RUN = re.compile(r"[\u4e00-\u9fff\u3005\u30a0-\u30ffa-z0-9ー]+$")
@@ -82,8 +103,15 @@ class Directory:
         self._name_re = re.compile("|".join(re.escape(f) for f in forms)) if forms else None
         variants: dict[str, str] = {}
         for core, group in self.groups.items():
-            for form in (fold_plain(group.label), core + "ちーむ", "ちーむ" + core, "team" + core, core + "班",
-                         core + "ぐるーぷ", "ぐるーぷ" + core):
+            for form in (
+                fold_plain(group.label),
+                core + "ちーむ",
+                "ちーむ" + core,
+                "team" + core,
+                core + "班",
+                core + "ぐるーぷ",
+                "ぐるーぷ" + core,
+            ):
                 variants.setdefault(form, core)
             if len(core) >= 2:
                 variants.setdefault(core, core)

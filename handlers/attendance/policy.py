@@ -10,11 +10,26 @@ from __future__ import annotations
 from typing import Any
 
 DEFAULTS: dict[str, dict[str, Any]] = {
-    "ANY": {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot", "auto_finalize": True, "auto_finalize_delay_seconds": 3600},
+    "ANY": {
+        "mode": "EARLIEST_VALID",
+        "tie_breaker": "earliest_slot",
+        "auto_finalize": True,
+        "auto_finalize_delay_seconds": 3600,
+    },
     "ALL": {"mode": "BEST_SCORE", "tie_breaker": "earliest_slot", "auto_finalize": False},
-    "K_OF_N": {"mode": "EARLIEST_VALID", "tie_breaker": "highest_score", "auto_finalize": True, "auto_finalize_delay_seconds": 7200},
+    "K_OF_N": {
+        "mode": "EARLIEST_VALID",
+        "tie_breaker": "highest_score",
+        "auto_finalize": True,
+        "auto_finalize_delay_seconds": 7200,
+    },
     "REQUIRED_PLUS_QUORUM": {"mode": "BEST_SCORE", "tie_breaker": "highest_score", "auto_finalize": False},
-    "GROUP_ANY": {"mode": "EARLIEST_VALID", "tie_breaker": "highest_score", "auto_finalize": True, "auto_finalize_delay_seconds": 3600},
+    "GROUP_ANY": {
+        "mode": "EARLIEST_VALID",
+        "tie_breaker": "highest_score",
+        "auto_finalize": True,
+        "auto_finalize_delay_seconds": 3600,
+    },
 }
 
 

@@ -51,7 +51,9 @@ class RuleStore:
         db = self._connect()
         try:
             db.execute("BEGIN IMMEDIATE")
-            row = db.execute("SELECT COALESCE(MAX(version), 0) FROM thread_attendance_rules WHERE thread_id = ?", (thread_id,)).fetchone()
+            row = db.execute(
+                "SELECT COALESCE(MAX(version), 0) FROM thread_attendance_rules WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
             version = row[0] + 1
             db.execute(
                 "INSERT INTO thread_attendance_rules (thread_id, version, rule_json, saved_at) VALUES (?, ?, ?, ?)",
@@ -85,7 +87,12 @@ class RuleStore:
         if not rows:
             raise ToolError(f"no attendance rule is stored for thread {thread_id!r}", code="NOT_FOUND")
         version, text, when = rows[-1]
-        out: dict[str, Any] = {"thread_id": thread_id, "version": version, "saved_at": when, "attendance_rule": json.loads(text)}
+        out: dict[str, Any] = {
+            "thread_id": thread_id,
+            "version": version,
+            "saved_at": when,
+            "attendance_rule": json.loads(text),
+        }
         if include_history:
             out["history"] = [{"version": v, "saved_at": s, "attendance_rule": json.loads(t)} for v, t, s in rows]
         return out

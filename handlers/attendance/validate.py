@@ -115,16 +115,24 @@ def _k_of_n(params: dict[str, Any], size: int) -> list[str]:
 
 
 def _required(params: dict[str, Any], scope: set[str]) -> list[str]:
-    out = [f"rule.{f} is required for type REQUIRED_PLUS_QUORUM" for f in ("required_invitee_keys", "min_additional") if f not in params]
+    out = [
+        f"rule.{f} is required for type REQUIRED_PLUS_QUORUM"
+        for f in ("required_invitee_keys", "min_additional")
+        if f not in params
+    ]
     required = params.get("required_invitee_keys", [])
     if "required_invitee_keys" in params and not required:
         out.append("rule.required_invitee_keys must name at least one invitee for REQUIRED_PLUS_QUORUM")
     out.extend(_duplicates("rule.required_invitee_keys", required))
-    out.extend(f"rule.required_invitee_keys has {k}, which is not in the effective scope" for k in required if k not in scope)
+    out.extend(
+        f"rule.required_invitee_keys has {k}, which is not in the effective scope" for k in required if k not in scope
+    )
     if "min_additional" in params:
         pool = len(scope - set(required))
         if params["min_additional"] > pool:
-            out.append(f"rule.min_additional ({params['min_additional']}) is larger than the {pool} non-required invitees in scope")
+            out.append(
+                f"rule.min_additional ({params['min_additional']}) is larger than the {pool} non-required invitees in scope"
+            )
     return out
 
 

@@ -98,6 +98,7 @@ def create(settings: Settings, env: dict[str, str] | None = None) -> HouseholdHa
     """Open (or create) var/household/household.db and import every export found; fast on later starts."""
     env = dict(os.environ) if env is None else env
     ttl = float(env.get("HOUSEHOLD_CHART_TTL_SECONDS", "3600"))
-    core = HouseholdCore(settings.service_dir(SERVICE), data_dirs(settings, env), settings.public_base_url,
-                         chart_ttl_seconds=ttl)
+    core = HouseholdCore(
+        settings.service_dir(SERVICE), data_dirs(settings, env), settings.public_base_url, chart_ttl_seconds=ttl
+    )
     return HouseholdHandlers(core)

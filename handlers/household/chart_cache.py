@@ -16,8 +16,9 @@ ID_RE = re.compile(r"^[0-9a-f]{32}$")
 
 
 class ChartCache:
-    def __init__(self, directory: Path, ttl_seconds: float = 3600.0, max_items: int = 200,
-                 clock: object = time.time) -> None:
+    def __init__(
+        self, directory: Path, ttl_seconds: float = 3600.0, max_items: int = 200, clock: object = time.time
+    ) -> None:
         self.directory = directory
         self.ttl = ttl_seconds
         self.max_items = max_items

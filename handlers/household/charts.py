@@ -73,8 +73,15 @@ def category_chart(title: str, labels: list[str], values: list[int], kind: str, 
         ax = fig.add_subplot(1, 1, 1)
         colors = [COLORS[i % len(COLORS)] for i in range(len(labels))]
         if kind == "pie":
-            ax.pie(values, labels=labels, colors=colors, autopct="%1.1f%%", startangle=90, counterclock=False,
-                   wedgeprops={"linewidth": 1, "edgecolor": "white"})
+            ax.pie(
+                values,
+                labels=labels,
+                colors=colors,
+                autopct="%1.1f%%",
+                startangle=90,
+                counterclock=False,
+                wedgeprops={"linewidth": 1, "edgecolor": "white"},
+            )
             ax.axis("equal")
         else:
             positions = list(range(len(labels)))
@@ -91,8 +98,15 @@ def category_chart(title: str, labels: list[str], values: list[int], kind: str, 
         return _png(fig)
 
 
-def trend_chart(title: str, month_labels: list[str], series: dict[str, list[int | None]], kind: str,
-                width: int, height: int, averages: dict[str, list[int | None]] | None = None) -> bytes:
+def trend_chart(
+    title: str,
+    month_labels: list[str],
+    series: dict[str, list[int | None]],
+    kind: str,
+    width: int,
+    height: int,
+    averages: dict[str, list[int | None]] | None = None,
+) -> bytes:
     """Monthly spending per category over time: line, area or grouped bar; dashed 12-month averages on line."""
     with matplotlib.rc_context(_rc()):
         fig = _figure(width, height)
@@ -104,8 +118,13 @@ def trend_chart(title: str, month_labels: list[str], series: dict[str, list[int 
             ys = [float("nan") if v is None else v for v in values]
             if kind == "bar":
                 w = 0.8 / n
-                ax.bar([p - 0.4 + w * (i + 0.5) for p in x], [0 if v is None else v for v in values], width=w,
-                       color=color, label=name)
+                ax.bar(
+                    [p - 0.4 + w * (i + 0.5) for p in x],
+                    [0 if v is None else v for v in values],
+                    width=w,
+                    color=color,
+                    label=name,
+                )
             elif kind == "area":
                 ax.fill_between(x, [0 if v is None else v for v in values], alpha=0.35, color=color)
                 ax.plot(x, ys, color=color, label=name, linewidth=1.8)

@@ -92,10 +92,14 @@ def refresh_aggregates(con: sqlite3.Connection, month: str | None = None) -> Non
         where, params = " AND date >= ? AND date < ?", [f"{month}-01", nxt]
         con.execute("DELETE FROM monthly_spending WHERE month = ?", (month,))
         con.execute("DELETE FROM active_months WHERE month = ?", (month,))
-    con.execute("INSERT INTO monthly_spending SELECT substr(date, 1, 7), category_major, category_minor, "
-                f"-SUM(amount) FROM transactions WHERE {EXPENSE}{where} GROUP BY 1, 2, 3", params)
-    con.execute(f"INSERT INTO active_months SELECT DISTINCT substr(date, 1, 7) FROM transactions WHERE {ACTIVE}{where}",
-                params)
+    con.execute(
+        "INSERT INTO monthly_spending SELECT substr(date, 1, 7), category_major, category_minor, "
+        f"-SUM(amount) FROM transactions WHERE {EXPENSE}{where} GROUP BY 1, 2, 3",
+        params,
+    )
+    con.execute(
+        f"INSERT INTO active_months SELECT DISTINCT substr(date, 1, 7) FROM transactions WHERE {ACTIVE}{where}", params
+    )
 
 
 class Database:
@@ -107,8 +111,10 @@ class Database:
         with self.connect() as con:
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(SCHEMA)
-            if con.execute("SELECT 1 FROM transactions LIMIT 1").fetchone() and not con.execute(
-                    "SELECT 1 FROM active_months LIMIT 1").fetchone():
+            if (
+                con.execute("SELECT 1 FROM transactions LIMIT 1").fetchone()
+                and not con.execute("SELECT 1 FROM active_months LIMIT 1").fetchone()
+            ):
                 refresh_aggregates(con)  # a database from before the aggregates existed
 
     @contextmanager

@@ -120,7 +120,7 @@ def find_candidates_pairwise(items: list[Item], opts: Options) -> list[Candidate
     """The O(n²) reference the benchmark and tests compare against."""
     found = []
     for i, t1 in enumerate(items):
-        for t2 in items[i + 1:]:
+        for t2 in items[i + 1 :]:
             if is_potential_duplicate(t1, t2, opts):
                 score = similarity(t1, t2, opts)
                 if score >= opts.min_similarity_score:

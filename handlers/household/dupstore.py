@@ -40,8 +40,9 @@ def load_items(con: sqlite3.Connection, ids: list[int] | None) -> list[Item]:
     sql = "SELECT id, date, amount FROM transactions WHERE is_duplicate = 0"
     rows = con.execute(sql).fetchall()
     wanted = set(ids) if ids else None
-    return [Item(r[0], date.fromisoformat(r[1]).toordinal(), int(r[2])) for r in rows
-            if wanted is None or r[0] in wanted]
+    return [
+        Item(r[0], date.fromisoformat(r[1]).toordinal(), int(r[2])) for r in rows if wanted is None or r[0] in wanted
+    ]
 
 
 def detect(db: Database, opts: Options, ids: list[int] | None) -> dict[str, Any]:
@@ -49,12 +50,28 @@ def detect(db: Database, opts: Options, ids: list[int] | None) -> dict[str, Any]
         items = load_items(con, ids)
         found = find_candidates(items, opts)
         existing = con.execute("SELECT COUNT(*) FROM duplicate_checks").fetchone()[0]
-        con.executemany(UPSERT, [(c.id_1, c.id_2, opts.date_tolerance_days, opts.amount_tolerance_abs,
-                                  opts.amount_tolerance_pct, c.score) for c in found])
+        con.executemany(
+            UPSERT,
+            [
+                (
+                    c.id_1,
+                    c.id_2,
+                    opts.date_tolerance_days,
+                    opts.amount_tolerance_abs,
+                    opts.amount_tolerance_pct,
+                    c.score,
+                )
+                for c in found
+            ],
+        )
         new = con.execute("SELECT COUNT(*) FROM duplicate_checks").fetchone()[0] - existing
     message = f"{len(found)}件の重複候補が見つかりました" if found else "重複候補は見つかりませんでした"
-    return {"candidates_count": len(found), "new_candidates": new, "checked_transactions": len(items),
-            "message": message}
+    return {
+        "candidates_count": len(found),
+        "new_candidates": new,
+        "checked_transactions": len(items),
+        "message": message,
+    }
 
 
 def _check_dict(con: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
@@ -76,8 +93,10 @@ def _check_dict(con: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
 def list_candidates(db: Database, limit: int, skip_checked: bool) -> dict[str, Any]:
     sql = "SELECT c.* FROM duplicate_checks c"
     if skip_checked:
-        sql += (" JOIN transactions a ON a.id = c.transaction_id_1 JOIN transactions b ON b.id = c.transaction_id_2"
-                " WHERE c.user_decision IS NULL AND a.is_duplicate = 0 AND b.is_duplicate = 0")
+        sql += (
+            " JOIN transactions a ON a.id = c.transaction_id_1 JOIN transactions b ON b.id = c.transaction_id_2"
+            " WHERE c.user_decision IS NULL AND a.is_duplicate = 0 AND b.is_duplicate = 0"
+        )
     with db.connect() as con:
         total = con.execute(sql.replace("SELECT c.*", "SELECT COUNT(*)", 1)).fetchone()[0]
         rows = con.execute(sql + " ORDER BY c.similarity_score DESC, c.id LIMIT ?", (limit,)).fetchall()
@@ -113,48 +132,73 @@ def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
             raise problems.not_found("duplicate_not_found", check_id)
         keep, mark = row["transaction_id_1"], row["transaction_id_2"]
         marked = con.execute("SELECT is_duplicate, duplicate_of FROM transactions WHERE id = ?", (mark,)).fetchone()
-        con.execute("UPDATE duplicate_checks SET user_decision = ?, decided_at = CURRENT_TIMESTAMP WHERE id = ?",
-                    (decision, check_id))
+        con.execute(
+            "UPDATE duplicate_checks SET user_decision = ?, decided_at = CURRENT_TIMESTAMP WHERE id = ?",
+            (decision, check_id),
+        )
         if decision == "duplicate":
             if marked["is_duplicate"]:
                 raise problems.conflict("already_marked", mark)
-            con.execute("UPDATE transactions SET is_duplicate = 1, duplicate_of = ?, duplicate_checked = 1, "
-                        "duplicate_checked_at = CURRENT_TIMESTAMP, updated_at = CURRENT_TIMESTAMP WHERE id = ?",
-                        (keep, mark))
+            con.execute(
+                "UPDATE transactions SET is_duplicate = 1, duplicate_of = ?, duplicate_checked = 1, "
+                "duplicate_checked_at = CURRENT_TIMESTAMP, updated_at = CURRENT_TIMESTAMP WHERE id = ?",
+                (keep, mark),
+            )
             _refresh_month_of(con, mark)
-            return {"success": True, "check_id": check_id, "decision": decision, "marked_transaction_id": mark,
-                    "message": f"重複として記録しました。取引ID {mark} にフラグが設定されました。"}
+            return {
+                "success": True,
+                "check_id": check_id,
+                "decision": decision,
+                "marked_transaction_id": mark,
+                "message": f"重複として記録しました。取引ID {mark} にフラグが設定されました。",
+            }
         unmarked = None
         if row["user_decision"] == "duplicate" and marked["is_duplicate"] and marked["duplicate_of"] == keep:
-            con.execute("UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, duplicate_checked = 1, "
-                        "duplicate_checked_at = CURRENT_TIMESTAMP, updated_at = CURRENT_TIMESTAMP WHERE id = ?",
-                        (mark,))
+            con.execute(
+                "UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, duplicate_checked = 1, "
+                "duplicate_checked_at = CURRENT_TIMESTAMP, updated_at = CURRENT_TIMESTAMP WHERE id = ?",
+                (mark,),
+            )
             unmarked = mark
             _refresh_month_of(con, mark)
-        con.execute("UPDATE transactions SET duplicate_checked = 1, duplicate_checked_at = CURRENT_TIMESTAMP "
-                    "WHERE id IN (?, ?) AND is_duplicate = 0", (keep, mark))
+        con.execute(
+            "UPDATE transactions SET duplicate_checked = 1, duplicate_checked_at = CURRENT_TIMESTAMP "
+            "WHERE id IN (?, ?) AND is_duplicate = 0",
+            (keep, mark),
+        )
         label = "重複ではない" if decision == "not_duplicate" else "保留"
         message = f"「{label}」として記録しました。"
         if unmarked is not None:
             message += f"取引ID {unmarked} の重複フラグを解除しました。"
-        return {"success": True, "check_id": check_id, "decision": decision, "marked_transaction_id": None,
-                "message": message}
+        return {
+            "success": True,
+            "check_id": check_id,
+            "decision": decision,
+            "marked_transaction_id": None,
+            "message": message,
+        }
 
 
 def restore(db: Database, transaction_id: int) -> dict[str, Any]:
     """Un-mark a transaction; the checks that marked it become 'not_duplicate' (the user said it was wrong)."""
     with db.transaction() as con:
-        row = con.execute("SELECT is_duplicate, duplicate_of FROM transactions WHERE id = ?",
-                          (transaction_id,)).fetchone()
+        row = con.execute(
+            "SELECT is_duplicate, duplicate_of FROM transactions WHERE id = ?", (transaction_id,)
+        ).fetchone()
         if row is None:
             raise problems.not_found("transaction_not_found", transaction_id)
         if not row["is_duplicate"]:
             raise problems.conflict("not_marked", transaction_id)
-        con.execute("UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, updated_at = CURRENT_TIMESTAMP "
-                    "WHERE id = ?", (transaction_id,))
-        con.execute("UPDATE duplicate_checks SET user_decision = 'not_duplicate', decided_at = CURRENT_TIMESTAMP "
-                    "WHERE transaction_id_2 = ? AND transaction_id_1 = ? AND user_decision = 'duplicate'",
-                    (transaction_id, row["duplicate_of"]))
+        con.execute(
+            "UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, updated_at = CURRENT_TIMESTAMP "
+            "WHERE id = ?",
+            (transaction_id,),
+        )
+        con.execute(
+            "UPDATE duplicate_checks SET user_decision = 'not_duplicate', decided_at = CURRENT_TIMESTAMP "
+            "WHERE transaction_id_2 = ? AND transaction_id_1 = ? AND user_decision = 'duplicate'",
+            (transaction_id, row["duplicate_of"]),
+        )
         _refresh_month_of(con, transaction_id)
     return {"success": True, "transaction_id": transaction_id, "message": f"取引ID {transaction_id} を復元しました。"}
 
@@ -162,8 +206,11 @@ def restore(db: Database, transaction_id: int) -> dict[str, Any]:
 def stats(db: Database) -> dict[str, Any]:
     with db.connect() as con:
         total, marked = con.execute("SELECT COUNT(*), COALESCE(SUM(is_duplicate), 0) FROM transactions").fetchone()
-        counts = dict(con.execute("SELECT COALESCE(user_decision, 'pending'), COUNT(*) FROM duplicate_checks "
-                                  "GROUP BY 1").fetchall())
+        counts = dict(
+            con.execute(
+                "SELECT COALESCE(user_decision, 'pending'), COUNT(*) FROM duplicate_checks GROUP BY 1"
+            ).fetchall()
+        )
     rate = round(marked * 100 / total, 2) if total else 0.0
     return {
         "total_transactions": total,

@@ -77,11 +77,26 @@ def import_files(db: Database, paths: list[Path]) -> ImportReport:
             if not rows:
                 continue
             before = con.total_changes
-            con.executemany(INSERT, [
-                (path.name, r.row_number, r.date, r.amount, r.description, r.category_major, r.category_minor,
-                 r.account, r.memo, r.is_target, r.is_transfer, r.external_id)
-                for r in rows
-            ])
+            con.executemany(
+                INSERT,
+                [
+                    (
+                        path.name,
+                        r.row_number,
+                        r.date,
+                        r.amount,
+                        r.description,
+                        r.category_major,
+                        r.category_minor,
+                        r.account,
+                        r.memo,
+                        r.is_target,
+                        r.is_transfer,
+                        r.external_id,
+                    )
+                    for r in rows
+                ],
+            )
             inserted = con.total_changes - before
             report.imported += inserted
             report.skipped += len(rows) - inserted
@@ -89,6 +104,12 @@ def import_files(db: Database, paths: list[Path]) -> ImportReport:
             refresh_aggregates(con)
             con.execute("PRAGMA analysis_limit=1000")
             con.execute("ANALYZE")  # keeps the planner off the low-selectivity idx_is_duplicate
-    log.info("household import: files=%d imported=%d skipped=%d errors=%d in %.0f ms", report.files_processed,
-             report.imported, report.skipped, len(report.errors), (time.perf_counter() - started) * 1000)
+    log.info(
+        "household import: files=%d imported=%d skipped=%d errors=%d in %.0f ms",
+        report.files_processed,
+        report.imported,
+        report.skipped,
+        len(report.errors),
+        (time.perf_counter() - started) * 1000,
+    )
     return report

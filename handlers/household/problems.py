@@ -26,8 +26,11 @@ def unknown_category(name: str, known: list[str]) -> ToolError:
     """VALIDATION_ERROR naming the nearest known categories (difflib), so the caller can retry."""
     near = difflib.get_close_matches(name, known, n=3, cutoff=0.0)
     hint = f"（候補: {', '.join(near)}）" if near else ""
-    return ToolError(f"{MESSAGES['category_not_found']}: {name}{hint}", code="VALIDATION_ERROR",
-                     details={"category": name, "suggestions": near})
+    return ToolError(
+        f"{MESSAGES['category_not_found']}: {name}{hint}",
+        code="VALIDATION_ERROR",
+        details={"category": name, "suggestions": near},
+    )
 
 
 def invalid(message: str) -> ToolError:

@@ -42,8 +42,9 @@ def expense_categories(con: sqlite3.Connection) -> tuple[list[str], list[str]]:
     return majors, minors
 
 
-def monthly_spending(con: sqlite3.Connection, start: int, end: int, *, level: str = "major",
-                     category: str | None = None) -> dict[str, dict[int, int]]:
+def monthly_spending(
+    con: sqlite3.Connection, start: int, end: int, *, level: str = "major", category: str | None = None
+) -> dict[str, dict[int, int]]:
     """{category → {month → yen spent}} for months in [start, end] (positive yen), from the aggregate."""
     column = "category_major" if level == "major" else "category_minor"
     sql = f"SELECT {column}, month, SUM(amount) FROM monthly_spending WHERE month >= ? AND month <= ?"
@@ -68,24 +69,47 @@ def month_expenses(con: sqlite3.Connection, month: int) -> list[dict[str, Any]]:
         f"WHERE {EXPENSE} AND date >= ? AND date < ? ORDER BY date, id",
         (months.first_day(month), months.first_day(month + 1)),
     ).fetchall()
-    return [{"id": r["id"], "date": r["date"], "description": r["description"] or "", "amount": int(r["amount"]),
-             "category_major": r["category_major"], "category_minor": r["category_minor"],
-             "account": r["account"] or "", "memo": r["memo"] or ""} for r in rows]
+    return [
+        {
+            "id": r["id"],
+            "date": r["date"],
+            "description": r["description"] or "",
+            "amount": int(r["amount"]),
+            "category_major": r["category_major"],
+            "category_minor": r["category_minor"],
+            "account": r["account"] or "",
+            "memo": r["memo"] or "",
+        }
+        for r in rows
+    ]
 
 
 def month_income(con: sqlite3.Connection, month: int) -> int:
-    row = con.execute(f"SELECT COALESCE(SUM(amount), 0) FROM transactions WHERE {INCOME} AND date >= ? AND date < ?",
-                      (months.first_day(month), months.first_day(month + 1))).fetchone()
+    row = con.execute(
+        f"SELECT COALESCE(SUM(amount), 0) FROM transactions WHERE {INCOME} AND date >= ? AND date < ?",
+        (months.first_day(month), months.first_day(month + 1)),
+    ).fetchone()
     return int(row[0])
 
 
 def transaction(con: sqlite3.Connection, tid: int) -> dict[str, Any] | None:
     row = con.execute(
         "SELECT id, date, amount, description, category_major, category_minor, account, source_file, row_number, "
-        "is_duplicate, duplicate_of FROM transactions WHERE id = ?", (tid,)).fetchone()
+        "is_duplicate, duplicate_of FROM transactions WHERE id = ?",
+        (tid,),
+    ).fetchone()
     if row is None:
         return None
-    return {"id": row["id"], "date": row["date"], "amount": int(row["amount"]), "description": row["description"] or "",
-            "category_major": row["category_major"], "category_minor": row["category_minor"],
-            "account": row["account"] or "", "source_file": row["source_file"], "row_number": row["row_number"],
-            "is_duplicate": bool(row["is_duplicate"]), "duplicate_of": row["duplicate_of"]}
+    return {
+        "id": row["id"],
+        "date": row["date"],
+        "amount": int(row["amount"]),
+        "description": row["description"] or "",
+        "category_major": row["category_major"],
+        "category_minor": row["category_minor"],
+        "account": row["account"] or "",
+        "source_file": row["source_file"],
+        "row_number": row["row_number"],
+        "is_duplicate": bool(row["is_duplicate"]),
+        "duplicate_of": row["duplicate_of"],
+    }

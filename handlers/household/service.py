@@ -49,8 +49,9 @@ def parse_image_size(text: str) -> tuple[int, int]:
 
 
 class HouseholdCore:
-    def __init__(self, state_dir: Path, data_dirs: list[Path], public_base_url: str,
-                 chart_ttl_seconds: float = 3600.0) -> None:
+    def __init__(
+        self, state_dir: Path, data_dirs: list[Path], public_base_url: str, chart_ttl_seconds: float = 3600.0
+    ) -> None:
         self.state_dir = state_dir
         self.data_dirs = data_dirs
         self.public_base_url = public_base_url.rstrip("/")
@@ -64,8 +65,10 @@ class HouseholdCore:
         with self.db.connect() as con:
             total = con.execute("SELECT COUNT(*) FROM transactions").fetchone()[0]
         out = report.as_dict(total)
-        out["message"] = (f"{report.files_processed}ファイルを処理しました: {report.imported}件取り込み、"
-                          f"{report.skipped}件は取り込み済み、エラー{len(report.errors)}件")
+        out["message"] = (
+            f"{report.files_processed}ファイルを処理しました: {report.imported}件取り込み、"
+            f"{report.skipped}件は取り込み済み、エラー{len(report.errors)}件"
+        )
         return out
 
     # ------------------------------------------------------------- resources
@@ -76,11 +79,15 @@ class HouseholdCore:
     def available_months(self) -> dict[str, Any]:
         with self.db.connect() as con:
             found = queries.data_months(con)
-        items = [{"year": months.year_month(m)[0], "month": months.year_month(m)[1], "label": months.label(m)}
-                 for m in found]
-        return {"months": items, "count": len(items),
-                "earliest": months.label(found[0]) if found else None,
-                "latest": months.label(found[-1]) if found else None}
+        items = [
+            {"year": months.year_month(m)[0], "month": months.year_month(m)[1], "label": months.label(m)} for m in found
+        ]
+        return {
+            "months": items,
+            "count": len(items),
+            "earliest": months.label(found[0]) if found else None,
+            "latest": months.label(found[-1]) if found else None,
+        }
 
     def category_trend_summary(self) -> dict[str, Any]:
         with self.db.connect() as con:
@@ -90,8 +97,12 @@ class HouseholdCore:
             end = data_months[-1]
             start = end - 11
             blocks = self._trend_blocks(con, set(data_months), start, end, None, "major", top=None)
-        return {"start_month": months.label(start), "end_month": months.label(end),
-                "categories": [b for b, _ in blocks], "notes": self._notes(blocks, start, end, set(data_months))}
+        return {
+            "start_month": months.label(start),
+            "end_month": months.label(end),
+            "categories": [b for b, _ in blocks],
+            "notes": self._notes(blocks, start, end, set(data_months)),
+        }
 
     def chart_png(self, chart_id: str) -> bytes:
         png = self.charts.get(chart_id)
@@ -116,15 +127,27 @@ class HouseholdCore:
             entry[0] += -int(r["amount"])
             entry[1] += 1
         total = sum(v[0] for v in totals.values())
-        categories: list[dict[str, Any]] = [{"category_major": name, "amount": amount, "count": count,
-                       "share_pct": float(round_half_up(Decimal(amount * 100) / Decimal(total), "0.1")) if total else 0.0}
-                      for name, (amount, count) in sorted(totals.items(), key=lambda kv: (-kv[1][0], kv[0]))]
+        categories: list[dict[str, Any]] = [
+            {
+                "category_major": name,
+                "amount": amount,
+                "count": count,
+                "share_pct": float(round_half_up(Decimal(amount * 100) / Decimal(total), "0.1")) if total else 0.0,
+            }
+            for name, (amount, count) in sorted(totals.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        ]
         lines = [f"{months.jp(m)}の支出合計: {yen(total)}（{len(rows)}件）"]
         lines += [f"- {c['category_major']}: {yen(int(c['amount']))} ({c['share_pct']:.1f}%)" for c in categories]
         lines.append(f"収入合計: {yen(income)}")
         data: dict[str, Any] = {
-            "year": year, "month": month, "total_expense": total, "total_income": income,
-            "transaction_count": len(rows), "categories": categories, "transactions": rows, "text": "\n".join(lines),
+            "year": year,
+            "month": month,
+            "total_expense": total,
+            "total_income": income,
+            "transaction_count": len(rows),
+            "categories": categories,
+            "transactions": rows,
+            "text": "\n".join(lines),
         }
         result = Result(data)
         if params.get("output_format") == "image":
@@ -133,11 +156,17 @@ class HouseholdCore:
             labels = [str(c["category_major"]) for c in categories]
             values = [int(c["amount"]) for c in categories]
             if kind == "pie" and len(labels) > PIE_SLICES:
-                labels = [*labels[:PIE_SLICES - 1], "その他"]
-                values = [*values[:PIE_SLICES - 1], sum(values[PIE_SLICES - 1:])]
+                labels = [*labels[: PIE_SLICES - 1], "その他"]
+                values = [*values[: PIE_SLICES - 1], sum(values[PIE_SLICES - 1 :])]
             title = f"{months.jp(m)} 支出内訳（合計 {yen(total)}）"
-            self._attach_chart(result, kind, width, height, f"家計簿グラフ - {year}年{month}月",
-                               lambda: _charts().category_chart(title, labels, values, kind, width, height))
+            self._attach_chart(
+                result,
+                kind,
+                width,
+                height,
+                f"家計簿グラフ - {year}年{month}月",
+                lambda: _charts().category_chart(title, labels, values, kind, width, height),
+            )
         return result
 
     # -------------------------------------------------------------- trend
@@ -162,8 +191,12 @@ class HouseholdCore:
         notes = self._notes(blocks, start, end, present)
         text = self._trend_text(blocks, start, end, category, notes)
         data: dict[str, Any] = {
-            "category": category, "start_month": months.label(start), "end_month": months.label(end),
-            "categories": [b for b, _ in blocks], "notes": notes, "text": text,
+            "category": category,
+            "start_month": months.label(start),
+            "end_month": months.label(end),
+            "categories": [b for b, _ in blocks],
+            "notes": notes,
+            "text": text,
         }
         result = Result(data)
         if params.get("output_format") == "image":
@@ -174,9 +207,14 @@ class HouseholdCore:
             averages = {str(b["category"]): [mm.moving_average_12m for mm in metrics] for b, metrics in blocks}
             span = months.jp(start) if start == end else f"{months.jp(start)}〜{months.jp(end)}"
             name = f"{category}の月次推移" if category else "支出上位カテゴリの月次推移"
-            self._attach_chart(result, kind, width, height, f"家計簿グラフ - {name} {span}",
-                               lambda: _charts().trend_chart(f"{name}（{span}）", labels, series, kind, width,
-                                                             height, averages))
+            self._attach_chart(
+                result,
+                kind,
+                width,
+                height,
+                f"家計簿グラフ - {name} {span}",
+                lambda: _charts().trend_chart(f"{name}（{span}）", labels, series, kind, width, height, averages),
+            )
         return result
 
     def _window(self, params: dict[str, Any], data_months: list[int]) -> tuple[int, int]:
@@ -195,8 +233,9 @@ class HouseholdCore:
             raise problems.invalid(f"期間は最大 {MAX_WINDOW_MONTHS} か月です")
         return start, end
 
-    def _trend_blocks(self, con: Any, present: set[int], start: int, end: int, category: str | None, level: str,
-                      top: int | None) -> list[tuple[dict[str, Any], list[MonthMetric]]]:
+    def _trend_blocks(
+        self, con: Any, present: set[int], start: int, end: int, category: str | None, level: str, top: int | None
+    ) -> list[tuple[dict[str, Any], list[MonthMetric]]]:
         series = queries.monthly_spending(con, start - 12, end, level=level, category=category)
         if category is not None:
             series.setdefault(category, {})
@@ -210,16 +249,25 @@ class HouseholdCore:
         for name in names:
             metrics = compute_metrics(series[name], present, start, end)
             last = metrics[-1]
-            blocks.append(({
-                "category": name, "level": level, "total": totals[name],
-                "months": [mm.as_dict() for mm in metrics],
-                "average_12m": last.moving_average_12m, "average_months": last.moving_average_months,
-            }, metrics))
+            blocks.append(
+                (
+                    {
+                        "category": name,
+                        "level": level,
+                        "total": totals[name],
+                        "months": [mm.as_dict() for mm in metrics],
+                        "average_12m": last.moving_average_12m,
+                        "average_months": last.moving_average_months,
+                    },
+                    metrics,
+                )
+            )
         return blocks
 
     @staticmethod
-    def _notes(blocks: list[tuple[dict[str, Any], list[MonthMetric]]], start: int, end: int,
-               present: set[int]) -> list[str]:
+    def _notes(
+        blocks: list[tuple[dict[str, Any], list[MonthMetric]]], start: int, end: int, present: set[int]
+    ) -> list[str]:
         notes = []
         if blocks:
             used = blocks[0][1][-1].moving_average_months
@@ -231,8 +279,13 @@ class HouseholdCore:
         return notes
 
     @staticmethod
-    def _trend_text(blocks: list[tuple[dict[str, Any], list[MonthMetric]]], start: int, end: int,
-                    category: str | None, notes: list[str]) -> str:
+    def _trend_text(
+        blocks: list[tuple[dict[str, Any], list[MonthMetric]]],
+        start: int,
+        end: int,
+        category: str | None,
+        notes: list[str],
+    ) -> str:
         span = months.jp(start) if start == end else f"{months.jp(start)}〜{months.jp(end)}"
         parts: list[str] = []
         if category is None:
@@ -246,8 +299,10 @@ class HouseholdCore:
             lines = [f"{block['category']}カテゴリの {span}の推移です。"]
             for mm in metrics:
                 amount = yen(mm.amount) if mm.amount is not None else NA
-                lines.append(f"- {months.jp(mm.month)}: {amount} （前月比 {pct(mm.month_over_month_pct)}, "
-                             f"前年同月比 {pct(mm.year_over_year_pct)}）")
+                lines.append(
+                    f"- {months.jp(mm.month)}: {amount} （前月比 {pct(mm.month_over_month_pct)}, "
+                    f"前年同月比 {pct(mm.year_over_year_pct)}）"
+                )
             lines.append(f"- 12か月平均: {yen(block['average_12m'])}")
             parts.append("\n".join(lines))
         if notes:
@@ -266,8 +321,13 @@ class HouseholdCore:
         chart_id = self.charts.put(png)
         result.png = png
         result.data["chart"] = {
-            "chart_id": chart_id, "url": f"{self.public_base_url}/api/charts/{chart_id}", "mime_type": "image/png",
-            "width": width, "height": height, "graph_type": kind, "alt_text": alt,
+            "chart_id": chart_id,
+            "url": f"{self.public_base_url}/api/charts/{chart_id}",
+            "mime_type": "image/png",
+            "width": width,
+            "height": height,
+            "graph_type": kind,
+            "alt_text": alt,
         }
 
     # ---------------------------------------------------------- duplicates

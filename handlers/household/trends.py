@@ -63,12 +63,14 @@ def compute_metrics(amounts: dict[int, int], data_months: set[int], start: int, 
     for m in range(start, end + 1):
         current = value(m)
         trailing = [v for k in range(m - WINDOW + 1, m + 1) if (v := value(k)) is not None]
-        out.append(MonthMetric(
-            month=m,
-            amount=current,
-            month_over_month_pct=pct_change(current, value(m - 1)),
-            moving_average_12m=mean_yen(trailing),
-            moving_average_months=len(trailing),
-            year_over_year_pct=pct_change(current, value(m - WINDOW)),
-        ))
+        out.append(
+            MonthMetric(
+                month=m,
+                amount=current,
+                month_over_month_pct=pct_change(current, value(m - 1)),
+                moving_average_12m=mean_yen(trailing),
+                moving_average_months=len(trailing),
+                year_over_year_pct=pct_change(current, value(m - WINDOW)),
+            )
+        )
     return out

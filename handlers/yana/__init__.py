@@ -69,7 +69,9 @@ class YanaHandlers:
             result = fn()
         except ToolError as exc:
             self.last_error = f"{tool}:{exc.code}"
-            self.journal.write({**entry, "outcome": exc.code, "elapsed_ms": int((time.perf_counter() - started) * 1000)})
+            self.journal.write(
+                {**entry, "outcome": exc.code, "elapsed_ms": int((time.perf_counter() - started) * 1000)}
+            )
             raise
         entry.update(outcome="OK", elapsed_ms=int((time.perf_counter() - started) * 1000))
         if "hits" in result:
@@ -100,8 +102,13 @@ class YanaHandlers:
         return self._run("search", ctx, call)
 
     def ingest(self, input: IngestInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        return self._run("ingest", ctx, lambda: ingest_core(
-            self.kb, _as_dict(input), uploads=self.uploads, roots=self.roots, phash_threshold=self.phash_threshold))
+        return self._run(
+            "ingest",
+            ctx,
+            lambda: ingest_core(
+                self.kb, _as_dict(input), uploads=self.uploads, roots=self.roots, phash_threshold=self.phash_threshold
+            ),
+        )
 
     # resources -----------------------------------------------------------------------------------
 

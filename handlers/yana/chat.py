@@ -19,23 +19,32 @@ from handlers.yana.voice import apply_policy
 from kumitate.errors import ToolError
 
 
-def retrieve(kb: KnowledgeBase, user_text: str, top_k: int, filters: dict[str, Any] | None,
-             phash_threshold: int) -> list[dict[str, Any]]:
+def retrieve(
+    kb: KnowledgeBase, user_text: str, top_k: int, filters: dict[str, Any] | None, phash_threshold: int
+) -> list[dict[str, Any]]:
     """Top-k hits for the user's text; with filters and no text match, the first filtered labels."""
     try:
-        hits = search(kb, {"query_text": user_text, "filters": filters, "k": top_k, "page_size": top_k},
-                      phash_threshold=phash_threshold)["hits"]
+        hits = search(
+            kb,
+            {"query_text": user_text, "filters": filters, "k": top_k, "page_size": top_k},
+            phash_threshold=phash_threshold,
+        )["hits"]
         if not hits and any(v for v in (filters or {}).values()):
-            hits = search(kb, {"query_text": "", "filters": filters, "k": top_k, "page_size": top_k},
-                          phash_threshold=phash_threshold)["hits"]
+            hits = search(
+                kb,
+                {"query_text": "", "filters": filters, "k": top_k, "page_size": top_k},
+                phash_threshold=phash_threshold,
+            )["hits"]
     except sqlite3.Error as exc:
-        raise ToolError("the label knowledge base cannot be read; retry with use_rag=false",
-                        code="RAG_UNAVAILABLE") from exc
+        raise ToolError(
+            "the label knowledge base cannot be read; retry with use_rag=false", code="RAG_UNAVAILABLE"
+        ) from exc
     return hits
 
 
-def chat(kb: KnowledgeBase, llm: OpenAIChat | None, params: dict[str, Any], *,
-         phash_threshold: int = 4) -> tuple[dict[str, Any], str | None]:
+def chat(
+    kb: KnowledgeBase, llm: OpenAIChat | None, params: dict[str, Any], *, phash_threshold: int = 4
+) -> tuple[dict[str, Any], str | None]:
     """Returns (the /v1/chat body without envelope fields, the llm fallback reason or None)."""
     started = time.perf_counter()
     user_text: str = params["user_text"]
@@ -59,8 +68,7 @@ def chat(kb: KnowledgeBase, llm: OpenAIChat | None, params: dict[str, Any], *,
         except LlmUnavailable as exc:
             fallback = exc.reason
     if llm_state == "off":
-        reply, warnings = apply_policy(template_reply(user_text, hits, use_rag=use_rag), user_text,
-                                       source_hits=hits)
+        reply, warnings = apply_policy(template_reply(user_text, hits, use_rag=use_rag), user_text, source_hits=hits)
         if fallback:
             warnings.insert(0, f"llm_fallback:{fallback}")
     return {

@@ -90,7 +90,9 @@ class LlmConfig:
         if not (base and key and model):
             return None
         return cls(
-            base_url=base.rstrip("/"), api_key=key, model=model,
+            base_url=base.rstrip("/"),
+            api_key=key,
+            model=model,
             deadline_s=int(env.get("YANA_LLM_DEADLINE_MS", "8000")) / 1000,
             breaker_failures=int(env.get("YANA_LLM_BREAKER_FAILURES", "3")),
             breaker_cooldown_s=float(env.get("YANA_LLM_BREAKER_COOLDOWN_S", "30")),
@@ -130,8 +132,12 @@ class OpenAIChat:
         return msgs
 
     def reply(self, user_text: str, hits: list[dict[str, Any]], topic: str | None = None) -> str:
-        body = {"model": self.config.model, "messages": self.messages(user_text, hits, topic),
-                "temperature": 0.7, "max_tokens": 400}
+        body = {
+            "model": self.config.model,
+            "messages": self.messages(user_text, hits, topic),
+            "temperature": 0.7,
+            "max_tokens": 400,
+        }
         try:
             data = self.client.post_json("/chat/completions", body)
         except OutboundError as exc:

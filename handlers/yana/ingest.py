@@ -48,8 +48,10 @@ def read_uri(uri: str, roots: list[Path], base: Path) -> bytes:
     """The bytes behind a `file:` URI inside an allowed root; anything else is refused."""
     parts = urlsplit(uri)
     if parts.scheme.lower() != "file":
-        raise ToolError("only file: URIs inside the data directory are accepted; nothing is fetched over the network",
-                        code="URI_NOT_ALLOWED")
+        raise ToolError(
+            "only file: URIs inside the data directory are accepted; nothing is fetched over the network",
+            code="URI_NOT_ALLOWED",
+        )
     if parts.netloc not in ("", "localhost"):
         raise ToolError("file: URIs must not name a host", code="URI_NOT_ALLOWED")
     raw = Path(unquote(parts.path))
@@ -87,23 +89,32 @@ def inspect_image(data: bytes) -> tuple[str, ImageHashes]:
                 width, height = probe.size
                 probe.verify()  # structure check without decoding pixels
             if fmt not in FORMATS:
-                raise ToolError(f"unsupported image type {fmt or 'unknown'}: use PNG, JPEG or WebP",
-                                code="INVALID_IMAGE")
+                raise ToolError(
+                    f"unsupported image type {fmt or 'unknown'}: use PNG, JPEG or WebP", code="INVALID_IMAGE"
+                )
             if not (MIN_SIDE <= width <= MAX_SIDE and MIN_SIDE <= height <= MAX_SIDE):
-                raise ToolError(f"image is {width}x{height}; each side must be {MIN_SIDE}..{MAX_SIDE} px",
-                                code="INVALID_IMAGE")
+                raise ToolError(
+                    f"image is {width}x{height}; each side must be {MIN_SIDE}..{MAX_SIDE} px", code="INVALID_IMAGE"
+                )
             with Image.open(io.BytesIO(data)) as img:
                 img.load()
                 return FORMATS[fmt], hash_image(data, img)
     except ToolError:
         raise
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError,
-            Image.DecompressionBombWarning):
+    except (
+        UnidentifiedImageError,
+        OSError,
+        SyntaxError,
+        ValueError,
+        Image.DecompressionBombError,
+        Image.DecompressionBombWarning,
+    ):
         raise ToolError("the data is not a readable PNG, JPEG or WebP image", code="INVALID_IMAGE") from None
 
 
-def ingest(kb: KnowledgeBase, params: dict[str, Any], *, uploads: Path, roots: list[Path],
-           phash_threshold: int = 4) -> dict[str, Any]:
+def ingest(
+    kb: KnowledgeBase, params: dict[str, Any], *, uploads: Path, roots: list[Path], phash_threshold: int = 4
+) -> dict[str, Any]:
     """The /v1/ingest body (without envelope fields)."""
     if not str(params.get("brand_name", "")).strip():
         raise ToolError("brand_name must not be blank", code="BAD_REQUEST")
@@ -118,11 +129,17 @@ def ingest(kb: KnowledgeBase, params: dict[str, Any], *, uploads: Path, roots: l
     with kb.write_lock, kb.connect() as conn:
         existing = conn.execute("SELECT id, phash FROM labels WHERE hash_sha1 = ?", (hashes.sha1,)).fetchone()
         if existing:
-            return {"id": existing["id"], "dedup": True, "hash_sha1": hashes.sha1, "phash": existing["phash"],
-                    "near_duplicates": []}
+            return {
+                "id": existing["id"],
+                "dedup": True,
+                "hash_sha1": hashes.sha1,
+                "phash": existing["phash"],
+                "near_duplicates": [],
+            }
         mine = int(hashes.phash, 16)
         near = [
-            r["id"] for r in conn.execute("SELECT id, phash FROM labels WHERE phash IS NOT NULL ORDER BY id")
+            r["id"]
+            for r in conn.execute("SELECT id, phash FROM labels WHERE phash IS NOT NULL ORDER BY id")
             if (int(r["phash"], 16) ^ mine).bit_count() <= phash_threshold
         ]
         label_id = f"label_u_{hashes.sha1[:16]}"

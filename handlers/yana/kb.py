@@ -112,9 +112,17 @@ def insert_label(conn: sqlite3.Connection, label: dict[str, Any], hashes: ImageH
         "INSERT INTO labels (id, brand_name, product_name, brewery, region, category, label_features, file_path,"
         " hash_sha1, phash, source) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
         (
-            label["id"], label["brand_name"], label.get("product_name", ""), label.get("brewery", ""),
-            label.get("region", ""), label["category"], json.dumps(features, ensure_ascii=False),
-            label["file_path"], hashes.sha1 if hashes else None, hashes.phash if hashes else None, source,
+            label["id"],
+            label["brand_name"],
+            label.get("product_name", ""),
+            label.get("brewery", ""),
+            label.get("region", ""),
+            label["category"],
+            json.dumps(features, ensure_ascii=False),
+            label["file_path"],
+            hashes.sha1 if hashes else None,
+            hashes.phash if hashes else None,
+            source,
         ),
     )
     rowid = int(cur.lastrowid or 0)
@@ -122,9 +130,13 @@ def insert_label(conn: sqlite3.Connection, label: dict[str, Any], hashes: ImageH
         "INSERT INTO labels_fts (rowid, brand_name, product_name, brewery, region, features, category_words)"
         " VALUES (?,?,?,?,?,?,?)",
         (
-            rowid, normalize(label["brand_name"]), normalize(label.get("product_name", "")),
-            normalize(label.get("brewery", "")), normalize(label.get("region", "")),
-            normalize(" ".join(features)), CATEGORY_WORDS[label["category"]],
+            rowid,
+            normalize(label["brand_name"]),
+            normalize(label.get("product_name", "")),
+            normalize(label.get("brewery", "")),
+            normalize(label.get("region", "")),
+            normalize(" ".join(features)),
+            CATEGORY_WORDS[label["category"]],
         ),
     )
     conn.executemany(
@@ -144,6 +156,14 @@ def row_to_hit(row: sqlite3.Row) -> dict[str, Any]:
 def search_text(row: sqlite3.Row) -> str:
     """Everything a query term may match in a row, normalised (for term coverage)."""
     return normalize(
-        " ".join([row["brand_name"], row["product_name"], row["brewery"], row["region"],
-                  " ".join(json.loads(row["label_features"])), CATEGORY_WORDS[row["category"]]])
+        " ".join(
+            [
+                row["brand_name"],
+                row["product_name"],
+                row["brewery"],
+                row["region"],
+                " ".join(json.loads(row["label_features"])),
+                CATEGORY_WORDS[row["category"]],
+            ]
+        )
     )

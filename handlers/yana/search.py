@@ -82,7 +82,8 @@ def _candidates(conn: sqlite3.Connection, query: str, terms: list[str]) -> tuple
     for term in (t for t in terms if len(t) < 3):
         like = "%" + term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         other.update(
-            r[0] for r in conn.execute(
+            r[0]
+            for r in conn.execute(
                 "SELECT rowid FROM labels_fts WHERE brand_name LIKE ?1 ESCAPE '\\' OR product_name LIKE ?1 ESCAPE '\\'"
                 " OR brewery LIKE ?1 ESCAPE '\\' OR region LIKE ?1 ESCAPE '\\' OR features LIKE ?1 ESCAPE '\\'"
                 " OR category_words LIKE ?1 ESCAPE '\\'",
@@ -91,7 +92,8 @@ def _candidates(conn: sqlite3.Connection, query: str, terms: list[str]) -> tuple
         )
     if query:
         other.update(
-            r[0] for r in conn.execute(
+            r[0]
+            for r in conn.execute(
                 "SELECT rowid FROM labels_fts WHERE (length(brand_name) >= 2 AND instr(?1, brand_name) > 0)"
                 " OR (length(brewery) >= 2 AND instr(?1, brewery) > 0)"
                 " UNION SELECT label_rowid FROM region_terms WHERE instr(?1, term) > 0",
@@ -101,8 +103,9 @@ def _candidates(conn: sqlite3.Connection, query: str, terms: list[str]) -> tuple
     return bm25, other
 
 
-def _meta_bonus(row: sqlite3.Row, query: str, terms: list[str], filters: dict[str, str],
-                regions: dict[int, list[str]]) -> float:
+def _meta_bonus(
+    row: sqlite3.Row, query: str, terms: list[str], filters: dict[str, str], regions: dict[int, list[str]]
+) -> float:
     brand, brewery = normalize(row["brand_name"]), normalize(row["brewery"])
     bonus = 0.0
     if brand and (brand in terms or (len(brand) >= 2 and brand in query)):
@@ -110,7 +113,10 @@ def _meta_bonus(row: sqlite3.Row, query: str, terms: list[str], filters: dict[st
     if brewery and (brewery in terms or (len(brewery) >= 2 and brewery in query) or filters.get("brewery") == brewery):
         bonus += BONUS["brewery"]
     names = regions.get(row["rowid"], [])
-    if any(name in query or name in terms for name in names) or filters.get("region") in [*names, normalize(row["region"])]:
+    if any(name in query or name in terms for name in names) or filters.get("region") in [
+        *names,
+        normalize(row["region"]),
+    ]:
         bonus += BONUS["region"]
     return round(bonus, 4)
 
@@ -182,7 +188,7 @@ def search(kb: KnowledgeBase, params: dict[str, Any], *, phash_threshold: int = 
     if sort_by != "relevance":
         top = sorted(top, key=lambda r: (normalize(r.row[sort_by]), r.row["id"]))
     start = (page - 1) * page_size
-    page_items = top[start:start + page_size]
+    page_items = top[start : start + page_size]
     first = top[0] if top else None
     return {
         "hits": [row_to_hit(r.row) for r in page_items],

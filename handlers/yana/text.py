@@ -53,9 +53,9 @@ def region_terms(region: str) -> list[str]:
         pref = match.group(1)
         add(pref)
         add(pref if pref == "北海道" else pref[:-1])
-        rest = norm[len(pref):]
+        rest = norm[len(pref) :]
     units = _UNIT.findall(rest)
-    leftover = rest[sum(len(u) for u in units):]
+    leftover = rest[sum(len(u) for u in units) :]
     if units and leftover in {"市", "町", "村", "区"}:
         units[-1] += leftover  # 四日市市: the lazy match stopped at 四日市
     for unit in units:

@@ -90,7 +90,9 @@ def provenance(hits: list[dict[str, Any]], limit: int = 2) -> str:
     return f"（参考：{'、'.join(parts)}）" if parts else ""
 
 
-def apply_policy(body: str, user_text: str, *, source_hits: list[dict[str, Any]] | None = None) -> tuple[str, list[str]]:
+def apply_policy(
+    body: str, user_text: str, *, source_hits: list[dict[str, Any]] | None = None
+) -> tuple[str, list[str]]:
     """Shape a raw reply into yana's voice; returns (reply, warnings). Empty body → ("", warnings)."""
     warnings: list[str] = []
     text, had_urls = strip_urls(body)

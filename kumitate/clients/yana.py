@@ -35,8 +35,9 @@ from typing import Any, Protocol, TypedDict
 
 import httpx
 
-RETRYABLE = frozenset({"REQUEST_TIMEOUT", "RATE_LIMITED", "UPSTREAM_ERROR", "SERVICE_UNAVAILABLE",
-                       "UPSTREAM_TIMEOUT", "RAG_UNAVAILABLE"})
+RETRYABLE = frozenset(
+    {"REQUEST_TIMEOUT", "RATE_LIMITED", "UPSTREAM_ERROR", "SERVICE_UNAVAILABLE", "UPSTREAM_TIMEOUT", "RAG_UNAVAILABLE"}
+)
 HTTP_PATHS = {"chat": "/v1/chat", "search": "/v1/search", "ingest": "/v1/ingest"}
 RESOURCES = {"healthz": ("/v1/healthz", "yana://healthz"), "version": ("/v1/version", "yana://version")}
 
@@ -44,8 +45,16 @@ RESOURCES = {"healthz": ("/v1/healthz", "yana://healthz"), "version": ("/v1/vers
 class YanaError(Exception):
     """A failed call, in the seed's error contract."""
 
-    def __init__(self, code: str, message: str, *, retryable: bool | None = None, status: int | None = None,
-                 run_id: str | None = None, trace_id: str | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        retryable: bool | None = None,
+        status: int | None = None,
+        run_id: str | None = None,
+        trace_id: str | None = None,
+    ) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
@@ -109,10 +118,17 @@ class Transport(Protocol):
 def _error_from_body(body: Any, status: int | None) -> YanaError:
     err = body.get("error") if isinstance(body, dict) else None
     if isinstance(err, dict) and "code" in err:
-        return YanaError(str(err["code"]), str(err.get("message", "")), retryable=err.get("retryable"),
-                         status=status, run_id=body.get("run_id"), trace_id=body.get("trace_id"))
+        return YanaError(
+            str(err["code"]),
+            str(err.get("message", "")),
+            retryable=err.get("retryable"),
+            status=status,
+            run_id=body.get("run_id"),
+            trace_id=body.get("trace_id"),
+        )
     code = {408: "REQUEST_TIMEOUT", 429: "RATE_LIMITED", 503: "SERVICE_UNAVAILABLE", 504: "UPSTREAM_TIMEOUT"}.get(
-        status or 0, "UPSTREAM_ERROR" if (status or 0) >= 500 else "BAD_REQUEST")
+        status or 0, "UPSTREAM_ERROR" if (status or 0) >= 500 else "BAD_REQUEST"
+    )
     return YanaError(code, f"HTTP {status} without an error body", status=status)
 
 
@@ -186,8 +202,11 @@ class McpTransport:
             except (AttributeError, ValueError):
                 data = None
         if result.is_error or not isinstance(data, dict):
-            raise _error_from_body(data, None) if isinstance(data, dict) else YanaError(
-                "UPSTREAM_ERROR", str(result.content[0].text if result.content else "MCP error"))
+            raise (
+                _error_from_body(data, None)
+                if isinstance(data, dict)
+                else YanaError("UPSTREAM_ERROR", str(result.content[0].text if result.content else "MCP error"))
+            )
         return data
 
     def read(self, resource: str, *, timeout_s: float) -> dict[str, Any]:
@@ -221,8 +240,9 @@ class LocalTransport:
     def read(self, resource: str, *, timeout_s: float) -> dict[str, Any]:
         from kumitate.context import CallContext
 
-        ctx = CallContext(service="yana", tool=resource, transport="local", run_id=uuid.uuid4().hex,
-                          trace_id=uuid.uuid4().hex)
+        ctx = CallContext(
+            service="yana", tool=resource, transport="local", run_id=uuid.uuid4().hex, trace_id=uuid.uuid4().hex
+        )
         return getattr(self.handlers, f"read_{resource}")(ctx)  # type: ignore[no-any-return]
 
 
@@ -234,24 +254,58 @@ class YanaClient:
         self.timeout_s = timeout_s
 
     def _call(self, tool: str, args: dict[str, Any], run_id: str | None, timeout_s: float | None) -> dict[str, Any]:
-        return self.transport.call(tool, {k: v for k, v in args.items() if v is not None},
-                                   run_id=run_id or uuid.uuid4().hex, timeout_s=timeout_s or self.timeout_s)
+        return self.transport.call(
+            tool,
+            {k: v for k, v in args.items() if v is not None},
+            run_id=run_id or uuid.uuid4().hex,
+            timeout_s=timeout_s or self.timeout_s,
+        )
 
-    def chat(self, user_text: str, *, use_rag: bool = True, top_k: int = 5, filters: dict[str, str] | None = None,
-             context: dict[str, Any] | None = None, run_id: str | None = None,
-             timeout_s: float | None = None) -> ChatResult:
+    def chat(
+        self,
+        user_text: str,
+        *,
+        use_rag: bool = True,
+        top_k: int = 5,
+        filters: dict[str, str] | None = None,
+        context: dict[str, Any] | None = None,
+        run_id: str | None = None,
+        timeout_s: float | None = None,
+    ) -> ChatResult:
         args = {"user_text": user_text, "use_rag": use_rag, "top_k": top_k, "filters": filters, "context": context}
         return self._call("chat", args, run_id, timeout_s)  # type: ignore[return-value]
 
-    def search(self, query_text: str = "", *, filters: dict[str, str] | None = None, k: int = 10,
-               sort_by: str = "relevance", page: int = 1, page_size: int = 10, run_id: str | None = None,
-               timeout_s: float | None = None) -> SearchResult:
-        args = {"query_text": query_text, "filters": filters, "k": k, "sort_by": sort_by, "page": page,
-                "page_size": page_size}
+    def search(
+        self,
+        query_text: str = "",
+        *,
+        filters: dict[str, str] | None = None,
+        k: int = 10,
+        sort_by: str = "relevance",
+        page: int = 1,
+        page_size: int = 10,
+        run_id: str | None = None,
+        timeout_s: float | None = None,
+    ) -> SearchResult:
+        args = {
+            "query_text": query_text,
+            "filters": filters,
+            "k": k,
+            "sort_by": sort_by,
+            "page": page,
+            "page_size": page_size,
+        }
         return self._call("search", args, run_id, timeout_s)  # type: ignore[return-value]
 
-    def ingest(self, *, brand_name: str, image_b64: str | None = None, uri: str | None = None,
-               run_id: str | None = None, **metadata: Any) -> IngestResult:
+    def ingest(
+        self,
+        *,
+        brand_name: str,
+        image_b64: str | None = None,
+        uri: str | None = None,
+        run_id: str | None = None,
+        **metadata: Any,
+    ) -> IngestResult:
         args = {"brand_name": brand_name, "image": image_b64, "uri": uri, **metadata}
         return self._call("ingest", args, run_id, None)  # type: ignore[return-value]
 
@@ -264,9 +318,11 @@ class YanaClient:
 
 # --- Speaker provider ---------------------------------------------------------------------------
 
+
 class SpeakerProvider(Protocol):
-    def generate(self, user_text: str, *, run_id: str, top_k: int, filters: dict[str, Any],
-                 timeout_ms: int) -> tuple[str, dict[str, Any]]: ...
+    def generate(
+        self, user_text: str, *, run_id: str, top_k: int, filters: dict[str, Any], timeout_ms: int
+    ) -> tuple[str, dict[str, Any]]: ...
 
 
 _AIZUCHI = re.compile(r"(?:せやせや|せやな[ーあぁ〜~]*)[、,，!！。]*")
@@ -386,15 +442,28 @@ class SpeakerConfig:
 class YanaSpeaker:
     """SpeakerProvider for duo-talk's A role, backed by yana."""
 
-    def __init__(self, client: YanaClient, config: SpeakerConfig | None = None, *,
-                 sleep: Any = time.sleep, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        client: YanaClient,
+        config: SpeakerConfig | None = None,
+        *,
+        sleep: Any = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
         self.client = client
         self.config = config or SpeakerConfig()
         self._sleep = sleep
         self._rng = rng or random.Random()
 
-    def generate(self, user_text: str, *, run_id: str, top_k: int | None = None,
-                 filters: dict[str, Any] | None = None, timeout_ms: int | None = None) -> tuple[str, dict[str, Any]]:
+    def generate(
+        self,
+        user_text: str,
+        *,
+        run_id: str,
+        top_k: int | None = None,
+        filters: dict[str, Any] | None = None,
+        timeout_ms: int | None = None,
+    ) -> tuple[str, dict[str, Any]]:
         cfg = self.config
         timeout_s = (timeout_ms or cfg.timeout_ms) / 1000
         use_rag = cfg.use_rag
@@ -403,9 +472,14 @@ class YanaSpeaker:
         while True:
             attempts += 1
             try:
-                result = self.client.chat(user_text, use_rag=use_rag, top_k=top_k or cfg.top_k,
-                                          filters=filters if filters is not None else cfg.filters,
-                                          run_id=run_id, timeout_s=timeout_s)
+                result = self.client.chat(
+                    user_text,
+                    use_rag=use_rag,
+                    top_k=top_k or cfg.top_k,
+                    filters=filters if filters is not None else cfg.filters,
+                    run_id=run_id,
+                    timeout_s=timeout_s,
+                )
                 break
             except YanaError as exc:
                 error = exc
@@ -417,8 +491,16 @@ class YanaSpeaker:
                 retried = True
                 self._sleep(cfg.backoff_s * (1 + self._rng.uniform(0, 0.5)))  # 2^0 · base, jittered
                 continue
-            meta = {"source": self.client.transport.source, "run_id": run_id, "trace_id": error.trace_id,
-                    "attempts": attempts, "error": error.code, "warnings": notes, "hits": [], "elapsed_ms": 0}
+            meta = {
+                "source": self.client.transport.source,
+                "run_id": run_id,
+                "trace_id": error.trace_id,
+                "attempts": attempts,
+                "error": error.code,
+                "warnings": notes,
+                "hits": [],
+                "elapsed_ms": 0,
+            }
             if cfg.on_failure == "skip":
                 return "", {**meta, "skipped": True}
             return cfg.fallback_text, {**meta, "fallback": True}

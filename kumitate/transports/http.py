@@ -160,7 +160,11 @@ def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
 
     endpoint.__name__ = f"tool_{binding.service}_{binding.name}"
     return route(
-        binding.http_path, http_method=[HttpMethod(binding.http_method)], name=binding.key, include_in_schema=False, status_code=200
+        binding.http_path,
+        http_method=[HttpMethod(binding.http_method)],
+        name=binding.key,
+        include_in_schema=False,
+        status_code=200,
     )(endpoint)
 
 

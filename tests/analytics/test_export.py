@@ -25,8 +25,11 @@ def test_parquet_round_trip(service: AnalyticsService) -> None:
     assert re.fullmatch(r"[0-9a-f]{32}", handle)
     assert "/" not in handle and result["resource_uri"] == f"export://{handle}"
     assert result["url"] == f"/v1/analytics/exports/{handle}"
-    assert (result["rows"], result["columns"], result["format"]) == (300, ["elapsed_s", "pace_s_per_km", "heart_rate"],
-                                                                     "parquet")
+    assert (result["rows"], result["columns"], result["format"]) == (
+        300,
+        ["elapsed_s", "pace_s_per_km", "heart_rate"],
+        "parquet",
+    )
     assert result["mime_type"] == "application/vnd.apache.parquet"
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", result["expires_at"])
     assert result["expires_at"] == "2025-10-16T13:00:00Z"  # FakeClock 12:00 + 1 h

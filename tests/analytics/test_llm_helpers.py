@@ -34,8 +34,9 @@ def test_load_polars_and_pandas(live_service: AnalyticsService) -> None:
     meta = live_service.export({"query": SECONDS + " LIMIT 500"})
     df = safe_load_export(meta["handle"], exports_dir=live_service.exports.directory)
     assert isinstance(df, pl.DataFrame) and df.shape == (500, 2)
-    pdf = safe_load_export(meta["handle"], engine="pandas", exports_dir=live_service.exports.directory,
-                           columns=["pace_s_per_km"])
+    pdf = safe_load_export(
+        meta["handle"], engine="pandas", exports_dir=live_service.exports.directory, columns=["pace_s_per_km"]
+    )
     assert isinstance(pdf, pd.DataFrame) and list(pdf.columns) == ["pace_s_per_km"] and len(pdf) == 500
     csv = live_service.export({"query": SECONDS + " LIMIT 20", "format": "csv"})
     assert safe_load_export(csv["handle"], exports_dir=live_service.exports.directory).height == 20

@@ -29,8 +29,9 @@ def test_create_and_reuse(service: AnalyticsService) -> None:
     # Usable by name in every tool, and inside SQL.
     assert service.profile({"table_or_query": "mat_perrun", "columns": ["seconds"]})["row_count"] == 6
     assert service.histogram({"table_or_query": "mat_perrun", "column": "hr", "bins": 3})["total_count"] == 6
-    joined = service.export({"query": "SELECT a.activity_type, m.hr FROM activities a JOIN mat_perrun m USING "
-                                      "(activity_id)"})
+    joined = service.export(
+        {"query": "SELECT a.activity_type, m.hr FROM activities a JOIN mat_perrun m USING (activity_id)"}
+    )
     assert joined["rows"] == 6
     assert [v["view"] for v in service.schema()["materialized"]] == ["mat_perrun"]
 

@@ -49,8 +49,9 @@ def test_tables_are_consistent(small_db_template: Path) -> None:
         assert con.execute("SELECT max(distance_km) FROM splits").fetchall()[0][0] <= 1.0
         null_rate = con.execute("SELECT avg((heart_rate IS NULL)::INT) FROM time_series_metrics").fetchall()[0][0]
         assert 0 < null_rate < 0.05
-        types = dict(con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name='splits'")
-                     .fetchall())
+        types = dict(
+            con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name='splits'").fetchall()
+        )
         assert types["start_time"] == "TIMESTAMP"
     finally:
         con.close()

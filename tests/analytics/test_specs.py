@@ -84,8 +84,11 @@ def test_schema_resource(sample_service: AnalyticsService) -> None:
     assert counts == {"activities": 60, "splits": 633, "time_series_metrics": 204295}
     splits = next(t for t in body["tables"] if t["name"] == "splits")
     pace = next(c for c in splits["columns"] if c["name"] == "pace_s_per_km")
-    assert pace == {"name": "pace_s_per_km", "type": "DOUBLE",
-                    "description": "Split pace in seconds per km (lower is faster)."}
+    assert pace == {
+        "name": "pace_s_per_km",
+        "type": "DOUBLE",
+        "description": "Split pace in seconds per km (lower is faster).",
+    }
 
 
 def test_export_resource_spec() -> None:

@@ -8,12 +8,29 @@ import pytest
 
 # Six invitees in two departments and two teams; 山田 is the leader.
 TEAM: list[dict[str, Any]] = [
-    {"user_id": "1", "display_name": "山田 太郎", "reading": "やまだ たろう", "groups": ["営業部", "Team A", "リーダー"]},
-    {"user_id": "2", "display_name": "田中 花子", "reading": "タナカ ハナコ", "aliases": ["ハナちゃん"], "groups": ["営業部", "Team A"]},
+    {
+        "user_id": "1",
+        "display_name": "山田 太郎",
+        "reading": "やまだ たろう",
+        "groups": ["営業部", "Team A", "リーダー"],
+    },
+    {
+        "user_id": "2",
+        "display_name": "田中 花子",
+        "reading": "タナカ ハナコ",
+        "aliases": ["ハナちゃん"],
+        "groups": ["営業部", "Team A"],
+    },
     {"user_id": "3", "display_name": "佐藤 次郎", "reading": "さとう じろう", "groups": ["営業部", "Team A"]},
     {"user_id": "4", "display_name": "鈴木 一郎", "reading": "すずき いちろう", "groups": ["開発部", "Team B"]},
     {"user_id": "5", "display_name": "高橋 美咲", "reading": "たかはし みさき", "groups": ["開発部", "Team B"]},
-    {"user_id": "6", "display_name": "伊藤 健", "reading": "いとう けん", "aliases": ["ケンさん"], "groups": ["開発部", "Team B"]},
+    {
+        "user_id": "6",
+        "display_name": "伊藤 健",
+        "reading": "いとう けん",
+        "aliases": ["ケンさん"],
+        "groups": ["開発部", "Team B"],
+    },
 ]
 
 

@@ -14,10 +14,19 @@ from kumitate.errors import ToolError
 KEYS = [f"u:{i}" for i in range(1, 7)]
 
 
-def rule(kind: str, params: dict[str, Any] | None = None, mode: str = "EARLIEST_VALID", tie: str = "earliest_slot", **extra: Any) -> dict[str, Any]:
+def rule(
+    kind: str,
+    params: dict[str, Any] | None = None,
+    mode: str = "EARLIEST_VALID",
+    tie: str = "earliest_slot",
+    **extra: Any,
+) -> dict[str, Any]:
     return {
         "type": kind,
-        "invitee_scope": {"include_invitee_keys": extra.pop("include", KEYS), "exclude_invitee_keys": extra.pop("exclude", [])},
+        "invitee_scope": {
+            "include_invitee_keys": extra.pop("include", KEYS),
+            "exclude_invitee_keys": extra.pop("exclude", []),
+        },
         "rule": params or {},
         "finalize_policy": {"mode": mode, "tie_breaker": tie, **extra.pop("policy", {})},
         **({"slot_policy": extra.pop("slot_policy")} if "slot_policy" in extra else {}),
@@ -25,8 +34,8 @@ def rule(kind: str, params: dict[str, Any] | None = None, mode: str = "EARLIEST_
 
 
 SLOTS = [
-    {"slot_id": "late", "start": "2025-06-02T10:00:00+09:00"},   # 01:00Z
-    {"slot_id": "early", "start": "2025-06-02T00:30:00Z"},        # 00:30Z
+    {"slot_id": "late", "start": "2025-06-02T10:00:00+09:00"},  # 01:00Z
+    {"slot_id": "early", "start": "2025-06-02T00:30:00Z"},  # 00:30Z
     {"slot_id": "berlin", "start": "2025-06-02T02:00:00", "timezone": "Europe/Berlin"},  # 00:00Z
 ]
 
@@ -35,18 +44,35 @@ def sel(key: str, slot: str, status: str = "selected") -> dict[str, str]:
     return {"invitee_key": key, "slot_id": slot, "status": status}
 
 
-def run(r: dict[str, Any], selections: list[dict[str, str]], slots: list[dict[str, Any]] = SLOTS, now: str = "2025-06-01T00:00:00Z") -> dict[str, Any]:
+def run(
+    r: dict[str, Any],
+    selections: list[dict[str, str]],
+    slots: list[dict[str, Any]] = SLOTS,
+    now: str = "2025-06-01T00:00:00Z",
+) -> dict[str, Any]:
     return evaluate_attendance({"rule": r, "slots": slots, "selections": selections, "now": now})
 
 
 def test_earliest_is_by_absolute_instant() -> None:
     everyone = [sel(k, s) for k in KEYS[:2] for s in ("late", "early", "berlin")]
-    r = rule("K_OF_N", {"k": 2, "n": 6}, slot_policy={"allow_multiple_slots_per_invitee": True},
-             policy={"auto_finalize": True, "auto_finalize_delay_seconds": 90})
+    r = rule(
+        "K_OF_N",
+        {"k": 2, "n": 6},
+        slot_policy={"allow_multiple_slots_per_invitee": True},
+        policy={"auto_finalize": True, "auto_finalize_delay_seconds": 90},
+    )
     out = run(r, everyone)
-    assert [s["start_utc"] for s in out["slots"]] == ["2025-06-02T01:00:00Z", "2025-06-02T00:30:00Z", "2025-06-02T00:00:00Z"]
+    assert [s["start_utc"] for s in out["slots"]] == [
+        "2025-06-02T01:00:00Z",
+        "2025-06-02T00:30:00Z",
+        "2025-06-02T00:00:00Z",
+    ]
     assert out["decision"]["candidates"] == ["berlin", "early", "late"]
-    assert (out["decision"]["finalize"], out["decision"]["slot_id"], out["decision"]["reason"]) == (True, "berlin", "earliest_valid")
+    assert (out["decision"]["finalize"], out["decision"]["slot_id"], out["decision"]["reason"]) == (
+        True,
+        "berlin",
+        "earliest_valid",
+    )
     assert out["auto_finalize_at"] == "2025-06-01T00:01:30Z"
 
 
@@ -61,13 +87,21 @@ def test_highest_score_tie_breaker_and_best_score_waits() -> None:
     assert best["decision"]["recommended_slot_id"] == "late"
     assert best["decision"]["pending_invitee_keys"] == ["u:6"]
     done = run(rule("K_OF_N", {"k": 2, "n": 6}, mode="BEST_SCORE"), [*selections, sel("u:6", "berlin", "declined")])
-    assert (done["decision"]["finalize"], done["decision"]["slot_id"], done["decision"]["reason"]) == (True, "late", "best_score")
+    assert (done["decision"]["finalize"], done["decision"]["slot_id"], done["decision"]["reason"]) == (
+        True,
+        "late",
+        "best_score",
+    )
     assert done["auto_finalize_at"] is None
 
 
 def test_manual_and_no_valid_and_no_slots() -> None:
     out = run(rule("ANY", mode="MANUAL"), [sel("u:1", "early")])
-    assert (out["decision"]["finalize"], out["decision"]["reason"], out["decision"]["recommended_slot_id"]) == (False, "manual_mode", "early")
+    assert (out["decision"]["finalize"], out["decision"]["reason"], out["decision"]["recommended_slot_id"]) == (
+        False,
+        "manual_mode",
+        "early",
+    )
     out = run(rule("ALL"), [sel("u:1", "early")])
     assert out["decision"]["reason"] == "no_valid_slot"
     assert out["slots"][1]["missing_required"] == ["u:2", "u:3", "u:4", "u:5", "u:6"]
@@ -83,9 +117,15 @@ def test_required_plus_quorum_state() -> None:
 
 
 def test_group_any_state() -> None:
-    groups = [{"name": "A", "min": 2, "any_of_invitee_keys": ["u:1", "u:2", "u:3"]}, {"name": "B", "min": 3, "any_of_invitee_keys": ["u:4", "u:5", "u:6"]}]
+    groups = [
+        {"name": "A", "min": 2, "any_of_invitee_keys": ["u:1", "u:2", "u:3"]},
+        {"name": "B", "min": 3, "any_of_invitee_keys": ["u:4", "u:5", "u:6"]},
+    ]
     out = run(rule("GROUP_ANY", {"groups": groups}), [sel("u:1", "late"), sel("u:4", "late"), sel("u:5", "late")])
-    assert out["slots"][0]["groups"] == [{"name": "A", "min": 2, "count": 1, "satisfied": False}, {"name": "B", "min": 3, "count": 2, "satisfied": False}]
+    assert out["slots"][0]["groups"] == [
+        {"name": "A", "min": 2, "count": 1, "satisfied": False},
+        {"name": "B", "min": 3, "count": 2, "satisfied": False},
+    ]
     assert out["slots"][0]["shortfall"] == 1
 
 
@@ -119,7 +159,11 @@ def test_selected_at_orders_answers_when_all_have_it() -> None:
 
 def test_bad_inputs() -> None:
     with pytest.raises(ToolError) as err:
-        run(rule("ANY"), [], slots=[{"slot_id": "a", "start": "2025-06-02T10:00:00"}, {"slot_id": "a", "start": "2025-06-02T10:00:00"}])
+        run(
+            rule("ANY"),
+            [],
+            slots=[{"slot_id": "a", "start": "2025-06-02T10:00:00"}, {"slot_id": "a", "start": "2025-06-02T10:00:00"}],
+        )
     assert (err.value.code, err.value.message) == ("INVALID_INPUT", "slots[1].slot_id 'a' is used twice")
     with pytest.raises(ToolError) as err:
         run(rule("ANY"), [], slots=[{"slot_id": "a", "start": "tomorrow"}])
@@ -129,24 +173,41 @@ def test_bad_inputs() -> None:
     assert err.value.message == "slots[0].end is before its start"
     with pytest.raises(ToolError) as err:
         run(rule("K_OF_N", {"k": 7, "n": 6}), [])
-    assert (err.value.code, err.value.message) == ("VALIDATION_ERROR", "invalid attendance rule: rule.k (7) is larger than rule.n (6)")
+    assert (err.value.code, err.value.message) == (
+        "VALIDATION_ERROR",
+        "invalid attendance rule: rule.k (7) is larger than rule.n (6)",
+    )
 
 
 # -- properties -----------------------------------------------------------------------------
 SLOT_IDS = ["s0", "s1", "s2", "s3"]
 PROP_SLOTS = [{"slot_id": s, "start": f"2025-06-0{i + 1}T10:00:00+09:00"} for i, s in enumerate(SLOT_IDS)]
 MULTI = {"allow_multiple_slots_per_invitee": True}
-selection_st = st.builds(sel, st.sampled_from(KEYS), st.sampled_from(SLOT_IDS), st.sampled_from(["selected", "declined", "pending"]))
+selection_st = st.builds(
+    sel, st.sampled_from(KEYS), st.sampled_from(SLOT_IDS), st.sampled_from(["selected", "declined", "pending"])
+)
 selections_st = st.lists(selection_st, max_size=30)
 rules_st = st.one_of(
     st.just(rule("ALL", slot_policy=MULTI)),
     st.just(rule("ANY", slot_policy=MULTI)),
     st.integers(1, 6).map(lambda k: rule("K_OF_N", {"k": k, "n": 6}, slot_policy=MULTI)),
     st.tuples(st.lists(st.sampled_from(KEYS), min_size=1, max_size=3, unique=True), st.integers(0, 3)).map(
-        lambda t: rule("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": t[0], "min_additional": t[1]}, slot_policy=MULTI)
+        lambda t: rule(
+            "REQUIRED_PLUS_QUORUM", {"required_invitee_keys": t[0], "min_additional": t[1]}, slot_policy=MULTI
+        )
     ),
-    st.integers(1, 3).map(lambda m: rule("GROUP_ANY", {"groups": [
-        {"name": "A", "min": m, "any_of_invitee_keys": KEYS[:3]}, {"name": "B", "min": m, "any_of_invitee_keys": KEYS[3:]}]}, slot_policy=MULTI)),
+    st.integers(1, 3).map(
+        lambda m: rule(
+            "GROUP_ANY",
+            {
+                "groups": [
+                    {"name": "A", "min": m, "any_of_invitee_keys": KEYS[:3]},
+                    {"name": "B", "min": m, "any_of_invitee_keys": KEYS[3:]},
+                ]
+            },
+            slot_policy=MULTI,
+        )
+    ),
 )
 
 
@@ -156,7 +217,9 @@ def satisfied(r: dict[str, Any], selections: list[dict[str, str]]) -> list[bool]
 
 @settings(max_examples=150, deadline=None)
 @given(rules_st, selections_st, st.sampled_from(KEYS), st.sampled_from(SLOT_IDS))
-def test_adding_a_selection_never_breaks_a_satisfied_slot(r: dict[str, Any], selections: list[dict[str, str]], key: str, slot: str) -> None:
+def test_adding_a_selection_never_breaks_a_satisfied_slot(
+    r: dict[str, Any], selections: list[dict[str, str]], key: str, slot: str
+) -> None:
     before = satisfied(r, selections)
     after = satisfied(r, [*selections, sel(key, slot)])
     assert all(a or not b for b, a in zip(before, after, strict=True))
@@ -164,7 +227,9 @@ def test_adding_a_selection_never_breaks_a_satisfied_slot(r: dict[str, Any], sel
 
 @settings(max_examples=100, deadline=None)
 @given(selections_st, st.sampled_from(KEYS), st.sampled_from(SLOT_IDS))
-def test_first_selected_is_monotone_for_appended_selections(selections: list[dict[str, str]], key: str, slot: str) -> None:
+def test_first_selected_is_monotone_for_appended_selections(
+    selections: list[dict[str, str]], key: str, slot: str
+) -> None:
     r = rule("K_OF_N", {"k": 2, "n": 6})
     before = satisfied(r, selections)
     after = satisfied(r, [*selections, sel(key, slot)])
@@ -174,21 +239,34 @@ def test_first_selected_is_monotone_for_appended_selections(selections: list[dic
 @settings(max_examples=100, deadline=None)
 @given(selections_st)
 def test_all_equals_k_of_n_with_k_n(selections: list[dict[str, str]]) -> None:
-    assert satisfied(rule("ALL", slot_policy=MULTI), selections) == satisfied(rule("K_OF_N", {"k": 6, "n": 6}, slot_policy=MULTI), selections)
+    assert satisfied(rule("ALL", slot_policy=MULTI), selections) == satisfied(
+        rule("K_OF_N", {"k": 6, "n": 6}, slot_policy=MULTI), selections
+    )
 
 
 @settings(max_examples=100, deadline=None)
 @given(selections_st)
 def test_any_equals_k_of_n_with_k_1(selections: list[dict[str, str]]) -> None:
-    assert satisfied(rule("ANY", slot_policy=MULTI), selections) == satisfied(rule("K_OF_N", {"k": 1, "n": 6}, slot_policy=MULTI), selections)
+    assert satisfied(rule("ANY", slot_policy=MULTI), selections) == satisfied(
+        rule("K_OF_N", {"k": 1, "n": 6}, slot_policy=MULTI), selections
+    )
 
 
 @settings(max_examples=100, deadline=None)
 @given(selections_st, st.integers(0, 5))
 def test_required_with_no_required_pool_is_k_of_n(selections: list[dict[str, str]], extra: int) -> None:
     rpq = rule("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:1"], "min_additional": extra}, slot_policy=MULTI)
-    single = rule("GROUP_ANY", {"groups": [{"name": "all", "min": extra + 1, "any_of_invitee_keys": KEYS}]}, slot_policy=MULTI)
-    everyone_needed = [a and b for a, b in zip(satisfied(single, selections), satisfied(rule("ALL", include=["u:1"], slot_policy=MULTI), selections), strict=True)]
+    single = rule(
+        "GROUP_ANY", {"groups": [{"name": "all", "min": extra + 1, "any_of_invitee_keys": KEYS}]}, slot_policy=MULTI
+    )
+    everyone_needed = [
+        a and b
+        for a, b in zip(
+            satisfied(single, selections),
+            satisfied(rule("ALL", include=["u:1"], slot_policy=MULTI), selections),
+            strict=True,
+        )
+    ]
     # RPQ(u:1, extra) ⇔ u:1 attends and at least extra+1 attend in total
     assert satisfied(rpq, selections) == everyone_needed
 

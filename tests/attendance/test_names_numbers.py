@@ -49,7 +49,9 @@ def test_unknown_name_goes_to_missing_and_is_not_guessed() -> None:
     out = parse_attendance_intent({"text": "山田さんと木村さんは必須、あと1人", "invitees": TEAM})
     assert out["attendance_rule"]["rule"] == {"required_invitee_keys": ["u:1"], "min_additional": 1}
     assert out["missing"] == ["木村"]
-    assert out["needs_clarification"] == ["「木村」さんが招待者に見つかりません。招待者に追加するか、別の呼び方を教えてください。"]
+    assert out["needs_clarification"] == [
+        "「木村」さんが招待者に見つかりません。招待者に追加するか、別の呼び方を教えてください。"
+    ]
     assert out["confidence"] == 0.65
 
 
@@ -74,7 +76,9 @@ def test_ambiguous_surname_is_missing_with_candidates() -> None:
     out = parse_attendance_intent({"text": "山田さんと佐藤さんは必須", "invitees": invitees})
     assert out["attendance_rule"]["rule"] == {"required_invitee_keys": ["u:3"], "min_additional": 0}
     assert out["missing"] == ["山田"]
-    assert out["needs_clarification"] == ["「山田」に当てはまる招待者が複数います（山田 太郎、山田 花子）。どなたですか？"]
+    assert out["needs_clarification"] == [
+        "「山田」に当てはまる招待者が複数います（山田 太郎、山田 花子）。どなたですか？"
+    ]
     # the full name is unambiguous
     assert required("山田花子さんは必須", invitees) == (["u:2"], [])
 
@@ -85,7 +89,11 @@ def test_words_with_honorifics_that_are_not_people() -> None:
 
 
 def test_keys_derived_from_email_and_list_member() -> None:
-    invitees = [{"email": " Ext@Example.COM", "display_name": "外部 さん"}, {"list_member_id": 77, "display_name": "会員 一号"}, *users(2)]
+    invitees = [
+        {"email": " Ext@Example.COM", "display_name": "外部 さん"},
+        {"list_member_id": 77, "display_name": "会員 一号"},
+        *users(2),
+    ]
     out = parse_attendance_intent({"text": "外部さんと会員さんは必須", "invitees": invitees})
     import hashlib
 
@@ -96,7 +104,17 @@ def test_keys_derived_from_email_and_list_member() -> None:
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("三", 3), ("十", 10), ("十二", 12), ("二十", 20), ("二十一", 21), ("百", 100), ("百五", 105), ("一〇", 10), ("千二百", 1200)],
+    [
+        ("三", 3),
+        ("十", 10),
+        ("十二", 12),
+        ("二十", 20),
+        ("二十一", 21),
+        ("百", 100),
+        ("百五", 105),
+        ("一〇", 10),
+        ("千二百", 1200),
+    ],
 )
 def test_kanji_numerals(text: str, expected: int) -> None:
     assert kanji_to_int(text) == expected

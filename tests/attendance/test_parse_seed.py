@@ -22,14 +22,33 @@ def test_example_1_simple_majority_full_structure() -> None:
         "attendance_rule": {
             "version": "1.0",
             "type": "K_OF_N",
-            "slot_policy": {"conflict_policy": "first_selected", "timezone": "Asia/Tokyo", "allow_multiple_slots_per_invitee": False},
+            "slot_policy": {
+                "conflict_policy": "first_selected",
+                "timezone": "Asia/Tokyo",
+                "allow_multiple_slots_per_invitee": False,
+            },
             "invitee_scope": {"include_invitee_keys": ["u:1", "u:2", "u:3", "u:4", "u:5"], "exclude_invitee_keys": []},
             "rule": {"k": 3, "n": 5},
-            "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "highest_score", "auto_finalize": True, "auto_finalize_delay_seconds": 7200},
+            "finalize_policy": {
+                "mode": "EARLIEST_VALID",
+                "tie_breaker": "highest_score",
+                "auto_finalize": True,
+                "auto_finalize_delay_seconds": 7200,
+            },
         },
-        "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "highest_score", "auto_finalize": True, "auto_finalize_delay_seconds": 7200},
+        "finalize_policy": {
+            "mode": "EARLIEST_VALID",
+            "tie_breaker": "highest_score",
+            "auto_finalize": True,
+            "auto_finalize_delay_seconds": 7200,
+        },
         "invitee_sets": {"target": ["u:1", "u:2", "u:3", "u:4", "u:5"], "required": [], "optional": []},
-        "slot_generation_hint": {"count": 3, "preferred_days": ["weekday"], "preferred_hours": [10, 11, 14, 15, 16], "duration_minutes": 60},
+        "slot_generation_hint": {
+            "count": 3,
+            "preferred_days": ["weekday"],
+            "preferred_hours": [10, 11, 14, 15, 16],
+            "duration_minutes": 60,
+        },
         "share_intent": {"room_id": None, "list_ids": [], "individual_emails": [], "individual_invitee_keys": []},
         "confidence": 0.95,
         "needs_clarification": [],
@@ -46,10 +65,17 @@ def test_example_2_required_members() -> None:
     ]
     out = parse("山田さんと佐藤さんは必須、あと2人以上", invitees)
     assert out["attendance_rule"]["type"] == "REQUIRED_PLUS_QUORUM"
-    assert out["attendance_rule"]["rule"] == {"required_invitee_keys": ["u:yamada_id", "u:sato_id"], "min_additional": 2}
+    assert out["attendance_rule"]["rule"] == {
+        "required_invitee_keys": ["u:yamada_id", "u:sato_id"],
+        "min_additional": 2,
+    }
     assert out["confidence"] == 0.9
     assert out["invitee_sets"]["required"] == ["u:yamada_id", "u:sato_id"]
-    assert out["attendance_rule"]["finalize_policy"] == {"mode": "BEST_SCORE", "tie_breaker": "highest_score", "auto_finalize": False}
+    assert out["attendance_rule"]["finalize_policy"] == {
+        "mode": "BEST_SCORE",
+        "tie_breaker": "highest_score",
+        "auto_finalize": False,
+    }
 
 
 def test_example_3_groups() -> None:
@@ -64,14 +90,20 @@ def test_example_3_groups() -> None:
     }
     assert out["confidence"] == 0.85
     assert out["attendance_rule"]["finalize_policy"] == {
-        "mode": "EARLIEST_VALID", "tie_breaker": "highest_score", "auto_finalize": True, "auto_finalize_delay_seconds": 3600
+        "mode": "EARLIEST_VALID",
+        "tie_breaker": "highest_score",
+        "auto_finalize": True,
+        "auto_finalize_delay_seconds": 3600,
     }
 
 
 def test_ambiguity_example() -> None:
     out = parse("みんなで集まりたい")
     assert out["attendance_rule"]["type"] == "ANY"
-    assert out["needs_clarification"] == ["「みんな」の具体的な対象者を教えてください", "全員必須ですか？それとも一部でもOKですか？"]
+    assert out["needs_clarification"] == [
+        "「みんな」の具体的な対象者を教えてください",
+        "全員必須ですか？それとも一部でもOKですか？",
+    ]
     assert out["confidence"] == 0.6
 
 
@@ -79,13 +111,73 @@ def test_ambiguity_example() -> None:
     ("text", "rule_type", "params", "policy"),
     [
         ("全員参加必須", "ALL", {}, {"mode": "BEST_SCORE", "tie_breaker": "earliest_slot", "auto_finalize": False}),
-        ("全員が同じ日時に集まれる日を探して", "ALL", {}, {"mode": "BEST_SCORE", "tie_breaker": "earliest_slot", "auto_finalize": False}),
-        ("全員が揃わないと成立しない", "ALL", {}, {"mode": "BEST_SCORE", "tie_breaker": "earliest_slot", "auto_finalize": False}),
-        ("誰か1人でも参加できればOK", "ANY", {}, {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot", "auto_finalize": True, "auto_finalize_delay_seconds": 3600}),
-        ("最低1人参加すれば開催", "ANY", {}, {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot", "auto_finalize": True, "auto_finalize_delay_seconds": 3600}),
-        ("参加者がいれば実施", "ANY", {}, {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot", "auto_finalize": True, "auto_finalize_delay_seconds": 3600}),
-        ("5人中3人以上が参加できればOK", "K_OF_N", {"k": 3, "n": 5}, {"mode": "EARLIEST_VALID", "tie_breaker": "highest_score", "auto_finalize": True, "auto_finalize_delay_seconds": 7200}),
-        ("最低3人集まれば開催", "K_OF_N", {"k": 3, "n": 5}, {"mode": "EARLIEST_VALID", "tie_breaker": "highest_score", "auto_finalize": True, "auto_finalize_delay_seconds": 7200}),
+        (
+            "全員が同じ日時に集まれる日を探して",
+            "ALL",
+            {},
+            {"mode": "BEST_SCORE", "tie_breaker": "earliest_slot", "auto_finalize": False},
+        ),
+        (
+            "全員が揃わないと成立しない",
+            "ALL",
+            {},
+            {"mode": "BEST_SCORE", "tie_breaker": "earliest_slot", "auto_finalize": False},
+        ),
+        (
+            "誰か1人でも参加できればOK",
+            "ANY",
+            {},
+            {
+                "mode": "EARLIEST_VALID",
+                "tie_breaker": "earliest_slot",
+                "auto_finalize": True,
+                "auto_finalize_delay_seconds": 3600,
+            },
+        ),
+        (
+            "最低1人参加すれば開催",
+            "ANY",
+            {},
+            {
+                "mode": "EARLIEST_VALID",
+                "tie_breaker": "earliest_slot",
+                "auto_finalize": True,
+                "auto_finalize_delay_seconds": 3600,
+            },
+        ),
+        (
+            "参加者がいれば実施",
+            "ANY",
+            {},
+            {
+                "mode": "EARLIEST_VALID",
+                "tie_breaker": "earliest_slot",
+                "auto_finalize": True,
+                "auto_finalize_delay_seconds": 3600,
+            },
+        ),
+        (
+            "5人中3人以上が参加できればOK",
+            "K_OF_N",
+            {"k": 3, "n": 5},
+            {
+                "mode": "EARLIEST_VALID",
+                "tie_breaker": "highest_score",
+                "auto_finalize": True,
+                "auto_finalize_delay_seconds": 7200,
+            },
+        ),
+        (
+            "最低3人集まれば開催",
+            "K_OF_N",
+            {"k": 3, "n": 5},
+            {
+                "mode": "EARLIEST_VALID",
+                "tie_breaker": "highest_score",
+                "auto_finalize": True,
+                "auto_finalize_delay_seconds": 7200,
+            },
+        ),
     ],
 )
 def test_seed_type_examples_on_five(text: str, rule_type: str, params: dict[str, Any], policy: dict[str, Any]) -> None:
@@ -102,7 +194,10 @@ def test_ten_invited_five_needed() -> None:
 @pytest.mark.parametrize(
     ("text", "params"),
     [
-        ("山田さんと田中さんは必須、あと2人以上参加できればOK", {"required_invitee_keys": ["u:1", "u:2"], "min_additional": 2}),
+        (
+            "山田さんと田中さんは必須、あと2人以上参加できればOK",
+            {"required_invitee_keys": ["u:1", "u:2"], "min_additional": 2},
+        ),
         ("佐藤さんは必須、プラス1人以上", {"required_invitee_keys": ["u:3"], "min_additional": 1}),
         ("リーダー必須、メンバーは3人以上集まれば", {"required_invitee_keys": ["u:1"], "min_additional": 3}),
     ],
@@ -134,22 +229,49 @@ def test_share_intent_hashes_emails_in_text_and_uses_defaults() -> None:
 
 def test_slot_generation_hint_from_text() -> None:
     out = parse("全員必須、平日の午後に1時間半、候補を5つ出して")
-    assert out["slot_generation_hint"] == {"count": 5, "preferred_days": ["weekday"], "preferred_hours": [13, 14, 15, 16, 17], "duration_minutes": 90}
+    assert out["slot_generation_hint"] == {
+        "count": 5,
+        "preferred_days": ["weekday"],
+        "preferred_hours": [13, 14, 15, 16, 17],
+        "duration_minutes": 90,
+    }
     out = parse("3人以上、土日か水曜日の10時から12時で30分")
-    assert out["slot_generation_hint"] == {"count": 3, "preferred_days": ["weekend", "wed"], "preferred_hours": [10, 11], "duration_minutes": 30}
+    assert out["slot_generation_hint"] == {
+        "count": 3,
+        "preferred_days": ["weekend", "wed"],
+        "preferred_hours": [10, 11],
+        "duration_minutes": 30,
+    }
 
 
 def test_policy_wording_and_defaults() -> None:
-    assert parse("3人以上、手動で確定する")["attendance_rule"]["finalize_policy"] == {"mode": "MANUAL", "tie_breaker": "highest_score", "auto_finalize": False}
+    assert parse("3人以上、手動で確定する")["attendance_rule"]["finalize_policy"] == {
+        "mode": "MANUAL",
+        "tie_breaker": "highest_score",
+        "auto_finalize": False,
+    }
     assert parse("全員必須、2時間後に自動確定して")["attendance_rule"]["finalize_policy"] == {
-        "mode": "BEST_SCORE", "tie_breaker": "earliest_slot", "auto_finalize": True, "auto_finalize_delay_seconds": 7200
+        "mode": "BEST_SCORE",
+        "tie_breaker": "earliest_slot",
+        "auto_finalize": True,
+        "auto_finalize_delay_seconds": 7200,
     }
     assert parse("3人以上、一番早い日で")["attendance_rule"]["finalize_policy"]["tie_breaker"] == "earliest_slot"
-    out = parse("誰か1人", timezone="Europe/Berlin", allow_multiple_slots_per_invitee=True, auto_finalize_delay_seconds=600)
-    assert out["attendance_rule"]["slot_policy"] == {"conflict_policy": "first_selected", "timezone": "Europe/Berlin", "allow_multiple_slots_per_invitee": True}
+    out = parse(
+        "誰か1人", timezone="Europe/Berlin", allow_multiple_slots_per_invitee=True, auto_finalize_delay_seconds=600
+    )
+    assert out["attendance_rule"]["slot_policy"] == {
+        "conflict_policy": "first_selected",
+        "timezone": "Europe/Berlin",
+        "allow_multiple_slots_per_invitee": True,
+    }
     assert out["finalize_policy"]["auto_finalize_delay_seconds"] == 600
 
 
 def test_optional_invitees() -> None:
     out = parse("山田さんは必須、田中さんは任意、あと1人", TEAM)
-    assert out["invitee_sets"] == {"target": ["u:1", "u:2", "u:3", "u:4", "u:5", "u:6"], "required": ["u:1"], "optional": ["u:2"]}
+    assert out["invitee_sets"] == {
+        "target": ["u:1", "u:2", "u:3", "u:4", "u:5", "u:6"],
+        "required": ["u:1"],
+        "optional": ["u:2"],
+    }

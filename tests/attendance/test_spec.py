@@ -23,7 +23,9 @@ from tests.attendance.conftest import TEAM
 SPEC_DIR = Path(__file__).resolve().parents[2] / "specs" / "attendance"
 TYPES_FILE = SPEC_DIR / "types" / "attendance.json"
 TYPES = json.loads(TYPES_FILE.read_text(encoding="utf-8"))
-REGISTRY: Registry = Registry().with_resource(TYPES_FILE.as_uri(), Resource.from_contents(TYPES, default_specification=DRAFT202012))
+REGISTRY: Registry = Registry().with_resource(
+    TYPES_FILE.as_uri(), Resource.from_contents(TYPES, default_specification=DRAFT202012)
+)
 TOOL_FILES = sorted((SPEC_DIR / "tools").glob("*.yaml"))
 TOOLS = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in TOOL_FILES}
 CTX = CallContext(service="attendance", tool="t", transport="test", run_id="r", trace_id="t")
@@ -36,7 +38,13 @@ def validator(tool: str, part: str) -> Draft202012Validator:
 
 def test_types_and_tools() -> None:
     Draft202012Validator.check_schema(TYPES)
-    assert sorted(TOOLS) == ["evaluate_attendance", "get_attendance_rule", "invitee_key", "parse_attendance_intent", "save_attendance_rule"]
+    assert sorted(TOOLS) == [
+        "evaluate_attendance",
+        "get_attendance_rule",
+        "invitee_key",
+        "parse_attendance_intent",
+        "save_attendance_rule",
+    ]
     for name, tool in TOOLS.items():
         assert tool["name"] == name
         assert tool["http"] == {"method": "POST", "path": f"/v1/attendance/{name}"}
@@ -71,7 +79,9 @@ def test_every_property_is_described_and_inputs_are_closed() -> None:
 def test_examples_validate_and_match(tool: str, index: int, tmp_path: Path) -> None:
     example = TOOLS[tool]["examples"][index]
     assert not list(validator(tool, "input").iter_errors(example["input"]))
-    handlers = attendance.create(Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000"))
+    handlers = attendance.create(
+        Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
+    )
     try:
         result = getattr(handlers, tool)(example["input"], CTX)
     except ToolError as exc:
@@ -85,7 +95,9 @@ def test_examples_validate_and_match(tool: str, index: int, tmp_path: Path) -> N
         assert result == example["output"]
 
 
-@pytest.mark.parametrize("text", ["全員必須", "みんなで集まりたい", "営業部から2人 または 開発部から3人", "木村さんは必須", "3人以上"])
+@pytest.mark.parametrize(
+    "text", ["全員必須", "みんなで集まりたい", "営業部から2人 または 開発部から3人", "木村さんは必須", "3人以上"]
+)
 def test_parse_outputs_validate(text: str) -> None:
     out = parse_attendance_intent({"text": text, "invitees": TEAM})
     assert not list(validator("parse_attendance_intent", "output").iter_errors(out))

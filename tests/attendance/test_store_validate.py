@@ -19,11 +19,19 @@ CTX = CallContext(service="attendance", tool="t", transport="test", run_id="r", 
 FIVE = ["u:1", "u:2", "u:3", "u:4", "u:5"]
 
 
-def base(kind: str = "K_OF_N", params: dict[str, Any] | None = None, include: list[str] = FIVE, exclude: list[str] | None = None) -> dict[str, Any]:
+def base(
+    kind: str = "K_OF_N",
+    params: dict[str, Any] | None = None,
+    include: list[str] = FIVE,
+    exclude: list[str] | None = None,
+) -> dict[str, Any]:
     return {
         "version": 1,
         "type": kind,
-        "invitee_scope": {"include_invitee_keys": include, **({"exclude_invitee_keys": exclude} if exclude is not None else {})},
+        "invitee_scope": {
+            "include_invitee_keys": include,
+            **({"exclude_invitee_keys": exclude} if exclude is not None else {}),
+        },
         "rule": {"k": 3, "n": 5} if params is None else params,
         "finalize_policy": {"mode": "EARLIEST_VALID"},
     }
@@ -31,7 +39,9 @@ def base(kind: str = "K_OF_N", params: dict[str, Any] | None = None, include: li
 
 @pytest.fixture
 def handlers(tmp_path: Path) -> attendance.AttendanceHandlers:
-    return attendance.create(Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000"))
+    return attendance.create(
+        Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
+    )
 
 
 def test_fresh_store_has_sample_rules(handlers: attendance.AttendanceHandlers, tmp_path: Path) -> None:
@@ -49,7 +59,11 @@ def test_round_trip_and_history(handlers: attendance.AttendanceHandlers) -> None
     assert first["attendance_rule"] == {
         "version": "1.0",
         "type": "K_OF_N",
-        "slot_policy": {"conflict_policy": "first_selected", "timezone": "Asia/Tokyo", "allow_multiple_slots_per_invitee": False},
+        "slot_policy": {
+            "conflict_policy": "first_selected",
+            "timezone": "Asia/Tokyo",
+            "allow_multiple_slots_per_invitee": False,
+        },
         "invitee_scope": {"include_invitee_keys": FIVE, "exclude_invitee_keys": []},
         "rule": {"k": 3, "n": 5},
         "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot", "auto_finalize": False},
@@ -83,25 +97,74 @@ def test_store_survives_restart(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("rule", "problems"),
     [
-        (base(params={"k": 6, "n": 5}), ["rule.k (6) is larger than rule.n (5)", "rule.n (5) does not match the 5 invitees in the effective scope"][:1]),
+        (
+            base(params={"k": 6, "n": 5}),
+            ["rule.k (6) is larger than rule.n (5)", "rule.n (5) does not match the 5 invitees in the effective scope"][
+                :1
+            ],
+        ),
         (base(params={"k": 2, "n": 4}), ["rule.n (4) does not match the 5 invitees in the effective scope"]),
         (base(params={"k": 2}), ["rule.n is required for type K_OF_N"]),
         (base(params={"k": 2, "n": 4}, exclude=["u:5"]), []),
-        (base("ALL", {}, include=[]), ["invitee_scope.include_invitee_keys is empty: a rule needs at least one invitee in scope"]),
-        (base("ALL", {}, include=["u:1"], exclude=["u:1"]), ["the effective scope (include_invitee_keys minus exclude_invitee_keys) is empty"]),
-        (base("ALL", {}, exclude=["u:9"]), ["invitee_scope.exclude_invitee_keys has u:9, which is not in include_invitee_keys"]),
+        (
+            base("ALL", {}, include=[]),
+            ["invitee_scope.include_invitee_keys is empty: a rule needs at least one invitee in scope"],
+        ),
+        (
+            base("ALL", {}, include=["u:1"], exclude=["u:1"]),
+            ["the effective scope (include_invitee_keys minus exclude_invitee_keys) is empty"],
+        ),
+        (
+            base("ALL", {}, exclude=["u:9"]),
+            ["invitee_scope.exclude_invitee_keys has u:9, which is not in include_invitee_keys"],
+        ),
         (base("ALL", {}, include=["u:1", "u:1"]), ["invitee_scope.include_invitee_keys lists u:1 twice"]),
         (base("ANY", {"k": 1}), ["rule.k is not used by type ANY; remove it"]),
-        (base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:9"], "min_additional": 1}), ["rule.required_invitee_keys has u:9, which is not in the effective scope"]),
-        (base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:1", "u:2"], "min_additional": 4}), ["rule.min_additional (4) is larger than the 3 non-required invitees in scope"]),
-        (base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": [], "min_additional": 1}), ["rule.required_invitee_keys must name at least one invitee for REQUIRED_PLUS_QUORUM"]),
-        (base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:1"]}), ["rule.min_additional is required for type REQUIRED_PLUS_QUORUM"]),
+        (
+            base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:9"], "min_additional": 1}),
+            ["rule.required_invitee_keys has u:9, which is not in the effective scope"],
+        ),
+        (
+            base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:1", "u:2"], "min_additional": 4}),
+            ["rule.min_additional (4) is larger than the 3 non-required invitees in scope"],
+        ),
+        (
+            base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": [], "min_additional": 1}),
+            ["rule.required_invitee_keys must name at least one invitee for REQUIRED_PLUS_QUORUM"],
+        ),
+        (
+            base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:1"]}),
+            ["rule.min_additional is required for type REQUIRED_PLUS_QUORUM"],
+        ),
         (base("GROUP_ANY", {"groups": []}), ["rule.groups must hold at least one group for GROUP_ANY"]),
-        (base("GROUP_ANY", {"groups": [{"name": "A", "min": 1, "any_of_invitee_keys": []}]}), ["rule.groups[0] (A) has no invitees"]),
-        (base("GROUP_ANY", {"groups": [{"name": "A", "min": 3, "any_of_invitee_keys": ["u:1", "u:2"]}]}), ["rule.groups[0] (A) needs min 3 but has only 2 invitees in scope"]),
-        (base("GROUP_ANY", {"groups": [{"name": "A", "min": 1, "any_of_invitee_keys": ["u:1", "u:7"]}]}), ["rule.groups[0] (A) has u:7, which is not in the effective scope"]),
-        (base("GROUP_ANY", {"groups": [{"name": "A", "min": 1, "any_of_invitee_keys": ["u:1"]}, {"name": "A", "min": 1, "any_of_invitee_keys": ["u:2"]}]}), ["rule.groups[1] (A) repeats the group name 'A'"]),
-        ({**base("ALL", {}), "slot_policy": {"timezone": "Mars/Base"}}, ["slot_policy.timezone 'Mars/Base' is not an IANA time zone"]),
+        (
+            base("GROUP_ANY", {"groups": [{"name": "A", "min": 1, "any_of_invitee_keys": []}]}),
+            ["rule.groups[0] (A) has no invitees"],
+        ),
+        (
+            base("GROUP_ANY", {"groups": [{"name": "A", "min": 3, "any_of_invitee_keys": ["u:1", "u:2"]}]}),
+            ["rule.groups[0] (A) needs min 3 but has only 2 invitees in scope"],
+        ),
+        (
+            base("GROUP_ANY", {"groups": [{"name": "A", "min": 1, "any_of_invitee_keys": ["u:1", "u:7"]}]}),
+            ["rule.groups[0] (A) has u:7, which is not in the effective scope"],
+        ),
+        (
+            base(
+                "GROUP_ANY",
+                {
+                    "groups": [
+                        {"name": "A", "min": 1, "any_of_invitee_keys": ["u:1"]},
+                        {"name": "A", "min": 1, "any_of_invitee_keys": ["u:2"]},
+                    ]
+                },
+            ),
+            ["rule.groups[1] (A) repeats the group name 'A'"],
+        ),
+        (
+            {**base("ALL", {}), "slot_policy": {"timezone": "Mars/Base"}},
+            ["slot_policy.timezone 'Mars/Base' is not an IANA time zone"],
+        ),
     ],
 )
 def test_rule_problems_are_exact(rule: dict[str, Any], problems: list[str]) -> None:
@@ -110,7 +173,9 @@ def test_rule_problems_are_exact(rule: dict[str, Any], problems: list[str]) -> N
 
 def test_schema_problems_and_all_problems_in_one_message() -> None:
     assert rule_problems({**base(), "type": "SOME"})[0].startswith("type: ")
-    assert rule_problems({**base(), "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "EARLIEST"}})[0].startswith("finalize_policy/tie_breaker: ")
+    assert rule_problems({**base(), "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "EARLIEST"}})[
+        0
+    ].startswith("finalize_policy/tie_breaker: ")
     with pytest.raises(ToolError) as err:
         check_rule(base("REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:9"], "min_additional": 6}))
     assert err.value.message == (
@@ -140,7 +205,14 @@ def test_invitee_keys() -> None:
 def test_parse_rule_saves_as_is(handlers: attendance.AttendanceHandlers) -> None:
     from tests.attendance.conftest import TEAM
 
-    texts = ["全員必須", "誰か1人", "3人以上", "山田さんと田中さんは必須、あと2人", "営業部から2人 または 開発部から3人", "田中さんは除いて過半数"]
+    texts = [
+        "全員必須",
+        "誰か1人",
+        "3人以上",
+        "山田さんと田中さんは必須、あと2人",
+        "営業部から2人 または 開発部から3人",
+        "田中さんは除いて過半数",
+    ]
     for i, text in enumerate(texts):
         parsed = handlers.parse_attendance_intent({"text": text, "invitees": TEAM}, CTX)
         assert parsed["needs_clarification"] == []

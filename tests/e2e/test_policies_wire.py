@@ -55,7 +55,12 @@ def bearer(token: str) -> dict[str, str]:
 
 @pytest.mark.parametrize(
     ("headers", "status", "code"),
-    [({}, 401, "UNAUTHORIZED"), (bearer("nope"), 401, "UNAUTHORIZED"), (bearer("t-stays"), 403, "FORBIDDEN"), (bearer("t-all"), 200, None)],
+    [
+        ({}, 401, "UNAUTHORIZED"),
+        (bearer("nope"), 401, "UNAUTHORIZED"),
+        (bearer("t-stays"), 403, "FORBIDDEN"),
+        (bearer("t-all"), 200, None),
+    ],
 )
 async def test_http_auth(server: LiveServer, headers: dict[str, str], status: int, code: str | None) -> None:
     async with httpx.AsyncClient(base_url=server.url) as http:
@@ -73,8 +78,12 @@ async def test_public_routes_need_no_token(server: LiveServer) -> None:
         assert (await http.get("/v1/versions")).status_code == 200
 
 
-@pytest.mark.parametrize(("token", "code"), [(None, "UNAUTHORIZED"), ("nope", "UNAUTHORIZED"), ("t-stays", "FORBIDDEN"), ("t-all", None)])
-async def test_mcp_auth_uses_the_connection_bearer_token(server: LiveServer, token: str | None, code: str | None) -> None:
+@pytest.mark.parametrize(
+    ("token", "code"), [(None, "UNAUTHORIZED"), ("nope", "UNAUTHORIZED"), ("t-stays", "FORBIDDEN"), ("t-all", None)]
+)
+async def test_mcp_auth_uses_the_connection_bearer_token(
+    server: LiveServer, token: str | None, code: str | None
+) -> None:
     async with mcp(server, token) as client:
         result = await client.call_tool("search", {"query_text": "獺祭"}, raise_on_error=False)
         stays = await client.call_tool("summarize_stays", STAYS, raise_on_error=False)
@@ -132,7 +141,9 @@ async def test_idempotency_over_http_and_mcp_survives_a_restart(server: LiveServ
     async with httpx.AsyncClient(base_url=server.url, headers=bearer("t-idem")) as http:
         first = await http.post("/v1/ingest", json=body, headers={"Idempotency-Key": "ingest-1"})
         again = await http.post("/v1/ingest", json=body, headers={"Idempotency-Key": "ingest-1"})
-        other = await http.post("/v1/ingest", json={**body, "brand_name": "別"}, headers={"Idempotency-Key": "ingest-1"})
+        other = await http.post(
+            "/v1/ingest", json={**body, "brand_name": "別"}, headers={"Idempotency-Key": "ingest-1"}
+        )
     assert first.status_code == 200 and "idempotent-replayed" not in first.headers
     assert again.status_code == 200 and again.headers["idempotent-replayed"] == "true"
     assert again.json() == first.json()

@@ -16,13 +16,23 @@ from kumitate.settings import Settings
 HEADER = ["計算対象", "日付", "内容", "金額（円）", "保有金融機関", "大項目", "中項目", "メモ", "振替", "ID"]
 
 
-def row(day: str, amount: int, major: str, minor: str, *, content: str = "店", target: int = 1,
-        transfer: int = 0, rid: str = "") -> list[str]:
+def row(
+    day: str,
+    amount: int,
+    major: str,
+    minor: str,
+    *,
+    content: str = "店",
+    target: int = 1,
+    transfer: int = 0,
+    rid: str = "",
+) -> list[str]:
     return [str(target), day, content, str(amount), "現金", major, minor, "", str(transfer), rid]
 
 
-def write_export(directory: Path, name: str, rows: list[list[str]], *, header: list[str] | None = None,
-                 encoding: str = "cp932") -> Path:
+def write_export(
+    directory: Path, name: str, rows: list[list[str]], *, header: list[str] | None = None, encoding: str = "cp932"
+) -> Path:
     buf = io.StringIO()
     writer = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
     writer.writerow(header or HEADER)
@@ -33,9 +43,21 @@ def write_export(directory: Path, name: str, rows: list[list[str]], *, header: l
 
 
 FOOD = {  # 食費 per month, hand-picked for the trend tests (15 months with data, 2024-01..2025-03)
-    "2024-01": 10000, "2024-02": 12000, "2024-03": 9000, "2024-04": 11000, "2024-05": 10000, "2024-06": 8000,
-    "2024-07": 12000, "2024-08": 10000, "2024-09": 9000, "2024-10": 11000, "2024-11": 10000, "2024-12": 13000,
-    "2025-01": 15000, "2025-02": 9000, "2025-03": 0,
+    "2024-01": 10000,
+    "2024-02": 12000,
+    "2024-03": 9000,
+    "2024-04": 11000,
+    "2024-05": 10000,
+    "2024-06": 8000,
+    "2024-07": 12000,
+    "2024-08": 10000,
+    "2024-09": 9000,
+    "2024-10": 11000,
+    "2024-11": 10000,
+    "2024-12": 13000,
+    "2025-01": 15000,
+    "2025-02": 9000,
+    "2025-03": 0,
 }
 
 

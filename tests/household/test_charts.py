@@ -30,11 +30,22 @@ def test_font_comes_from_the_package() -> None:
 
 @pytest.mark.parametrize("graph_type,size", [("pie", (800, 600)), ("bar", (1920, 1080))])
 def test_monthly_chart(trend_service, ctx, graph_type: str, size: tuple[int, int]) -> None:
-    out = trend_service.get_monthly_household({"year": 2025, "month": 1, "output_format": "image",
-                                               "graph_type": graph_type, "image_size": f"{size[0]}x{size[1]}"}, ctx)
+    out = trend_service.get_monthly_household(
+        {
+            "year": 2025,
+            "month": 1,
+            "output_format": "image",
+            "graph_type": graph_type,
+            "image_size": f"{size[0]}x{size[1]}",
+        },
+        ctx,
+    )
     chart = out["chart"]
-    assert (chart["width"], chart["height"], chart["mime_type"], chart["graph_type"]) == (*size, "image/png",
-                                                                                           graph_type)
+    assert (chart["width"], chart["height"], chart["mime_type"], chart["graph_type"]) == (
+        *size,
+        "image/png",
+        graph_type,
+    )
     assert chart["url"] == f"http://127.0.0.1:8000/api/charts/{chart['chart_id']}"
     assert len(ctx.attachments) == 1 and ctx.attachments[0].mime_type == "image/png"
     check_png(ctx.attachments[0].data, size)
@@ -43,8 +54,9 @@ def test_monthly_chart(trend_service, ctx, graph_type: str, size: tuple[int, int
 
 @pytest.mark.parametrize("graph_type", ["line", "area", "bar"])
 def test_trend_chart(trend_service, ctx, graph_type: str) -> None:
-    out = trend_service.get_category_trend({"output_format": "image", "graph_type": graph_type,
-                                            "image_size": "640x480"}, ctx)
+    out = trend_service.get_category_trend(
+        {"output_format": "image", "graph_type": graph_type, "image_size": "640x480"}, ctx
+    )
     check_png(trend_service.read_chart(ctx, chart_id=out["chart"]["chart_id"]), (640, 480))
     assert out["text"]  # the text answer is always there
 
@@ -57,8 +69,9 @@ def test_text_output_has_no_chart(trend_service, ctx) -> None:
 def test_image_size_limits(trend_service, ctx) -> None:
     for bad in ["1921x1080", "800x1081", "100x100", "800*600"]:
         with pytest.raises(ToolError) as err:
-            trend_service.get_monthly_household({"year": 2025, "month": 1, "output_format": "image",
-                                                 "image_size": bad}, ctx)
+            trend_service.get_monthly_household(
+                {"year": 2025, "month": 1, "output_format": "image", "image_size": bad}, ctx
+            )
         assert err.value.code == "VALIDATION_ERROR"
 
 

@@ -38,15 +38,19 @@ def test_tolerances() -> None:
     assert pairs(Options(amount_tolerance_abs=50, amount_tolerance_pct=6.5)) == [(2, 4, 0.983), (1, 2, 0.9825)]
 
 
-@pytest.mark.parametrize("opts", [
-    Options(), Options(date_tolerance_days=2, min_similarity_score=0.5), Options(amount_tolerance_abs=30),
-    Options(date_tolerance_days=1, amount_tolerance_pct=3, min_similarity_score=0.6),
-    Options(date_tolerance_days=3, amount_tolerance_abs=100, amount_tolerance_pct=10, min_similarity_score=0.0),
-])
+@pytest.mark.parametrize(
+    "opts",
+    [
+        Options(),
+        Options(date_tolerance_days=2, min_similarity_score=0.5),
+        Options(amount_tolerance_abs=30),
+        Options(date_tolerance_days=1, amount_tolerance_pct=3, min_similarity_score=0.6),
+        Options(date_tolerance_days=3, amount_tolerance_abs=100, amount_tolerance_pct=10, min_similarity_score=0.0),
+    ],
+)
 def test_window_search_equals_pairwise(opts: Options) -> None:
     rng = random.Random(7)
-    items = [Item(i, rng.randint(0, 60), rng.choice([-1, -1, -1, 1]) * rng.randint(1, 60) * 50)
-             for i in range(1, 700)]
+    items = [Item(i, rng.randint(0, 60), rng.choice([-1, -1, -1, 1]) * rng.randint(1, 60) * 50) for i in range(1, 700)]
     assert find_candidates(items, opts) == find_candidates_pairwise(items, opts)
 
 
@@ -54,12 +58,16 @@ def test_window_search_equals_pairwise(opts: Options) -> None:
 def dup_service(tmp_path: Path, make_service):
     data = tmp_path / "exports"
     data.mkdir()
-    write_export(data, "2025-01-01_2025-01-31", [
-        row("2025/01/10", -5000, "食費", "食料品", content="スーパーマーケット A店"),
-        row("2025/01/10", -5000, "食費", "食料品", content="スーパーマーケット A店"),
-        row("2025/01/12", -1200, "食費", "外食"),
-        row("2025/01/25", 300000, "収入", "給与"),
-    ])
+    write_export(
+        data,
+        "2025-01-01_2025-01-31",
+        [
+            row("2025/01/10", -5000, "食費", "食料品", content="スーパーマーケット A店"),
+            row("2025/01/10", -5000, "食費", "食料品", content="スーパーマーケット A店"),
+            row("2025/01/12", -1200, "食費", "外食"),
+            row("2025/01/25", 300000, "収入", "給与"),
+        ],
+    )
     return make_service(data)
 
 
@@ -68,8 +76,12 @@ def test_detect_confirm_restore_changes_aggregates(dup_service, ctx) -> None:
     before = svc.get_monthly_household({"year": 2025, "month": 1}, ctx)["total_expense"]
     assert before == 11200
     detected = svc.detect_duplicates({}, ctx)
-    assert detected == {"candidates_count": 1, "new_candidates": 1, "checked_transactions": 4,
-                        "message": "1件の重複候補が見つかりました"}
+    assert detected == {
+        "candidates_count": 1,
+        "new_candidates": 1,
+        "checked_transactions": 4,
+        "message": "1件の重複候補が見つかりました",
+    }
     assert svc.detect_duplicates({}, ctx)["new_candidates"] == 0  # idempotent
     listed = svc.list_duplicate_candidates({}, ctx)
     assert listed["total"] == 1
@@ -77,8 +89,11 @@ def test_detect_confirm_restore_changes_aggregates(dup_service, ctx) -> None:
     assert (cand["transaction_1"]["id"], cand["transaction_2"]["id"], cand["similarity_score"]) == (1, 2, 1.0)
     assert (cand["transaction_1"]["row_number"], cand["transaction_2"]["row_number"]) == (2, 3)
     detail = svc.get_duplicate_candidate_detail({"check_id": cand["check_id"]}, ctx)
-    assert detail["detection_params"] == {"date_tolerance_days": 0, "amount_tolerance_abs": 0.0,
-                                          "amount_tolerance_pct": 0.0}
+    assert detail["detection_params"] == {
+        "date_tolerance_days": 0,
+        "amount_tolerance_abs": 0.0,
+        "amount_tolerance_pct": 0.0,
+    }
 
     confirmed = svc.confirm_duplicate({"check_id": cand["check_id"], "decision": "duplicate"}, ctx)
     assert confirmed["marked_transaction_id"] == 2
@@ -103,9 +118,11 @@ def test_confirm_is_atomic_and_errors(dup_service, ctx) -> None:
     svc.confirm_duplicate({"check_id": 1, "decision": "duplicate"}, ctx)
     # a second pair marking the same transaction → CONFLICT, and nothing of it is kept
     with svc.core.db.connect() as con:
-        con.execute("INSERT INTO duplicate_checks (transaction_id_1, transaction_id_2, detection_date_tolerance, "
-                    "detection_amount_tolerance_abs, detection_amount_tolerance_pct, similarity_score) "
-                    "VALUES (3, 2, 5, 0, 0, 0.5)")
+        con.execute(
+            "INSERT INTO duplicate_checks (transaction_id_1, transaction_id_2, detection_date_tolerance, "
+            "detection_amount_tolerance_abs, detection_amount_tolerance_pct, similarity_score) "
+            "VALUES (3, 2, 5, 0, 0, 0.5)"
+        )
     with pytest.raises(ToolError) as err:
         svc.confirm_duplicate({"check_id": 2, "decision": "duplicate"}, ctx)
     assert err.value.code == "CONFLICT"

@@ -96,7 +96,9 @@ def test_examples_validate_and_hold(path: Path, service) -> None:
 def test_outputs_validate_in_richer_states(service) -> None:
     ctx = CallContext(service="household", tool="t", transport="test", run_id="r", trace_id="t")
     checks = {
-        "DetectDuplicatesOutput": service.detect_duplicates({"date_tolerance_days": 1, "amount_tolerance_abs": 50}, ctx),
+        "DetectDuplicatesOutput": service.detect_duplicates(
+            {"date_tolerance_days": 1, "amount_tolerance_abs": 50}, ctx
+        ),
         "DuplicateCandidateList": service.list_duplicate_candidates({"limit": 3, "skip_checked": False}, ctx),
         "DuplicateCandidateDetail": service.get_duplicate_candidate_detail({"check_id": 1}, ctx),
         "CategoryTrend": service.get_category_trend({"output_format": "image", "graph_type": "area"}, ctx),
@@ -113,6 +115,9 @@ def test_outputs_validate_in_richer_states(service) -> None:
 
 def test_resources_have_http_paths() -> None:
     paths = {load(p)["name"]: load(p)["http"]["path"] for p in RESOURCES}
-    assert paths == {"available_months": "/v1/household/available_months", "category_hierarchy":
-                     "/v1/household/category_hierarchy", "category_trend_summary":
-                     "/v1/household/category_trend_summary", "chart": "/api/charts/{chart_id}"}
+    assert paths == {
+        "available_months": "/v1/household/available_months",
+        "category_hierarchy": "/v1/household/category_hierarchy",
+        "category_trend_summary": "/v1/household/category_trend_summary",
+        "chart": "/api/charts/{chart_id}",
+    }

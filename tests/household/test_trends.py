@@ -45,10 +45,22 @@ def test_pure_metrics_reach_before_window() -> None:
 def test_single_category_window(trend_service, ctx) -> None:
     out = trend_service.get_category_trend({"category": "食費", "start_month": "2025-01", "end_month": "2025-02"}, ctx)
     jan, feb = metric(out, "食費", "2025-01"), metric(out, "食費", "2025-02")
-    assert jan == {"month": "2025-01", "amount": 15000, "month_over_month_pct": 15.4, "moving_average_12m": 10833,
-                   "moving_average_months": 12, "year_over_year_pct": 50.0}
-    assert feb == {"month": "2025-02", "amount": 9000, "month_over_month_pct": -40.0, "moving_average_12m": 10583,
-                   "moving_average_months": 12, "year_over_year_pct": -25.0}
+    assert jan == {
+        "month": "2025-01",
+        "amount": 15000,
+        "month_over_month_pct": 15.4,
+        "moving_average_12m": 10833,
+        "moving_average_months": 12,
+        "year_over_year_pct": 50.0,
+    }
+    assert feb == {
+        "month": "2025-02",
+        "amount": 9000,
+        "month_over_month_pct": -40.0,
+        "moving_average_12m": 10583,
+        "moving_average_months": 12,
+        "year_over_year_pct": -25.0,
+    }
     assert out["categories"][0]["total"] == 24000
     assert out["categories"][0]["average_12m"] == 10583
     assert out["notes"] == []
@@ -63,12 +75,27 @@ def test_single_category_window(trend_service, ctx) -> None:
 def test_zero_month_and_month_without_data(trend_service, ctx) -> None:
     out = trend_service.get_category_trend({"category": "食費", "start_month": "2025-03", "end_month": "2025-04"}, ctx)
     mar, apr = metric(out, "食費", "2025-03"), metric(out, "食費", "2025-04")
-    assert mar == {"month": "2025-03", "amount": 0, "month_over_month_pct": -100.0, "moving_average_12m": 9833,
-                   "moving_average_months": 12, "year_over_year_pct": -100.0}
+    assert mar == {
+        "month": "2025-03",
+        "amount": 0,
+        "month_over_month_pct": -100.0,
+        "moving_average_12m": 9833,
+        "moving_average_months": 12,
+        "year_over_year_pct": -100.0,
+    }
     # 2025-04 has no data at all: N/A everywhere except the average over the 11 months that exist
-    assert apr == {"month": "2025-04", "amount": None, "month_over_month_pct": None, "moving_average_12m": 9727,
-                   "moving_average_months": 11, "year_over_year_pct": None}
-    assert out["notes"] == ["過去 11 か月分のデータで計算しました", "データのない月があります（N/A と表示）: 2025年04月"]
+    assert apr == {
+        "month": "2025-04",
+        "amount": None,
+        "month_over_month_pct": None,
+        "moving_average_12m": 9727,
+        "moving_average_months": 11,
+        "year_over_year_pct": None,
+    }
+    assert out["notes"] == [
+        "過去 11 か月分のデータで計算しました",
+        "データのない月があります（N/A と表示）: 2025年04月",
+    ]
     assert "- 2025年04月: N/A （前月比 N/A, 前年同月比 N/A）" in out["text"]
 
 
@@ -92,10 +119,15 @@ def test_minor_category_and_defaults(trend_service, ctx) -> None:
 
 def test_top_three_without_category(trend_service, ctx) -> None:
     out = trend_service.get_category_trend({"start_month": "2025-01", "end_month": "2025-03"}, ctx)
-    assert [(b["category"], b["total"]) for b in out["categories"]] == [("住宅", 100000), ("食費", 24000),
-                                                                         ("交通費", 1500)]
-    assert out["text"].startswith("2025年01月〜2025年03月の支出額上位 3 カテゴリです。\n1. 住宅: 100,000円\n"
-                                  "2. 食費: 24,000円\n3. 交通費: 1,500円\n\n住宅カテゴリの")
+    assert [(b["category"], b["total"]) for b in out["categories"]] == [
+        ("住宅", 100000),
+        ("食費", 24000),
+        ("交通費", 1500),
+    ]
+    assert out["text"].startswith(
+        "2025年01月〜2025年03月の支出額上位 3 カテゴリです。\n1. 住宅: 100,000円\n"
+        "2. 食費: 24,000円\n3. 交通費: 1,500円\n\n住宅カテゴリの"
+    )
     # income, transfers (振替=1) and 計算対象=0 never appear as spending
     assert {b["category"] for b in out["categories"]}.isdisjoint({"収入", "現金・カード"})
 
@@ -124,7 +156,10 @@ def test_monthly_household(trend_service, ctx) -> None:
     assert out["total_income"] == 200000
     assert out["transaction_count"] == 4
     assert [(c["category_major"], c["amount"], c["share_pct"]) for c in out["categories"]] == [
-        ("住宅", 50000, 76.3), ("食費", 15000, 22.9), ("交通費", 500, 0.8)]
+        ("住宅", 50000, 76.3),
+        ("食費", 15000, 22.9),
+        ("交通費", 500, 0.8),
+    ]
     assert out["text"].splitlines()[0] == "2025年01月の支出合計: 65,500円（4件）"
     with pytest.raises(ToolError) as err:
         trend_service.get_monthly_household({"year": 2030, "month": 1}, ctx)

@@ -52,8 +52,9 @@ class Scripted:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
 
-    def push(self, status: int, delay: float = 0.0, headers: dict[str, str] | None = None,
-             body: bytes = b'{"ok": true}') -> None:
+    def push(
+        self, status: int, delay: float = 0.0, headers: dict[str, str] | None = None, body: bytes = b'{"ok": true}'
+    ) -> None:
         self.script.append((status, delay, headers or {}, body))
 
 
@@ -103,8 +104,10 @@ def test_4xx_is_never_retried(server: Scripted, status: int) -> None:
 
 def test_retries_are_bounded(server: Scripted) -> None:
     server.default = (500, 0.0, {}, b"{}")
-    with client(server.url, retry=RetryPolicy(attempts=3, base_delay_s=0.01, jitter=0.0)) as c, \
-            pytest.raises(OutboundError) as err:
+    with (
+        client(server.url, retry=RetryPolicy(attempts=3, base_delay_s=0.01, jitter=0.0)) as c,
+        pytest.raises(OutboundError) as err,
+    ):
         c.request("GET", "/x")
     assert (err.value.kind, err.value.status, err.value.attempts, server.count) == ("upstream_error", 500, 3, 3)
 
@@ -152,8 +155,12 @@ def test_backoff_that_would_overrun_the_deadline_is_not_slept(server: Scripted) 
 
 def test_connection_errors_are_retried_and_reported() -> None:
     sleeps: list[float] = []
-    with OutboundClient("http://127.0.0.1:9", retry=RetryPolicy(attempts=2, base_delay_s=0.05, jitter=0.0),
-                        sleep=sleeps.append) as c, pytest.raises(OutboundError) as err:
+    with (
+        OutboundClient(
+            "http://127.0.0.1:9", retry=RetryPolicy(attempts=2, base_delay_s=0.05, jitter=0.0), sleep=sleeps.append
+        ) as c,
+        pytest.raises(OutboundError) as err,
+    ):
         c.request("GET", "/x", deadline_s=2.0)
     assert (err.value.kind, err.value.attempts, sleeps) == ("connection", 2, [0.05])
 
@@ -238,7 +245,9 @@ def test_request_body_and_headers_are_sent(server: Scripted) -> None:
     echo = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
     threading.Thread(target=echo.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
-        with OutboundClient(f"http://127.0.0.1:{echo.server_address[1]}/v1", headers={"Authorization": "Bearer t"}) as c:
+        with OutboundClient(
+            f"http://127.0.0.1:{echo.server_address[1]}/v1", headers={"Authorization": "Bearer t"}
+        ) as c:
             assert c.post_json("/chat/completions", {"q": "獺祭"}) == {}
     finally:
         echo.shutdown()

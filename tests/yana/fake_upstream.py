@@ -28,8 +28,12 @@ OVERLONG = "".join(f"{i}つ目の話やで。" for i in range(1, 9)) + "詳し�
 
 
 class FakeUpstream:
-    def __init__(self, default: str = "normal", reply_text: str = "獺祭は山口のお酒やで。華やかな香りが特徴やね。",
-                 slow_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        default: str = "normal",
+        reply_text: str = "獺祭は山口のお酒やで。華やかな香りが特徴やね。",
+        slow_s: float = 1.0,
+    ) -> None:
         self.default = default
         self.reply_text = reply_text
         self.slow_s = slow_s
@@ -98,8 +102,16 @@ class FakeUpstream:
                     self._send(200, b"<html>oops</html>")
                 else:
                     text = {"normal": upstream.reply_text, "empty": "", "overlong": OVERLONG}[behaviour]
-                    self._send(200, {"id": "chatcmpl-fake", "object": "chat.completion", "model": body.get("model"),
-                                     "choices": [{"index": 0, "finish_reason": "stop",
-                                                  "message": {"role": "assistant", "content": text}}]})
+                    self._send(
+                        200,
+                        {
+                            "id": "chatcmpl-fake",
+                            "object": "chat.completion",
+                            "model": body.get("model"),
+                            "choices": [
+                                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+                            ],
+                        },
+                    )
 
         return Handler

@@ -48,13 +48,18 @@ def test_http_client_typed_calls(stub: YanaHttpStub) -> None:
 
 def test_speaker_success_meta(stub: YanaHttpStub) -> None:
     provider, sleeps = speaker(stub, filters={"category": "sake"})
-    text, meta = provider.generate("獺祭について教えて", run_id="run-1", top_k=1, filters={"category": "sake"},
-                                   timeout_ms=5000)
+    text, meta = provider.generate(
+        "獺祭について教えて", run_id="run-1", top_k=1, filters={"category": "sake"}, timeout_ms=5000
+    )
     assert text.startswith("せやなー、獺祭「純米大吟醸 45」") and text.endswith("（参考：獺祭/旭酒造/山口県岩国市）")
     assert meta["source"] == "http_v1" and meta["run_id"] == "run-1" and meta["attempts"] == 1
     assert [h["id"] for h in meta["hits"]] == ["label_0001"] and meta["warnings"] == [] and sleeps == []
-    assert stub.requests[0]["args"] == {"user_text": "獺祭について教えて", "use_rag": True, "top_k": 1,
-                                        "filters": {"category": "sake"}}
+    assert stub.requests[0]["args"] == {
+        "user_text": "獺祭について教えて",
+        "use_rag": True,
+        "top_k": 1,
+        "filters": {"category": "sake"},
+    }
 
 
 def test_speaker_retries_once_on_retryable(stub: YanaHttpStub) -> None:
@@ -92,17 +97,36 @@ def test_unreachable_server_falls_back() -> None:
 
 def test_client_shaping_after_server_policy() -> None:
     assert shape_text("せやなー、一。せやせや、二。三。四。五。六。（参考：x）") == (
-        "せやなー、一。二。三。四。五。", ["client_removed_extra_aizuchi", "client_trimmed_to_5_sentences"])
+        "せやなー、一。二。三。四。五。",
+        ["client_removed_extra_aizuchi", "client_trimmed_to_5_sentences"],
+    )
     assert shape_text("せやなー、一。二。（参考：獺祭/旭酒造/山口県岩国市）") == (
-        "せやなー、一。二。（参考：獺祭/旭酒造/山口県岩国市）", [])
+        "せやなー、一。二。（参考：獺祭/旭酒造/山口県岩国市）",
+        [],
+    )
 
 
 def test_config_from_env() -> None:
-    cfg = SpeakerConfig.from_env({"SPEAKER_A_MODE": "mcp", "SPEAKER_A_USE_RAG": "false", "SPEAKER_A_TOP_K": "3",
-                                  "SPEAKER_A_FILTERS_JSON": '{"category":"sake"}', "SPEAKER_A_TIMEOUT_MS": "9000",
-                                  "SPEAKER_A_AUTH_TOKEN": "dev-token", "SPEAKER_A_ON_FAILURE": "skip"})
+    cfg = SpeakerConfig.from_env(
+        {
+            "SPEAKER_A_MODE": "mcp",
+            "SPEAKER_A_USE_RAG": "false",
+            "SPEAKER_A_TOP_K": "3",
+            "SPEAKER_A_FILTERS_JSON": '{"category":"sake"}',
+            "SPEAKER_A_TIMEOUT_MS": "9000",
+            "SPEAKER_A_AUTH_TOKEN": "dev-token",
+            "SPEAKER_A_ON_FAILURE": "skip",
+        }
+    )
     assert (cfg.mode, cfg.use_rag, cfg.top_k, cfg.filters, cfg.timeout_ms, cfg.auth_token, cfg.on_failure) == (
-        "mcp", False, 3, {"category": "sake"}, 9000, "dev-token", "skip")
+        "mcp",
+        False,
+        3,
+        {"category": "sake"},
+        9000,
+        "dev-token",
+        "skip",
+    )
     with pytest.raises(ValueError):
         SpeakerConfig(mode="carrier-pigeon").build_client()
 
@@ -131,12 +155,14 @@ def test_mcp_transport_in_memory(fresh: YanaHandlers) -> None:
     def chat(user_text: str, use_rag: bool = True, top_k: int = 5, filters: dict | None = None) -> Any:
         ctx = CallContext(service="yana", tool="chat", transport="mcp", run_id="m", trace_id="t")
         try:
-            return fresh.chat({"user_text": user_text, "use_rag": use_rag, "top_k": top_k,
-                               "filters": filters or {}}, ctx)
+            return fresh.chat(
+                {"user_text": user_text, "use_rag": use_rag, "top_k": top_k, "filters": filters or {}}, ctx
+            )
         except ToolError as exc:
             body = {"error": {"code": exc.code, "message": exc.message, "retryable": False}}
-            return ToolResult(content=[TextContent(type="text", text=exc.message)], structured_content=body,
-                              is_error=True)
+            return ToolResult(
+                content=[TextContent(type="text", text=exc.message)], structured_content=body, is_error=True
+            )
 
     client = YanaClient(McpTransport(mcp))
     out = client.chat("獺祭について教えて", top_k=1)

@@ -30,8 +30,17 @@ def code_of(yana: YanaHandlers, params: dict) -> str:
 
 def test_new_image_is_stored_hashed_and_searchable(fresh: YanaHandlers) -> None:
     data = image_b64("WEBP")
-    out = fresh.ingest({"image": data, "brand_name": "テスト銘柄", "product_name": "純米吟醸 試験醸造",
-                        "brewery": "試験酒造", "region": "北海道小樽市", "label_features": ["純米吟醸"]}, ctx())
+    out = fresh.ingest(
+        {
+            "image": data,
+            "brand_name": "テスト銘柄",
+            "product_name": "純米吟醸 試験醸造",
+            "brewery": "試験酒造",
+            "region": "北海道小樽市",
+            "label_features": ["純米吟醸"],
+        },
+        ctx(),
+    )
     sha1 = hashlib.sha1(base64.b64decode(data)).hexdigest()
     assert out["id"] == f"label_u_{sha1[:16]}" and out["dedup"] is False and out["hash_sha1"] == sha1
     assert len(out["phash"]) == 16
@@ -74,15 +83,24 @@ def test_dimensions_and_size_are_bounded(fresh: YanaHandlers) -> None:
 
 def test_exactly_one_source_and_a_brand(fresh: YanaHandlers) -> None:
     assert code_of(fresh, {"brand_name": "x"}) == "BAD_REQUEST"
-    assert code_of(fresh, {"image": image_b64(), "uri": "file:data/yana/images/label_0001.png",
-                           "brand_name": "x"}) == "BAD_REQUEST"
+    assert (
+        code_of(fresh, {"image": image_b64(), "uri": "file:data/yana/images/label_0001.png", "brand_name": "x"})
+        == "BAD_REQUEST"
+    )
     assert code_of(fresh, {"image": image_b64(), "brand_name": "  "}) == "BAD_REQUEST"
 
 
 def test_uri_allowlist(fresh: YanaHandlers, tmp_path: Path) -> None:
-    for uri in ["https://example.com/label.png", "http://127.0.0.1:8000/v1/version", "ftp://x/y.png",
-                "data:image/png;base64,AAAA", "file://evil.test/etc/passwd", "file:///etc/passwd",
-                "file:data/yana/../../pyproject.toml", "file:data/yana/images/../../../kumitate/settings.py"]:
+    for uri in [
+        "https://example.com/label.png",
+        "http://127.0.0.1:8000/v1/version",
+        "ftp://x/y.png",
+        "data:image/png;base64,AAAA",
+        "file://evil.test/etc/passwd",
+        "file:///etc/passwd",
+        "file:data/yana/../../pyproject.toml",
+        "file:data/yana/images/../../../kumitate/settings.py",
+    ]:
         assert code_of(fresh, {"uri": uri, "brand_name": "x"}) == "URI_NOT_ALLOWED", uri
     outside = tmp_path / "outside.png"
     outside.write_bytes(base64.b64decode(image_b64()))

@@ -38,7 +38,7 @@ def test_every_label_has_a_small_png_and_distinct_phash() -> None:
         with Image.open(path) as img:
             assert img.format == "PNG" and img.size == (256, 360)
             hashes.append(imagehash.phash(img))
-    closest = min(a - b for i, a in enumerate(hashes) for b in hashes[i + 1:])
+    closest = min(a - b for i, a in enumerate(hashes) for b in hashes[i + 1 :])
     assert closest >= 10  # far above the search de-duplication threshold (4)
 
 

@@ -20,8 +20,13 @@ def upstream() -> Iterator[FakeUpstream]:
 
 
 def llm_env(upstream: FakeUpstream, **extra: str) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": upstream.base_url, "OPENAI_API_KEY": "sk-test", "OPENAI_MODEL": "fake-1",
-            "YANA_LLM_DEADLINE_MS": "1500", **extra}
+    return {
+        "OPENAI_BASE_URL": upstream.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_MODEL": "fake-1",
+        "YANA_LLM_DEADLINE_MS": "1500",
+        **extra,
+    }
 
 
 def test_llm_reply_with_policy_and_guarded_rag(make_fresh: Make, upstream: FakeUpstream) -> None:
@@ -104,14 +109,17 @@ def test_overlong_reply_is_trimmed_and_stripped(make_fresh: Make, upstream: Fake
     out = make_fresh(llm_env(upstream)).chat({"user_text": "獺祭"}, ctx())
     assert out["llm"] == "on"
     assert out["warnings"] == ["urls_removed", "trimmed_to_5_sentences"]
-    assert out["reply"] == ("せやなー、1つ目の話やで。2つ目の話やで。3つ目の話やで。4つ目の話やで。5つ目の話やで。"
-                            "（参考：獺祭/旭酒造/山口県岩国市）")
+    assert out["reply"] == (
+        "せやなー、1つ目の話やで。2つ目の話やで。3つ目の話やで。4つ目の話やで。5つ目の話やで。"
+        "（参考：獺祭/旭酒造/山口県岩国市）"
+    )
 
 
 def test_garbage_body_and_unreachable_upstream(make_fresh: Make, upstream: FakeUpstream) -> None:
     upstream.default = "garbage"
     assert make_fresh(llm_env(upstream)).chat({"user_text": "獺祭"}, ctx())["warnings"] == [
-        "llm_fallback:upstream_error"]
+        "llm_fallback:upstream_error"
+    ]
     env = llm_env(upstream, OPENAI_BASE_URL="http://127.0.0.1:9/v1")  # discard port: connection refused
     out = make_fresh(env).chat({"user_text": "獺祭"}, ctx())
     assert out["llm"] == "off" and out["warnings"] == ["llm_fallback:upstream_unreachable"]

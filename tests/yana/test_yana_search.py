@@ -105,8 +105,16 @@ def _jpeg_copy(path: str) -> str:
 
 
 def test_visual_near_duplicate_is_suppressed(fresh: YanaHandlers) -> None:
-    added = fresh.ingest({"image": _jpeg_copy("data/yana/images/label_0205.png"), "brand_name": "宝川",
-                          "product_name": "純米 (再撮影)", "brewery": "田中酒造", "region": "北海道小樽市"}, ctx())
+    added = fresh.ingest(
+        {
+            "image": _jpeg_copy("data/yana/images/label_0205.png"),
+            "brand_name": "宝川",
+            "product_name": "純米 (再撮影)",
+            "brewery": "田中酒造",
+            "region": "北海道小樽市",
+        },
+        ctx(),
+    )
     assert added["dedup"] is False and added["near_duplicates"] == ["label_0205"]
     result = fresh.search({"query_text": "宝川"}, ctx())
     assert ids(result) == ["label_0205"]
@@ -115,7 +123,9 @@ def test_visual_near_duplicate_is_suppressed(fresh: YanaHandlers) -> None:
 
 def test_textual_near_duplicate_is_suppressed(fresh: YanaHandlers) -> None:
     other = _jpeg_copy("data/yana/images/label_0100.png")  # a different picture …
-    fresh.ingest({"image": other, "brand_name": "宝川", "product_name": "純米", "brewery": "田中酒造",
-                  "region": "北海道小樽市"}, ctx())  # … with the same brand + product + brewery
+    fresh.ingest(
+        {"image": other, "brand_name": "宝川", "product_name": "純米", "brewery": "田中酒造", "region": "北海道小樽市"},
+        ctx(),
+    )  # … with the same brand + product + brewery
     result = fresh.search({"filters": {"region": "小樽"}}, ctx())
     assert ids(result) == ["label_0205"] and result["debug"]["suppressed"] == 1

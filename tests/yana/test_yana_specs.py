@@ -17,7 +17,9 @@ from kumitate.errors import ToolError
 SPECS = REPO / "specs" / "yana"
 TYPES = json.loads((SPECS / "types" / "yana.json").read_text(encoding="utf-8"))
 TOOLS = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted((SPECS / "tools").glob("*.yaml"))}
-RESOURCES = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted((SPECS / "resources").glob("*.yaml"))}
+RESOURCES = {
+    p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) for p in sorted((SPECS / "resources").glob("*.yaml"))
+}
 ENVELOPE = {"run_id": "run-test", "trace_id": "trace-test", "server_version": "1.0.0", "policy_version": POLICY_VERSION}
 
 
@@ -68,8 +70,14 @@ def test_every_error_code_is_catalogued() -> None:
     for spec in [*TOOLS.values(), *RESOURCES.values()]:
         assert set(spec.get("errors", [])) <= known
         assert {e["error"] for e in spec.get("examples", []) if "error" in e} <= known
-    handler_codes = {"BAD_REQUEST", "INVALID_IMAGE", "URI_NOT_ALLOWED", "RAG_UNAVAILABLE", "NOT_FOUND",
-                     "PAYLOAD_TOO_LARGE"}
+    handler_codes = {
+        "BAD_REQUEST",
+        "INVALID_IMAGE",
+        "URI_NOT_ALLOWED",
+        "RAG_UNAVAILABLE",
+        "NOT_FOUND",
+        "PAYLOAD_TOO_LARGE",
+    }
     assert handler_codes <= known
 
 
@@ -114,8 +122,7 @@ def test_examples_hold(tool: str, example: dict[str, Any], fresh: YanaHandlers) 
     assert input_ok
     result = {**getattr(fresh, tool)(example["input"], ctx()), **ENVELOPE}
     schema_of(spec["output"]).validate(result)
-    schema_of(spec["output"]).validate({**example["output"], **ENVELOPE} if example.get("match") == "exact"
-                                       else result)
+    schema_of(spec["output"]).validate({**example["output"], **ENVELOPE} if example.get("match") == "exact" else result)
     if example.get("match", "exact") == "exact":
         assert result == {**example["output"], **ENVELOPE}
     else:

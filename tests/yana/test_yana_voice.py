@@ -29,8 +29,11 @@ def test_trim_to_five_sentences_with_warning() -> None:
 
 
 def test_urls_are_removed_everywhere() -> None:
-    reply, warnings = apply_policy("詳しくは https://example.com/sake?x=1 を見てな。www.evil.test もあるで。", "教えて",
-                                   source_hits=[{**HIT, "brand_name": "獺祭 http://x.test"}])
+    reply, warnings = apply_policy(
+        "詳しくは https://example.com/sake?x=1 を見てな。www.evil.test もあるで。",
+        "教えて",
+        source_hits=[{**HIT, "brand_name": "獺祭 http://x.test"}],
+    )
     assert "http" not in reply and "www." not in reply
     assert reply == "せやなー、詳しくは を見てな。もあるで。（参考：獺祭/旭酒造/山口県岩国市）"
     assert warnings == ["urls_removed"]

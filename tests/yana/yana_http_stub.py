@@ -16,8 +16,16 @@ from typing import Any
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 
-STATUS = {"BAD_REQUEST": 400, "NOT_FOUND": 404, "INVALID_IMAGE": 400, "URI_NOT_ALLOWED": 400,
-          "RAG_UNAVAILABLE": 503, "RATE_LIMITED": 429, "UPSTREAM_ERROR": 502, "PAYLOAD_TOO_LARGE": 413}
+STATUS = {
+    "BAD_REQUEST": 400,
+    "NOT_FOUND": 404,
+    "INVALID_IMAGE": 400,
+    "URI_NOT_ALLOWED": 400,
+    "RAG_UNAVAILABLE": 503,
+    "RATE_LIMITED": 429,
+    "UPSTREAM_ERROR": 502,
+    "PAYLOAD_TOO_LARGE": 413,
+}
 RETRYABLE = {"RAG_UNAVAILABLE", "RATE_LIMITED", "UPSTREAM_ERROR", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE"}
 
 
@@ -51,8 +59,16 @@ class YanaHttpStub:
                 ctx = CallContext(service="yana", tool=self.path, transport="http", run_id=run_id, trace_id=trace_id)
                 if stub.faults:
                     status, code = stub.faults.pop(0)
-                    self._reply(status, {"error": {"code": code, "message": "injected", "retryable": code in RETRYABLE},
-                                         "run_id": run_id, "trace_id": trace_id}, run_id, trace_id)
+                    self._reply(
+                        status,
+                        {
+                            "error": {"code": code, "message": "injected", "retryable": code in RETRYABLE},
+                            "run_id": run_id,
+                            "trace_id": trace_id,
+                        },
+                        run_id,
+                        trace_id,
+                    )
                     return
                 name = self.path.removeprefix("/v1/")
                 try:
@@ -61,13 +77,25 @@ class YanaHttpStub:
                     else:
                         body = getattr(stub.handlers, f"read_{name}")(ctx)
                 except ToolError as exc:
-                    self._reply(STATUS.get(exc.code, 500), {"error": {"code": exc.code, "message": exc.message,
-                                "retryable": exc.code in RETRYABLE}, "run_id": run_id, "trace_id": trace_id},
-                                run_id, trace_id)
+                    self._reply(
+                        STATUS.get(exc.code, 500),
+                        {
+                            "error": {"code": exc.code, "message": exc.message, "retryable": exc.code in RETRYABLE},
+                            "run_id": run_id,
+                            "trace_id": trace_id,
+                        },
+                        run_id,
+                        trace_id,
+                    )
                     return
                 if method == "POST":
-                    body = {**body, "run_id": run_id, "trace_id": trace_id, "server_version": "1.0.0",
-                            "policy_version": "say-2025-09-23"}
+                    body = {
+                        **body,
+                        "run_id": run_id,
+                        "trace_id": trace_id,
+                        "server_version": "1.0.0",
+                        "policy_version": "say-2025-09-23",
+                    }
                 self._reply(200, body, run_id, trace_id)
 
             def do_POST(self) -> None:

@@ -1,0 +1,13 @@
+"""Spec review for pull requests: `kumitate diff BASE HEAD`.
+
+Loads two spec trees (git refs or directories), classifies every change on each surface
+(HTTP wire, MCP tool surface, generated Python API, LLM-facing text) with the rules in
+rules.yaml, applies the reasoned exceptions of HEAD's specs/review-exceptions.yaml and
+renders a Markdown report. The verdict follows seed 001: additions are non-breaking;
+a breaking change needs a new major version (or /v2) of its service, or an exception.
+"""
+
+from kumitate.review.diff import Finding, Review, review
+from kumitate.review.rules import RULES, Rule
+
+__all__ = ["RULES", "Finding", "Review", "Rule", "review"]

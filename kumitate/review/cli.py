@@ -1,0 +1,84 @@
+"""`kumitate diff BASE HEAD`: review the spec changes between two git refs or directories.
+
+Exit status: 0 when every breaking change is allowed (major version, /vN base path or a reasoned
+exception), 1 when one is not (or the exceptions file or HEAD's specs are invalid), 2 when a side
+cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kumitate.review import report
+from kumitate.review.diff import review
+from kumitate.review.loader import LoadError, load_side
+from kumitate.review.rules import load_exceptions
+
+
+def run(
+    base: str,
+    head: str,
+    repo: Path | None = None,
+    fmt: str = "markdown",
+    output: Path | None = None,
+    exceptions_file: Path | None = None,
+) -> int:
+    with tempfile.TemporaryDirectory(prefix="kumitate-diff-") as tmp:
+        try:
+            head_side = load_side(head, Path(tmp) / "head", repo)
+            base_side = load_side(base, Path(tmp) / "base", repo, meta_fallback=head_side.specs_dir / "_meta")
+        except LoadError as exc:
+            print(f"kumitate diff: {exc}", file=sys.stderr)
+            return 2
+        source = exceptions_file.parent if exceptions_file is not None else head_side.specs_dir
+        if exceptions_file is not None and exceptions_file.name != "review-exceptions.yaml":
+            tmp_exc = Path(tmp) / "exceptions"
+            tmp_exc.mkdir()
+            (tmp_exc / "review-exceptions.yaml").write_text(
+                exceptions_file.read_text(encoding="utf-8"), encoding="utf-8"
+            )
+            source = tmp_exc
+        exceptions, problems = load_exceptions(source)
+        result = review(base_side.tree, head_side.tree, exceptions, base, head, problems)
+    text = json.dumps(result.to_json(), ensure_ascii=False, indent=1) + "\n" if fmt == "json" else report.render(result)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return result.exit_code
+
+
+def _run(args: argparse.Namespace) -> int:
+    return run(args.base, args.head, args.repo, args.format, args.output, args.exceptions)
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add `diff` to the `kumitate` command's subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "diff",
+        help="review spec changes between two git refs or directories (breaking / non-breaking / info)",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
+    parser.add_argument("base", metavar="BASE", help="git ref or directory (holding specs/, or a specs dir)")
+    parser.add_argument("head", metavar="HEAD", help="git ref or directory")
+    parser.add_argument("--repo", type=Path, default=None, help="the git repository for refs (default: .)")
+    parser.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    parser.add_argument("--output", "-o", type=Path, default=None, help="write the report here instead of stdout")
+    parser.add_argument(
+        "--exceptions", type=Path, default=None, help="exceptions file (default: HEAD's specs/review-exceptions.yaml)"
+    )
+    parser.set_defaults(run=_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kumitate")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_parser(sub)
+    args = parser.parse_args(argv)
+    return int(args.run(args))

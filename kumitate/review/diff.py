@@ -1,0 +1,634 @@
+"""Compare two loaded spec trees and classify every change with a rule from rules.yaml.
+
+Tools are paired by name (names are unique across services); a HEAD tool that declares
+`renamed_from: old` is paired with BASE's `old` and reported as TOOL_RENAMED instead of a
+removal plus an addition. Schemas are compared structurally with the direction in mind:
+what narrows an input breaks callers, what widens an output breaks readers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from codegen import naming
+from codegen.specs import Problem, ResourceSpec, ServiceSpec, SpecTree, ToolSpec
+from kumitate.review import surfaces
+from kumitate.review.rules import RULES, Exception_
+
+SEVERITY_ORDER = {"breaking": 0, "non-breaking": 1, "info": 2}
+KIND_ORDER = {"service": 0, "tool": 1, "resource": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    rule: str
+    service: str
+    kind: str
+    """service | tool | resource"""
+    subject: str
+    """The tool, resource or service name (the name in HEAD when it exists)."""
+    detail: str
+    caused_by: str | None = None
+    """The rule of the change this one follows from; an exception for that rule covers this too."""
+    excused: str | None = None
+    """The reason of the exception that accepts this finding."""
+
+    def __post_init__(self) -> None:
+        if self.rule not in RULES:
+            raise KeyError(f"unknown review rule {self.rule}")
+
+    @property
+    def severity(self) -> str:
+        return RULES[self.rule].severity
+
+    @property
+    def surface(self) -> str:
+        return RULES[self.rule].surface
+
+    @property
+    def blocking(self) -> bool:
+        return self.severity == "breaking" and self.excused is None
+
+    def sort_key(self) -> tuple[Any, ...]:
+        return (
+            self.service,
+            KIND_ORDER[self.kind],
+            self.subject,
+            SEVERITY_ORDER[self.severity],
+            self.rule,
+            self.detail,
+        )
+
+
+@dataclass(slots=True)
+class ServiceVerdict:
+    name: str
+    base_version: str | None
+    head_version: str | None
+    bumped: bool
+    bump_note: str
+    breaking: int = 0
+    excused: int = 0
+    unexcused: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.unexcused == 0 or self.bumped
+
+
+@dataclass(slots=True)
+class Review:
+    base: str
+    head: str
+    findings: list[Finding]
+    services: dict[str, ServiceVerdict]
+    exception_problems: list[str] = field(default_factory=list)
+    unused_exceptions: list[Exception_] = field(default_factory=list)
+    base_problems: list[Problem] = field(default_factory=list)
+    head_problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(v.ok for v in self.services.values()) and not self.exception_problems and not self.head_problems
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base": self.base,
+            "head": self.head,
+            "ok": self.ok,
+            "findings": [
+                {**asdict(f), "severity": f.severity, "surface": f.surface, "blocking": f.blocking}
+                for f in self.findings
+            ],
+            "services": {k: {**asdict(v), "ok": v.ok} for k, v in sorted(self.services.items())},
+            "exception_problems": self.exception_problems,
+            "unused_exceptions": [asdict(e) for e in self.unused_exceptions],
+            "base_problems": [str(p) for p in self.base_problems],
+            "head_problems": [str(p) for p in self.head_problems],
+        }
+
+
+# --- schemas -------------------------------------------------------------------------------
+
+Change = tuple[str, str, str | None]
+"""(rule, detail, caused_by)"""
+
+UPPER = ("maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties")
+LOWER = ("minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties")
+EXACT = ("pattern", "format", "multipleOf", "const", "contentMediaType", "contentEncoding")
+TEXT_KEYS = ("description", "title", "examples")
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _at(direction: str, path: str) -> str:
+    return f"{direction} `{path}`" if path else f"{direction} (root)"
+
+
+def _types(schema: dict[str, Any]) -> frozenset[str] | None:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return frozenset([kind])
+    if isinstance(kind, list):
+        return frozenset(str(k) for k in kind)
+    return None
+
+
+def _covers(wide: frozenset[str] | None, narrow: frozenset[str] | None) -> bool:
+    if wide is None:
+        return True
+    if narrow is None:
+        return False
+    return all(t in wide or (t == "integer" and "number" in wide) for t in narrow)
+
+
+def _fmt_types(types: frozenset[str] | None) -> str:
+    return "any" if types is None else " | ".join(sorted(types))
+
+
+def _tight(direction: str) -> str:
+    return "INPUT_CONSTRAINT_TIGHTENED" if direction == "input" else "OUTPUT_CONSTRAINT_TIGHTENED"
+
+
+def _loose(direction: str) -> str:
+    return "INPUT_CONSTRAINT_RELAXED" if direction == "input" else "OUTPUT_CONSTRAINT_RELAXED"
+
+
+def _constraints(old: dict[str, Any], new: dict[str, Any], direction: str, where: str) -> Iterator[Change]:
+    tight, loose = _tight(direction), _loose(direction)
+    for key in UPPER + LOWER:
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if a is None:
+            yield tight, f"{where}: {key} {_show(b)} added", None
+        elif b is None:
+            yield loose, f"{where}: {key} {_show(a)} removed", None
+        else:
+            stricter = b < a if key in UPPER else b > a
+            yield (tight if stricter else loose), f"{where}: {key} {_show(a)} → {_show(b)}", None
+    for key in EXACT:
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if a is None:
+            yield tight, f"{where}: {key} {_show(b)} added", None
+        elif b is None:
+            yield loose, f"{where}: {key} {_show(a)} removed", None
+        else:  # neither provably stricter nor looser: breaking both ways
+            yield (tight if direction == "input" else loose), f"{where}: {key} {_show(a)} → {_show(b)}", None
+    if bool(old.get("uniqueItems")) != bool(new.get("uniqueItems")):
+        yield (
+            (tight if new.get("uniqueItems") else loose),
+            f"{where}: uniqueItems → {bool(new.get('uniqueItems'))}",
+            None,
+        )
+    closed_a, closed_b = old.get("additionalProperties") is False, new.get("additionalProperties") is False
+    if closed_a != closed_b and ("properties" in old or "properties" in new):
+        yield (
+            (tight, f"{where}: additionalProperties: false added", None)
+            if closed_b
+            else (loose, f"{where}: additionalProperties: false removed", None)
+        )
+    ea, eb = old.get("enum"), new.get("enum")
+    if ea is None and eb is not None:
+        yield tight, f"{where}: enum {_show(eb)} added", None
+    elif ea is not None and eb is None:
+        yield loose, f"{where}: enum {_show(ea)} removed", None
+    elif isinstance(ea, list) and isinstance(eb, list):
+        removed = [v for v in ea if v not in eb]
+        added = [v for v in eb if v not in ea]
+        for value in removed:
+            rule = "INPUT_ENUM_VALUE_NO_DELETE" if direction == "input" else "OUTPUT_ENUM_VALUE_REMOVED"
+            yield rule, f"{where}: enum value {_show(value)} removed", None
+        for value in added:
+            rule = "INPUT_ENUM_VALUE_ADDED" if direction == "input" else "OUTPUT_ENUM_VALUE_ADDED"
+            yield rule, f"{where}: enum value {_show(value)} added", None
+
+
+def diff_schema(old: Any, new: Any, direction: str, path: str = "") -> Iterator[Change]:
+    """Every classified change between two (dereferenced) schemas of one direction."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        if old != new:
+            yield "TYPE_CHANGED", f"{_at(direction, path)}: schema {_show(old)} → {_show(new)}", None
+        return
+    if old == new:
+        return
+    where = _at(direction, path)
+    ta, tb = _types(old), _types(new)
+    if ta != tb:
+        if _covers(tb, ta):
+            rule = "INPUT_TYPE_WIDENED" if direction == "input" else "OUTPUT_TYPE_WIDENED"
+        elif _covers(ta, tb):
+            rule = "INPUT_TYPE_NARROWED" if direction == "input" else "OUTPUT_TYPE_NARROWED"
+        else:
+            yield "TYPE_CHANGED", f"{where}: type {_fmt_types(ta)} → {_fmt_types(tb)}", None
+            return
+        yield rule, f"{where}: type {_fmt_types(ta)} → {_fmt_types(tb)}", None
+    yield from _constraints(old, new, direction, where)
+    if direction == "input" and old.get("default") != new.get("default") and ("default" in old or "default" in new):
+        yield (
+            "INPUT_DEFAULT_CHANGED",
+            f"{where}: default {_show(old.get('default'))} → {_show(new.get('default'))}",
+            None,
+        )
+    changed_text = [k for k in TEXT_KEYS if old.get(k) != new.get(k)]
+    if changed_text:
+        yield "FIELD_DESCRIPTION_CHANGED", f"{where}: {', '.join(changed_text)} changed", None
+    yield from _properties(old, new, direction, path)
+    ia, ib = old.get("items"), new.get("items")
+    if isinstance(ia, dict) and isinstance(ib, dict):
+        yield from diff_schema(ia, ib, direction, f"{path}[]")
+    elif ia is None and isinstance(ib, dict):
+        yield _tight(direction), f"{where}: items schema added", None
+    elif isinstance(ia, dict) and ib is None:
+        yield _loose(direction), f"{where}: items schema removed", None
+    for key in ("oneOf", "anyOf", "allOf"):
+        ca, cb = old.get(key), new.get(key)
+        if ca == cb:
+            continue
+        if isinstance(ca, list) and isinstance(cb, list) and len(ca) == len(cb):
+            for i, (sa, sb) in enumerate(zip(ca, cb, strict=True)):
+                yield from diff_schema(sa, sb, direction, f"{path}<{key}[{i}]>")
+        else:
+            yield "TYPE_CHANGED", f"{where}: {key} changed ({len(ca or [])} → {len(cb or [])} branches)", None
+    ap_a, ap_b = old.get("additionalProperties"), new.get("additionalProperties")
+    if isinstance(ap_a, dict) and isinstance(ap_b, dict):
+        yield from diff_schema(ap_a, ap_b, direction, f"{path}{{*}}")
+
+
+def _properties(old: dict[str, Any], new: dict[str, Any], direction: str, path: str) -> Iterator[Change]:
+    pa = old.get("properties") if isinstance(old.get("properties"), dict) else {}
+    pb = new.get("properties") if isinstance(new.get("properties"), dict) else {}
+    ra, rb = set(old.get("required", [])), set(new.get("required", []))
+    assert isinstance(pa, dict) and isinstance(pb, dict)
+    for name in pa:
+        sub = f"{path}.{name}" if path else name
+        if name not in pb:
+            rule = "INPUT_FIELD_NO_DELETE" if direction == "input" else "OUTPUT_FIELD_NO_DELETE"
+            yield rule, f"{_at(direction, sub)} removed", None
+            continue
+        if direction == "input" and name in rb and name not in ra:
+            yield "INPUT_FIELD_NOW_REQUIRED", f"{_at(direction, sub)} is now required", None
+        elif direction == "input" and name in ra and name not in rb:
+            yield "INPUT_FIELD_NOW_OPTIONAL", f"{_at(direction, sub)} is now optional", None
+        elif direction == "output" and name in ra and name not in rb:
+            yield "OUTPUT_FIELD_NOW_OPTIONAL", f"{_at(direction, sub)} may now be missing", None
+        elif direction == "output" and name in rb and name not in ra:
+            yield "OUTPUT_FIELD_NOW_REQUIRED", f"{_at(direction, sub)} is now always present", None
+        yield from diff_schema(pa[name], pb[name], direction, sub)
+    for name in pb:
+        if name in pa:
+            continue
+        sub = f"{path}.{name}" if path else name
+        kind = surfaces.py_type(pb[name])
+        if direction == "output":
+            yield "OUTPUT_FIELD_ADDED", f"{_at(direction, sub)} added ({kind})", None
+        elif name in rb:
+            yield "INPUT_FIELD_ADDED_REQUIRED", f"{_at(direction, sub)} added as required ({kind})", None
+        else:
+            yield "INPUT_FIELD_ADDED_OPTIONAL", f"{_at(direction, sub)} added ({kind})", None
+
+
+# --- the generated Python API ----------------------------------------------------------------
+
+
+def diff_models(
+    old: dict[str, dict[str, surfaces.PyField]],
+    new: dict[str, dict[str, surfaces.PyField]],
+    renamed: dict[str, str],
+    caused_by: str | None = None,
+) -> Iterator[Change]:
+    """Compare generated models; `renamed` maps old model names to new ones."""
+    for model, fields in old.items():
+        is_input = model.endswith("Input")
+        field_gone = "INPUT_FIELD_NO_DELETE" if is_input else "OUTPUT_FIELD_NO_DELETE"
+        target = renamed.get(model, model)
+        if target not in new:
+            yield "PY_MODEL_NO_DELETE", f"model `{model}` removed", caused_by
+            continue
+        if target != model:
+            yield "PY_MODEL_RENAMED", f"model `{model}` → `{target}`", "TOOL_RENAMED"
+        after = {f"{target}{path[len(model) :]}": fld for path, fld in fields.items()}
+        for path, fld in after.items():
+            now = new[target].get(path)
+            if now is None:
+                yield "PY_FIELD_NO_DELETE", f"`{path}` removed", field_gone
+                continue
+            if now.type != fld.type:
+                if is_input and surfaces.py_accepts(now.type, fld.type):
+                    yield "PY_INPUT_FIELD_TYPE_WIDENED", f"`{path}`: {fld.type} → {now.type}", None
+                elif not is_input and surfaces.py_accepts(fld.type, now.type):
+                    yield "PY_OUTPUT_FIELD_TYPE_NARROWED", f"`{path}`: {fld.type} → {now.type}", None
+                else:
+                    yield "PY_FIELD_TYPE_CHANGED", f"`{path}`: {fld.type} → {now.type}", None
+            if is_input and now.required and not fld.required and "[]" not in path[len(target) :]:
+                yield "PY_INPUT_FIELD_REQUIRED", f"`{path}` is now a required argument", "INPUT_FIELD_NOW_REQUIRED"
+            if not is_input and fld.required and not now.required:
+                yield "PY_OUTPUT_FIELD_OPTIONAL", f"`{path}` is now Optional", "OUTPUT_FIELD_NOW_OPTIONAL"
+        for path, now in new[target].items():
+            if path in after:
+                continue
+            if is_input and now.required:
+                yield (
+                    "PY_INPUT_FIELD_REQUIRED",
+                    f"`{path}` added as a required argument ({now.type})",
+                    ("INPUT_FIELD_ADDED_REQUIRED"),
+                )
+            else:
+                yield "PY_FIELD_ADDED", f"`{path}` added ({now.type})", None
+    targets = {renamed.get(m, m) for m in old}
+    for model in new:
+        if model not in targets:
+            yield "PY_MODEL_ADDED", f"model `{model}` added", caused_by
+
+
+# --- tools, resources, services ------------------------------------------------------------
+
+
+def _text_changes(old: Any, new: Any, label: str, rule: str) -> Iterator[Change]:
+    a, b = (old or "").strip(), (new or "").strip()
+    if a != b:
+        yield rule, f"{label} changed ({len(a)} → {len(b)} characters)", None
+
+
+def _error_changes(base: SpecTree, head: SpecTree, old: list[str], new: list[str]) -> Iterator[Change]:
+    for code in sorted(set(new) - set(old)):
+        yield "ERROR_CODE_ADDED", f"error `{code}` is new", None
+    for code in sorted(set(old) - set(new)):
+        yield "ERROR_CODE_REMOVED", f"error `{code}` no longer declared", None
+    for code in sorted(set(old) & set(new)):
+        sa = base.errors[code].status if code in base.errors else None
+        sb = head.errors[code].status if code in head.errors else None
+        if sa != sb:
+            yield "ERROR_STATUS_CHANGED", f"error `{code}`: HTTP {sa} → {sb}", None
+    st_a, st_b = surfaces.statuses(base, old), surfaces.statuses(head, new)
+    for status in sorted(set(st_b) - set(st_a)):
+        cause = "ERROR_CODE_ADDED" if set(st_b[status]) - set(old) else "ERROR_STATUS_CHANGED"
+        yield "HTTP_STATUS_ADDED", f"HTTP {status} ({', '.join(st_b[status])}) can now be returned", cause
+    for status in sorted(set(st_a) - set(st_b)):
+        yield "HTTP_STATUS_REMOVED", f"HTTP {status} is no longer returned", None
+
+
+def diff_tool(base: SpecTree, head: SpecTree, old: ToolSpec, new: ToolSpec, renamed: bool) -> Iterator[Change]:
+    rename_cause = "TOOL_RENAMED" if renamed else None
+    if renamed:
+        yield "TOOL_RENAMED", f"`{old.name}` → `{new.name}` (renamed_from)", None
+    if old.http_method != new.http_method:
+        yield "HTTP_METHOD_CHANGED", f"{old.http_method} → {new.http_method}", None
+    if old.http_path != new.http_path:
+        yield "HTTP_PATH_CHANGED", f"`{old.http_path}` → `{new.http_path}`", rename_cause
+    for ctype in sorted(set(old.content_types) - set(new.content_types)):
+        yield "HTTP_CONTENT_TYPE_REMOVED", f"`{ctype}` no longer accepted", None
+    for ctype in sorted(set(new.content_types) - set(old.content_types)):
+        yield "HTTP_CONTENT_TYPE_ADDED", f"`{ctype}` now accepted", None
+    yield from _error_changes(base, head, old.errors, new.errors)
+    scopes_a, scopes_b = set(old.policy.get("scopes", [])), set(new.policy.get("scopes", []))
+    if not new.policy.get("public"):
+        for scope in sorted(scopes_b - scopes_a):
+            yield "AUTH_SCOPE_ADDED", f"scope `{scope}` is now required", None
+    for scope in sorted(scopes_a - scopes_b):
+        yield "AUTH_SCOPE_REMOVED", f"scope `{scope}` is no longer required", None
+    yield from _annotation_changes(old.annotations, new.annotations)
+    if new.deprecated and not old.deprecated:
+        yield "TOOL_DEPRECATED", f"deprecated since {new.deprecated.get('since')}", None
+    wire = [*diff_schema(old.input_schema, new.input_schema, "input")]
+    wire += diff_schema(old.output_schema, new.output_schema, "output")
+    yield from wire
+    renames = {}
+    if renamed:
+        renames = {
+            naming.input_model(old.name): naming.input_model(new.name),
+            naming.output_model(old.name): naming.output_model(new.name),
+        }
+    yield from _with_causes(wire, diff_models(surfaces.tool_models(old), surfaces.tool_models(new), renames))
+    yield from _text_changes(old.summary, new.summary, "summary", "SUMMARY_CHANGED")
+    yield from _text_changes(old.description, new.description, "description", "DESCRIPTION_CHANGED")
+    if old.annotations.get("title") != new.annotations.get("title"):
+        yield (
+            "TITLE_CHANGED",
+            f"title {_show(old.annotations.get('title'))} → {_show(new.annotations.get('title'))}",
+            None,
+        )
+    if [asdict(e) for e in old.examples] != [asdict(e) for e in new.examples]:
+        names_a, names_b = [e.name for e in old.examples], [e.name for e in new.examples]
+        yield (
+            "EXAMPLES_CHANGED",
+            f"examples {names_a} → {names_b}" if names_a != names_b else "example content changed",
+            None,
+        )
+
+
+_WIRE_AT = re.compile(r"^(input|output) `([^`]*)`")
+_PY_AT = re.compile(r"`\w+?(Input|Output|Resource)((?:\.|\[\])[^`]*)`")
+
+
+def _with_causes(wire: list[Change], python: Iterator[Change]) -> Iterator[Change]:
+    """Link a Python finding to the breaking wire finding on the same field, so one exception covers both."""
+    by_field: dict[tuple[str, str], str] = {}
+    for rule, detail, _ in wire:
+        match = _WIRE_AT.match(detail)
+        if match and RULES[rule].severity == "breaking":
+            by_field.setdefault((match.group(1), match.group(2)), rule)
+    for rule, detail, cause in python:
+        match = _PY_AT.search(detail)
+        if cause is None and match:
+            direction = "input" if match.group(1) == "Input" else "output"
+            cause = by_field.get((direction, match.group(2).removeprefix(".")))
+        yield rule, detail, cause
+
+
+ANNOTATION_BREAKS = {
+    # key: (value that is safe, rule when it moves away from it)
+    "readOnlyHint": (True, "ANNOTATION_NO_LONGER_READ_ONLY"),
+    "destructiveHint": (False, "ANNOTATION_NOW_DESTRUCTIVE"),
+    "idempotentHint": (True, "ANNOTATION_NO_LONGER_IDEMPOTENT"),
+    "openWorldHint": (False, "ANNOTATION_NOW_OPEN_WORLD"),
+}
+ANNOTATION_DEFAULTS = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+"""MCP's defaults when a hint is absent."""
+
+
+def _annotation_changes(old: dict[str, Any], new: dict[str, Any]) -> Iterator[Change]:
+    for key, (safe, rule) in ANNOTATION_BREAKS.items():
+        a, b = old.get(key, ANNOTATION_DEFAULTS[key]), new.get(key, ANNOTATION_DEFAULTS[key])
+        if a == b:
+            continue
+        if a == safe:
+            yield rule, f"{key}: {_show(a)} → {_show(b)}", None
+        else:
+            yield "ANNOTATION_RELAXED", f"{key}: {_show(a)} → {_show(b)}", None
+
+
+def diff_resource(base: SpecTree, head: SpecTree, old: ResourceSpec, new: ResourceSpec) -> Iterator[Change]:
+    if old.uri != new.uri:
+        yield "RESOURCE_URI_CHANGED", f"`{old.uri}` → `{new.uri}`", None
+    if old.mime_type != new.mime_type:
+        yield "RESOURCE_MIME_CHANGED", f"`{old.mime_type}` → `{new.mime_type}`", None
+    if old.http_path != new.http_path:
+        yield "HTTP_PATH_CHANGED", f"`GET {old.http_path}` → `GET {new.http_path}`", None
+    yield from _error_changes(base, head, old.errors, new.errors)
+    wire: list[Change] = []
+    if old.output_schema is not None and new.output_schema is not None:
+        wire = list(diff_schema(old.output_schema, new.output_schema, "output"))
+    yield from wire
+    models = diff_models(surfaces.resource_models(old), surfaces.resource_models(new), {}, "RESOURCE_MIME_CHANGED")
+    yield from _with_causes(wire, models)
+    yield from _text_changes(old.summary, new.summary, "summary", "SUMMARY_CHANGED")
+    yield from _text_changes(old.description, new.description, "description", "DESCRIPTION_CHANGED")
+
+
+def diff_service(old: ServiceSpec, new: ServiceSpec) -> Iterator[Change]:
+    if old.version != new.version:
+        yield "SERVICE_VERSION_CHANGED", f"version {old.version} → {new.version}", None
+    for attr in ("title", "description", "instructions"):
+        yield from _text_changes(getattr(old, attr), getattr(new, attr), attr, "SERVICE_TEXT_CHANGED")
+    for name in sorted(set(old.success_envelope) - set(new.success_envelope)):
+        yield "SUCCESS_ENVELOPE_FIELD_NO_DELETE", f"`{name}` no longer added to success responses", None
+    for name in sorted(set(new.success_envelope) - set(old.success_envelope)):
+        yield "SUCCESS_ENVELOPE_FIELD_ADDED", f"`{name}` now added to success responses", None
+
+
+# --- the review --------------------------------------------------------------------------------
+
+
+def _major(version: str | None) -> int:
+    match = re.match(r"(\d+)", version or "")
+    return int(match.group(1)) if match else 0
+
+
+def _path_major(base_path: str | None) -> int:
+    match = re.search(r"/v(\d+)(/|$)", base_path or "")
+    return int(match.group(1)) if match else 1
+
+
+def _bump(old: ServiceSpec | None, new: ServiceSpec | None) -> tuple[bool, str]:
+    if old is None or new is None:
+        return False, ""
+    if _major(new.version) > _major(old.version):
+        return True, f"major version {old.version} → {new.version}"
+    if _path_major(new.base_path) > _path_major(old.base_path):
+        return True, f"base path {old.base_path} → {new.base_path}"
+    return False, f"needs version {_major(old.version) + 1}.0.0 or base path /v{_path_major(old.base_path) + 1}/…"
+
+
+def compare(base: SpecTree, head: SpecTree) -> list[Finding]:
+    """Every finding between two trees, before exceptions, sorted."""
+    found: list[Finding] = []
+
+    def add(changes: Iterator[Change], service: str, kind: str, subject: str) -> None:
+        for rule, detail, cause in changes:
+            found.append(Finding(rule, service, kind, subject, detail, cause))
+
+    services_a = {s.name: s for s in base.services}
+    services_b = {s.name: s for s in head.services}
+    for name in sorted(services_a.keys() | services_b.keys()):
+        sa, sb = services_a.get(name), services_b.get(name)
+        if sa is None:
+            found.append(Finding("SERVICE_ADDED", name, "service", name, f"service `{name}` added"))
+        elif sb is None:
+            found.append(Finding("SERVICE_NO_DELETE", name, "service", name, f"service `{name}` removed"))
+        else:
+            add(diff_service(sa, sb), name, "service", name)
+
+    tools_a = {t.name: t for t in base.all_tools()}
+    tools_b = {t.name: t for t in head.all_tools()}
+    renamed: dict[str, str] = {}  # old -> new
+    for tool in tools_b.values():
+        old_name = tool.raw.get("renamed_from")
+        if isinstance(old_name, str) and old_name in tools_a and old_name not in tools_b and tool.name not in tools_a:
+            renamed[old_name] = tool.name
+    for name, new in sorted(tools_b.items()):
+        old_name = next((o for o, n in renamed.items() if n == name), name)
+        old = tools_a.get(old_name)
+        if old is None:
+            cause = "SERVICE_ADDED" if new.service not in services_a else None
+            models = ", ".join(f"`{m}`" for m in surfaces.tool_models(new))
+            detail = f"tool `{name}` added (`{new.http_method} {new.http_path}`; models {models})"
+            found.append(Finding("TOOL_ADDED", new.service, "tool", name, detail, cause))
+            continue
+        add(diff_tool(base, head, old, new, old_name != name), new.service, "tool", name)
+    for name, old in sorted(tools_a.items()):
+        if name in tools_b or name in renamed:
+            continue
+        cause = "SERVICE_NO_DELETE" if old.service not in services_b else None
+        models = ", ".join(f"`{m}`" for m in surfaces.tool_models(old))
+        detail = f"tool `{name}` removed (`{old.http_method} {old.http_path}`; models {models})"
+        found.append(Finding("TOOL_NO_DELETE", old.service, "tool", name, detail, cause))
+
+    res_a = {(s.name, r.name): r for s in base.services for r in s.resources}
+    res_b = {(s.name, r.name): r for s in head.services for r in s.resources}
+    for key in sorted(res_a.keys() | res_b.keys()):
+        ra, rb = res_a.get(key), res_b.get(key)
+        svc, name = key
+        if ra is None and rb is not None:
+            cause = "SERVICE_ADDED" if svc not in services_a else None
+            found.append(Finding("RESOURCE_ADDED", svc, "resource", name, f"resource `{rb.uri}` added", cause))
+        elif rb is None and ra is not None:
+            cause = "SERVICE_NO_DELETE" if svc not in services_b else None
+            found.append(Finding("RESOURCE_NO_DELETE", svc, "resource", name, f"resource `{ra.uri}` removed", cause))
+        elif ra is not None and rb is not None:
+            add(diff_resource(base, head, ra, rb), svc, "resource", name)
+    unique = {(f.rule, f.service, f.kind, f.subject, f.detail): f for f in found}
+    return sorted(unique.values(), key=Finding.sort_key)
+
+
+def apply_exceptions(findings: list[Finding], exceptions: list[Exception_]) -> tuple[list[Finding], list[Exception_]]:
+    """Mark findings an exception accepts; return them and the exceptions that matched nothing."""
+    used: set[int] = set()
+    out = []
+    for f in findings:
+        for exc in exceptions:
+            if exc.matches(f.rule, f.caused_by, f.service, f.subject):
+                f = replace(f, excused=exc.reason)
+                used.add(exc.index)
+                break
+        out.append(f)
+    return out, [e for e in exceptions if e.index not in used]
+
+
+def review(
+    base: SpecTree,
+    head: SpecTree,
+    exceptions: list[Exception_] | None = None,
+    base_label: str = "BASE",
+    head_label: str = "HEAD",
+    exception_problems: list[str] | None = None,
+) -> Review:
+    findings, unused = apply_exceptions(compare(base, head), exceptions or [])
+    services_a = {s.name: s for s in base.services}
+    services_b = {s.name: s for s in head.services}
+    verdicts: dict[str, ServiceVerdict] = {}
+    for name in sorted(services_a.keys() | services_b.keys()):
+        sa, sb = services_a.get(name), services_b.get(name)
+        bumped, note = _bump(sa, sb)
+        verdict = ServiceVerdict(name, sa.version if sa else None, sb.version if sb else None, bumped, note)
+        for f in findings:
+            if f.service == name and f.severity == "breaking":
+                verdict.breaking += 1
+                verdict.excused += f.excused is not None
+                verdict.unexcused += f.excused is None
+        verdicts[name] = verdict
+    return Review(
+        base=base_label,
+        head=head_label,
+        findings=findings,
+        services=verdicts,
+        exception_problems=list(exception_problems or []),
+        unused_exceptions=unused,
+        base_problems=list(base.problems),
+        head_problems=list(head.problems),
+    )

@@ -1,0 +1,101 @@
+"""The review rules (data: rules.yaml) and the reasoned exceptions (specs/review-exceptions.yaml)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+RULES_FILE = Path(__file__).with_name("rules.yaml")
+EXCEPTIONS_FILE = "review-exceptions.yaml"
+"""Read from HEAD's specs/ directory."""
+
+SEVERITIES = ("breaking", "non-breaking", "info")
+SURFACES = {
+    "http": "HTTP",
+    "mcp": "MCP",
+    "http+mcp": "HTTP+MCP",
+    "python": "Python API",
+    "text": "LLM text",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    surface: str
+    severity: str
+    description: str
+
+
+def load_rules(path: Path = RULES_FILE) -> dict[str, Rule]:
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    rules: dict[str, Rule] = {}
+    for entry in doc["rules"]:
+        rule = Rule(entry["id"], entry["surface"], entry["severity"], entry["description"])
+        if rule.id in rules:
+            raise ValueError(f"{path}: rule {rule.id} is listed twice")
+        if rule.severity not in SEVERITIES or rule.surface not in SURFACES:
+            raise ValueError(f"{path}: rule {rule.id} has an unknown severity or surface")
+        rules[rule.id] = rule
+    return rules
+
+
+RULES: dict[str, Rule] = load_rules()
+
+
+@dataclass(frozen=True, slots=True)
+class Exception_:
+    """One accepted finding: `rule` on `tool` (a tool, resource or service name), with a reason."""
+
+    rule: str
+    tool: str
+    reason: str
+    service: str | None = None
+    index: int = 0
+
+    def matches(self, rule: str, caused_by: str | None, service: str, subject: str) -> bool:
+        if self.rule not in (rule, caused_by):
+            return False
+        if self.service is not None and self.service != service:
+            return False
+        return self.tool in (subject, "*")
+
+
+def load_exceptions(specs_dir: Path) -> tuple[list[Exception_], list[str]]:
+    """The exceptions of a specs dir, and the problems with the file (each makes the review fail)."""
+    path = specs_dir / EXCEPTIONS_FILE
+    if not path.exists():
+        return [], []
+    try:
+        doc: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        return [], [f"specs/{EXCEPTIONS_FILE} does not parse: {exc}"]
+    if doc is None:
+        return [], []
+    if isinstance(doc, dict):
+        doc = doc.get("exceptions", [])
+    if not isinstance(doc, list):
+        return [], [f"specs/{EXCEPTIONS_FILE} must be a list of {{rule, tool, reason}}"]
+    found: list[Exception_] = []
+    problems: list[str] = []
+    for i, entry in enumerate(doc):
+        where = f"specs/{EXCEPTIONS_FILE}#/{i}"
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: an exception is a mapping {{rule, tool, reason}}")
+            continue
+        rule, tool, reason = entry.get("rule"), entry.get("tool"), entry.get("reason")
+        if not isinstance(rule, str) or rule not in RULES:
+            problems.append(f"{where}: unknown rule {rule!r}")
+            continue
+        if not isinstance(tool, str) or not tool:
+            problems.append(f"{where}: `tool` is missing (a tool, resource or service name)")
+            continue
+        if not isinstance(reason, str) or not reason.strip():
+            problems.append(f"{where}: the exception for {rule} on {tool} has no reason")
+            continue
+        service = entry.get("service")
+        found.append(Exception_(rule, tool, reason.strip(), service if isinstance(service, str) else None, i))
+    return found, problems
