@@ -33,6 +33,7 @@ check: lint drift types fast  ## lint, drift, mypy, fast tests
 
 lint: venv
 	$(BIN)/ruff check .
+	$(PY) -m codegen.readiness
 	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench
 
 drift: venv
@@ -49,6 +50,9 @@ fuzz: venv  ## schemathesis against every HTTP operation, all phases, fixed seed
 
 bench: venv  ## benchmarks; results go in docs/BENCHMARKS.md
 	$(PY) -m bench
+
+review: venv  ## spec review of HEAD against BASE (Markdown for the PR; fails on unexcused breaking changes)
+	$(PY) -m kumitate diff $(BASE) HEAD
 
 clean:
 	rm -rf var .hypothesis .pytest_cache

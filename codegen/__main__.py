@@ -17,13 +17,16 @@ from codegen import emit, lint, specs
 REPO = Path(__file__).resolve().parent.parent
 
 
+GENERATED_DIRS = ("generated", "docs/reference")
+
+
 def _existing(out_root: Path) -> set[str]:
-    gen = out_root / "generated"
-    if not gen.exists():
-        return set()
+    """Files under the generated directories: anything codegen did not produce there is an orphan."""
     return {
         p.relative_to(out_root).as_posix()
-        for p in gen.rglob("*")
+        for d in GENERATED_DIRS
+        if (out_root / d).exists()
+        for p in (out_root / d).rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import jinja2
 
-from codegen import models, naming, openapi
+from codegen import docs, lockfile, models, naming, openapi
 from codegen.specs import ResourceSpec, ServiceSpec, SpecTree, ToolSpec, tool_sources
 
 TEMPLATES = jinja2.Environment(
@@ -181,4 +181,6 @@ def render_all(tree: SpecTree) -> dict[str, str]:
     for path, code in py.items():
         out[path] = ruff_format(code, path)
     out["generated/openapi.json"] = json.dumps(openapi.build(tree), ensure_ascii=False, sort_keys=True, indent=1) + "\n"
+    out[lockfile.PATH] = lockfile.render(tree)
+    out.update(docs.render(tree))
     return dict(sorted(out.items()))

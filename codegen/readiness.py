@@ -256,3 +256,33 @@ def lint(tree: SpecTree) -> list[Problem]:
     """Every readiness problem of a tree, minus those its specs/readiness-baseline.yaml accepts."""
     problems = [p for check in CHECKS for p in check(tree)]
     return filter_baseline(problems, load_baseline(tree.root / BASELINE_FILE))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m codegen.readiness [--specs DIR]: print readiness problems; exit 1 if there is any."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m codegen.readiness", description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", type=Path, default=Path(__file__).resolve().parent.parent / "specs")
+    args = parser.parse_args(argv)
+    problems = lint(load_tree(args.specs))
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        print(
+            f"{len(problems)} readiness problem(s) (accept one with a reason in specs/{BASELINE_FILE})", file=sys.stderr
+        )
+        return 1
+    print("agent readiness OK")
+    return 0
+
+
+def load_tree(specs_dir: Path) -> SpecTree:
+    from codegen import specs
+
+    return specs.load(specs_dir)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     mcp.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout")
     mcp.add_argument("--service", help="serve only this service's tools")
     mcp.set_defaults(run=_mcp)
+    from kumitate.review.cli import add_parser as add_diff_parser
+
+    add_diff_parser(sub)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

@@ -1,0 +1,97 @@
+"""The tool lockfile and the reference docs: deterministic, one line per tool, budgets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codegen import docs, lockfile, specs
+from tests.review.support import REPO, build
+
+
+def _tree(tmp: Path) -> specs.SpecTree:
+    return specs.load(build(tmp) / "specs")
+
+
+def test_lockfile_is_reproducible_and_canonical(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    text = lockfile.render(tree)
+    assert text == lockfile.render(_tree(tmp_path / "again"))
+    entries = lockfile.parse(text)
+    assert sorted(entries) == ["demo.lookup", "demo.tag_item"]
+    lookup = tree.all_tools()[0]
+    assert entries["demo.lookup"]["sha256"] == lockfile.sha256(lockfile.surface(lookup))
+    assert lockfile.canonical({"b": 1, "a": [1, "é"]}) == '{"a":[1,"é"],"b":1}'.encode()
+    assert json.loads(text)["format"] == lockfile.FORMAT
+
+
+def test_lockfile_changes_in_exactly_one_line(tmp_path: Path) -> None:
+    before = lockfile.render(_tree(tmp_path / "a"))
+    specs_dir = build(tmp_path / "b") / "specs"
+    tool = specs_dir / "demo" / "tools" / "tag_item.yaml"
+    doc = yaml.safe_load(tool.read_text(encoding="utf-8"))
+    doc["description"] += "It returns every tag of the item.\n"
+    tool.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    after = lockfile.render(specs.load(specs_dir))
+    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
+    assert len(changed) == 1 and '"tool": "tag_item"' in changed[0][1]
+    old, new = json.loads(changed[0][0].rstrip(",")), json.loads(changed[0][1].rstrip(","))
+    assert [k for k in old if old[k] != new[k]] == ["sha256", "description"]
+
+
+def test_docs_are_reproducible_and_complete(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    pages = docs.render(tree)
+    assert pages == docs.render(_tree(tmp_path / "again"))
+    assert list(pages) == ["docs/reference/demo.md"]
+    page = pages["docs/reference/demo.md"]
+    for needle in (
+        "# Demo (`demo`) — reference",
+        "`tools/list` cost | ~",
+        "## `lookup`",
+        "### When to use it",
+        "| `items[].kind` | string | yes | note or task. | one of `note`, `task` |",
+        "| `limit` | integer | no | How many items to return. | minimum: `1`; maximum: `50`; default: `10` |",
+        "| `NOT_FOUND` | 404 | no | The referenced object does not exist. |",
+        "| `BAD_REQUEST` (any tool) | 400 |",
+        "curl -sS -X POST http://127.0.0.1:8000/v1/demo/lookup",
+        '-d \'{"query":"milk"}\'',
+        '"method": "tools/call"',
+        "## Resource `status`",
+        '"method": "resources/read"',
+        "ceil(ASCII characters / 4)",
+    ):
+        assert needle in page, needle
+
+
+def test_token_estimate() -> None:
+    assert docs.estimate_tokens("") == 0
+    assert docs.estimate_tokens("abcde") == 2
+    assert docs.estimate_tokens("千代田区") == 4
+
+
+def test_budget(tmp_path: Path) -> None:
+    tree = _tree(tmp_path)
+    assert docs.check_budget(tree) == []
+    cost = docs.tools_list_tokens(tree.services[0])
+    (tree.root / docs.BUDGET_FILE).write_text(f"default: 100000\nservices:\n  demo: {cost - 1}\n", encoding="utf-8")
+    problems = docs.check_budget(tree)
+    assert [(p.file, p.rule) for p in problems] == [("specs/demo/service.yaml", "KT205")]
+    assert f"~{cost} tokens, over the budget of {cost - 1}" in problems[0].message
+    (tree.root / docs.BUDGET_FILE).write_text(f"default: {cost}\nservices:\n  demo: -3\n", encoding="utf-8")
+    assert [p.pointer for p in docs.check_budget(tree)] == ["/services/demo"]
+
+
+def test_renderers_on_the_repository_specs() -> None:
+    tree = specs.load(REPO / "specs")
+    if tree.problems:
+        pytest.skip(f"the repository's specs are mid-edit: {tree.problems[0]}")
+    pages = docs.render(tree)
+    assert set(pages) == {f"docs/reference/{s.name}.md" for s in tree.services}
+    assert docs.render(tree) == pages
+    text = lockfile.render(tree)
+    assert len(lockfile.parse(text)) == len(tree.all_tools())
+    assert len(text.splitlines()) == len(tree.all_tools()) + 6
