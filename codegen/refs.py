@@ -107,7 +107,7 @@ def dereference(
         return resolved
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "$defs" or key == "definitions":
-            continue  # every use is inlined; the definitions themselves are not needed
+        if key in ("$defs", "definitions", "$comment"):
+            continue  # uses are inlined; maintainer comments are not for clients (nor their token budget)
         out[key] = dereference(value, base_file, root, f"{where}/{key}", on_ref, _stack)
     return out

@@ -35,6 +35,8 @@ from typing import Any, Protocol, TypedDict
 
 import httpx
 
+from handlers.yana.voice import split_sentences  # one sentence rule for server policy and duo shaping
+
 RETRYABLE = frozenset(
     {"REQUEST_TIMEOUT", "RATE_LIMITED", "UPSTREAM_ERROR", "SERVICE_UNAVAILABLE", "UPSTREAM_TIMEOUT", "RAG_UNAVAILABLE"}
 )
@@ -326,40 +328,6 @@ class SpeakerProvider(Protocol):
 
 
 _AIZUCHI = re.compile(r"(?:せやせや|せやな[ーあぁ〜~]*)[、,，!！。]*")
-_TERMINATORS = "。！？!?"
-_CLOSERS = "」』）)】"
-
-
-def split_sentences(text: str) -> list[str]:
-    """Same rule as the server: end at 。！？!? or a line break; a trailing （…） joins the sentence before."""
-    out: list[str] = []
-    buf = ""
-    chars = list(text)
-    i = 0
-    while i < len(chars):
-        ch = chars[i]
-        if ch == "\n":
-            if buf.strip():
-                out.append(buf.strip())
-            buf = ""
-        else:
-            buf += ch
-            if ch in _TERMINATORS:
-                while i + 1 < len(chars) and (chars[i + 1] in _TERMINATORS or chars[i + 1] in _CLOSERS):
-                    i += 1
-                    buf += chars[i]
-                out.append(buf.strip())
-                buf = ""
-        i += 1
-    if buf.strip():
-        out.append(buf.strip())
-    merged: list[str] = []
-    for s in out:
-        if merged and s[:1] in "（(" and s[-1:] in "）)":
-            merged[-1] += s
-        else:
-            merged.append(s)
-    return merged
 
 
 def shape_text(text: str, max_sentences: int = 5) -> tuple[str, list[str]]:

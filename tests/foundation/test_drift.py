@@ -13,7 +13,8 @@ CASE = GOLDEN / "minimal_tool"
 def _files(out: Path) -> dict[str, str]:
     return {
         p.relative_to(out).as_posix(): p.read_text(encoding="utf-8")
-        for p in sorted((out / "generated").rglob("*"))
+        for d in ("generated", "docs/reference")
+        for p in sorted((out / d).rglob("*"))
         if p.is_file() and "__pycache__" not in p.parts
     }
 
