@@ -56,7 +56,9 @@ def sentences(text: str) -> list[str]:
 
 def test_normal_reply_uses_the_llm_and_the_voice(server: LiveServer, upstream: FakeUpstream) -> None:
     upstream.default = "normal"
-    text, meta = speaker(server).generate("獺祭ってどんなお酒？", run_id="duo-run-1", top_k=3, filters={}, timeout_ms=12000)
+    text, meta = speaker(server).generate(
+        "獺祭ってどんなお酒？", run_id="duo-run-1", top_k=3, filters={}, timeout_ms=12000
+    )
     assert meta["llm"] == "on" and meta["source"] == "http_v1"
     assert text.startswith(("せやなー", "せやせや"))
     assert "獺祭" in text
@@ -98,9 +100,13 @@ def test_429_is_retried_once_then_falls_back(server: LiveServer) -> None:
         assert text.startswith(("せやなー", "せやせや"))
 
 
-def test_408_client_deadline_is_retried_then_skipped_by_configuration(server: LiveServer, upstream: FakeUpstream) -> None:
+def test_408_client_deadline_is_retried_then_skipped_by_configuration(
+    server: LiveServer, upstream: FakeUpstream
+) -> None:
     upstream.default = "slow"
-    text, meta = speaker(server, on_failure="skip").generate("新政は？", run_id="duo-run-3", top_k=3, filters={}, timeout_ms=300)
+    text, meta = speaker(server, on_failure="skip").generate(
+        "新政は？", run_id="duo-run-3", top_k=3, filters={}, timeout_ms=300
+    )
     upstream.default = "normal"
     assert meta["error"] == "REQUEST_TIMEOUT" and meta["attempts"] == 2
     assert text == "" and meta["skipped"] is True
@@ -109,7 +115,9 @@ def test_408_client_deadline_is_retried_then_skipped_by_configuration(server: Li
 @pytest.mark.parametrize("fault", ["500", "503", "slow", "empty", "garbage"])
 def test_upstream_faults_degrade_to_the_template_reply(server: LiveServer, upstream: FakeUpstream, fault: str) -> None:
     upstream.default = fault
-    text, meta = speaker(server).generate("久保田の話して", run_id=f"duo-{fault}", top_k=3, filters={}, timeout_ms=12000)
+    text, meta = speaker(server).generate(
+        "久保田の話して", run_id=f"duo-{fault}", top_k=3, filters={}, timeout_ms=12000
+    )
     upstream.default = "normal"
     assert meta["llm"] == "off"
     assert text.startswith(("せやなー", "せやせや")) and "久保田" in text
