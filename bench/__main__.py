@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SUITES = ["foundation", "stays", "household", "attendance", "analytics", "yana"]
+SUITES = ["foundation", "stays", "household", "attendance", "analytics", "yana", "yana_load"]
 
 
 def machine() -> str:
