@@ -132,3 +132,20 @@ def test_overlong_reply_is_trimmed_and_urls_removed(server: LiveServer, upstream
     assert len(sentences(text)) <= 5
     assert "http" not in text
     assert text.count("せやなー") + text.count("せやせや") <= 1
+
+
+@pytest.mark.parametrize("mode", ["mcp", "mcp-stdio"])
+def test_provider_over_mcp_gives_the_same_contract(
+    server: LiveServer, upstream: FakeUpstream, mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upstream.default = "normal"
+    if mode == "mcp":
+        config = SpeakerConfig(mode="mcp", mcp_target=f"{server.url}/mcp/yana", auth_token="t-duo")
+    else:
+        import sys
+
+        monkeypatch.setenv("KUMITATE_DATA_DIR", str(tmp_path))  # the stdio child inherits it
+        config = SpeakerConfig(mode="mcp", mcp_target=f"{sys.executable} -m kumitate mcp --stdio --service yana")
+    text, meta = YanaSpeaker(config.build_client(), config).generate("獺祭ってどんなお酒？", run_id="duo-mcp", top_k=3, filters={}, timeout_ms=12000)
+    assert text.startswith(("せやなー", "せやせや")) and "獺祭" in text
+    assert meta["source"].startswith("mcp") and meta["hits"]
