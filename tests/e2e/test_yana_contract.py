@@ -146,6 +146,8 @@ def test_provider_over_mcp_gives_the_same_contract(
 
         monkeypatch.setenv("KUMITATE_DATA_DIR", str(tmp_path))  # the stdio child inherits it
         config = SpeakerConfig(mode="mcp", mcp_target=f"{sys.executable} -m kumitate mcp --stdio --service yana")
-    text, meta = YanaSpeaker(config.build_client(), config).generate("獺祭ってどんなお酒？", run_id="duo-mcp", top_k=3, filters={}, timeout_ms=12000)
+    text, meta = YanaSpeaker(config.build_client(), config).generate(
+        "獺祭ってどんなお酒？", run_id="duo-mcp", top_k=3, filters={}, timeout_ms=12000
+    )
     assert text.startswith(("せやなー", "せやせや")) and "獺祭" in text
     assert meta["source"].startswith("mcp") and meta["hits"]
