@@ -4,12 +4,17 @@
 
 Prints a Markdown table. Targets: import 100k rows < 3 s, 5-year trend < 100 ms,
 duplicate detection over 100k transactions < 2 s, chart render < 1 s.
+
+The main data set is deliberately dense (scale 34: ~1,800 rows a month, ~60 a day, so ±2 days ±100 yen
+pairs up 789k candidate pairs). One extra row repeats the tolerant detection on ~100k rows at the
+density of a real household book (scale 1: ~65 rows a month, spread over 128 years instead of 5).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,8 +47,43 @@ def timed(fn, repeat: int = 1) -> tuple[float, object]:
     return statistics.median(times), result
 
 
-def add(what: str, measured: str, target: str, ok: bool | None = None) -> None:
+def add(what: str, measured: str, target: str = "", ok: bool | None = None) -> None:
     ROWS.append((what, measured, target, "" if ok is None else ("yes" if ok else "NO")))
+
+
+def realistic_detection(tmp: Path, ctx: CallContext, fuzzy: dict[str, object]) -> None:
+    """The tolerant detection on ~100k rows at a real household's density (scale 1, 128 years)."""
+    exports = tmp / "exports_realistic"
+    generate_mod.generate(exports, start="2022-01", end="2149-12", seed=2, scale=1.0)
+    empty_samples = tmp / "samples"
+    settings = Settings(
+        data_dir=tmp / "var_realistic", sample_dir=empty_samples, public_base_url="http://127.0.0.1:8000"
+    )
+    svc = create(settings, env={"HOUSEHOLD_DATA_DIR": str(exports)})
+    seconds, det = timed(lambda: svc.detect_duplicates(fuzzy, ctx))  # type: ignore[attr-defined]
+    add(
+        f"detect_duplicates, ±2 days ±100 yen, realistic density: {det['checked_transactions']:,} tx at ~65/month "
+        f"({det['candidates_count']:,} pairs)",
+        f"{seconds:.2f} s",
+        "< 2 s",
+        seconds < 2,
+    )
+
+
+COLD_CHART = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+t0 = time.perf_counter()
+from handlers.household import charts
+charts.category_chart("2024年6月 支出内訳", ["食費", "住居", "交通費", "その他"], [5, 4, 3, 2], "pie", 800, 600)
+print(time.perf_counter() - t0)
+"""
+
+
+def cold_chart_seconds() -> float:
+    """First chart in a fresh interpreter: numpy + matplotlib import, font load, render (no query, no cache)."""
+    out = subprocess.run([sys.executable, "-c", COLD_CHART, str(ROOT)], check=True, capture_output=True, text=True)
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
@@ -85,27 +125,34 @@ def main() -> None:
         seconds < 2,
     )
 
+    realistic_detection(tmp, ctx, fuzzy)
+
     with svc.core.db.connect() as con:  # type: ignore[attr-defined]
         items = load_items(con, None)
-    opts = Options()
-    seconds, _ = timed(lambda: find_candidates(items, opts))
-    add(f"search only (sort + window), {len(items):,} tx", f"{seconds * 1000:.0f} ms", "", None)
+    fuzzy_opts = Options(date_tolerance_days=2, amount_tolerance_abs=100, min_similarity_score=0.8)
+    cases = [("exact", Options()), ("±2 days ±100 yen", fuzzy_opts)]
+    search_s = 0.0
+    for label, opts in cases:
+        search_s, found = timed(lambda o=opts: find_candidates(items, o))
+        add(
+            f"search only (sort + window), {len(items):,} tx, {label} ({len(found):,} pairs)",
+            f"{search_s * 1000:.0f} ms",
+        )
     subset = items[:: max(1, len(items) // 4000)][:4000]
-    base_s, base = timed(lambda: find_candidates_pairwise(subset, opts))
-    win_s, win = timed(lambda: find_candidates(subset, opts))
-    assert base == win, "window search must equal the pairwise baseline"
     factor = (len(items) / len(subset)) ** 2
+    base_s = 0.0
+    for label, opts in cases:
+        base_s, base = timed(lambda o=opts: find_candidates_pairwise(subset, o))
+        win_s, win = timed(lambda o=opts: find_candidates(subset, o))
+        assert base == win, "window search must equal the pairwise baseline"
+        add(
+            f"pairwise baseline on a {len(subset):,}-tx subset, {label} (same result as window: {len(win)} pairs)",
+            f"{base_s:.2f} s (window {win_s * 1000:.0f} ms)",
+        )
     add(
-        f"pairwise baseline on a {len(subset):,}-tx subset (same result as window: {len(win)} pairs)",
-        f"{base_s:.2f} s (window {win_s * 1000:.0f} ms)",
-        "",
-        None,
-    )
-    add(
-        f"pairwise baseline extrapolated to {len(items):,} tx (× {factor:.0f}, O(n²))",
+        f"pairwise baseline (±2 days ±100 yen) extrapolated to {len(items):,} tx (× {factor:.0f}, O(n²))",
         f"≈ {base_s * factor:.0f} s",
-        f"window is ≈ {base_s * factor / max(seconds, 1e-9):.0f}× faster",
-        None,
+        f"window is ≈ {base_s * factor / max(search_s, 1e-9):.0f}× faster",
     )
 
     seconds, _ = timed(
@@ -114,7 +161,14 @@ def main() -> None:
         )
     )
     add(
-        "first chart (pie 800x600, includes matplotlib import + font load)",
+        "first chart (pie 800x600, includes matplotlib import + font load; numpy already loaded by the detection)",
+        f"{seconds * 1000:.0f} ms",
+        "< 1 s",
+        seconds < 1,
+    )
+    seconds = cold_chart_seconds()
+    add(
+        "first chart in a fresh process (numpy + matplotlib import, font load, render; no query)",
         f"{seconds * 1000:.0f} ms",
         "< 1 s",
         seconds < 1,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -90,20 +91,28 @@ def parse_date(text: str) -> str:
         raise ValueError(f"日付の形式が不正です: {text!r}") from exc
 
 
+#: Largest amount a row may carry: far above any household figure, well inside SQLite's INTEGER.
+MAX_ABS_AMOUNT = 10**12
+
+
 def parse_amount(text: str) -> int:
+    """Whole yen from an export cell; anything else (inf, nan, 1.5, 10^30) is a row error, never a crash."""
     cleaned = text.strip().replace(",", "").replace("円", "").replace("¥", "").replace("\\", "")
     if not cleaned:
         raise ValueError("金額が空です")
     try:
-        return int(cleaned)
+        amount = int(cleaned)
     except ValueError:
         try:
             value = float(cleaned)
         except ValueError as exc:
             raise ValueError(f"金額の形式が不正です: {text!r}") from exc
-        if value != int(value):
+        if not math.isfinite(value) or value != int(value):
             raise ValueError(f"金額が整数（円）ではありません: {text!r}") from None
-        return int(value)
+        amount = int(value)
+    if abs(amount) > MAX_ABS_AMOUNT:
+        raise ValueError(f"金額が大きすぎます: {text!r}")
+    return amount
 
 
 def parse_flag(text: str, default: int, column: str) -> int:
@@ -115,9 +124,22 @@ def parse_flag(text: str, default: int, column: str) -> int:
     raise ValueError(f"{column}は 0 か 1 である必要があります: {text!r}")
 
 
+#: (row_number, date, amount, description, category_major, category_minor, account, memo, is_target, is_transfer,
+#: external_id): a ParsedRow's fields in order, as the importer binds them
+RowTuple = tuple[int, str, int, str, str, str, str, str, int, int, str]
+
+_FLAG_VALUES = {"0": 0, "1": 1}
+
+
 def parse_text(text: str, name: str) -> tuple[list[ParsedRow], list[RowError]]:
     """Parse decoded CSV text; `name` is the source file name used in errors."""
-    rows: list[ParsedRow] = []
+    rows, errors = parse_tuples(text, name)
+    return [ParsedRow(*r) for r in rows], errors
+
+
+def parse_tuples(text: str, name: str) -> tuple[list[RowTuple], list[RowError]]:
+    """`parse_text` with plain tuples (ParsedRow field order): the importer's fast path, same rows and errors."""
+    rows: list[RowTuple] = []
     errors: list[RowError] = []
     try:
         records = list(csv.reader(io.StringIO(text, newline="")))
@@ -132,47 +154,76 @@ def parse_text(text: str, name: str) -> tuple[list[ParsedRow], list[RowError]]:
     if missing:
         return [], [RowError(name, None, f"必須列がありません: {', '.join(missing)}")]
     width = max(columns.values()) + 1
+    # no U+FFFD anywhere in the text ⇒ no cell holds one: skip the per-cell scan
+    lossy = "\ufffd" in text
+    # -1: the optional column is absent (its value is "")
+    i_date, i_amount = columns["日付"], columns["金額（円）"]
+    i_major, i_minor = columns["大項目"], columns["中項目"]
+    i_desc, i_account, i_memo = columns.get("内容", -1), columns.get("保有金融機関", -1), columns.get("メモ", -1)
+    i_target, i_transfer, i_id = columns.get("計算対象", -1), columns.get("振替", -1), columns.get("ID", -1)
+    dates: dict[str, str] = {}  # parse_date is pure; a file holds a few dozen distinct dates
+    flags = _FLAG_VALUES
+    append = rows.append
     for offset, record in enumerate(records[1:]):
         row_number = offset + 2
-        if not record or all(not cell.strip() for cell in record):
+        if not record or (not record[0].strip() and all(not cell.strip() for cell in record)):
             continue
         try:
-            rows.append(_parse_record(record, columns, width, row_number))
+            if len(record) < width:
+                raise ValueError(f"列数が不足しています（{width}列必要、{len(record)}列）")
+            if lossy and any("\ufffd" in cell for cell in record):
+                raise ValueError("文字コードが不正です（cp932 として読めません）")
+            major = record[i_major].strip()
+            if not major:
+                raise ValueError("大項目が空です")
+            raw_date = record[i_date].strip()
+            iso = dates.get(raw_date)
+            if iso is None:
+                iso = dates[raw_date] = parse_date(raw_date)
+            raw_amount = record[i_amount].strip()
+            try:
+                amount = int(raw_amount)  # plain integers need none of parse_amount's clean-up
+                if abs(amount) > MAX_ABS_AMOUNT:
+                    amount = parse_amount(raw_amount)
+            except ValueError:
+                amount = parse_amount(raw_amount)
+            raw = record[i_target].strip() if i_target >= 0 else ""
+            is_target = 1 if raw == "" else flags.get(raw)
+            if is_target is None:
+                is_target = parse_flag(raw, 1, "計算対象")
+            raw = record[i_transfer].strip() if i_transfer >= 0 else ""
+            is_transfer = 0 if raw == "" else flags.get(raw)
+            if is_transfer is None:
+                is_transfer = parse_flag(raw, 0, "振替")
         except ValueError as exc:
             errors.append(RowError(name, row_number, str(exc)))
+            continue
+        append(
+            (
+                row_number,
+                iso,
+                amount,
+                record[i_desc].strip() if i_desc >= 0 else "",
+                major,
+                record[i_minor].strip() or "未分類",
+                record[i_account].strip() if i_account >= 0 else "",
+                record[i_memo].strip() if i_memo >= 0 else "",
+                is_target,
+                is_transfer,
+                record[i_id].strip() if i_id >= 0 else "",
+            )
+        )
     return rows, errors
-
-
-def _parse_record(record: list[str], columns: dict[str, int], width: int, row_number: int) -> ParsedRow:
-    if len(record) < width:
-        raise ValueError(f"列数が不足しています（{width}列必要、{len(record)}列）")
-    if any("\ufffd" in cell for cell in record):
-        raise ValueError("文字コードが不正です（cp932 として読めません）")
-
-    def cell(column: str) -> str:
-        i = columns.get(column)
-        return record[i].strip() if i is not None else ""
-
-    major, minor = cell("大項目"), cell("中項目")
-    if not major:
-        raise ValueError("大項目が空です")
-    return ParsedRow(
-        row_number=row_number,
-        date=parse_date(cell("日付")),
-        amount=parse_amount(cell("金額（円）")),
-        description=cell("内容"),
-        category_major=major,
-        category_minor=minor or "未分類",
-        account=cell("保有金融機関"),
-        memo=cell("メモ"),
-        is_target=parse_flag(cell("計算対象"), 1, "計算対象"),
-        is_transfer=parse_flag(cell("振替"), 0, "振替"),
-        external_id=cell("ID"),
-    )
 
 
 def read_file(path: Path) -> tuple[list[ParsedRow], list[RowError]]:
     """Read and parse one export file; every failure becomes a RowError."""
+    rows, errors = read_tuples(path)
+    return [ParsedRow(*r) for r in rows], errors
+
+
+def read_tuples(path: Path) -> tuple[list[RowTuple], list[RowError]]:
+    """`read_file` with plain tuples (ParsedRow field order)."""
     name = path.name
     try:
         raw = path.read_bytes()
@@ -181,4 +232,4 @@ def read_file(path: Path) -> tuple[list[ParsedRow], list[RowError]]:
     text, error, _lossy = decode(raw, name)
     if error is not None or text is None:
         return [], [error or RowError(name, None, "文字コードが不正です")]
-    return parse_text(text, name)
+    return parse_tuples(text, name)

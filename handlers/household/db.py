@@ -129,9 +129,15 @@ class Database:
             con.close()
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One atomic write: BEGIN IMMEDIATE … COMMIT, rolled back on any exception."""
+    def transaction(self, foreign_keys: bool = True) -> Iterator[sqlite3.Connection]:
+        """One atomic write: BEGIN IMMEDIATE … COMMIT, rolled back on any exception.
+
+        `foreign_keys=False` skips the reference checks, for a write that only refers to rows it has
+        itself read inside the same transaction (they cannot fail there).
+        """
         with self.connect() as con:
+            if not foreign_keys:
+                con.execute("PRAGMA foreign_keys=OFF")  # only takes effect outside a transaction
             con.execute("BEGIN IMMEDIATE")
             try:
                 yield con

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .csvfile import RowError, read_file
+from .csvfile import RowError, read_tuples
 from .db import Database, refresh_aggregates
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ def import_files(db: Database, paths: list[Path]) -> ImportReport:
     started = time.perf_counter()
     with db.transaction() as con:
         for path in paths:
-            rows, errors = read_file(path)
+            rows, errors = read_tuples(path)
             report.files_processed += 1
             if errors and not rows and any(e.row is None for e in errors):
                 report.files_failed += 1
@@ -77,26 +77,8 @@ def import_files(db: Database, paths: list[Path]) -> ImportReport:
             if not rows:
                 continue
             before = con.total_changes
-            con.executemany(
-                INSERT,
-                [
-                    (
-                        path.name,
-                        r.row_number,
-                        r.date,
-                        r.amount,
-                        r.description,
-                        r.category_major,
-                        r.category_minor,
-                        r.account,
-                        r.memo,
-                        r.is_target,
-                        r.is_transfer,
-                        r.external_id,
-                    )
-                    for r in rows
-                ],
-            )
+            source = path.name
+            con.executemany(INSERT, [(source, *r) for r in rows])
             inserted = con.total_changes - before
             report.imported += inserted
             report.skipped += len(rows) - inserted

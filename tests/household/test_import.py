@@ -82,6 +82,23 @@ def test_bad_files_and_rows_are_reported_not_fatal(tmp_path: Path, make_service,
     assert svc.core.startup_report["total_imported"] == 6
 
 
+def test_non_finite_and_huge_amounts_are_row_errors(tmp_path: Path, make_service, ctx) -> None:
+    data = tmp_path / "exports"
+    data.mkdir()
+    bad_amounts = ["inf", "-Infinity", "nan", "1.5", "99999999999999999999999", "-1e30"]
+    write_export(
+        data,
+        "2025-07-01_2025-07-31",
+        [row("2025/07/01", -100, "食費", "外食")]
+        + [["1", "2025/07/02", "店", amount, "現金", "食費", "外食", "", "0", ""] for amount in bad_amounts]
+        + [row("2025/07/03", -200, "食費", "外食")],
+    )
+    report = make_service(data).import_household_data({}, ctx)
+    assert report["total_transactions"] == 2
+    assert sorted(e["row"] for e in report["errors"]) == list(range(3, 3 + len(bad_amounts)))
+    assert all(e["error"].startswith("金額") for e in report["errors"])
+
+
 def test_alternative_headers_and_utf8_resave(tmp_path: Path, make_service, ctx) -> None:
     data = tmp_path / "exports"
     data.mkdir()
