@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -47,17 +51,79 @@ class CallContext:
     warnings: list[str] = field(default_factory=list)
     attachments: list[Attachment] = field(default_factory=list)
     deadline: float | None = None
-    """time.monotonic() after which the caller has been told REQUEST_TIMEOUT."""
+    """time.monotonic() after which the caller is told REQUEST_TIMEOUT."""
+    _gate: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _timed_out: bool = field(default=False, repr=False, compare=False)
+    _committed: bool = field(default=False, repr=False, compare=False)
 
     def expired(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
+        return self._timed_out or (self.deadline is not None and time.monotonic() >= self.deadline)
 
     def check_deadline(self) -> None:
-        """Call right before committing: a handler running in a worker thread cannot be
-        interrupted, so it must not commit once the caller has been told it timed out."""
+        """Raise REQUEST_TIMEOUT once the deadline has passed: for a long handler to stop early."""
         if self.expired():
-            from kumitate.errors import ToolError
+            raise _timeout_error()
 
-            raise ToolError(
-                "the deadline passed before the change was committed; nothing was saved", code="REQUEST_TIMEOUT"
-            )
+    @contextmanager
+    def committing(self) -> Iterator[None]:
+        """Hold while committing a change: a worker thread cannot be interrupted, so this is
+        what makes "timed out" mean "nothing was saved".
+
+        Entering refuses (REQUEST_TIMEOUT) once the deadline has passed. Once a commit has begun
+        the call can no longer time out: the pipeline waits for the handler and sends its result,
+        so a client is never told "nothing was saved" about a change that was.
+        """
+        with self._gate:
+            if self.expired():
+                raise _timeout_error()
+            self._committed = True
+            yield
+
+    def time_out(self) -> bool:
+        """The pipeline's side of the gate: True if the call is now timed out, False if a
+        commit has begun (the call then completes and its result is sent)."""
+        if not self._gate.acquire(blocking=False):
+            return False
+        try:
+            if self._committed:
+                return False
+            self._timed_out = True
+        finally:
+            self._gate.release()
+        return True
+
+
+def _timeout_error() -> Exception:
+    from kumitate.errors import ToolError
+
+    return ToolError("the deadline passed before the change was committed; nothing was saved", code="REQUEST_TIMEOUT")
+
+
+_current: ContextVar[CallContext | None] = ContextVar("kumitate_call", default=None)
+
+
+def current_call() -> CallContext | None:
+    """The call this code runs for, or None (start-up, scripts): set by the pipeline around each handler."""
+    return _current.get()
+
+
+@contextmanager
+def commit_gate() -> Iterator[None]:
+    """Wrap a storage layer's COMMIT in this: the current call's `committing()` gate, or nothing
+    outside a call. Lets stores honour deadlines without every function taking a context."""
+    call = _current.get()
+    if call is None:
+        yield
+        return
+    with call.committing():
+        yield
+
+
+@contextmanager
+def bound(call: CallContext) -> Iterator[None]:
+    """Make `call` the current call for the code run inside (see `current_call`)."""
+    token = _current.set(call)
+    try:
+        yield
+    finally:
+        _current.reset(token)

@@ -10,6 +10,7 @@ back, so a tool behaves the same on MCP and HTTP.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import time
 from collections.abc import Mapping
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ValidationError
 from kumitate import calllog, correlation
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
-from kumitate.context import Attachment, CallContext, Principal
+from kumitate.context import Attachment, CallContext, Principal, bound
 from kumitate.errors import ToolError
 from kumitate.policies import deprecation, guard
 from kumitate.policies.auth import Authenticator
@@ -72,6 +73,14 @@ class Policies:
     auth: Authenticator = field(default_factory=lambda: Authenticator([], Principal("local", frozenset({"*"}))))
     limiter: RateLimiter = field(default_factory=RateLimiter)
     idempotency: IdempotencyStore | None = None
+    max_timeout_ms: int | None = None
+    """Operator cap on every tool's deadline (KUMITATE_MAX_TIMEOUT_MS), e.g. under a proxy's own time-out."""
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Retrieve a worker's exception after a time-out, so asyncio does not log it as lost."""
+    if not future.cancelled():
+        future.exception()
 
 
 class Pipeline:
@@ -156,19 +165,41 @@ class Pipeline:
             calllog.log_event("output_invalid", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, paths=paths)
             raise ToolError("the tool produced an invalid result; it was not sent", code="INTERNAL")
 
-    @staticmethod
-    async def _run(method: Any, *args: Any, **kwargs: Any) -> Any:
-        if inspect.iscoroutinefunction(method):
-            return await method(*args, **kwargs)
-        # asyncio's default executor: about half the hop cost of anyio.to_thread here
-        result = await asyncio.get_running_loop().run_in_executor(None, partial(method, *args, **kwargs))
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+    async def _run(
+        self, name: str, policy: Mapping[str, Any], ctx: CallContext, method: Any, *args: Any, **kw: Any
+    ) -> Any:
+        """The handler under its deadline. A sync handler runs in a worker thread, which cannot be
+        interrupted: at the deadline the call is timed out unless the handler holds its commit
+        gate (`CallContext.committing`), in which case the commit finishes and its result is sent."""
+        timeout = self._timeout_s(policy)
+        ctx.deadline = time.monotonic() + timeout if timeout else None
+        with bound(ctx):
+            if inspect.iscoroutinefunction(method):
+                future: Any = method(*args, **kw)
+            else:
+                # asyncio's default executor: about half the hop cost of anyio.to_thread here
+                call = partial(contextvars.copy_context().run, method, *args, **kw)
+                future = asyncio.get_running_loop().run_in_executor(None, call)
+                future.add_done_callback(_consume)
+            try:
+                with anyio.fail_after(timeout):
+                    result = await (future if inspect.iscoroutine(future) else asyncio.shield(future))
+            except TimeoutError:
+                if ctx.time_out() or inspect.iscoroutine(future):
+                    raise ToolError(
+                        f"{name} did not finish within {round((timeout or 0) * 1000)} ms; nothing was committed",
+                        code="REQUEST_TIMEOUT",
+                    ) from None
+                result = await future
+            if inspect.isawaitable(result):
+                result = await result
+            return result
 
-    @staticmethod
-    def _timeout_s(policy: Mapping[str, Any]) -> float | None:
-        ms = policy.get("timeout_ms")
+    def _timeout_s(self, policy: Mapping[str, Any]) -> float | None:
+        """The tool's declared deadline, capped by the operator's KUMITATE_MAX_TIMEOUT_MS."""
+        declared = policy.get("timeout_ms")
+        cap = self.policies.max_timeout_ms
+        ms = min(declared, cap) if declared and cap else declared or cap
         return ms / 1000 if ms else None
 
     def _finish(self, outcome: Outcome, ctx: CallContext, transport: str, started: float) -> Outcome:
@@ -227,16 +258,7 @@ class Pipeline:
                     f"input does not match the schema: {exc.errors()[0]['msg']}", code="BAD_REQUEST"
                 ) from None
             method = getattr(self.handlers[binding.service], binding.name)
-            timeout = self._timeout_s(binding.policy)
-            ctx.deadline = time.monotonic() + timeout if timeout else None
-            try:
-                with anyio.fail_after(timeout):
-                    result = await self._run(method, model, ctx)
-            except TimeoutError:
-                raise ToolError(
-                    f"{binding.name} did not finish within {binding.policy['timeout_ms']} ms; nothing was committed",
-                    code="REQUEST_TIMEOUT",
-                ) from None
+            result = await self._run(binding.name, binding.policy, ctx, method, model, ctx)
             body = (
                 result.model_dump(mode="json", by_alias=True, exclude_unset=True)
                 if isinstance(result, BaseModel)
@@ -310,8 +332,7 @@ class Pipeline:
             if binding.key in self.disabled:
                 raise ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND")
             method = getattr(self.handlers[binding.service], binding.method_name)
-            with anyio.fail_after(self._timeout_s(binding.policy)):
-                result = await self._run(method, ctx, **params)
+            result = await self._run(binding.name, binding.policy, ctx, method, ctx, **params)
             if binding.is_json:
                 body = (
                     result.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -328,10 +349,6 @@ class Pipeline:
                 if not isinstance(result, bytes | bytearray):
                     raise TypeError(f"resource {binding.name} must return bytes")
                 outcome = Outcome(True, 200, "OK", bytes(result), ctx.run_id, ctx.trace_id, media_type=media_type)
-        except TimeoutError:
-            outcome = self.error_outcome(
-                ToolError("the resource did not load in time", code="REQUEST_TIMEOUT"), ctx.run_id, ctx.trace_id
-            )
         except ToolError as exc:
             outcome = self.error_outcome(exc, ctx.run_id, ctx.trace_id)
         except Exception as exc:

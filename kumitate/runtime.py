@@ -62,6 +62,9 @@ class Runtime:
             auth=Authenticator.from_env(self.env),
             limiter=RateLimiter(),
             idempotency=IdempotencyStore(settings.data_dir / "idempotency.sqlite3"),
+            max_timeout_ms=int(self.env["KUMITATE_MAX_TIMEOUT_MS"])
+            if self.env.get("KUMITATE_MAX_TIMEOUT_MS")
+            else None,
         )
         self.pipeline = Pipeline(CATALOGUE, self.services, handlers, self.policies)
         self.pipeline.disabled = {

@@ -24,6 +24,7 @@ from typing import Any
 
 import duckdb
 
+from kumitate.context import commit_gate
 from kumitate.errors import ToolError
 
 from .source import wrap_query
@@ -100,7 +101,13 @@ class ExportStore:
         }
         tmp = meta_path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(meta), encoding="utf-8")
-        os.replace(tmp, meta_path)
+        try:
+            with commit_gate():
+                os.replace(tmp, meta_path)  # the handle exists from here on
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            data_path.unlink(missing_ok=True)
+            raise
         return meta
 
     @staticmethod

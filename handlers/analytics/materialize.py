@@ -24,6 +24,7 @@ from typing import Any
 
 import duckdb
 
+from kumitate.context import commit_gate
 from kumitate.errors import ToolError
 
 from .exports import rfc3339
@@ -106,14 +107,24 @@ class Materializer:
                     details={"max_rows": self.max_rows},
                 )
             columns = [str(r[0]) for r in con.execute(f"DESCRIBE temp.main.{quote_ident(scratch)}").fetchall()]
-            with self._mutex:
-                replaced = view in self._views
-            if replaced:
-                con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(view)}")
-            con.execute(f"ALTER TABLE temp.main.{quote_ident(scratch)} RENAME TO {quote_ident(view)}")
+            with commit_gate():
+                replaced, evicted, item = self._swap_in(con, view, scratch, rows, columns, ttl_seconds)
         except BaseException:
             con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(scratch)}")
             raise
+        for old in evicted:
+            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(old)}")
+        return {**item.public(), "replaced": replaced, "evicted": evicted}
+
+    def _swap_in(
+        self, con: duckdb.DuckDBPyConnection, view: str, scratch: str, rows: int, columns: list[str], ttl_seconds: int
+    ) -> tuple[bool, list[str], View]:
+        """Replace any view of the same name with the built table and register it (the commit)."""
+        with self._mutex:
+            replaced = view in self._views
+        if replaced:
+            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(view)}")
+        con.execute(f"ALTER TABLE temp.main.{quote_ident(scratch)} RENAME TO {quote_ident(view)}")
         now = self.clock()
         item = View(view, rows, columns, now, now + timedelta(seconds=ttl_seconds))
         evicted: list[str] = []
@@ -124,9 +135,7 @@ class Materializer:
                 oldest = min(self._views.values(), key=lambda v: v.created_at)
                 evicted.append(oldest.view)
                 del self._views[oldest.view]
-        for old in evicted:
-            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(old)}")
-        return {**item.public(), "replaced": replaced, "evicted": evicted}
+        return replaced, evicted, item
 
     def drop_expired(self, con: duckdb.DuckDBPyConnection) -> list[str]:
         """Drop every expired table; return their names."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from handlers.attendance.validate import check_rule
+from kumitate.context import commit_gate
 from kumitate.errors import ToolError
 
 SCHEMA = """
@@ -59,9 +60,11 @@ class RuleStore:
                 "INSERT INTO thread_attendance_rules (thread_id, version, rule_json, saved_at) VALUES (?, ?, ?, ?)",
                 (thread_id, version, text, when),
             )
-            db.execute("COMMIT")
+            with commit_gate():
+                db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:
+                db.execute("ROLLBACK")
             raise
         finally:
             db.close()

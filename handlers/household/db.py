@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kumitate.context import commit_gate
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS transactions (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -141,7 +143,9 @@ class Database:
             con.execute("BEGIN IMMEDIATE")
             try:
                 yield con
+                with commit_gate():
+                    con.execute("COMMIT")
             except BaseException:
-                con.execute("ROLLBACK")
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
                 raise
-            con.execute("COMMIT")

@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 from PIL import Image, UnidentifiedImageError
 
 from handlers.yana.kb import ImageHashes, KnowledgeBase, hash_image, insert_label
+from kumitate.context import commit_gate
 from kumitate.errors import ToolError
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -145,6 +146,7 @@ def ingest(
         label_id = f"label_u_{hashes.sha1[:16]}"
         uploads.mkdir(parents=True, exist_ok=True)
         target = uploads / f"{hashes.sha1}.{ext}"
+        fresh = not target.exists()
         target.write_bytes(data)
         label = {
             "id": label_id,
@@ -156,5 +158,12 @@ def ingest(
             "label_features": [f.strip() for f in params.get("label_features", []) if f.strip()],
             "file_path": f"uploads/{target.name}",
         }
-        insert_label(conn, label, hashes, source="ingest")
+        try:
+            insert_label(conn, label, hashes, source="ingest")
+            with commit_gate():
+                conn.commit()
+        except BaseException:
+            if fresh:
+                target.unlink(missing_ok=True)
+            raise
     return {"id": label_id, "dedup": False, "hash_sha1": hashes.sha1, "phash": hashes.phash, "near_duplicates": near}

@@ -23,6 +23,7 @@ import imagehash
 from PIL import Image
 
 from handlers.yana.text import normalize, region_terms
+from kumitate.context import commit_gate
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS labels (
@@ -79,11 +80,17 @@ class KnowledgeBase:
 
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection whose writes commit together at the end (through the call's commit gate)."""
         conn = sqlite3.connect(self.db_path, timeout=5.0)
         conn.row_factory = sqlite3.Row
         try:
-            with conn:
-                yield conn
+            yield conn
+            if conn.in_transaction:
+                with commit_gate():
+                    conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
         finally:
             conn.close()
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kumitate.context import Principal
+from kumitate.context import Principal, commit_gate
 from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policies import guard
 from kumitate.policies.auth import Authenticator
@@ -198,19 +200,81 @@ async def test_deprecation_headers_and_warning() -> None:
     assert any("echo2" in w for w in outcome.warnings)
 
 
-async def test_timeout_does_not_commit(tmp_path: Path) -> None:
-    committed: list[int] = []
+def sqlite_counter(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    con.execute("CREATE TABLE IF NOT EXISTS saved (n INTEGER)")
+    return con
 
-    class Slow(Handlers):
-        def echo(self, input: Any, ctx: Any) -> dict[str, Any]:
-            time.sleep(0.3)
-            ctx.check_deadline()
-            committed.append(input.n)
-            return {"n": input.n}
 
+def saved(path: Path) -> list[int]:
+    with closing(sqlite3.connect(path)) as con:
+        return [n for (n,) in con.execute("SELECT n FROM saved ORDER BY n")]
+
+
+class Writer(Handlers):
+    """Writes one SQLite row per call through the commit gate, with sleeps around the commit."""
+
+    def __init__(self, path: Path, before: float, during: float = 0.0, after: float = 0.0) -> None:
+        self.path, self.before, self.during, self.after = path, before, during, after
+
+    def echo(self, input: Any, ctx: Any) -> dict[str, Any]:
+        con = sqlite_counter(self.path)
+        con.execute("BEGIN IMMEDIATE")
+        con.execute("INSERT INTO saved VALUES (?)", (input.n,))
+        time.sleep(self.before)
+        try:
+            with commit_gate():
+                time.sleep(self.during)
+                con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+        time.sleep(self.after)
+        return {"n": input.n}
+
+
+async def run_writer(tmp_path: Path, writer: Writer, timeout_ms: int = 100, cap: int | None = None) -> Any:
     pipeline, _ = make_pipeline()
-    pipeline.handlers = {"demo": Slow()}
-    outcome = await pipeline.call_tool(binding("echo", timeout_ms=50), {"n": 1}, CallRequest("http", ids=("r", "t")))
-    assert outcome.code == "REQUEST_TIMEOUT"
-    await asyncio.sleep(0.4)
-    assert committed == []
+    pipeline.handlers = {"demo": writer}
+    pipeline.policies.max_timeout_ms = cap
+    tool = binding("echo", timeout_ms=timeout_ms)
+    outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=("r", "t")))
+    await asyncio.sleep(writer.before + writer.during + writer.after + 0.2)  # let the worker thread finish
+    return outcome
+
+
+async def test_timeout_before_the_commit_saves_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    outcome = await run_writer(tmp_path, Writer(db, before=0.4))
+    assert outcome.code == "REQUEST_TIMEOUT" and outcome.status == 408 and outcome.retryable
+    assert saved(db) == []
+
+
+async def test_a_commit_under_way_at_the_deadline_completes_and_is_reported(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    outcome = await run_writer(tmp_path, Writer(db, before=0.0, during=0.4))
+    assert (outcome.code, outcome.body["n"]) == ("OK", 1)
+    assert saved(db) == [1]
+
+
+async def test_after_a_commit_the_call_cannot_time_out(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    outcome = await run_writer(tmp_path, Writer(db, before=0.0, after=0.4))
+    assert outcome.code == "OK"
+    assert saved(db) == [1]
+
+
+async def test_operator_cap_shortens_a_declared_deadline(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    capped = await run_writer(tmp_path, Writer(db, before=0.3), timeout_ms=5000, cap=100)
+    assert capped.code == "REQUEST_TIMEOUT" and "100 ms" in capped.body["error"]["message"]
+    uncapped = await run_writer(tmp_path, Writer(db, before=0.3), timeout_ms=5000)
+    assert uncapped.code == "OK"
+    assert saved(db) == [1]
+
+
+def test_commit_gate_outside_a_call_is_a_no_op() -> None:
+    with commit_gate():
+        pass
