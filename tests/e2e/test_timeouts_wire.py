@@ -24,6 +24,7 @@ from tests.conftest import REPO, start_server, stop_server
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 MONTH_ONLY_IN_EXTRA = {"year": 2015, "month": 6}
+GENERATE_TEN_YEARS = ["--start", "2010-01", "--end", "2019-12", "--scale", "30"]  # ~190k rows, ~3 s to import
 
 
 def rows_of_2015(var: Path) -> int:
@@ -48,8 +49,7 @@ async def test_a_timed_out_import_answers_408_on_both_transports_and_saves_nothi
     capped = start_server(var, tmp_path / "capped.log", HOUSEHOLD_DATA_DIR=str(extra), KUMITATE_MAX_TIMEOUT_MS="400")
     try:
         subprocess.run(
-            [sys.executable, str(REPO / "data/household/generate.py"), "--out", str(extra)]
-            + ["--start", "2010-01", "--end", "2019-12", "--scale", "30"],
+            [sys.executable, str(REPO / "data/household/generate.py"), "--out", str(extra), *GENERATE_TEN_YEARS],
             check=True,
             capture_output=True,
         )
