@@ -77,6 +77,11 @@ class Policies:
     """Operator cap on every tool's deadline (KUMITATE_MAX_TIMEOUT_MS), e.g. under a proxy's own time-out."""
 
 
+def _shorten(message: str, limit: int = 200) -> str:
+    """Schema messages quote the offending value: never echo a whole upload back."""
+    return message if len(message) <= limit else f"{message[: limit // 2]} … {message[-limit // 2 :]}"
+
+
 def _consume(future: asyncio.Future[Any]) -> None:
     """Retrieve a worker's exception after a time-out, so asyncio does not log it as lost."""
     if not future.cancelled():
@@ -145,7 +150,7 @@ class Pipeline:
             parts = []
             for err in errors[:MAX_REPORTED_ERRORS]:
                 path = "/" + "/".join(str(p) for p in err.instance_path)
-                parts.append(f"{path if path != '/' else '<body>'}: {err.message}")
+                parts.append(f"{path if path != '/' else '<body>'}: {_shorten(err.message)}")
             more = f" (+{len(errors) - MAX_REPORTED_ERRORS} more)" if len(errors) > MAX_REPORTED_ERRORS else ""
             raise ToolError("input does not match the schema: " + "; ".join(parts) + more, code="BAD_REQUEST")
 

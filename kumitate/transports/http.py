@@ -15,6 +15,7 @@ from litestar import HttpMethod, Request, Response, route
 from litestar.datastructures import UploadFile
 from litestar.exceptions import HTTPException
 from litestar.handlers import BaseRouteHandler
+from litestar.types import Empty
 
 from kumitate import correlation
 from kumitate.bindings import ResourceBinding, ToolBinding
@@ -39,6 +40,7 @@ STATUS_CODES = {
     503: "SERVICE_UNAVAILABLE",
 }
 _ENCODER = msgspec.json.Encoder()
+_BOOLEAN_WORDS = {"true": True, "false": False, "1": True, "0": False, "on": True, "off": False}
 
 
 def request_ids(request: Request[Any, Any, Any]) -> tuple[str, str]:
@@ -108,8 +110,8 @@ def _coerce_form_value(value: Any, schema: Mapping[str, Any]) -> Any:
             return msgspec.json.decode(text)
         except msgspec.DecodeError:
             return text
-    if "boolean" in kinds and text in ("true", "false"):
-        return text == "true"
+    if "boolean" in kinds and text.strip().lower() in _BOOLEAN_WORDS:
+        return _BOOLEAN_WORDS[text.strip().lower()]
     if "integer" in kinds:
         try:
             return int(text)
@@ -141,12 +143,28 @@ async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) 
     form = await request.form()
     props = binding.input_schema.get("properties", {})
     arguments: dict[str, Any] = {}
-    for key, value in form.multi_items():
-        coerced = _coerce_form_value(value, props.get(key, {}))
-        if isinstance(coerced, UploadFile):
-            coerced = base64.b64encode(await coerced.read()).decode("ascii")
-        arguments[key] = coerced
+    for key in form:
+        schema = props.get(key, {})
+        values = form.getall(key)
+        if _is_array(schema) and not (len(values) == 1 and str(values[0]).lstrip().startswith("[")):
+            # repeated fields (`label_features=a&label_features=b`) or one plain value: a list
+            items = schema.get("items", {})
+            arguments[key] = [await _form_value(v, items) for v in values]
+        else:
+            arguments[key] = await _form_value(values[-1], schema)
     return arguments
+
+
+def _is_array(schema: Mapping[str, Any]) -> bool:
+    kinds = schema.get("type")
+    return kinds == "array" or (isinstance(kinds, list) and "array" in kinds)
+
+
+async def _form_value(value: Any, schema: Mapping[str, Any]) -> Any:
+    coerced = _coerce_form_value(value, schema)
+    if isinstance(coerced, UploadFile):
+        return base64.b64encode(await coerced.read()).decode("ascii")
+    return coerced
 
 
 def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
@@ -159,12 +177,14 @@ def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
         return to_response(outcome)
 
     endpoint.__name__ = f"tool_{binding.service}_{binding.name}"
+    limit = binding.policy.get("max_request_bytes")
     return route(
         binding.http_path,
         http_method=[HttpMethod(binding.http_method)],
         name=binding.key,
         include_in_schema=False,
         status_code=200,
+        request_max_body_size=int(limit) if limit else Empty,  # Empty: the app-wide cap
     )(endpoint)
 
 

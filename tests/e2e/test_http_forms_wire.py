@@ -1,0 +1,73 @@
+"""The HTTP adapter's wire format on a real socket: form and multipart bodies, per-route size caps,
+and schema errors that never echo a large value back."""
+
+from __future__ import annotations
+
+import io
+import os
+
+import httpx
+import pytest
+from PIL import Image
+
+from tests.conftest import LiveServer
+
+pytestmark = pytest.mark.slow
+
+
+def random_png(side: int = 64) -> bytes:
+    image = Image.frombytes("RGB", (side, side), os.urandom(side * side * 3))
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("use_rag", ["on", "1", "true", "True"])
+def test_form_chat_accepts_the_usual_boolean_spellings(live_server: LiveServer, use_rag: str) -> None:
+    response = httpx.post(
+        f"{live_server.url}/v1/chat", data={"user_text": "獺祭", "use_rag": use_rag, "top_k": "3"}, timeout=30
+    )
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["rag_hit_count"] >= 1 and len(body["hits"]) <= 3
+
+
+def test_form_chat_with_rag_off(live_server: LiveServer) -> None:
+    response = httpx.post(f"{live_server.url}/v1/chat", data={"user_text": "獺祭", "use_rag": "off"}, timeout=30)
+    assert response.status_code == 200, response.text
+    assert response.json()["rag_hit_count"] == 0
+
+
+def test_multipart_ingest_collects_repeated_fields_into_a_list(live_server: LiveServer) -> None:
+    brand = "試験用銘柄フォーム"
+    response = httpx.post(
+        f"{live_server.url}/v1/ingest",
+        data={"brand_name": brand, "brewery": "試験酒造", "label_features": ["金箔", "鶴の絵"]},
+        files={"image": ("label.png", random_png(), "image/png")},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["dedup"] is False
+    found = httpx.post(f"{live_server.url}/v1/search", json={"query_text": brand}, timeout=30).json()
+    hit = next(h for h in found["hits"] if h["id"] == response.json()["id"])
+    assert hit["label_features"] == ["金箔", "鶴の絵"]
+
+
+def test_a_body_over_the_tools_declared_cap_is_413(live_server: LiveServer) -> None:
+    body = b'{"brand_name": "x", "image": "' + b"A" * (9 * 1024 * 1024) + b'"}'
+    response = httpx.post(
+        f"{live_server.url}/v1/ingest", content=body, headers={"Content-Type": "application/json"}, timeout=30
+    )
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    assert response.headers["X-Run-Id"] == response.json()["run_id"]
+    # the same size is fine where no cap is declared below the app-wide one (and fails validation instead)
+    other = httpx.post(f"{live_server.url}/v1/chat", json={"user_text": "x" * (9 * 1024 * 1024)}, timeout=30)
+    assert other.status_code == 400
+
+
+def test_schema_errors_do_not_echo_large_values(live_server: LiveServer) -> None:
+    response = httpx.post(f"{live_server.url}/v1/chat", json={"user_text": "あ" * 100_000}, timeout=30)
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    assert "/user_text" in message and len(message) < 600
