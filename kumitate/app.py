@@ -14,6 +14,8 @@ from typing import Any
 
 from litestar import Litestar, Request, Response, get
 from litestar.exceptions import HTTPException
+from litestar.static_files import create_static_files_router
+from swagger_ui_bundle import swagger_ui_path
 
 from kumitate import calllog
 from kumitate.runtime import Runtime
@@ -24,10 +26,14 @@ from kumitate.transports.mcp import build_server
 
 OPENAPI_PATH = REPO_ROOT / "generated" / "openapi.json"
 MAX_BODY_BYTES = 64 * 1024 * 1024
-DOCS_HTML = """<!doctype html>
-<html><head><meta charset="utf-8"><title>kumitate API</title></head>
-<body><script id="api-reference" data-url="/schema/openapi.json"></script>
-<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference"></script></body></html>
+DOCS_ASSETS = "/schema/assets"
+DOCS_HTML = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>kumitate API</title>
+<link rel="stylesheet" href="{DOCS_ASSETS}/swagger-ui.css"></head>
+<body><div id="api"></div>
+<script src="{DOCS_ASSETS}/swagger-ui-bundle.js"></script>
+<script>SwaggerUIBundle({{url: "/schema/openapi.json", dom_id: "#api", deepLinking: true}});</script>
+</body></html>
 """
 
 
@@ -42,7 +48,9 @@ def _schema_routes(openapi_path: Path) -> list[Any]:
     def docs() -> Response[str]:
         return Response(DOCS_HTML, media_type="text/html")
 
-    return [openapi_json, docs]
+    # Swagger UI's files come from a pinned package and are served here: the docs work offline.
+    assets = create_static_files_router(path=DOCS_ASSETS, directories=[Path(str(swagger_ui_path))], name="docs-assets")
+    return [openapi_json, docs, assets]
 
 
 def _meta_routes(runtime: Runtime) -> list[Any]:

@@ -71,3 +71,14 @@ def test_schema_errors_do_not_echo_large_values(live_server: LiveServer) -> None
     assert response.status_code == 400
     message = response.json()["error"]["message"]
     assert "/user_text" in message and len(message) < 600
+
+
+def test_docs_ui_is_served_from_this_server(live_server: LiveServer) -> None:
+    page = httpx.get(f"{live_server.url}/schema", timeout=30)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "http" not in page.text.replace(live_server.url, "")  # nothing loaded from elsewhere
+    for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
+        response = httpx.get(f"{live_server.url}/schema/assets/{asset}", timeout=30)
+        assert response.status_code == 200 and len(response.content) > 10_000
+    missing = httpx.get(f"{live_server.url}/schema/assets/nope.js", timeout=30)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
