@@ -7,12 +7,17 @@ enforces one limit, so raw rows never reach the LLM's context by accident:
 * `safe_load_export(handle, max_rows=10_000)` loads an export into a DataFrame and
   refuses (ExportTooLargeError) when it holds more than `max_rows` rows. The row
   count is read from the Parquet footer (or counted for CSV) *before* loading.
+  Over HTTP (`base_url=`), `token=` sends `Authorization: Bearer <token>`; 401, 403
+  and 404 raise ExportUnauthorizedError, ExportForbiddenError and ExportNotFoundError.
 * `safe_summary_table(df, max_rows=10)` renders at most `max_rows` rows: the head
   and the tail with an "(N rows omitted)" line between them.
 * `safe_json_output(data, max_size=1024)` serialises with `ensure_ascii=False`
   (Japanese stays readable) and refuses (OutputTooLargeError) above `max_size` bytes.
 * `validate_output(text)` checks any output: JSON at most 1 KB, tables at most 10
-  data rows (+5 lines of header/footer); returns (ok, message).
+  data rows (+5 lines of header/footer); returns (ok, message). A deliberate
+  departure from the seed: JSON is checked by its UTF-8 byte size only. The seed also
+  applies the 15-line table check to JSON, which would reject the indented JSON that
+  `safe_json_output` itself produces within 1 KB; the byte budget is what bounds it.
 
 Only the standard library plus polars/pandas (and httpx for `base_url`) are used,
 so the module can be copied into a notebook or a code-execution sandbox.
@@ -48,6 +53,22 @@ class ExportNotFoundError(LookupError):
     """No live export under that handle (unknown or expired)."""
 
 
+class ExportAccessError(PermissionError):
+    """The export server refused the request (HTTP 401 or 403); `status` holds the code."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ExportUnauthorizedError(ExportAccessError):
+    """HTTP 401: no bearer token, or one the server does not know."""
+
+
+class ExportForbiddenError(ExportAccessError):
+    """HTTP 403: the token is valid but lacks the `analytics` scope."""
+
+
 def default_exports_dir() -> Path:
     """Where the server keeps exports: $KUMITATE_DATA_DIR/analytics/exports (default var/...)."""
     root = os.environ.get("KUMITATE_DATA_DIR") or str(Path(__file__).resolve().parents[2] / "var")
@@ -68,12 +89,32 @@ def _local_export(handle: str, exports_dir: Path) -> tuple[Path, str]:
     return path, str(meta["format"])
 
 
-def _remote_export(handle: str, base_url: str, timeout: float) -> tuple[bytes, str]:
+def _server_message(response: Any) -> str:
+    """The catalogued error message of a kumitate error body, if there is one."""
+    try:
+        error = response.json().get("error") or {}
+        return f" ({error.get('code')}: {error.get('message')})" if error.get("code") else ""
+    except (ValueError, AttributeError):
+        return ""
+
+
+def _remote_export(handle: str, base_url: str, timeout: float, token: str | None) -> tuple[bytes, str]:
     import httpx
 
     url = f"{base_url.rstrip('/')}/v1/analytics/exports/{handle}"
-    response = httpx.get(url, timeout=timeout)
-    if response.status_code == 404:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    response = httpx.get(url, timeout=timeout, headers=headers)
+    status = response.status_code
+    if status == 401:
+        hint = "the token was not accepted" if token else "pass token=... (a bearer token with the analytics scope)"
+        raise ExportUnauthorizedError(
+            f"The export server needs authentication: {hint}{_server_message(response)}.", status
+        )
+    if status == 403:
+        raise ExportForbiddenError(
+            f"The token may not read exports: it needs the analytics scope{_server_message(response)}.", status
+        )
+    if status == 404:
         raise ExportNotFoundError(f"No export {handle} (unknown or expired); run export again.")
     response.raise_for_status()
     kind = "csv" if response.headers.get("content-type", "").startswith("text/csv") else "parquet"
@@ -98,13 +139,17 @@ def safe_load_export(
     base_url: str | None = None,
     columns: list[str] | None = None,
     timeout: float = 30.0,
+    token: str | None = None,
 ) -> Any:
     """Load an export as a polars (default) or pandas DataFrame, refusing more than `max_rows` rows.
 
     Source: the exports directory (`exports_dir`, default `default_exports_dir()`), or the
-    HTTP resource `{base_url}/v1/analytics/exports/{handle}` when `base_url` is given.
+    HTTP resource `{base_url}/v1/analytics/exports/{handle}` when `base_url` is given,
+    sending `Authorization: Bearer <token>` when `token` is given (ignored for local files).
     `columns` loads a subset. Raises ExportTooLargeError (a ValueError) naming the row
-    count, ExportNotFoundError for unknown/expired handles, ValueError for a bad handle.
+    count, ExportNotFoundError for unknown/expired handles (HTTP 404), ExportUnauthorizedError
+    (HTTP 401) and ExportForbiddenError (HTTP 403), both PermissionErrors, and ValueError
+    for a bad handle.
     """
     if not _HANDLE.match(handle or ""):
         raise ValueError("A handle is the 32-hex-digit id returned by export, not a path.")
@@ -112,7 +157,7 @@ def safe_load_export(
         raise ValueError("engine must be 'polars' or 'pandas'.")
     source: bytes | Path
     if base_url:
-        source, kind = _remote_export(handle, base_url, timeout)
+        source, kind = _remote_export(handle, base_url, timeout, token)
     else:
         source, kind = _local_export(handle, Path(exports_dir) if exports_dir else default_exports_dir())
     rows = _count_rows(source, kind)
@@ -185,8 +230,9 @@ def validate_output(output: str) -> tuple[bool, str | None]:
     """Check an output against the limits: (True, None) or (False, reason).
 
     JSON (anything `json.loads` accepts as an object or array) must be at most
-    MAX_JSON_SIZE UTF-8 bytes. Any other text must have at most MAX_TABLE_ROWS + 5
-    non-empty lines (ten data rows plus header, separator and omission lines).
+    MAX_JSON_SIZE UTF-8 bytes; its line count is not checked (see the module notes).
+    Any other text must have at most MAX_TABLE_ROWS + 5 non-empty lines (ten data rows
+    plus header, separator and omission lines).
     """
     stripped = output.strip()
     try:

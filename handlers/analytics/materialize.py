@@ -11,11 +11,19 @@ prefixed form equals a database table is refused with CONFLICT. Materializing an
 existing name again replaces it (new data, new expiry). At most `max_views` live at
 once; the oldest is evicted (and named in the result) to make room. Expired ones
 are dropped on every call and by the periodic sweep.
+
+The table is built under a scratch name outside the user namespace
+(`_build_<random hex>`: a user name always starts with `mat_`, so no view can be
+clobbered by another's build), then swapped in. The swap (drop the old table,
+rename the new one) is one DuckDB transaction, so it either happens entirely or
+not at all, and the registry is only updated once it has committed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
+import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +39,7 @@ from .exports import rfc3339
 from .source import quote_ident, wrap_query
 
 PREFIX = "mat_"
+BUILD_PREFIX = "_build_"  # cannot start a user view name (those start with PREFIX)
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 
 
@@ -91,8 +100,7 @@ class Materializer:
         if view in user_tables:
             raise ToolError(f"{view!r} is a table of the database; choose another name.", code="CONFLICT")
         self.drop_expired(con)
-        scratch = f"{view}__building"
-        con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(scratch)}")
+        scratch = BUILD_PREFIX + secrets.token_hex(8)
         con.execute(
             f"CREATE TEMP TABLE {quote_ident(scratch)} AS "
             f"SELECT * FROM {wrap_query(sql)} AS q LIMIT {self.max_rows + 1}"
@@ -119,14 +127,25 @@ class Materializer:
     def _swap_in(
         self, con: duckdb.DuckDBPyConnection, view: str, scratch: str, rows: int, columns: list[str], ttl_seconds: int
     ) -> tuple[bool, list[str], View]:
-        """Replace any view of the same name with the built table and register it (the commit)."""
+        """Replace any view of the same name with the built table and register it (the commit).
+
+        Drop and rename run in one transaction: on any failure it rolls back, the old
+        view (if any) stays as it was, and the caller drops the scratch table. Nothing
+        is renamed without being registered.
+        """
         with self._mutex:
             replaced = view in self._views
-        if replaced:
-            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(view)}")
-        con.execute(f"ALTER TABLE temp.main.{quote_ident(scratch)} RENAME TO {quote_ident(view)}")
         now = self.clock()
         item = View(view, rows, columns, now, now + timedelta(seconds=ttl_seconds))
+        con.execute("BEGIN TRANSACTION")
+        try:
+            # Unconditional: also clears a table of that name the registry does not know.
+            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(view)}")
+            con.execute(f"ALTER TABLE temp.main.{quote_ident(scratch)} RENAME TO {quote_ident(view)}")
+            con.execute("COMMIT")
+        except BaseException:
+            _rollback(con)
+            raise
         evicted: list[str] = []
         with self._mutex:
             self._views.pop(view, None)
@@ -147,3 +166,9 @@ class Materializer:
         for v in gone:
             con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(v)}")
         return gone
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back the open transaction, if DuckDB still has one (an interrupt may have ended it)."""
+    with contextlib.suppress(duckdb.Error):
+        con.execute("ROLLBACK")

@@ -19,7 +19,7 @@ import duckdb
 
 from kumitate.errors import ToolError
 
-from .source import Source, is_numeric, is_temporal, quote_ident
+from .source import TIMESTAMPTZ, Source, is_numeric, is_temporal, quote_ident
 
 PROFILE_MAX_BYTES = 1024
 MAX_TEXT = 24
@@ -30,12 +30,20 @@ def json_size(data: Any) -> int:
     return len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
-def round_sig(value: float, digits: int = 4) -> float | int:
-    """Round to `digits` significant digits (keeping every integer digit); integral results become ints."""
-    if value == 0 or not math.isfinite(value):
-        return 0 if value == 0 else value
+def round_sig(value: float, digits: int = 4) -> float | int | None:
+    """Round to `digits` significant digits (keeping every integer digit); integral results become ints.
+
+    NaN and ±Infinity have no JSON form: they come back as None (callers report them
+    as null with a warning). Integer digits are kept only up to 1e15, where a double
+    still holds them; larger magnitudes are rounded to `digits` significant digits.
+    """
+    if not math.isfinite(value):
+        return None
+    if value == 0:
+        return 0
     # Never lose integer digits: 10003.5 -> 10004, not 1e4.
-    rounded = float(round(value)) if abs(value) >= 10 ** (digits - 1) else float(f"{value:.{digits}g}")
+    keep_integer = 10 ** (digits - 1) <= abs(value) < 1e15
+    rounded = float(round(value)) if keep_integer else float(f"{value:.{digits}g}")
     return int(rounded) if rounded.is_integer() and abs(rounded) < 1e15 else rounded
 
 
@@ -48,7 +56,7 @@ def plain(value: Any) -> Any:
     if isinstance(value, Decimal):
         return round_sig(float(value), 8)
     if isinstance(value, float):
-        return round_sig(value, 8) if math.isfinite(value) else None
+        return round_sig(value, 8)
     if isinstance(value, datetime):
         return value.isoformat(timespec="seconds")
     if isinstance(value, date | time):
@@ -60,6 +68,22 @@ def plain(value: Any) -> Any:
     return str(value)[:MAX_TEXT]
 
 
+def _extreme_sql(func: str, column_sql: str, type_name: str) -> str:
+    """min/max of a column; TIMESTAMPTZ as the UTC wall-clock TIMESTAMP.
+
+    Fetching a TIMESTAMPTZ into Python needs pytz (not a dependency) and would show
+    the server's time zone; the UTC TIMESTAMP is exact and `_extreme` adds the Z.
+    """
+    if type_name == TIMESTAMPTZ:
+        return f"timezone('UTC', {func}({column_sql}))"
+    return f"{func}({column_sql})"
+
+
+def _extreme(value: Any, type_name: str) -> Any:
+    out = plain(value)
+    return out + "Z" if type_name == TIMESTAMPTZ and isinstance(out, str) else out
+
+
 EXACT_DISTINCT_MAX_ROWS = 200_000
 SINGLE_PASS_MAX_COLUMNS = 4
 _PLACEHOLDER = 1234.5  # a typical 4-significant-digit value; trim_profile catches wider ones
@@ -69,10 +93,17 @@ def _has_min_max(type_name: str) -> bool:
     return is_numeric(type_name) or is_temporal(type_name) or type_name in ("VARCHAR", "BOOLEAN", "TIME", "UUID")
 
 
-def _column_entry(type_name: str, row_count: int, non_null: int, lo: Any, hi: Any) -> dict[str, Any]:
+def _is_non_finite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
+def _column_entry(
+    type_name: str, row_count: int, non_null: int, lo: Any, hi: Any, non_finite: list[str]
+) -> dict[str, Any]:
     entry: dict[str, Any] = {"type": type_name}
     if _has_min_max(type_name):
-        entry["min"], entry["max"] = plain(lo), plain(hi)
+        entry["min"], entry["max"] = _extreme(lo, type_name), _extreme(hi, type_name)
+        non_finite += [stat for stat, value in (("min", lo), ("max", hi)) if _is_non_finite(value)]
     entry["null_rate"] = round((row_count - non_null) / row_count, 4) if row_count else 0
     return entry
 
@@ -125,18 +156,21 @@ def compute_profile(
     re-running a query costs more than the statistics.
     `distinct_count` is exact up to EXACT_DISTINCT_MAX_ROWS rows and may be a
     HyperLogLog estimate above (a warning says so). std is the sample standard deviation.
+    Statistics that are not finite (NaN, ±Infinity, or an overflow of the double range)
+    have no JSON form: they are null, and a warning names the column and statistics.
     """
     chosen = _select_columns(source, columns)
     single_pass = source.kind == "query" and len(chosen) <= SINGLE_PASS_MAX_COLUMNS
     exprs = ["count(*)"]
+    date_type = (source.column_type(source.date_column) or "") if source.date_column else ""
     if source.date_column:
         d = quote_ident(source.date_column)
-        exprs += [f"min({d})", f"max({d})"]
+        exprs += [_extreme_sql("min", d, date_type), _extreme_sql("max", d, date_type)]
     for name, type_name in chosen:
         c = quote_ident(name)
         exprs.append(f"count({c})")
         if _has_min_max(type_name):
-            exprs += [f"min({c})", f"max({c})"]
+            exprs += [_extreme_sql("min", c, type_name), _extreme_sql("max", c, type_name)]
     plan: list[tuple[str, list[str]]] = []
     if single_pass:
         more, plan = _expensive_plan(chosen, approx=False)
@@ -146,12 +180,13 @@ def compute_profile(
     date_range = None
     if source.date_column:
         first, last = next(values), next(values)
-        date_range = [plain(first), plain(last)] if first is not None else None
+        date_range = [_extreme(first, date_type), _extreme(last, date_type)] if first is not None else None
     entries: dict[str, dict[str, Any]] = {}
+    non_finite: dict[str, list[str]] = {name: [] for name, _ in chosen}
     for name, type_name in chosen:
         non_null = int(next(values))
         lo, hi = (next(values), next(values)) if _has_min_max(type_name) else (None, None)
-        entries[name] = _column_entry(type_name, row_count, non_null, lo, hi)
+        entries[name] = _column_entry(type_name, row_count, non_null, lo, hi, non_finite[name])
     approx = row_count > EXACT_DISTINCT_MAX_ROWS and not single_pass
     base: dict[str, Any] = {
         "source": source.name if source.kind == "table" else "query",
@@ -164,15 +199,29 @@ def compute_profile(
         else [],
     }
     if single_pass:
-        _apply_expensive(values, plan, entries)
-        return trim_profile(dict(base, columns=entries), max_bytes)
+        _apply_expensive(values, plan, entries, non_finite)
+        warnings = [*base["warnings"], *_non_finite_warning(non_finite, entries)]
+        return trim_profile(dict(base, columns=entries, warnings=warnings), max_bytes)
     kept, warnings = _fit(base, {n: _placeholder(e, row_count) for n, e in entries.items()}, max_bytes)
     kept_entries = {n: entries[n] for n in kept}
     more, plan = _expensive_plan([(n, entries[n]["type"]) for n in kept], approx)
     if more:
         values = iter(con.execute(f"SELECT {', '.join(more)} FROM {source.from_sql} AS s").fetchall()[0])
-        _apply_expensive(values, plan, kept_entries)
+        _apply_expensive(values, plan, kept_entries, non_finite)
+    warnings = [*warnings, *_non_finite_warning(non_finite, kept_entries)]
     return trim_profile(dict(base, columns=kept_entries, warnings=warnings), max_bytes)
+
+
+def _non_finite_warning(non_finite: dict[str, list[str]], kept: dict[str, Any]) -> list[str]:
+    """One warning naming the statistics reported as null because they are NaN or infinite."""
+    parts = [f"{name} ({', '.join(stats)})" for name, stats in non_finite.items() if stats and name in kept]
+    if not parts:
+        return []
+    return [
+        "Not finite (NaN, Infinity or beyond the double range), reported as null: "
+        + "; ".join(parts)
+        + ". Filter with WHERE isfinite(col) to profile the finite values."
+    ]
 
 
 def _select_columns(source: Source, columns: list[str] | None) -> list[tuple[str, str]]:
@@ -195,9 +244,12 @@ def _expensive_plan(columns: list[tuple[str, str]], approx: bool) -> tuple[list[
         c = quote_ident(name)
         stats: list[str] = []
         if is_numeric(type_name):
+            # Everything in DOUBLE: 128-bit integers (HUGEINT/UHUGEINT) would overflow sums
+            # and median interpolation in their own type; stddev_samp is DuckDB's stable
+            # one-pass (Welford) estimate, exact for data on a large offset (1e9 + {0, 1}).
             x = f"CAST({c} AS DOUBLE)"
-            exprs += [f"avg({x})", f"median({c})", f"sum({x} * {x})", f"sum({x})", f"count({c})"]
-            stats += ["mean", "median", "sumsq", "sum", "n"]
+            exprs += [f"avg({x})", f"median({x})", f"stddev_samp({x})"]
+            stats += ["mean", "median", "std"]
         if _has_min_max(type_name):
             exprs.append(f"approx_count_distinct({c})" if approx else f"count(DISTINCT {c})")
             stats.append("distinct_count")
@@ -205,29 +257,31 @@ def _expensive_plan(columns: list[tuple[str, str]], approx: bool) -> tuple[list[
     return exprs, plan
 
 
-def _apply_expensive(values: Any, plan: list[tuple[str, list[str]]], entries: dict[str, dict[str, Any]]) -> None:
-    """Fill mean/median/std/distinct_count into `entries`, keeping a stable key order."""
+def _apply_expensive(
+    values: Any,
+    plan: list[tuple[str, list[str]]],
+    entries: dict[str, dict[str, Any]],
+    non_finite: dict[str, list[str]],
+) -> None:
+    """Fill mean/median/std/distinct_count into `entries`, keeping a stable key order.
+
+    Non-finite results become None and are recorded in `non_finite[name]`.
+    """
     for name, stats in plan:
         got = {s: next(values) for s in stats}
         entry = entries[name]
-        if "mean" in got:
-            entry["mean"] = None if got["mean"] is None else round_sig(float(got["mean"]))
-            entry["median"] = None if got["median"] is None else round_sig(float(got["median"]))
-            entry["std"] = _sample_std(got["sum"], got["sumsq"], int(got["n"]))
+        for stat in ("mean", "median", "std"):
+            if stat in got:
+                value = got[stat]
+                entry[stat] = None if value is None else round_sig(float(value))
+                if value is not None and entry[stat] is None:
+                    non_finite[name].append(stat)
         if "distinct_count" in got:
             entry["distinct_count"] = int(got["distinct_count"])
         keys: tuple[str, ...] = ("type", "min", "max", "mean", "median", "std")
         ordered: dict[str, Any] = {k: entry[k] for k in keys if k in entry}
         ordered.update({k: v for k, v in entry.items() if k not in ordered})
         entries[name] = ordered
-
-
-def _sample_std(total: float | None, sumsq: float | None, n: int) -> float | int | None:
-    """Sample standard deviation from running sums (one vectorised pass; rounded to 4 digits)."""
-    if n < 2 or total is None or sumsq is None:
-        return None
-    variance = (float(sumsq) - float(total) * float(total) / n) / (n - 1)
-    return round_sig(math.sqrt(max(variance, 0.0)))
 
 
 def trim_profile(result: dict[str, Any], max_bytes: int) -> dict[str, Any]:

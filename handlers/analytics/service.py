@@ -119,7 +119,9 @@ class AnalyticsService:
         self._maybe_sweep_exports()
         with self.runner.session() as con:
             self.views.drop_expired(con)
-            sql = check_select(con, params["query"], allowed_catalogs=self.allowed_catalogs)
+            sql = check_select(
+                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
+            )
             meta = self.exports.write(con, sql, fmt=fmt, max_rows=max_rows)
         handle = meta["handle"]
         log.info("analytics export handle=%s rows=%d bytes=%d", handle, meta["rows"], meta["size_bytes"])
@@ -150,7 +152,9 @@ class AnalyticsService:
     def materialize(self, params: dict[str, Any]) -> dict[str, Any]:
         ttl = int(params.get("ttl_seconds", 3600))
         with self.runner.session() as con:
-            sql = check_select(con, params["query"], allowed_catalogs=self.allowed_catalogs)
+            sql = check_select(
+                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
+            )
             result = self.views.create(con, params["name"], sql, ttl_seconds=ttl, user_tables=set(self.user_tables))
         log.info("analytics materialize rows=%d evicted=%d", result["rows"], len(result["evicted"]))
         return result

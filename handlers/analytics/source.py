@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
 import duckdb
 
@@ -19,7 +19,8 @@ from kumitate.errors import ToolError
 from .sql_guard import check_select
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-TEMPORAL_TYPES = ("TIMESTAMP", "DATE", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
+TIMESTAMPTZ = "TIMESTAMP WITH TIME ZONE"
+TEMPORAL_TYPES = ("TIMESTAMP", "DATE", TIMESTAMPTZ, "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
 NUMERIC_TYPES = (
     "TINYINT",
     "SMALLINT",
@@ -91,7 +92,7 @@ def resolve(
             raise ToolError(f"No table named {text!r}. Available: {available}.", code="NOT_FOUND")
         from_sql = quote_ident(real)
         return Source(from_sql, "table", real, describe(con, from_sql))
-    sql = check_select(con, text, allowed_catalogs=allowed_catalogs)
+    sql = check_select(con, text, allowed_catalogs=allowed_catalogs, tables=tables)
     from_sql = wrap_query(sql)
     return Source(from_sql, "query", None, describe(con, from_sql))
 
@@ -126,6 +127,24 @@ def pick_date_column(source: Source, requested: str | None) -> str | None:
     return None
 
 
+def date_bounds_sql(type_name: str, start: date, end: date) -> tuple[str, str | None]:
+    """SQL literals for `column >= lower` and `column < upper` (None: no upper bound).
+
+    DATE and plain TIMESTAMP columns hold local wall-clock time: the bounds are local
+    midnights. A TIMESTAMPTZ column holds instants; comparing it with a plain TIMESTAMP
+    would make DuckDB read the bound in the server's TimeZone setting, so the result
+    would depend on where the server runs. Its days are UTC days instead, with the
+    offset written into the literal.
+    """
+    after = end + timedelta(days=1) if end < date.max else None
+    if type_name == TIMESTAMPTZ:
+        return (
+            f"TIMESTAMPTZ '{start.isoformat()} 00:00:00+00'",
+            None if after is None else f"TIMESTAMPTZ '{after.isoformat()} 00:00:00+00'",
+        )
+    return f"TIMESTAMP '{start.isoformat()}'", None if after is None else f"TIMESTAMP '{after.isoformat()}'"
+
+
 def apply_date_range(source: Source, date_range: list[str] | None, date_column: str | None) -> Source:
     """Return a Source filtered to the inclusive date range on its date column."""
     column = pick_date_column(source, date_column)
@@ -139,8 +158,7 @@ def apply_date_range(source: Source, date_range: list[str] | None, date_column: 
         )
     start, end = bounds
     col = quote_ident(column)
-    filtered = (
-        f"(SELECT * FROM {source.from_sql} AS d WHERE {col} >= TIMESTAMP '{start.isoformat()}' "
-        f"AND {col} < TIMESTAMP '{end.isoformat()}' + INTERVAL 1 DAY)"
-    )
+    lower, upper = date_bounds_sql(source.column_type(column) or "", start, end)
+    condition = f"{col} >= {lower}" + ("" if upper is None else f" AND {col} < {upper}")
+    filtered = f"(SELECT * FROM {source.from_sql} AS d WHERE {condition})"
     return Source(filtered, source.kind, source.name, source.columns, column)

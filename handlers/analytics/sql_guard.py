@@ -16,14 +16,28 @@ Rules:
   duckdb_* metadata functions, pragma_* and every extension scanner;
 * a table name must be a plain identifier (no quoted file paths such as
   `FROM '/etc/passwd'` or `FROM 'x.parquet'`), and may only name the database's own
-  catalog, `temp` (materialized views) or `information_schema`;
-* a few scalar functions that leak server configuration are refused.
+  catalog or `temp` (materialized views);
+* a table reference is allowed only if it names a user table, a live mat_* view,
+  a CTE in scope, or one of `information_schema.tables/columns/schemata`. DuckDB
+  resolves unqualified names through the system catalog too, so without this
+  `FROM pg_settings`, `FROM duckdb_databases` or `FROM pragma_database_list` would
+  read settings and absolute paths. Names of the system catalog (duckdb_*, pragma_*,
+  pg_*, sqlite_*), the `system` catalog and the `pg_catalog` schema are refused with
+  UNSAFE_QUERY even as CTE names; any other unknown name is refused with SQL_ERROR
+  (a typo, not an attack) before DuckDB sees it. CTE scope is conservative: a CTE is
+  visible in its query's body and in the CTEs defined after it, not in its own body
+  (where DuckDB would read the catalog object of that name), except the recursive
+  part of a WITH RECURSIVE;
+* time travel (`AT (VERSION => ...)`) is refused;
+* a few scalar functions that leak server configuration or query the catalog
+  (pg_get_viewdef, get_block_size, ...) or write the log are refused.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Collection
 from typing import Any
 
 import duckdb
@@ -32,7 +46,27 @@ from kumitate.errors import ToolError
 
 MAX_SQL_CHARS = 20_000
 ALLOWED_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
-DENIED_SCALAR_FUNCTIONS = frozenset({"current_setting", "getenv", "which_secret", "setseed", "nextval", "currval"})
+DENIED_SCALAR_FUNCTIONS = frozenset(
+    {
+        "current_setting",
+        "getenv",
+        "which_secret",
+        "setseed",
+        "nextval",
+        "currval",
+        # catalog-reading macros and side effects
+        "pg_get_viewdef",
+        "pg_get_constraintdef",
+        "format_type",
+        "get_block_size",
+        "write_log",
+    }
+)
+SYSTEM_NAME_PREFIXES = ("duckdb_", "pragma_", "pg_", "sqlite_")
+SYSTEM_CATALOGS = frozenset({"system"})
+SYSTEM_SCHEMAS = frozenset({"pg_catalog", "system"})
+INFORMATION_SCHEMA = "information_schema"
+INFORMATION_SCHEMA_VIEWS = frozenset({"tables", "columns", "schemata"})
 ALLOWED_REF_TYPES = frozenset(
     {"BASE_TABLE", "JOIN", "SUBQUERY", "TABLE_FUNCTION", "EXPRESSION_LIST", "EMPTY", "EMPTY_FROM"}
 )
@@ -44,13 +78,17 @@ def unsafe(message: str) -> ToolError:
     return ToolError(message, code="UNSAFE_QUERY")
 
 
-def check_select(con: duckdb.DuckDBPyConnection, sql: str, *, allowed_catalogs: frozenset[str]) -> str:
+def check_select(
+    con: duckdb.DuckDBPyConnection, sql: str, *, allowed_catalogs: frozenset[str], tables: Collection[str]
+) -> str:
     """Return `sql` stripped of trailing semicolons if it is one safe SELECT.
 
     Raises ToolError(UNSAFE_QUERY) for anything else, or SQL_ERROR when DuckDB
-    cannot parse it at all. `con` is only used to parse (no query is run against
-    user tables). `allowed_catalogs` holds the catalog names a table reference may
-    use explicitly (the database's own name, `temp`, `main`).
+    cannot parse it at all or it names a table that does not exist. `con` is only
+    used to parse (no query is run against user tables). `allowed_catalogs` holds
+    the catalog names a table reference may use explicitly (the database's own
+    name, `temp`, `main`); `tables` the lower-cased names a query may read (the
+    database's tables and the live mat_* views).
     """
     if not sql or not sql.strip():
         raise ToolError("The query is empty; send one SELECT statement.", code="INVALID_INPUT")
@@ -72,7 +110,7 @@ def check_select(con: duckdb.DuckDBPyConnection, sql: str, *, allowed_catalogs: 
     while text.endswith(";"):
         text = text[:-1].rstrip()
     tree = _serialize(con, text)
-    _walk(tree, allowed_catalogs)
+    _walk(tree, allowed_catalogs, frozenset(t.lower() for t in tables))
     return text
 
 
@@ -81,7 +119,12 @@ def _serialize(con: duckdb.DuckDBPyConnection, text: str) -> Any:
         raw = con.execute("SELECT json_serialize_sql(?::VARCHAR)", [text]).fetchall()[0][0]
     except duckdb.Error as exc:  # pragma: no cover - json_serialize_sql reports errors in its result
         raise unsafe(f"The query could not be analysed: {_first_line(exc)}") from exc
-    tree = json.loads(raw)
+    try:
+        tree = json.loads(raw)
+    except RecursionError:  # Python's JSON decoder recurses once per nesting level
+        raise unsafe(
+            "The query is nested too deeply to be checked; flatten nested subqueries into WITH clauses."
+        ) from None
     if tree.get("error"):
         kind = tree.get("error_type", "")
         message = tree.get("error_message", "")
@@ -94,23 +137,41 @@ def _serialize(con: duckdb.DuckDBPyConnection, text: str) -> Any:
     return tree
 
 
-def _walk(node: Any, allowed_catalogs: frozenset[str]) -> None:
-    """Visit every dict in the serialised tree and apply the reference rules."""
-    stack = [node]
+def _walk(tree: Any, allowed_catalogs: frozenset[str], tables: frozenset[str]) -> None:
+    """Visit every dict in the serialised tree and apply the reference rules.
+
+    Each item travels with the CTE names visible at that point. A query node (it has
+    a `cte_map`) makes its CTEs visible in its body; CTE i's own query sees only the
+    CTEs before it, and a RECURSIVE_CTE_NODE adds its name in its recursive part.
+    """
+    stack: list[tuple[Any, frozenset[str]]] = [(tree, frozenset())]
     while stack:
-        item = stack.pop()
+        item, ctes = stack.pop()
         if isinstance(item, list):
-            stack.extend(item)
+            stack.extend((v, ctes) for v in item)
             continue
         if not isinstance(item, dict):
+            continue
+        cte_map = item.get("cte_map")
+        if isinstance(cte_map, dict):
+            entries = [e for e in cte_map.get("map") or [] if isinstance(e, dict)]
+            names = [str(e.get("key", "")).lower() for e in entries]
+            for i, entry in enumerate(entries):
+                stack.append((entry.get("value"), ctes | frozenset(names[:i])))
+            inner = ctes | frozenset(names)
+            skip = {"cte_map"}
+            if item.get("type") == "RECURSIVE_CTE_NODE":
+                skip.add("right")
+                stack.append((item.get("right"), inner | {str(item.get("cte_name", "")).lower()}))
+            stack.extend((v, inner) for k, v in item.items() if k not in skip and isinstance(v, dict | list))
             continue
         if item.get("class") == "FUNCTION":
             name = str(item.get("function_name", "")).lower()
             if name in DENIED_SCALAR_FUNCTIONS:
                 raise unsafe(f"The function {name}() is not allowed.")
         if _is_table_ref(item):
-            _check_ref(item, allowed_catalogs)
-        stack.extend(v for v in item.values() if isinstance(v, dict | list))
+            _check_ref(item, allowed_catalogs, tables, ctes)
+        stack.extend((v, ctes) for v in item.values() if isinstance(v, dict | list))
 
 
 def _is_table_ref(item: dict[str, Any]) -> bool:
@@ -118,7 +179,13 @@ def _is_table_ref(item: dict[str, Any]) -> bool:
     return "type" in item and "alias" in item and "sample" in item and "class" not in item and "modifiers" not in item
 
 
-def _check_ref(ref: dict[str, Any], allowed_catalogs: frozenset[str]) -> None:
+def _is_system_name(name: str) -> bool:
+    return name.startswith(SYSTEM_NAME_PREFIXES)
+
+
+def _check_ref(
+    ref: dict[str, Any], allowed_catalogs: frozenset[str], tables: frozenset[str], ctes: frozenset[str]
+) -> None:
     kind = ref.get("type")
     if kind not in ALLOWED_REF_TYPES:
         raise unsafe(f"This kind of FROM item ({kind}) is not allowed; select from the database's tables.")
@@ -131,18 +198,45 @@ def _check_ref(ref: dict[str, Any], allowed_catalogs: frozenset[str]) -> None:
                 "Query the tables listed in analytics://schema; use export to get data out."
             )
     elif kind == "BASE_TABLE":
-        table = str(ref.get("table_name", ""))
-        if not _PLAIN_NAME.match(table):
-            raise unsafe(
-                f"{table!r} is not a table name; reading files from SQL is not allowed. "
-                "Query the tables listed in analytics://schema."
-            )
-        catalog = str(ref.get("catalog_name", "")).lower()
-        schema = str(ref.get("schema_name", "")).lower()
-        if catalog and catalog not in allowed_catalogs:
-            raise unsafe(f"The catalog {catalog!r} is not available; use unqualified table names.")
-        if schema and schema not in allowed_catalogs | {"main", "information_schema"}:
-            raise unsafe(f"The schema {schema!r} is not available; use unqualified table names.")
+        _check_base_table(ref, allowed_catalogs, tables, ctes)
+
+
+def _check_base_table(
+    ref: dict[str, Any], allowed_catalogs: frozenset[str], tables: frozenset[str], ctes: frozenset[str]
+) -> None:
+    table = str(ref.get("table_name", ""))
+    if not _PLAIN_NAME.match(table):
+        raise unsafe(
+            f"{table!r} is not a table name; reading files from SQL is not allowed. "
+            "Query the tables listed in analytics://schema."
+        )
+    if ref.get("at_clause"):
+        raise unsafe("Time travel (AT ...) is not allowed; query the current tables.")
+    name = table.lower()
+    catalog = str(ref.get("catalog_name", "")).lower()
+    schema = str(ref.get("schema_name", "")).lower()
+    if _is_system_name(name) or catalog in SYSTEM_CATALOGS or schema in SYSTEM_SCHEMAS:
+        raise unsafe(
+            f"{table!r} is part of DuckDB's system catalog, which is not available. "
+            "Read the analytics://schema resource for tables, columns and row counts."
+        )
+    if schema == INFORMATION_SCHEMA:
+        own = allowed_catalogs - {"temp", "main"}
+        if (catalog and catalog not in own) or name not in INFORMATION_SCHEMA_VIEWS:
+            views = ", ".join(f"information_schema.{v}" for v in sorted(INFORMATION_SCHEMA_VIEWS))
+            raise unsafe(f"Only {views} are available from information_schema.")
+        return
+    if catalog and catalog not in allowed_catalogs:
+        raise unsafe(f"The catalog {catalog!r} is not available; use unqualified table names.")
+    if schema and schema not in allowed_catalogs | {"main"}:
+        raise unsafe(f"The schema {schema!r} is not available; use unqualified table names.")
+    if (not catalog and not schema and name in ctes) or name in tables:
+        return
+    available = ", ".join(sorted(tables))
+    raise ToolError(
+        f"No table named {table!r}. Tables and live views: {available} (see analytics://schema).",
+        code="SQL_ERROR",
+    )
 
 
 def _first_line(exc: BaseException) -> str:

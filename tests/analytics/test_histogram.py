@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,7 +14,7 @@ from handlers.analytics.service import AnalyticsService
 from kumitate.errors import ToolError
 
 
-def _values_sql(values: list[float | None]) -> str:
+def _values_sql(values: Sequence[float | None]) -> str:
     rows = ", ".join("(NULL::DOUBLE)" if v is None else f"({v!r}::DOUBLE)" for v in values)
     return f"SELECT * FROM (VALUES {rows}) t(x)"
 
@@ -117,3 +118,82 @@ def test_matches_reference_rule(service: AnalyticsService, values: list[float], 
     expected = reference_counts(values, edges) if min(values) != max(values) else [0] * (bins - 1) + [len(values)]
     assert [b["count"] for b in result["bins"]] == expected
     assert not any(math.isnan(e) for e in edges)
+
+
+def _edges(result: dict[str, object]) -> list[float]:
+    bins = result["bins"]
+    assert isinstance(bins, list)
+    return [b["min"] for b in bins] + [bins[-1]["max"]]
+
+
+def test_range_wider_than_a_double(service: AnalyticsService) -> None:
+    """max - min overflows to inf: edges are interpolated, the guess works on halved values."""
+    values = [-1.7e308, 1.7e308, 0.0, 1e308]
+    result = service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": 100})
+    edges = _edges(result)
+    assert all(math.isfinite(e) for e in edges) and edges == sorted(edges)
+    assert (edges[0], edges[-1]) == (-1.7e308, 1.7e308)
+    assert math.isfinite(result["bin_width"]) and result["bin_width"] == 3.4e306
+    assert [b["count"] for b in result["bins"]] == reference_counts(values, edges)
+    with pytest.raises(ToolError) as info:  # one bin that wide has no finite width
+        service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": 1})
+    assert info.value.code == "INVALID_INPUT"
+    assert "SELECT" not in info.value.message
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 5e-324 * range AS x FROM range(3)",  # bin width underflows to 0
+        "SELECT 5e-324 * range AS x FROM range(250)",  # a width of a couple of subnormal steps
+        "SELECT 1.0 + range * 2.220446049250313e-16 AS x FROM range(30)",  # 30 ulps of 1.0 in 100 bins
+    ],
+)
+def test_subnormal_and_ulp_wide_ranges(service: AnalyticsService, sql: str) -> None:
+    values = [float(r[0]) for r in service.runner.con.execute(sql).fetchall()]
+    result = service.histogram({"table_or_query": sql, "column": "x", "bins": 100})
+    edges = _edges(result)
+    assert len(result["bins"]) == 100 and edges == sorted(edges)
+    assert (edges[0], edges[-1]) == (min(values), max(values))
+    assert [b["count"] for b in result["bins"]] == reference_counts(values, edges)
+    assert result["bin_width"] is not None and math.isfinite(result["bin_width"])
+
+
+def test_edges_are_short_but_still_define_the_counts(service: AnalyticsService) -> None:
+    assert bin_edges(0.0, 1.0, 10) == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    assert bin_edges(263.8, 382.2, 10)[1] == 275.64  # not 275.64000000000004
+    result = service.histogram({"table_or_query": "splits", "column": "pace_s_per_km", "bins": 20})
+    width = result["bin_width"]
+    for i, edge in enumerate(_edges(result)[1:-1], start=1):
+        assert len(repr(edge)) <= 16, edge
+        assert abs(edge - (result["min"] + i * width)) <= width * 1e-9
+    pace = [r[0] for r in service.runner.con.execute("SELECT pace_s_per_km FROM splits").fetchall()]
+    assert [b["count"] for b in result["bins"]] == reference_counts(pace, _edges(result))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture], database=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.floats(allow_nan=False, allow_infinity=False),
+            st.integers(-400, 400).map(lambda k: k * 5e-324),
+            st.integers(0, 40).map(lambda k: 1.0 + k * 2.220446049250313e-16),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    bins=st.integers(1, 100),
+)
+def test_extreme_values_match_reference_rule(service: AnalyticsService, values: list[float], bins: int) -> None:
+    sql = _values_sql(values)
+    try:
+        result = service.histogram({"table_or_query": sql, "column": "x", "bins": bins})
+    except ToolError as exc:  # only: one bin over a range wider than the largest double
+        assert exc.code == "INVALID_INPUT" and bins == 1 and not math.isfinite(max(values) - min(values))
+        return
+    edges = _edges(result)
+    assert len(result["bins"]) == bins
+    assert all(math.isfinite(e) for e in edges) and edges == sorted(edges)
+    assert (edges[0], edges[-1]) == (min(values), max(values))
+    expected = reference_counts(values, edges) if min(values) != max(values) else [0] * (bins - 1) + [len(values)]
+    assert [b["count"] for b in result["bins"]] == expected

@@ -14,8 +14,11 @@ import polars as pl
 import pytest
 
 from handlers.analytics.llm_helpers import (
+    ExportAccessError,
+    ExportForbiddenError,
     ExportNotFoundError,
     ExportTooLargeError,
+    ExportUnauthorizedError,
     OutputTooLargeError,
     polars_to_pandas,
     safe_json_output,
@@ -66,12 +69,27 @@ def test_load_unknown_expired_or_path(live_service: AnalyticsService, tmp_path: 
         safe_load_export(meta["handle"], exports_dir=live_service.exports.directory)
 
 
-@pytest.fixture
-def http_exports(live_service: AnalyticsService) -> Iterator[str]:
-    """Serve the exports directory the way the HTTP route does (GET /v1/analytics/exports/{handle})."""
+def _serve(live_service: AnalyticsService, tokens: dict[str, bool] | None) -> Iterator[str]:
+    """Serve exports like GET /v1/analytics/exports/{handle}; `tokens` (token -> has scope) turns on auth."""
 
     class Handler(SimpleHTTPRequestHandler):
+        def _error(self, status: int, code: str) -> None:
+            body = json.dumps({"error": {"code": code, "message": code.lower(), "retryable": False}}).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
         def do_GET(self) -> None:
+            if tokens is not None:
+                token = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                if token not in tokens:
+                    self._error(401, "UNAUTHORIZED")
+                    return
+                if not tokens[token]:
+                    self._error(403, "FORBIDDEN")
+                    return
             handle = self.path.rsplit("/", 1)[-1]
             try:
                 data, mime = live_service.read_export(handle)
@@ -94,6 +112,16 @@ def http_exports(live_service: AnalyticsService) -> Iterator[str]:
     server.shutdown()
 
 
+@pytest.fixture
+def http_exports(live_service: AnalyticsService) -> Iterator[str]:
+    yield from _serve(live_service, None)
+
+
+@pytest.fixture
+def http_exports_with_auth(live_service: AnalyticsService) -> Iterator[str]:
+    yield from _serve(live_service, {"t-analytics": True, "t-other": False})
+
+
 def test_load_over_http(live_service: AnalyticsService, http_exports: str) -> None:
     meta = live_service.export({"query": SECONDS + " LIMIT 50"})
     df = safe_load_export(meta["handle"], base_url=http_exports)
@@ -102,6 +130,55 @@ def test_load_over_http(live_service: AnalyticsService, http_exports: str) -> No
     assert safe_load_export(csv["handle"], base_url=http_exports, engine="pandas").shape == (5, 2)
     with pytest.raises(ExportNotFoundError):
         safe_load_export("f" * 32, base_url=http_exports)
+
+
+def test_load_over_http_with_a_bearer_token(live_service: AnalyticsService, http_exports_with_auth: str) -> None:
+    meta = live_service.export({"query": SECONDS + " LIMIT 7"})
+    df = safe_load_export(meta["handle"], base_url=http_exports_with_auth, token="t-analytics")
+    assert df.height == 7
+    with pytest.raises(ExportUnauthorizedError, match="pass token=") as info:
+        safe_load_export(meta["handle"], base_url=http_exports_with_auth)
+    assert info.value.status == 401 and isinstance(info.value, PermissionError)
+    with pytest.raises(ExportUnauthorizedError, match=r"not accepted.*UNAUTHORIZED"):
+        safe_load_export(meta["handle"], base_url=http_exports_with_auth, token="nope")
+    with pytest.raises(ExportForbiddenError, match="analytics scope") as forbidden:
+        safe_load_export(meta["handle"], base_url=http_exports_with_auth, token="t-other")
+    assert forbidden.value.status == 403 and isinstance(forbidden.value, ExportAccessError)
+    with pytest.raises(ExportNotFoundError):
+        safe_load_export("e" * 32, base_url=http_exports_with_auth, token="t-analytics")
+
+
+@pytest.mark.slow
+def test_load_from_the_real_server_with_a_token(tmp_path: Path) -> None:
+    """Against `kumitate serve` with KUMITATE_TOKENS: the export route needs the analytics scope."""
+    import httpx
+
+    from tests.conftest import start_server, stop_server
+
+    tokens = {
+        "t-analytics": {"principal": "analyst", "scopes": ["analytics"]},
+        "t-stays": {"principal": "stays-only", "scopes": ["stays"]},
+    }
+    server = start_server(
+        tmp_path / "var", tmp_path / "server.log", KUMITATE_TOKENS=json.dumps(tokens), KUMITATE_ANALYTICS_SCALE="0.05"
+    )
+    try:
+        auth = {"Authorization": "Bearer t-analytics"}
+        meta = httpx.post(
+            f"{server.url}/v1/analytics/export", json={"query": SECONDS + " LIMIT 12"}, headers=auth, timeout=60
+        ).json()
+        df = safe_load_export(meta["handle"], base_url=server.url, token="t-analytics")
+        assert df.shape == (12, 2)
+        with pytest.raises(ExportUnauthorizedError):
+            safe_load_export(meta["handle"], base_url=server.url)
+        with pytest.raises(ExportUnauthorizedError):
+            safe_load_export(meta["handle"], base_url=server.url, token="wrong")
+        with pytest.raises(ExportForbiddenError):
+            safe_load_export(meta["handle"], base_url=server.url, token="t-stays")
+        with pytest.raises(ExportNotFoundError):
+            safe_load_export("0" * 32, base_url=server.url, token="t-analytics")
+    finally:
+        stop_server(server)
 
 
 def test_summary_table_head_and_tail() -> None:
@@ -138,3 +215,8 @@ def test_validate_output() -> None:
     ok, message = validate_output("\n".join(f"row {i}" for i in range(16)))
     assert not ok and "10 rows" in (message or "")
     assert validate_output("plain words") == (True, None)
+    # JSON is measured in bytes, not lines (a departure from the seed): indented JSON from
+    # safe_json_output within 1 KB passes even with more than 15 lines.
+    indented = safe_json_output({f"k{i}": i for i in range(30)})
+    assert len(indented.splitlines()) > 15
+    assert validate_output(indented) == (True, None)

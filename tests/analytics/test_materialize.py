@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import duckdb
 import pytest
 
 from handlers.analytics.materialize import Materializer
@@ -94,3 +95,56 @@ def test_row_cap(service: AnalyticsService, clock: FakeClock) -> None:
             registry.create(con, "big", "SELECT * FROM range(101)", ttl_seconds=60, user_tables=set())
         assert info.value.code == "ROW_LIMIT_EXCEEDED"
         assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()[0][0] == 0
+
+
+def _temp_tables(service: AnalyticsService) -> list[str]:
+    rows = service.runner.con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary ORDER BY 1").fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def test_build_table_cannot_clobber_a_view(service: AnalyticsService) -> None:
+    """The scratch table lives outside the mat_* namespace: `x__building` is just another view."""
+    service.materialize({"name": "x__building", "query": "SELECT 1 AS a UNION ALL SELECT 2"})
+    service.materialize({"name": "x", "query": "SELECT 3 AS a"})
+    service.materialize({"name": "x", "query": "SELECT 4 AS a"})  # replace, too
+    assert service.profile({"table_or_query": "mat_x__building"})["row_count"] == 2
+    assert service.profile({"table_or_query": "mat_x"})["columns"]["a"]["min"] == 4
+    assert _temp_tables(service) == ["mat_x", "mat_x__building"]
+
+
+class FailingConnection:
+    """A connection proxy that raises when a statement starts with `fail_on`."""
+
+    def __init__(self, con: object, fail_on: str) -> None:
+        self._con = con
+        self._fail_on = fail_on
+
+    def execute(self, sql: str, *args: object) -> object:
+        if sql.lstrip().upper().startswith(self._fail_on):
+            raise duckdb.InterruptException("simulated failure")
+        return self._con.execute(sql, *args)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("fail_on", ["ALTER TABLE", "COMMIT"])
+def test_failed_swap_keeps_the_old_view(service: AnalyticsService, clock: FakeClock, fail_on: str) -> None:
+    registry = Materializer(clock=clock)
+    with service.runner.session() as con:
+        registry.create(con, "x", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())
+        with pytest.raises(duckdb.InterruptException):
+            registry.create(
+                FailingConnection(con, fail_on),  # type: ignore[arg-type]
+                "x",
+                "SELECT 2 AS a UNION ALL SELECT 3",
+                ttl_seconds=60,
+                user_tables=set(),
+            )
+        assert con.execute("SELECT a FROM mat_x").fetchall() == [(1,)]
+        assert [v["rows"] for v in registry.live()] == [1]
+        # Nothing renamed-but-unregistered, no scratch table left behind.
+        assert _temp_tables(service) == ["mat_x"]
+        # A fresh build for a new name fails the same way without leaving anything.
+        with pytest.raises(duckdb.InterruptException):
+            registry.create(FailingConnection(con, fail_on), "y", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())  # type: ignore[arg-type]
+        assert _temp_tables(service) == ["mat_x"] and [v["view"] for v in registry.live()] == ["mat_x"]
+        # The connection is usable afterwards (no transaction left open).
+        assert registry.create(con, "y", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())["view"] == "mat_y"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -114,3 +115,123 @@ def test_round_sig() -> None:
     assert round_sig(1234.56) == 1235
     assert round_sig(0.000123456) == 0.0001235
     assert round_sig(0.0) == 0
+
+
+PROFILE_SCHEMA = "../types/analytics.json#/$defs/ProfileOutput"
+
+
+@pytest.mark.parametrize(
+    ("sql", "nulls"),
+    [
+        ("SELECT 'nan'::DOUBLE AS x", {"min", "max", "mean", "median", "std"}),
+        ("SELECT 'nan'::DOUBLE AS x UNION ALL SELECT 1.0", {"max", "mean", "median", "std"}),
+        ("SELECT 'inf'::DOUBLE AS x", {"min", "max", "mean", "median", "std"}),
+        ("SELECT '-inf'::DOUBLE AS x UNION ALL SELECT 2.0", {"min", "mean", "median", "std"}),
+        ("SELECT 1.7e308::DOUBLE AS x UNION ALL SELECT -1.7e308", {"std"}),  # std overflows
+        ("SELECT 1.7e308::DOUBLE AS x UNION ALL SELECT 1.7e308", {"mean"}),  # the sum overflows
+    ],
+)
+def test_non_finite_statistics_are_null_with_a_warning(service: AnalyticsService, sql: str, nulls: set[str]) -> None:
+    from .test_specs import validator
+
+    result = service.profile({"table_or_query": sql})
+    json.dumps(result, allow_nan=False)  # strict JSON: no NaN / Infinity anywhere
+    assert not list(validator(PROFILE_SCHEMA).iter_errors(result))
+    column = result["columns"]["x"]
+    assert {k for k in ("min", "max", "mean", "median", "std") if column[k] is None} == nulls
+    assert len(result["warnings"]) == 1
+    warning = result["warnings"][0]
+    assert warning.startswith("Not finite") and "x (" in warning
+    # One row has no sample std (null without a warning); everything else null is named.
+    named = nulls - {"std"} if result["row_count"] == 1 else nulls
+    assert warning.split("x (")[1].split(")")[0].split(", ") == [
+        s for s in ("min", "max", "mean", "median", "std") if s in named
+    ]
+
+
+def test_non_finite_warning_only_names_profiled_columns(service: AnalyticsService) -> None:
+    sql = "SELECT * FROM (VALUES ('nan'::DOUBLE, 1, 2, 3, 4), (1.0, 2, 3, 4, 5)) t(a, b, c, d, e)"
+    result = service.profile({"table_or_query": sql})  # five columns: the two-pass path
+    assert result["columns"]["a"]["mean"] is None
+    assert result["warnings"] == [
+        "Not finite (NaN, Infinity or beyond the double range), reported as null: a (max, mean, median, std). "
+        "Filter with WHERE isfinite(col) to profile the finite values."
+    ]
+    clean = service.profile({"table_or_query": sql, "columns": ["b", "c"]})
+    assert clean["warnings"] == []
+
+
+def test_std_is_exact_on_a_large_offset(service: AnalyticsService) -> None:
+    # Sum-of-squares gave 95.8 here; the sample std of 500 x 0 and 500 x 1 is sqrt(250 / 999).
+    result = service.profile({"table_or_query": "SELECT 1e9 + (range % 2) AS x FROM range(1000)"})
+    assert result["columns"]["x"]["std"] == round_sig(math.sqrt(250 / 999)) == 0.5003
+    table = service.materialize({"name": "offset", "query": "SELECT 1e9 + (range % 2) AS x FROM range(1000)"})
+    assert service.profile({"table_or_query": table["view"]})["columns"]["x"]["std"] == 0.5003
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT (-170141183460469231731687303715884105728)::HUGEINT AS h "
+        "UNION ALL SELECT 170141183460469231731687303715884105727::HUGEINT",
+        "SELECT 0::UHUGEINT AS h UNION ALL SELECT 340282366920938463463374607431768211455::UHUGEINT",
+        "SELECT 340282366920938463463374607431768211455::UHUGEINT AS h "
+        "UNION ALL SELECT 340282366920938463463374607431768211454::UHUGEINT",
+    ],
+)
+def test_128_bit_integer_columns(service: AnalyticsService, sql: str) -> None:
+    from .test_specs import validator
+
+    for source in (sql, service.materialize({"name": "wide", "query": sql})["view"]):
+        result = service.profile({"table_or_query": source})
+        column = result["columns"]["h"]
+        assert isinstance(column["min"], int) and isinstance(column["max"], int)
+        assert all(isinstance(column[k], int | float) for k in ("mean", "median", "std"))
+        assert column["distinct_count"] == 2
+        json.dumps(result, allow_nan=False)
+        assert not list(validator(PROFILE_SCHEMA).iter_errors(result))
+        hist = service.histogram({"table_or_query": source, "column": "h", "bins": 4})
+        assert sum(b["count"] for b in hist["bins"]) == 2
+
+
+def test_timestamptz_date_range_uses_utc_days(service: AnalyticsService) -> None:
+    sql = (
+        "SELECT * FROM (VALUES (TIMESTAMPTZ '2025-03-01 23:30:00+00', 1), (TIMESTAMPTZ '2025-03-02 00:30:00+00', 2), "
+        "(TIMESTAMPTZ '2025-03-01 23:30:00-05', 3)) t(ts, x)"
+    )
+    full = service.profile({"table_or_query": sql})
+    assert full["date_column"] == "ts"
+    assert full["date_range"] == ["2025-03-01T23:30:00Z", "2025-03-02T04:30:00Z"]
+    assert full["columns"]["ts"]["min"] == "2025-03-01T23:30:00Z"
+    first = service.profile({"table_or_query": sql, "date_range": ["2025-03-01", "2025-03-01"]})
+    assert first["row_count"] == 1
+    second = service.profile({"table_or_query": sql, "date_range": ["2025-03-02", "9999-12-31"]})
+    assert (second["row_count"], second["columns"]["x"]["min"]) == (2, 2)
+    hist = service.histogram(
+        {"table_or_query": sql, "column": "x", "bins": 2, "date_range": ["2025-03-02", "2025-03-02"]}
+    )
+    assert hist["total_count"] == 2
+
+
+def test_date_range_bounds_sql() -> None:
+    from datetime import date
+
+    from handlers.analytics.source import date_bounds_sql
+
+    assert date_bounds_sql("TIMESTAMP", date(2025, 3, 1), date(2025, 3, 31)) == (
+        "TIMESTAMP '2025-03-01'",
+        "TIMESTAMP '2025-04-01'",
+    )
+    assert date_bounds_sql("TIMESTAMP WITH TIME ZONE", date(2025, 3, 1), date(2025, 3, 1)) == (
+        "TIMESTAMPTZ '2025-03-01 00:00:00+00'",
+        "TIMESTAMPTZ '2025-03-02 00:00:00+00'",
+    )
+    assert date_bounds_sql("DATE", date(2025, 1, 1), date.max)[1] is None
+
+
+def test_round_sig_non_finite_and_huge() -> None:
+    assert round_sig(float("nan")) is None
+    assert round_sig(float("inf")) is None
+    assert round_sig(-float("inf")) is None
+    assert round_sig(3.0276503540974914e30) == 3.028e30
+    assert round_sig(123456789012.4) == 123456789012

@@ -8,6 +8,8 @@ from handlers.analytics.service import AnalyticsService
 from handlers.analytics.source import IDENTIFIER
 from kumitate.errors import ToolError
 
+from .conftest import FakeClock
+
 # (attack, expected code). Parse-level garbage is SQL_ERROR; everything that parses is UNSAFE_QUERY.
 ATTACKS: list[tuple[str, str]] = [
     ("DROP TABLE splits", "UNSAFE_QUERY"),
@@ -61,6 +63,44 @@ ATTACKS: list[tuple[str, str]] = [
     ("VACUUM", "UNSAFE_QUERY"),
     ("BEGIN TRANSACTION", "UNSAFE_QUERY"),
     ("USE memory", "UNSAFE_QUERY"),
+    # System catalog views reachable without a schema prefix (they leak settings and absolute paths).
+    ("SELECT * FROM pg_settings", "UNSAFE_QUERY"),
+    ("SELECT * FROM PG_SETTINGS", "UNSAFE_QUERY"),
+    ('SELECT * FROM "pg_settings"', "UNSAFE_QUERY"),
+    ("SELECT * FROM duckdb_databases", "UNSAFE_QUERY"),
+    ("SELECT * FROM pragma_database_list", "UNSAFE_QUERY"),
+    ("SELECT * FROM duckdb_logs", "UNSAFE_QUERY"),
+    ("SELECT * FROM sqlite_master", "UNSAFE_QUERY"),
+    ("SELECT * FROM sqlite_temp_master", "UNSAFE_QUERY"),
+    ("SELECT * FROM pg_proc", "UNSAFE_QUERY"),
+    ("SELECT * FROM pg_database", "UNSAFE_QUERY"),
+    ("SELECT * FROM duckdb_views", "UNSAFE_QUERY"),
+    ("SELECT * FROM duckdb_types", "UNSAFE_QUERY"),
+    ("SELECT * FROM main.duckdb_databases", "UNSAFE_QUERY"),
+    ("SELECT * FROM system.main.duckdb_databases", "UNSAFE_QUERY"),
+    ("SELECT * FROM system.main.x", "UNSAFE_QUERY"),
+    ("SELECT * FROM system.information_schema.tables", "UNSAFE_QUERY"),
+    ("SELECT * FROM temp.information_schema.tables", "UNSAFE_QUERY"),
+    ("SELECT * FROM information_schema.views", "UNSAFE_QUERY"),
+    ("SELECT * FROM pg_catalog.pg_settings", "UNSAFE_QUERY"),
+    ("SELECT * FROM main.pg_catalog.pg_settings", "UNSAFE_QUERY"),
+    ("SELECT * FROM temp.main.duckdb_databases", "UNSAFE_QUERY"),
+    ("SELECT (SELECT string_agg(path, ',') FROM duckdb_databases)", "UNSAFE_QUERY"),
+    ("SELECT * FROM (SELECT 1 AS x) t, LATERAL (SELECT * FROM duckdb_databases) d", "UNSAFE_QUERY"),
+    ("SELECT * FROM unnest((SELECT list(path) FROM duckdb_databases))", "UNSAFE_QUERY"),
+    ("WITH pg_settings AS (SELECT * FROM pg_settings) SELECT * FROM pg_settings", "UNSAFE_QUERY"),
+    ("SELECT * FROM duckdb_extensions()", "UNSAFE_QUERY"),
+    ("SELECT * FROM duckdb_logs_parsed('x')", "UNSAFE_QUERY"),
+    ("SELECT which_secret('s3://bucket/x', 's3')", "UNSAFE_QUERY"),
+    ("SELECT pg_get_viewdef(1)", "UNSAFE_QUERY"),
+    ("SELECT get_block_size('activities')", "UNSAFE_QUERY"),
+    ("SELECT write_log('x')", "UNSAFE_QUERY"),
+    ("SELECT * FROM splits AT (VERSION => 1)", "UNSAFE_QUERY"),
+    ("SELECT count(*) FROM " + "(SELECT * FROM " * 400 + "splits" + ") t" * 400, "UNSAFE_QUERY"),
+    # Unknown names never reach DuckDB (CTE scope is checked: a CTE cannot read itself).
+    ("WITH x AS (SELECT * FROM x) SELECT * FROM x", "SQL_ERROR"),
+    ("SELECT * FROM (WITH t AS (SELECT 1) SELECT * FROM t) UNION ALL SELECT * FROM t", "SQL_ERROR"),
+    ("SELECT * FROM laps", "SQL_ERROR"),
     ("SELECT 1 /* unterminated", "SQL_ERROR"),
     ("SELEC 1", "SQL_ERROR"),
     ("", "INVALID_INPUT"),
@@ -76,6 +116,12 @@ ALLOWED = [
     "SELECT count(*) AS n FROM range(10)",
     "SELECT count(*) AS n FROM (SELECT unnest([1, 2, 3]) AS x)",
     "SELECT count(*) AS n FROM main.splits",
+    "SELECT count(*) AS n FROM activities.main.splits",
+    "SELECT count(*) AS n FROM information_schema.tables WHERE table_name = 'splits'",
+    "SELECT count(*) AS n FROM information_schema.columns WHERE table_name = 'splits' AND column_name = 'avg_hr'",
+    "WITH a AS (SELECT 1 AS x), b AS (SELECT * FROM a) SELECT count(*) AS n FROM b",
+    "WITH RECURSIVE t(k) AS (SELECT 1 UNION ALL SELECT k + 1 FROM t WHERE k < 3) SELECT max(k) - 2 AS n FROM t",
+    "WITH splits AS (SELECT 1 AS x) SELECT count(*) AS n FROM splits",
 ]
 
 
@@ -133,3 +179,29 @@ def test_error_messages_do_not_leak_server_paths(service: AnalyticsService) -> N
     assert info.value.code == "SQL_ERROR"
     assert str(service.exports.directory) not in info.value.message
     assert "nonexistent_table" in info.value.message
+
+
+def test_catalog_refusal_names_the_way_forward(service: AnalyticsService) -> None:
+    with pytest.raises(ToolError) as info:
+        service.export({"query": "SELECT * FROM duckdb_databases"})
+    assert info.value.code == "UNSAFE_QUERY"
+    assert "analytics://schema" in info.value.message
+    with pytest.raises(ToolError) as info:
+        service.export({"query": "SELECT * FROM laps"})
+    assert info.value.code == "SQL_ERROR"
+    assert "activities, splits, time_series_metrics" in info.value.message
+
+
+def test_live_views_pass_the_guard_and_expired_ones_do_not(service: AnalyticsService, clock: FakeClock) -> None:
+    service.materialize({"name": "v", "query": "SELECT 1 AS x", "ttl_seconds": 60})
+    assert service.export({"query": "SELECT count(*) AS n FROM mat_v", "format": "csv"})["rows"] == 1
+    assert service.export({"query": "SELECT count(*) AS n FROM temp.main.mat_v", "format": "csv"})["rows"] == 1
+    # Another materialize may read it, too.
+    assert service.materialize({"name": "w", "query": "SELECT * FROM mat_v"})["rows"] == 1
+    clock.advance(61)
+    with pytest.raises(ToolError) as info:
+        service.export({"query": "SELECT * FROM mat_v"})
+    assert info.value.code == "SQL_ERROR"
+    with pytest.raises(ToolError) as info:  # the scratch tables of a build are not readable either
+        service.export({"query": "SELECT * FROM _build_0123456789abcdef"})
+    assert info.value.code == "SQL_ERROR"
