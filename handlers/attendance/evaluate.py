@@ -5,6 +5,12 @@ one); for the same invitee and slot the later record wins. Only invitees in the
 effective scope count. With allow_multiple_slots_per_invitee false, each
 invitee counts for one slot, chosen by conflict_policy. "Earliest" always means
 the earliest absolute start instant, whatever offsets or zones the slots use.
+
+A slot whose start is not after `now` has begun or passed: it is still evaluated
+and reported (`in_past`), but it is never finalised or recommended.
+EARLIEST_VALID ranks valid slots by start first (the seed: 最初に条件を満たしたSlot);
+BEST_SCORE and MANUAL by score first. The tie_breaker only orders slots that tie
+on that first key.
 """
 
 from __future__ import annotations
@@ -36,12 +42,18 @@ def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
 
     group_sets = [frozenset(g["any_of_invitee_keys"]) for g in rule["rule"].get("groups", [])]
     evaluations = [
-        _slot(rule, slots[i]["slot_id"], starts[i], attendees[i], scope, group_sets) for i in range(len(slots))
+        _slot(rule, slots[i]["slot_id"], starts[i], now, attendees[i], scope, group_sets) for i in range(len(slots))
     ]
     decision = _decide(policy, evaluations, starts, [k for k in scope if k not in answered])
     auto_at = None
     if decision["finalize"] and policy.get("auto_finalize"):
-        auto_at = utc_text(now + timedelta(seconds=policy.get("auto_finalize_delay_seconds", 0)))
+        delay = policy.get("auto_finalize_delay_seconds", 0)
+        try:
+            auto_at = utc_text(now + timedelta(seconds=delay))
+        except OverflowError:
+            raise ToolError(
+                f"now plus auto_finalize_delay_seconds ({delay}) is after the year 9999", code="INVALID_INPUT"
+            ) from None
     return {
         "rule_type": rule["type"],
         "evaluated_at": utc_text(now),
@@ -125,6 +137,7 @@ def _slot(
     rule: dict[str, Any],
     slot_id: str,
     start: datetime,
+    now: datetime,
     who: set[str],
     scope: list[str],
     group_sets: list[frozenset[str]],
@@ -157,6 +170,7 @@ def _slot(
     return {
         "slot_id": slot_id,
         "start_utc": utc_text(start),
+        "in_past": start <= now,
         "satisfied": shortfall == 0,
         "score": score,
         "shortfall": shortfall,
@@ -168,6 +182,7 @@ def _slot(
 _MESSAGES = {
     "no_slots": "候補日時がありません。",
     "no_valid_slot": "条件を満たす候補日時はまだありません。",
+    "slot_in_past": "条件を満たす候補日時はすべて開始時刻を過ぎています。新しい候補日時を追加してください。",
     "manual_mode": "手動確定モードです。おすすめの候補を参考に主催者が確定してください。",
 }
 
@@ -177,12 +192,15 @@ def _decide(
 ) -> dict[str, Any]:
     mode = policy["mode"]
     tie = policy["tie_breaker"]
-    valid = [i for i, e in enumerate(evaluations) if e["satisfied"]]
-    by_score = mode != "EARLIEST_VALID" or tie == "highest_score"
-    if by_score:
-        valid.sort(key=lambda i: (-evaluations[i]["score"], starts[i], i))
-    else:
+    satisfied = [i for i, e in enumerate(evaluations) if e["satisfied"]]
+    valid = [i for i in satisfied if not evaluations[i]["in_past"]]
+    if mode == "EARLIEST_VALID":
+        # the mode's key first; among slots starting at the same instant, highest_score and
+        # earliest_slot both fall back to the higher score, then input order
         valid.sort(key=lambda i: (starts[i], -evaluations[i]["score"], i))
+    else:
+        # BEST_SCORE / MANUAL: score first; among equal scores both tie-breakers mean the earlier start
+        valid.sort(key=lambda i: (-evaluations[i]["score"], starts[i], i))
     candidates = [evaluations[i]["slot_id"] for i in valid]
     best = candidates[0] if candidates else None
     decision: dict[str, Any] = {
@@ -197,7 +215,7 @@ def _decide(
     if not evaluations:
         reason = "no_slots"
     elif best is None:
-        reason = "no_valid_slot"
+        reason = "slot_in_past" if satisfied else "no_valid_slot"
     elif mode == "MANUAL":
         reason = "manual_mode"
     elif mode == "BEST_SCORE" and pending:

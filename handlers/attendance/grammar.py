@@ -1,14 +1,24 @@
 """The rule-based grammar: folded utterance + mentions → rule type and parameters.
 
+Before matching, two rewrites of the folded text (same length, so positions stay
+valid): a range of counts keeps its lower number (3～4人, 2人か3人 → 3人 / 2人), and a
+negated clause (全員参加じゃなくてもいい, 山田さんは必須ではない) is blanked out so that
+nothing in it can assert a condition. Unknown group names before a count
+(経理部から1人) stop the parse with a question.
+
 Matchers run in a fixed order (docs/attendance.md lists them) and the first that
 applies wins:
 
+0. a concession (全員来てほしいけど無理なら3人) → the fallback count, BEST_SCORE, and a question;
+   a disjunction of names (山田さんか田中さんのどちらか) → GROUP_ANY over those names;
 1. name lists before/after a required word (山田さんと田中さんは必須) → REQUIRED_PLUS_QUORUM,
-   or ALL when the list is 全員/みんな (全員必須);
-2. group counts (営業部から2人 または 開発部から3人) → GROUP_ANY;
+   or ALL when the list is 全員/みんな (全員必須); a group before 全員 (営業部は全員必須)
+   makes the group's members required;
+2. group counts (営業部から2人 または 開発部から3人) → GROUP_ANY; counts joined by 、/と
+   (an AND of quotas, not expressible) → ANY with a question;
 3. relative counts (全員-1, 1人欠けても, 過半数, 半数, 3分の2, 8割);
 4. explicit k of n (5人中3人, 3/5, 10人招待して5人以上);
-5. ALL wording (全員参加必須, 全員が揃わないと);
+5. ALL wording (全員参加必須, 全員が揃わないと, 山田さん以外全員);
 6. a plain threshold (最低3人, 3人以上集まれば);
 7. ANY wording (誰か, 参加者がいれば);
 8. otherwise ambiguous → ANY with questions.
@@ -30,7 +40,14 @@ from handlers.attendance.text import Folded, rx
 _REQUIRED_AFTER = rx(
     r"(?:の)?(?:参加|出席|同席)?(?:は|が|も)?(?:絶対に?|必ず)?(?:必須|マスト|不可欠|欠かせない|外せない|いないと|いなきゃ|いなければ|必要(?![\d]))"
     r"|(?:は|が|も)?(?:絶対に?|必ず)(?:参加|出席|来|い|同席|出)|(?:は|が|も)?絶対(?!に?(?:不要|いらない|来な|呼ばな))"
+    r"|(?:は|が|も)?必ず(?!しも)"
     r"|(?:を)?(?:含めて|含む|込みで|入れて)"
+)
+# A person whose presence is the condition (山田さんが来られるなら誰でも, 山田さんさえいれば); for a
+# group this means "someone of it" and is read by _GROUP_COUNT instead.
+_REQUIRED_IF = rx(
+    r"(?:が|さえ)(?:来られる|来れる|来る|参加できる|参加する|出席できる|出席する|いる)の?(?:なら|ならば|であれば)"
+    r"|さえ(?:いれば|来れば|来られれば|来てくれれば|参加できれば|参加すれば|出席できれば)|が(?:いれば|いたら|いるなら)"
 )
 _REQUIRED_BEFORE = rx(
     r"(?:必須(?:なの|メンバー|の人|参加者)?(?:は|が|:)|必ず(?:来てほしいのは|参加してほしいのは|必要なのは)?)"
@@ -49,12 +66,24 @@ _ALL_WORDS = frozenset(
     ["全員", "みんな", "皆", "全メンバー", "メンバー全員", "参加者全員", "全員の", "皆さん", "みなさん", "みな"]
 )
 _ALL_WORDS_BY_LENGTH = sorted(_ALL_WORDS, key=len, reverse=True)
+# What may stand between a group and 全員 for the group to qualify it (営業部は全員, 開発部のメンバー全員).
+_GROUP_QUALIFIERS = sorted(
+    (
+        rx(w).pattern
+        for w in ("", "は", "の", "から", "では", "で", "が", "のメンバー", "メンバー", "の人は", "のメンバーは")
+    ),
+    key=len,
+    reverse=True,
+)
 
 _ADDITIONAL = rx(
-    r"(?:あと|プラス|\+|他に|ほかに|他の人?(?:から|で|が|は)?|ほか|追加で|それ以外(?:から|で|に|の人?(?:から|で|が|は)?)?|残り(?:から|の人?(?:から|で|が|は)?)?|その他(?:から|で|の人?(?:から|で|が|は)?)?"
+    r"(?:あと|プラス|\+|他に|ほかに|他(?:の人?(?:から|で|が|は)?)?|ほか|追加で|それ以外(?:から|で|に|の人?(?:から|で|が|は)?)?|残り(?:から|の人?(?:から|で|が|は)?)?|その他(?:から|で|の人?(?:から|で|が|は)?)?"
     r"|メンバー(?:は|から|が)?|加えて|以外(?:に|から|で)|さらに|もう)\s*(?:最低|少なくとも|最低でも)?(\d+)[人名]"
 )
-_TOTAL = rx(r"(?:含めて|込みで|を入れて|入れて|含む)(?:合計|全部で|計)?(\d+)[人名]|(?:合計|全部で|計)(\d+)[人名]")
+_TOTAL = rx(
+    r"(?:含めて|込みで|を入れて|入れて|含む)(?:合計|全部で|計|全体で)?(?:最低|少なくとも|最低でも)?(\d+)[人名]"
+    r"|(?:合計|全部で|計|全体で|全体の?人数(?:は|が|で)?|総勢|トータルで|合わせて|あわせて)(?:最低|少なくとも|最低でも)?(\d+)[人名]"
+)
 _ANY_COUNT = rx(r"(\d+)[人名](?!中|のうち|の中|の内)")
 _FRACTIONS: list[tuple[re.Pattern[str], str]] = [
     (rx(r"全員(?:から)?(?:-|マイナス|ー|引く|ひく)(\d+)"), "minus"),
@@ -86,6 +115,9 @@ _ALL_STRONG = rx(
     r"|誰も欠け(?:ず|ない|ては|ちゃ)|1人も欠け|欠席者?(?:なし|ゼロ|0)|漏れなく|全員参加|全メンバー"
 )
 _ALL_SOFT = rx(r"(?:なるべく|できれば|できるだけ|なるべくなら|可能なら|理想は|理想的には)(?:は)?(?:全員|みんな|皆)")
+_ALL_EXCEPT = rx(
+    r"(?:以外|除いて|除く|抜きで|抜き|なしで|無しで)(?:の|は|で|、)?(?:全員|みんな|皆|全メンバー|メンバー全員)"
+)
 _ALL_NEGATED = rx(
     r"(?:全員|みんな|皆)(?:じゃ|で|が)?(?:なく|揃わなく|そろわなく|集まらなく|無理|は無理|は難しい|でなくとも)"
 )
@@ -94,11 +126,43 @@ _ANY_WORDS = rx(
 )
 _MINNA = rx(r"みんな|皆|みなさん|皆さん|メンバーで")
 _GROUP_COUNT = rx(
-    r"(?:から|より|の中から|の中で|のうち|の内|の人?(?:から|で|が|は)?|で|は|が|メンバー(?:から|が|は)?)?(?:最低|少なくとも)?(\d+)[人名]"
+    r"(?:から|より|の中から|の中で|のうち|の内|の?メンバー(?:から|が|は)?|の人?(?:から|で|が|は)?|で|は|が)?"
+    r"(?:(?:最低|少なくとも|最低でも)?(\d+)[人名]|(?:誰か|だれか|どなたか)(?:(\d+)[人名])?"
+    r"|(?:が|さえ)?(?:いれば|来られれば|来れれば|来れば|参加できれば|出席できれば))"
 )
-_GROUP_OR = rx(r"(?:か|または|もしくは|あるいは|or|、|,|・|/)")
-_DISJUNCTION = rx(r"または|もしくは|あるいは|\bor\b|どちらか|どっちか|いずれか|か、|人か|名か")
-_CONJUNCTION = rx(r"かつ|両方|それぞれ|ずつ|および|及び|と(?:、)?(?:さらに)?$|に加えて")
+_GAP_OR = rx(r"または|もしくは|あるいは|or|か(?!ら)")
+_DISJUNCTION = rx(r"または|もしくは|あるいは|どちらか|どっちか|いずれか")
+_EACH = rx(r"ずつ|それぞれ|各")
+
+# A group-like word the directory may not know: 経理部, Xチーム, チームX, シフトC, 総務課, 第2班.
+_GROUP_WORD = rx(r"(?:チーム|team|グループ|group|シフト|shift|部|班|課|係|隊)")
+_GROUP_PREFIX_WORDS = frozenset(rx(w).pattern for w in ("チーム", "team", "グループ", "group", "シフト", "shift"))
+_NOT_GROUPS = ("全部", "一部", "大部")
+
+# Negation: what precedes it in its clause asserts nothing (全員参加じゃなくてもいい).
+_NEGATION = rx(
+    r"(?:必要|必須)(?:は|で|じゃ|では)?(?:ない|無い|ありません|なし)"
+    r"|(?:じゃ|では|で)(?:なく|無く|ない|無い|ありません)(?:て|と)?(?:も)?"
+    r"(?:いい|良い|よい|大丈夫|ok|構わない|かまわない|問題ない|平気)?"
+    r"|なく(?:ても|て)(?:いい|良い|よい|大丈夫|ok|構わない|かまわない|問題ない|平気)"
+)
+_CLAUSE_BREAK = rx(r"[、,。.!?;]|けど|けれど|ので|のに|だが|ですが")
+# Concession: 「…けど無理なら3人」 — the count after it is a fallback, not the condition stated before.
+_CONCESSION_SOFT = rx(
+    r"(?:無理|むり|ダメ|だめ|駄目|不可能)(?:な|だ|である|です)?(?:ら|ったら|なら|ならば|場合は?|であれば|でしたら)"
+    r"|(?:難し|厳し)(?:ければ|かったら|い場合は?|いなら|いようなら)|最悪(?:でも|の場合は?)?"
+)
+_CONCESSION_SHORT = rx(r"(?:揃わ|そろわ|集まら|集まれ)(?:なければ|なかったら|ない場合は?|ないなら|ないようなら)")
+_RANGE = rx(r"(?<!\d)(\d+)([人名]?)(?:~|〜|-|から|か|ないし|または|もしくは|、|,)(\d+)([人名])")
+_NAME_OR = rx(r"(?:か、?|または|もしくは|あるいは|or)")
+_NAME_OR_TAIL = rx(
+    r"(?:の)?(?:どちらか|どっちか|いずれか|誰か|だれか|どなたか|片方|一方|うち)(?:の)?(?:(\d+)[人名])?"
+    r"|(?:の)?(?:うち|中から|中で)(\d+)[人名]"
+    r"|(?:が|さえ|は)?(?:いれば|来られれば|来れれば|来れば|参加できれば|出席できれば|参加|出席|来|い(?:る|て)|必須|必ず|絶対)"
+)
+_WORD_JOIN = rx(r"[、,・/]?(?:か|または|もしくは|あるいは|or|と|や|および|及び|かつ)?[、,]?")
+_WISH_END = re.compile(r"(?:けど|けれど(?:も)?|ですが|だが|が)?[、,。\s]*$")
+BLANK = "\x00"
 
 
 @dataclass(slots=True)
@@ -122,23 +186,61 @@ class Reading:
     required: list[str] = field(default_factory=list)
     optional: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
+    policy: dict[str, Any] = field(default_factory=dict)
 
 
 class Grammar:
     """Parses one folded utterance against one directory."""
 
     def __init__(self, text: Folded, directory: Directory, mentions: list[Mention]) -> None:
-        folded = text.folded
         self.text = text
-        self.s = folded
+        self.s = text.folded
         self.d = directory
         self.mentions = mentions
         self.original = text.original
-        self.groups: list[tuple[int, int, str]] = []
-        if directory.group_re is not None:
-            self.groups = [(m.start(), m.end(), m.group()) for m in directory.group_re.finditer(folded)]
         self.unknown: list[str] = []
         self.questions: list[str] = []
+        self.negated: list[str] = []
+        self._lower_ranges()
+        self._blank_negations()
+        self.groups: list[tuple[int, int, str]] = []
+        if directory.group_re is not None:
+            self.groups = [(m.start(), m.end(), m.group()) for m in directory.group_re.finditer(self.s)]
+
+    # -- rewrites ----------------------------------------------------------------------
+    def _blank(self, start: int, end: int, keep: str = "") -> None:
+        self.s = self.s[:start] + keep + BLANK * (end - start - len(keep)) + self.s[end:]
+
+    def _lower_ranges(self) -> None:
+        """3~4人, 3から4人, 2人か3人 → the lower count: the organiser accepts it, so it is the threshold."""
+        for m in list(_RANGE.finditer(self.s)):
+            a, sep, b = m.group(1), self.s[m.end(2) : m.start(3)], m.group(3)
+            if sep in ("、", ",") and len(b) == 3:
+                continue  # 1,000人 is a number, not a range
+            if int(a) == int(b):
+                continue
+            low = str(min(int(a), int(b)))
+            self._blank(m.start(), m.end(), low + m.group(4))
+
+    def _blank_negations(self) -> None:
+        """Blank each negated clause: from the clause start to the end of じゃなくて/必須ではない/….
+
+        Negations that belong to another construction are kept: exclusions (来なくていい),
+        optional wording (いてもいなくても) and relative counts (1人来られなくても大丈夫).
+        """
+        kept: list[tuple[int, int]] = []
+        for pattern in (_EXCLUDE_AFTER, _OPTIONAL_AFTER, _FRACTIONS[1][0]):
+            kept.extend(m.span() for m in pattern.finditer(self.s))
+        for m in list(_NEGATION.finditer(self.s)):
+            if any(a < m.end() and m.start() < b for a, b in kept):
+                continue
+            start = 0
+            for brk in _CLAUSE_BREAK.finditer(self.s, 0, m.start()):
+                start = brk.end()
+            clause = self.original(start, m.end()) if start < m.end() else ""
+            if clause.strip(BLANK):
+                self.negated.append(clause)
+            self._blank(start, m.end())
 
     # -- list parsing ------------------------------------------------------------------
     def _item_ending_at(self, pos: int) -> tuple[Item, int] | None:
@@ -152,6 +254,9 @@ class Grammar:
                     return Item("group", group.label, list(group.keys)), start
         for all_word in _ALL_WORDS_BY_LENGTH:
             if self.s.endswith(all_word, 0, pos):
+                qualified = self.group_before(pos - len(all_word))
+                if qualified is not None:  # 営業部は全員 = every member of 営業部
+                    return qualified
                 return Item("all", all_word), pos - len(all_word)
         bare = self.bare_word_start(pos)
         if bare is None:
@@ -160,6 +265,18 @@ class Grammar:
         if keys:
             return Item("person", self.original(bare, pos), list(keys)), bare
         return Item("unknown", self.original(bare, pos)), bare
+
+    def group_before(self, pos: int) -> tuple[Item, int] | None:
+        """A known group that qualifies a 全員 starting at `pos` (営業部は全員, 開発部のメンバー全員)."""
+        for particle in _GROUP_QUALIFIERS:
+            if not self.s.endswith(particle, 0, pos):
+                continue
+            end = pos - len(particle)
+            for start, g_end, variant in self.groups:
+                group = self.d.group_of(variant)
+                if g_end == end and group is not None:
+                    return Item("group", group.label, list(group.keys)), start
+        return None
 
     def bare_word_start(self, pos: int) -> int | None:
         """Start of a name written without honorific that ends at `pos` (kanji, Latin or katakana run).
@@ -179,6 +296,8 @@ class Grammar:
 
     def is_name_char(self, i: int) -> bool:
         """A kanji or Latin letter, or a character the organiser wrote in katakana."""
+        if self.s[i] in (BLANK, "・"):
+            return False
         if _KANJI_LATIN.match(self.s[i]):
             return True
         return bool(_KANA_LIKE.match(self.text.norm[self.text.pos[i]]))
@@ -261,14 +380,25 @@ class Grammar:
     # -- the matchers ------------------------------------------------------------------
     def parse(self, scope_size: int) -> Reading:
         excluded = self._keys(self._marked_lists(_EXCLUDE_AFTER))
+        if excluded and len(excluded) >= scope_size:  # a rule needs someone in scope: ask instead
+            self.questions.append("除外するとほかに招待者がいなくなります。誰を対象にするか教えてください。")
+            excluded = []
         optional = self._keys(self._marked_lists(_OPTIONAL_AFTER))
         n = scope_size - len(excluded)
         required_items = self._marked_lists(_REQUIRED_AFTER, _REQUIRED_BEFORE)
-        for m in self.mentions:  # names never placed in a list are still reported when unknown
-            if len(m.keys) != 1:
-                self._report(self._person(m))
+        required_items += [i for i in self._marked_lists(_REQUIRED_IF) if i.kind != "group"]
+        for m in _ALL_STRONG.finditer(self.s):  # 営業部は全員参加: the group's members are required
+            qualified = self.group_before(m.start())
+            if qualified is not None:
+                required_items.append(qualified[0])
+        for mention in self.mentions:  # names never placed in a list are still reported when unknown
+            if len(mention.keys) != 1:
+                self._report(self._person(mention))
         reading = (
-            self._required(required_items, n)
+            self._unknown_groups()
+            or self._concession(required_items, n)
+            or self._named_any(required_items)
+            or self._required(required_items, n)
             or self._group_any(n)
             or self._relative(n)
             or self._explicit(n)
@@ -277,9 +407,156 @@ class Grammar:
             or self._any_words()
             or self._ambiguous()
         )
+        reading = self._fit_scope(reading, set(excluded))
         reading.excluded = excluded
         reading.optional = [k for k in optional if k not in excluded]
         return reading
+
+    def _fit_scope(self, reading: Reading, excluded: set[str]) -> Reading:
+        """Excluded invitees leave groups; an excluded required invitee, or a group too small, is asked."""
+        if not excluded:
+            return reading
+        clash = [k for k in reading.params.get("required_invitee_keys", []) if k in excluded]
+        if clash:
+            names = "、".join(self.d.names[k] for k in clash)
+            self.questions.append(f"{names}は必須であり、同時に除外されています。どちらですか？")
+            return Reading("ANY", {}, 0.5, "scope.required_excluded")
+        for group in reading.params.get("groups", []):
+            group["any_of_invitee_keys"] = [k for k in group["any_of_invitee_keys"] if k not in excluded]
+            size = len(group["any_of_invitee_keys"])
+            if group["min"] > size:
+                self.questions.append(
+                    f"「{group['name']}」から{group['min']}人とありますが、除外後の{group['name']}の招待者は{size}人です。人数を確認してください。"
+                )
+                return Reading("ANY", {}, 0.5, "group.impossible")
+        return reading
+
+    def _unknown_groups(self) -> Reading | None:
+        """Group-like words (経理部, Xチーム) used with a count that no invitee belongs to: ask, never drop."""
+        words = self._group_words()
+        in_context = [False] * len(words)
+        for i in range(len(words) - 1, -1, -1):
+            end = words[i][1]
+            if _GROUP_COUNT.match(self.s, end):
+                in_context[i] = True
+            elif i + 1 < len(words) and in_context[i + 1]:
+                gap = self.s[end : words[i + 1][0]]
+                in_context[i] = bool(gap) and _WORD_JOIN.fullmatch(gap) is not None
+        unknown = [label for (_, _, label, known), used in zip(words, in_context, strict=True) if used and not known]
+        if not unknown:
+            return None
+        for label in unknown:
+            if label not in self.unknown:
+                self.unknown.append(label)
+                self.questions.append(
+                    f"「{label}」に所属する招待者が見つかりません。どの招待者のことか教えてください（招待者の groups に追加することもできます）。"
+                )
+        return Reading("ANY", {}, 0.5, "group.unknown")
+
+    def _group_words(self) -> list[tuple[int, int, str, bool]]:
+        """Every group-like word: (start, end, label as written, known to the directory)."""
+        words: list[tuple[int, int, str, bool]] = []
+        for m in _GROUP_WORD.finditer(self.s):
+            start, end = m.start(), m.end()
+            if words and start < words[-1][1]:
+                continue
+            while start > 0 and (self.is_name_char(start - 1) or self.s[start - 1].isdigit()):
+                start -= 1
+            if m.group() in _GROUP_PREFIX_WORDS:  # チームX, Team X, シフトC
+                while end < len(self.s) and _LATIN_DIGIT.match(self.s[end]):
+                    end += 1
+            if (start, end) == m.span() or (end < len(self.s) and self.is_name_char(end)):
+                continue  # a bare チーム/部 names nothing; 部長 or 部員 is not a group
+            word = self.s[start:end]
+            if any(word.endswith(stop) for stop in _NOT_GROUPS):
+                continue
+            if any(mention.start < end and start < mention.end for mention in self.mentions):
+                continue  # part of a person's name (阿部さん)
+            known = self.d.group_of(word) is not None or any(
+                g_start <= start and end <= g_end for g_start, g_end, _ in self.groups
+            )
+            words.append((start, end, self.original(start, end), known))
+        return words
+
+    def _concession(self, items: list[Item], n: int) -> Reading | None:
+        """「全員来てほしいけど無理なら3人」: the count after the concession is the condition; prefer more."""
+        m = _CONCESSION_SOFT.search(self.s)
+        soft = m is not None
+        if m is None:
+            m = _CONCESSION_SHORT.search(self.s)
+        if m is None:
+            return None
+        k = self._count_after(m.end(), n)
+        if k is None:
+            if not soft:
+                return None  # 全員揃わなければ中止 restates the condition; it is no fallback
+            self.questions.append("難しい場合は、何人集まれば開催しますか？（最低○人／○○さんは必須 など）")
+            return Reading("ANY", {}, 0.5, "concession.no_count")
+        if self._keys(items):
+            self.questions.append(
+                f"必須の方の指定と「難しければ{k}人」を1つのルールにはできません。成立条件を1つに絞って教えてください。"
+            )
+            return Reading("ANY", {}, 0.5, "concession.required")
+        reading = self._count(k, n, 0.65, "concession.fallback")
+        if reading.pattern == "count.impossible":
+            return reading
+        wish = _WISH_END.sub("", self.original(0, m.start()))
+        self.questions.append(
+            f"成立条件を「{k}人以上」とし、全員の回答後に参加者の最も多い候補で確定する、でよいですか？"
+            + (f"（「{wish}」は希望として扱います）" if wish else "")
+        )
+        reading.confidence = min(reading.confidence, 0.65)
+        reading.pattern = "concession.fallback"
+        reading.policy = {"mode": "BEST_SCORE", "tie_breaker": "highest_score", "auto_finalize": False}
+        return reading
+
+    def _count_after(self, pos: int, n: int) -> int | None:
+        """The first count (N人, 半数, 全員-1, …) at or after `pos`, resolved against n."""
+        found: tuple[int, int] | None = None
+        m = _THRESHOLD.search(self.s, pos)
+        if m is not None:
+            found = (m.start(), int(m.group(1)))
+        for pattern, kind in _FRACTIONS:
+            f = pattern.search(self.s, pos)
+            if f is not None and (found is None or f.start() < found[0]):
+                k = self._relative_k(f, kind, n)
+                if k is not None:
+                    found = (f.start(), k)
+        return None if found is None else found[1]
+
+    def _named_any(self, items: list[Item]) -> Reading | None:
+        """「山田さんか田中さんのどちらか」: any one of the named invitees → GROUP_ANY over them."""
+        chain: list[Mention] = []
+        for mention in self.mentions:
+            if chain and _NAME_OR.fullmatch(self.s, chain[-1].end, mention.start):
+                chain.append(mention)
+                continue
+            if len(chain) >= 2:
+                break
+            chain = [mention]
+        if len(chain) < 2:
+            return None
+        tail = _NAME_OR_TAIL.match(self.s, chain[-1].end)
+        if tail is None:
+            return None
+        names = "・".join(m.name for m in chain)
+        if any(len(m.keys) != 1 for m in chain):
+            return Reading("ANY", {}, 0.5, "named_any.unresolved")  # already reported as missing
+        keys = list(dict.fromkeys(m.keys[0] for m in chain))
+        k = int(tail.group(1) or tail.group(2) or 1)
+        start, end = chain[0].start, tail.end()
+        others = [key for key in self._keys(items) if key not in keys]
+        counts = [c for c in _THRESHOLD.finditer(self.s) if c.end() <= start or c.start() >= end]
+        if others or counts or _ADDITIONAL.search(self.s) or _TOTAL.search(self.s):
+            self.questions.append(
+                f"「{names}のどちらか」と別の条件を1つのルールにはできません。成立条件を1つに絞って教えてください。"
+            )
+            return Reading("ANY", {}, 0.5, "named_any.combined")
+        if k < 1 or k > len(keys):
+            self.questions.append(f"{names}のうち{k}人とありますが、名前は{len(keys)}人です。人数を確認してください。")
+            return Reading("ANY", {}, 0.5, "named_any.impossible")
+        group = {"name": names, "min": k, "any_of_invitee_keys": keys}
+        return Reading("GROUP_ANY", {"groups": [group]}, 0.85, "group.named_any")
 
     def _required(self, items: list[Item], n: int) -> Reading | None:
         if not items:
@@ -300,10 +577,20 @@ class Grammar:
         elif (rel := self._relative(pool)) is not None and rel.params.get("k") is not None:
             extra, pattern = rel.params["k"], "required.relative"
         else:
-            counts = [int(c.group(1)) for c in _ANY_COUNT.finditer(self.s)]
+            counts = [int(c.group(1)) for c in _ANY_COUNT.finditer(self.s) if not self._names_the_list(c)]
             extra = counts[-1] if counts else 0
             pattern = "required.count" if counts else "required.only"
             confidence = 0.9 if counts else 0.85
+            total = extra - len(required)
+            if counts and 0 <= total <= pool:
+                if extra > pool:  # only the total reading fits (山田さんは必須、6人 with 6 invitees)
+                    extra = total
+                else:  # both fit: keep the stricter reading and ask
+                    self.questions.append(
+                        f"{extra}人は必須の{len(required)}人を含めた合計ですか？それとも必須の{len(required)}人のほかに{extra}人ですか？"
+                        f"（いまは「ほかに{extra}人」としています）"
+                    )
+                    pattern = "required.count_ambiguous"
         if extra < 0 or extra > pool:
             self.questions.append(
                 f"必須の{len(required)}人のほかに{extra}人とありますが、ほかの招待者は{pool}人です。人数を確認してください。"
@@ -317,61 +604,90 @@ class Grammar:
             required=required,
         )
 
+    def _names_the_list(self, count: re.Match[str]) -> bool:
+        """「山田さん、田中さんの2人は必須」: a count that only sizes the required list."""
+        before = self.s[count.start() - 1 : count.start()]
+        return before == "の" and _REQUIRED_AFTER.match(self.s, count.end()) is not None
+
     def _group_any(self, n: int) -> Reading | None:
-        found: list[tuple[str, int, list[str]]] = []
+        pieces: list[tuple[list[tuple[str, list[str]]], int, int, int]] = []  # groups, k, start, end
         pending: list[tuple[str, list[str]]] = []
+        pending_start = pending_end = 0
+        shared_and = False
         last_end = 0
-        gaps: list[str] = []
         for start, end, variant in self.groups:
             group = self.d.group_of(variant)
             if group is None or start < last_end:
                 continue
+            if pending and not _WORD_JOIN.fullmatch(self.s, pending_end, start):
+                pending, shared_and = [], False
+            if pending:
+                shared_and = shared_and or not _GAP_OR.search(self.s, pending_end, start)
             m = _GROUP_COUNT.match(self.s, end)
             if m is not None:
-                gaps.append(self.s[last_end:start])
-                for label, keys in [*pending, (group.label, group.keys)]:
-                    found.append((label, int(m.group(1)), list(keys)))
-                pending = []
+                k = int(m.group(1) or m.group(2) or 1)
+                groups = [*pending, (group.label, list(group.keys))]
+                pieces.append((groups, k, pending_start if pending else start, m.end()))
+                if shared_and or (len(groups) > 1 and _EACH.match(self.s, m.end())):
+                    labels = "と".join(label for label, _ in groups)
+                    self.questions.append(f"「{labels}から{k}人」は、合わせて{k}人ですか？ それぞれ{k}人ずつですか？")
+                    return Reading("ANY", {}, 0.5, "group.shared_and")
+                pending, shared_and = [], False
                 last_end = m.end()
-            elif _GROUP_OR.match(self.s, end):
-                pending.append((group.label, group.keys))
-        if not found:
+            else:
+                if not pending:
+                    pending_start = start
+                pending.append((group.label, list(group.keys)))
+                pending_end = end
+        if not pieces:
             return None
-        if (
-            len(found) > 1
-            and not _DISJUNCTION.search(self.s)
-            and any(_CONJUNCTION.search(g) or g.endswith("と") for g in gaps[1:])
-        ):
-            parts = "」と「".join(f"{label}から{k}人" for label, k, _ in found)
-            self.questions.append(f"「{parts}」の両方が必要ですか？ それともどれか1つで成立ですか？")
+        gaps = [self.s[pieces[i - 1][3] : pieces[i][2]] for i in range(1, len(pieces))]
+        if any(not _GAP_OR.search(gap) for gap in gaps) and not _DISJUNCTION.search(self.s):
+            parts = "」と「".join(f"{'か'.join(label for label, _ in g)}から{k}人" for g, k, _, _ in pieces)
+            both = "両方" if len(pieces) == 2 else "すべて"
+            self.questions.append(f"「{parts}」の{both}が必要ですか？ それともどれか1つで成立ですか？")
             return Reading("ANY", {}, 0.5, "group.conjunction")
+        found: list[tuple[str, int, list[str]]] = []
+        for groups, k, _, _ in pieces:
+            for label, keys in groups:
+                same = next((i for i, f in enumerate(found) if f[0] == label), None)
+                if same is None:
+                    found.append((label, k, keys))
+                elif k < found[same][1]:  # the same group twice in an OR: the smaller count suffices
+                    found[same] = (label, k, keys)
         for label, k, keys in found:
-            if k > len(keys):
+            if k < 1 or k > len(keys):
                 self.questions.append(
                     f"「{label}」から{k}人とありますが、{label}の招待者は{len(keys)}人です。人数を確認してください。"
                 )
                 return Reading("ANY", {}, 0.5, "group.impossible")
-        groups = [{"name": label, "min": k, "any_of_invitee_keys": keys} for label, k, keys in found]
-        return Reading("GROUP_ANY", {"groups": groups}, 0.85, "group.any")
+        rule_groups = [{"name": label, "min": k, "any_of_invitee_keys": keys} for label, k, keys in found]
+        return Reading("GROUP_ANY", {"groups": rule_groups}, 0.85, "group.any")
+
+    def _relative_k(self, m: re.Match[str], kind: str, n: int) -> int | None:
+        """k for one relative count; None when it is not a count (3分の4). 0% or 0割 gives 0 (asked later)."""
+        if kind == "minus":
+            return n - int(m.group(1))
+        if kind == "majority":
+            return majority_of(n)
+        if kind == "half":
+            return half_of(n)
+        if kind == "fraction":
+            den, num = int(m.group(1)), int(m.group(2))
+            if den == 0 or num > den:
+                return None
+            return fraction_of(n, num, den) if num else 0
+        num = int(m.group(1))
+        return fraction_of(n, num, 10 if kind == "tenths" else 100) if num else 0
 
     def _relative(self, n: int) -> Reading | None:
         for pattern, kind in _FRACTIONS:
             m = pattern.search(self.s)
             if m is None:
                 continue
-            if kind == "minus":
-                k = n - int(m.group(1))
-            elif kind == "majority":
-                k = majority_of(n)
-            elif kind == "half":
-                k = half_of(n)
-            elif kind == "fraction":
-                den, num = int(m.group(1)), int(m.group(2))
-                if den == 0 or num > den:
-                    continue
-                k = fraction_of(n, num, den)
-            else:
-                k = fraction_of(n, int(m.group(1)), 10 if kind == "tenths" else 100)
+            k = self._relative_k(m, kind, n)
+            if k is None:
+                continue
             return self._count(k, n, 0.9, f"k_of_n.{kind}")
         return None
 
@@ -396,6 +712,8 @@ class Grammar:
             self.questions.append("全員必須ですか？それとも一部でもOKですか？")
             self.questions.append("一部でもよい場合、最低何人集まれば開催しますか？")
             return Reading("ANY", {}, 0.6, "ambiguous.soft_all")
+        if _ALL_EXCEPT.search(self.s):
+            return Reading("ALL", {}, 0.9, "all.except")
         if _ALL_NEGATED.search(self.s):
             return None
         if _ALL_STRONG.search(self.s):
@@ -414,6 +732,10 @@ class Grammar:
         return None
 
     def _ambiguous(self) -> Reading:
+        if self.negated:
+            said = "、".join(self.negated)
+            self.questions.append(f"「{said}」とのことですが、何人集まれば開催しますか？（最低○人／○○さんは必須 など）")
+            return Reading("ANY", {}, 0.6, "ambiguous.negated")
         if _MINNA.search(self.s) or _ALL_NEGATED.search(self.s):
             self.questions.append("「みんな」の具体的な対象者を教えてください")
             self.questions.append("全員必須ですか？それとも一部でもOKですか？")
@@ -423,7 +745,10 @@ class Grammar:
 
     def _count(self, k: int, n: int, confidence: float, pattern: str) -> Reading:
         """A threshold k over n invitees, normalised: 1 → ANY, n → ALL, impossible → ANY + question."""
-        if n <= 0 or k < 1 or k > n:
+        if k < 1:
+            self.questions.append(f"成立に必要な人数が{k}人になります。何人以上集まれば開催しますか？")
+            return Reading("ANY", {}, 0.5, "count.impossible")
+        if n <= 0 or k > n:
             self.questions.append(f"{k}人以上とありますが、対象の招待者は{max(n, 0)}人です。人数を確認してください。")
             return Reading("ANY", {}, 0.5, "count.impossible")
         if k == 1:
@@ -449,6 +774,14 @@ _NOT_A_NAME = frozenset(
         "今回",
         "次回",
         "全体",
+        # "the others" (他はどちらでも, その他の人, 残りのメンバー) names nobody
+        "他",
+        "他めんばー",
+        "他全員",
+        "他者",
+        "残",
+        "余",
+        "以外",
     ]
 )
 _NOT_IN_NAME = (
@@ -470,4 +803,5 @@ _NOT_IN_NAME = (
     "開催",
 )
 _KANA_LIKE = re.compile(r"[\u30a0-\u30ff]")
+_LATIN_DIGIT = re.compile(r"[a-z0-9]")
 _KANJI_LATIN = re.compile(r"[\u4e00-\u9fff\u3005a-z]")

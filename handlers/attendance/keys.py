@@ -1,7 +1,9 @@
 """Invitee keys: `u:<id>`, `e:<sha256_16(email)>`, `lm:<id>`.
 
 Emails are hashed here and nowhere else; the plain address is never stored,
-returned or logged, so callers can pass it in and keep only the key.
+returned or logged, so callers can pass it in and keep only the key. User and
+list-member ids may not contain "@": an address passed as an id would otherwise
+end up in plain text inside a `u:` key.
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from typing import Any
 
 from kumitate.errors import ToolError
 
-KEY_RE = re.compile(r"^(u:[A-Za-z0-9_.@-]{1,64}|e:[0-9a-f]{16}|lm:[A-Za-z0-9_.-]{1,64})$")
-_USER_ID = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
-_MEMBER_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+KEY_RE = re.compile(r"^(u:[A-Za-z0-9_.-]{1,64}|e:[0-9a-f]{16}|lm:[A-Za-z0-9_.-]{1,64})$")
+_ID = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 KINDS = {"user": "u", "email": "e", "list_member": "lm", "u": "u", "e": "e", "lm": "lm"}
 
@@ -35,12 +36,13 @@ def invitee_key(kind: str, value: Any) -> str:
     if prefix == "e":
         return email_key(str(value))
     text = str(value).strip()
-    pattern = _USER_ID if prefix == "u" else _MEMBER_ID
-    if not pattern.match(text):
-        what = "user id" if prefix == "u" else "list member id"
+    what = "user id" if prefix == "u" else "list member id"
+    if "@" in text:
         raise ToolError(
-            f"{what} must be 1-64 letters, digits or _ . -{' @' if prefix == 'u' else ''}", code="INVALID_INPUT"
+            f"{what} must not contain @; pass an email with kind email so it is hashed", code="INVALID_INPUT"
         )
+    if not _ID.match(text):
+        raise ToolError(f"{what} must be 1-64 letters, digits or _ . -", code="INVALID_INPUT")
     return f"{prefix}:{text}"
 
 
@@ -49,7 +51,10 @@ def key_of_invitee(invitee: dict[str, Any], index: int) -> str:
     if invitee.get("invitee_key"):
         key = str(invitee["invitee_key"])
         if not KEY_RE.match(key):
-            raise ToolError(f"invitees[{index}].invitee_key {key!r} is not a valid invitee key", code="INVALID_INPUT")
+            raise ToolError(  # the value is not echoed: it may be an email
+                f"invitees[{index}].invitee_key is not a valid invitee key (u:<id>, e:<16 hex digits>, lm:<id>)",
+                code="INVALID_INPUT",
+            )
         return key
     try:
         if invitee.get("user_id") is not None:

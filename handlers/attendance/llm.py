@@ -2,24 +2,39 @@
 
 Off unless ATTENDANCE_LLM_BASE_URL is set (with ATTENDANCE_LLM_MODEL and, if the
 endpoint needs one, ATTENDANCE_LLM_API_KEY); the endpoint must speak the OpenAI
-chat-completions protocol. Whatever the model returns is used only if
-`validate_llm_output` finds no problem: the full parse output schema, a
-consistent AttendanceRule, and only invitee keys of this thread. Otherwise the
-rule-based result stands. Nothing of the utterance is logged.
+chat-completions protocol.
+
+What is sent: the utterance with email addresses masked, the invitees reduced to
+invitee_key, display_name, reading, aliases and groups (never an email), the
+rule-based result without share_intent, and the JSON Schema the answer must
+follow. What comes back is used only if `validate_llm_output` finds no problem:
+the ParseAttendanceIntentOutput schema, a consistent AttendanceRule, only invitee
+keys of this thread, and the service rules (needs_clarification is non-empty
+exactly when confidence < 0.7; a result with questions never auto-finalises;
+finalize_policy is a copy of attendance_rule.finalize_policy). Otherwise the
+rule-based result stands. share_intent always comes from the rule-based parse.
+Nothing of the utterance is logged.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
+import unicodedata
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
-from handlers.attendance.schema import schema_errors
+from handlers.attendance.keys import key_of_invitee
+from handlers.attendance.schema import schema_errors, types_document
 from handlers.attendance.validate import rule_problems
 
 log = logging.getLogger("kumitate.attendance")
 THRESHOLD = 0.7
+OUTPUT_TYPE = "ParseAttendanceIntentOutput"
+_SAFE_FIELDS = ("display_name", "reading", "aliases", "groups")
+_EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+")
 
 
 def llm_config(env: Mapping[str, str]) -> dict[str, str] | None:
@@ -33,9 +48,63 @@ def llm_config(env: Mapping[str, str]) -> dict[str, str] | None:
     }
 
 
+@cache
+def output_schema() -> dict[str, Any]:
+    """The JSON Schema of the answer: ParseAttendanceIntentOutput with only the $defs it uses."""
+    defs = types_document()["$defs"]
+    needed: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref.removeprefix("#/$defs/")
+                if name not in needed:
+                    needed.append(name)
+                    walk(defs[name])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk({"$ref": f"#/$defs/{OUTPUT_TYPE}"})
+    return {"$ref": f"#/$defs/{OUTPUT_TYPE}", "$defs": {name: defs[name] for name in needed}}
+
+
+def prompt_invitees(invitees: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Invitees as the model sees them: the key and the names only (emails are hashed into the key)."""
+    out = []
+    for index, invitee in enumerate(invitees):
+        item: dict[str, Any] = {"invitee_key": key_of_invitee(invitee, index)}
+        item.update({f: invitee[f] for f in _SAFE_FIELDS if invitee.get(f)})
+        out.append(item)
+    return out
+
+
+def build_prompt(request: dict[str, Any], result: dict[str, Any]) -> str:
+    rule_based = {k: v for k, v in result.items() if k != "share_intent"}
+    payload = {
+        "text": unicodedata.normalize("NFKC", request["text"]),
+        "invitees": prompt_invitees(request["invitees"]),
+        "rule_based_result": rule_based,
+    }
+    return (
+        "Convert the organiser's Japanese scheduling intent into one JSON object that validates against the JSON "
+        f"Schema below ({OUTPUT_TYPE}; rule types ALL, ANY, K_OF_N, REQUIRED_PLUS_QUORUM, GROUP_ANY). Use only the "
+        "invitee keys listed. Rules: K_OF_N n equals the number of invitees in scope; needs_clarification is "
+        "non-empty exactly when confidence < 0.7; with questions, auto_finalize is false; finalize_policy is a copy "
+        "of attendance_rule.finalize_policy. Never guess a name: put it in missing and ask. Answer with JSON only.\n"
+        "Schema:\n"
+        + json.dumps(output_schema(), ensure_ascii=False, separators=(",", ":"))
+        + "\nInput:\n"
+        + _EMAIL.sub("<email>", json.dumps(payload, ensure_ascii=False))  # no address leaves the service
+    )
+
+
 def validate_llm_output(candidate: Any, thread_keys: set[str]) -> list[str]:
     """Every reason not to trust a model's answer; [] means it may replace the rule-based result."""
-    problems = schema_errors("ParseAttendanceIntentOutput", candidate)
+    problems = schema_errors(OUTPUT_TYPE, candidate)
     if problems:
         return problems
     rule = candidate["attendance_rule"]
@@ -44,8 +113,28 @@ def validate_llm_output(candidate: Any, thread_keys: set[str]) -> list[str]:
     used.update(rule["rule"].get("required_invitee_keys", []))
     for group in rule["rule"].get("groups", []):
         used.update(group["any_of_invitee_keys"])
+    for keys in candidate["invitee_sets"].values():
+        used.update(keys)
     problems.extend(f"{k} is not an invitee of this thread" for k in sorted(used - thread_keys))
+    problems.extend(service_rule_problems(candidate))
     return problems
+
+
+def service_rule_problems(candidate: dict[str, Any]) -> list[str]:
+    """The invariants every parse result of this service keeps (the rule-based parser keeps them by construction)."""
+    out = []
+    questions = bool(candidate["needs_clarification"])
+    unsure = candidate["confidence"] < THRESHOLD
+    if questions and not unsure:
+        out.append("needs_clarification is not empty but confidence is not below 0.7")
+    if unsure and not questions:
+        out.append("confidence is below 0.7 but needs_clarification is empty")
+    policies = (candidate["attendance_rule"]["finalize_policy"], candidate["finalize_policy"])
+    if questions and any(p.get("auto_finalize") for p in policies):
+        out.append("a result with questions must not auto-finalise")
+    if policies[0] != policies[1]:
+        out.append("finalize_policy differs from attendance_rule.finalize_policy")
+    return out
 
 
 def llm_fallback(
@@ -57,19 +146,15 @@ def llm_fallback(
         return result
     import httpx  # only needed when the hook is configured
 
-    prompt = (
-        "Convert the organiser's Japanese scheduling intent into the JSON object described by the schema "
-        "ParseAttendanceIntentOutput (types ALL, ANY, K_OF_N, REQUIRED_PLUS_QUORUM, GROUP_ANY). Use only these "
-        "invitee keys. Answer with JSON only.\n"
-        + json.dumps(
-            {"text": request["text"], "invitees": request["invitees"], "rule_based_result": result}, ensure_ascii=False
-        )
-    )
     headers = {"Authorization": f"Bearer {config['api_key']}"} if config["api_key"] else {}
     try:
         response = httpx.post(
             f"{config['base_url']}/chat/completions",
-            json={"model": config["model"], "messages": [{"role": "user", "content": prompt}], "temperature": 0},
+            json={
+                "model": config["model"],
+                "messages": [{"role": "user", "content": build_prompt(request, result)}],
+                "temperature": 0,
+            },
             headers=headers,
             timeout=10,
         )
@@ -82,5 +167,6 @@ def llm_fallback(
     if problems:
         log.warning("attendance llm fallback rejected: %d problems", len(problems))
         return result
+    candidate["share_intent"] = result["share_intent"]
     candidate["matched_pattern"] = "llm.fallback"
     return candidate

@@ -15,6 +15,7 @@ from handlers.attendance.hints import apply_policy_words, share_intent, slot_hin
 from handlers.attendance.names import Directory
 from handlers.attendance.policy import default_policy
 from handlers.attendance.text import Folded
+from handlers.attendance.timeutil import zone
 
 CLARIFY_CEILING = 0.65
 
@@ -22,6 +23,8 @@ CLARIFY_CEILING = 0.65
 def parse_attendance_intent(request: dict[str, Any]) -> dict[str, Any]:
     """Parse one utterance; see docs/attendance.md for the grammar."""
     defaults = request.get("defaults") or {}
+    if "timezone" in defaults:
+        zone(defaults["timezone"], "defaults.timezone")
     directory = Directory(request["invitees"])
     text = Folded.of(request["text"])
     mentions = directory.find_mentions(text)
@@ -35,7 +38,11 @@ def parse_attendance_intent(request: dict[str, Any]) -> dict[str, Any]:
 
     excluded = set(reading.excluded)
     target = [k for k in directory.keys if k not in excluded]
-    policy = apply_policy_words(text.folded, default_policy(reading.type, defaults.get("auto_finalize_delay_seconds")))
+    policy = default_policy(reading.type, defaults.get("auto_finalize_delay_seconds"))
+    policy.update(reading.policy)  # e.g. a concession prefers the slot most can attend (BEST_SCORE)
+    if not policy["auto_finalize"]:
+        policy.pop("auto_finalize_delay_seconds", None)
+    policy = apply_policy_words(text.folded, policy)
     if questions:
         policy["auto_finalize"] = False
         policy.pop("auto_finalize_delay_seconds", None)

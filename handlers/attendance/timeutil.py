@@ -27,6 +27,10 @@ def instant(value: str, tz: ZoneInfo | None, where: str) -> datetime:
         if tz is None:
             raise ToolError(f"{where}: {value!r} needs a UTC offset", code="INVALID_INPUT")
         parsed = parsed.replace(tzinfo=tz)
+    try:
+        parsed.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise ToolError(f"{where}: {value!r} is out of the supported range in UTC", code="INVALID_INPUT") from None
     return parsed
 
 

@@ -76,11 +76,28 @@ def test_earliest_is_by_absolute_instant() -> None:
     assert out["auto_finalize_at"] == "2025-06-01T00:01:30Z"
 
 
+def test_earliest_valid_mode_comes_before_the_tie_breaker() -> None:
+    selections = [sel("u:1", "late"), sel("u:2", "late"), sel("u:3", "late"), sel("u:4", "early"), sel("u:5", "early")]
+    # EARLIEST_VALID = the first slot that satisfies the rule, even with highest_score (seed 最初に条件を満たしたSlot)
+    out = run(rule("K_OF_N", {"k": 2, "n": 6}, tie="highest_score"), selections)
+    assert out["decision"]["candidates"] == ["early", "late"]
+    assert (out["decision"]["slot_id"], out["decision"]["reason"]) == ("early", "earliest_valid")
+    # the tie-breaker orders only slots that start at the same instant
+    twins = [
+        {"slot_id": "a", "start": "2025-06-02T10:00:00+09:00"},
+        {"slot_id": "b", "start": "2025-06-02T01:00:00Z"},
+        {"slot_id": "c", "start": "2025-06-03T10:00:00+09:00"},
+    ]
+    picks = [sel("u:1", "a"), sel("u:2", "a"), sel("u:3", "b"), sel("u:4", "b"), sel("u:5", "b"), sel("u:6", "c")]
+    r = rule("ANY", tie="highest_score", slot_policy={"allow_multiple_slots_per_invitee": True})
+    assert run(r, picks, twins)["decision"]["candidates"] == ["b", "a", "c"]
+
+
 def test_highest_score_tie_breaker_and_best_score_waits() -> None:
     selections = [sel("u:1", "late"), sel("u:2", "late"), sel("u:3", "late"), sel("u:4", "early"), sel("u:5", "early")]
-    out = run(rule("K_OF_N", {"k": 2, "n": 6}, tie="highest_score"), selections)
-    assert out["decision"]["candidates"] == ["late", "early"]
-    assert out["decision"]["slot_id"] == "late"
+    manual = run(rule("K_OF_N", {"k": 2, "n": 6}, mode="MANUAL", tie="highest_score"), selections)
+    assert manual["decision"]["candidates"] == ["late", "early"]
+    assert manual["decision"]["recommended_slot_id"] == "late"
     best = run(rule("K_OF_N", {"k": 2, "n": 6}, mode="BEST_SCORE"), selections)
     assert best["decision"]["finalize"] is False
     assert best["decision"]["reason"] == "awaiting_responses"
@@ -157,6 +174,34 @@ def test_selected_at_orders_answers_when_all_have_it() -> None:
     assert [s["score"] for s in run(rule("ANY"), selections)["slots"]] == [0, 1, 0]
 
 
+def test_past_slots_are_reported_but_never_finalised() -> None:
+    selections = [sel("u:1", "early"), sel("u:1", "late", "declined"), sel("u:2", "late")]
+    r = rule("ANY", slot_policy={"allow_multiple_slots_per_invitee": True})
+    # now = 00:45Z: berlin (00:00Z) and early (00:30Z) have started, late (01:00Z) has not
+    out = run(r, [*selections, sel("u:3", "berlin")], now="2025-06-02T00:45:00Z")
+    assert [(s["slot_id"], s["in_past"], s["satisfied"]) for s in out["slots"]] == [
+        ("late", False, True),
+        ("early", True, True),
+        ("berlin", True, True),
+    ]
+    assert out["decision"]["candidates"] == ["late"]
+    assert (out["decision"]["finalize"], out["decision"]["slot_id"]) == (True, "late")
+    # a slot starting exactly now counts as started; only started slots valid → slot_in_past
+    out = run(r, [sel("u:1", "early")], now="2025-06-02T00:30:00Z")
+    assert out["slots"][1]["in_past"] is True
+    assert (out["decision"]["finalize"], out["decision"]["slot_id"], out["decision"]["reason"]) == (
+        False,
+        None,
+        "slot_in_past",
+    )
+    assert out["decision"]["recommended_slot_id"] is None
+    assert (
+        out["decision"]["message"]
+        == "条件を満たす候補日時はすべて開始時刻を過ぎています。新しい候補日時を追加してください。"
+    )
+    assert out["auto_finalize_at"] is None
+
+
 def test_bad_inputs() -> None:
     with pytest.raises(ToolError) as err:
         run(
@@ -171,6 +216,24 @@ def test_bad_inputs() -> None:
     with pytest.raises(ToolError) as err:
         run(rule("ANY"), [], slots=[{"slot_id": "a", "start": "2025-06-02T10:00:00Z", "end": "2025-06-02T09:00:00Z"}])
     assert err.value.message == "slots[0].end is before its start"
+    # now + auto_finalize_delay_seconds past year 9999 is a catalogued error, not a 500
+    auto = rule("ANY", policy={"auto_finalize": True, "auto_finalize_delay_seconds": 7200})
+    far = [{"slot_id": "z", "start": "9999-12-31T23:30:00Z"}]
+    with pytest.raises(ToolError) as err:
+        run(auto, [sel("u:1", "z")], slots=far, now="9999-12-31T23:00:00Z")
+    assert (err.value.code, err.value.message) == (
+        "INVALID_INPUT",
+        "now plus auto_finalize_delay_seconds (7200) is after the year 9999",
+    )
+    with pytest.raises(ToolError) as err:
+        run(rule("ANY"), [], slots=[{"slot_id": "a", "start": "0001-01-01T00:00:00+09:00"}])
+    assert (err.value.code, err.value.message) == (
+        "INVALID_INPUT",
+        "slots[0].start: '0001-01-01T00:00:00+09:00' is out of the supported range in UTC",
+    )
+    with pytest.raises(ToolError) as err:
+        run(rule("ANY"), [], now="0001-01-01T00:00:00+01:00")
+    assert err.value.code == "INVALID_INPUT"
     with pytest.raises(ToolError) as err:
         run(rule("K_OF_N", {"k": 7, "n": 6}), [])
     assert (err.value.code, err.value.message) == (

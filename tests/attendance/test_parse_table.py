@@ -186,6 +186,119 @@ CASES: list[tuple[str, str, dict[str, Any], list[str], bool]] = [
     ("営業部から5人または開発部から1人", "ANY", {}, [], True),
     ("山田さんは必須、あと9人", "ANY", {}, [], True),
     ("木村さんは必須", "ANY", {}, [], True),
+    # audit 2: regressions found by review, each with its exact rule
+    # - negation and concession
+    ("全員参加じゃなくてもいい", "ANY", {}, [], True),
+    ("全員参加は必須ではありません", "ANY", {}, [], True),
+    ("山田さんは必須じゃなくていい", "ANY", {}, [], True),
+    ("全員じゃなくていいので3人以上", "K_OF_N", {"k": 3, "n": 6}, [], False),
+    ("全員来てほしいけど無理なら3人", "K_OF_N", {"k": 3, "n": 6}, [], True),
+    ("全員来てほしいけど難しければ半数", "K_OF_N", {"k": 3, "n": 6}, [], True),
+    ("全員来てほしいけど無理なら", "ANY", {}, [], True),
+    ("全員揃わなければ中止", "ALL", {}, [], False),
+    ("2人来られなくても大丈夫", "K_OF_N", {"k": 4, "n": 6}, [], False),
+    # - a group qualifies 全員
+    ("営業部は全員必須", "REQUIRED_PLUS_QUORUM", {"required_invitee_keys": A, "min_additional": 0}, [], False),
+    (
+        "開発部のメンバー全員が参加",
+        "REQUIRED_PLUS_QUORUM",
+        {"required_invitee_keys": B, "min_additional": 0},
+        [],
+        False,
+    ),
+    # - unknown group names are asked about, never dropped
+    ("営業部から2人または経理部から1人", "ANY", {}, [], True),
+    ("Xチームから2人", "ANY", {}, [], True),
+    ("チームCの誰か", "ANY", {}, [], True),
+    # - quotas joined by 、/と are an AND, which no rule type expresses
+    ("営業部から2人、開発部から1人", "ANY", {}, [], True),
+    ("営業部の誰か1人と開発部の誰か1人", "ANY", {}, [], True),
+    ("営業部と開発部から2人", "ANY", {}, [], True),
+    ("営業部の誰か", "GROUP_ANY", {"groups": [grp("営業部", 1, A)]}, [], False),
+    ("営業部か開発部の誰か", "GROUP_ANY", {"groups": [grp("営業部", 1, A), grp("開発部", 1, B)]}, [], False),
+    ("営業部のメンバーがいればOK", "GROUP_ANY", {"groups": [grp("営業部", 1, A)]}, [], False),
+    # - one of named people; presence conditions; order of count and name
+    (
+        "山田さんか田中さんのどちらかがいればOK",
+        "GROUP_ANY",
+        {"groups": [grp("山田・田中", 1, ["u:1", "u:2"])]},
+        [],
+        False,
+    ),
+    ("山田さんか田中さんは必須", "GROUP_ANY", {"groups": [grp("山田・田中", 1, ["u:1", "u:2"])]}, [], False),
+    ("山田さんか田中さんのどちらかは必須、あと2人", "ANY", {}, [], True),
+    (
+        "山田さんが来られるなら誰でも",
+        "REQUIRED_PLUS_QUORUM",
+        {"required_invitee_keys": ["u:1"], "min_additional": 0},
+        [],
+        False,
+    ),
+    ("山田さんさえいれば", "REQUIRED_PLUS_QUORUM", {"required_invitee_keys": ["u:1"], "min_additional": 0}, [], False),
+    (
+        "最低でも3人、山田さんは必ず",
+        "REQUIRED_PLUS_QUORUM",
+        {"required_invitee_keys": ["u:1"], "min_additional": 3},
+        [],
+        True,
+    ),
+    (
+        "山田さんは必ず、最低でも3人",
+        "REQUIRED_PLUS_QUORUM",
+        {"required_invitee_keys": ["u:1"], "min_additional": 3},
+        [],
+        True,
+    ),
+    (
+        "山田さんは必須、6人",
+        "REQUIRED_PLUS_QUORUM",
+        {"required_invitee_keys": ["u:1"], "min_additional": 5},
+        [],
+        False,
+    ),
+    (
+        "山田さん、田中さん、佐藤さんの3人は必須",
+        "REQUIRED_PLUS_QUORUM",
+        {"required_invitee_keys": A, "min_additional": 0},
+        [],
+        False,
+    ),
+    # - totals, everyone-but, "the others"
+    (
+        "山田さんは必須で、全体で4人以上",
+        "REQUIRED_PLUS_QUORUM",
+        {"required_invitee_keys": ["u:1"], "min_additional": 3},
+        [],
+        False,
+    ),
+    ("山田さん以外全員", "ALL", {}, ["u:1"], False),
+    ("山田さん抜きで全員", "ALL", {}, ["u:1"], False),
+    ("営業部以外全員", "ALL", {}, A, False),
+    (
+        "山田さんと田中さんは必須。他はどちらでも",
+        "REQUIRED_PLUS_QUORUM",
+        {"required_invitee_keys": ["u:1", "u:2"], "min_additional": 0},
+        [],
+        False,
+    ),
+    (
+        "佐藤さんは必須、その他の人は任意",
+        "REQUIRED_PLUS_QUORUM",
+        {"required_invitee_keys": ["u:3"], "min_additional": 0},
+        [],
+        False,
+    ),
+    # - ranges take the lower count; k < 1 is asked
+    ("3～4人", "K_OF_N", {"k": 3, "n": 6}, [], False),
+    ("3〜4名集まれば", "K_OF_N", {"k": 3, "n": 6}, [], False),
+    ("2人か3人", "K_OF_N", {"k": 2, "n": 6}, [], False),
+    ("3から4人", "K_OF_N", {"k": 3, "n": 6}, [], False),
+    ("営業部から2～3人", "GROUP_ANY", {"groups": [grp("営業部", 2, A)]}, [], False),
+    ("0%", "ANY", {}, [], True),
+    ("0割", "ANY", {}, [], True),
+    ("100%", "ALL", {}, [], False),
+    # - the seed's own sentence
+    ("3人以上集まったら成立", "K_OF_N", {"k": 3, "n": 6}, [], False),
 ]
 
 
@@ -199,6 +312,45 @@ def test_paraphrase(text: str, rule_type: str, params: dict[str, Any], excluded:
     assert (out["confidence"] < 0.7) is clarify
     if clarify:
         assert rule["finalize_policy"]["auto_finalize"] is False
+
+
+def test_unknown_and_other_words_in_missing() -> None:
+    out = parse_attendance_intent({"text": "営業部から2人または経理部から1人", "invitees": TEAM})
+    assert out["missing"] == ["経理部"]
+    assert out["needs_clarification"] == [
+        "「経理部」に所属する招待者が見つかりません。どの招待者のことか教えてください（招待者の groups に追加することもできます）。"
+    ]
+    assert parse_attendance_intent({"text": "Xチームから2人", "invitees": TEAM})["missing"] == ["Xチーム"]
+    assert (
+        parse_attendance_intent({"text": "山田さんと田中さんは必須。他はどちらでも", "invitees": TEAM})["missing"] == []
+    )
+
+
+def test_concession_prefers_the_best_slot_and_asks() -> None:
+    out = parse_attendance_intent({"text": "全員来てほしいけど無理なら3人", "invitees": TEAM})
+    assert out["attendance_rule"]["finalize_policy"] == {
+        "mode": "BEST_SCORE",
+        "tie_breaker": "highest_score",
+        "auto_finalize": False,
+    }
+    assert out["confidence"] == 0.65
+    assert out["needs_clarification"] == [
+        "成立条件を「3人以上」とし、全員の回答後に参加者の最も多い候補で確定する、でよいですか？（「全員来てほしい」は希望として扱います）"
+    ]
+
+
+def test_negation_and_ambiguous_count_questions() -> None:
+    out = parse_attendance_intent({"text": "全員参加じゃなくてもいい", "invitees": TEAM})
+    assert (out["confidence"], out["matched_pattern"]) == (0.6, "ambiguous.negated")
+    assert out["needs_clarification"] == [
+        "「全員参加じゃなくてもいい」とのことですが、何人集まれば開催しますか？（最低○人／○○さんは必須 など）"
+    ]
+    out = parse_attendance_intent({"text": "最低でも3人、山田さんは必ず", "invitees": TEAM})
+    assert out["needs_clarification"] == [
+        "3人は必須の1人を含めた合計ですか？それとも必須の1人のほかに3人ですか？（いまは「ほかに3人」としています）"
+    ]
+    out = parse_attendance_intent({"text": "0%", "invitees": TEAM})
+    assert out["needs_clarification"] == ["成立に必要な人数が0人になります。何人以上集まれば開催しますか？"]
 
 
 def test_table_is_large_enough() -> None:

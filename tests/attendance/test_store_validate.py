@@ -10,6 +10,7 @@ import pytest
 
 import handlers.attendance as attendance
 from handlers.attendance.keys import invitee_key
+from handlers.attendance.parse import parse_attendance_intent
 from handlers.attendance.validate import check_rule, rule_problems
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
@@ -195,7 +196,14 @@ def test_invitee_keys() -> None:
     assert invitee_key("email", "  Yamada@Example.com ") == f"e:{digest}"
     assert invitee_key("user", "123") == "u:123"
     assert invitee_key("list_member", 456) == "lm:456"
-    for kind, value in (("user", "1 2"), ("email", "not-an-email"), ("list_member", "a@b"), ("robot", "1")):
+    bad = (
+        ("user", "1 2"),
+        ("email", "not-an-email"),
+        ("list_member", "a@b"),
+        ("robot", "1"),
+        ("user", "taro@example.com"),
+    )
+    for kind, value in bad:
         with pytest.raises(ToolError) as err:
             invitee_key(kind, value)
         assert err.value.code == "INVALID_INPUT"
@@ -218,3 +226,37 @@ def test_parse_rule_saves_as_is(handlers: attendance.AttendanceHandlers) -> None
         assert parsed["needs_clarification"] == []
         saved = handlers.save_attendance_rule({"thread_id": f"p-{i}", "rule": parsed["attendance_rule"]}, CTX)
         assert saved["attendance_rule"] == parsed["attendance_rule"]
+
+
+def test_an_email_never_becomes_a_plain_key() -> None:
+    with pytest.raises(ToolError) as err:
+        invitee_key("user", "taro@example.com")
+    assert (err.value.code, err.value.message) == (
+        "INVALID_INPUT",
+        "user id must not contain @; pass an email with kind email so it is hashed",
+    )
+    # a ready-made key with an address is refused too, without echoing it
+    with pytest.raises(ToolError) as err:
+        parse_attendance_intent(
+            {"text": "全員必須", "invitees": [{"invitee_key": "u:taro@example.com", "display_name": "太郎"}]}
+        )
+    assert err.value.code == "INVALID_INPUT"
+    assert "taro" not in err.value.message
+    # and the schema's InviteeKey pattern rejects it in stored rules
+    problems = rule_problems(base("ANY", {}, include=["u:taro@example.com"]))
+    assert problems and problems[0].startswith("invitee_scope/include_invitee_keys/0: ")
+
+
+def test_parse_rejects_an_unknown_default_timezone() -> None:
+    with pytest.raises(ToolError) as err:
+        parse_attendance_intent(
+            {
+                "text": "全員必須",
+                "invitees": [{"user_id": "1", "display_name": "太郎"}],
+                "defaults": {"timezone": "Nowhere/X"},
+            }
+        )
+    assert (err.value.code, err.value.message) == (
+        "INVALID_INPUT",
+        "defaults.timezone: 'Nowhere/X' is not an IANA time zone",
+    )

@@ -1,0 +1,183 @@
+"""The optional LLM fallback against a real OpenAI-compatible fake on 127.0.0.1 (http.server in a thread)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import handlers.attendance as attendance
+from handlers.attendance.llm import llm_fallback, output_schema, validate_llm_output
+from handlers.attendance.names import Directory
+from handlers.attendance.parse import parse_attendance_intent
+from kumitate.context import CallContext
+from kumitate.settings import Settings
+from tests.attendance.conftest import TEAM
+
+INVITEES: list[dict[str, Any]] = [
+    *TEAM,
+    {"email": "Ext.Person@Example.com", "display_name": "外部 花子", "aliases": ["ハナコ"], "groups": ["社外"]},
+]
+TEXT = "みんなで集まりたい。yamada@example.com にも共有して"
+KEYS = set(Directory(INVITEES).keys)
+
+
+class FakeLLM:
+    """Answers every /v1/chat/completions call with `reply` (a JSON object, or raw text) and records the calls."""
+
+    def __init__(self) -> None:
+        self.reply: Any = None
+        self.calls: list[dict[str, Any]] = []
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.calls.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                content = fake.reply if isinstance(fake.reply, str) else json.dumps(fake.reply, ensure_ascii=False)
+                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+                self.send_response(200 if self.path == "/v1/chat/completions" else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.env = {
+            "ATTENDANCE_LLM_BASE_URL": f"http://127.0.0.1:{self.server.server_address[1]}/v1/",
+            "ATTENDANCE_LLM_MODEL": "fake-model",
+            "ATTENDANCE_LLM_API_KEY": "test-key",
+        }
+
+    def prompt(self) -> str:
+        content: str = self.calls[-1]["body"]["messages"][0]["content"]
+        return content
+
+
+@pytest.fixture
+def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    fake = FakeLLM()
+    thread = threading.Thread(target=fake.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield fake
+    finally:
+        fake.server.shutdown()
+        fake.server.server_close()
+        thread.join(timeout=5)
+
+
+def request() -> dict[str, Any]:
+    return {"text": TEXT, "invitees": INVITEES}
+
+
+def answer(text: str) -> dict[str, Any]:
+    """A well-formed model answer: what the grammar makes of a clearer sentence."""
+    out = parse_attendance_intent({"text": text, "invitees": INVITEES})
+    out.pop("matched_pattern")
+    return out
+
+
+def test_accepts_a_valid_answer_and_sends_no_email(llm: FakeLLM) -> None:
+    result = parse_attendance_intent(request())
+    assert result["confidence"] < 0.7
+    llm.reply = answer("全員必須")
+    out = llm_fallback(request(), result, KEYS, llm.env)
+    assert out["matched_pattern"] == "llm.fallback"
+    assert (out["attendance_rule"]["type"], out["confidence"], out["needs_clarification"]) == ("ALL", 0.95, [])
+    assert out["share_intent"] == result["share_intent"]  # the rule-based share_intent always stands
+
+    call = llm.calls[-1]
+    assert (call["path"], call["auth"], call["body"]["model"]) == (
+        "/v1/chat/completions",
+        "Bearer test-key",
+        "fake-model",
+    )
+    prompt = llm.prompt()
+    for address in ("yamada@example.com", "Ext.Person@Example.com", "ext.person@example.com"):
+        assert address not in prompt
+    assert "<email>" in prompt
+    schema = json.dumps(output_schema(), ensure_ascii=False, separators=(",", ":"))
+    assert schema in prompt and '"ParseAttendanceIntentOutput"' in prompt and "AttendanceRule" in prompt
+    sent = json.loads(prompt.split("\nInput:\n", 1)[1])
+    assert sent["invitees"][-1] == {
+        "invitee_key": sorted(KEYS - {f"u:{i}" for i in range(1, 7)})[0],
+        "display_name": "外部 花子",
+        "aliases": ["ハナコ"],
+        "groups": ["社外"],
+    }
+    assert all(set(i) <= {"invitee_key", "display_name", "reading", "aliases", "groups"} for i in sent["invitees"])
+    assert "share_intent" not in sent["rule_based_result"]
+
+
+def test_rejects_answers_that_break_the_service_rules(llm: FakeLLM) -> None:
+    result = parse_attendance_intent(request())
+    confident_questions = answer("全員必須")
+    confident_questions["needs_clarification"] = ["本当に全員ですか？"]
+    auto_with_questions = answer("誰か1人")
+    auto_with_questions["needs_clarification"] = ["誰でもいいですか？"]
+    auto_with_questions["confidence"] = 0.6
+    unsure_without_questions = answer("3人以上")
+    unsure_without_questions["confidence"] = 0.5
+    stranger = answer("山田さんは必須")
+    stranger["attendance_rule"]["rule"]["required_invitee_keys"] = ["u:99"]
+    for reply in (
+        confident_questions,
+        auto_with_questions,
+        unsure_without_questions,
+        stranger,
+        {"attendance_rule": {}},
+        "not json at all",
+    ):
+        llm.reply = reply
+        assert llm_fallback(request(), result, KEYS, llm.env) is result
+    assert len(llm.calls) == 6
+
+
+def test_service_rule_problems_are_named() -> None:
+    base = answer("誰か1人")
+    assert validate_llm_output(base, KEYS) == []
+    bad = copy.deepcopy(base)
+    bad["needs_clarification"] = ["?"]
+    assert validate_llm_output(bad, KEYS) == [
+        "needs_clarification is not empty but confidence is not below 0.7",
+        "a result with questions must not auto-finalise",
+    ]
+    bad = copy.deepcopy(base)
+    bad["confidence"] = 0.4
+    bad["finalize_policy"]["auto_finalize"] = False
+    assert validate_llm_output(bad, KEYS) == [
+        "confidence is below 0.7 but needs_clarification is empty",
+        "finalize_policy differs from attendance_rule.finalize_policy",
+    ]
+
+
+def test_not_called_when_confident_or_unconfigured(llm: FakeLLM) -> None:
+    confident = parse_attendance_intent({"text": "全員必須", "invitees": INVITEES})
+    assert llm_fallback({"text": "全員必須", "invitees": INVITEES}, confident, KEYS, llm.env) is confident
+    unsure = parse_attendance_intent(request())
+    assert llm_fallback(request(), unsure, KEYS, {}) is unsure
+    assert llm.calls == []
+
+
+def test_handler_uses_the_configured_endpoint(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name, value in llm.env.items():
+        monkeypatch.setenv(name, value)
+    handlers = attendance.create(
+        Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
+    )
+    ctx = CallContext(service="attendance", tool="t", transport="test", run_id="r", trace_id="t")
+    llm.reply = answer("3人以上")
+    out = handlers.parse_attendance_intent(request(), ctx)
+    assert (out["matched_pattern"], out["attendance_rule"]["rule"]) == ("llm.fallback", {"k": 3, "n": 7})
