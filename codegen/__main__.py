@@ -1,7 +1,9 @@
 """python -m codegen [--check | --lint] [--specs DIR] [--out DIR]
 
-Without flags: lint the specs, then write generated/ (removing orphans).
---check: exit 1 and list stale and orphan files instead of writing.
+Without flags: lint the specs, then write generated/ (removing orphans); a service over its
+token budget (specs/token-budget.yaml) is reported as a warning.
+--check: exit 1 and list stale and orphan files instead of writing, or when a service's MCP
+  tools/list is over its token budget (KT205, unless specs/readiness-baseline.yaml accepts it).
 --lint: only report spec problems.
 """
 
@@ -12,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from codegen import emit, lint, specs
+from codegen import docs, emit, lint, readiness, specs
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -29,6 +31,13 @@ def _existing(out_root: Path) -> set[str]:
         for p in (out_root / d).rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
+
+
+def budget_problems(tree: specs.SpecTree) -> list[specs.Problem]:
+    """KT205 (and a malformed budget file), minus what specs/readiness-baseline.yaml accepts."""
+    baseline = readiness.load_baseline(tree.root / readiness.BASELINE_FILE)
+    accepted = readiness.filter_baseline(docs.check_budget(tree), baseline)
+    return [p for p in accepted if p.rule == docs.BUDGET_RULE]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"specs OK: {len(tree.services)} services, {len(tree.all_tools())} tools")
         return 0
 
+    over_budget = budget_problems(tree)
+    for problem in over_budget:
+        print(f"{'' if args.check else 'warning: '}{problem}", file=sys.stderr)
     wanted = emit.render_all(tree)
     existing = _existing(args.out)
     stale = [
@@ -67,6 +79,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"orphan: {path}")
         if stale or orphans:
             print(f"generated/ is out of date ({len(stale)} stale, {len(orphans)} orphan): run `make generate`.")
+        if over_budget:
+            print(
+                f"{len(over_budget)} service(s) over their tools/list token budget (specs/{docs.BUDGET_FILE}):"
+                " shorten the descriptions or schemas, or raise the budget with a reason."
+            )
+        if stale or orphans or over_budget:
             return 1
         print(f"generated/ is up to date ({len(wanted)} files).")
         return 0

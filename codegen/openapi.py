@@ -12,6 +12,7 @@ from typing import Any
 
 from codegen import naming
 from codegen.specs import GENERIC_ERRORS, ResourceSpec, SpecTree, ToolSpec
+from kumitate.transports.forms import form_schema
 
 ERROR_BODY: dict[str, Any] = {
     "type": "object",
@@ -77,7 +78,9 @@ def _error_responses(tree: SpecTree, codes: list[str]) -> dict[str, Any]:
 def _request_body(tool: ToolSpec) -> dict[str, Any]:
     content: dict[str, Any] = {}
     for ctype in tool.content_types:
-        content[ctype] = {"schema": tool.input_schema}
+        content[ctype] = {
+            "schema": tool.input_schema if ctype == "application/json" else form_schema(tool.input_schema)
+        }
         if ctype == "application/json" and tool.examples:
             content[ctype]["examples"] = {
                 ex.name: {"summary": ex.description or ex.name, "value": ex.input}

@@ -4,7 +4,7 @@ Same style as codegen/lint.py: every rule has a stable ID in RULES, every check 
 `(tree) -> Iterator[Problem]` listed in CHECKS. Findings that are accepted on purpose live in
 specs/readiness-baseline.yaml as [{rule, file, pointer, reason}]; `filter_baseline` drops them,
 and an entry without a reason is itself a problem (KT206). `lint(tree)` runs everything and
-applies the tree's baseline.
+applies the tree's baseline; an entry that matches nothing any more is a warning (remove it).
 """
 
 from __future__ import annotations
@@ -32,27 +32,30 @@ RULES: dict[str, str] = {
 BASELINE_FILE = "readiness-baseline.yaml"
 
 USE_CUES = (
-    r"\buse (it|this|them)\b",
-    r"\buse \w+ (when|for|to)\b",
-    r"\bwhen\b",
+    r"\b(use|call) (it|this|them)\b",
+    r"\buse (when|whenever|for|if|after|before|to)\b",
     r"\buseful (for|when)\b",
-    r"使う",
-    r"使います",
-    r"使用",
-    r"場合",
+    r"使(う|います|ってください)",
+    r"使用(する|します|して)",
+    r"呼び出(す|します|して)",
 )
+"""A sentence that says when to use the tool: "Use it to/when ...", "Call it after ...", 「…に使う」."""
 AVOID_CUES = (
-    r"\bdo not\b",
-    r"\bdon't\b",
+    r"\b(do not|don't|never|not) (use|call)\b",
     r"\bnot for\b",
     r"\binstead\b",
-    r"\bnever\b",
+    r"\brather than\b",
     r"\bnot (meant|intended|suitable)\b",
+    r"\bno need to (use|call)\b",
     r"使わない",
     r"使いません",
+    r"使用しない",
     r"ではなく",
     r"向きません",
+    r"代わりに",
 )
+"""A sentence that says when not to: "Do not use it for ...", "... instead", 「…には使わない」; or one that
+points to another tool ("use `search` for that", "For one month use get_monthly_household")."""
 SIMILARITY = 0.9
 
 
@@ -72,14 +75,32 @@ def _has(patterns: tuple[str, ...], text: str) -> bool:
     return any(re.search(p, text, re.IGNORECASE) for p in patterns)
 
 
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+", text) if s.strip()]
+
+
+def _points_elsewhere(sentence: str, others: set[str]) -> bool:
+    """ "use X" / "call X" naming another tool: what to use instead."""
+    if not re.search(r"\b(use|call)\b|使", sentence, re.IGNORECASE):
+        return False
+    return any(re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", sentence) for name in others)
+
+
 def check_when_to_use(tree: SpecTree) -> Iterator[Problem]:
+    """KT201: a sentence says when to use the tool, and a sentence says when not to (or what to use instead).
+
+    Keywords anywhere are not enough: "Returns labels when found. Never fails." says neither."""
+    names = {t.name for t in tree.all_tools()}
     for tool, rel in _tools(tree):
-        text = tool.description
+        said = sentences(tool.description)
         missing = []
-        if not _has(USE_CUES, text):
-            missing.append('when to use it ("Use it to/when ...", 「…に使う」)')
-        if not _has(AVOID_CUES, text):
-            missing.append('when not to ("Do not use it for ...", "use X instead", 「…には使わない」)')
+        if not any(_has(USE_CUES, s) for s in said):
+            missing.append('when to use it (a sentence like "Use it to/when ...", 「…に使う」)')
+        others = names - {tool.name}
+        if not any(_has(AVOID_CUES, s) or _points_elsewhere(s, others) for s in said):
+            missing.append(
+                'when not to (a sentence like "Do not use it for ...", "use <other tool> instead", 「…には使わない」)'
+            )
         if missing:
             yield Problem(rel, "/description", "KT201", "the description does not say " + " nor ".join(missing))
 
@@ -252,10 +273,27 @@ def filter_baseline(
     return sorted(set(out), key=lambda p: (p.file, p.pointer, p.rule, p.message))
 
 
+def stale_entries(problems: list[Problem], baseline: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+    """(index, entry) of the well-formed baseline entries that accept none of `problems` (fixed: remove them)."""
+    found = {(p.rule, p.file, p.pointer) for p in problems}
+    out = []
+    for i, entry in enumerate(baseline):
+        key = (entry.get("rule"), entry.get("file"), entry.get("pointer", ""))
+        if all(isinstance(k, str) for k in key) and str(entry.get("reason") or "").strip() and key not in found:
+            out.append((i, entry))
+    return out
+
+
 def lint(tree: SpecTree) -> list[Problem]:
     """Every readiness problem of a tree, minus those its specs/readiness-baseline.yaml accepts."""
+    return lint_with_stale(tree)[0]
+
+
+def lint_with_stale(tree: SpecTree) -> tuple[list[Problem], list[tuple[int, dict[str, Any]]]]:
+    """lint(tree), and the baseline entries that match nothing (they are warnings, not problems)."""
     problems = [p for check in CHECKS for p in check(tree)]
-    return filter_baseline(problems, load_baseline(tree.root / BASELINE_FILE))
+    baseline = load_baseline(tree.root / BASELINE_FILE)
+    return filter_baseline(problems, baseline), stale_entries(problems, baseline)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,7 +304,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen.readiness", description=__doc__.splitlines()[0])
     parser.add_argument("--specs", type=Path, default=Path(__file__).resolve().parent.parent / "specs")
     args = parser.parse_args(argv)
-    problems = lint(load_tree(args.specs))
+    problems, stale = lint_with_stale(load_tree(args.specs))
+    for i, entry in stale:
+        print(
+            f"warning: specs/{BASELINE_FILE}#/{i}: the entry for {entry['rule']} at"
+            f" {entry['file']}#{entry.get('pointer', '')} matches nothing any more: remove it",
+            file=sys.stderr,
+        )
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:

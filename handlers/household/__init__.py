@@ -85,13 +85,19 @@ class HouseholdHandlers:
         return self.core.chart_png(chart_id)
 
 
+TRUE_VALUES = ("1", "true", "yes", "on")
+
+
 def data_dirs(settings: Settings, env: dict[str, str] | None = None) -> list[Path]:
-    """The bundled samples plus every directory in HOUSEHOLD_DATA_DIR (os.pathsep-separated)."""
+    """Every directory in HOUSEHOLD_DATA_DIR (os.pathsep-separated); the bundled samples only without it.
+
+    With HOUSEHOLD_DATA_DIR set, the samples are left out (and sample rows already stored are removed on the
+    next import) so that a user's real exports never mix with them; HOUSEHOLD_INCLUDE_SAMPLES=1 keeps them.
+    """
     env = dict(os.environ) if env is None else env
-    dirs = [settings.sample_dir / SERVICE]
-    extra = env.get("HOUSEHOLD_DATA_DIR", "")
-    dirs += [Path(p).expanduser() for p in extra.split(os.pathsep) if p.strip()]
-    return dirs
+    extra = [Path(p).expanduser() for p in env.get("HOUSEHOLD_DATA_DIR", "").split(os.pathsep) if p.strip()]
+    keep_samples = not extra or env.get("HOUSEHOLD_INCLUDE_SAMPLES", "").strip().lower() in TRUE_VALUES
+    return [settings.sample_dir / SERVICE, *extra] if keep_samples else extra
 
 
 def create(settings: Settings, env: dict[str, str] | None = None) -> HouseholdHandlers:
@@ -99,6 +105,10 @@ def create(settings: Settings, env: dict[str, str] | None = None) -> HouseholdHa
     env = dict(os.environ) if env is None else env
     ttl = float(env.get("HOUSEHOLD_CHART_TTL_SECONDS", "3600"))
     core = HouseholdCore(
-        settings.service_dir(SERVICE), data_dirs(settings, env), settings.public_base_url, chart_ttl_seconds=ttl
+        settings.service_dir(SERVICE),
+        data_dirs(settings, env),
+        settings.public_base_url,
+        chart_ttl_seconds=ttl,
+        sample_dir=settings.sample_dir / SERVICE,
     )
     return HouseholdHandlers(core)

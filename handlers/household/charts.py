@@ -67,7 +67,9 @@ def _yen_axis(ax: object) -> None:
 
 
 def category_chart(title: str, labels: list[str], values: list[int], kind: str, width: int, height: int) -> bytes:
-    """A month's spending by category: pie (shares) or bar (yen)."""
+    """A month's spending by category: pie (shares) or bar (yen). Raises ValueError when there is nothing to draw."""
+    if not any(v > 0 for v in values):
+        raise ValueError("no spending to draw")  # matplotlib's pie would fail with "All wedge sizes are zero"
     with matplotlib.rc_context(_rc()):
         fig = _figure(width, height)
         ax = fig.add_subplot(1, 1, 1)

@@ -131,6 +131,30 @@ RowTuple = tuple[int, str, int, str, str, str, str, str, int, int, str]
 _FLAG_VALUES = {"0": 0, "1": 1}
 
 
+def _records(text: str) -> list[list[str] | str]:
+    """CSV records; a record the csv module rejects (e.g. a field over csv.field_size_limit(), 128 KiB) is its
+    error message instead, and reading goes on with the next line, so one bad row never rejects the file.
+    The process-wide field limit is left alone (other services share it)."""
+    try:
+        return list(csv.reader(io.StringIO(text, newline="")))  # the common case, at full speed
+    except csv.Error:
+        pass
+    records: list[list[str] | str] = []
+    reader = csv.reader(io.StringIO(text, newline=""))
+    last_line = -1
+    while True:
+        try:
+            records.append(next(reader))
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            if reader.line_num == last_line:  # no progress: never loop on the same input
+                break
+            records.append(f"行を読み込めません（欄が長すぎるか、CSVの形式が不正です）: {exc}")
+        last_line = reader.line_num
+    return records
+
+
 def parse_text(text: str, name: str) -> tuple[list[ParsedRow], list[RowError]]:
     """Parse decoded CSV text; `name` is the source file name used in errors."""
     rows, errors = parse_tuples(text, name)
@@ -141,13 +165,12 @@ def parse_tuples(text: str, name: str) -> tuple[list[RowTuple], list[RowError]]:
     """`parse_text` with plain tuples (ParsedRow field order): the importer's fast path, same rows and errors."""
     rows: list[RowTuple] = []
     errors: list[RowError] = []
-    try:
-        records = list(csv.reader(io.StringIO(text, newline="")))
-    except csv.Error as exc:
-        return [], [RowError(name, None, f"CSVとして読み込めません: {exc}")]
+    records = _records(text)
     if not records:
         return [], [RowError(name, None, "ファイルが空です")]
     header = records[0]
+    if isinstance(header, str):
+        return [], [RowError(name, None, f"CSVとして読み込めません: {header}")]
     if any("\ufffd" in h for h in header):
         return [], [RowError(name, None, "文字コードが不正です（cp932 として読めません）")]
     columns, missing = _resolve_columns(header)
@@ -166,6 +189,9 @@ def parse_tuples(text: str, name: str) -> tuple[list[RowTuple], list[RowError]]:
     append = rows.append
     for offset, record in enumerate(records[1:]):
         row_number = offset + 2
+        if isinstance(record, str):
+            errors.append(RowError(name, row_number, record))
+            continue
         if not record or (not record[0].strip() and all(not cell.strip() for cell in record)):
             continue
         try:

@@ -5,7 +5,12 @@ Two transactions are candidates when their dates are at most
 tolerance is given, otherwise within every tolerance given (±yen absolute, and
 ±% of the mean of the two absolute amounts). This keeps the seed's rule that
 both tolerances must hold when both are set, and fixes its quirk that an
-absolute tolerance alone still demanded equal amounts.
+absolute tolerance alone still demanded equal amounts. Both amounts must also
+have the same sign (money out vs money in: a same-day refund of a purchase is
+never its duplicate), and both rows must be of the same kind (振替 or not: a
+card settlement is never the duplicate of a purchase). The similarity below
+compares absolute amounts, so without the sign rule −5,000 and +5,000 on one
+day would score 1.0.
 
 Search: sort by (day, amount); for each transaction look only at the days
 within the tolerance and, inside each day, bisect to the amount band that can
@@ -57,6 +62,7 @@ class Item:
     id: int
     day: int  # date.toordinal()
     amount: int
+    kind: int = 0  # only items of the same kind pair up (the store passes is_transfer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +72,14 @@ class Candidate:
     score: float
 
 
+def same_sign(a1: int, a2: int) -> bool:
+    """Both money out, both money in, or both 0 yen."""
+    return (a1 > 0) == (a2 > 0) and (a1 < 0) == (a2 < 0)
+
+
 def amounts_match(a1: int, a2: int, opts: Options) -> bool:
+    if not same_sign(a1, a2):
+        return False
     diff = abs(a1 - a2)
     if opts.amount_tolerance_abs <= 0 and opts.amount_tolerance_pct <= 0:
         return diff == 0
@@ -76,7 +89,11 @@ def amounts_match(a1: int, a2: int, opts: Options) -> bool:
 
 
 def is_potential_duplicate(t1: Item, t2: Item, opts: Options) -> bool:
-    return abs(t1.day - t2.day) <= opts.date_tolerance_days and amounts_match(t1.amount, t2.amount, opts)
+    return (
+        t1.kind == t2.kind
+        and abs(t1.day - t2.day) <= opts.date_tolerance_days
+        and amounts_match(t1.amount, t2.amount, opts)
+    )
 
 
 def similarity(t1: Item, t2: Item, opts: Options) -> float:
@@ -103,7 +120,9 @@ def _band(amount: int, opts: Options) -> float:
 
 def find_candidates(items: list[Item], opts: Options) -> list[Candidate]:
     """All pairs that match and score at least `min_similarity_score`, best first."""
-    found = search([t.id for t in items], [t.day for t in items], [t.amount for t in items], opts)
+    found = search(
+        [t.id for t in items], [t.day for t in items], [t.amount for t in items], opts, [t.kind for t in items]
+    )
     if found is None:
         return _find_candidates_python(items, opts)
     return [Candidate(a, b, s) for a, b, s in zip(*found, strict=True)]
@@ -117,9 +136,16 @@ _CHUNK_PAIRS = 2_000_000
 
 
 def search(
-    ids: Sequence[int], days: Sequence[int], amounts: Sequence[int], opts: Options
+    ids: Sequence[int],
+    days: Sequence[int],
+    amounts: Sequence[int],
+    opts: Options,
+    kinds: Sequence[int] | None = None,
 ) -> tuple[list[int], list[int], list[float]] | None:
-    """`find_candidates` on columns: (id_1s, id_2s, scores), best first; None when out of the exact range."""
+    """`find_candidates` on columns: (id_1s, id_2s, scores), best first; None when out of the exact range.
+
+    `kinds` (default: all 0) is each item's kind; only items of the same kind pair up.
+    """
     import numpy as np
 
     tol, tol_abs, tol_pct = opts.date_tolerance_days, opts.amount_tolerance_abs, opts.amount_tolerance_pct
@@ -143,6 +169,8 @@ def search(
         return None  # some int64 step below could overflow
     order = np.lexsort((id_in, amount_in, day_in))  # by (day, amount, id)
     day, amount, tid = day_in[order], amount_in[order], id_in[order]
+    kind = None if kinds is None else np.asarray(kinds, dtype=np.int64)[order]
+    sign = np.sign(amount)
 
     # the same per-transaction amount band as `_band` (float64 = Python float), as whole yen
     exact = tol_abs <= 0 and tol_pct <= 0
@@ -185,11 +213,13 @@ def search(
             if exact:
                 ok = diff == 0
             else:
-                ok = np.ones(total, dtype=bool)
+                ok = sign[i] == sign[j]  # a refund never duplicates the purchase
                 if tol_abs > 0:
                     ok &= ~(diff > tol_abs)
                 if tol_pct > 0:
                     ok &= ~(diff * 200 > tol_pct * (np.abs(a1) + np.abs(a2)))
+            if kind is not None:
+                ok &= kind[i] == kind[j]
             out_i.append(i[ok])
             out_j.append(j[ok])
     if not out_i:
@@ -257,7 +287,7 @@ def _find_candidates_python(items: list[Item], opts: Options) -> list[Candidate]
             j = bisect_left(amounts, low_amount, lo, hi)
             while j < hi and amounts[j] <= high_amount:
                 t2 = ordered[j]
-                if amounts_match(t1.amount, t2.amount, opts):
+                if t1.kind == t2.kind and amounts_match(t1.amount, t2.amount, opts):
                     score = similarity(t1, t2, opts)
                     if score >= opts.min_similarity_score:
                         a, b = sorted((t1.id, t2.id))

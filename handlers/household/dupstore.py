@@ -2,6 +2,12 @@
 
 Confirming and restoring each run in one SQLite transaction (BEGIN IMMEDIATE),
 so a check's decision and the transaction's flag never disagree.
+
+Each detection run replaces the undecided candidates: pending checks (no
+user_decision) that the run does not find again are deleted, so the candidates
+of an earlier, looser run disappear once a stricter one is run. Decided checks
+(duplicate / not_duplicate / skip) are always kept. A run limited to
+`transaction_ids` only replaces the pending checks between those transactions.
 """
 
 from __future__ import annotations
@@ -37,35 +43,59 @@ def _refresh_month_of(con: sqlite3.Connection, tid: int) -> None:
     refresh_aggregates(con, str(day)[:7])
 
 
-def load_columns(con: sqlite3.Connection, ids: list[int] | None) -> tuple[list[int], list[int], list[int]]:
-    """(ids, days as date.toordinal(), amounts) of the transactions not marked as duplicates."""
+def load_columns(con: sqlite3.Connection, ids: list[int] | None) -> tuple[list[int], list[int], list[int], list[int]]:
+    """(ids, days as date.toordinal(), amounts, is_transfer) of the transactions not marked as duplicates.
+
+    is_transfer is the kind the search pairs within: a 振替 row is only compared with 振替 rows.
+    """
     cur = con.cursor()
     cur.row_factory = None  # plain tuples
-    rows = cur.execute("SELECT id, date, amount FROM transactions WHERE is_duplicate = 0").fetchall()
+    rows = cur.execute(
+        "SELECT id, date, amount, COALESCE(is_transfer, 0) FROM transactions WHERE is_duplicate = 0"
+    ).fetchall()
     if ids:
         wanted = set(ids)
         rows = [r for r in rows if r[0] in wanted]
     if not rows:
-        return [], [], []
-    tids, dates, amounts = (list(c) for c in zip(*rows, strict=True))
+        return [], [], [], []
+    tids, dates, amounts, kinds = (list(c) for c in zip(*rows, strict=True))
     ordinals = {d: date.fromisoformat(d).toordinal() for d in set(dates)}  # a few thousand distinct dates
-    return tids, [ordinals[d] for d in dates], [int(a) for a in amounts]
+    return tids, [ordinals[d] for d in dates], [int(a) for a in amounts], [int(k) for k in kinds]
 
 
 def load_items(con: sqlite3.Connection, ids: list[int] | None) -> list[Item]:
     return [Item(*t) for t in zip(*load_columns(con, ids), strict=True)]
 
 
+def _remove_stale(con: sqlite3.Connection, ids: list[int] | None, id_1: list[int], id_2: list[int]) -> int:
+    """Delete the pending checks (within the scanned transactions) that are not among the found pairs."""
+    if not ids and not id_1:
+        return int(con.execute("DELETE FROM duplicate_checks WHERE user_decision IS NULL").rowcount)
+    cur = con.cursor()
+    cur.row_factory = None
+    pending = cur.execute(
+        "SELECT id, transaction_id_1, transaction_id_2 FROM duplicate_checks WHERE user_decision IS NULL"
+    ).fetchall()
+    if ids:
+        wanted = set(ids)
+        pending = [r for r in pending if r[1] in wanted and r[2] in wanted]
+    found = set(zip(id_1, id_2, strict=True))
+    stale = [(r[0],) for r in pending if (r[1], r[2]) not in found]
+    con.executemany("DELETE FROM duplicate_checks WHERE id = ?", stale)
+    return len(stale)
+
+
 def detect(db: Database, opts: Options, ids: list[int] | None) -> dict[str, Any]:
     # Foreign keys off for this write: every pair is made of ids read inside this same transaction,
     # so the two lookups per inserted row could never fail (they cost ~40% of the upsert).
     with db.transaction(foreign_keys=False) as con:
-        tids, days, amounts = load_columns(con, ids)
-        found = search(tids, days, amounts, opts)
+        tids, days, amounts, kinds = load_columns(con, ids)
+        found = search(tids, days, amounts, opts, kinds)
         if found is None:  # outside the vectorised search's exact range
-            pairs = find_candidates([Item(*t) for t in zip(tids, days, amounts, strict=True)], opts)
+            pairs = find_candidates([Item(*t) for t in zip(tids, days, amounts, kinds, strict=True)], opts)
             found = ([c.id_1 for c in pairs], [c.id_2 for c in pairs], [c.score for c in pairs])
         id_1, id_2, scores = found
+        removed = _remove_stale(con, ids, id_1, id_2)
         existing = con.execute("SELECT COUNT(*) FROM duplicate_checks").fetchone()[0]
         con.executemany(
             UPSERT,
@@ -84,6 +114,7 @@ def detect(db: Database, opts: Options, ids: list[int] | None) -> dict[str, Any]
     return {
         "candidates_count": count,
         "new_candidates": new,
+        "removed_candidates": removed,
         "checked_transactions": len(tids),
         "message": message,
     }

@@ -13,11 +13,16 @@ def yen(value: int | None) -> str:
 
 
 def pct(value: float | None) -> str:
-    """-6.7 → '-6.7%', 3.2 → '+3.2%', 0 → '0.0%', None → 'N/A'."""
+    """-6.7 → '-6.7%', 3.2 → '+3.2%', 0 → '0.0%', None → 'N/A'.
+
+    Whatever shows as zero is '0.0%': never '-0.0%' (negative zero, or a tiny negative change) nor '+0.0%'.
+    """
     if value is None:
         return NA
-    text = f"{value:.1f}%"
-    return f"+{text}" if value > 0 else text
+    text = f"{value:.1f}"
+    if float(text) == 0:
+        return "0.0%"
+    return f"+{text}%" if value > 0 else f"{text}%"
 
 
 def round_half_up(value: Decimal, places: str = "1") -> Decimal:

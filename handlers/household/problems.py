@@ -18,18 +18,47 @@ MESSAGES = {
 }
 
 
+#: difflib ratio below which a name is not offered as "did you mean" (0.0 offered anything at all)
+SUGGEST_CUTOFF = 0.4
+
+#: why a category that exists in the data is still not a spending category
+NOT_SPENDING = {
+    "income": "収入のカテゴリです。推移は支出カテゴリのみ対象です",
+    "transfer": "振替のカテゴリです。振替は支出に数えません",
+    "other": "支出として数える取引がありません（収入・振替・計算対象外のみ）",
+}
+
+
 def data_not_found(detail: str) -> ToolError:
+    """No export at all, or no data for the month asked (seed §4.5: the CSV is missing)."""
     return ToolError(f"{MESSAGES['data_not_found']}: {detail}", code="DATA_NOT_FOUND")
 
 
-def unknown_category(name: str, known: list[str]) -> ToolError:
-    """VALIDATION_ERROR naming the nearest known categories (difflib), so the caller can retry."""
-    near = difflib.get_close_matches(name, known, n=3, cutoff=0.0)
-    hint = f"（候補: {', '.join(near)}）" if near else ""
+def insufficient(detail: str) -> ToolError:
+    """Data exists, but none in the period asked (seed §4.5: データ不足で指標計算不可)."""
+    return ToolError(f"{MESSAGES['insufficient']}: {detail}", code="DATA_NOT_FOUND")
+
+
+def unknown_category(
+    name: str, known: list[str], fallback: list[str] | None = None, kind: str | None = None
+) -> ToolError:
+    """VALIDATION_ERROR naming the nearest spending categories, so the caller can retry.
+
+    `known`: the spending categories; `fallback`: what to offer when none is near (e.g. the largest ones);
+    `kind`: set when `name` exists in the data but holds no spending (income / transfer / other).
+    """
+    near = [] if kind else difflib.get_close_matches(name, known, n=3, cutoff=SUGGEST_CUTOFF)
+    suggestions = near or list(fallback or [])[:3]
+    parts = [NOT_SPENDING[kind]] if kind in NOT_SPENDING else []
+    if near:
+        parts.append(f"候補: {', '.join(near)}")
+    elif suggestions:
+        parts.append(f"支出カテゴリの例: {', '.join(suggestions)}")
+    hint = f"（{'。'.join(parts)}）" if parts else ""
     return ToolError(
         f"{MESSAGES['category_not_found']}: {name}{hint}",
         code="VALIDATION_ERROR",
-        details={"category": name, "suggestions": near},
+        details={"category": name, "suggestions": suggestions, "not_spending": kind},
     )
 
 

@@ -42,6 +42,28 @@ def expense_categories(con: sqlite3.Connection) -> tuple[list[str], list[str]]:
     return majors, minors
 
 
+def top_spending_majors(con: sqlite3.Connection, limit: int) -> list[str]:
+    """The 大項目 with the most spending over all data, largest first."""
+    sql = "SELECT category_major FROM monthly_spending GROUP BY 1 ORDER BY SUM(amount) DESC, 1 LIMIT ?"
+    return [r[0] for r in con.execute(sql, (limit,))]
+
+
+def category_kind(con: sqlite3.Connection, name: str) -> str | None:
+    """For a name without spending: 'income', 'transfer' or 'other' if some row carries it, else None."""
+    income, transfer, count = con.execute(
+        "SELECT COALESCE(SUM(is_target = 1 AND is_transfer = 0 AND amount > 0), 0), COALESCE(SUM(is_transfer = 1), 0), "
+        f"COUNT(*) FROM transactions WHERE {ACTIVE} AND (category_major = ? OR category_minor = ?)",
+        (name, name),
+    ).fetchone()
+    if not count:
+        return None
+    if income and not transfer:
+        return "income"
+    if transfer and not income:
+        return "transfer"
+    return "other"
+
+
 def monthly_spending(
     con: sqlite3.Connection, start: int, end: int, *, level: str = "major", category: str | None = None
 ) -> dict[str, dict[int, int]]:

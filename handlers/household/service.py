@@ -50,10 +50,17 @@ def parse_image_size(text: str) -> tuple[int, int]:
 
 class HouseholdCore:
     def __init__(
-        self, state_dir: Path, data_dirs: list[Path], public_base_url: str, chart_ttl_seconds: float = 3600.0
+        self,
+        state_dir: Path,
+        data_dirs: list[Path],
+        public_base_url: str,
+        chart_ttl_seconds: float = 3600.0,
+        sample_dir: Path | None = None,
     ) -> None:
+        """`sample_dir`: the bundled samples; when it is not among `data_dirs` its stored rows are removed."""
         self.state_dir = state_dir
         self.data_dirs = data_dirs
+        self.sample_dir = sample_dir
         self.public_base_url = public_base_url.rstrip("/")
         self.db = Database(state_dir / "household.db")
         self.charts = ChartCache(state_dir / "charts", ttl_seconds=chart_ttl_seconds)
@@ -61,14 +68,20 @@ class HouseholdCore:
 
     # ---------------------------------------------------------------- import
     def import_data(self) -> dict[str, Any]:
-        report = import_files(self.db, find_files(self.data_dirs))
+        include_samples = self.sample_dir is None or self.sample_dir.resolve() in {d.resolve() for d in self.data_dirs}
+        report = import_files(
+            self.db, find_files(self.data_dirs), sample_dir=self.sample_dir, include_samples=include_samples
+        )
         with self.db.connect() as con:
             total = con.execute("SELECT COUNT(*) FROM transactions").fetchone()[0]
         out = report.as_dict(total)
-        out["message"] = (
+        message = (
             f"{report.files_processed}ファイルを処理しました: {report.imported}件取り込み、"
             f"{report.skipped}件は取り込み済み、エラー{len(report.errors)}件"
         )
+        if report.samples_removed:
+            message += f"（HOUSEHOLD_DATA_DIR 指定のためサンプルデータ{report.samples_removed}件を削除しました）"
+        out["message"] = message
         return out
 
     # ------------------------------------------------------------- resources
@@ -95,13 +108,13 @@ class HouseholdCore:
             if not data_months:
                 return {"start_month": None, "end_month": None, "categories": [], "notes": []}
             end = data_months[-1]
-            start = end - 11
+            start = max(end - 11, data_months[0])
             blocks = self._trend_blocks(con, set(data_months), start, end, None, "major", top=None)
         return {
             "start_month": months.label(start),
             "end_month": months.label(end),
             "categories": [b for b, _ in blocks],
-            "notes": self._notes(blocks, start, end, set(data_months)),
+            "notes": self._notes(blocks, start, end, set(data_months), asked=12),
         }
 
     def chart_png(self, chart_id: str) -> bytes:
@@ -153,6 +166,9 @@ class HouseholdCore:
         if params.get("output_format") == "image":
             kind = params.get("graph_type") or "pie"
             width, height = parse_image_size(params.get("image_size") or "800x600")
+            if total <= 0:  # e.g. a month with income only: nothing to draw (a pie of zeros cannot be drawn)
+                result.warnings.append(f"{months.jp(m)}は支出がないため、グラフは作成しませんでした")
+                return result
             labels = [str(c["category_major"]) for c in categories]
             values = [int(c["amount"]) for c in categories]
             if kind == "pie" and len(labels) > PIE_SLICES:
@@ -175,20 +191,28 @@ class HouseholdCore:
             data_months = queries.data_months(con)
             if not data_months:
                 raise problems.data_not_found("取引データがありません")
-            start, end = self._window(params, data_months)
+            start, end, asked = self._window(params, data_months)
             present = set(data_months)
             if not any(start <= m <= end for m in present):
-                raise problems.data_not_found(f"{months.jp(start)}〜{months.jp(end)}")
+                raise problems.insufficient(
+                    f"{months.jp(start)}〜{months.jp(end)}（データがあるのは "
+                    f"{months.jp(data_months[0])}〜{months.jp(data_months[-1])}）"
+                )
             category = params.get("category")
             level = "major"
             if category is not None:
                 found = queries.expense_level(con, category)
                 if found is None:
                     majors, minors = queries.expense_categories(con)
-                    raise problems.unknown_category(category, majors + [m for m in minors if m not in majors])
+                    raise problems.unknown_category(
+                        category,
+                        majors + [m for m in minors if m not in majors],
+                        fallback=queries.top_spending_majors(con, 3),
+                        kind=queries.category_kind(con, category),
+                    )
                 level = found
             blocks = self._trend_blocks(con, present, start, end, category, level, top=None if category else 3)
-        notes = self._notes(blocks, start, end, present)
+        notes = self._notes(blocks, start, end, present, asked)
         text = self._trend_text(blocks, start, end, category, notes)
         data: dict[str, Any] = {
             "category": category,
@@ -202,6 +226,9 @@ class HouseholdCore:
         if params.get("output_format") == "image":
             kind = params.get("graph_type") or "line"
             width, height = parse_image_size(params.get("image_size") or "800x600")
+            if not blocks:
+                result.warnings.append("対象期間に支出がないため、グラフは作成しませんでした")
+                return result
             labels = [months.label(m) for m in range(start, end + 1)]
             series = {str(b["category"]): [mm.amount for mm in metrics] for b, metrics in blocks}
             averages = {str(b["category"]): [mm.moving_average_12m for mm in metrics] for b, metrics in blocks}
@@ -217,7 +244,8 @@ class HouseholdCore:
             )
         return result
 
-    def _window(self, params: dict[str, Any], data_months: list[int]) -> tuple[int, int]:
+    def _window(self, params: dict[str, Any], data_months: list[int]) -> tuple[int, int, int]:
+        """(start, end, months asked for). A default start is the 12th month back, clamped to the first data."""
         try:
             end = months.parse(params["end_month"]) if params.get("end_month") else None
             start = months.parse(params["start_month"]) if params.get("start_month") else None
@@ -225,13 +253,16 @@ class HouseholdCore:
             raise problems.invalid(f"月は YYYY-MM 形式で指定してください: {exc}") from None
         if end is None:
             end = data_months[-1] if start is None else max(data_months[-1], start)
+        asked = 0
         if start is None:
-            start = end - 11
+            start, asked = end - 11, 12
+            if data_months[0] <= end:
+                start = max(start, data_months[0])  # no run of N/A months before the data begins
         if start > end:
             raise problems.invalid("start_month は end_month 以前の月を指定してください")
         if end - start + 1 > MAX_WINDOW_MONTHS:
             raise problems.invalid(f"期間は最大 {MAX_WINDOW_MONTHS} か月です")
-        return start, end
+        return start, end, asked or end - start + 1
 
     def _trend_blocks(
         self, con: Any, present: set[int], start: int, end: int, category: str | None, level: str, top: int | None
@@ -266,13 +297,25 @@ class HouseholdCore:
 
     @staticmethod
     def _notes(
-        blocks: list[tuple[dict[str, Any], list[MonthMetric]]], start: int, end: int, present: set[int]
+        blocks: list[tuple[dict[str, Any], list[MonthMetric]]], start: int, end: int, present: set[int], asked: int
     ) -> list[str]:
+        """The seed's short-data note (過去 N か月分のデータで計算しました), then the months without data.
+
+        Said for the 12-month average when it rests on fewer than 12 months, and for the window when it holds
+        fewer months of data than were asked for (`asked`: the window's length, or 12 by default); once only
+        when both counts are the same.
+        """
         notes = []
+        have = sum(1 for m in range(start, end + 1) if m in present)
+        short_window = have < asked
         if blocks:
             used = blocks[0][1][-1].moving_average_months
-            if used < 12:
+            if used < 12 and not (short_window and used == have):
                 notes.append(f"過去 {used} か月分のデータで計算しました")
+        if short_window:
+            notes.append(
+                f"過去 {have} か月分のデータで計算しました（{asked} か月分のうちデータがあるのは {have} か月です）"
+            )
         missing = [m for m in range(start, end + 1) if m not in present]
         if missing:
             notes.append(f"データのない月があります（N/A と表示）: {', '.join(months.jp(m) for m in missing)}")

@@ -44,7 +44,7 @@ class MonthMetric:
 def pct_change(current: int | None, base: int | None) -> float | None:
     if current is None or base is None or base == 0:
         return None
-    return float(round_half_up(Decimal(current - base) * 100 / Decimal(base), "0.1"))
+    return float(round_half_up(Decimal(current - base) * 100 / Decimal(base), "0.1")) + 0.0  # + 0.0: no -0.0
 
 
 def mean_yen(values: list[int]) -> int | None:

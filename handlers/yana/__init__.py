@@ -30,11 +30,29 @@ from handlers.yana.search import search as search_core
 from handlers.yana.status import POLICY_VERSION, SERVER_VERSION, Journal
 from handlers.yana.voice import apply_policy
 from kumitate.context import CallContext
+from kumitate.correlation import clean
 from kumitate.errors import ToolError
 from kumitate.settings import Settings
 
 if TYPE_CHECKING:
     from generated.yana.models import ChatInput, IngestInput, SearchInput
+
+
+def caller_ids(context: Any) -> dict[str, str]:
+    """The caller's ids from chat's `context`, for the journal: `session_id` and `caller_run_id`.
+
+    The seed passes context.sessionId/runId through as they are; the call keeps its own run_id
+    (X-Run-Id or MCP _meta), so the caller's run id is journaled beside it. Only ids that pass the
+    correlation rule (kumitate.correlation: [A-Za-z0-9._:@/+=-]{1,128}) are kept; anything else is
+    left out rather than logged, since it could be arbitrary user text.
+    """
+    if not isinstance(context, dict):
+        return {}
+    found = {
+        "session_id": clean(context.get("sessionId")) or clean(context.get("session_id")),
+        "caller_run_id": clean(context.get("runId")) or clean(context.get("run_id")),
+    }
+    return {key: value for key, value in found.items() if value}
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
@@ -61,16 +79,33 @@ class YanaHandlers:
         self.started = time.monotonic()
         self.last_error: str | None = None
 
-    def _run(self, tool: str, ctx: CallContext, fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """Run one call and journal its outcome (ids, counts, warnings; never inputs)."""
+    def _run(
+        self, tool: str, ctx: CallContext, fn: Callable[[], dict[str, Any]], *, ids: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """Run one call and journal its outcome (ids, counts, warnings; never inputs).
+
+        A ToolError is journaled with its code; any other exception (a bug) as INTERNAL
+        with its type name, and re-raised for the pipeline to answer 500 INTERNAL.
+        """
         started = time.perf_counter()
-        entry: dict[str, Any] = {"tool": tool, "run_id": ctx.run_id, "trace_id": ctx.trace_id}
+        entry: dict[str, Any] = {"tool": tool, "run_id": ctx.run_id, "trace_id": ctx.trace_id, **(ids or {})}
         try:
             result = fn()
         except ToolError as exc:
             self.last_error = f"{tool}:{exc.code}"
             self.journal.write(
                 {**entry, "outcome": exc.code, "elapsed_ms": int((time.perf_counter() - started) * 1000)}
+            )
+            raise
+        except Exception as exc:
+            self.last_error = f"{tool}:INTERNAL"
+            self.journal.write(
+                {
+                    **entry,
+                    "outcome": "INTERNAL",
+                    "error_type": type(exc).__name__,  # the type only: a message may quote user input
+                    "elapsed_ms": int((time.perf_counter() - started) * 1000),
+                }
             )
             raise
         entry.update(outcome="OK", elapsed_ms=int((time.perf_counter() - started) * 1000))
@@ -84,19 +119,21 @@ class YanaHandlers:
     # tools ---------------------------------------------------------------------------------------
 
     def chat(self, input: ChatInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        params = _as_dict(input)
+
         def call() -> dict[str, Any]:
-            body, fallback = chat_core(self.kb, self.llm, _as_dict(input), phash_threshold=self.phash_threshold)
+            body, fallback = chat_core(self.kb, self.llm, params, phash_threshold=self.phash_threshold)
             if fallback:
                 self.last_error = f"llm_fallback:{fallback}"
             return body
 
-        return self._run("chat", ctx, call)
+        return self._run("chat", ctx, call, ids=caller_ids(params.get("context")))
 
     def search(self, input: SearchInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         def call() -> dict[str, Any]:
             try:
                 return search_core(self.kb, _as_dict(input), phash_threshold=self.phash_threshold)
-            except sqlite3.Error as exc:
+            except sqlite3.Error as exc:  # query syntax problems are BAD_REQUEST inside search_core
                 raise ToolError("the label knowledge base cannot be read", code="RAG_UNAVAILABLE") from exc
 
         return self._run("search", ctx, call)

@@ -3,7 +3,9 @@
 Never fails because of the LLM: any upstream problem falls back to the template
 reply with a `llm_fallback:<reason>` warning and `llm: "off"`. Retrieval errors
 (the knowledge base unreadable) raise RAG_UNAVAILABLE so a client can resend
-with use_rag=false, as the seed's Speaker provider does.
+with use_rag=false, as the seed's Speaker provider does. The user's text cannot
+cause one: control characters are dropped from search terms (text.normalize),
+and a query the FTS parser still refused would be BAD_REQUEST, not RAG_UNAVAILABLE.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from handlers.yana.generate import LlmUnavailable, OpenAIChat, template_reply
 from handlers.yana.kb import KnowledgeBase
 from handlers.yana.search import search
+from handlers.yana.text import strip_controls
 from handlers.yana.voice import apply_policy
 from kumitate.errors import ToolError
 
@@ -35,7 +38,7 @@ def retrieve(
                 {"query_text": "", "filters": filters, "k": top_k, "page_size": top_k},
                 phash_threshold=phash_threshold,
             )["hits"]
-    except sqlite3.Error as exc:
+    except sqlite3.Error as exc:  # the database itself (search raises BAD_REQUEST for a bad query)
         raise ToolError(
             "the label knowledge base cannot be read; retry with use_rag=false", code="RAG_UNAVAILABLE"
         ) from exc
@@ -48,7 +51,7 @@ def chat(
     """Returns (the /v1/chat body without envelope fields, the llm fallback reason or None)."""
     started = time.perf_counter()
     user_text: str = params["user_text"]
-    if not user_text.strip():
+    if not strip_controls(user_text).strip():
         raise ToolError("user_text must not be blank", code="BAD_REQUEST")
     use_rag = bool(params.get("use_rag", True))
     top_k = int(params.get("top_k", 5))

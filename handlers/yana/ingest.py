@@ -4,7 +4,9 @@
   resolve (symlinks followed) inside an allowed directory: the bundled
   data/yana/, the service's uploads/, or a directory listed in
   YANA_INGEST_ALLOW_DIRS (os.pathsep-separated). Nothing is ever fetched over
-  the network: http(s) and every other scheme are URI_NOT_ALLOWED.
+  the network: http(s) and every other scheme are URI_NOT_ALLOWED, and so is a URI
+  with a control character (NUL …), raw or percent-encoded. A path the OS cannot
+  even look up (a name too long, a symlink loop) or cannot read is NOT_FOUND.
   Relative paths resolve against the parent of the sample directory, so the
   `file_path` of a hit (data/yana/images/…) can be sent back as `file:data/yana/images/…`.
 * Validation by content, not by name: Pillow must identify PNG, JPEG or WebP,
@@ -22,6 +24,7 @@ import base64
 import binascii
 import io
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,7 @@ MAX_BYTES = 5 * 1024 * 1024
 MAX_SIDE = 4096
 MIN_SIDE = 16
 FORMATS = {"PNG": "png", "JPEG": "jpg", "WEBP": "webp"}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def allowed_roots(sample_dir: Path, uploads: Path, env: dict[str, str]) -> list[Path]:
@@ -55,15 +59,27 @@ def read_uri(uri: str, roots: list[Path], base: Path) -> bytes:
         )
     if parts.netloc not in ("", "localhost"):
         raise ToolError("file: URIs must not name a host", code="URI_NOT_ALLOWED")
-    raw = Path(unquote(parts.path))
-    path = (raw if raw.is_absolute() else base / raw).resolve()
+    decoded = unquote(parts.path)
+    if _CONTROL.search(uri) or _CONTROL.search(decoded):
+        raise ToolError("the file: URI contains control characters", code="URI_NOT_ALLOWED")
+    raw = Path(decoded)
+    joined = raw if raw.is_absolute() else base / raw
+    try:
+        path = joined.resolve()
+    except (OSError, RuntimeError, ValueError):  # name too long, symlink loop …: cannot be an allowed file
+        if any(Path(os.path.normpath(joined)).is_relative_to(root) for root in roots):
+            raise ToolError("no such file", code="NOT_FOUND") from None
+        raise ToolError("the file is outside the allowed directories", code="URI_NOT_ALLOWED") from None
     if not any(path.is_relative_to(root) for root in roots):
         raise ToolError("the file is outside the allowed directories", code="URI_NOT_ALLOWED")
-    if not path.is_file():
-        raise ToolError("no such file", code="NOT_FOUND")
-    if path.stat().st_size > MAX_BYTES:
-        raise ToolError(f"the image is larger than {MAX_BYTES} bytes", code="PAYLOAD_TOO_LARGE")
-    return path.read_bytes()
+    try:
+        if not path.is_file():
+            raise ToolError("no such file", code="NOT_FOUND")
+        if path.stat().st_size > MAX_BYTES:
+            raise ToolError(f"the image is larger than {MAX_BYTES} bytes", code="PAYLOAD_TOO_LARGE")
+        return path.read_bytes()
+    except (OSError, ValueError):  # ENAMETOOLONG, EACCES, removed meanwhile …
+        raise ToolError("no such file (or it cannot be read)", code="NOT_FOUND") from None
 
 
 def decode_image_field(value: str) -> bytes:

@@ -20,8 +20,13 @@ Filters are hard: category equal, region and brewery contained (小樽 matches
 北海道小樽市); an empty string means no filter.
 
 Near-duplicates are suppressed after ranking and before the top-k cut: a hit is
-dropped if a better one has a pHash within `phash_threshold` bits, or the same
-normalised brand + product + brewery. `k` caps the de-duplicated ranking and
+dropped if a better one has a pHash within `phash_threshold` bits, or a
+near-identical text: brand, product and brewery equal once width, case, spaces,
+punctuation/symbols, katakana vs hiragana and company designators (株式会社, (株) …)
+are ignored (`text_fingerprint`). Edit-distance similarity is deliberately not
+used: distinct products differ by one character (作 玄乃智 / 穂乃智 score 0.91,
+久保田 千寿 / 萬寿 0.89 with difflib). The check is a set lookup, so it costs
+nothing next to the query. `k` caps the de-duplicated ranking and
 `page`/`page_size` page through those k hits.
 """
 
@@ -32,7 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from handlers.yana.kb import KnowledgeBase, row_to_hit, search_text
-from handlers.yana.text import normalize, query_terms
+from handlers.yana.text import normalize, query_terms, text_fingerprint
+from kumitate.errors import ToolError
 
 BM25_WEIGHTS = (5.0, 2.0, 3.0, 2.0, 1.0, 0.5)  # brand, product, brewery, region, features, category words
 BONUS = {"brand": 0.2, "brewery": 0.15, "region": 0.1}
@@ -48,6 +54,15 @@ class Ranked:
     @property
     def score(self) -> float:
         return round(self.text_score + self.meta_bonus, 4)
+
+
+_FTS_QUERY_ERRORS = ("fts5: syntax error", "unterminated string", "unknown special query", "parser stack overflow")
+
+
+def is_fts_query_error(exc: sqlite3.Error) -> bool:
+    """An FTS5 complaint about the MATCH expression (client input), as opposed to a broken database."""
+    message = str(exc).lower()
+    return any(marker in message for marker in _FTS_QUERY_ERRORS)
 
 
 def _fts_expression(terms: list[str]) -> str:
@@ -73,10 +88,18 @@ def _candidates(conn: sqlite3.Connection, query: str, terms: list[str]) -> tuple
     long_terms = [t for t in terms if len(t) >= 3]
     if long_terms:
         weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        for rowid, rank in conn.execute(
-            f"SELECT rowid, bm25(labels_fts, {weights}) FROM labels_fts WHERE labels_fts MATCH ?",
-            (_fts_expression(long_terms),),
-        ):
+        try:
+            matches = conn.execute(
+                f"SELECT rowid, bm25(labels_fts, {weights}) FROM labels_fts WHERE labels_fts MATCH ?",
+                (_fts_expression(long_terms),),
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if is_fts_query_error(exc):  # the client's text, not the knowledge base: never RAG_UNAVAILABLE
+                raise ToolError(
+                    "the query text cannot be searched; remove special characters", code="BAD_REQUEST"
+                ) from None
+            raise
+        for rowid, rank in matches:
             bm25[int(rowid)] = -float(rank)  # bm25() is lower-is-better; flip so higher is better
     other: set[int] = set()
     for term in (t for t in terms if len(t) < 3):
@@ -150,15 +173,20 @@ def rank(conn: sqlite3.Connection, query_text: str, filters: dict[str, Any] | No
     return ranked
 
 
-def _text_key(row: sqlite3.Row) -> str:
-    return "".join(normalize(row["brand_name"] + row["product_name"] + row["brewery"]).split())
+def _text_key(row: sqlite3.Row) -> tuple[str, str, str]:
+    """brand, product, brewery as `text_fingerprint`s: equal keys are near-identical label texts."""
+    return (
+        text_fingerprint(row["brand_name"]),
+        text_fingerprint(row["product_name"]),
+        text_fingerprint(row["brewery"], company=True),
+    )
 
 
 def suppress_near_duplicates(ranked: list[Ranked], phash_threshold: int) -> tuple[list[Ranked], int]:
     """Keep the first of every group of visually (pHash) or textually near-identical hits."""
     kept: list[Ranked] = []
     kept_hashes: list[int] = []
-    kept_keys: set[str] = set()
+    kept_keys: set[tuple[str, str, str]] = set()
     suppressed = 0
     for item in ranked:
         key = _text_key(item.row)

@@ -2,6 +2,10 @@
 
 Index and query must agree exactly, or a query typed with full-width digits or
 half-width katakana would miss; so both go through `normalize` (NFKC + casefold).
+`normalize` also turns control characters (C0/C1, e.g. NUL) and lone surrogates
+into spaces: they carry no meaning in a label or a query, and SQLite would cut an
+FTS5 expression at a NUL (or refuse a surrogate) — a client typo must never look
+like a broken knowledge base.
 """
 
 from __future__ import annotations
@@ -13,13 +17,33 @@ _SPLIT = re.compile(r"[\s、。，．,.!?！？「」『』()（）\[\]【】/�
 # A particle right after a non-hiragana character ends a word: 岩国の純米 → 岩国 | 純米,
 # while ゆきの美人 (particle inside a hiragana word) stays whole.
 _PARTICLE = re.compile(r"(?<=[^\u3041-\u309f\s])(?:って|から|まで|より|の|は|が|を|に|で|と|や|も|へ)")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 _PREFECTURE = re.compile(r"^(北海道|東京都|京都府|大阪府|.{2,3}?県)")
 _UNIT = re.compile(r".+?(?:郡|市|区|町|村)")
 
 
+def strip_controls(text: str) -> str:
+    """Control characters (tab and newline included) and lone surrogates → a space each."""
+    return _CONTROL.sub(" ", text)
+
+
 def normalize(text: str) -> str:
-    """NFKC + casefold: full/half width and case never decide a match."""
-    return unicodedata.normalize("NFKC", text).casefold()
+    """NFKC + casefold, control characters as spaces: full/half width and case never decide a match."""
+    return unicodedata.normalize("NFKC", strip_controls(text)).casefold()
+
+
+_NOT_CONTENT = re.compile(r"[\W_]+")  # after NFKC: whitespace, punctuation, symbols (ー and 々 are \w)
+_COMPANY = re.compile(r"株式会社|有限会社|合資会社|合名会社|\((?:株|有|資|名)\)|\bco\W*ltd\b|\binc\b|\bcorp\b")
+_KATAKANA = {code: code - 0x60 for code in range(0x30A1, 0x30F7)}
+
+
+def text_fingerprint(text: str, *, company: bool = False) -> str:
+    """What is left of a label text when formatting is ignored: 「獺祭 純米大吟醸・45」 and 「獺祭純米大吟醸45」
+    agree, as do シャイニー and しゃいにー; with `company`, 株式会社/(株)/Co., Ltd. are dropped too."""
+    norm = normalize(text)
+    if company:
+        norm = _COMPANY.sub("", norm)
+    return _NOT_CONTENT.sub("", norm).translate(_KATAKANA)
 
 
 def query_terms(text: str) -> list[str]:

@@ -2,8 +2,11 @@
 
 Applied to every reply, whether a template or an LLM wrote it, in this order:
 
-1. URLs are removed (any `scheme://…` or `www.…`), warning `urls_removed`; a
-   （参考：…） block the LLM wrote itself is dropped (provenance is ours to add).
+1. Links are removed, warning `urls_removed`: `scheme://…`, `www.…`, bare domains
+   with a known TLD (example.com/sake, asahishuzo.ne.jp), e-mail addresses, also
+   when written in full-width letters (detection runs on NFKC); markdown and HTML
+   links keep only their text ([公式](https://…) → 公式). A （参考：…） block the LLM
+   wrote itself is dropped (provenance is ours to add).
 2. Aizuchi: every せやなー/せやせや already in the text is removed and exactly one
    is put in front:
    * 「せやせや」 when the user's text seeks agreement (ends in よね, よな, やんな,
@@ -19,12 +22,31 @@ Applied to every reply, whether a template or an LLM wrote it, in this order:
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 AIZUCHI_AGREE = "せやせや"
 AIZUCHI_THINK = "せやなー"
 _AIZUCHI_ANY = re.compile(r"(?:せやせや|せやな[ーあぁ〜~]*)[、,，!！。]*\s*")
-_URL = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.)[^\s　<>「」（）()]*")
+# Link patterns run on an NFKC-folded copy of the text (ＨＴＴＰＳ：／／ｅｘａｍｐｌｅ．ｃｏｍ is a URL too),
+# with ASCII-insensitive case; matches are mapped back and cut from the original text.
+_URL_CHARS = r"[A-Za-z0-9\-._~:/?#\[\]@!$&'*+,;=%]"
+_TLDS = (
+    "com|net|org|info|biz|edu|gov|mil|int|io|co|me|app|dev|ai|xyz|site|online|shop|store|tech|blog|club|"
+    "link|page|wiki|news|top|vip|asia|tokyo|osaka|kyoto|nagoya|yokohama|jp|us|uk|de|fr|it|es|nl|ch|at|be|se|"
+    "no|dk|fi|ie|pt|pl|cz|ru|cn|tw|hk|kr|sg|th|vn|ph|my|id|in|au|nz|ca|mx|br|ar|eu|tv|cc|ly|to|fm|gg|ws"
+)
+_HTML_LINK = re.compile(r"<a\b[^>]*>(.*?)</a\s*>", re.IGNORECASE | re.DOTALL)
+_MARKDOWN_LINK = re.compile(r"!?\[([^\]\n]*)\]\(([^)\n]*)\)")
+_EMAIL = re.compile(r"(?:mailto:)?[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}", re.IGNORECASE)
+_URL = re.compile(
+    rf"(?:[A-Za-z][A-Za-z0-9+.-]*://|www\.){_URL_CHARS}*"  # scheme://… and www.…
+    rf"|(?<![A-Za-z0-9@.-])(?:xn--)?(?:[A-Za-z0-9](?:[A-Za-z0-9-]{{0,61}}[A-Za-z0-9])?\.)+(?:{_TLDS})"
+    rf"(?![A-Za-z0-9-])(?:[:/?#]{_URL_CHARS}*)?",  # bare domains: example.com/sake, asahishuzo.ne.jp
+    re.IGNORECASE,
+)
+_TRAILING_PUNCT = ".,!?;:'"
+_EMPTY_BRACKETS = re.compile(r"[（(［\[〈<]\s*[）)］\]〉>]|「\s*」")
 _PROVENANCE = re.compile(r"[（(]\s*参考\s*[:：][^）)]*[）)]")
 _AGREEMENT = re.compile(
     r"(?:よね|よな|やんな|やんか|やろ|でしょ|だろ|やね|だね|ですね|じゃない|ちゃう|やな)[うかぁあー〜~]*[？?!！。…\s]*$"
@@ -39,9 +61,55 @@ def choose_aizuchi(user_text: str) -> str:
     return AIZUCHI_AGREE if _AGREEMENT.search(user_text.strip()) else AIZUCHI_THINK
 
 
+def _folded(text: str) -> tuple[str, list[int]]:
+    """NFKC per character, and for each folded index the original index (plus an end sentinel)."""
+    parts: list[str] = []
+    origin: list[int] = []
+    for i, ch in enumerate(text):
+        folded = unicodedata.normalize("NFKC", ch)
+        parts.append(folded)
+        origin.extend([i] * len(folded))
+    origin.append(len(text))
+    return "".join(parts), origin
+
+
+def _cut(text: str, pattern: re.Pattern[str], *, keep_group: int | None = None, trim: bool = False) -> str:
+    """Remove every match of `pattern` (found on the folded text) from `text`, or keep one group of it."""
+    folded, origin = _folded(text)
+    out: list[str] = []
+    pos = 0
+    for match in pattern.finditer(folded):
+        start, end = match.span()
+        if trim:  # a sentence's own 。/. or ) after a URL is not part of it
+            while end > start and folded[end - 1] in _TRAILING_PUNCT:
+                end -= 1
+        if end <= start:
+            continue
+        o_start, o_end = origin[start], origin[end - 1] + 1
+        out.append(text[pos:o_start])
+        if keep_group is not None and match.group(keep_group):
+            g_start, g_end = match.span(keep_group)
+            out.append(text[origin[g_start] : origin[g_end - 1] + 1])
+        pos = o_end
+    out.append(text[pos:])
+    return "".join(out)
+
+
 def strip_urls(text: str) -> tuple[str, bool]:
-    cleaned = _URL.sub("", text)
-    return re.sub(r"[ \t]{2,}", " ", cleaned), cleaned != text
+    """Remove links of every kind; returns (text, whether anything was removed).
+
+    Markdown and HTML links keep their text ([公式](https://…) → 公式); URLs with a scheme, www.…,
+    bare domains with a known TLD (example.com/sake, asahishuzo.ne.jp) and e-mail addresses go
+    entirely, also when written in full-width letters. Brackets left empty are removed too.
+    """
+    cleaned = _cut(text, _HTML_LINK, keep_group=1)
+    cleaned = _cut(cleaned, _MARKDOWN_LINK, keep_group=1)
+    cleaned = _cut(cleaned, _EMAIL)
+    cleaned = _cut(cleaned, _URL, trim=True)
+    if cleaned == text:
+        return text, False
+    cleaned = _EMPTY_BRACKETS.sub("", cleaned)
+    return re.sub(r"[ \t　]{2,}", " ", cleaned), True
 
 
 def split_sentences(text: str) -> list[str]:

@@ -15,7 +15,12 @@ Failures are `YanaError(code, message, retryable, …)` with the seed's error co
 3. another retryable error → retry once after an exponential backoff (with jitter);
 4. still failing → a fixed short text (SPEAKER_A_ON_FAILURE=fallback) or skip the turn
    (SPEAKER_A_ON_FAILURE=skip: text "" and meta["skipped"] = True);
-5. shaping after yana's own policy: ≤ 5 sentences, ≤ 1 aizuchi (せやなー/せやせや).
+5. shaping after yana's own policy: ≤ 5 sentences, ≤ 1 aizuchi (せやなー/せやせや);
+   a reply with nothing left but aizuchi/punctuation is a failure too (meta error EMPTY_REPLY,
+   no retry) and goes through step 4.
+
+run_id (and a session id: generate(session_id=…) or SPEAKER_A_SESSION_ID) also travel in the
+chat `context` as runId/sessionId, the seed's pass-through, when they are valid ids.
 
 Configuration comes from SPEAKER_A_* variables (`SpeakerConfig.from_env`).
 """
@@ -36,6 +41,14 @@ from typing import Any, Protocol, TypedDict
 import httpx
 
 from handlers.yana.voice import split_sentences  # one sentence rule for server policy and duo shaping
+
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,128}$")  # the server's id rule (kumitate.correlation, ChatContext)
+
+
+def clean_id(value: str | None) -> str | None:
+    """`value` if yana accepts it as a run/session id, else None (it is then simply not sent)."""
+    return value if isinstance(value, str) and _SAFE_ID.match(value) else None
+
 
 RETRYABLE = frozenset(
     {"REQUEST_TIMEOUT", "RATE_LIMITED", "UPSTREAM_ERROR", "SERVICE_UNAVAILABLE", "UPSTREAM_TIMEOUT", "RAG_UNAVAILABLE"}
@@ -272,9 +285,16 @@ class YanaClient:
         filters: dict[str, str] | None = None,
         context: dict[str, Any] | None = None,
         run_id: str | None = None,
+        session_id: str | None = None,
         timeout_s: float | None = None,
     ) -> ChatResult:
-        args = {"user_text": user_text, "use_rag": use_rag, "top_k": top_k, "filters": filters, "context": context}
+        """One chat turn. A given `run_id`/`session_id` also travels as context.runId/sessionId (seed:
+        "context.sessionId/runId はそのまま受け渡し") when it is a valid id; the header/_meta carry run_id too."""
+        ctx = dict(context or {})
+        for key, value in (("runId", run_id), ("sessionId", session_id)):
+            if key not in ctx and (safe := clean_id(value)):
+                ctx[key] = safe
+        args = {"user_text": user_text, "use_rag": use_rag, "top_k": top_k, "filters": filters, "context": ctx or None}
         return self._call("chat", args, run_id, timeout_s)  # type: ignore[return-value]
 
     def search(
@@ -352,6 +372,14 @@ def shape_text(text: str, max_sentences: int = 5) -> tuple[str, list[str]]:
     return "".join(sentences), notes
 
 
+_NOT_SPEECH = re.compile(r"[\W_]+")
+
+
+def _has_content(text: str) -> bool:
+    """Anything left besides aizuchi, punctuation and whitespace (「せやなー、」 alone says nothing)."""
+    return bool(_NOT_SPEECH.sub("", _AIZUCHI.sub("", text)))
+
+
 def _bool(value: str | None, default: bool) -> bool:
     return default if value is None else value.strip().lower() in {"1", "true", "yes", "on"}
 
@@ -371,6 +399,7 @@ class SpeakerConfig:
     on_failure: str = "fallback"  # fallback | skip
     fallback_text: str = "せやなー、ちょっと考えさせてな。"
     backoff_s: float = 0.2
+    session_id: str | None = None  # sent as context.sessionId unless generate() is given one
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SpeakerConfig:
@@ -386,6 +415,7 @@ class SpeakerConfig:
             auth_token=e.get("SPEAKER_A_AUTH_TOKEN") or None,
             on_failure=e.get("SPEAKER_A_ON_FAILURE", "fallback"),
             fallback_text=e.get("SPEAKER_A_FALLBACK_TEXT", "せやなー、ちょっと考えさせてな。"),
+            session_id=e.get("SPEAKER_A_SESSION_ID") or None,
         )
 
     def build_client(self, handlers: Any = None) -> YanaClient:
@@ -431,6 +461,7 @@ class YanaSpeaker:
         top_k: int | None = None,
         filters: dict[str, Any] | None = None,
         timeout_ms: int | None = None,
+        session_id: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
         cfg = self.config
         timeout_s = (timeout_ms or cfg.timeout_ms) / 1000
@@ -446,6 +477,7 @@ class YanaSpeaker:
                     top_k=top_k or cfg.top_k,
                     filters=filters if filters is not None else cfg.filters,
                     run_id=run_id,
+                    session_id=session_id or cfg.session_id,
                     timeout_s=timeout_s,
                 )
                 break
@@ -459,20 +491,15 @@ class YanaSpeaker:
                 retried = True
                 self._sleep(cfg.backoff_s * (1 + self._rng.uniform(0, 0.5)))  # 2^0 · base, jittered
                 continue
-            meta = {
-                "source": self.client.transport.source,
-                "run_id": run_id,
-                "trace_id": error.trace_id,
-                "attempts": attempts,
-                "error": error.code,
-                "warnings": notes,
-                "hits": [],
-                "elapsed_ms": 0,
-            }
-            if cfg.on_failure == "skip":
-                return "", {**meta, "skipped": True}
-            return cfg.fallback_text, {**meta, "fallback": True}
+            return self._failed(error, run_id=run_id, attempts=attempts, notes=notes)
         text, shaping = shape_text(result.get("reply", ""))
+        if not _has_content(text):  # nothing to say after shaping: a failed turn, not a silent success
+            error = YanaError(
+                "EMPTY_REPLY", "yana's reply is empty after shaping", retryable=False, trace_id=result.get("trace_id")
+            )
+            return self._failed(
+                error, run_id=run_id, attempts=attempts, notes=[*result.get("warnings", []), *notes, *shaping]
+            )
         return text, {
             "hits": result.get("hits", []),
             "elapsed_ms": result.get("elapsed_ms", 0),
@@ -484,3 +511,19 @@ class YanaSpeaker:
             "rag_used": use_rag,
             "attempts": attempts,
         }
+
+    def _failed(self, error: YanaError, *, run_id: str, attempts: int, notes: list[str]) -> tuple[str, dict[str, Any]]:
+        """The turn failed: the fixed short text, or skip it ("" and meta.skipped), per SPEAKER_A_ON_FAILURE."""
+        meta = {
+            "source": self.client.transport.source,
+            "run_id": run_id,
+            "trace_id": error.trace_id,
+            "attempts": attempts,
+            "error": error.code,
+            "warnings": notes,
+            "hits": [],
+            "elapsed_ms": 0,
+        }
+        if self.config.on_failure == "skip":
+            return "", {**meta, "skipped": True}
+        return self.config.fallback_text, {**meta, "fallback": True}

@@ -1,8 +1,13 @@
 """`kumitate diff BASE HEAD`: review the spec changes between two git refs or directories.
 
-Exit status: 0 when every breaking change is allowed (major version, /vN base path or a reasoned
-exception), 1 when one is not (or the exceptions file or HEAD's specs are invalid), 2 when a side
-cannot be read.
+Exit status:
+  0  every breaking change is allowed: HTTP ones by a new /vN base path, Python API ones by a major
+     `version`, any by a reasoned exception in HEAD's specs/review-exceptions.yaml;
+  1  the review fails: a breaking change nothing allows (MCP and HTTP+MCP changes need an exception:
+     tool names carry no version), an invalid exceptions file, a new exception that matches nothing,
+     or HEAD's specs do not pass `python -m codegen --lint` (or misuse renamed_from) — the report
+     lists the problems;
+  2  a side cannot be read (not a directory with specs, not a git ref).
 """
 
 from __future__ import annotations
@@ -44,7 +49,8 @@ def run(
             )
             source = tmp_exc
         exceptions, problems = load_exceptions(source)
-        result = review(base_side.tree, head_side.tree, exceptions, base, head, problems)
+        earlier, _ = load_exceptions(base_side.specs_dir)
+        result = review(base_side.tree, head_side.tree, exceptions, base, head, problems, earlier)
     text = json.dumps(result.to_json(), ensure_ascii=False, indent=1) + "\n" if fmt == "json" else report.render(result)
     if output is not None:
         output.write_text(text, encoding="utf-8")

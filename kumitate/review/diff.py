@@ -3,7 +3,19 @@
 Tools are paired by name (names are unique across services); a HEAD tool that declares
 `renamed_from: old` is paired with BASE's `old` and reported as TOOL_RENAMED instead of a
 removal plus an addition. Schemas are compared structurally with the direction in mind:
-what narrows an input breaks callers, what widens an output breaks readers.
+what narrows an input breaks callers, what widens an output breaks readers; the branches of an
+anyOf/oneOf/allOf are paired by content, so adding or removing one is classified by direction.
+The MCP surface is compared as `tools/list` serves it (codegen.docs.tool_list_entry: policy adds
+`idempotency_key`, a deprecation prefixes the description), and the Python API as codegen
+generates it (shared `$defs` classes by name, enum members).
+
+Which breaking changes a major version allows (seed 001: "breaking changes go to /v2"):
+- HTTP findings (surface `http`): a new /vN in the service's `http.base_path` (or the route's own
+  path); a `version` bump alone does not move the /v1 routes.
+- Python API findings (surface `python`): a major bump of the service `version` (the generated
+  package's semver).
+- MCP and HTTP+MCP findings: nothing. MCP tool names carry no version, so the same tool name keeps
+  serving the new schema; they need an exception with a reason (or a new tool name instead).
 """
 
 from __future__ import annotations
@@ -14,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from codegen import naming
+from codegen import docs, lint, naming
 from codegen.specs import Problem, ResourceSpec, ServiceSpec, SpecTree, ToolSpec
 from kumitate.review import surfaces
 from kumitate.review.rules import RULES, Exception_
@@ -36,6 +48,10 @@ class Finding:
     """The rule of the change this one follows from; an exception for that rule covers this too."""
     excused: str | None = None
     """The reason of the exception that accepts this finding."""
+    field: str | None = None
+    """The schema field path it is about (`total`, `hits[].region`), when it is about one."""
+    allowed_by: str | None = None
+    """The major version change that allows this breaking finding (see the module docstring)."""
 
     def __post_init__(self) -> None:
         if self.rule not in RULES:
@@ -51,7 +67,7 @@ class Finding:
 
     @property
     def blocking(self) -> bool:
-        return self.severity == "breaking" and self.excused is None
+        return self.severity == "breaking" and self.excused is None and self.allowed_by is None
 
     def sort_key(self) -> tuple[Any, ...]:
         return (
@@ -69,15 +85,24 @@ class ServiceVerdict:
     name: str
     base_version: str | None
     head_version: str | None
-    bumped: bool
-    bump_note: str
+    path_bump: str | None
+    """e.g. "base path /v1/demo → /v2/demo": allows HTTP findings."""
+    version_bump: str | None
+    """e.g. "version 1.2.0 → 2.0.0": allows Python API findings."""
+    needs: str = ""
+    """What would allow breaking changes, for the report."""
     breaking: int = 0
     excused: int = 0
+    allowed: int = 0
     unexcused: int = 0
 
     @property
     def ok(self) -> bool:
-        return self.unexcused == 0 or self.bumped
+        return self.unexcused == 0
+
+    @property
+    def bumped(self) -> bool:
+        return self.path_bump is not None or self.version_bump is not None
 
 
 @dataclass(slots=True)
@@ -88,12 +113,21 @@ class Review:
     services: dict[str, ServiceVerdict]
     exception_problems: list[str] = field(default_factory=list)
     unused_exceptions: list[Exception_] = field(default_factory=list)
+    """New exceptions (not in BASE's file) that matched nothing: a typo or a stale entry; the review fails."""
+    carried_exceptions: list[Exception_] = field(default_factory=list)
+    """Exceptions already in BASE's file: they were for earlier changes, so they excuse nothing here."""
     base_problems: list[Problem] = field(default_factory=list)
     head_problems: list[Problem] = field(default_factory=list)
+    """HEAD's load problems, codegen lint problems and renamed_from mistakes: each fails the review."""
 
     @property
     def ok(self) -> bool:
-        return all(v.ok for v in self.services.values()) and not self.exception_problems and not self.head_problems
+        return (
+            all(v.ok for v in self.services.values())
+            and not self.exception_problems
+            and not self.unused_exceptions
+            and not self.head_problems
+        )
 
     @property
     def exit_code(self) -> int:
@@ -111,9 +145,10 @@ class Review:
                 {**asdict(f), "severity": f.severity, "surface": f.surface, "blocking": f.blocking}
                 for f in self.findings
             ],
-            "services": {k: {**asdict(v), "ok": v.ok} for k, v in sorted(self.services.items())},
+            "services": {k: {**asdict(v), "ok": v.ok, "bumped": v.bumped} for k, v in sorted(self.services.items())},
             "exception_problems": self.exception_problems,
             "unused_exceptions": [asdict(e) for e in self.unused_exceptions],
+            "carried_exceptions": [asdict(e) for e in self.carried_exceptions],
             "base_problems": [str(p) for p in self.base_problems],
             "head_problems": [str(p) for p in self.head_problems],
         }
@@ -219,6 +254,82 @@ def _constraints(old: dict[str, Any], new: dict[str, Any], direction: str, where
             yield rule, f"{where}: enum value {_show(value)} added", None
 
 
+UNIONS = ("oneOf", "anyOf")
+
+
+def _union_key(schema: dict[str, Any]) -> str | None:
+    return next((k for k in UNIONS if isinstance(schema.get(k), list)), None)
+
+
+def _core(schema: dict[str, Any]) -> dict[str, Any]:
+    """A plain schema as one branch of a union: without the keys that describe the field as a whole."""
+    return {k: v for k, v in schema.items() if k not in (*TEXT_KEYS, "default", "$comment")}
+
+
+def _branch_kind(schema: Any) -> str:
+    """What a branch is, to pair it with its counterpart on the other side when its content changed."""
+    if not isinstance(schema, dict):
+        return _show(schema)
+    if "const" in schema:
+        return f"const {_show(schema['const'])}"
+    types = _types(schema)
+    kind = " | ".join(sorted(types)) if types else ("object" if "properties" in schema else "any")
+    return f"{kind} enum" if "enum" in schema else kind
+
+
+def _branch_label(schema: Any) -> str:
+    text = _show(_core(schema) if isinstance(schema, dict) else schema)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def pair_branches(old: list[Any], new: list[Any]) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """Pair union branches by content: equal ones first, then ones of the same kind (type, const, enum).
+
+    Returns (pairs (old index, new index), old indexes left unpaired, new indexes left unpaired).
+    """
+    left, right = list(range(len(old))), list(range(len(new)))
+    pairs: list[tuple[int, int]] = []
+    for same in (lambda a, b: a == b, lambda a, b: _branch_kind(a) == _branch_kind(b)):
+        for j in list(right):
+            i = next((i for i in left if same(old[i], new[j])), None)
+            if i is not None:
+                pairs.append((i, j))
+                left.remove(i)
+                right.remove(j)
+    return sorted(pairs, key=lambda p: p[1]), left, right
+
+
+def _default_and_text(old: dict[str, Any], new: dict[str, Any], direction: str, where: str) -> Iterator[Change]:
+    """A changed input default, and changed field text (description, title, examples)."""
+    if direction == "input" and old.get("default") != new.get("default"):
+        yield (
+            "INPUT_DEFAULT_CHANGED",
+            f"{where}: default {_show(old.get('default'))} → {_show(new.get('default'))}",
+            None,
+        )
+    changed_text = [k for k in TEXT_KEYS if old.get(k) != new.get(k)]
+    if changed_text:
+        yield "FIELD_DESCRIPTION_CHANGED", f"{where}: {', '.join(changed_text)} changed", None
+
+
+def _union(old: list[Any], new: list[Any], key: str, direction: str, path: str) -> Iterator[Change]:
+    """anyOf/oneOf: a new branch widens, a removed one narrows; allOf the other way round."""
+    where = _at(direction, path)
+    pairs, removed, added = pair_branches(old, new)
+    for i, j in pairs:
+        yield from diff_schema(old[i], new[j], direction, f"{path}<{key}[{j}]>")
+    if key == "allOf":
+        more, fewer = _tight(direction), _loose(direction)
+    elif direction == "input":
+        more, fewer = "INPUT_TYPE_WIDENED", "INPUT_TYPE_NARROWED"
+    else:
+        more, fewer = "OUTPUT_TYPE_WIDENED", "OUTPUT_TYPE_NARROWED"
+    for i in removed:
+        yield fewer, f"{where}: {key} branch {_branch_label(old[i])} removed", None
+    for j in added:
+        yield more, f"{where}: {key} branch {_branch_label(new[j])} added", None
+
+
 def diff_schema(old: Any, new: Any, direction: str, path: str = "") -> Iterator[Change]:
     """Every classified change between two (dereferenced) schemas of one direction."""
     if not isinstance(old, dict) or not isinstance(new, dict):
@@ -228,6 +339,17 @@ def diff_schema(old: Any, new: Any, direction: str, path: str = "") -> Iterator[
     if old == new:
         return
     where = _at(direction, path)
+    ua, ub = _union_key(old), _union_key(new)
+    if (ua is None) != (ub is None):
+        # a plain schema became a union (`string` -> `anyOf: [string, null]`) or the other way round:
+        # the plain side is one branch
+        key = ua or ub
+        assert key is not None
+        yield from _default_and_text(old, new, direction, where)
+        branches_a = old[key] if ua else [_core(old)]
+        branches_b = new[key] if ub else [_core(new)]
+        yield from _union(branches_a, branches_b, key, direction, path)
+        return
     ta, tb = _types(old), _types(new)
     if ta != tb:
         if _covers(tb, ta):
@@ -239,15 +361,7 @@ def diff_schema(old: Any, new: Any, direction: str, path: str = "") -> Iterator[
             return
         yield rule, f"{where}: type {_fmt_types(ta)} → {_fmt_types(tb)}", None
     yield from _constraints(old, new, direction, where)
-    if direction == "input" and old.get("default") != new.get("default") and ("default" in old or "default" in new):
-        yield (
-            "INPUT_DEFAULT_CHANGED",
-            f"{where}: default {_show(old.get('default'))} → {_show(new.get('default'))}",
-            None,
-        )
-    changed_text = [k for k in TEXT_KEYS if old.get(k) != new.get(k)]
-    if changed_text:
-        yield "FIELD_DESCRIPTION_CHANGED", f"{where}: {', '.join(changed_text)} changed", None
+    yield from _default_and_text(old, new, direction, where)
     yield from _properties(old, new, direction, path)
     ia, ib = old.get("items"), new.get("items")
     if isinstance(ia, dict) and isinstance(ib, dict):
@@ -260,10 +374,11 @@ def diff_schema(old: Any, new: Any, direction: str, path: str = "") -> Iterator[
         ca, cb = old.get(key), new.get(key)
         if ca == cb:
             continue
-        if isinstance(ca, list) and isinstance(cb, list) and len(ca) == len(cb):
-            for i, (sa, sb) in enumerate(zip(ca, cb, strict=True)):
-                yield from diff_schema(sa, sb, direction, f"{path}<{key}[{i}]>")
-        else:
+        if isinstance(ca, list) and isinstance(cb, list):
+            yield from _union(ca, cb, key, direction, path)
+        elif key == "allOf" and isinstance(ca or [], list) and isinstance(cb or [], list):
+            yield from _union(ca or [], cb or [], key, direction, path)
+        else:  # anyOf <-> oneOf
             yield "TYPE_CHANGED", f"{where}: {key} changed ({len(ca or [])} → {len(cb or [])} branches)", None
     ap_a, ap_b = old.get("additionalProperties"), new.get("additionalProperties")
     if isinstance(ap_a, dict) and isinstance(ap_b, dict):
@@ -311,8 +426,10 @@ def diff_models(
     new: dict[str, dict[str, surfaces.PyField]],
     renamed: dict[str, str],
     caused_by: str | None = None,
+    classes: dict[str, str] | None = None,
 ) -> Iterator[Change]:
-    """Compare generated models; `renamed` maps old model names to new ones."""
+    """Compare generated models; `renamed` maps old model names to new ones, `classes` old shared class
+    names to new ones (a renamed class is reported once, by diff_classes, not in every field typed with it)."""
     for model, fields in old.items():
         is_input = model.endswith("Input")
         field_gone = "INPUT_FIELD_NO_DELETE" if is_input else "OUTPUT_FIELD_NO_DELETE"
@@ -328,13 +445,18 @@ def diff_models(
             if now is None:
                 yield "PY_FIELD_NO_DELETE", f"`{path}` removed", field_gone
                 continue
-            if now.type != fld.type:
-                if is_input and surfaces.py_accepts(now.type, fld.type):
-                    yield "PY_INPUT_FIELD_TYPE_WIDENED", f"`{path}`: {fld.type} → {now.type}", None
-                elif not is_input and surfaces.py_accepts(fld.type, now.type):
-                    yield "PY_OUTPUT_FIELD_TYPE_NARROWED", f"`{path}`: {fld.type} → {now.type}", None
+            was = surfaces.rename_types(fld.type, classes or {})
+            if surfaces.py_union(now.type) != surfaces.py_union(was):
+                if is_input and surfaces.py_accepts(now.type, was):
+                    yield "PY_INPUT_FIELD_TYPE_WIDENED", f"`{path}`: {was} → {now.type}", None
+                elif not is_input and surfaces.py_accepts(was, now.type):
+                    yield "PY_OUTPUT_FIELD_TYPE_NARROWED", f"`{path}`: {was} → {now.type}", None
                 else:
-                    yield "PY_FIELD_TYPE_CHANGED", f"`{path}`: {fld.type} → {now.type}", None
+                    yield "PY_FIELD_TYPE_CHANGED", f"`{path}`: {was} → {now.type}", None
+            if fld.members and now.members:
+                for value in fld.members:
+                    if value not in now.members:
+                        yield "PY_ENUM_MEMBER_NO_DELETE", f"`{path}`: enum member {_show(value)} removed", None
             if is_input and now.required and not fld.required and "[]" not in path[len(target) :]:
                 yield "PY_INPUT_FIELD_REQUIRED", f"`{path}` is now a required argument", "INPUT_FIELD_NOW_REQUIRED"
             if not is_input and fld.required and not now.required:
@@ -354,6 +476,35 @@ def diff_models(
     for model in new:
         if model not in targets:
             yield "PY_MODEL_ADDED", f"model `{model}` added", caused_by
+
+
+def class_renames(old: dict[str, surfaces.SharedClass], new: dict[str, surfaces.SharedClass]) -> dict[str, str]:
+    """Shared classes that only changed name: same schema, or else the same kind and field names / members."""
+    gone = [n for n in old if n not in new]
+    fresh = [n for n in new if n not in old]
+    out: dict[str, str] = {}
+    for same in (lambda a, b: a.body == b.body, lambda a, b: a == b):
+        for name in gone:
+            if name in out:
+                continue
+            match = next((m for m in fresh if m not in out.values() and same(old[name], new[m])), None)
+            if match is not None:
+                out[name] = match
+    return out
+
+
+def diff_classes(old: dict[str, surfaces.SharedClass], new: dict[str, surfaces.SharedClass]) -> Iterator[Change]:
+    """The classes of a service's shared types (`$defs` names): removed, renamed, added.
+
+    Their fields and enum members are compared through the tools that use them (diff_models)."""
+    renamed = class_renames(old, new)
+    for name in sorted(old):
+        if name in renamed:
+            yield "PY_MODEL_RENAMED", f"class `{name}` → `{renamed[name]}` (a renamed `$defs` type)", None
+        elif name not in new:
+            yield "PY_MODEL_NO_DELETE", f"class `{name}` removed (`$defs/{name}`)", None
+    for name in sorted(set(new) - set(old) - set(renamed.values())):
+        yield "PY_MODEL_ADDED", f"class `{name}` added (`$defs/{name}`)", None
 
 
 # --- tools, resources, services ------------------------------------------------------------
@@ -383,7 +534,47 @@ def _error_changes(base: SpecTree, head: SpecTree, old: list[str], new: list[str
         yield "HTTP_STATUS_REMOVED", f"HTTP {status} is no longer returned", None
 
 
-def diff_tool(base: SpecTree, head: SpecTree, old: ToolSpec, new: ToolSpec, renamed: bool) -> Iterator[Change]:
+@dataclass(slots=True)
+class PyApi:
+    """A side's generated Python API: the codegen bundle of each service and its shared classes."""
+
+    defs: dict[str, surfaces.Defs | None]
+    classes: dict[str, dict[str, surfaces.SharedClass]]
+
+    @classmethod
+    def of(cls, tree: SpecTree) -> PyApi:
+        defs = {svc.name: surfaces.service_defs(svc, tree.root) for svc in tree.services}
+        return cls(defs, {svc.name: surfaces.shared_classes(svc, defs[svc.name]) for svc in tree.services})
+
+
+def _served_arguments(tool: ToolSpec) -> dict[str, Any]:
+    """The arguments tools/list serves beyond the spec's input (policy.idempotency's `idempotency_key`)."""
+    served = docs.tool_list_entry(tool)["inputSchema"].get("properties") or {}
+    declared = tool.input_schema.get("properties") or {}
+    return {k: v for k, v in served.items() if k not in declared}
+
+
+def _mcp_changes(old: ToolSpec, new: ToolSpec) -> Iterator[Change]:
+    extra_a, extra_b = _served_arguments(old), _served_arguments(new)
+    for name in sorted(set(extra_b) - set(extra_a)):
+        yield "MCP_ARGUMENT_ADDED", f"MCP inputSchema: optional argument `{name}` added (policy)", None
+    for name in sorted(set(extra_a) - set(extra_b)):
+        effect = (
+            "callers that send it are rejected (additionalProperties: false)"
+            if new.input_schema.get("additionalProperties") is False
+            else "callers that send it have it ignored, so their retries run twice"
+        )
+        yield "MCP_ARGUMENT_NO_DELETE", f"MCP inputSchema: argument `{name}` removed (policy): {effect}", None
+
+
+def diff_tool(
+    base: SpecTree,
+    head: SpecTree,
+    old: ToolSpec,
+    new: ToolSpec,
+    renamed: bool,
+    api: tuple[PyApi, PyApi] | None = None,
+) -> Iterator[Change]:
     rename_cause = "TOOL_RENAMED" if renamed else None
     if renamed:
         yield "TOOL_RENAMED", f"`{old.name}` → `{new.name}` (renamed_from)", None
@@ -408,15 +599,21 @@ def diff_tool(base: SpecTree, head: SpecTree, old: ToolSpec, new: ToolSpec, rena
     wire = [*diff_schema(old.input_schema, new.input_schema, "input")]
     wire += diff_schema(old.output_schema, new.output_schema, "output")
     yield from wire
+    yield from _mcp_changes(old, new)
     renames = {}
     if renamed:
         renames = {
             naming.input_model(old.name): naming.input_model(new.name),
             naming.output_model(old.name): naming.output_model(new.name),
         }
-    yield from _with_causes(wire, diff_models(surfaces.tool_models(old), surfaces.tool_models(new), renames))
+    api_a, api_b = api or (PyApi({}, {}), PyApi({}, {}))
+    defs_a, defs_b = api_a.defs.get(old.service), api_b.defs.get(new.service)
+    classes = class_renames(api_a.classes.get(old.service, {}), api_b.classes.get(new.service, {}))
+    models = diff_models(surfaces.tool_models(old, defs_a), surfaces.tool_models(new, defs_b), renames, None, classes)
+    yield from _with_causes(wire, models)
     yield from _text_changes(old.summary, new.summary, "summary", "SUMMARY_CHANGED")
-    yield from _text_changes(old.description, new.description, "description", "DESCRIPTION_CHANGED")
+    # the description as tools/list serves it: a deprecation note comes first
+    yield from _text_changes(docs.mcp_description(old), docs.mcp_description(new), "description", "DESCRIPTION_CHANGED")
     if old.annotations.get("title") != new.annotations.get("title"):
         yield (
             "TITLE_CHANGED",
@@ -442,7 +639,7 @@ def _with_causes(wire: list[Change], python: Iterator[Change]) -> Iterator[Chang
     for rule, detail, _ in wire:
         match = _WIRE_AT.match(detail)
         if match and RULES[rule].severity == "breaking":
-            by_field.setdefault((match.group(1), match.group(2)), rule)
+            by_field.setdefault((match.group(1), re.sub(r"<[^>]*>", "", match.group(2))), rule)
     for rule, detail, cause in python:
         match = _PY_AT.search(detail)
         if cause is None and match:
@@ -473,7 +670,13 @@ def _annotation_changes(old: dict[str, Any], new: dict[str, Any]) -> Iterator[Ch
             yield "ANNOTATION_RELAXED", f"{key}: {_show(a)} → {_show(b)}", None
 
 
-def diff_resource(base: SpecTree, head: SpecTree, old: ResourceSpec, new: ResourceSpec) -> Iterator[Change]:
+def diff_resource(
+    base: SpecTree,
+    head: SpecTree,
+    old: ResourceSpec,
+    new: ResourceSpec,
+    api: tuple[PyApi, PyApi] | None = None,
+) -> Iterator[Change]:
     if old.uri != new.uri:
         yield "RESOURCE_URI_CHANGED", f"`{old.uri}` → `{new.uri}`", None
     if old.mime_type != new.mime_type:
@@ -485,7 +688,15 @@ def diff_resource(base: SpecTree, head: SpecTree, old: ResourceSpec, new: Resour
     if old.output_schema is not None and new.output_schema is not None:
         wire = list(diff_schema(old.output_schema, new.output_schema, "output"))
     yield from wire
-    models = diff_models(surfaces.resource_models(old), surfaces.resource_models(new), {}, "RESOURCE_MIME_CHANGED")
+    api_a, api_b = api or (PyApi({}, {}), PyApi({}, {}))
+    classes = class_renames(api_a.classes.get(old.service, {}), api_b.classes.get(new.service, {}))
+    models = diff_models(
+        surfaces.resource_models(old, api_a.defs.get(old.service)),
+        surfaces.resource_models(new, api_b.defs.get(new.service)),
+        {},
+        "RESOURCE_MIME_CHANGED",
+        classes,
+    )
     yield from _with_causes(wire, models)
     yield from _text_changes(old.summary, new.summary, "summary", "SUMMARY_CHANGED")
     yield from _text_changes(old.description, new.description, "description", "DESCRIPTION_CHANGED")
@@ -510,31 +721,94 @@ def _major(version: str | None) -> int:
     return int(match.group(1)) if match else 0
 
 
-def _path_major(base_path: str | None) -> int:
-    match = re.search(r"/v(\d+)(/|$)", base_path or "")
+def _path_major(path: str | None) -> int:
+    match = re.search(r"/v(\d+)(/|$)", path or "")
     return int(match.group(1)) if match else 1
 
 
-def _bump(old: ServiceSpec | None, new: ServiceSpec | None) -> tuple[bool, str]:
-    if old is None or new is None:
-        return False, ""
-    if _major(new.version) > _major(old.version):
-        return True, f"major version {old.version} → {new.version}"
-    if _path_major(new.base_path) > _path_major(old.base_path):
-        return True, f"base path {old.base_path} → {new.base_path}"
-    return False, f"needs version {_major(old.version) + 1}.0.0 or base path /v{_path_major(old.base_path) + 1}/…"
+def _path_bump(old: str | None, new: str | None, what: str) -> str | None:
+    if old is None or new is None or _path_major(new) <= _path_major(old):
+        return None
+    return f"{what} {old} → {new}"
+
+
+def _version_bump(old: ServiceSpec | None, new: ServiceSpec | None) -> str | None:
+    if old is None or new is None or _major(new.version) <= _major(old.version):
+        return None
+    return f"version {old.version} → {new.version}"
+
+
+def _needs(old: ServiceSpec | None, blocking: list[Finding]) -> str:
+    """What would allow a service's blocking findings."""
+    surfaces_ = {f.surface for f in blocking}
+    out = []
+    if "http" in surfaces_ and old is not None:
+        out.append(f"HTTP changes need base path /v{_path_major(old.base_path) + 1}/…")
+    if "python" in surfaces_ and old is not None:
+        out.append(f"Python API changes need version {_major(old.version) + 1}.0.0")
+    if surfaces_ & {"mcp", "http+mcp"}:
+        out.append("MCP and HTTP+MCP changes need an exception or a new tool name (MCP names carry no version)")
+    return "; ".join(out)
+
+
+_FIELD_AT = (
+    re.compile(r"^(?:input|output) `([^`]*)`"),
+    re.compile(r"^`\w+?(?:Input|Output|Resource)(?:\.|(?=\[\]))([^`]*)`"),
+)
+
+
+def field_of(detail: str) -> str | None:
+    """The schema field path a finding's detail is about (`total`, `hits[].region`), if any."""
+    for pattern in _FIELD_AT:
+        match = pattern.match(detail)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _renamed_from_problems(base: SpecTree, head: SpecTree) -> list[Problem]:
+    """`renamed_from` must name a tool HEAD no longer has (else it is no rename)."""
+    names_a = {t.name for t in base.all_tools()}
+    names_b = {t.name: t for t in head.all_tools()}
+    out = []
+    for tool in names_b.values():
+        old_name = tool.raw.get("renamed_from")
+        if not isinstance(old_name, str):
+            continue
+        rel = tool.source.resolve().relative_to(head.root.parent).as_posix()
+        if old_name == tool.name:
+            out.append(Problem(rel, "/renamed_from", "renamed_from", "names the tool itself"))
+        elif old_name in names_b:
+            out.append(
+                Problem(
+                    rel,
+                    "/renamed_from",
+                    "renamed_from",
+                    f"`{old_name}` still exists ({names_b[old_name].service}): a rename removes the old tool;"
+                    " drop renamed_from, or remove (or rename) the old tool",
+                )
+            )
+        elif tool.name in names_a and old_name in names_a:
+            out.append(
+                Problem(rel, "/renamed_from", "renamed_from", f"`{tool.name}` already existed in BASE: it is no rename")
+            )
+    return out
 
 
 def compare(base: SpecTree, head: SpecTree) -> list[Finding]:
-    """Every finding between two trees, before exceptions, sorted."""
+    """Every finding between two trees, before exceptions, sorted; `allowed_by` is set where a major
+    version allows a breaking finding."""
     found: list[Finding] = []
+    api = (PyApi.of(base), PyApi.of(head))
+    services_a = {s.name: s for s in base.services}
+    services_b = {s.name: s for s in head.services}
+    routes: dict[tuple[str, str], str | None] = {}
+    """(kind, subject) -> the route's /vN change, if any."""
 
     def add(changes: Iterator[Change], service: str, kind: str, subject: str) -> None:
         for rule, detail, cause in changes:
-            found.append(Finding(rule, service, kind, subject, detail, cause))
+            found.append(Finding(rule, service, kind, subject, detail, cause, field=field_of(detail)))
 
-    services_a = {s.name: s for s in base.services}
-    services_b = {s.name: s for s in head.services}
     for name in sorted(services_a.keys() | services_b.keys()):
         sa, sb = services_a.get(name), services_b.get(name)
         if sa is None:
@@ -542,7 +816,9 @@ def compare(base: SpecTree, head: SpecTree) -> list[Finding]:
         elif sb is None:
             found.append(Finding("SERVICE_NO_DELETE", name, "service", name, f"service `{name}` removed"))
         else:
+            routes["service", name] = _path_bump(sa.base_path, sb.base_path, "base path")
             add(diff_service(sa, sb), name, "service", name)
+            add(diff_classes(api[0].classes.get(name, {}), api[1].classes.get(name, {})), name, "service", name)
 
     tools_a = {t.name: t for t in base.all_tools()}
     tools_b = {t.name: t for t in head.all_tools()}
@@ -560,7 +836,8 @@ def compare(base: SpecTree, head: SpecTree) -> list[Finding]:
             detail = f"tool `{name}` added (`{new.http_method} {new.http_path}`; models {models})"
             found.append(Finding("TOOL_ADDED", new.service, "tool", name, detail, cause))
             continue
-        add(diff_tool(base, head, old, new, old_name != name), new.service, "tool", name)
+        routes["tool", name] = _path_bump(old.http_path, new.http_path, "route")
+        add(diff_tool(base, head, old, new, old_name != name, api), new.service, "tool", name)
     for name, old in sorted(tools_a.items()):
         if name in tools_b or name in renamed:
             continue
@@ -581,9 +858,20 @@ def compare(base: SpecTree, head: SpecTree) -> list[Finding]:
             cause = "SERVICE_NO_DELETE" if svc not in services_b else None
             found.append(Finding("RESOURCE_NO_DELETE", svc, "resource", name, f"resource `{ra.uri}` removed", cause))
         elif ra is not None and rb is not None:
-            add(diff_resource(base, head, ra, rb), svc, "resource", name)
+            routes["resource", name] = _path_bump(ra.http_path, rb.http_path, "route")
+            add(diff_resource(base, head, ra, rb, api), svc, "resource", name)
+
+    def allowed(f: Finding) -> str | None:
+        if f.severity != "breaking":
+            return None
+        if f.surface == "http":
+            return routes.get((f.kind, f.subject))
+        if f.surface == "python":
+            return _version_bump(services_a.get(f.service), services_b.get(f.service))
+        return None  # mcp, http+mcp: MCP tool names carry no version
+
     unique = {(f.rule, f.service, f.kind, f.subject, f.detail): f for f in found}
-    return sorted(unique.values(), key=Finding.sort_key)
+    return sorted((replace(f, allowed_by=allowed(f)) for f in unique.values()), key=Finding.sort_key)
 
 
 def apply_exceptions(findings: list[Finding], exceptions: list[Exception_]) -> tuple[list[Finding], list[Exception_]]:
@@ -592,7 +880,7 @@ def apply_exceptions(findings: list[Finding], exceptions: list[Exception_]) -> t
     out = []
     for f in findings:
         for exc in exceptions:
-            if exc.matches(f.rule, f.caused_by, f.service, f.subject):
+            if exc.matches(f.rule, f.caused_by, f.service, f.subject, f.field):
                 f = replace(f, excused=exc.reason)
                 used.add(exc.index)
                 break
@@ -607,20 +895,33 @@ def review(
     base_label: str = "BASE",
     head_label: str = "HEAD",
     exception_problems: list[str] | None = None,
+    base_exceptions: list[Exception_] | None = None,
 ) -> Review:
-    findings, unused = apply_exceptions(compare(base, head), exceptions or [])
+    """The review of BASE -> HEAD. `exceptions` come from HEAD's specs/review-exceptions.yaml; those
+    also in `base_exceptions` (BASE's file) were written for earlier changes and excuse nothing here."""
+    earlier = {e.key for e in base_exceptions or []}
+    carried = [e for e in exceptions or [] if e.key in earlier]
+    fresh = [e for e in exceptions or [] if e.key not in earlier]
+    findings, unused = apply_exceptions(compare(base, head), fresh)
     services_a = {s.name: s for s in base.services}
     services_b = {s.name: s for s in head.services}
     verdicts: dict[str, ServiceVerdict] = {}
     for name in sorted(services_a.keys() | services_b.keys()):
         sa, sb = services_a.get(name), services_b.get(name)
-        bumped, note = _bump(sa, sb)
-        verdict = ServiceVerdict(name, sa.version if sa else None, sb.version if sb else None, bumped, note)
+        verdict = ServiceVerdict(
+            name,
+            sa.version if sa else None,
+            sb.version if sb else None,
+            _path_bump(sa.base_path, sb.base_path, "base path") if sa and sb else None,
+            _version_bump(sa, sb),
+        )
         for f in findings:
             if f.service == name and f.severity == "breaking":
                 verdict.breaking += 1
                 verdict.excused += f.excused is not None
-                verdict.unexcused += f.excused is None
+                verdict.allowed += f.excused is None and f.allowed_by is not None
+                verdict.unexcused += f.blocking
+        verdict.needs = _needs(sa, [f for f in findings if f.service == name and f.blocking])
         verdicts[name] = verdict
     return Review(
         base=base_label,
@@ -629,6 +930,7 @@ def review(
         services=verdicts,
         exception_problems=list(exception_problems or []),
         unused_exceptions=unused,
+        carried_exceptions=carried,
         base_problems=list(base.problems),
-        head_problems=list(head.problems),
+        head_problems=[*lint.lint(head), *_renamed_from_problems(base, head)],
     )

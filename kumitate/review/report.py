@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import groupby
 
 from kumitate.review.diff import Finding, Review
-from kumitate.review.rules import EXCEPTIONS_FILE, SURFACES
+from kumitate.review.rules import EXCEPTIONS_FILE, SURFACES, Exception_
 
 RULES_DOC = "kumitate/review/rules.yaml"
 
@@ -19,7 +19,23 @@ def _severity(f: Finding) -> str:
         return f.severity
     if f.excused is not None:
         return f"breaking (excepted: {_cell(f.excused)})"
+    if f.allowed_by is not None:
+        return f"breaking (allowed by the {_cell(f.allowed_by)})"
     return "**breaking**"
+
+
+def subject_verdict(findings: list[Finding]) -> str:
+    """One subject's verdict, for its heading."""
+    blocking = sum(f.blocking for f in findings)
+    breaking = [f for f in findings if f.severity == "breaking"]
+    if blocking:
+        return f"**FAIL**: {blocking} breaking change(s) not allowed"
+    if breaking:
+        how = sorted({"excepted" if f.excused is not None else "allowed by a major version" for f in breaking})
+        return f"OK: {len(breaking)} breaking change(s), {' / '.join(how)}"
+    if any(f.severity == "non-breaking" for f in findings):
+        return "OK: non-breaking"
+    return "OK: text only"
 
 
 def _summary(review: Review) -> str:
@@ -41,39 +57,50 @@ def _summary(review: Review) -> str:
             )
         if review.exception_problems:
             reasons.append(f"invalid entries in specs/{EXCEPTIONS_FILE}")
+        if review.unused_exceptions:
+            reasons.append(f"exceptions that match nothing in specs/{EXCEPTIONS_FILE}")
         if review.head_problems:
-            reasons.append("HEAD's specs do not load cleanly")
+            reasons.append("HEAD's specs do not pass codegen lint")
         verdict = "**FAIL**: " + "; ".join(reasons)
     return f"{verdict} — {counts}{where}."
+
+
+def _exception(e: Exception_) -> str:
+    where = (
+        f"`{e.tool}`" + (f" field `{e.field}`" if e.field else "") + (f" (service `{e.service}`)" if e.service else "")
+    )
+    return f"`{e.rule}` on {where}: {_cell(e.reason)}"
 
 
 def render(review: Review) -> str:
     lines = [f"## Spec review: `{review.base}` → `{review.head}`", "", _summary(review), ""]
     by_service = {k: list(g) for k, g in groupby(review.findings, key=lambda f: f.service)}
-    for name, verdict in sorted(review.services.items()):
+    for name, state in sorted(review.services.items()):
         found = by_service.get(name, [])
         if not found:
             continue
-        versions = f"{verdict.base_version or '—'} → {verdict.head_version or '—'}"
-        if verdict.unexcused == 0:
-            state = "OK" + (f" ({verdict.excused} breaking, all excepted)" if verdict.excused else "")
-        elif verdict.bumped:
-            state = f"OK: {verdict.unexcused} breaking change(s) allowed by the {verdict.bump_note}"
+        versions = f"{state.base_version or '—'} → {state.head_version or '—'}"
+        bumps = " and ".join(b for b in (state.path_bump, state.version_bump) if b)
+        if state.unexcused:
+            head = f"**FAIL**: {state.unexcused} breaking change(s) nothing allows ({state.needs};"
+            head += f" any can be excepted with a reason in specs/{EXCEPTIONS_FILE})"
+        elif state.breaking:
+            parts = [f"{state.excused} excepted"] if state.excused else []
+            parts += [f"{state.allowed} allowed by the {bumps}"] if state.allowed else []
+            head = f"OK ({state.breaking} breaking: {', '.join(parts)})"
         else:
-            state = (
-                f"FAIL: {verdict.unexcused} breaking change(s); {verdict.bump_note}, or an exception with a"
-                f" reason in specs/{EXCEPTIONS_FILE}"
-            )
-        lines += [f"### Service `{name}` ({versions}) — {state}", ""]
+            head = "OK"
+        lines += [f"### Service `{name}` ({versions}) — {head}", ""]
         for (kind, subject), group in groupby(found, key=lambda f: (f.kind, f.subject)):
             title = {"service": "Service", "tool": "Tool", "resource": "Resource"}[kind]
+            items = list(group)
             lines += [
-                f"**{title} `{subject}`**",
+                f"#### {title} `{subject}` — {subject_verdict(items)}",
                 "",
                 "| Rule | Surface | Severity | Detail |",
                 "|---|---|---|---|",
             ]
-            for f in group:
+            for f in items:
                 lines.append(f"| `{f.rule}` | {SURFACES[f.surface]} | {_severity(f)} | {_cell(f.detail)} |")
             lines.append("")
     if review.exception_problems:
@@ -81,11 +108,23 @@ def render(review: Review) -> str:
         lines += [f"- {p}" for p in review.exception_problems]
         lines.append("")
     if review.unused_exceptions:
-        lines += ["### Exceptions that matched nothing (remove them)", ""]
-        lines += [f"- `{e.rule}` on `{e.tool}`: {_cell(e.reason)}" for e in review.unused_exceptions]
+        lines += ["### New exceptions that matched nothing (fix or remove them: the review fails)", ""]
+        lines += [f"- {_exception(e)}" for e in review.unused_exceptions]
+        lines.append("")
+    if review.carried_exceptions:
+        lines += [
+            f"### Exceptions already in `{review.base}` (they were for earlier changes: they excuse nothing"
+            " here; remove them)",
+            "",
+        ]
+        lines += [f"- {_exception(e)}" for e in review.carried_exceptions]
         lines.append("")
     if review.head_problems:
-        lines += [f"### `{review.head}` does not load cleanly (tools that failed to load count as removed)", ""]
+        lines += [
+            f"### `{review.head}` does not pass codegen lint (`python -m codegen --lint`); tools that failed to"
+            " load count as removed",
+            "",
+        ]
         lines += [f"- `{p}`" for p in review.head_problems]
         lines.append("")
     if review.base_problems:
@@ -93,7 +132,9 @@ def render(review: Review) -> str:
         lines += [f"- `{p}`" for p in review.base_problems]
         lines += ["", "</details>", ""]
     lines += [
-        f"<sub>Rules: `{RULES_DOC}`. Breaking changes need a major version of the service (version or /vN base"
-        f" path) or an exception `{{rule, tool, reason}}` in `specs/{EXCEPTIONS_FILE}` (seed 001).</sub>",
+        f"<sub>Rules: `{RULES_DOC}`. Seed 001: breaking changes go to /v2. A new /vN base path allows HTTP"
+        " changes, a major `version` Python API changes; MCP tool names carry no version, so MCP and HTTP+MCP"
+        f" changes need an exception `{{rule, tool, reason, field?}}` in `specs/{EXCEPTIONS_FILE}` (or a new"
+        " tool name).</sub>",
     ]
     return "\n".join(lines) + "\n"

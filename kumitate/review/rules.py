@@ -48,20 +48,42 @@ RULES: dict[str, Rule] = load_rules()
 
 @dataclass(frozen=True, slots=True)
 class Exception_:
-    """One accepted finding: `rule` on `tool` (a tool, resource or service name), with a reason."""
+    """One accepted change: `rule` on `tool` (a tool, resource or service name), with a reason.
+
+    `field` narrows it to one schema field path and what lies under it (`total` covers `total` only,
+    `filters` covers `filters.region` too); `service` to one service.
+    """
 
     rule: str
     tool: str
     reason: str
     service: str | None = None
     index: int = 0
+    field: str | None = None
 
-    def matches(self, rule: str, caused_by: str | None, service: str, subject: str) -> bool:
+    @property
+    def key(self) -> tuple[str, str, str | None, str | None, str]:
+        """What identifies the exception across BASE and HEAD (all but its position)."""
+        return (self.rule, self.tool, self.service, self.field, self.reason)
+
+    def covers_field(self, path: str | None) -> bool:
+        if self.field is None:
+            return True
+        if path is None:
+            return False
+        return path == self.field or any(path.startswith(self.field + sep) for sep in (".", "[]", "<", "{"))
+
+    def matches(
+        self, rule: str, caused_by: str | None, service: str, subject: str, field_path: str | None = None
+    ) -> bool:
         if self.rule not in (rule, caused_by):
             return False
         if self.service is not None and self.service != service:
             return False
-        return self.tool in (subject, "*")
+        return self.tool == subject and self.covers_field(field_path)
+
+
+SHAPE = "{rule, tool, reason[, field][, service]}"
 
 
 def load_exceptions(specs_dir: Path) -> tuple[list[Exception_], list[str]]:
@@ -78,24 +100,40 @@ def load_exceptions(specs_dir: Path) -> tuple[list[Exception_], list[str]]:
     if isinstance(doc, dict):
         doc = doc.get("exceptions", [])
     if not isinstance(doc, list):
-        return [], [f"specs/{EXCEPTIONS_FILE} must be a list of {{rule, tool, reason}}"]
+        return [], [f"specs/{EXCEPTIONS_FILE} must be a list of {SHAPE}"]
     found: list[Exception_] = []
     problems: list[str] = []
     for i, entry in enumerate(doc):
         where = f"specs/{EXCEPTIONS_FILE}#/{i}"
         if not isinstance(entry, dict):
-            problems.append(f"{where}: an exception is a mapping {{rule, tool, reason}}")
+            problems.append(f"{where}: an exception is a mapping {SHAPE}")
             continue
         rule, tool, reason = entry.get("rule"), entry.get("tool"), entry.get("reason")
+        field, service = entry.get("field"), entry.get("service")
+        unknown = sorted(set(entry) - {"rule", "tool", "reason", "field", "service"})
+        if unknown:
+            problems.append(f"{where}: unknown key(s) {', '.join(map(str, unknown))} (an exception is {SHAPE})")
+            continue
         if not isinstance(rule, str) or rule not in RULES:
             problems.append(f"{where}: unknown rule {rule!r}")
             continue
         if not isinstance(tool, str) or not tool:
             problems.append(f"{where}: `tool` is missing (a tool, resource or service name)")
             continue
+        if "*" in tool:
+            problems.append(
+                f"{where}: `tool: {tool}`: wildcards are not allowed; name the tool, resource or service"
+                " (one exception, one reason, per subject)"
+            )
+            continue
+        if field is not None and (not isinstance(field, str) or not field.strip()):
+            problems.append(f"{where}: `field` must be a field path such as `total` or `hits[].region`")
+            continue
+        if service is not None and not isinstance(service, str):
+            problems.append(f"{where}: `service` must be a service name")
+            continue
         if not isinstance(reason, str) or not reason.strip():
             problems.append(f"{where}: the exception for {rule} on {tool} has no reason")
             continue
-        service = entry.get("service")
-        found.append(Exception_(rule, tool, reason.strip(), service if isinstance(service, str) else None, i))
+        found.append(Exception_(rule, tool, reason.strip(), service, i, field.strip() if field else None))
     return found, problems

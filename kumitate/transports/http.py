@@ -22,6 +22,7 @@ from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
+from kumitate.transports import forms
 
 IDS_KEY = "kumitate_ids"
 STATUS_CODES = {
@@ -40,7 +41,6 @@ STATUS_CODES = {
     503: "SERVICE_UNAVAILABLE",
 }
 _ENCODER = msgspec.json.Encoder()
-_BOOLEAN_WORDS = {"true": True, "false": False, "1": True, "0": False, "on": True, "off": False}
 
 
 def request_ids(request: Request[Any, Any, Any]) -> tuple[str, str]:
@@ -98,33 +98,6 @@ def _media_type(request: Request[Any, Any, Any]) -> str:
     )
 
 
-def _coerce_form_value(value: Any, schema: Mapping[str, Any]) -> Any:
-    """Form fields are strings (or files); give them the JSON type the schema expects."""
-    if isinstance(value, UploadFile):
-        return value  # read by the caller (async)
-    kinds = schema.get("type")
-    kinds = set(kinds) if isinstance(kinds, list) else {kinds}
-    text = str(value)
-    if kinds & {"object", "array"}:
-        try:
-            return msgspec.json.decode(text)
-        except msgspec.DecodeError:
-            return text
-    if "boolean" in kinds and text.strip().lower() in _BOOLEAN_WORDS:
-        return _BOOLEAN_WORDS[text.strip().lower()]
-    if "integer" in kinds:
-        try:
-            return int(text)
-        except ValueError:
-            return text
-    if "number" in kinds:
-        try:
-            return float(text)
-        except ValueError:
-            return text
-    return text
-
-
 async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) -> Any:
     media = _media_type(request)
     if media not in binding.content_types:
@@ -146,7 +119,7 @@ async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) 
     for key in form:
         schema = props.get(key, {})
         values = form.getall(key)
-        if _is_array(schema) and not (len(values) == 1 and str(values[0]).lstrip().startswith("[")):
+        if "array" in forms.kinds(schema) and not (len(values) == 1 and str(values[0]).lstrip().startswith("[")):
             # repeated fields (`label_features=a&label_features=b`) or one plain value: a list
             items = schema.get("items", {})
             arguments[key] = [await _form_value(v, items) for v in values]
@@ -155,16 +128,10 @@ async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) 
     return arguments
 
 
-def _is_array(schema: Mapping[str, Any]) -> bool:
-    kinds = schema.get("type")
-    return kinds == "array" or (isinstance(kinds, list) and "array" in kinds)
-
-
 async def _form_value(value: Any, schema: Mapping[str, Any]) -> Any:
-    coerced = _coerce_form_value(value, schema)
-    if isinstance(coerced, UploadFile):
-        return base64.b64encode(await coerced.read()).decode("ascii")
-    return coerced
+    if isinstance(value, UploadFile):
+        return base64.b64encode(await value.read()).decode("ascii")
+    return forms.coerce(str(value), schema)
 
 
 def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:

@@ -3,6 +3,7 @@ and schema errors that never echo a large value back."""
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 
@@ -64,6 +65,14 @@ def test_a_body_over_the_tools_declared_cap_is_413(live_server: LiveServer) -> N
     # the same size is fine where no cap is declared below the app-wide one (and fails validation instead)
     other = httpx.post(f"{live_server.url}/v1/chat", json={"user_text": "x" * (9 * 1024 * 1024)}, timeout=30)
     assert other.status_code == 400
+
+
+def test_an_image_over_5_mb_inside_the_request_cap_gets_the_handlers_413(live_server: LiveServer) -> None:
+    image = base64.b64encode(os.urandom(6_000_000)).decode("ascii")  # 8.0 MB of base64, under the 8 MiB cap
+    response = httpx.post(f"{live_server.url}/v1/ingest", json={"brand_name": "x", "image": image}, timeout=60)
+    assert response.status_code == 413, response.text
+    assert response.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    assert "larger than" in response.json()["error"]["message"]
 
 
 def test_schema_errors_do_not_echo_large_values(live_server: LiveServer) -> None:

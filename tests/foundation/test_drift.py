@@ -90,3 +90,23 @@ def test_generate_refuses_a_tree_with_problems(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "[KT002]" in proc.stderr and "nothing generated" in proc.stderr
     assert not (out / "generated").exists()
+
+
+def test_check_fails_when_a_service_is_over_its_token_budget(tmp_path: Path) -> None:
+    specs_dir = make_tree(tmp_path, CASE / "specs")
+    (specs_dir / "token-budget.yaml").write_text("default: 50\n", encoding="utf-8")
+    out = tmp_path / "out"
+    gen = run_codegen("--specs", specs_dir, "--out", out)
+    assert gen.returncode == 0 and "warning: " in gen.stderr and "[KT205]" in gen.stderr
+    check = run_codegen("--check", "--specs", specs_dir, "--out", out)
+    assert check.returncode == 1
+    assert "over the budget of 50" in check.stderr and "[KT205]" in check.stderr
+    assert not any(line.startswith(("stale: ", "orphan: ")) for line in check.stdout.splitlines())
+    assert "over their tools/list token budget" in check.stdout
+    # a reasoned readiness-baseline entry accepts it
+    (specs_dir / "readiness-baseline.yaml").write_text(
+        "- {rule: KT205, file: specs/mini/service.yaml, pointer: '', reason: a test of the baseline}\n",
+        encoding="utf-8",
+    )
+    check = run_codegen("--check", "--specs", specs_dir, "--out", out)
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import io
+import logging
 import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -12,6 +16,8 @@ from PIL import Image, ImageStat
 from handlers.household.chart_cache import ChartCache
 from handlers.household.charts import font_path
 from kumitate.errors import ToolError
+
+from .conftest import row, write_export
 
 
 def check_png(png: bytes, size: tuple[int, int]) -> None:
@@ -89,3 +95,65 @@ def test_unknown_and_expired_chart(tmp_path: Path, trend_service, ctx) -> None:
     offset[0] = 61
     assert cache.get(chart_id) is None
     assert not (tmp_path / "c" / f"{chart_id}.png").exists()
+
+
+@contextmanager
+def font_problems(caplog: pytest.LogCaptureFixture) -> Iterator[list[str]]:
+    """Collects matplotlib's missing-glyph warnings (tofu) and font-fallback log lines raised inside the block."""
+    found: list[str] = []
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.WARNING, logger="matplotlib"):
+        warnings.simplefilter("always")
+        yield found
+    found += [str(w.message) for w in caught if "Glyph" in str(w.message) or "font" in str(w.message).lower()]
+    found += [r.getMessage() for r in caplog.records if r.name.startswith("matplotlib")]
+
+
+def test_the_tofu_detector_detects_tofu(caplog: pytest.LogCaptureFixture) -> None:
+    """Control: Japanese text in matplotlib's default font (DejaVu Sans) is reported."""
+    from matplotlib.figure import Figure
+
+    with font_problems(caplog) as problems:
+        fig = Figure(figsize=(2, 1))
+        fig.add_subplot(1, 1, 1).set_title("食費の推移")
+        fig.savefig(io.BytesIO(), format="png")
+    assert any("missing from font" in p for p in problems)
+
+
+@pytest.mark.parametrize("tool", ["monthly_pie", "monthly_bar", "trend_line", "trend_bar"])
+def test_japanese_chart_text_has_no_tofu(trend_service, ctx, caplog: pytest.LogCaptureFixture, tool: str) -> None:
+    kind = tool.split("_")[1]
+    with font_problems(caplog) as problems:
+        if tool.startswith("monthly"):
+            out = trend_service.get_monthly_household(
+                {"year": 2025, "month": 1, "output_format": "image", "graph_type": kind}, ctx
+            )
+        else:
+            out = trend_service.get_category_trend({"output_format": "image", "graph_type": kind}, ctx)
+    assert "chart" in out and ctx.warnings == []
+    assert problems == []
+
+
+def test_month_with_income_but_no_spending_has_no_pie(tmp_path: Path, make_service, ctx) -> None:
+    data = tmp_path / "exports"
+    data.mkdir()
+    write_export(data, "2025-05-01_2025-05-31", [row("2025/05/25", 300000, "収入", "給与")])
+    svc = make_service(data)
+    for graph_type in ("pie", "bar"):
+        out = svc.get_monthly_household(
+            {"year": 2025, "month": 5, "output_format": "image", "graph_type": graph_type}, ctx
+        )
+        assert out["total_expense"] == 0 and out["total_income"] == 300000
+        assert "chart" not in out
+    assert ctx.warnings == ["2025年05月は支出がないため、グラフは作成しませんでした"] * 2
+    assert ctx.attachments == []
+    # the trend over a window without spending: the text answer, no chart, a warning (no traceback logged)
+    trend = svc.get_category_trend({"start_month": "2025-05", "end_month": "2025-05", "output_format": "image"}, ctx)
+    assert "chart" not in trend and trend["text"].startswith("2025年05月の支出はありません。")
+    assert ctx.warnings[-1] == "対象期間に支出がないため、グラフは作成しませんでした"
+
+
+def test_pie_of_zeros_is_refused_by_the_renderer() -> None:
+    from handlers.household.charts import category_chart
+
+    with pytest.raises(ValueError):
+        category_chart("t", ["食費"], [0], "pie", 400, 300)

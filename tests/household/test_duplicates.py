@@ -26,6 +26,26 @@ def test_similarity_scores() -> None:
     assert similarity(same, Item(2, 100, -1030), Options(amount_tolerance_abs=50)) == 0.9825
 
 
+def test_income_and_expense_never_pair() -> None:
+    # a same-day refund: amounts differ in sign only; by absolute value the score would be 1.0
+    expense, refund = Item(1, 100, -5000), Item(2, 100, 5000)
+    loose = Options(amount_tolerance_abs=10000)
+    assert find_candidates([expense, refund], loose) == []
+    assert find_candidates_pairwise([expense, refund], loose) == []
+    assert find_candidates([expense, refund], Options(amount_tolerance_pct=199)) == []
+    # near zero the tolerance band crosses 0: still no pair across the sign (0 yen pairs only with 0 yen)
+    assert find_candidates([Item(1, 100, -10), Item(2, 100, 10), Item(3, 100, 0)], loose) == []
+    assert [(c.id_1, c.id_2) for c in find_candidates([expense, Item(2, 100, -4000)], loose)] == [(1, 2)]
+
+
+def test_transfers_pair_only_with_transfers() -> None:
+    # a card settlement (振替) and a purchase of the same amount on the same day are not one another's duplicate
+    items = [Item(1, 100, -30000, kind=1), Item(2, 100, -30000), Item(3, 100, -30000, kind=1)]
+    for opts in (Options(), Options(amount_tolerance_abs=100)):
+        assert [(c.id_1, c.id_2) for c in find_candidates(items, opts)] == [(1, 3)]
+        assert find_candidates(items, opts) == find_candidates_pairwise(items, opts)
+
+
 def test_tolerances() -> None:
     items = [Item(1, 100, -1000), Item(2, 100, -1030), Item(3, 101, -1000), Item(4, 100, -1060), Item(5, 100, 1000)]
     pairs = lambda opts: [(c.id_1, c.id_2, c.score) for c in find_candidates(items, opts)]  # noqa: E731
@@ -50,8 +70,15 @@ def test_tolerances() -> None:
 )
 def test_window_search_equals_pairwise(opts: Options) -> None:
     rng = random.Random(7)
-    items = [Item(i, rng.randint(0, 60), rng.choice([-1, -1, -1, 1]) * rng.randint(1, 60) * 50) for i in range(1, 700)]
-    assert find_candidates(items, opts) == find_candidates_pairwise(items, opts)
+    items = [
+        Item(i, rng.randint(0, 60), rng.choice([-1, -1, -1, 1]) * rng.randint(0, 60) * 50, kind=int(rng.random() < 0.2))
+        for i in range(1, 700)
+    ]
+    found = find_candidates(items, opts)
+    assert found == find_candidates_pairwise(items, opts)
+    by_id = {t.id: t for t in items}
+    assert all(by_id[c.id_1].kind == by_id[c.id_2].kind for c in found)
+    assert all((by_id[c.id_1].amount < 0) == (by_id[c.id_2].amount < 0) for c in found)
 
 
 @pytest.fixture
@@ -79,6 +106,7 @@ def test_detect_confirm_restore_changes_aggregates(dup_service, ctx) -> None:
     assert detected == {
         "candidates_count": 1,
         "new_candidates": 1,
+        "removed_candidates": 0,
         "checked_transactions": 4,
         "message": "1件の重複候補が見つかりました",
     }
@@ -141,3 +169,95 @@ def test_confirm_is_atomic_and_errors(dup_service, ctx) -> None:
         with pytest.raises(ToolError) as err:
             call(args, ctx)
         assert err.value.code == code
+
+
+def test_refund_and_card_settlement_are_not_candidates(tmp_path: Path, make_service, ctx) -> None:
+    """Through the store: the sign and 振替 reach the search (before the fix both pairs scored 1.0)."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    write_export(
+        data,
+        "2025-03-01_2025-03-31",
+        [
+            row("2025/03/10", -5000, "衣服・美容", "衣服", content="ショップ"),
+            row("2025/03/10", 5000, "衣服・美容", "衣服", content="ショップ 返品"),
+            row("2025/03/10", -30000, "現金・カード", "カード引き落とし", transfer=1),
+            row("2025/03/10", -30000, "住宅", "家具"),
+        ],
+    )
+    svc = make_service(data)
+    for opts in ({}, {"date_tolerance_days": 1, "amount_tolerance_abs": 10000}):
+        out = svc.detect_duplicates(opts, ctx)
+        assert (out["candidates_count"], out["checked_transactions"]) == (0, 4)
+    assert svc.list_duplicate_candidates({}, ctx)["total"] == 0
+
+
+def test_a_stricter_run_replaces_undecided_candidates(dup_service, ctx) -> None:
+    svc = dup_service
+    loose = svc.detect_duplicates(
+        {"date_tolerance_days": 3, "amount_tolerance_abs": 5000, "min_similarity_score": 0.0}, ctx
+    )
+    assert (loose["candidates_count"], loose["new_candidates"], loose["removed_candidates"]) == (3, 3, 0)
+    pairs = {
+        (c["transaction_1"]["id"], c["transaction_2"]["id"]): c["check_id"]
+        for c in svc.list_duplicate_candidates({"limit": 10}, ctx)["candidates"]
+    }
+    assert set(pairs) == {(1, 2), (1, 3), (2, 3)}
+    svc.confirm_duplicate({"check_id": pairs[(1, 3)], "decision": "not_duplicate"}, ctx)
+
+    strict = svc.detect_duplicates({}, ctx)
+    # (2, 3) was only a loose candidate and is undecided: gone; (1, 2) is found again and keeps its id
+    assert (strict["candidates_count"], strict["new_candidates"], strict["removed_candidates"]) == (1, 0, 1)
+    listed = svc.list_duplicate_candidates({"skip_checked": False}, ctx)["candidates"]
+    assert {(c["check_id"], c["user_decision"]) for c in listed} == {
+        (pairs[(1, 2)], None),
+        (pairs[(1, 3)], "not_duplicate"),
+    }
+    stats = svc.get_duplicate_stats({}, ctx)
+    assert (stats["total_checks"], stats["pending_checks"], stats["confirmed_not_duplicate"]) == (2, 1, 1)
+
+    # a run over some transactions only replaces the pending pairs among those
+    svc.detect_duplicates({"date_tolerance_days": 3, "amount_tolerance_abs": 5000, "min_similarity_score": 0.0}, ctx)
+    limited = svc.detect_duplicates({"transaction_ids": [2, 3]}, ctx)
+    assert (limited["candidates_count"], limited["removed_candidates"]) == (0, 1)  # (2, 3) only; (1, 2) stays
+    left = {
+        (c["transaction_1"]["id"], c["transaction_2"]["id"])
+        for c in svc.list_duplicate_candidates({}, ctx)["candidates"]
+    }
+    assert left == {(1, 2)}
+
+
+def test_a_confirmed_duplicate_leaves_every_resource(tmp_path: Path, make_service, ctx) -> None:
+    """The only February row, and the only 趣味・娯楽 row, duplicates a January purchase (±1 day)."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    write_export(data, "2025-01-01_2025-01-31", [row("2025/01/31", -3000, "日用品", "ドラッグストア", content="薬局")])
+    write_export(data, "2025-02-01_2025-02-28", [row("2025/02/01", -3000, "趣味・娯楽", "本", content="薬局")])
+    svc = make_service(data)
+
+    def state() -> tuple[list[str | None], dict[str, list[str]], list[str]]:
+        months_out = svc.read_available_months(ctx)
+        summary = svc.read_category_trend_summary(ctx)
+        return (
+            [months_out["earliest"], months_out["latest"]],
+            svc.read_category_hierarchy(ctx),
+            [b["category"] for b in summary["categories"]],
+        )
+
+    before = state()
+    assert before == (
+        ["2025-01", "2025-02"],
+        {"日用品": ["ドラッグストア"], "趣味・娯楽": ["本"]},
+        ["日用品", "趣味・娯楽"],
+    )
+    assert svc.detect_duplicates({"date_tolerance_days": 1, "min_similarity_score": 0.5}, ctx)["candidates_count"] == 1
+    assert svc.confirm_duplicate({"check_id": 1, "decision": "duplicate"}, ctx)["marked_transaction_id"] == 2
+    assert state() == (["2025-01", "2025-01"], {"日用品": ["ドラッグストア"]}, ["日用品"])
+    with pytest.raises(ToolError) as err:
+        svc.get_category_trend({"category": "趣味・娯楽"}, ctx)
+    assert err.value.code == "VALIDATION_ERROR"
+    with pytest.raises(ToolError) as err:
+        svc.get_monthly_household({"year": 2025, "month": 2}, ctx)
+    assert err.value.code == "DATA_NOT_FOUND"
+    svc.restore_duplicate({"transaction_id": 2}, ctx)
+    assert state() == before

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import sqlite3
+from contextlib import closing
 from pathlib import Path
+
+import pytest
+
+from handlers.household.csvfile import read_tuples
+from handlers.household.db import refresh_aggregates
+from handlers.household.importer import INSERT
 
 from .conftest import HEADER, row, write_export
 
@@ -120,3 +129,140 @@ def test_bundled_sample_loads(tmp_path: Path) -> None:
     report = svc.core.startup_report
     assert (report["files_processed"], report["total_errors"]) == (48, 0)
     assert report["total_imported"] == 3093
+
+
+JUNE = "2025-06-01_2025-06-30"
+
+
+def june_rows(amounts: list[int]) -> list[list[str]]:
+    return [row(f"2025/06/{i + 1:02d}", a, "食費", "食料品") for i, a in enumerate(amounts)]
+
+
+def samples_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "samples" / "household"  # the make_service fixture's sample directory
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def june_total(svc, ctx) -> int:
+    return int(svc.get_monthly_household({"year": 2025, "month": 6}, ctx)["total_expense"])
+
+
+def test_real_export_does_not_collide_with_a_sample_of_the_same_name(tmp_path: Path, make_service, ctx) -> None:
+    write_export(samples_dir(tmp_path), JUNE, june_rows([-100, -200, -300]))
+    data = tmp_path / "exports"
+    data.mkdir()
+    write_export(data, JUNE, june_rows([-1000, -2000, -3000, -4000]))
+    # without HOUSEHOLD_DATA_DIR: the samples
+    assert june_total(make_service(), ctx) == 600
+    # with it: only the user's exports, and the sample rows stored by the start above are removed
+    svc = make_service(data)
+    assert june_total(svc, ctx) == 10000
+    report = svc.core.startup_report
+    assert (report["total_imported"], report["total_transactions"]) == (4, 4)
+    assert "サンプルデータ3件を削除しました" in report["message"]
+    again = svc.import_household_data({}, ctx)
+    assert (again["total_imported"], again["total_skipped"], again["total_transactions"]) == (0, 4, 4)
+    # explicitly both: two sources, every row of each (no row of one hides the row of the same number of the other)
+    both = make_service(data, HOUSEHOLD_INCLUDE_SAMPLES="1")
+    assert june_total(both, ctx) == 10600
+    assert both.import_household_data({}, ctx)["total_skipped"] == 7
+    with both.core.db.connect() as con:
+        stored = {r[0] for r in con.execute("SELECT DISTINCT source_file FROM transactions")}
+    assert stored == {f"sample:収入・支出詳細_{JUNE}.csv", str((data / f"収入・支出詳細_{JUNE}.csv").resolve())}
+
+
+def test_same_file_name_in_two_data_directories(tmp_path: Path, make_service, ctx) -> None:
+    first, second = tmp_path / "bank", tmp_path / "card"
+    first.mkdir()
+    second.mkdir()
+    write_export(first, JUNE, june_rows([-1000, -2000]))
+    write_export(second, JUNE, june_rows([-30, -40, -50]))
+    svc = make_service(Path(f"{first}{os.pathsep}{second}"))
+    assert june_total(svc, ctx) == 3120
+    assert svc.import_household_data({}, ctx)["total_imported"] == 0
+
+
+def test_a_moved_export_directory_is_not_imported_twice(tmp_path: Path, make_service, ctx) -> None:
+    old = tmp_path / "exports"
+    old.mkdir()
+    write_export(old, JUNE, june_rows([-1000, -2000]))
+    svc = make_service(old)
+    svc.detect_duplicates({"amount_tolerance_abs": 5000, "date_tolerance_days": 1, "min_similarity_score": 0}, ctx)
+    svc.confirm_duplicate({"check_id": 1, "decision": "not_duplicate"}, ctx)
+    new = tmp_path / "moved"
+    old.rename(new)
+    moved = make_service(new)
+    report = moved.core.startup_report
+    assert (report["total_imported"], report["total_skipped"], report["total_transactions"]) == (0, 2, 2)
+    assert june_total(moved, ctx) == 3000
+    detail = moved.get_duplicate_candidate_detail({"check_id": 1}, ctx)  # same ids, decision kept
+    assert detail["user_decision"] == "not_duplicate"
+    assert detail["transaction_1"]["source_file"] == str((new / f"収入・支出詳細_{JUNE}.csv").resolve())
+
+
+def legacy_database(tmp_path: Path, make_service, files: list[Path]) -> None:
+    """A database as the old importer left it: rows keyed by bare file name; the first file wins a row number."""
+    make_service()  # creates the schema
+    db = tmp_path / "var" / "household" / "household.db"
+    with closing(sqlite3.connect(db, isolation_level=None)) as con:
+        con.execute("DELETE FROM transactions")
+        for path in files:
+            rows, _ = read_tuples(path)
+            con.executemany(INSERT, [(path.name, *r) for r in rows])
+        refresh_aggregates(con)
+
+
+@pytest.mark.parametrize("include_samples", [False, True], ids=["samples_off", "samples_on"])
+@pytest.mark.parametrize("sample_first", [True, False], ids=["sample_first", "real_first"])
+def test_legacy_rows_keyed_by_file_name_are_migrated(
+    tmp_path: Path, make_service, ctx, include_samples: bool, sample_first: bool
+) -> None:
+    sample = write_export(samples_dir(tmp_path), JUNE, june_rows([-100, -200, -300]))
+    data = tmp_path / "exports"
+    data.mkdir()
+    real = write_export(data, JUNE, june_rows([-1000, -2000, -3000, -4000, -5000]))
+    legacy_database(tmp_path, make_service, [sample, real] if sample_first else [real, sample])
+    with closing(sqlite3.connect(tmp_path / "var" / "household" / "household.db")) as con:
+        # the old collision: whichever came first owns rows 2-4; the real file alone has rows 5 and 6
+        assert con.execute("SELECT -SUM(amount), COUNT(*) FROM transactions").fetchone() == (
+            (9600 if sample_first else 15000),
+            5,
+        )
+        real_ids = [r[0] for r in con.execute("SELECT id FROM transactions WHERE amount <= -1000 ORDER BY id")]
+    env = {"HOUSEHOLD_INCLUDE_SAMPLES": "1"} if include_samples else {}
+    svc = make_service(data, **env)
+    report = svc.core.startup_report
+    assert june_total(svc, ctx) == (15600 if include_samples else 15000)
+    assert report["total_transactions"] == (8 if include_samples else 5)
+    # rows that came from the real file are adopted (not imported again); only the missing ones are imported
+    assert report["total_imported"] == (3 if sample_first or include_samples else 0)
+    with svc.core.db.connect() as con:
+        adopted = [
+            r[0]
+            for r in con.execute(
+                "SELECT id FROM transactions WHERE source_file = ? ORDER BY id", (str(real.resolve()),)
+            )
+        ]
+        assert adopted[: len(real_ids)] == real_ids  # the same ids (and so the same duplicate decisions)
+        assert con.execute("SELECT COUNT(*) FROM transactions WHERE source_file = ?", (real.name,)).fetchone()[0] == 0
+    assert svc.import_household_data({}, ctx)["total_imported"] == 0
+
+
+def test_a_field_over_the_csv_limit_is_a_row_error(tmp_path: Path, make_service, ctx) -> None:
+    import csv
+
+    data = tmp_path / "exports"
+    data.mkdir()
+    huge_memo = "メモ" * 70_000  # 140,000 characters: over csv.field_size_limit() (131,072)
+    big = row("2025/06/02", -999, "食費", "外食")
+    big[7] = huge_memo
+    write_export(data, JUNE, [row("2025/06/01", -100, "食費", "外食"), big, row("2025/06/03", -200, "食費", "外食")])
+    limit = csv.field_size_limit()
+    svc = make_service(data)
+    report = svc.core.startup_report
+    assert csv.field_size_limit() == limit  # the process-wide limit is not touched
+    assert (report["files_failed"], report["total_imported"], report["total_errors"]) == (0, 2, 1)
+    error = report["errors"][0]
+    assert error["row"] == 3 and error["error"].startswith("行を読み込めません（欄が長すぎるか、CSVの形式が不正です）")
+    assert june_total(svc, ctx) == 300

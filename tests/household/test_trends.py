@@ -21,6 +21,9 @@ def test_formatting() -> None:
     assert pct(3.2) == "+3.2%"
     assert pct(0.0) == "0.0%"
     assert pct(None) == "N/A"
+    # nothing that shows as zero carries a sign
+    assert [pct(v) for v in (-0.0, -0.04, 0.04, -1e-12)] == ["0.0%"] * 4
+    assert pct(-0.1) == "-0.1%"
 
 
 def test_pct_change_rounds_half_up_and_handles_missing() -> None:
@@ -30,6 +33,8 @@ def test_pct_change_rounds_half_up_and_handles_missing() -> None:
     assert pct_change(5, 0) is None
     assert pct_change(None, 5) is None
     assert pct_change(5, None) is None
+    tiny = pct_change(99999, 100000)  # −0.001 % rounds to −0.0: stored and shown as 0.0
+    assert tiny == 0.0 and str(tiny) == "0.0" and pct(tiny) == "0.0%"
 
 
 def test_pure_metrics_reach_before_window() -> None:
@@ -94,6 +99,7 @@ def test_zero_month_and_month_without_data(trend_service, ctx) -> None:
     }
     assert out["notes"] == [
         "過去 11 か月分のデータで計算しました",
+        "過去 1 か月分のデータで計算しました（2 か月分のうちデータがあるのは 1 か月です）",
         "データのない月があります（N/A と表示）: 2025年04月",
     ]
     assert "- 2025年04月: N/A （前月比 N/A, 前年同月比 N/A）" in out["text"]
@@ -136,15 +142,81 @@ def test_unknown_category_names_nearest(trend_service, ctx) -> None:
     with pytest.raises(ToolError) as err:
         trend_service.get_category_trend({"category": "食ひ"}, ctx)
     assert err.value.code == "VALIDATION_ERROR"
-    assert err.value.message.startswith("該当カテゴリが見つかりません: 食ひ（候補: 食費")
-    assert err.value.details["suggestions"][0] == "食費"
+    # difflib ratio ≥ 0.4: for two-character names one shared character is enough (食)
+    assert err.value.message == "該当カテゴリが見つかりません: 食ひ（候補: 食費, 外食, 食料品）"
+    assert err.value.details["suggestions"] == ["食費", "外食", "食料品"]
+
+
+def test_unrelated_category_gets_the_largest_spending_categories(trend_service, ctx) -> None:
+    with pytest.raises(ToolError) as err:
+        trend_service.get_category_trend({"category": "ペット"}, ctx)
+    # nothing is near (difflib cutoff 0.4): offer the largest spending categories instead of noise
+    assert err.value.message == "該当カテゴリが見つかりません: ペット（支出カテゴリの例: 住宅, 食費, 交通費）"
+    assert err.value.details["suggestions"] == ["住宅", "食費", "交通費"]
+    assert err.value.details["not_spending"] is None
+
+
+@pytest.mark.parametrize(
+    "category,kind,reason",
+    [
+        ("収入", "income", "収入のカテゴリです。推移は支出カテゴリのみ対象です"),
+        ("給与", "income", "収入のカテゴリです。推移は支出カテゴリのみ対象です"),
+        ("現金・カード", "transfer", "振替のカテゴリです。振替は支出に数えません"),
+    ],
+)
+def test_hierarchy_categories_without_spending_are_explained(
+    trend_service, ctx, category: str, kind: str, reason: str
+) -> None:
+    assert "収入" in trend_service.read_category_hierarchy(ctx)  # listed there ...
+    with pytest.raises(ToolError) as err:  # ... but not a spending category
+        trend_service.get_category_trend({"category": category}, ctx)
+    assert err.value.code == "VALIDATION_ERROR"
+    assert (
+        err.value.message
+        == f"該当カテゴリが見つかりません: {category}（{reason}。支出カテゴリの例: 住宅, 食費, 交通費）"
+    )
+    assert err.value.details["not_spending"] == kind
+
+
+def test_window_with_fewer_months_of_data_than_asked_is_noted(trend_service, ctx) -> None:
+    # 24 months asked, 15 hold data; the 12-month average at the end is full: only the window note
+    out = trend_service.get_category_trend({"category": "食費", "start_month": "2023-04", "end_month": "2025-03"}, ctx)
+    assert out["notes"][0] == "過去 15 か月分のデータで計算しました（24 か月分のうちデータがあるのは 15 か月です）"
+    assert out["notes"][1].startswith("データのない月があります（N/A と表示）: 2023年04月, ")
+    assert out["text"].count("※ 過去 15 か月分のデータで計算しました") == 1
+    # the same count for the window and the average: said once
+    out = trend_service.get_category_trend({"category": "食費", "start_month": "2023-11", "end_month": "2024-03"}, ctx)
+    assert out["notes"][0] == "過去 3 か月分のデータで計算しました（5 か月分のうちデータがあるのは 3 か月です）"
+    assert sum("か月分のデータで計算しました" in n for n in out["notes"]) == 1
+
+
+def test_default_window_starts_at_the_first_month_with_data(tmp_path, make_service, ctx) -> None:
+    from .conftest import trend_rows, write_export
+
+    data = tmp_path / "short"
+    data.mkdir()
+    for month, rows in list(trend_rows().items())[:5]:  # 2024-01..2024-05 only
+        write_export(data, f"{month}-01_{month}-28", rows)
+    svc = make_service(data)
+    out = svc.get_category_trend({"category": "食費"}, ctx)
+    assert (out["start_month"], out["end_month"]) == ("2024-01", "2024-05")  # not 2023-06.. with 7 N/A months
+    assert [m["month"] for m in out["categories"][0]["months"]] == [f"2024-0{i}" for i in range(1, 6)]
+    assert out["notes"] == ["過去 5 か月分のデータで計算しました（12 か月分のうちデータがあるのは 5 か月です）"]
+    summary = svc.read_category_trend_summary(ctx)
+    assert (summary["start_month"], summary["end_month"]) == ("2024-01", "2024-05")
+    assert summary["notes"] == out["notes"]
+    # an explicit start is kept as asked
+    asked = svc.get_category_trend({"category": "食費", "start_month": "2023-11", "end_month": "2024-05"}, ctx)
+    assert asked["start_month"] == "2023-11" and asked["categories"][0]["months"][0]["amount"] is None
 
 
 def test_window_errors(trend_service, ctx) -> None:
     with pytest.raises(ToolError) as err:
         trend_service.get_category_trend({"start_month": "2019-01", "end_month": "2019-12"}, ctx)
     assert err.value.code == "DATA_NOT_FOUND"
-    assert "データファイルが見つかりません" in err.value.message
+    assert err.value.message == (
+        "対象期間のデータが不足しています: 2019年01月〜2019年12月（データがあるのは 2024年01月〜2025年03月）"
+    )
     with pytest.raises(ToolError) as err:
         trend_service.get_category_trend({"start_month": "2025-03", "end_month": "2025-01"}, ctx)
     assert err.value.code == "VALIDATION_ERROR"

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -59,10 +60,15 @@ def test_cli_exit_codes_and_markdown(tmp_path: Path) -> None:
     assert "**FAIL**: breaking changes without a major version or an exception in `demo`" in text.splitlines()[2]
     assert "| `INPUT_FIELD_NO_DELETE` | HTTP+MCP | **breaking** | input `lang` removed |" in text
     assert "| `PY_FIELD_NO_DELETE` | Python API | **breaking** | `LookupInput.lang` removed |" in text
-    assert "needs version 2.0.0 or base path /v2/" in text
+    assert "#### Tool `lookup` — **FAIL**: 2 breaking change(s) not allowed" in text
+    assert "MCP and HTTP+MCP changes need an exception or a new tool name" in text
+    assert "Python API changes need version 2.0.0" in text
     excused = (tmp_path / "breaking_with_exception.md").read_text(encoding="utf-8")
     assert "breaking (excepted: lang was never read by the handler" in excused
     assert excused.splitlines()[2].startswith("**PASS**")
+    assert "#### Tool `lookup` — OK: 2 breaking change(s), excepted" in excused
+    added = (tmp_path / "output_field_added.md").read_text(encoding="utf-8")
+    assert "#### Tool `lookup` — OK: non-breaking" in added
 
 
 def test_cli_json_and_specs_dir_input(tmp_path: Path) -> None:
@@ -125,7 +131,7 @@ def test_exception_for_another_tool_does_not_apply_and_is_reported_unused(tmp_pa
     (head / "specs" / "review-exceptions.yaml").write_text(yaml.safe_dump(exceptions), encoding="utf-8")
     result = _review(base, head, tmp_path)
     assert result.exit_code == 1 and [e.tool for e in result.unused_exceptions] == ["tag_item"]
-    assert "Exceptions that matched nothing" in report.render(result)
+    assert "New exceptions that matched nothing" in report.render(result)
 
 
 def test_invalid_exception_entries_fail(tmp_path: Path) -> None:
@@ -199,3 +205,110 @@ def test_add_parser_wires_into_a_parent_cli(tmp_path: Path) -> None:
     args = parser.parse_args(["diff", str(base), str(head), "-o", str(tmp_path / "r.md")])
     assert args.run(args) == 0
     assert "`DESCRIPTION_CHANGED`" in (tmp_path / "r.md").read_text(encoding="utf-8")
+
+
+def _edit_tool(head: Path, tool: str, fn: Any) -> None:
+    path = head / "specs" / "demo" / "tools" / f"{tool}.yaml"
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    fn(doc)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def _exceptions(head: Path, entries: list[dict[str, Any]]) -> None:
+    (head / "specs" / "review-exceptions.yaml").write_text(yaml.safe_dump(entries), encoding="utf-8")
+
+
+def _drop_outputs(*names: str) -> Any:
+    def fn(doc: dict[str, Any]) -> None:
+        for name in names:
+            del doc["output"]["properties"][name]
+            doc["output"]["required"].remove(name)
+        for example in doc.get("examples", []):
+            for name in names:
+                example["output"].pop(name, None)
+
+    return fn
+
+
+def test_exception_field_covers_that_field_only(tmp_path: Path) -> None:
+    base, head = build(tmp_path / "base"), build(tmp_path / "head")
+    _edit_tool(head, "lookup", _drop_outputs("total", "items"))
+    _exceptions(head, [{"rule": "OUTPUT_FIELD_NO_DELETE", "tool": "lookup", "field": "total", "reason": "unused"}])
+    result = _review(base, head, tmp_path)
+    excused = sorted((f.rule, f.field) for f in result.findings if f.excused)
+    assert excused == [("OUTPUT_FIELD_NO_DELETE", "total"), ("PY_FIELD_NO_DELETE", "total")]
+    blocking = {(f.rule, f.field) for f in result.findings if f.blocking}
+    assert ("OUTPUT_FIELD_NO_DELETE", "items") in blocking and ("PY_FIELD_NO_DELETE", "items[].id") in blocking
+    assert result.exit_code == 1
+    # a field covers what lies under it
+    _exceptions(head, [{"rule": "OUTPUT_FIELD_NO_DELETE", "tool": "lookup", "field": "items", "reason": "unused"}])
+    result = _review(base, head, tmp_path / "2")
+    assert {f.field for f in result.findings if f.excused} == {"items", "items[].id", "items[].kind", "items[].score"}
+
+
+def test_wildcard_and_unknown_keys_are_rejected(tmp_path: Path) -> None:
+    base, head = build_case("output_field_removed", tmp_path)
+    _exceptions(head, [{"rule": "OUTPUT_FIELD_NO_DELETE", "tool": "*", "reason": "everything goes"}])
+    result = _review(base, head, tmp_path)
+    assert "wildcards are not allowed" in result.exception_problems[0]
+    assert result.exit_code == 1 and not any(f.excused for f in result.findings)
+    _exceptions(head, [{"rule": "OUTPUT_FIELD_NO_DELETE", "tool": "lookup", "path": "total", "reason": "x"}])
+    assert "unknown key(s) path" in _review(base, head, tmp_path / "2").exception_problems[0]
+
+
+def test_unused_new_exception_fails_and_carried_ones_excuse_nothing(tmp_path: Path) -> None:
+    base, head = build_case("output_field_removed", tmp_path)
+    ok = {"rule": "OUTPUT_FIELD_NO_DELETE", "tool": "lookup", "reason": "total was never read"}
+    stale = {"rule": "INPUT_FIELD_NO_DELETE", "tool": "tag_item", "reason": "typo: nothing removed there"}
+    _exceptions(head, [ok, stale])
+    out = tmp_path / "r.md"
+    assert cli.run(str(base), str(head), output=out) == 1
+    text = out.read_text(encoding="utf-8")
+    assert "exceptions that match nothing" in text.splitlines()[2]
+    assert "- `INPUT_FIELD_NO_DELETE` on `tag_item`: typo" in text
+    # the same exception already in BASE's file was for an earlier change: it excuses nothing now
+    _exceptions(head, [ok])
+    _exceptions(base, [ok])
+    assert cli.run(str(base), str(head), output=out) == 1
+    text = out.read_text(encoding="utf-8")
+    assert "Exceptions already in" in text and "**breaking**" in text
+    # a new exception (another reason) for the new change is fine
+    _exceptions(head, [{**ok, "reason": "total is now computed by the client"}])
+    assert cli.run(str(base), str(head), output=out) == 0, out.read_text(encoding="utf-8")
+
+
+def test_head_that_codegen_lint_rejects_fails(tmp_path: Path) -> None:
+    base, head = build(tmp_path / "base"), build(tmp_path / "head")
+    _edit_tool(head, "lookup", lambda d: d.update(description="Finds items."))
+    _edit_tool(head, "tag_item", lambda d: d["mcp"]["annotations"].update(readOnlyHint=True, destructiveHint=True))
+    result = _review(base, head, tmp_path)
+    assert sorted(p.rule for p in result.head_problems) == ["KT103", "KT106"]
+    assert result.exit_code == 1
+    out = tmp_path / "r.md"
+    assert cli.run(str(base), str(head), output=out) == 1
+    text = out.read_text(encoding="utf-8")
+    assert "HEAD's specs do not pass codegen lint" in text.splitlines()[2]
+    assert "[KT106]" in text and "[KT103]" in text
+
+
+def test_renamed_from_a_tool_that_still_exists_is_a_problem(tmp_path: Path) -> None:
+    base, head = build(tmp_path / "base"), build(tmp_path / "head")
+    _edit_tool(head, "tag_item", lambda d: d.update(renamed_from="lookup"))
+    result = _review(base, head, tmp_path)
+    assert [(p.rule, p.pointer) for p in result.head_problems] == [("renamed_from", "/renamed_from")]
+    assert "`lookup` still exists" in result.head_problems[0].message
+    assert result.exit_code == 1
+
+
+def test_json_says_what_allows_each_breaking_finding(tmp_path: Path) -> None:
+    base, head = build_case("v2_major_and_mcp_exception", tmp_path)
+    out = tmp_path / "r.json"
+    assert cli.run(str(base), str(head), fmt="json", output=out) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    by_rule = {(f["rule"], f["subject"]): f for f in doc["findings"]}
+    assert by_rule["HTTP_PATH_CHANGED", "lookup"]["allowed_by"] == "route /v1/demo/lookup → /v2/demo/lookup"
+    assert by_rule["PY_FIELD_NO_DELETE", "lookup"]["allowed_by"] == "version 1.0.0 → 2.0.0"
+    wire = by_rule["INPUT_FIELD_NO_DELETE", "lookup"]
+    assert wire["allowed_by"] is None and wire["excused"] and wire["field"] == "lang"
+    svc = doc["services"]["demo"]
+    assert (svc["breaking"], svc["excused"], svc["allowed"], svc["unexcused"]) == (4, 2, 2, 0)

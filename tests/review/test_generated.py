@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -40,6 +41,51 @@ def test_lockfile_changes_in_exactly_one_line(tmp_path: Path) -> None:
     assert len(changed) == 1 and '"tool": "tag_item"' in changed[0][1]
     old, new = json.loads(changed[0][0].rstrip(",")), json.loads(changed[0][1].rstrip(","))
     assert [k for k in old if old[k] != new[k]] == ["sha256", "description"]
+
+
+def test_lockfile_hashes_what_tools_list_serves(tmp_path: Path) -> None:
+    """Policy-derived surface counts: idempotency adds an argument, a deprecation a description prefix."""
+    tree = _tree(tmp_path)
+    tag = next(t for t in tree.all_tools() if t.name == "tag_item")
+    before = lockfile.entry(tag)
+    tag.policy["idempotency"] = True
+    after = lockfile.entry(tag)
+    assert [k for k in before if before[k] != after[k]] == ["sha256", "input"]
+    assert "idempotency_key" in lockfile.surface(tag)["inputSchema"]["properties"]
+    tag.deprecated = {"since": "2025-01-01", "replacement": "lookup"}
+    deprecated = lockfile.entry(tag)
+    assert [k for k in after if after[k] != deprecated[k]] == ["sha256", "description"]
+    assert lockfile.surface(tag)["description"].startswith("DEPRECATED since 2025-01-01; use lookup instead.")
+
+
+def test_lockfile_matches_a_live_tools_list(tmp_path: Path) -> None:
+    """A client that hashes the entries of a real tools/list (in memory) gets the committed lockfile's hashes."""
+    import asyncio
+
+    from fastmcp import Client
+
+    from kumitate.runtime import Runtime
+    from kumitate.settings import Settings
+    from kumitate.transports.mcp import build_server
+
+    async def served() -> list[dict[str, Any]]:
+        runtime = Runtime(
+            Settings(data_dir=tmp_path, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000")
+        )
+        try:
+            async with Client(build_server(runtime)) as client:
+                result = await client.list_tools_mcp()
+        finally:
+            runtime.close()
+        return [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in result.tools]
+
+    entries = {e["tool"]: e for e in lockfile.parse((REPO / lockfile.PATH).read_text(encoding="utf-8")).values()}
+    tools = asyncio.run(served())
+    assert sorted(t["name"] for t in tools) == sorted(entries)
+    for tool in tools:
+        assert lockfile.served_hash(tool) == entries[tool["name"]]["sha256"], tool["name"]
+        for part, key in lockfile.PARTS.items():
+            assert lockfile.sha256(tool[key])[:12] == entries[tool["name"]][part], (tool["name"], part)
 
 
 def test_docs_are_reproducible_and_complete(tmp_path: Path) -> None:

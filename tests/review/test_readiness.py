@@ -153,3 +153,56 @@ def test_cli(tmp_path: Path, capsys: Any) -> None:
     )
     assert readiness.main(["--specs", str(specs_dir)]) == 1
     assert "specs/demo/tools/lookup.yaml#/description: [KT201]" in capsys.readouterr().err
+
+
+def _kt201(specs_dir: Path, description: str) -> list[str]:
+    _edit(specs_dir, LOOKUP, lambda d: d.update(description=description))
+    return [p.message for p in readiness.lint(specs.load(specs_dir)) if p.rule == "KT201"]
+
+
+def test_kt201_keywords_alone_do_not_pass(tmp_path: Path) -> None:
+    specs_dir = build(tmp_path) / "specs"
+    # "when" and "never" anywhere used to be enough
+    (message,) = _kt201(specs_dir, "Returns labels when found. Never fails, even on empty input.")
+    assert "when to use it" in message and "when not to" in message
+    # a use sentence, but nothing about when not to
+    (message,) = _kt201(specs_dir, "Returns labels when found. Use it when you know a word of the label.")
+    assert "when to use it (" not in message and "when not to" in message
+    # "do not" about something else is not "do not use it"
+    assert _kt201(specs_dir, "Use it to find items. Do not send an empty query; it never fails.")
+    # 場合 alone is no 「…に使う」
+    assert _kt201(specs_dir, "見つからない場合は空のリストを返します。検索には使わないでください。")
+
+
+def test_kt201_sentences_that_pass(tmp_path: Path) -> None:
+    specs_dir = build(tmp_path) / "specs"
+    for text in (
+        "Searches the items. Use it to find items by words. Do not use it to change items.",
+        "Searches the items. Use it when you know words of the item; to label one, use tag_item.",
+        "Searches the items. Call it before tagging. It is not meant for bulk exports.",
+        "項目を検索します。言葉で探すときに使います。タグ付けには使わないでください。",
+        "Searches the items. Use for quick lookups. For labels use tag_item.",
+    ):
+        assert _kt201(specs_dir, text) == [], text
+
+
+def test_stale_baseline_entries_are_warned(tmp_path: Path, capsys: Any) -> None:
+    specs_dir = build(tmp_path) / "specs"
+    (specs_dir / readiness.BASELINE_FILE).write_text(
+        yaml.safe_dump(
+            [
+                {
+                    "rule": "KT201",
+                    "file": f"specs/{LOOKUP.as_posix()}",
+                    "pointer": "/description",
+                    "reason": "fixed since",
+                }
+            ]
+        ),
+        encoding="utf-8",
+    )
+    problems, stale = readiness.lint_with_stale(specs.load(specs_dir))
+    assert problems == [] and [i for i, _ in stale] == [0]
+    assert readiness.main(["--specs", str(specs_dir)]) == 0  # a warning, not a failure
+    err = capsys.readouterr().err
+    assert "warning: specs/readiness-baseline.yaml#/0: the entry for KT201" in err and "matches nothing" in err

@@ -148,3 +148,64 @@ def test_health_and_version(yana: YanaHandlers) -> None:
         "policy_version": "say-2025-09-23",
         "model": "template",
     }
+
+
+@pytest.mark.parametrize("text", ["獺祭\x00について教えて", "獺祭\x00", '"獺祭\x00"', "\x01獺祭\x7f\x9f", "獺\ud800祭"])
+def test_control_characters_never_look_like_a_broken_knowledge_base(yana: YanaHandlers, text: str) -> None:
+    """SQLite cuts an FTS5 expression at a NUL: such text must be cleaned, not reported as RAG_UNAVAILABLE."""
+    out = yana.chat({"user_text": text, "top_k": 3}, ctx())
+    assert out["reply"].startswith("せやなー")
+    assert yana.search({"query_text": text, "k": 3}, ctx())["total"] >= 0
+    assert "label_0001" in [h["id"] for h in yana.search({"query_text": "獺祭\x00純米", "k": 3}, ctx())["hits"]]
+
+
+def test_only_control_characters_is_blank(yana: YanaHandlers) -> None:
+    with pytest.raises(ToolError) as err:
+        yana.chat({"user_text": "\x00\x01 \x1f"}, ctx())
+    assert err.value.code == "BAD_REQUEST"
+
+
+def test_fts_query_errors_are_bad_request_not_rag_unavailable(
+    fresh: YanaHandlers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import handlers.yana.search as search_module
+
+    monkeypatch.setattr(search_module, "_fts_expression", lambda terms: '"unterminated')  # as a NUL used to do
+    for call in (
+        lambda: fresh.search({"query_text": "純米大吟醸"}, ctx()),
+        lambda: fresh.chat({"user_text": "純米大吟醸"}, ctx()),
+    ):
+        with pytest.raises(ToolError) as err:
+            call()
+        assert err.value.code == "BAD_REQUEST"
+    assert fresh.read_healthz(ctx())["last_error"] == "chat:BAD_REQUEST"
+
+
+def test_context_ids_pass_and_the_session_id_is_journaled(fresh: YanaHandlers) -> None:
+    context = {"sessionId": "duo-sess.1", "runId": "duo-run:2", "turn": 3, "topic": "山口"}
+    assert fresh.chat({"user_text": "獺祭", "context": context}, ctx())["llm"] == "off"
+    fresh.chat({"user_text": "獺祭", "context": {"session_id": "snake-sess"}}, ctx())
+    fresh.chat({"user_text": "獺祭", "context": {"session_id": "秘密のメモ"}}, ctx())  # not an id: not logged
+    entries = fresh.read_logs_today(ctx())["entries"]
+    assert [e.get("session_id") for e in entries] == ["duo-sess.1", "snake-sess", None]
+    assert "秘密" not in str(entries)
+
+
+def test_unexpected_errors_are_journaled_as_internal(fresh: YanaHandlers, monkeypatch: pytest.MonkeyPatch) -> None:
+    import handlers.yana as yana_module
+
+    def broken(*args: object, **kwargs: object) -> dict:
+        raise RuntimeError("bug with user text 秘密")
+
+    monkeypatch.setattr(yana_module, "search_core", broken)
+    with pytest.raises(RuntimeError):
+        fresh.search({"query_text": "獺祭"}, ctx())
+    entry = fresh.read_logs_today(ctx())["entries"][-1]
+    assert (entry["tool"], entry["outcome"], entry["error_type"], entry["run_id"]) == (
+        "search",
+        "INTERNAL",
+        "RuntimeError",
+        "run-test",
+    )
+    assert "秘密" not in str(entry)
+    assert fresh.read_healthz(ctx())["last_error"] == "search:INTERNAL"

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from conftest import ctx
 from yana_http_stub import YanaHttpStub
 
 from handlers.yana import YanaHandlers
@@ -59,7 +60,54 @@ def test_speaker_success_meta(stub: YanaHttpStub) -> None:
         "use_rag": True,
         "top_k": 1,
         "filters": {"category": "sake"},
+        "context": {"runId": "run-1"},  # the seed's context pass-through
     }
+
+
+def test_speaker_passes_run_and_session_ids_in_context(stub: YanaHttpStub, fresh: YanaHandlers) -> None:
+    provider, _ = speaker(stub, session_id="duo-session-9")
+    provider.generate("獺祭", run_id="run-7", top_k=1, filters={}, timeout_ms=5000)
+    assert stub.requests[-1]["args"]["context"] == {"runId": "run-7", "sessionId": "duo-session-9"}
+    provider.generate("獺祭", run_id="run-8", top_k=1, filters={}, timeout_ms=5000, session_id="s-2")
+    assert stub.requests[-1]["args"]["context"] == {"runId": "run-8", "sessionId": "s-2"}
+    provider.generate("獺祭", run_id="not an id!", top_k=1, filters={}, timeout_ms=5000, session_id="名前")
+    assert "context" not in stub.requests[-1]["args"]  # invalid ids are not sent (the server would refuse them)
+    entries = fresh.read_logs_today(ctx())["entries"]
+    assert [e.get("session_id") for e in entries] == ["duo-session-9", "s-2", None]
+    assert [e.get("caller_run_id") for e in entries] == ["run-7", "run-8", None]
+
+
+class _Replies:
+    """Handlers stand-in for LocalTransport: chat answers with the given replies in turn."""
+
+    def __init__(self, *replies: str) -> None:
+        self.replies = list(replies)
+        self.calls = 0
+
+    def chat(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
+        self.calls += 1
+        return {"reply": self.replies.pop(0), "hits": [], "llm": "on", "elapsed_ms": 1, "warnings": []}
+
+
+@pytest.mark.parametrize("reply", ["", "   ", "せやなー、", "せやせや。せやなー！"])
+def test_empty_reply_after_shaping_is_a_failure(reply: str) -> None:
+    fake = _Replies(reply)
+    config = SpeakerConfig(mode="local", fallback_text="せやなー、また後でな。")
+    text, meta = YanaSpeaker(config.build_client(fake), config).generate(
+        "獺祭", run_id="r", top_k=1, filters={}, timeout_ms=1000
+    )
+    assert (text, meta["fallback"], meta["error"], meta["attempts"], fake.calls) == (
+        "せやなー、また後でな。",
+        True,
+        "EMPTY_REPLY",
+        1,
+        1,
+    )  # not retried: the same question would get the same answer
+    skip = SpeakerConfig(mode="local", on_failure="skip")
+    text, meta = YanaSpeaker(skip.build_client(_Replies(reply)), skip).generate(
+        "獺祭", run_id="r", top_k=1, filters={}, timeout_ms=1000
+    )
+    assert (text, meta["skipped"], meta["error"]) == ("", True, "EMPTY_REPLY")
 
 
 def test_speaker_retries_once_on_retryable(stub: YanaHttpStub) -> None:
@@ -116,8 +164,10 @@ def test_config_from_env() -> None:
             "SPEAKER_A_TIMEOUT_MS": "9000",
             "SPEAKER_A_AUTH_TOKEN": "dev-token",
             "SPEAKER_A_ON_FAILURE": "skip",
+            "SPEAKER_A_SESSION_ID": "duo-1",
         }
     )
+    assert cfg.session_id == "duo-1"
     assert (cfg.mode, cfg.use_rag, cfg.top_k, cfg.filters, cfg.timeout_ms, cfg.auth_token, cfg.on_failure) == (
         "mcp",
         False,

@@ -118,3 +118,29 @@ def test_extra_allowed_directory(make_fresh, tmp_path: Path) -> None:  # type: i
     (inbox / "a.png").write_bytes(base64.b64decode(image_b64(color=(1, 2, 3))))
     yana = make_fresh({"YANA_INGEST_ALLOW_DIRS": str(inbox)})
     assert yana.ingest({"uri": (inbox / "a.png").as_uri(), "brand_name": "受付"}, ctx())["dedup"] is False
+
+
+def test_control_characters_and_unusable_paths_are_catalogued_errors(fresh: YanaHandlers) -> None:
+    """These used to escape as ValueError (embedded null byte) / OSError (ENAMETOOLONG): 500 INTERNAL."""
+    for uri in [
+        "file:data/yana/images/%00x.png",
+        "file:data/yana/images/x\x00.png",
+        "file:data/yana/images/%0Alabel_0001.png",
+        "file:data/yana/images/label_0001.png%7F",
+        "file:data/yana/images/\x1b[31m.png",
+        "file:data/yana/images/%ED%A0%80.png",  # an encoded lone surrogate: not a name either
+    ]:
+        assert code_of(fresh, {"uri": uri, "brand_name": "x"}) in {"URI_NOT_ALLOWED", "NOT_FOUND"}, uri
+    assert code_of(fresh, {"uri": "file:data/yana/images/%00x.png", "brand_name": "x"}) == "URI_NOT_ALLOWED"
+    long_name = "file:data/yana/" + "a" * 300 + ".png"  # ENAMETOOLONG inside the data directory
+    assert code_of(fresh, {"uri": long_name, "brand_name": "x"}) == "NOT_FOUND"
+    deep = "file:data/yana/" + "/".join(["b" * 250] * 20) + ".png"  # PATH too long as a whole
+    assert code_of(fresh, {"uri": deep, "brand_name": "x"}) == "NOT_FOUND"
+    assert code_of(fresh, {"uri": "file:///" + "a" * 300 + ".png", "brand_name": "x"}) == "URI_NOT_ALLOWED"
+
+
+def test_symlink_loop_is_not_found(fresh: YanaHandlers) -> None:
+    fresh.uploads.mkdir(parents=True, exist_ok=True)
+    loop = fresh.uploads / "loop.png"
+    loop.symlink_to(loop)
+    assert code_of(fresh, {"uri": loop.as_uri(), "brand_name": "x"}) == "NOT_FOUND"  # RuntimeError / ELOOP

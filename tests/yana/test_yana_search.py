@@ -129,3 +129,47 @@ def test_textual_near_duplicate_is_suppressed(fresh: YanaHandlers) -> None:
     )  # … with the same brand + product + brewery
     result = fresh.search({"filters": {"region": "小樽"}}, ctx())
     assert ids(result) == ["label_0205"] and result["debug"]["suppressed"] == 1
+
+
+def test_near_identical_text_is_suppressed(fresh: YanaHandlers) -> None:
+    """Formatting differences do not make a new label: width, case, spaces, punctuation, kana type, 株式会社."""
+    fresh.ingest(
+        {
+            "image": _jpeg_copy("data/yana/images/label_0100.png"),  # a different picture
+            "brand_name": "宝川",
+            "product_name": " 純米・",
+            "brewery": "田中酒造 株式会社",
+            "region": "北海道小樽市",
+        },
+        ctx(),
+    )
+    fresh.ingest(
+        {
+            "image": _jpeg_copy("data/yana/images/label_0150.png"),
+            "brand_name": "ﾀｶﾗｶﾞﾜ",  # half-width katakana of a brand written in kana elsewhere
+            "product_name": "純米",
+            "brewery": "(株)田中酒造",
+            "region": "北海道小樽市",
+        },
+        ctx(),
+    )
+    fresh.ingest(
+        {
+            "image": _jpeg_copy("data/yana/images/label_0151.png"),
+            "brand_name": "たからがわ",
+            "product_name": "純米",
+            "brewery": "田中酒造",
+            "region": "北海道小樽市",
+        },
+        ctx(),
+    )
+    result = fresh.search({"filters": {"region": "小樽"}}, ctx())
+    assert [h["brand_name"] for h in result["hits"]] == ["宝川", "ﾀｶﾗｶﾞﾜ"] and result["debug"]["suppressed"] == 2
+
+
+def test_one_character_apart_is_still_a_different_product(yana: YanaHandlers) -> None:
+    """No edit-distance merging: 作 玄乃智 / 穂乃智 and 久保田 千寿 / 百寿 / 萬寿 are distinct labels."""
+    assert [h["product_name"] for h in yana.search({"query_text": "作", "k": 2}, ctx())["hits"]] == ["玄乃智", "穂乃智"]
+    kubota = yana.search({"query_text": "久保田", "k": 10}, ctx())
+    assert {"千寿", "百寿", "萬寿"} <= {h["product_name"] for h in kubota["hits"]}
+    assert kubota["debug"]["suppressed"] == 0

@@ -134,3 +134,17 @@ def test_resource_outputs_match_their_schemas(fresh: YanaHandlers) -> None:
     schema_of(RESOURCES["healthz"]["output"]).validate(fresh.read_healthz(ctx()))
     schema_of(RESOURCES["version"]["output"]).validate(fresh.read_version(ctx()))
     schema_of(RESOURCES["logs_today"]["output"]).validate(fresh.read_logs_today(ctx()))
+
+
+def test_chat_context_accepts_the_seed_ids_and_bounds_them() -> None:
+    """Seed: `context.sessionId/runId はそのまま受け渡し` (besides run_id/session_id/turn/topic)."""
+    from generated.yana.models import ChatInput
+    from handlers.yana import _as_dict
+
+    chat = schema_of(TOOLS["chat"]["input"])
+    context = {"sessionId": "duo-sess.1", "runId": "duo-run:2", "run_id": "r", "session_id": "s", "turn": 1}
+    assert chat.is_valid({"user_text": "獺祭", "context": context})
+    model = ChatInput.model_validate({"user_text": "獺祭", "context": context})
+    assert _as_dict(model)["context"] == context  # the handler sees the seed's spelling
+    for bad in [{"sessionId": "has space"}, {"runId": "x" * 129}, {"runId": ""}, {"sessionId": "名前"}, {"other": 1}]:
+        assert not chat.is_valid({"user_text": "獺祭", "context": bad}), bad

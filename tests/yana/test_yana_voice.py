@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from handlers.yana.voice import apply_policy, choose_aizuchi, provenance, split_sentences
+from handlers.yana.voice import apply_policy, choose_aizuchi, provenance, split_sentences, strip_urls
 
 HIT = {"brand_name": "獺祭", "brewery": "旭酒造", "region": "山口県岩国市"}
 
@@ -59,3 +59,37 @@ def test_split_sentences_keeps_closers_and_line_breaks() -> None:
 
 def test_empty_after_cleaning_returns_empty() -> None:
     assert apply_policy("せやなー。 https://x.test", "教えて") == ("", ["urls_removed"])
+
+
+def test_bare_domains_full_width_urls_emails_and_links_are_removed() -> None:
+    cases = {
+        "詳しくはexample.com/sakeを見てな。": "詳しくはを見てな。",
+        "蔵のサイトはasahishuzo.ne.jpやで。": "蔵のサイトはやで。",
+        "ＨＴＴＰＳ：／／ｅｘａｍｐｌｅ．ｃｏｍ／ｓａｋｅ を見て。": " を見て。",
+        "ｗｗｗ．ｅｖｉｌ．ｔｅｓｔ！ええで。": "！ええで。",
+        "問い合わせは info@asahishuzo.ne.jp まで。": "問い合わせは まで。",
+        "メールは mailto:a@b.jp やで。": "メールは やで。",
+        "[公式](https://asahishuzo.ne.jp)を見てな。": "公式を見てな。",
+        "[公式]()を見てな。": "公式を見てな。",
+        "［公式］（ｈｔｔｐｓ：／／ｘ．ｃｏｍ）を見てな。": "公式を見てな。",
+        '<a href="https://x.com">ここ</a>を見てな。': "ここを見てな。",
+        "公式サイト（https://x.com）があるで。": "公式サイトがあるで。",
+        "見てな: https://x.com/a?b=1。次や。": "見てな: 。次や。",
+    }
+    for text, expected in cases.items():
+        assert strip_urls(text) == (expected, True), text
+
+
+def test_ordinary_text_is_not_mistaken_for_a_link() -> None:
+    for text in ["精米歩合45.5%で、3.14や No.1 やで。", "e.g. 獺祭。", "獺祭 純米大吟醸45。", "ver.2 の話。"]:
+        assert strip_urls(text) == (text, False), text
+
+
+def test_policy_strips_every_kind_of_link_with_one_warning() -> None:
+    reply, warnings = apply_policy(
+        "公式はasahishuzo.ne.jpやで。[蔵の案内](https://x.test)もええよ。問い合わせは a@b.co.jp まで。",
+        "教えて",
+        source_hits=[{**HIT, "brewery": "旭酒造 asahishuzo.ne.jp"}],
+    )
+    assert reply == "せやなー、公式はやで。蔵の案内もええよ。問い合わせは まで。（参考：獺祭/旭酒造/山口県岩国市）"
+    assert warnings == ["urls_removed"]

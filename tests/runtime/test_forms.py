@@ -1,0 +1,59 @@
+"""Form fields are read back as the JSON type their property declares, and the OpenAPI form
+schema documents exactly what is accepted (schemathesis holds the server to it)."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+
+from kumitate.transports.forms import coerce, form_schema
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "flag": {"type": "boolean", "default": True, "description": "A switch."},
+        "count": {"type": "integer"},
+        "ratio": {"type": "number"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "text": {"type": "string"},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("on", True), ("off", False), ("1", True), ("0", False), ("true", True), ("False", False)],
+)
+def test_boolean_words(text: str, expected: bool) -> None:
+    assert coerce(text, SCHEMA["properties"]["flag"]) is expected
+
+
+@pytest.mark.parametrize("text", ["yes", "TRUE", "2", "", " on"])
+def test_other_words_stay_text_and_fail_validation(text: str) -> None:
+    value = coerce(text, SCHEMA["properties"]["flag"])
+    assert value == text
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"flag": value}, SCHEMA)
+
+
+def test_numbers_follow_json_semantics() -> None:
+    assert coerce("5", {"type": "integer"}) == 5
+    assert coerce("5.0", {"type": "integer"}) == 5 and isinstance(coerce("5.0", {"type": "integer"}), int)
+    assert coerce("1.5", {"type": "integer"}) == 1.5  # not an integer: validation says so
+    assert coerce("1.5", {"type": "number"}) == 1.5
+    assert coerce("abc", {"type": "integer"}) == "abc"
+    assert coerce('["a", "b"]', SCHEMA["properties"]["tags"]) == ["a", "b"]
+    assert coerce("plain", SCHEMA["properties"]["text"]) == "plain"
+
+
+def test_form_schema_accepts_exactly_the_boolean_words() -> None:
+    documented = form_schema(SCHEMA)
+    flag = documented["properties"]["flag"]
+    assert flag["default"] is True and flag["description"] == "A switch." and "type" not in flag
+    for word in ["on", "off", "1", "0", "true", "False", 0, 1, True]:
+        jsonschema.validate({"flag": word}, documented)
+    for word in ["yes", "TRUE", 2, ""]:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({"flag": word}, documented)
+    assert documented["properties"]["count"] == SCHEMA["properties"]["count"]
+    assert SCHEMA["properties"]["flag"]["type"] == "boolean"  # the input is not modified
