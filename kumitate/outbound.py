@@ -4,7 +4,10 @@ Handlers that call another service (an LLM, a remote API) should not each
 re-invent timeouts and retries. `OutboundClient.request()` gives a call
 
 * a **deadline** for the whole call, retries included: every attempt gets only the
-  time that is left, and a backoff that would overrun the deadline is not slept;
+  time that is left, a body that trickles in past the deadline is abandoned, and a
+  backoff that would overrun the deadline is not slept. Inside a tool call the
+  deadline never extends past the call's own (`CallContext.deadline`): once the
+  pipeline has answered REQUEST_TIMEOUT, a worker thread stops calling out;
 * **retries** with exponential backoff and jitter on retryable failures only:
   timeouts, connection errors, 408, 429 and 5xx. Other 4xx answers are the
   caller's mistake and are returned at once (a retry would fail the same way).
@@ -26,11 +29,13 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+
+from kumitate.context import current_call
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
@@ -139,6 +144,28 @@ def _retry_after_s(response: httpx.Response) -> float | None:
         return None  # HTTP-date form: fall back to our own backoff
 
 
+class _DeadlineStream(httpx.SyncByteStream):
+    """A response body that gives up once the deadline has passed.
+
+    httpx's timeouts bound each network operation, not the whole response: an
+    upstream that sends a byte just before every read time-out would hold a call
+    for ever. Checking between chunks bounds the whole body read.
+    """
+
+    def __init__(self, inner: httpx.SyncByteStream, deadline: float) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            if time.monotonic() >= self._deadline:
+                raise httpx.ReadTimeout("the response body did not arrive within the deadline")
+            yield chunk
+
+    def close(self) -> None:
+        self._inner.close()
+
+
 class OutboundClient:
     """An httpx.Client with deadline, retry and breaker; one instance per upstream, shared across calls."""
 
@@ -185,6 +212,9 @@ class OutboundClient:
         on a 4xx other than 408/429.
         """
         deadline = time.monotonic() + (self.default_deadline_s if deadline_s is None else deadline_s)
+        call = current_call()
+        if call is not None and call.deadline is not None:
+            deadline = min(deadline, call.deadline)
         attempt = 0
         last: OutboundError | None = None
         while attempt < self.retry.attempts:
@@ -199,9 +229,7 @@ class OutboundClient:
             attempt += 1
             wait_hint: float | None = None
             try:
-                response = self._http.request(
-                    method, path, json=json, headers=dict(headers or {}), timeout=httpx.Timeout(remaining)
-                )
+                response = self._send(method, path, json, headers, remaining, deadline)
             except httpx.TimeoutException as exc:
                 self.breaker.record_failure()
                 last = OutboundError(
@@ -210,6 +238,14 @@ class OutboundClient:
             except httpx.TransportError as exc:
                 self.breaker.record_failure()
                 last = OutboundError("connection", f"transport error: {type(exc).__name__}", attempts=attempt)
+            except httpx.HTTPError as exc:  # e.g. DecodingError: the upstream sent an unreadable body
+                self.breaker.record_failure()
+                last = OutboundError(
+                    "upstream_error", f"unreadable upstream response: {type(exc).__name__}", attempts=attempt
+                )
+            except BaseException:
+                self.breaker.release()  # no verdict on the upstream, but never keep the half-open slot
+                raise
             else:
                 status = response.status_code
                 if status not in RETRYABLE_STATUS:
@@ -245,6 +281,22 @@ class OutboundClient:
         if last is None:
             last = OutboundError("timeout", "deadline spent before the call could be sent", attempts=attempt)
         raise last
+
+    def _send(
+        self, method: str, path: str, json: Any, headers: Mapping[str, str] | None, remaining: float, deadline: float
+    ) -> httpx.Response:
+        """One attempt: send, then read the whole body under the deadline."""
+        request = self._http.build_request(
+            method, path, json=json, headers=dict(headers or {}), timeout=httpx.Timeout(remaining)
+        )
+        response = self._http.send(request, stream=True)
+        try:
+            assert isinstance(response.stream, httpx.SyncByteStream)  # a sync client's response
+            response.stream = _DeadlineStream(response.stream, deadline)
+            response.read()
+        finally:
+            response.close()
+        return response
 
     def post_json(
         self, path: str, body: Any, *, headers: Mapping[str, str] | None = None, deadline_s: float | None = None

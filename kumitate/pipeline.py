@@ -13,12 +13,11 @@ import asyncio
 import contextvars
 import inspect
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-import anyio
 import jsonschema_rs
 from pydantic import BaseModel, ValidationError
 
@@ -117,6 +116,8 @@ class Pipeline:
         error: dict[str, Any] = {"code": entry.code, "message": exc.message, "retryable": entry.retryable}
         error.update(exc.details)
         headers = {}
+        if entry.code == "UNAUTHORIZED":
+            headers["WWW-Authenticate"] = 'Bearer realm="kumitate"'  # RFC 6750 section 3: a 401 names its scheme
         if "retry_after_ms" in exc.details:
             headers["Retry-After"] = str(max(1, -(-int(exc.details["retry_after_ms"]) // 1000)))
         return Outcome(
@@ -173,29 +174,37 @@ class Pipeline:
     async def _run(
         self, name: str, policy: Mapping[str, Any], ctx: CallContext, method: Any, *args: Any, **kw: Any
     ) -> Any:
-        """The handler under its deadline. A sync handler runs in a worker thread, which cannot be
-        interrupted: at the deadline the call is timed out unless the handler holds its commit
-        gate (`CallContext.committing`), in which case the commit finishes and its result is sent."""
+        """The handler under its deadline, as a task (async handler) or in a worker thread (sync).
+
+        At the deadline the call is timed out unless the handler holds its commit gate
+        (`CallContext.committing`): then the commit finishes and its result is sent, so a
+        client is never told "nothing was committed" about a change that was. This holds for
+        both kinds of handler: an async one may commit in a thread that cancelling it would
+        not stop. A timed-out task is cancelled; a worker thread cannot be interrupted, but
+        its commit gate now refuses."""
         timeout = self._timeout_s(policy)
         ctx.deadline = time.monotonic() + timeout if timeout else None
         with bound(ctx):
+            future: asyncio.Future[Any]
             if inspect.iscoroutinefunction(method):
-                future: Any = method(*args, **kw)
+                future = asyncio.ensure_future(method(*args, **kw))  # the task copies the bound context
             else:
                 # asyncio's default executor: about half the hop cost of anyio.to_thread here
                 call = partial(contextvars.copy_context().run, method, *args, **kw)
                 future = asyncio.get_running_loop().run_in_executor(None, call)
-                future.add_done_callback(_consume)
+            future.add_done_callback(_consume)
             try:
-                with anyio.fail_after(timeout):
-                    result = await (future if inspect.iscoroutine(future) else asyncio.shield(future))
-            except TimeoutError:
-                if ctx.time_out() or inspect.iscoroutine(future):
-                    raise ToolError(
-                        f"{name} did not finish within {round((timeout or 0) * 1000)} ms; nothing was committed",
-                        code="REQUEST_TIMEOUT",
-                    ) from None
-                result = await future
+                done, _ = await asyncio.wait({future}, timeout=timeout)
+            except asyncio.CancelledError:
+                future.cancel()  # the caller went away: stop an async handler too
+                raise
+            if not done and ctx.time_out():
+                future.cancel()
+                raise ToolError(
+                    f"{name} did not finish within {round((timeout or 0) * 1000)} ms; nothing was committed",
+                    code="REQUEST_TIMEOUT",
+                )
+            result = await future
             if inspect.isawaitable(result):
                 result = await result
             return result
@@ -244,9 +253,14 @@ class Pipeline:
         limit = binding.policy.get("max_output_bytes")
         if not limit:
             return body
-        body, warning = guard.enforce(body, int(limit), binding.policy.get("on_oversize", "fail"), binding.name)
+        in_body = isinstance(body, dict) and "warnings" in binding.output_schema.get("properties", {})
+        # room for the warning added below (an upper bound: the key may already be there)
+        reserve = guard.size_of({"warnings": [guard.TRIM_WARNING.format(limit=limit)]}) if in_body else 0
+        body, warning = guard.enforce(
+            body, int(limit), binding.policy.get("on_oversize", "fail"), binding.name, reserve=reserve
+        )
         if warning:
-            if isinstance(body, dict) and "warnings" in binding.output_schema.get("properties", {}):
+            if in_body:
                 body["warnings"] = [*body.get("warnings", []), warning]
             else:
                 ctx.warnings.append(warning)
@@ -309,11 +323,23 @@ class Pipeline:
         )
 
     # -- entry points ----------------------------------------------------------------------
-    async def call_tool(self, binding: ToolBinding, arguments: Any, request: CallRequest) -> Outcome:
+    async def call_tool(
+        self,
+        binding: ToolBinding,
+        arguments: Any,
+        request: CallRequest,
+        *,
+        read: Callable[[], Awaitable[Any]] | None = None,
+    ) -> Outcome:
+        """Run one tool call. `read`, when given, produces the arguments and is awaited only after
+        the caller is admitted: an HTTP body is not read or parsed for a caller without a valid
+        token (or over its rate limit), so such a caller gets 401/403/429, never 400/413/415."""
         started = time.perf_counter()
         ctx = self._context(binding.service, binding.name, request)
         try:
             self._admit(binding.service, binding.name, binding.policy, ctx, request)
+            if read is not None:
+                arguments = await read()
             if binding.policy.get("idempotency") and request.idempotency_key is not None:
                 outcome = await self._idempotent(binding, arguments, ctx, request.idempotency_key)
             else:

@@ -34,15 +34,36 @@ class TokenEntry:
     principal: Principal
 
 
+def _load(text: str, origin: str, *, yaml_ok: bool) -> Any:
+    """Decode the token table. A parser's own error quotes the offending line, which holds a
+    token: report only where it is, and drop the original exception (`from None`), so a bad
+    file never puts a secret into a start-up traceback or a log."""
+    try:
+        return yaml.safe_load(text) if yaml_ok else json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{origin}: not valid JSON (line {exc.lineno}, column {exc.colno})") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ValueError(f"{origin}: not valid YAML or JSON{where}") from None
+
+
 def _parse(raw: Any, origin: str) -> list[TokenEntry]:
+    """Errors name the principal or the entry's position, never the token itself."""
     if not isinstance(raw, dict):
         raise ValueError(f"{origin}: expected an object mapping tokens to principals")
     entries = []
-    for token, spec in raw.items():
-        if not isinstance(spec, dict) or not isinstance(spec.get("principal"), str):
-            raise ValueError(f"{origin}: each token needs a `principal` (the token itself is not shown)")
-        scopes = frozenset(str(s) for s in spec.get("scopes", []))
-        entries.append(TokenEntry(str(token).encode(), Principal(spec["principal"], scopes)))
+    for index, (token, spec) in enumerate(raw.items(), start=1):
+        where = f"{origin}: entry {index}"
+        if not isinstance(spec, dict) or not isinstance(spec.get("principal"), str) or not spec["principal"]:
+            raise ValueError(f"{where} needs a `principal` (the token itself is not shown)")
+        scopes = spec.get("scopes", [])
+        if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes):
+            # a bare string would become a set of its characters
+            raise ValueError(f"{where} (principal {spec['principal']!r}): `scopes` must be a list of strings")
+        if not str(token).strip():
+            raise ValueError(f"{where} (principal {spec['principal']!r}): the token is empty")
+        entries.append(TokenEntry(str(token).encode(), Principal(spec["principal"], frozenset(scopes))))
     return entries
 
 
@@ -56,10 +77,11 @@ class Authenticator:
     def from_env(cls, env: Mapping[str, str]) -> Authenticator:
         entries: list[TokenEntry] = []
         if env.get("KUMITATE_TOKENS"):
-            entries += _parse(json.loads(env["KUMITATE_TOKENS"]), "KUMITATE_TOKENS")
+            origin = "KUMITATE_TOKENS"
+            entries += _parse(_load(env[origin], origin, yaml_ok=False), origin)
         if env.get("KUMITATE_TOKENS_FILE"):
             path = Path(env["KUMITATE_TOKENS_FILE"])
-            entries += _parse(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
+            entries += _parse(_load(path.read_text(encoding="utf-8"), str(path), yaml_ok=True), str(path))
         if env.get("KUMITATE_ALLOW_DEV_TOKEN") == "1":
             entries.append(TokenEntry(DEV_TOKEN.encode(), Principal("dev", frozenset({ALL_SCOPES}))))
         local = Principal(env.get("KUMITATE_LOCAL_PRINCIPAL", "local"), frozenset({ALL_SCOPES}))

@@ -26,8 +26,12 @@ def _largest_list(node: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...
     return best
 
 
-def enforce(body: Any, limit: int, mode: str, tool: str) -> tuple[Any, str | None]:
-    """Return the body (possibly trimmed) and a warning, or raise OUTPUT_TOO_LARGE."""
+def enforce(body: Any, limit: int, mode: str, tool: str, reserve: int = 0) -> tuple[Any, str | None]:
+    """Return the body (possibly trimmed) and a warning, or raise OUTPUT_TOO_LARGE.
+
+    `reserve`: bytes a trimmed body must leave free, for the warning the caller will add
+    to it, so the body that is finally sent still fits in `limit`.
+    """
     size = size_of(body)
     if size <= limit:
         return body, None
@@ -38,7 +42,7 @@ def enforce(body: Any, limit: int, mode: str, tool: str) -> tuple[Any, str | Non
     if mode != "trim":
         raise ToolError(hint, code="OUTPUT_TOO_LARGE", details={"size_bytes": size, "limit_bytes": limit})
     trimmed = json.loads(json.dumps(body))
-    while size_of(trimmed) > limit:
+    while size_of(trimmed) > limit - reserve:
         found = _largest_list(trimmed)
         if found is None or not found[1]:
             raise ToolError(hint, code="OUTPUT_TOO_LARGE", details={"size_bytes": size, "limit_bytes": limit})

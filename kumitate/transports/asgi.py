@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from contextvars import ContextVar
 from typing import Any
 
 from starlette.datastructures import MutableHeaders
@@ -23,6 +24,11 @@ ASGIApp = Callable[..., Awaitable[None]]
 
 IDS_KEY = "kumitate_ids"
 MCP_PREFIX = "/mcp"
+
+SERVED_OVER_NETWORK: ContextVar[bool] = ContextVar("kumitate_mcp_over_network", default=False)
+"""True for MCP served through this ASGI layer. MCP session tasks start inside a request and
+inherit it, so a tool call that reached the server over the network is never mistaken for a
+stdio (local principal) call, even if the SDK did not attach the HTTP request to it."""
 
 
 class KumitateASGI:
@@ -62,6 +68,10 @@ class KumitateASGI:
         target = self._mcp_target(scope["path"])
         if target is not None:
             app, path = target
-            await app({**scope, "path": path, "raw_path": path.encode()}, receive, send_with_ids)
+            token = SERVED_OVER_NETWORK.set(True)
+            try:
+                await app({**scope, "path": path, "raw_path": path.encode()}, receive, send_with_ids)
+            finally:
+                SERVED_OVER_NETWORK.reset(token)
             return
         await self.app(scope, receive, send_with_ids)

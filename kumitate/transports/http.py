@@ -74,6 +74,13 @@ def to_response(outcome: Outcome) -> Response[bytes]:
     )
 
 
+def http_error(runtime: Runtime, exc: HTTPException) -> ToolError:
+    """Litestar's own HTTP errors (413 body too large, 405, a malformed form) as catalogued ToolErrors."""
+    code = STATUS_CODES.get(exc.status_code, "INTERNAL" if exc.status_code >= 500 else "BAD_REQUEST")
+    detail = exc.detail if isinstance(exc.detail, str) and exc.detail else runtime.pipeline.catalogue[code].title
+    return ToolError(detail, code=code)
+
+
 def error_response(runtime: Runtime, request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     """The single place an exception becomes an HTTP error body."""
     run_id, trace_id = request_ids(request)
@@ -81,9 +88,7 @@ def error_response(runtime: Runtime, request: Request[Any, Any, Any], exc: Excep
     if isinstance(exc, ToolError):
         err = exc
     elif isinstance(exc, HTTPException):
-        code = STATUS_CODES.get(exc.status_code, "INTERNAL" if exc.status_code >= 500 else "BAD_REQUEST")
-        detail = exc.detail if isinstance(exc.detail, str) and exc.detail else runtime.pipeline.catalogue[code].title
-        err = ToolError(detail, code=code)
+        err = http_error(runtime, exc)
         headers.update({k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"})
     else:
         err = ToolError(f"internal error; quote run_id {run_id}", code="INTERNAL")
@@ -136,11 +141,14 @@ async def _form_value(value: Any, schema: Mapping[str, Any]) -> Any:
 
 def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
     async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
-        try:
-            arguments = await read_arguments(request, binding)
-        except ToolError as exc:
-            return error_response(runtime, request, exc)
-        outcome = await runtime.pipeline.call_tool(binding, arguments, call_request(request))
+        async def read() -> Any:
+            try:
+                return await read_arguments(request, binding)
+            except HTTPException as exc:  # e.g. 413 from Litestar's body-size cap
+                raise http_error(runtime, exc) from None
+
+        # the body is read by the pipeline once the caller is admitted (auth, rate limit)
+        outcome = await runtime.pipeline.call_tool(binding, None, call_request(request), read=read)
         return to_response(outcome)
 
     endpoint.__name__ = f"tool_{binding.service}_{binding.name}"

@@ -24,6 +24,7 @@ from kumitate import correlation
 from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
+from kumitate.transports.asgi import SERVED_OVER_NETWORK
 
 ANNOTATION_FIELDS = {
     "title": "title",
@@ -38,7 +39,10 @@ def current_request(idempotency_key: str | None = None) -> CallRequest:
     """Correlation from `_meta`, falling back to the streamable-HTTP request's headers.
 
     Over streamable HTTP the connection's bearer token is the caller's; stdio and
-    in-memory sessions have no network peer and run as the local principal.
+    in-memory sessions have no network peer and run as the local principal. The local
+    principal holds every scope, so it is granted only to a call that did not come
+    through the network ASGI layer: a network call without an HTTP request attached
+    fails closed (no token) instead of running as local.
     """
     rc = fastmcp_request_ctx.get()
     meta = dict(rc.meta or {}) if rc is not None else {}
@@ -58,7 +62,7 @@ def current_request(idempotency_key: str | None = None) -> CallRequest:
         ids=correlation.from_meta(meta, fallback),
         client=client,
         authorization=headers.get("authorization"),
-        local=rc is None or rc.request is None,
+        local=(rc is None or rc.request is None) and not SERVED_OVER_NETWORK.get(),
         idempotency_key=idempotency_key,
     )
 

@@ -71,6 +71,23 @@ async def test_http_auth(server: LiveServer, headers: dict[str, str], status: in
         assert response.json()["run_id"] == response.headers["x-run-id"]
 
 
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [("text/plain", b"hello"), ("application/json", b"{not json"), ("application/json", b"")],
+)
+async def test_http_auth_comes_before_the_body(server: LiveServer, content_type: str, body: bytes) -> None:
+    """A caller without a token learns nothing about the body format: 401 (with the Bearer scheme),
+    not the 400/415 an admitted caller gets for the same bytes."""
+    async with httpx.AsyncClient(base_url=server.url) as http:
+        anonymous = await http.post("/v1/search", content=body, headers={"Content-Type": content_type})
+        admitted = await http.post(
+            "/v1/search", content=body, headers={"Content-Type": content_type, **bearer("t-all")}
+        )
+    assert anonymous.status_code == 401 and anonymous.json()["error"]["code"] == "UNAUTHORIZED"
+    assert anonymous.headers["www-authenticate"].startswith("Bearer")
+    assert admitted.status_code in (400, 415) and "www-authenticate" not in admitted.headers
+
+
 async def test_public_routes_need_no_token(server: LiveServer) -> None:
     async with httpx.AsyncClient(base_url=server.url) as http:
         assert (await http.get("/v1/healthz")).status_code == 200

@@ -253,3 +253,69 @@ def test_request_body_and_headers_are_sent(server: Scripted) -> None:
         echo.shutdown()
         echo.server_close()
     assert seen == {"path": "/v1/chat/completions", "auth": "Bearer t", "body": {"q": "獺祭"}}
+
+
+def test_unreadable_body_is_an_upstream_failure_and_frees_the_half_open_trial(server: Scripted) -> None:
+    """A 2xx whose body cannot be decoded (bad gzip) is an upstream failure like a 5xx: it must not
+    escape as a raw httpx error, nor keep the breaker's single half-open slot reserved for ever."""
+    clock = FakeClock()
+    breaker = CircuitBreaker(failure_threshold=1, reset_timeout_s=10, clock=clock)
+    server.default = (200, 0.0, {"Content-Encoding": "gzip"}, b"this is not gzip")
+    with client(server.url, breaker=breaker, retry=RetryPolicy(attempts=1)) as c:
+        with pytest.raises(OutboundError) as err:
+            c.request("GET", "/x")
+        assert (err.value.kind, err.value.retryable, breaker.state) == ("upstream_error", True, "open")
+        clock.now += 10
+        with pytest.raises(OutboundError) as trial:
+            c.request("GET", "/x")  # the half-open trial fails the same way
+        assert trial.value.kind == "upstream_error" and breaker.state == "open"
+        clock.now += 10
+        server.default = (200, 0.0, {}, b'{"ok": true}')
+        assert c.post_json("/x", {}) == {"ok": True}  # the next trial was let through
+    assert breaker.state == "closed" and server.count == 3
+
+
+class Trickle(BaseHTTPRequestHandler):
+    """Headers at once, then one body byte every 50 ms: each read is quick, the whole body takes 10 s."""
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "200")
+        self.end_headers()
+        try:
+            for _ in range(200):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(0.05)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+@pytest.fixture()
+def trickle() -> Iterator[str]:
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_a_trickling_body_is_abandoned_at_the_deadline(trickle: str) -> None:
+    with client(trickle, retry=RetryPolicy(attempts=1)) as c, pytest.raises(OutboundError) as err:
+        c.request("GET", "/x", deadline_s=0.5)
+    assert err.value.kind == "timeout"
+
+
+def test_the_tool_call_deadline_caps_the_outbound_deadline(server: Scripted) -> None:
+    """Inside a tool call, an outbound call never outlives the call's own deadline."""
+    from kumitate.context import CallContext, bound
+
+    server.default = (200, 2.0, {}, b"{}")
+    call = CallContext("svc", "tool", "http", "run", "trace", deadline=time.monotonic() + 0.3)
+    with client(server.url) as c, bound(call), pytest.raises(OutboundError) as err:
+        c.request("GET", "/x", deadline_s=10.0)
+    assert err.value.kind == "timeout" and server.count == 1

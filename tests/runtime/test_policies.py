@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kumitate.context import Principal, commit_gate
+from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policies import guard
 from kumitate.policies.auth import Authenticator
@@ -278,3 +279,155 @@ async def test_operator_cap_shortens_a_declared_deadline(tmp_path: Path) -> None
 def test_commit_gate_outside_a_call_is_a_no_op() -> None:
     with commit_gate():
         pass
+
+
+async def test_the_body_is_read_only_after_the_caller_is_admitted() -> None:
+    """Auth and rate limit come before the arguments are read: an HTTP caller without a valid
+    token gets 401 (never a 400/415 about a body it was not entitled to send), and an HTTP
+    body is not parsed for it at all."""
+    pipeline = auth_pipeline()
+    reads: list[str] = []
+
+    async def read() -> Any:
+        reads.append("read")
+        return {"n": 1}
+
+    tool = binding("echo", scopes=["demo:read"], rate_limit={"rps": 0.001, "burst": 1})
+    for authorization, code in [(None, "UNAUTHORIZED"), ("Bearer t-none", "FORBIDDEN")]:
+        outcome = await pipeline.call_tool(tool, None, CallRequest("http", authorization=authorization), read=read)
+        assert outcome.code == code and reads == []
+    ok = CallRequest("http", authorization="Bearer t-reader")
+    assert (await pipeline.call_tool(tool, None, ok, read=read)).code == "OK" and reads == ["read"]
+    limited = await pipeline.call_tool(tool, None, ok, read=read)
+    assert limited.code == "RATE_LIMITED" and reads == ["read"]
+
+
+async def test_unauthorized_names_the_bearer_scheme() -> None:
+    outcome = await auth_pipeline().call_tool(binding("echo"), {"n": 1}, CallRequest("http"))
+    assert outcome.status == 401 and outcome.headers["WWW-Authenticate"].startswith("Bearer")
+    forbidden = await auth_pipeline().call_tool(
+        binding("echo", scopes=["demo:write"]), {"n": 1}, CallRequest("http", authorization="Bearer t-reader")
+    )
+    assert forbidden.status == 403 and "WWW-Authenticate" not in forbidden.headers
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "s3cret-token: {principal: carol, scopes: [a]\nother: x",  # unclosed flow mapping
+        "s3cret-token:\n  principal: carol\n   scopes: [a]: [b]\n",  # bad indentation
+        '{"s3cret-token": {"principal": "carol",}',  # JSON syntax error (YAML error too)
+    ],
+)
+def test_a_malformed_tokens_file_never_shows_a_token(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "tokens.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError) as exc:
+        Authenticator.from_env({"KUMITATE_TOKENS_FILE": str(path)})
+    assert "s3cret" not in str(exc.value) and str(path) in str(exc.value)
+    assert exc.value.__context__ is None or exc.value.__suppress_context__  # no parser error chained in
+
+
+def test_malformed_token_env_and_entries_are_refused_without_the_token() -> None:
+    with pytest.raises(ValueError, match="KUMITATE_TOKENS: not valid JSON") as bad_json:
+        Authenticator.from_env({"KUMITATE_TOKENS": '{"s3cret": {"principal": "p"'})
+    assert "s3cret" not in str(bad_json.value)
+    with pytest.raises(ValueError, match="scopes") as bad_scopes:
+        Authenticator.from_env({"KUMITATE_TOKENS": '{"s3cret": {"principal": "p", "scopes": "stays"}}'})
+    assert "s3cret" not in str(bad_scopes.value)
+    with pytest.raises(ValueError, match="principal"):
+        Authenticator.from_env({"KUMITATE_TOKENS": '{"s3cret": {"principal": ""}}'})
+
+
+def test_eviction_never_forgets_a_drained_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pruning the bucket table must judge each bucket by its own rate: dropping a drained
+    bucket of a slow tool would hand its principal a fresh burst."""
+    from kumitate.policies import ratelimit
+
+    monkeypatch.setattr(ratelimit, "MAX_BUCKETS", 10)
+    now = [0.0]
+    limiter = RateLimiter(clock=lambda: now[0])
+    limiter.take(("slow", "p"), rps=0.001, burst=1)
+    now[0] = 1.0
+    for i in range(20):  # a fast tool's buckets, refilled within 10 ms: these may go
+        limiter.take(("fast", f"addr:{i}"), rps=100, burst=1)
+        now[0] += 0.1
+    assert len(limiter) <= 10
+    with pytest.raises(ToolError) as exc:
+        limiter.take(("slow", "p"), rps=0.001, burst=1)
+    assert exc.value.code == "RATE_LIMITED"
+
+
+async def test_an_async_handler_committing_in_a_thread_at_the_deadline_is_reported(tmp_path: Path) -> None:
+    """The commit gate holds for async handlers too: one whose commit (in a thread that
+    cancellation cannot stop) is under way at the deadline gets its result sent, not a
+    REQUEST_TIMEOUT that would claim nothing was saved."""
+    db = tmp_path / "w.db"
+    writer = Writer(db, before=0.0, during=0.4)
+
+    class AsyncWriter(Handlers):
+        async def echo(self, input: Any, ctx: Any) -> dict[str, Any]:
+            return await asyncio.to_thread(writer.echo, input, ctx)
+
+    pipeline, _ = make_pipeline()
+    pipeline.handlers = {"demo": AsyncWriter()}
+    outcome = await pipeline.call_tool(binding("echo", timeout_ms=100), {"n": 1}, CallRequest("http"))
+    assert (outcome.code, saved(db)) == ("OK", [1])
+
+
+async def test_an_async_handler_timed_out_before_its_commit_is_cancelled(tmp_path: Path) -> None:
+    db = tmp_path / "w.db"
+    steps: list[str] = []
+
+    class AsyncWriter(Handlers):
+        async def echo(self, input: Any, ctx: Any) -> dict[str, Any]:
+            con = sqlite_counter(db)
+            try:
+                con.execute("BEGIN IMMEDIATE")
+                con.execute("INSERT INTO saved VALUES (?)", (input.n,))
+                await asyncio.sleep(0.5)
+                steps.append("commit")
+                with commit_gate():
+                    con.execute("COMMIT")
+            finally:
+                if con.in_transaction:
+                    con.execute("ROLLBACK")
+                con.close()
+            return {"n": input.n}
+
+    pipeline, _ = make_pipeline()
+    pipeline.handlers = {"demo": AsyncWriter()}
+    outcome = await pipeline.call_tool(binding("echo", timeout_ms=50), {"n": 1}, CallRequest("http"))
+    await asyncio.sleep(0.6)
+    assert outcome.code == "REQUEST_TIMEOUT" and steps == [] and saved(db) == []
+
+
+def test_mcp_calls_over_the_network_never_run_as_the_local_principal() -> None:
+    """The local principal (every scope) is for stdio and in-memory sessions. A call that came
+    through the network ASGI layer without an HTTP request attached is treated as a caller
+    with no token, not as local."""
+    from kumitate.transports.asgi import SERVED_OVER_NETWORK
+    from kumitate.transports.mcp import current_request
+
+    assert current_request().local is True  # no request context: stdio / in-memory
+    token = SERVED_OVER_NETWORK.set(True)
+    try:
+        request = current_request()
+    finally:
+        SERVED_OVER_NETWORK.reset(token)
+    assert request.local is False and request.authorization is None
+
+
+async def test_a_trimmed_body_with_its_warning_still_fits_the_limit() -> None:
+    """When the trim warning goes into the body's own `warnings`, the body that is sent, warning
+    included, stays within max_output_bytes."""
+    schema = {
+        "type": "object",
+        "properties": {"rows": {"type": "array", "items": {"type": "integer"}}, "warnings": {"type": "array"}},
+    }
+    pipeline, _ = make_pipeline()
+    pipeline.handlers["demo"].echo = lambda input, ctx: {"rows": list(range(1000)), "warnings": []}  # type: ignore[attr-defined]
+    tool = dataclasses.replace(binding("echo", max_output_bytes=200, on_oversize="trim"), output_schema=schema)
+    outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http"))
+    assert outcome.ok and outcome.body["warnings"] == ["output_trimmed_to_200_bytes"]
+    assert 0 < len(outcome.body["rows"]) < 1000 and guard.size_of(outcome.body) <= 200
