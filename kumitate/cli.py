@@ -15,9 +15,13 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from kumitate.app import create_app
+    from kumitate.policies.auth import Authenticator, exposure_warning
     from kumitate.settings import Settings
 
     app = create_app(Settings.from_env(), args.service or None)
+    warning = exposure_warning(args.host, Authenticator.from_env(os.environ).enabled)
+    if warning:
+        print(warning, file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on")
     return 0
 

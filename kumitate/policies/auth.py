@@ -13,6 +13,7 @@ Tokens are compared in constant time and never logged.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -116,3 +117,23 @@ class Authenticator:
         missing = sorted(set(required) - principal.scopes)
         if missing:
             raise ToolError(f"the token lacks the scope(s) {', '.join(missing)}", code="FORBIDDEN")
+
+
+def exposure_warning(host: str, auth_enabled: bool) -> str | None:
+    """What to tell the operator who serves beyond this machine with auth off.
+
+    Auth off is the embedded default, right for a loopback address; on any other address it
+    hands every tool, with every scope, to whoever can reach the port. Serving stays allowed
+    (a private network may be the point), but not silently."""
+    if auth_enabled:
+        return None
+    try:
+        loopback = ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if loopback:
+        return None
+    return (
+        f"WARNING: serving on {host} with authentication off: anyone who can reach this port may call "
+        "every tool. Configure KUMITATE_TOKENS or KUMITATE_TOKENS_FILE, or bind to 127.0.0.1."
+    )

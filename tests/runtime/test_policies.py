@@ -16,7 +16,7 @@ from kumitate.context import Principal, commit_gate
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policies import guard
-from kumitate.policies.auth import Authenticator
+from kumitate.policies.auth import Authenticator, exposure_warning
 from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter
 from tests.runtime.test_pipeline import OUTPUT, Handlers, binding, make_pipeline
@@ -71,6 +71,18 @@ def test_dev_token_only_when_enabled() -> None:
     assert not Authenticator.from_env({}).enabled
     dev = Authenticator.from_env({"KUMITATE_ALLOW_DEV_TOKEN": "1"}).lookup("dev-token")
     assert dev == Principal("dev", frozenset({"*"}))
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.20", "::", "example.org"])
+def test_serving_beyond_loopback_with_auth_off_is_announced(host: str) -> None:
+    warning = exposure_warning(host, auth_enabled=False)
+    assert warning is not None and host in warning and "KUMITATE_TOKENS" in warning
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"])
+def test_loopback_or_auth_on_is_quiet(host: str) -> None:
+    assert exposure_warning(host, auth_enabled=False) is None
+    assert exposure_warning("0.0.0.0", auth_enabled=True) is None
 
 
 def test_tokens_file(tmp_path: Path) -> None:
