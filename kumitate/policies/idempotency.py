@@ -4,6 +4,9 @@ Keyed by (tool, principal, key) with a fingerprint of the request. The same key
 with the same request replays the first response; with a different request it is
 CONFLICT; concurrent requests with one key wait on one lock and execute once.
 Retryable failures (timeouts, upstream errors) are not stored, so a retry runs.
+A response that cannot be stored (disk full, read-only file) is still returned: the
+handler has run and may have committed, so failing the call would tell the client
+the opposite of what happened. The failure is logged; a retry with that key runs again.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kumitate.calllog import log_event
 from kumitate.errors import ToolError
 
 SCHEMA = """
@@ -102,7 +106,10 @@ class IdempotencyStore:
                     return found[1], True
                 result, keep = await execute()
                 if keep:
-                    self._put(ident, fp, result, ttl_s)
+                    try:
+                        self._put(ident, fp, result, ttl_s)
+                    except sqlite3.Error as exc:
+                        log_event("idempotency_store_failed", tool=ident[0], error=type(exc).__name__)
                 return result, False
         finally:
             if not lock.locked() and not getattr(lock, "_waiters", None):

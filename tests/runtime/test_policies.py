@@ -156,6 +156,22 @@ async def test_idempotent_replay_conflict_and_restart(tmp_path: Path) -> None:
     assert replay.replayed and replay.body == first.body and handlers2.calls == 0
 
 
+async def test_a_response_the_store_cannot_keep_is_still_returned(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tool = binding("echo", idempotency=True)
+    pipeline, handlers = idem_pipeline(tmp_path / "idem.sqlite3")
+    store = pipeline.policies.idempotency
+    assert store is not None
+    store._db.execute("PRAGMA query_only = ON")  # every write now fails, as on a read-only disk
+    first = await pipeline.call_tool(tool, {"n": 4}, CallRequest("http", ids=("r1", "t"), idempotency_key="k"))
+    assert first.ok and first.body == {"n": 4} and not first.replayed
+    retry = await pipeline.call_tool(tool, {"n": 4}, CallRequest("http", ids=("r2", "t"), idempotency_key="k"))
+    assert retry.ok and not retry.replayed and handlers.calls == 2
+    failures = [r for r in caplog.records if r.getMessage() == "idempotency_store_failed"]
+    assert len(failures) == 2 and all(r.fields == {"tool": tool.key, "error": "OperationalError"} for r in failures)
+
+
 async def test_concurrent_requests_with_one_key_execute_once(tmp_path: Path) -> None:
     pipeline, handlers = idem_pipeline(tmp_path / "idem.sqlite3")
     tool = binding("echo", idempotency=True)
