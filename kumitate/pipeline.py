@@ -14,6 +14,7 @@ import contextvars
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -74,6 +75,11 @@ class Policies:
     idempotency: IdempotencyStore | None = None
     max_timeout_ms: int | None = None
     """Operator cap on every tool's deadline (KUMITATE_MAX_TIMEOUT_MS), e.g. under a proxy's own time-out."""
+    worker_threads: int = 40
+    """Sync handlers running at once (KUMITATE_WORKER_THREADS). asyncio's default pool is
+    min(32, CPUs + 4), six threads on a small machine: six slow queries would queue every
+    other call behind them, and a timed-out worker, which cannot be interrupted, keeps its
+    thread until it returns. 40 matches the thread limit anyio gives Litestar's sync routes."""
 
 
 def _shorten(message: str, limit: int = 200) -> str:
@@ -102,6 +108,11 @@ class Pipeline:
         self.disabled: set[str] = set()
         """Keys of opt-in resources not enabled here: NOT_FOUND, after auth like any other route."""
         self._validators: dict[int, Any] = {}
+        self._workers = ThreadPoolExecutor(self.policies.worker_threads, thread_name_prefix="kumitate-handler")
+
+    def close(self) -> None:
+        """Stop taking sync work; calls already running finish on their own threads."""
+        self._workers.shutdown(wait=False, cancel_futures=True)
 
     # -- helpers ---------------------------------------------------------------------------
     def _validator(self, schema: dict[str, Any]) -> Any:
@@ -189,9 +200,9 @@ class Pipeline:
             if inspect.iscoroutinefunction(method):
                 future = asyncio.ensure_future(method(*args, **kw))  # the task copies the bound context
             else:
-                # asyncio's default executor: about half the hop cost of anyio.to_thread here
+                # a plain executor: about half the hop cost of anyio.to_thread here
                 call = partial(contextvars.copy_context().run, method, *args, **kw)
-                future = asyncio.get_running_loop().run_in_executor(None, call)
+                future = asyncio.get_running_loop().run_in_executor(self._workers, call)
             future.add_done_callback(_consume)
             try:
                 done, _ = await asyncio.wait({future}, timeout=timeout)

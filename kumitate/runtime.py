@@ -65,6 +65,7 @@ class Runtime:
             max_timeout_ms=int(self.env["KUMITATE_MAX_TIMEOUT_MS"])
             if self.env.get("KUMITATE_MAX_TIMEOUT_MS")
             else None,
+            worker_threads=int(self.env.get("KUMITATE_WORKER_THREADS") or 40),
         )
         self.pipeline = Pipeline(CATALOGUE, self.services, handlers, self.policies)
         self.pipeline.disabled = {
@@ -86,6 +87,7 @@ class Runtime:
         return binding.enabled_by is None or self.env.get(binding.enabled_by) == "1"
 
     def close(self) -> None:
+        self.pipeline.close()
         if self.policies.idempotency is not None:
             self.policies.idempotency.close()
         for handler in self.handlers.values():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sqlite3
+import threading
 import time
 from contextlib import closing
 from pathlib import Path
@@ -459,3 +460,21 @@ async def test_a_trimmed_body_with_its_warning_still_fits_the_limit() -> None:
     outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http"))
     assert outcome.ok and outcome.body["warnings"] == ["output_trimmed_to_200_bytes"]
     assert 0 < len(outcome.body["rows"]) < 1000 and guard.size_of(outcome.body) <= 200
+
+
+async def test_sync_handlers_run_together_beyond_the_default_pool() -> None:
+    """asyncio's default pool is six threads on a 2-CPU machine; twelve calls must all be running at once."""
+    pipeline, handlers = make_pipeline()
+    together = threading.Barrier(12, timeout=10)
+
+    def echo(input: Any, ctx: Any) -> dict[str, Any]:
+        together.wait()
+        return {"n": input.n}
+
+    handlers.echo = echo  # type: ignore[method-assign]
+    tool = binding("echo")
+    outcomes = await asyncio.gather(
+        *(pipeline.call_tool(tool, {"n": i}, CallRequest("http", ids=(f"r{i}", "t"))) for i in range(12))
+    )
+    assert [o.code for o in outcomes] == ["OK"] * 12
+    pipeline.close()
