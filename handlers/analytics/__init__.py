@@ -39,16 +39,16 @@ class AnalyticsHandlers:
         self._sweeper = Sweeper(service, sweep_interval_s) if sweep_interval_s else None
 
     def export(self, input: ExportInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.export(_dump(input))
+        return self.service.export(_dump(input), deadline=ctx.deadline)
 
     def profile(self, input: ProfileInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.profile(_dump(input))  # size-trim warnings travel in the body
+        return self.service.profile(_dump(input), deadline=ctx.deadline)  # size-trim warnings travel in the body
 
     def histogram(self, input: HistogramInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.histogram(_dump(input))
+        return self.service.histogram(_dump(input), deadline=ctx.deadline)
 
     def materialize(self, input: MaterializeInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.materialize(_dump(input))
+        return self.service.materialize(_dump(input), deadline=ctx.deadline)
 
     def read_schema(self, ctx: CallContext) -> dict[str, Any]:
         return self.service.schema()

@@ -134,10 +134,12 @@ def _counts_exact(
 def compute_histogram(con: duckdb.DuckDBPyConnection, source: Source, column: str, bins: int) -> dict[str, Any]:
     if not 1 <= bins <= MAX_BINS:
         raise ToolError(f"bins must be between 1 and {MAX_BINS}.", code="INVALID_INPUT")
-    type_name = source.column_type(column)
-    if type_name is None:
+    found = source.find_column(column)
+    if found is None:
         names = ", ".join(n for n, _ in source.columns)
         raise ToolError(f"No column named {column!r}. Columns: {names}.", code="INVALID_INPUT")
+    column = found
+    type_name = source.column_type(column) or ""
     if not is_numeric(type_name):
         raise ToolError(f"Column {column!r} is {type_name}; histogram needs a numeric column.", code="INVALID_INPUT")
     c = quote_ident(column)

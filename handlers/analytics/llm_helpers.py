@@ -174,22 +174,48 @@ def safe_load_export(
 
 
 def polars_to_pandas(df: Any) -> Any:
-    """polars -> pandas without pyarrow (not a dependency here): column by column via numpy."""
-    import pandas as pd
+    """polars -> pandas without pyarrow (not a dependency here): column by column via numpy.
 
-    return pd.DataFrame({name: df.get_column(name).to_numpy() for name in df.columns})
+    Nested columns (List, Array, Struct: e.g. an export of `list(heart_rate)`) become
+    object columns of Python lists and dicts, which numpy cannot hold as one array.
+    """
+    import pandas as pd
+    import polars as pl
+
+    def column(series: Any) -> Any:
+        if isinstance(series.dtype, pl.List | pl.Array | pl.Struct):
+            return pd.Series(series.to_list(), dtype=object)
+        return series.to_numpy()
+
+    return pd.DataFrame({name: column(df.get_column(name)) for name in df.columns})
 
 
 def safe_summary_table(df: Any, max_rows: int = MAX_TABLE_ROWS, columns: list[str] | None = None) -> str:
     """Render a polars or pandas DataFrame as text with at most `max_rows` data rows.
 
     Longer frames show the first ceil(max_rows/2) and last floor(max_rows/2) rows with a
-    line "... (N rows omitted) ..." between them. Column subsets via `columns`.
+    line "... (N rows omitted) ..." between them. Column subsets via `columns`. A pandas
+    or polars Series is shown as a one-column frame. ValueError for max_rows < 1 or an
+    unknown column.
     """
     import pandas as pd
 
-    frame = df if isinstance(df, pd.DataFrame) else polars_to_pandas(df)
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1:
+        raise ValueError("max_rows must be a positive integer.")
+    if isinstance(df, pd.Series):
+        frame = df.to_frame()
+    elif isinstance(df, pd.DataFrame):
+        frame = df
+    elif hasattr(df, "to_frame") and not hasattr(df, "columns"):  # polars Series
+        frame = polars_to_pandas(df.to_frame())
+    else:
+        frame = polars_to_pandas(df)
     if columns:
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"No column(s) {', '.join(map(str, missing))}; columns: {', '.join(map(str, frame.columns))}."
+            )
         frame = frame[columns]
     total = len(frame)
     with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
@@ -204,22 +230,41 @@ def safe_summary_table(df: Any, max_rows: int = MAX_TABLE_ROWS, columns: list[st
 
 
 def _json_default(value: Any) -> Any:
-    """numpy scalars, dates and decimals -> JSON types (NaN becomes null)."""
+    """numpy/pandas/polars values, dates and decimals -> JSON types."""
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, Decimal):
         return float(value)
-    if hasattr(value, "item"):  # numpy / polars scalars
-        item = value.item()
-        return None if isinstance(item, float) and math.isnan(item) else item
-    if hasattr(value, "tolist"):
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    if hasattr(value, "to_dicts"):  # polars DataFrame
+        return value.to_dicts()
+    if hasattr(value, "to_dict") and hasattr(value, "columns"):  # pandas DataFrame
+        return value.to_dict(orient="records")
+    if hasattr(value, "to_list"):  # polars Series
+        return value.to_list()
+    if hasattr(value, "tolist") and getattr(value, "ndim", 0) != 0:  # numpy arrays, pandas Series
         return value.tolist()
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if hasattr(value, "isoformat"):  # pandas Timedelta and other time-like values
+        return value.isoformat()
     return str(value)
 
 
+def _no_nan(constant: str) -> None:
+    """NaN and ±Infinity are not JSON: they become null."""
+    return None
+
+
 def safe_json_output(data: Any, max_size: int = MAX_JSON_SIZE) -> str:
-    """JSON (indent=2, ensure_ascii=False) of `data`; OutputTooLargeError above `max_size` UTF-8 bytes."""
-    text = json.dumps(data, ensure_ascii=False, indent=2, default=_json_default)
+    """JSON (indent=2, ensure_ascii=False) of `data`; OutputTooLargeError above `max_size` UTF-8 bytes.
+
+    NaN and ±Infinity (which `json.dumps` would write as the non-JSON tokens NaN and
+    Infinity) become null, so the result is always valid JSON.
+    """
+    text = json.dumps(data, ensure_ascii=False, default=_json_default)
+    text = json.dumps(json.loads(text, parse_constant=_no_nan), ensure_ascii=False, indent=2)
     size = len(text.encode("utf-8"))
     if size > max_size:
         raise OutputTooLargeError(f"JSON output exceeds max_size: {size} > {max_size} bytes. Reduce output data.")
@@ -229,17 +274,22 @@ def safe_json_output(data: Any, max_size: int = MAX_JSON_SIZE) -> str:
 def validate_output(output: str) -> tuple[bool, str | None]:
     """Check an output against the limits: (True, None) or (False, reason).
 
-    JSON (anything `json.loads` accepts as an object or array) must be at most
-    MAX_JSON_SIZE UTF-8 bytes; its line count is not checked (see the module notes).
-    Any other text must have at most MAX_TABLE_ROWS + 5 non-empty lines (ten data rows
-    plus header, separator and omission lines).
+    JSON (anything `json.loads` accepts, as in the seed: objects, arrays and scalars such
+    as one long string) must be at most MAX_JSON_SIZE UTF-8 bytes; its line count is not
+    checked (see the module notes). Any other text must have at most MAX_TABLE_ROWS + 5
+    non-empty lines (ten data rows plus header, separator and omission lines).
     """
+    if isinstance(output, bytes):
+        output = output.decode("utf-8", errors="replace")
+    if not isinstance(output, str):
+        raise TypeError("validate_output checks text: pass the string that would be printed.")
     stripped = output.strip()
     try:
-        parsed = json.loads(stripped)
+        is_json = bool(stripped)
+        json.loads(stripped)
     except ValueError:
-        parsed = None
-    if isinstance(parsed, dict | list):
+        is_json = False
+    if is_json:
         size = len(stripped.encode("utf-8"))
         if size > MAX_JSON_SIZE:
             return False, f"JSON exceeds {MAX_JSON_SIZE} bytes ({size} bytes); summarise further."

@@ -228,12 +228,14 @@ def _select_columns(source: Source, columns: list[str] | None) -> list[tuple[str
     if not columns:
         return list(source.columns)
     types = dict(source.columns)
-    missing = [c for c in columns if c not in types]
+    found = {c: source.find_column(c) for c in columns}
+    missing = [c for c, name in found.items() if name is None]
     if missing:
         raise ToolError(
             f"No column(s) {', '.join(missing)} in the source. Columns: {', '.join(types)}.", code="INVALID_INPUT"
         )
-    return [(c, types[c]) for c in dict.fromkeys(columns)]
+    names = [name for name in found.values() if name is not None]
+    return [(name, types[name]) for name in dict.fromkeys(names)]
 
 
 def _expensive_plan(columns: list[tuple[str, str]], approx: bool) -> tuple[list[str], list[tuple[str, list[str]]]]:

@@ -20,8 +20,8 @@ from typing import Any
 from kumitate.errors import ToolError
 
 from .connection import QueryRunner, open_sandbox
-from .exports import ExportStore
-from .histogram import compute_histogram
+from .exports import FORMATS, ExportStore
+from .histogram import MAX_BINS, compute_histogram
 from .materialize import Materializer
 from .profile import PROFILE_MAX_BYTES, compute_profile
 from .sample_db import ensure_database
@@ -34,10 +34,29 @@ log = logging.getLogger("kumitate.analytics")
 DB_FILE = "activities.duckdb"
 EXPORT_MAX_ROWS = 1_000_000
 SWEEP_ON_ACCESS_S = 30.0
+MIN_VIEW_TTL_S = 60  # materialize ttl_seconds bounds (the spec's MaterializeInput)
+MAX_VIEW_TTL_S = 86_400
 
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def int_param(params: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    """An integer parameter within [low, high], or INVALID_INPUT.
+
+    The transports validate inputs against the spec first; this keeps the core safe
+    when it is called directly (a bad value would otherwise surface as a 500).
+    """
+    value = params.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        try:
+            value = int(str(value), 10)
+        except ValueError:
+            raise ToolError(f"{key} must be an integer.", code="INVALID_INPUT") from None
+    if not low <= value <= high:
+        raise ToolError(f"{key} must be between {low:,} and {high:,}.", code="INVALID_INPUT")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +121,18 @@ class AnalyticsService:
         )
         return apply_date_range(source, params.get("date_range"), params.get("date_column"))
 
+    def _timeout(self, deadline: float | None) -> float:
+        """The query deadline, never later than the caller's (a time.monotonic() value).
+
+        The pipeline answers REQUEST_TIMEOUT at its own deadline (which an operator cap
+        may set below query_timeout_s); interrupting DuckDB by then keeps a query nobody
+        waits for from holding the connection that every other call needs.
+        """
+        limit = self.limits.query_timeout_s
+        if deadline is not None:
+            limit = min(limit, max(0.01, deadline - time.monotonic()))
+        return round(limit, 2)
+
     def _maybe_sweep_exports(self) -> None:
         """Sweep exports on access, at most every SWEEP_ON_ACCESS_S (per-handle expiry is always checked)."""
         now = time.monotonic()
@@ -111,13 +142,13 @@ class AnalyticsService:
 
     # -- tools -------------------------------------------------------------------
 
-    def export(self, params: dict[str, Any]) -> dict[str, Any]:
+    def export(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
         fmt = params.get("format", "parquet")
-        max_rows = int(params.get("max_rows", 100_000))
-        if not 1 <= max_rows <= self.limits.export_max_rows:
-            raise ToolError(f"max_rows must be between 1 and {self.limits.export_max_rows:,}.", code="INVALID_INPUT")
+        if fmt not in FORMATS:
+            raise ToolError(f"format must be one of {', '.join(FORMATS)}.", code="INVALID_INPUT")
+        max_rows = int_param(params, "max_rows", 100_000, 1, self.limits.export_max_rows)
         self._maybe_sweep_exports()
-        with self.runner.session() as con:
+        with self.runner.session(timeout_s=self._timeout(deadline)) as con:
             self.views.drop_expired(con)
             sql = check_select(
                 con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
@@ -137,21 +168,21 @@ class AnalyticsService:
             "url": f"{self.public_base_url}/v1/analytics/exports/{handle}",
         }
 
-    def profile(self, params: dict[str, Any]) -> dict[str, Any]:
-        with self.runner.session() as con:
+    def profile(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+        with self.runner.session(timeout_s=self._timeout(deadline)) as con:
             self.views.drop_expired(con)
             source = self._source(con, params)
             return compute_profile(con, source, max_bytes=self.limits.profile_max_bytes, columns=params.get("columns"))
 
-    def histogram(self, params: dict[str, Any]) -> dict[str, Any]:
-        with self.runner.session() as con:
+    def histogram(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+        with self.runner.session(timeout_s=self._timeout(deadline)) as con:
             self.views.drop_expired(con)
             source = self._source(con, params)
-            return compute_histogram(con, source, params["column"], int(params.get("bins", 20)))
+            return compute_histogram(con, source, params["column"], int_param(params, "bins", 20, 1, MAX_BINS))
 
-    def materialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        ttl = int(params.get("ttl_seconds", 3600))
-        with self.runner.session() as con:
+    def materialize(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+        ttl = int_param(params, "ttl_seconds", 3600, MIN_VIEW_TTL_S, MAX_VIEW_TTL_S)
+        with self.runner.session(timeout_s=self._timeout(deadline)) as con:
             sql = check_select(
                 con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
             )

@@ -18,7 +18,9 @@ from kumitate.errors import ToolError
 
 from .sql_guard import check_select
 
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A bare table name: letters (any script), digits and underscores, not starting with a digit.
+IDENTIFIER = re.compile(r"^[^\W\d]\w*$")
+QUOTED_IDENTIFIER = re.compile(r'^"((?:[^"]|"")+)"$')
 TIMESTAMPTZ = "TIMESTAMP WITH TIME ZONE"
 TEMPORAL_TYPES = ("TIMESTAMP", "DATE", TIMESTAMPTZ, "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS")
 NUMERIC_TYPES = (
@@ -66,6 +68,17 @@ class Source:
                 return type_name
         return None
 
+    def find_column(self, column: str) -> str | None:
+        """The source's name for `column`: an exact match, else the one case-insensitive match.
+
+        DuckDB resolves identifiers case-insensitively, so `Pace_S_Per_Km` means
+        `pace_s_per_km`; when two columns differ only in case, only the exact name works.
+        """
+        if self.column_type(column) is not None:
+            return column
+        folded = [name for name, _ in self.columns if name.casefold() == column.casefold()]
+        return folded[0] if len(folded) == 1 else None
+
 
 def wrap_query(sql: str) -> str:
     return f"(\n{sql}\n)"
@@ -73,7 +86,8 @@ def wrap_query(sql: str) -> str:
 
 def describe(con: duckdb.DuckDBPyConnection, from_sql: str) -> tuple[tuple[str, str], ...]:
     rows = con.execute(f"DESCRIBE SELECT * FROM {from_sql} AS s").fetchall()
-    return tuple((str(r[0]), str(r[1])) for r in rows)
+    # The type of an untyped NULL column prints as '"NULL"'; report it as NULL.
+    return tuple((str(r[0]), str(r[1]).strip('"')) for r in rows)
 
 
 def resolve(
@@ -85,7 +99,10 @@ def resolve(
 ) -> Source:
     """Resolve a table name (case-insensitive, from `tables`: lower name -> real name) or a SELECT."""
     text = table_or_query.strip()
-    if IDENTIFIER.match(text):
+    quoted = QUOTED_IDENTIFIER.match(text)
+    if quoted or IDENTIFIER.match(text):
+        if quoted:
+            text = quoted.group(1).replace('""', '"')
         real = tables.get(text.lower())
         if real is None:
             available = ", ".join(sorted(tables.values()))
@@ -115,12 +132,13 @@ def parse_date_range(date_range: list[str] | None) -> tuple[date, date] | None:
 def pick_date_column(source: Source, requested: str | None) -> str | None:
     """The explicit date column, or the first temporal column, or None."""
     if requested:
-        type_name = source.column_type(requested)
-        if type_name is None:
+        name = source.find_column(requested)
+        if name is None:
             raise ToolError(f"No column named {requested!r} in the source.", code="INVALID_INPUT")
+        type_name = source.column_type(name) or ""
         if not is_temporal(type_name):
             raise ToolError(f"date_column {requested!r} is {type_name}, not a date or timestamp.", code="INVALID_INPUT")
-        return requested
+        return name
     for name, type_name in source.columns:
         if is_temporal(type_name):
             return name

@@ -49,3 +49,30 @@ def test_busy_connection_gives_retryable_timeout(service) -> None:  # type: igno
     with runner.session(), pytest.raises(ToolError) as info, runner.session(timeout_s=0.1):
         pass
     assert info.value.code == "REQUEST_TIMEOUT"
+
+
+def test_the_callers_deadline_caps_the_query(service) -> None:  # type: ignore[no-untyped-def]
+    """A pipeline deadline shorter than query_timeout_s interrupts DuckDB by then (the engine is freed)."""
+    started = time.monotonic()
+    with pytest.raises(ToolError) as info:
+        service.profile({"table_or_query": SLOW}, deadline=started + 0.4)
+    assert info.value.code == "QUERY_TIMEOUT"
+    assert time.monotonic() - started < 3  # not the service's 10 s
+    # A deadline already past still runs nothing for long, and the next call is unaffected.
+    with pytest.raises(ToolError):
+        service.export({"query": SLOW}, deadline=started)
+    assert service.histogram({"table_or_query": "splits", "column": "avg_hr", "bins": 2}, deadline=None)["bins"]
+    assert service._timeout(time.monotonic() + 3600) == service.limits.query_timeout_s
+
+
+def test_handlers_pass_the_call_deadline(service) -> None:  # type: ignore[no-untyped-def]
+    from handlers.analytics import AnalyticsHandlers
+    from kumitate.context import CallContext
+
+    handlers = AnalyticsHandlers(service, sweep_interval_s=None)
+    ctx = CallContext(service="analytics", tool="profile", transport="test", run_id="r", trace_id="t")
+    ctx.deadline = time.monotonic() + 0.4
+    started = time.monotonic()
+    with pytest.raises(ToolError) as info:
+        handlers.profile({"table_or_query": SLOW}, ctx)  # type: ignore[arg-type]
+    assert info.value.code == "QUERY_TIMEOUT" and time.monotonic() - started < 3

@@ -220,3 +220,67 @@ def test_validate_output() -> None:
     indented = safe_json_output({f"k{i}": i for i in range(30)})
     assert len(indented.splitlines()) > 15
     assert validate_output(indented) == (True, None)
+
+
+def test_json_output_is_always_valid_json() -> None:
+    import numpy as np
+
+    data = {
+        "nan": float("nan"),
+        "inf": float("-inf"),
+        "np_nan": np.float64("nan"),
+        "arr": np.arange(3),
+        "series": pl.Series([1.5, None]),
+        "pd": pd.Series([1, 2]),
+        "when": pd.Timestamp("2025-03-01 07:00"),
+        "ids": {3, 1},
+    }
+    text = safe_json_output(data)
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text) == {
+        "nan": None,
+        "inf": None,
+        "np_nan": None,
+        "arr": [0, 1, 2],
+        "series": [1.5, None],
+        "pd": [1, 2],
+        "when": "2025-03-01T07:00:00",
+        "ids": [1, 3],
+    }
+    frame = safe_json_output(pl.DataFrame({"a": [1, 2]}))
+    assert json.loads(frame) == [{"a": 1}, {"a": 2}]
+
+
+def test_summary_table_odd_frames() -> None:
+    nested = pl.DataFrame({"hr": [[140, 150]] * 20, "s": [{"k": 1}] * 20})
+    text = safe_summary_table(nested)
+    assert "(10 rows omitted)" in text and "[140, 150]" in text
+    assert isinstance(polars_to_pandas(nested)["hr"][0], list)
+    series = safe_summary_table(pd.Series(range(30), name="pace"))
+    assert series.splitlines()[0].strip() == "pace" and "(20 rows omitted)" in series
+    assert "(20 rows omitted)" in safe_summary_table(pl.Series("pace", range(30)))
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match="max_rows"):
+            safe_summary_table(nested, max_rows=bad)
+    with pytest.raises(ValueError, match="No column"):
+        safe_summary_table(nested, columns=["nope"])
+
+
+def test_load_nested_columns_into_pandas(live_service: AnalyticsService) -> None:
+    meta = live_service.export(
+        {
+            "query": "SELECT activity_id, list(heart_rate ORDER BY elapsed_s)[1:3] AS hr FROM time_series_metrics GROUP BY 1"
+        }
+    )
+    pdf = safe_load_export(meta["handle"], engine="pandas", exports_dir=live_service.exports.directory)
+    assert len(pdf) == meta["rows"] and all(len(v) == 3 for v in pdf["hr"])
+
+
+def test_validate_output_checks_any_json_by_size() -> None:
+    # As in the seed, whatever json.loads accepts is JSON: one long string is bounded too.
+    ok, message = validate_output(json.dumps("x" * 2000))
+    assert not ok and "1024" in (message or "")
+    assert validate_output("42") == (True, None)
+    assert validate_output(b'{"a": 1}') == (True, None)
+    with pytest.raises(TypeError):
+        validate_output(None)  # type: ignore[arg-type]
