@@ -12,17 +12,20 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from litestar import Litestar, Request, Response, get
 from litestar.exceptions import HTTPException
 from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
 from kumitate import calllog
+from kumitate.errors import ToolError
 from kumitate.runtime import Runtime
 from kumitate.settings import REPO_ROOT, Settings
 from kumitate.transports.asgi import KumitateASGI
 from kumitate.transports.http import error_response
 from kumitate.transports.mcp import build_server
+from kumitate.transports.origin import OriginPolicy
 
 OPENAPI_PATH = REPO_ROOT / "generated" / "openapi.json"
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -99,6 +102,12 @@ def create_app(
         lifespan=[lifespan],
         request_max_body_size=MAX_BODY_BYTES,
     )
-    app = KumitateASGI(litestar, mcp_all, mcp_services)
+
+    def refuse(message: str, ids: tuple[str, str]) -> tuple[int, bytes]:
+        outcome = runtime.pipeline.error_outcome(ToolError(message, code="ORIGIN_NOT_ALLOWED"), *ids)
+        return outcome.status, msgspec.json.encode(outcome.body)
+
+    origins = OriginPolicy.from_env(runtime.env, runtime.settings.public_base_url)
+    app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse)
     app.runtime = runtime  # type: ignore[attr-defined]
     return app

@@ -1,0 +1,75 @@
+"""The Host/Origin allow-list as a pure policy: what is served and what is refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kumitate.transports.origin import OriginPolicy, hostname, normalise_origin
+
+SCOPE: dict[str, Any] = {"type": "http", "method": "POST", "server": ("127.0.0.1", 8000)}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("LocalHost:8000", "localhost"), ("[::1]:8000", "::1"), ("[::1]", "::1"), ("example.com.", "example.com")],
+)
+def test_hostname(value: str, expected: str) -> None:
+    assert hostname(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("HTTP://Example.com:80", "http://example.com"),
+        ("https://example.com:8443", "https://example.com:8443"),
+        ("http://[::1]:8000", "http://[::1]:8000"),
+        ("null", None),
+        ("https://example.com/path", None),
+    ],
+)
+def test_normalise_origin(value: str, expected: str | None) -> None:
+    assert normalise_origin(value) == expected
+
+
+def test_defaults_serve_loopback_and_the_connection_address_only() -> None:
+    policy = OriginPolicy.from_env({})
+    assert policy.refusal(SCOPE, {"host": "localhost:8000"}) is None
+    assert policy.refusal(SCOPE, {"host": "127.0.0.1:8000"}) is None
+    assert policy.refusal({**SCOPE, "server": ("10.0.0.5", 8000)}, {"host": "10.0.0.5:8000"}) is None
+    assert policy.refusal(SCOPE, {"host": "evil.example"}) is not None
+    assert policy.refusal(SCOPE, {"host": "10.0.0.5"}) is not None
+    assert policy.cors_origins == []
+
+
+def test_environment_and_public_url_extend_the_lists() -> None:
+    env = {"KUMITATE_ALLOWED_HOSTS": "a.example, B.example:9000", "KUMITATE_ALLOWED_ORIGINS": "https://ui.example"}
+    policy = OriginPolicy.from_env(env, public_url="https://tools.example.org")
+    for host in ("a.example", "b.example", "tools.example.org:443"):
+        assert policy.refusal(SCOPE, {"host": host}) is None, host
+    assert policy.refusal(SCOPE, {"host": "localhost", "origin": "https://ui.example"}) is None
+    assert policy.refusal(SCOPE, {"host": "tools.example.org", "origin": "https://tools.example.org"}) is None
+    assert policy.refusal(SCOPE, {"host": "localhost", "origin": "https://other.example"}) is not None
+    assert policy.cors_origins == ["https://tools.example.org", "https://ui.example"]
+
+
+def test_wildcards() -> None:
+    policy = OriginPolicy.from_env({"KUMITATE_ALLOWED_HOSTS": "*", "KUMITATE_ALLOWED_ORIGINS": "*"})
+    assert policy.refusal(SCOPE, {"host": "anything.example", "origin": "https://x.example"}) is None
+    assert policy.cors_origins == ["*"]
+
+
+def test_same_origin_needs_the_same_port() -> None:
+    policy = OriginPolicy.from_env({})
+    assert policy.refusal(SCOPE, {"host": "127.0.0.1:8000", "origin": "http://127.0.0.1:8000"}) is None
+    assert policy.refusal(SCOPE, {"host": "127.0.0.1:8000", "origin": "http://127.0.0.1:3000"}) is not None
+    assert policy.refusal(SCOPE, {"host": "localhost", "origin": "http://localhost"}) is None
+
+
+def test_cross_site_writes_without_origin_are_refused_reads_are_not() -> None:
+    policy = OriginPolicy.from_env({})
+    headers = {"host": "127.0.0.1:8000", "sec-fetch-site": "cross-site"}
+    assert policy.refusal(SCOPE, headers) is not None
+    assert policy.refusal({**SCOPE, "method": "GET"}, headers) is None
+    assert policy.refusal(SCOPE, {**headers, "sec-fetch-site": "same-origin"}) is None
