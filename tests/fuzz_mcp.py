@@ -1,0 +1,251 @@
+"""`make fuzz` (MCP side): every tool over MCP streamable HTTP against a real server, fixed seed.
+
+Valid arguments come from the tool's advertised inputSchema through schemathesis's JSON Schema
+generator (hypothesis-jsonschema does not run on the pinned hypothesis); schema-violating ones are
+explicit mutations of a valid case (a required field dropped, an unknown field, wrong types, values
+past 64 bits, out-of-enum values), each confirmed invalid by the schema itself. A mutation the schema
+still accepts (e.g. 2**70 for an unbounded integer) is fuzzed as valid input.
+
+Checks: a success's structuredContent validates against the tool's outputSchema; an error's
+structuredContent is the catalogue body with a catalogued code; valid input gets success or a code
+the tool (or its policy) declares; invalid input gets a client error; never INTERNAL, never a
+protocol exception, never a hang.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema_rs
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from schemathesis.generation.jsonschema.builder import build
+
+CLIENT_ERRORS = frozenset({"BAD_REQUEST", "INVALID_INPUT", "VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"})
+HANG_SLACK_S = 30.0
+WRONG_BY_TYPE: dict[str, list[Any]] = {
+    "integer": ["1", 1.5, True, 2**64, -(2**64), 2**70],
+    "number": ["1.5", True, [1]],
+    "string": [1, True, ["x"], {"x": "y"}],
+    "boolean": ["true", 1, None],
+    "array": ["x", {"x": 1}, 7],
+    "object": ["x", [], 7],
+    "null": [0, "null"],
+}
+
+
+@dataclass
+class Case:
+    tool: str
+    arguments: dict[str, Any]
+    valid: bool
+
+
+@dataclass
+class Report:
+    calls: int = 0
+    failures: list[str] = field(default_factory=list)
+    per_tool: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+def valid_cases(schema: Mapping[str, Any], count: int, fixed_seed: int) -> list[dict[str, Any]]:
+    """Up to `count` distinct schema-valid argument objects, the same for the same seed."""
+    found: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    strategy = build(dict(schema), draft=jsonschema_rs.Draft202012, formats={})
+
+    @seed(fixed_seed)
+    @settings(
+        max_examples=count * 3,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        deadline=None,
+    )
+    @given(strategy)
+    def collect(value: Any) -> None:
+        key = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        if isinstance(value, dict) and key not in seen and len(found) < count:
+            seen.add(key)
+            found.append(value)
+
+    collect()
+    return found
+
+
+def _types(schema: Mapping[str, Any]) -> list[str]:
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return [kind]
+    if isinstance(kind, list):
+        return [str(k) for k in kind]
+    return []
+
+
+def wrong_values(schema: Mapping[str, Any]) -> list[Any]:
+    """Values of the wrong type or out of range for one property's schema."""
+    values: list[Any] = []
+    for kind in _types(schema):
+        values += WRONG_BY_TYPE.get(kind, [])
+    if "enum" in schema or "const" in schema:
+        values.append("__not_one_of_the_allowed_values__")
+    if "maxLength" in schema:
+        values.append("x" * (int(schema["maxLength"]) + 1))
+    for bound, step in (("maximum", 1), ("minimum", -1)):
+        if isinstance(schema.get(bound), int | float):
+            values.append(schema[bound] + step)
+    values.append([[[[[[[[[[["deep"]]]]]]]]]]])
+    return values
+
+
+def mutations(schema: Mapping[str, Any], base: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Variants of a valid object that break one rule of its top-level schema each."""
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    variants: list[dict[str, Any]] = [
+        {k: v for k, v in base.items() if k != name} for name in schema.get("required", [])
+    ]
+    if schema.get("additionalProperties") is False:
+        variants.append({**base, "__unexpected_field__": 1})
+    for name, sub in properties.items():
+        variants += [{**base, name: value} for value in wrong_values(sub)]
+    return variants
+
+
+def cases_for(tool: str, schema: Mapping[str, Any], count: int, fixed_seed: int) -> list[Case]:
+    validator = jsonschema_rs.Draft202012Validator(dict(schema))
+    positives = valid_cases(schema, count, fixed_seed)
+    if not positives:
+        raise AssertionError(f"{tool}: the generator produced no valid arguments")
+    bad = [p for p in positives if not validator.is_valid(p)]
+    if bad:
+        raise AssertionError(f"{tool}: the generator produced arguments its schema rejects: {bad[0]!r:.200}")
+    cases = [Case(tool, p, True) for p in positives]
+    variants = mutations(schema, positives[0])
+    random.Random(fixed_seed).shuffle(variants)
+    cases += [Case(tool, v, validator.is_valid(v)) for v in variants[: count * 2]]
+    return cases
+
+
+def check_result(
+    case: Case,
+    result: Any,
+    output_schema: Mapping[str, Any] | None,
+    declared: Iterable[str],
+    catalogue: Mapping[str, Any],
+) -> str | None:
+    """Why a call's result breaks the contract, or None."""
+    structured = result.structured_content
+    if not result.is_error:
+        if output_schema is None:
+            return None
+        if structured is None:
+            return "success without structuredContent"
+        errors = [e.message for e in jsonschema_rs.Draft202012Validator(dict(output_schema)).iter_errors(structured)]
+        return f"structuredContent breaks the outputSchema: {errors[0][:200]}" if errors else None
+    if not isinstance(structured, dict) or not isinstance(structured.get("error"), dict):
+        return f"an error without the catalogue body: {str(result.content)[:200]}"
+    error = structured["error"]
+    code = error.get("code")
+    if code not in catalogue:
+        return f"uncatalogued code {code!r}"
+    if code == "INTERNAL":
+        return f"INTERNAL: {error.get('message', '')[:200]}"
+    if not {"message", "retryable"} <= set(error) or not {"run_id", "trace_id"} <= set(structured):
+        return f"an incomplete catalogue body: {sorted(structured)} / {sorted(error)}"
+    if case.valid and code not in declared:
+        return f"valid input got {code}, which the tool does not declare"
+    if not case.valid and code not in CLIENT_ERRORS:
+        return f"invalid input got {code}, not a client error"
+    return None
+
+
+async def fuzz(url: str, token: str, count: int, fixed_seed: int, only: set[str] | None = None) -> Report:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from codegen.openapi import policy_errors
+    from generated.errors import CATALOGUE
+    from generated.registry import SERVICES
+
+    bindings = {t.name: t for svc in SERVICES.values() for t in svc.tools}
+    report = Report()
+    transport = StreamableHttpTransport(f"{url}/mcp", headers={"Authorization": f"Bearer {token}"})
+    async with Client(transport, timeout=600) as client:
+        for tool in await client.list_tools():
+            if only and tool.name not in only:
+                continue
+            binding = bindings[tool.name]
+            declared = {*binding.errors, *policy_errors(binding.policy), "RATE_LIMITED"}
+            hang_s = (binding.policy.get("timeout_ms") or 10_000) / 1000 + HANG_SLACK_S
+            cases = cases_for(tool.name, tool.input_schema, count, fixed_seed)
+            report.per_tool[tool.name] = (sum(c.valid for c in cases), sum(not c.valid for c in cases))
+            for case in cases:
+                report.calls += 1
+                problem = await _call(client, case, tool.output_schema, declared, CATALOGUE, hang_s)
+                if problem:
+                    args = json.dumps(case.arguments, ensure_ascii=False)[:300]
+                    kind = "valid" if case.valid else "invalid"
+                    report.failures.append(f"{case.tool} ({kind} {args}): {problem}")
+    return report
+
+
+async def _call(
+    client: Any,
+    case: Case,
+    output_schema: Mapping[str, Any] | None,
+    declared: set[str],
+    catalogue: Mapping[str, Any],
+    hang_s: float,
+) -> str | None:
+    for _attempt in range(4):
+        try:
+            async with asyncio.timeout(hang_s):
+                result = await client.call_tool_mcp(case.tool, case.arguments)
+        except TimeoutError:
+            return f"no answer within {hang_s:.0f} s"
+        except Exception as exc:
+            return f"protocol exception {type(exc).__name__}: {str(exc)[:200]}"
+        error = (result.structured_content or {}).get("error") if result.is_error else None
+        if isinstance(error, dict) and error.get("code") == "RATE_LIMITED":
+            await asyncio.sleep(min(5.0, int(error.get("retry_after_ms", 1000)) / 1000))
+            continue
+        return check_result(case, result, output_schema, declared, catalogue)
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--seed", type=int, default=20261122)
+    parser.add_argument("--max-examples", type=int, default=15, help="valid cases per tool (mutations: twice that)")
+    parser.add_argument("--tool", action="append", help="fuzz only this tool (repeatable)")
+    args = parser.parse_args()
+    from tests.conftest import start_server, stop_server
+
+    with tempfile.TemporaryDirectory(prefix="kumitate-mcp-fuzz-") as tmp:
+        root = Path(tmp)
+        tokens = '{"fuzz-token": {"principal": "fuzz", "scopes": ["*"]}}'
+        server = start_server(root / "var", root / "server.log", KUMITATE_TOKENS=tokens)
+        try:
+            report = asyncio.run(
+                fuzz(server.url, "fuzz-token", args.max_examples, args.seed, set(args.tool) if args.tool else None)
+            )
+        finally:
+            stop_server(server)
+    for name, (valid, invalid) in sorted(report.per_tool.items()):
+        print(f"{name}: {valid} valid, {invalid} schema-violating")
+    for failure in report.failures:
+        print("FAIL", failure)
+    print(f"MCP fuzz: {report.calls} calls, {len(report.failures)} failures (seed {args.seed})")
+    return 1 if report.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
