@@ -23,6 +23,16 @@ from .duplicates import Item, Options, find_candidates, search
 from .queries import transaction
 
 DECISIONS = ("duplicate", "not_duplicate", "skip")
+#: SQLite INTEGER: an id outside this range names no row (and sqlite3 would raise OverflowError binding it)
+MAX_ID = 2**63 - 1
+
+
+def _stored_id(value: int, kind: str) -> int:
+    """`value` if it can name a stored row, else NOT_FOUND: the specs bound ids, this keeps the store safe anyway."""
+    if not 1 <= value <= MAX_ID:
+        raise problems.not_found(kind, value)
+    return value
+
 
 UPSERT = """
 INSERT INTO duplicate_checks (transaction_id_1, transaction_id_2, detection_date_tolerance,
@@ -150,6 +160,7 @@ def list_candidates(db: Database, limit: int, skip_checked: bool) -> dict[str, A
 
 
 def detail(db: Database, check_id: int) -> dict[str, Any]:
+    _stored_id(check_id, "duplicate_not_found")
     with db.connect() as con:
         row = con.execute("SELECT * FROM duplicate_checks WHERE id = ?", (check_id,)).fetchone()
         if row is None:
@@ -172,6 +183,7 @@ def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
     """
     if decision not in DECISIONS:
         raise problems.invalid("判定値が不正です（duplicate/not_duplicate/skipのいずれか）")
+    _stored_id(check_id, "duplicate_not_found")
     with db.transaction() as con:
         row = con.execute("SELECT * FROM duplicate_checks WHERE id = ?", (check_id,)).fetchone()
         if row is None:
@@ -227,6 +239,7 @@ def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
 
 def restore(db: Database, transaction_id: int) -> dict[str, Any]:
     """Un-mark a transaction; the checks that marked it become 'not_duplicate' (the user said it was wrong)."""
+    _stored_id(transaction_id, "transaction_not_found")
     with db.transaction() as con:
         row = con.execute(
             "SELECT is_duplicate, duplicate_of FROM transactions WHERE id = ?", (transaction_id,)
