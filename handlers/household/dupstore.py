@@ -95,7 +95,18 @@ def _remove_stale(con: sqlite3.Connection, ids: list[int] | None, id_1: list[int
     return len(stale)
 
 
-def detect(db: Database, opts: Options, ids: list[int] | None) -> dict[str, Any]:
+#: candidates stored per run by default: far more than anyone reviews one by one
+MAX_STORED_CANDIDATES = 10_000
+
+
+def detect(
+    db: Database, opts: Options, ids: list[int] | None, max_stored: int = MAX_STORED_CANDIDATES
+) -> dict[str, Any]:
+    """Search and store the candidates: the best `max_stored` by score (then ids) when a run finds more.
+
+    The cap keeps a loose search (±31 days, a wide amount band: 100k+ pairs) from filling the table with
+    pairs nobody can review; `candidates_truncated` says it happened, and the caller warns.
+    """
     # Foreign keys off for this write: every pair is made of ids read inside this same transaction,
     # so the two lookups per inserted row could never fail (they cost ~40% of the upsert).
     with db.transaction(foreign_keys=False) as con:
@@ -105,6 +116,9 @@ def detect(db: Database, opts: Options, ids: list[int] | None) -> dict[str, Any]
             pairs = find_candidates([Item(*t) for t in zip(tids, days, amounts, kinds, strict=True)], opts)
             found = ([c.id_1 for c in pairs], [c.id_2 for c in pairs], [c.score for c in pairs])
         id_1, id_2, scores = found
+        count = len(scores)
+        if count > max_stored:  # best first already: keep the head
+            id_1, id_2, scores = id_1[:max_stored], id_2[:max_stored], scores[:max_stored]
         removed = _remove_stale(con, ids, id_1, id_2)
         existing = con.execute("SELECT COUNT(*) FROM duplicate_checks").fetchone()[0]
         con.executemany(
@@ -119,13 +133,16 @@ def detect(db: Database, opts: Options, ids: list[int] | None) -> dict[str, Any]
             ),
         )
         new = con.execute("SELECT COUNT(*) FROM duplicate_checks").fetchone()[0] - existing
-    count = len(scores)
     message = f"{count}件の重複候補が見つかりました" if count else "重複候補は見つかりませんでした"
+    if count > len(scores):
+        message += f"（スコアの高い{len(scores)}件だけを記録しました）"
     return {
         "candidates_count": count,
         "new_candidates": new,
         "removed_candidates": removed,
         "checked_transactions": len(tids),
+        "stored_candidates": len(scores),
+        "candidates_truncated": count > len(scores),
         "message": message,
     }
 
