@@ -84,6 +84,11 @@ class HouseholdCore:
             f"{report.files_processed}ファイルを処理しました: {report.imported}件取り込み、"
             f"{report.skipped}件は取り込み済み、エラー{len(report.errors)}件"
         )
+        if report.changed or report.removed:
+            message += f"。再エクスポートを反映しました: 変更{report.changed}件、削除{report.removed}件"
+            message += f"（{', '.join(str(f['file']) for f in report.changed_files)}）"
+        if report.superseded:
+            message += f"。同じ期間の古いファイル{len(report.superseded)}件は新しいファイルで置き換えました"
         if report.samples_removed:
             message += f"（HOUSEHOLD_DATA_DIR 指定のためサンプルデータ{report.samples_removed}件を削除しました）"
         out["message"] = message
