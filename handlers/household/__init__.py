@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from kumitate.context import Attachment, CallContext
 from kumitate.settings import Settings
 
+from .dupstore import MAX_STORED_CANDIDATES
 from .service import HouseholdCore, Result
 
 if TYPE_CHECKING:  # generated later by the lead's codegen
@@ -54,7 +55,7 @@ class HouseholdHandlers:
         return _with_extras(self.core.category_trend(_args(input)), ctx)
 
     def detect_duplicates(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return self.core.detect_duplicates(_args(input))
+        return _with_extras(self.core.detect_duplicates(_args(input)), ctx)
 
     def list_duplicate_candidates(self, input: Any, ctx: CallContext) -> dict[str, Any]:
         return self.core.list_duplicate_candidates(_args(input))
@@ -104,11 +105,13 @@ def create(settings: Settings, env: dict[str, str] | None = None) -> HouseholdHa
     """Open (or create) var/household/household.db and import every export found; fast on later starts."""
     env = dict(os.environ) if env is None else env
     ttl = float(env.get("HOUSEHOLD_CHART_TTL_SECONDS", "3600"))
+    max_candidates = int(env.get("HOUSEHOLD_MAX_CANDIDATES", str(MAX_STORED_CANDIDATES)))
     core = HouseholdCore(
         settings.service_dir(SERVICE),
         data_dirs(settings, env),
         settings.public_base_url,
         chart_ttl_seconds=ttl,
         sample_dir=settings.sample_dir / SERVICE,
+        max_candidates=max_candidates,
     )
     return HouseholdHandlers(core)

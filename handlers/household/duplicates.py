@@ -17,12 +17,18 @@ within the tolerance and, inside each day, bisect to the amount band that can
 possibly match. Cost is O(n log n + n·(days+1)·log m + candidates) instead of
 O(n²).
 
-Similarity (seed `_calculate_similarity`): 0.4 × date similarity
-(1 − Δdays / max(tolerance, 1)) + 0.6 × amount similarity
-(1 − |Δyen| / max(|a1|, |a2|)), rounded half-up to 4 decimals.
+Similarity: 0.4 × date similarity (1 − Δdays / (2 × max(tolerance, 1)))
++ 0.6 × amount similarity (1 − |Δyen| / max(|a1|, |a2|)), rounded half-up to
+4 decimals. The seed's date part, 1 − Δdays / max(tolerance, 1), is 0 at the
+edge of the tolerance, so two equal amounts one day apart scored 0.6 under a
+±1-day search and the default threshold (0.8) never showed them; 1 − Δ/(tol+1)
+would fix ±1 only (a ±3 edge scores 0.7). Halving the slope keeps the date
+part in [½, 1] inside any tolerance: equal amounts anywhere inside it score
+at least 0.4 × ½ + 0.6 = 0.8, the default threshold, while nearer days still
+rank higher; the threshold then filters on the amount difference.
 
 The search runs vectorised (numpy) with the score in exact integer arithmetic:
-with T = max(tolerance, 1), H = max(|a1|, |a2|), D = ||a1| − |a2||, the score
+with T = 2·max(tolerance, 1), H = max(|a1|, |a2|), D = ||a1| − |a2||, the score
 is (2·(T − Δdays)·H + 3·(H − D)·T) / (5·T·H), so half-up rounding to 4
 decimals is one integer floor division. Away from an exact tie this equals
 the Decimal computation of `similarity` (whose 28-digit error is far below the
@@ -96,8 +102,13 @@ def is_potential_duplicate(t1: Item, t2: Item, opts: Options) -> bool:
     )
 
 
+def date_span(tolerance: int) -> int:
+    """The Δdays at which the date similarity would reach 0: twice the tolerance, so its edge scores ½."""
+    return 2 * max(tolerance, 1)
+
+
 def similarity(t1: Item, t2: Item, opts: Options) -> float:
-    date_sim = 1 - Decimal(abs(t1.day - t2.day)) / Decimal(max(opts.date_tolerance_days, 1))
+    date_sim = 1 - Decimal(abs(t1.day - t2.day)) / Decimal(date_span(opts.date_tolerance_days))
     high = max(abs(t1.amount), abs(t2.amount))
     amount_sim = 1 - Decimal(abs(abs(t1.amount) - abs(t2.amount))) / Decimal(high) if high else Decimal(1)
     score = date_sim * Decimal("0.4") + amount_sim * Decimal("0.6")
@@ -165,7 +176,7 @@ def search(
     largest = int(np.abs(amount_in).max())
     span = int(day_in.max()) - int(day_in.min())
     width = int(amount_in.max()) - int(amount_in.min()) + 1
-    if largest >= _MAX_AMOUNT or 100_005 * max(tol, 1) * (largest + 1) >= 2**62 or (span + tol + 2) * width >= 2**62:
+    if largest >= _MAX_AMOUNT or 100_005 * date_span(tol) * (largest + 1) >= 2**62 or (span + tol + 2) * width >= 2**62:
         return None  # some int64 step below could overflow
     order = np.lexsort((id_in, amount_in, day_in))  # by (day, amount, id)
     day, amount, tid = day_in[order], amount_in[order], id_in[order]
@@ -227,7 +238,7 @@ def search(
     i = np.concatenate(out_i)
     j = np.concatenate(out_j)
 
-    t = max(tol, 1)
+    t = date_span(tol)
     abs1, abs2 = np.abs(amount[i]), np.abs(amount[j])
     high_abs = np.maximum(abs1, abs2)
     gap = np.abs(abs1 - abs2)

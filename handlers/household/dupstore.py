@@ -23,6 +23,16 @@ from .duplicates import Item, Options, find_candidates, search
 from .queries import transaction
 
 DECISIONS = ("duplicate", "not_duplicate", "skip")
+#: SQLite INTEGER: an id outside this range names no row (and sqlite3 would raise OverflowError binding it)
+MAX_ID = 2**63 - 1
+
+
+def _stored_id(value: int, kind: str) -> int:
+    """`value` if it can name a stored row, else NOT_FOUND: the specs bound ids, this keeps the store safe anyway."""
+    if not 1 <= value <= MAX_ID:
+        raise problems.not_found(kind, value)
+    return value
+
 
 UPSERT = """
 INSERT INTO duplicate_checks (transaction_id_1, transaction_id_2, detection_date_tolerance,
@@ -85,7 +95,18 @@ def _remove_stale(con: sqlite3.Connection, ids: list[int] | None, id_1: list[int
     return len(stale)
 
 
-def detect(db: Database, opts: Options, ids: list[int] | None) -> dict[str, Any]:
+#: candidates stored per run by default: far more than anyone reviews one by one
+MAX_STORED_CANDIDATES = 10_000
+
+
+def detect(
+    db: Database, opts: Options, ids: list[int] | None, max_stored: int = MAX_STORED_CANDIDATES
+) -> dict[str, Any]:
+    """Search and store the candidates: the best `max_stored` by score (then ids) when a run finds more.
+
+    The cap keeps a loose search (±31 days, a wide amount band: 100k+ pairs) from filling the table with
+    pairs nobody can review; `candidates_truncated` says it happened, and the caller warns.
+    """
     # Foreign keys off for this write: every pair is made of ids read inside this same transaction,
     # so the two lookups per inserted row could never fail (they cost ~40% of the upsert).
     with db.transaction(foreign_keys=False) as con:
@@ -95,6 +116,9 @@ def detect(db: Database, opts: Options, ids: list[int] | None) -> dict[str, Any]
             pairs = find_candidates([Item(*t) for t in zip(tids, days, amounts, kinds, strict=True)], opts)
             found = ([c.id_1 for c in pairs], [c.id_2 for c in pairs], [c.score for c in pairs])
         id_1, id_2, scores = found
+        count = len(scores)
+        if count > max_stored:  # best first already: keep the head
+            id_1, id_2, scores = id_1[:max_stored], id_2[:max_stored], scores[:max_stored]
         removed = _remove_stale(con, ids, id_1, id_2)
         existing = con.execute("SELECT COUNT(*) FROM duplicate_checks").fetchone()[0]
         con.executemany(
@@ -109,13 +133,16 @@ def detect(db: Database, opts: Options, ids: list[int] | None) -> dict[str, Any]
             ),
         )
         new = con.execute("SELECT COUNT(*) FROM duplicate_checks").fetchone()[0] - existing
-    count = len(scores)
     message = f"{count}件の重複候補が見つかりました" if count else "重複候補は見つかりませんでした"
+    if count > len(scores):
+        message += f"（スコアの高い{len(scores)}件だけを記録しました）"
     return {
         "candidates_count": count,
         "new_candidates": new,
         "removed_candidates": removed,
         "checked_transactions": len(tids),
+        "stored_candidates": len(scores),
+        "candidates_truncated": count > len(scores),
         "message": message,
     }
 
@@ -150,6 +177,7 @@ def list_candidates(db: Database, limit: int, skip_checked: bool) -> dict[str, A
 
 
 def detail(db: Database, check_id: int) -> dict[str, Any]:
+    _stored_id(check_id, "duplicate_not_found")
     with db.connect() as con:
         row = con.execute("SELECT * FROM duplicate_checks WHERE id = ?", (check_id,)).fetchone()
         if row is None:
@@ -172,6 +200,7 @@ def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
     """
     if decision not in DECISIONS:
         raise problems.invalid("判定値が不正です（duplicate/not_duplicate/skipのいずれか）")
+    _stored_id(check_id, "duplicate_not_found")
     with db.transaction() as con:
         row = con.execute("SELECT * FROM duplicate_checks WHERE id = ?", (check_id,)).fetchone()
         if row is None:
@@ -227,6 +256,7 @@ def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
 
 def restore(db: Database, transaction_id: int) -> dict[str, Any]:
     """Un-mark a transaction; the checks that marked it become 'not_duplicate' (the user said it was wrong)."""
+    _stored_id(transaction_id, "transaction_not_found")
     with db.transaction() as con:
         row = con.execute(
             "SELECT is_duplicate, duplicate_of FROM transactions WHERE id = ?", (transaction_id,)

@@ -1,10 +1,23 @@
 """Scanning data directories and loading export files into SQLite, idempotently.
 
-A row's identity is (source, row number). The source names the file itself, not
-only its name, so two different exports with the same file name (a real
-`収入・支出詳細_2025-06-01_2025-06-30.csv` and the bundled sample of that name) never
-collide, and importing the same file again inserts nothing and counts every row
-as skipped:
+A file is a snapshot of its period: each import makes the rows stored for it
+equal to the file (`identity.plan`: rows matched by the exporter's ID, else by
+content), so a re-exported month with an edited amount, a new row on top, or a
+row gone is replaced, and the report counts what was added, changed and
+removed. Importing the same file again changes nothing and counts every row as
+skipped. Ids of rows that stay (and their duplicate decisions) are kept; a
+removed row takes its duplicate checks with it. A file with row errors removes
+nothing (its unreadable rows may be the missing ones); an unreadable file is
+left alone. Everything runs in one transaction: a failure changes nothing.
+
+Two exports of the same period in one folder (a browser saves the second as
+`… (1).csv`) are one month exported twice: the newest file (mtime) is the month,
+takes over the rows stored for the other, and the other is reported as
+superseded and not read.
+
+The source names the file itself, not only its name, so two different exports
+with the same file name (a real `収入・支出詳細_2025-06-01_2025-06-30.csv` and the
+bundled sample of that name, or one per folder) never collide:
 
 * a bundled sample (in the sample directory) is `sample:<file name>`, wherever the checkout lives;
 * any other file is its resolved absolute path.
@@ -27,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sqlite3
 import time
 from dataclasses import dataclass, field
@@ -34,6 +48,7 @@ from pathlib import Path
 
 from .csvfile import RowError, RowTuple, read_tuples
 from .db import Database, refresh_aggregates
+from .identity import Plan, Stored, plan
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +59,7 @@ SAMPLE_PREFIX = "sample:"
 _SAMPLE_END = "sample;"
 
 INSERT = """
-INSERT OR IGNORE INTO transactions
+INSERT INTO transactions
     (source_file, row_number, date, amount, description, category_major, category_minor,
      account, memo, is_target, is_transfer, external_id)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -53,6 +68,14 @@ STORED_ROW = (
     "SELECT id, row_number, date, amount, description, category_major, category_minor, account, memo, is_target, "
     "is_transfer, external_id FROM transactions WHERE source_file = ?"
 )
+UPDATE_ROW = """
+UPDATE transactions SET source_file = ?, row_number = ?, date = ?, amount = ?, description = ?, category_major = ?,
+    category_minor = ?, account = ?, memo = ?, is_target = ?, is_transfer = ?, external_id = ?,
+    updated_at = CURRENT_TIMESTAMP
+WHERE id = ?
+"""
+#: `… (1).csv` and other copies share the period in the name
+PERIOD_RE = re.compile(r"^収入・支出詳細_(\d{4}-\d{2}-\d{2})_(\d{4}-\d{2}-\d{2})")
 
 
 @dataclass
@@ -62,9 +85,14 @@ class ImportReport:
     imported: int = 0
     skipped: int = 0
     error_rows: int = 0
+    changed: int = 0
+    removed: int = 0
     adopted: int = 0
     samples_removed: int = 0
     errors: list[RowError] = field(default_factory=list)
+    #: re-exports that replaced stored rows: {file, added, changed, removed, months}
+    changed_files: list[dict[str, object]] = field(default_factory=list)
+    superseded: list[dict[str, str]] = field(default_factory=list)
 
     def add_errors(self, errors: list[RowError]) -> None:
         self.errors.extend(errors)
@@ -76,6 +104,10 @@ class ImportReport:
             "files_failed": self.files_failed,
             "total_imported": self.imported,
             "total_skipped": self.skipped,
+            "total_changed": self.changed,
+            "total_removed": self.removed,
+            "changed_files": self.changed_files,
+            "superseded_files": self.superseded,
             "total_errors": len(self.errors),
             "errors": [e.as_dict() for e in shown],
             "errors_truncated": len(self.errors) > len(shown),
@@ -91,6 +123,33 @@ def find_files(directories: list[Path]) -> list[Path]:
             for path in sorted(directory.glob(FILE_GLOB)):
                 seen.setdefault(str(path.resolve()), path)
     return sorted(seen.values(), key=lambda p: (p.name, str(p)))
+
+
+def latest_exports(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], list[dict[str, str]]]:
+    """(file, the older exports of its period in its folder) per period and folder, plus what was superseded.
+
+    Newest mtime wins (then the later name); a name without a period stands alone.
+    """
+    groups: dict[tuple[str, ...], list[Path]] = {}
+    for path in paths:
+        match = PERIOD_RE.match(path.name)
+        key = (str(path.resolve().parent), *match.groups()) if match else (str(path.resolve()),)
+        groups.setdefault(key, []).append(path)
+    chosen: list[tuple[Path, list[Path]]] = []
+    superseded: list[dict[str, str]] = []
+    for group in groups.values():
+        ranked = sorted(group, key=lambda p: (_mtime(p), p.name), reverse=True)
+        chosen.append((ranked[0], ranked[1:]))
+        superseded += [{"file": p.name, "by": ranked[0].name} for p in ranked[1:]]
+    chosen.sort(key=lambda c: (c[0].name, str(c[0])))
+    return chosen, superseded
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def source_id(path: Path, sample_dir: Path | None) -> str:
@@ -135,6 +194,47 @@ def _adopt(con: sqlite3.Connection, source: str, orphans: list[str], rows: list[
     return len(moves)
 
 
+def _stored(con: sqlite3.Connection, sources: list[str]) -> list[Stored]:
+    cur = con.cursor()
+    cur.row_factory = None
+    out: list[Stored] = []
+    for source in sources:
+        rows = cur.execute(STORED_ROW + " ORDER BY row_number", (source,)).fetchall()
+        out += [Stored(r[0], source, tuple(r[1:])) for r in rows]  # type: ignore[arg-type]
+    return out
+
+
+def _delete_transactions(con: sqlite3.Connection, ids: list[int]) -> None:
+    """Delete rows, the duplicate checks that refer to them, and the marks that point at them."""
+    params = [(i,) for i in ids]
+    con.executemany(
+        "DELETE FROM duplicate_checks WHERE transaction_id_1 = ? OR transaction_id_2 = ?", [(i, i) for i in ids]
+    )
+    con.executemany(
+        "UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, updated_at = CURRENT_TIMESTAMP "
+        "WHERE duplicate_of = ?",
+        params,
+    )
+    con.executemany("DELETE FROM transactions WHERE id = ?", params)
+
+
+def _apply(con: sqlite3.Connection, source: str, change: Plan, rows: list[RowTuple]) -> None:
+    """Write a plan: removals, then every moved or changed row parked on a free row number, then placed."""
+    _delete_transactions(con, [s.id for s in change.removed])
+    con.executemany(  # their old pairs were scored on other figures; decided pairs stay
+        "DELETE FROM duplicate_checks WHERE user_decision IS NULL AND (transaction_id_1 = ? OR transaction_id_2 = ?)",
+        [(s.id, s.id) for s, _ in change.changed],
+    )
+    placed = change.changed + change.moved
+    last = max((r[0] for r in rows), default=1)
+    # kept rows (a file with errors) that are no longer in the file go after its last row
+    placed += [(s, (last + n, *s.row[1:])) for n, s in enumerate(change.kept, 1) if s.source == source]
+    if placed:
+        con.executemany("UPDATE transactions SET row_number = -id WHERE id = ?", [(s.id,) for s, _ in placed])
+        con.executemany(UPDATE_ROW, [(source, *r, s.id) for s, r in placed])
+    con.executemany(INSERT, [(source, *r) for r in change.added])
+
+
 def _remove_samples(con: sqlite3.Connection) -> int:
     """Delete every stored sample row, its duplicate checks, and marks that point at it; returns rows deleted."""
     samples = "SELECT id FROM transactions WHERE source_file >= ? AND source_file < ?"
@@ -159,10 +259,13 @@ def import_files(
     """Import `paths`; with `include_samples=False`, first drop every stored row of the bundled samples."""
     report = ImportReport()
     started = time.perf_counter()
+    chosen, report.superseded = latest_exports(paths)
     with db.transaction() as con:
         known = {r[0] for r in con.execute("SELECT DISTINCT source_file FROM transactions")}
-        sources = [(path, source_id(path, sample_dir)) for path in paths]
-        current = {s for _, s in sources}
+        sources = [
+            (path, source_id(path, sample_dir), [source_id(o, sample_dir) for o in older]) for path, older in chosen
+        ]
+        current = {s for _, s, _ in sources} | {o for _, _, older in sources for o in older}
         if not include_samples and sample_dir is not None:
             legacy = {s for s in known if not s.startswith(SAMPLE_PREFIX) and not os.path.isabs(s)}
             if legacy:  # a database from before source paths: tell its sample rows apart first
@@ -172,33 +275,52 @@ def import_files(
                         report.adopted += _adopt(con, sample, [path.name], read_tuples(path)[0])
             report.samples_removed = _remove_samples(con)
             known = {s for s in known if not s.startswith(SAMPLE_PREFIX)}
-        for path, source in sources:
+        for path, source, older in sources:
             rows, errors = read_tuples(path)
             report.files_processed += 1
             if errors and not rows and any(e.row is None for e in errors):
                 report.files_failed += 1
             report.add_errors(errors)
             if not rows:
-                continue
+                continue  # an unreadable or empty file never removes what was stored for it
             if source not in known:
                 orphans = _orphans(source, path.name, known, current)
                 if orphans:
                     report.adopted += _adopt(con, source, orphans, rows)
                 known.add(source)
-            before = con.total_changes
-            con.executemany(INSERT, [(source, *r) for r in rows])
-            inserted = con.total_changes - before
-            report.imported += inserted
-            report.skipped += len(rows) - inserted
-        if report.imported or report.samples_removed:
+            stored = _stored(con, [source, *(o for o in older if o in known)])
+            if len(stored) == len(rows) and all(s.row == r for s, r in zip(stored, rows, strict=True)):
+                report.skipped += len(rows)  # the common case: the same file again
+                continue
+            change = plan(source, stored, rows, clean=not errors)
+            _apply(con, source, change, rows)
+            report.imported += len(change.added)
+            report.changed += len(change.changed)
+            report.removed += len(change.removed)
+            report.skipped += change.unchanged + len(change.moved)
+            if stored and change.touched:
+                report.changed_files.append(
+                    {
+                        "file": path.name,
+                        "added": len(change.added),
+                        "changed": len(change.changed),
+                        "removed": len(change.removed),
+                        "months": change.months(),
+                    }
+                )
+        if report.imported or report.changed or report.removed or report.samples_removed:
             refresh_aggregates(con)
             con.execute("PRAGMA analysis_limit=1000")
             con.execute("ANALYZE")  # keeps the planner off the low-selectivity idx_is_duplicate
     log.info(
-        "household import: files=%d imported=%d skipped=%d adopted=%d samples_removed=%d errors=%d in %.0f ms",
+        "household import: files=%d imported=%d changed=%d removed=%d skipped=%d superseded=%d adopted=%d "
+        "samples_removed=%d errors=%d in %.0f ms",
         report.files_processed,
         report.imported,
+        report.changed,
+        report.removed,
         report.skipped,
+        len(report.superseded),
         report.adopted,
         report.samples_removed,
         len(report.errors),

@@ -56,8 +56,13 @@ class HouseholdCore:
         public_base_url: str,
         chart_ttl_seconds: float = 3600.0,
         sample_dir: Path | None = None,
+        max_candidates: int = dupstore.MAX_STORED_CANDIDATES,
     ) -> None:
-        """`sample_dir`: the bundled samples; when it is not among `data_dirs` its stored rows are removed."""
+        """`sample_dir`: the bundled samples; when it is not among `data_dirs` its stored rows are removed.
+
+        `max_candidates`: duplicate candidates stored per detection run (the best by score).
+        """
+        self.max_candidates = max(1, max_candidates)
         self.state_dir = state_dir
         self.data_dirs = data_dirs
         self.sample_dir = sample_dir
@@ -79,6 +84,11 @@ class HouseholdCore:
             f"{report.files_processed}ファイルを処理しました: {report.imported}件取り込み、"
             f"{report.skipped}件は取り込み済み、エラー{len(report.errors)}件"
         )
+        if report.changed or report.removed:
+            message += f"。再エクスポートを反映しました: 変更{report.changed}件、削除{report.removed}件"
+            message += f"（{', '.join(str(f['file']) for f in report.changed_files)}）"
+        if report.superseded:
+            message += f"。同じ期間の古いファイル{len(report.superseded)}件は新しいファイルで置き換えました"
         if report.samples_removed:
             message += f"（HOUSEHOLD_DATA_DIR 指定のためサンプルデータ{report.samples_removed}件を削除しました）"
         out["message"] = message
@@ -374,14 +384,21 @@ class HouseholdCore:
         }
 
     # ---------------------------------------------------------- duplicates
-    def detect_duplicates(self, params: dict[str, Any]) -> dict[str, Any]:
+    def detect_duplicates(self, params: dict[str, Any]) -> Result:
         opts = Options(
             date_tolerance_days=int(params.get("date_tolerance_days", 0)),
             amount_tolerance_abs=float(params.get("amount_tolerance_abs", 0.0)),
             amount_tolerance_pct=float(params.get("amount_tolerance_pct", 0.0)),
             min_similarity_score=float(params.get("min_similarity_score", 0.8)),
         )
-        return dupstore.detect(self.db, opts, params.get("transaction_ids"))
+        result = Result(dupstore.detect(self.db, opts, params.get("transaction_ids"), self.max_candidates))
+        if result.data["candidates_truncated"]:
+            result.warnings.append(
+                f"重複候補が{result.data['candidates_count']}件見つかったため、スコアの高い"
+                f"{result.data['stored_candidates']}件だけを記録しました。許容範囲を狭めるか "
+                "min_similarity_score を上げてください"
+            )
+        return result
 
     def list_duplicate_candidates(self, params: dict[str, Any]) -> dict[str, Any]:
         return dupstore.list_candidates(self.db, int(params.get("limit", 10)), bool(params.get("skip_checked", True)))

@@ -16,10 +16,10 @@ from .conftest import row, write_export
 def test_similarity_scores() -> None:
     same = Item(1, 100, -1000)
     assert similarity(same, Item(2, 100, -1000), Options()) == 1.0
-    # 1 of 2 tolerated days, 10 yen of 1000: 0.4 × 0.5 + 0.6 × 0.99
-    assert similarity(same, Item(2, 101, -990), Options(date_tolerance_days=2)) == 0.794
-    # at the edge of the date tolerance the date part is 0
-    assert similarity(same, Item(2, 101, -1000), Options(date_tolerance_days=1)) == 0.6
+    # 1 of 2 tolerated days, 10 yen of 1000: 0.4 × (1 − 1/4) + 0.6 × 0.99
+    assert similarity(same, Item(2, 101, -990), Options(date_tolerance_days=2)) == 0.894
+    # at the edge of the date tolerance the date part is ½, not 0
+    assert similarity(same, Item(2, 101, -1000), Options(date_tolerance_days=1)) == 0.8
     # 0.4 + 0.6 × (1 − 40/1040) = 0.97692… → 0.9769
     assert similarity(same, Item(2, 100, -1040), Options(amount_tolerance_pct=5)) == 0.9769
     # 0.4 + 0.6 × (1 − 30/1030) = 0.98252… → 0.9825
@@ -50,12 +50,25 @@ def test_tolerances() -> None:
     items = [Item(1, 100, -1000), Item(2, 100, -1030), Item(3, 101, -1000), Item(4, 100, -1060), Item(5, 100, 1000)]
     pairs = lambda opts: [(c.id_1, c.id_2, c.score) for c in find_candidates(items, opts)]  # noqa: E731
     assert pairs(Options()) == []  # exact amounts on the same day only
-    assert pairs(Options(date_tolerance_days=1, min_similarity_score=0.5)) == [(1, 3, 0.6)]
+    assert pairs(Options(date_tolerance_days=1, min_similarity_score=0.5)) == [(1, 3, 0.8)]
     assert pairs(Options(amount_tolerance_abs=50)) == [(2, 4, 0.9830), (1, 2, 0.9825)]
     assert pairs(Options(amount_tolerance_pct=5)) == [(2, 4, 0.983), (1, 2, 0.9825)]
     assert pairs(Options(amount_tolerance_pct=6.5)) == [(2, 4, 0.983), (1, 2, 0.9825), (1, 4, 0.966)]
     # both tolerances set: both must hold (60 yen > 50)
     assert pairs(Options(amount_tolerance_abs=50, amount_tolerance_pct=6.5)) == [(2, 4, 0.983), (1, 2, 0.9825)]
+
+
+@pytest.mark.parametrize("tolerance", [1, 2, 3, 7, 31])
+def test_equal_amounts_anywhere_inside_the_date_tolerance_pass_the_default_threshold(tolerance: int) -> None:
+    """The seed's 1 − Δ/max(tol, 1) scored the edge 0.6: a ±1-day search never found a pair one day apart."""
+    items = [Item(1, 100, -1000), *(Item(1 + d, 100 + d, -1000) for d in range(1, tolerance + 1))]
+    found = {(c.id_1, c.id_2): c.score for c in find_candidates(items, Options(date_tolerance_days=tolerance))}
+    edge = (1, 1 + tolerance)
+    assert found[edge] == 0.8  # 0.4 × ½ + 0.6 × 1
+    assert all(found[(1, 1 + d)] > 0.8 for d in range(1, tolerance))  # nearer days rank higher
+    assert find_candidates(items, Options(date_tolerance_days=tolerance)) == find_candidates_pairwise(
+        items, Options(date_tolerance_days=tolerance)
+    )
 
 
 @pytest.mark.parametrize(
@@ -108,8 +121,11 @@ def test_detect_confirm_restore_changes_aggregates(dup_service, ctx) -> None:
         "new_candidates": 1,
         "removed_candidates": 0,
         "checked_transactions": 4,
+        "stored_candidates": 1,
+        "candidates_truncated": False,
         "message": "1件の重複候補が見つかりました",
     }
+    assert ctx.warnings == []
     assert svc.detect_duplicates({}, ctx)["new_candidates"] == 0  # idempotent
     listed = svc.list_duplicate_candidates({}, ctx)
     assert listed["total"] == 1
@@ -261,3 +277,32 @@ def test_a_confirmed_duplicate_leaves_every_resource(tmp_path: Path, make_servic
     assert err.value.code == "DATA_NOT_FOUND"
     svc.restore_duplicate({"transaction_id": 2}, ctx)
     assert state() == before
+
+
+def test_a_huge_tolerance_stores_only_the_best_candidates_and_warns(tmp_path: Path, make_service, ctx) -> None:
+    """Before the cap, a loose search stored every pair (100k+ on real data) with no word about it."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = [row(f"2025/01/{1 + i % 20:02d}", -1000 - i, "食費", "食料品") for i in range(12)]
+    write_export(data, "2025-01-01_2025-01-31", rows)
+    svc = make_service(data, HOUSEHOLD_MAX_CANDIDATES="5")
+    loose = {"date_tolerance_days": 31, "amount_tolerance_abs": 100, "min_similarity_score": 0}
+    out = svc.detect_duplicates(loose, ctx)
+    assert (out["candidates_count"], out["stored_candidates"], out["candidates_truncated"]) == (66, 5, True)
+    assert "66件" in out["message"] and "5件" in out["message"]
+    assert len(ctx.warnings) == 1 and "5件" in ctx.warnings[0]
+    listed = svc.list_duplicate_candidates({"limit": 100}, ctx)
+    assert listed["total"] == 5
+    best = sorted((c["similarity_score"] for c in listed["candidates"]), reverse=True)
+    assert best[0] >= best[-1] and all(s >= best[-1] for s in best)
+    # the stored five are the five best of the 66
+    ids = {(c["transaction_1"]["id"], c["transaction_2"]["id"]) for c in listed["candidates"]}
+    from handlers.household.duplicates import Item, Options, find_candidates
+
+    with_items = [Item(i + 1, 739000 + (1 + i % 20), -1000 - i) for i in range(12)]
+    top = find_candidates(with_items, Options(31, 100, 0, 0))[:5]
+    assert ids == {(c.id_1, c.id_2) for c in top}
+    # a stricter run under the cap: no warning
+    ctx.warnings.clear()
+    assert svc.detect_duplicates({}, ctx)["candidates_truncated"] is False
+    assert ctx.warnings == []

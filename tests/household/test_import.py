@@ -209,7 +209,7 @@ def legacy_database(tmp_path: Path, make_service, files: list[Path]) -> None:
         con.execute("DELETE FROM transactions")
         for path in files:
             rows, _ = read_tuples(path)
-            con.executemany(INSERT, [(path.name, *r) for r in rows])
+            con.executemany(INSERT.replace("INSERT", "INSERT OR IGNORE", 1), [(path.name, *r) for r in rows])
         refresh_aggregates(con)
 
 

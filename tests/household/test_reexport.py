@@ -1,0 +1,170 @@
+"""A month exported again: identified by the exporter's ID (or by content), replaced atomically, changes reported.
+
+Before: rows were keyed by (file, row number), so an edited amount kept the old one, a new row on top shifted
+every row (the salary imported twice, the new purchase lost), and nothing said so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import row, write_export
+
+JAN = "2025-01-01_2025-01-31"
+
+
+def january(*, with_ids: bool) -> list[list[str]]:
+    ids = ("mf-a", "mf-b", "mf-c") if with_ids else ("", "", "")
+    return [
+        row("2025/01/25", 300000, "収入", "給与", content="給与", rid=ids[0]),
+        row("2025/01/10", -5000, "食費", "食料品", content="スーパー", rid=ids[1]),
+        row("2025/01/05", -1200, "食費", "外食", content="カフェ", rid=ids[2]),
+    ]
+
+
+def month(svc, ctx) -> tuple[int, int, int]:
+    out = svc.get_monthly_household({"year": 2025, "month": 1}, ctx)
+    return out["total_expense"], out["total_income"], out["transaction_count"]
+
+
+def counts(report: dict) -> tuple[int, int, int, int]:
+    return report["total_imported"], report["total_changed"], report["total_removed"], report["total_skipped"]
+
+
+@pytest.mark.parametrize("with_ids", [True, False])
+def test_an_edited_amount_replaces_the_old_one(tmp_path: Path, make_service, ctx, with_ids: bool) -> None:
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = january(with_ids=with_ids)
+    write_export(data, JAN, rows)
+    svc = make_service(data)
+    assert month(svc, ctx) == (6200, 300000, 2)
+    rows[1] = row("2025/01/10", -5500, "食費", "食料品", content="スーパー", rid=rows[1][9])
+    write_export(data, JAN, rows)
+    report = svc.import_household_data({}, ctx)
+    assert counts(report) == (0, 1, 0, 2)
+    assert month(svc, ctx) == (6700, 300000, 2)
+    assert report["changed_files"] == [
+        {"file": f"収入・支出詳細_{JAN}.csv", "added": 0, "changed": 1, "removed": 0, "months": ["2025-01"]}
+    ]
+    assert "変更1件" in report["message"]
+    # and again: nothing left to do
+    assert counts(svc.import_household_data({}, ctx)) == (0, 0, 0, 3)
+
+
+@pytest.mark.parametrize("with_ids", [True, False])
+def test_a_new_row_on_top_shifts_nothing(tmp_path: Path, make_service, ctx, with_ids: bool) -> None:
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = january(with_ids=with_ids)
+    write_export(data, JAN, rows)
+    svc = make_service(data)
+    with svc.core.db.connect() as con:
+        ids_before = dict(con.execute("SELECT description, id FROM transactions").fetchall())
+    new = row("2025/01/31", -800, "食費", "カフェ", content="新しいカフェ", rid="mf-d" if with_ids else "")
+    write_export(data, JAN, [new, *rows])  # MoneyForward lists the newest first
+    report = svc.import_household_data({}, ctx)
+    assert counts(report) == (1, 0, 0, 3)
+    assert month(svc, ctx) == (7000, 300000, 3)  # the salary once, the new purchase in
+    with svc.core.db.connect() as con:
+        stored = {r[0]: (r[1], r[2]) for r in con.execute("SELECT description, id, row_number FROM transactions")}
+    assert {k: v[0] for k, v in stored.items() if k in ids_before} == ids_before  # same ids: decisions survive
+    assert stored["新しいカフェ"][1] == 2 and stored["給与"][1] == 3  # row numbers follow the file
+
+
+def test_a_removed_row_is_removed_with_its_duplicate_checks(tmp_path: Path, make_service, ctx) -> None:
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = january(with_ids=True)
+    twin = row("2025/01/10", -5000, "食費", "食料品", content="スーパー", rid="mf-twin")
+    write_export(data, JAN, [*rows, twin])
+    svc = make_service(data)
+    assert svc.detect_duplicates({}, ctx)["candidates_count"] == 1
+    svc.confirm_duplicate({"check_id": 1, "decision": "duplicate"}, ctx)
+    assert month(svc, ctx) == (6200, 300000, 2)
+    write_export(data, JAN, rows)  # the exporter dropped the double entry itself
+    report = svc.import_household_data({}, ctx)
+    assert counts(report) == (0, 0, 1, 3)
+    assert month(svc, ctx) == (6200, 300000, 2)
+    assert svc.get_duplicate_stats({}, ctx)["total_checks"] == 0
+    # removing the kept one clears the mark on the other
+    write_export(data, JAN, [*rows, twin])
+    svc.import_household_data({}, ctx)
+    svc.detect_duplicates({}, ctx)
+    check = svc.list_duplicate_candidates({}, ctx)["candidates"][0]
+    svc.confirm_duplicate({"check_id": check["check_id"], "decision": "duplicate"}, ctx)
+    write_export(data, JAN, [rows[0], rows[2], twin])
+    assert counts(svc.import_household_data({}, ctx)) == (0, 0, 1, 3)
+    assert month(svc, ctx) == (6200, 300000, 2)  # the twin counts again: its original is gone
+
+
+def test_identical_rows_stay_two_transactions(tmp_path: Path, make_service, ctx) -> None:
+    data = tmp_path / "exports"
+    data.mkdir()
+    same = row("2025/01/10", -300, "食費", "カフェ", content="コーヒー")
+    write_export(data, JAN, [same, same])
+    svc = make_service(data)
+    assert month(svc, ctx)[0] == 600
+    write_export(data, JAN, [same, same, same])
+    assert counts(svc.import_household_data({}, ctx)) == (1, 0, 0, 2)
+    assert month(svc, ctx)[0] == 900
+
+
+def test_a_second_export_of_the_month_in_the_same_folder_replaces_the_first(tmp_path: Path, make_service, ctx) -> None:
+    """A browser saves the re-export as '… (1).csv' beside the first: the newer file is the month."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = january(with_ids=True)
+    first = write_export(data, JAN, rows)
+    svc = make_service(data)
+    newer = [*rows, row("2025/01/31", -800, "食費", "カフェ", content="新しいカフェ", rid="mf-d")]
+    second = write_export(data, f"{JAN} (1)", newer)
+    past = time.time() - 60
+    os.utime(first, (past, past))
+    report = svc.import_household_data({}, ctx)
+    assert counts(report) == (1, 0, 0, 3)
+    assert month(svc, ctx) == (7000, 300000, 3)
+    assert report["superseded_files"] == [{"file": first.name, "by": second.name}]
+    assert counts(svc.import_household_data({}, ctx)) == (0, 0, 0, 4)
+
+
+def test_a_failed_import_changes_nothing(tmp_path: Path, make_service, ctx) -> None:
+    """The replacement is one transaction: a failure part-way leaves the month as it was."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = january(with_ids=True)
+    write_export(data, JAN, rows)
+    svc = make_service(data)
+    rows[1] = row("2025/01/10", -5500, "食費", "食料品", content="スーパー", rid="mf-b")
+    write_export(data, JAN, [row("2025/01/31", -1, "食費", "カフェ", rid="mf-new"), *rows])
+    with svc.core.db.connect() as con:  # make the INSERT fail after the updates ran
+        con.execute("CREATE TRIGGER boom BEFORE INSERT ON transactions BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+    with pytest.raises(Exception, match="disk trouble"):
+        svc.import_household_data({}, ctx)
+    assert month(svc, ctx) == (6200, 300000, 2)
+    with svc.core.db.connect() as con:
+        con.execute("DROP TRIGGER boom")
+    assert counts(svc.import_household_data({}, ctx)) == (1, 1, 0, 2)
+
+
+def test_a_reexport_with_a_bad_row_removes_nothing(tmp_path: Path, make_service, ctx) -> None:
+    """The unreadable row may be one of the stored ones: keep them, still apply what can be read."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = january(with_ids=False)
+    write_export(data, JAN, rows)
+    svc = make_service(data)
+    bad = row("2025/01/31", -800, "食費", "カフェ")
+    bad[3] = "八百円"
+    new = row("2025/01/30", -700, "食費", "カフェ", content="パン")
+    write_export(data, JAN, [new, bad, rows[0], rows[2]])  # the 5,000 row is gone, or is it the bad one?
+    report = svc.import_household_data({}, ctx)
+    assert counts(report) == (1, 0, 0, 2) and report["total_errors"] == 1
+    assert month(svc, ctx) == (6900, 300000, 3)
+    with svc.core.db.connect() as con:
+        numbers = sorted(r[0] for r in con.execute("SELECT row_number FROM transactions"))
+    assert numbers == [2, 4, 5, 6]  # the kept row is placed after the file's last row
