@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from handlers.attendance.numbers import fraction_of, half_of, kanji_to_int, majority_of, normalize
 from handlers.attendance.names import Directory
+from handlers.attendance.numbers import fraction_of, half_of, kanji_to_int, majority_of, normalize
 from handlers.attendance.parse import parse_attendance_intent
 from kumitate.errors import ToolError
 from tests.attendance.conftest import TEAM, users
@@ -110,7 +110,10 @@ def test_keys_derived_from_email_and_list_member() -> None:
     [
         [{"user_id": "7", "display_name": "山田 太郎"}, {"invitee_key": "u:7", "display_name": "田中 花子"}],
         [{"email": "a@example.com", "display_name": "外部 一"}, {"email": " A@Example.com", "display_name": "外部 二"}],
-        [{"user_id": 7, "display_name": "山田 太郎"}, {"user_id": "7", "display_name": "山田 太郎", "groups": ["営業部"]}],
+        [
+            {"user_id": 7, "display_name": "山田 太郎"},
+            {"user_id": "7", "display_name": "山田 太郎", "groups": ["営業部"]},
+        ],
     ],
 )
 def test_two_different_invitees_with_one_key_are_refused_naming_the_key(pair: list[dict[str, Any]]) -> None:
