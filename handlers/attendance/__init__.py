@@ -55,7 +55,7 @@ class AttendanceHandlers:
         result = parse_attendance_intent(request)
         if result["confidence"] < 0.7 and os.environ.get("ATTENDANCE_LLM_BASE_URL"):
             keys = set(Directory(request["invitees"]).keys)
-            result = llm_fallback(request, result, keys, os.environ)
+            result = llm_fallback(request, result, keys, os.environ, ctx.deadline)
         log.info(
             "parse_attendance_intent type=%s pattern=%s invitees=%d confidence=%.2f questions=%d missing=%d",
             result["attendance_rule"]["type"],
