@@ -519,7 +519,7 @@ class Grammar:
         for pattern, kind in _FRACTIONS:
             f = pattern.search(self.s, pos)
             if f is not None and (found is None or f.start() < found[0]):
-                k = self._relative_k(f, kind, n)
+                k = self.relative_k(f, kind, n)
                 if k is not None:
                     found = (f.start(), k)
         return None if found is None else found[1]
@@ -664,7 +664,7 @@ class Grammar:
         rule_groups = [{"name": label, "min": k, "any_of_invitee_keys": keys} for label, k, keys in found]
         return Reading("GROUP_ANY", {"groups": rule_groups}, 0.85, "group.any")
 
-    def _relative_k(self, m: re.Match[str], kind: str, n: int) -> int | None:
+    def relative_k(self, m: re.Match[str], kind: str, n: int) -> int | None:
         """k for one relative count; None when it is not a count (3分の4). 0% or 0割 gives 0 (asked later)."""
         if kind == "minus":
             return n - int(m.group(1))
@@ -685,7 +685,7 @@ class Grammar:
             m = pattern.search(self.s)
             if m is None:
                 continue
-            k = self._relative_k(m, kind, n)
+            k = self.relative_k(m, kind, n)
             if k is None:
                 continue
             return self._count(k, n, 0.9, f"k_of_n.{kind}")

@@ -48,3 +48,55 @@ def test_slash_fraction_with_one_or_two_fitting_readings(
     out = parse(text, invitees)
     assert rule_of(out) == ("K_OF_N", {"k": k, "n": n})
     assert bool(out["needs_clarification"]) is (text == "3/5以上")
+
+
+# -- everyone and fewer in one utterance ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "question"),
+    [
+        (
+            "全員必須、でも誰か1人でもいればOK",
+            "「全員必須」と「誰か1人でもいればOK」が食い違っています。全員（6人）がそろう必要がありますか？"
+            " それとも誰か1人でも参加すれば成立ですか？（いまは全員としています）",
+        ),
+        (
+            "全員必須。3人以上でOK",
+            "「全員必須」と「3人以上でOK」が食い違っています。全員（6人）がそろう必要がありますか？"
+            " それとも3人以上集まれば成立ですか？（いまは全員としています）",
+        ),
+        (
+            "全員参加必須、1人欠けてもOK",
+            "「全員参加必須」と「1人欠けてもOK」が食い違っています。全員（6人）がそろう必要がありますか？"
+            " それとも5人以上集まれば成立ですか？（いまは全員としています）",
+        ),
+        (
+            "最低3人。全員が揃う日で",
+            "「全員が揃う日で」と「最低3人」が食い違っています。全員（6人）がそろう必要がありますか？"
+            " それとも3人以上集まれば成立ですか？（いまは全員としています）",
+        ),
+    ],
+)
+def test_contradictions_lower_confidence_and_name_both_readings(text: str, question: str) -> None:
+    out = parse(text)
+    assert rule_of(out) == ("ALL", {})  # the stricter reading until the organiser answers
+    assert out["needs_clarification"] == [question]
+    assert out["confidence"] == 0.6 and out["matched_pattern"] == "contradiction.everyone_or_fewer"
+    assert out["attendance_rule"]["finalize_policy"]["auto_finalize"] is False
+
+
+@pytest.mark.parametrize(
+    ("text", "rule_type"),
+    [
+        ("1人でも欠けたら中止、全員必須", "ALL"),  # 1人でも欠けたら restates everyone
+        ("1人も欠けてはいけない会議です", "ALL"),
+        ("全員のうち3人以上", "K_OF_N"),  # one statement
+        ("全員参加必須", "ALL"),
+        ("誰か1人でも参加できればOK", "ANY"),
+    ],
+)
+def test_one_statement_is_no_contradiction(text: str, rule_type: str) -> None:
+    out = parse(text)
+    assert out["attendance_rule"]["type"] == rule_type
+    assert out["needs_clarification"] == []
