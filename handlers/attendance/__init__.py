@@ -2,7 +2,8 @@
 
 Thin shell over the pure core (parse.py, evaluate.py, keys.py, store.py). It
 converts the generated input models to JSON data, calls the core and logs only
-counts, types and ids (never names, emails or utterances).
+counts, types, codes and the call's own ids (run_id, trace_id) — never a value the
+caller sent: no thread id, slot id, name, email or utterance.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class AttendanceHandlers:
         result = parse_attendance_intent(request)
         if result["confidence"] < 0.7 and os.environ.get("ATTENDANCE_LLM_BASE_URL"):
             keys = set(Directory(request["invitees"]).keys)
-            result = llm_fallback(request, result, keys, os.environ)
+            result = llm_fallback(request, result, keys, os.environ, ctx.deadline)
         log.info(
             "parse_attendance_intent type=%s pattern=%s invitees=%d confidence=%.2f questions=%d missing=%d",
             result["attendance_rule"]["type"],
@@ -89,8 +90,8 @@ class AttendanceHandlers:
         request = _data(input)
         result = self.store.save(request["thread_id"], request["rule"])
         log.info(
-            "save_attendance_rule thread=%s version=%d",
-            result["thread_id"],
+            "save_attendance_rule type=%s version=%d",
+            result["attendance_rule"]["type"],
             result["version"],
             extra={"run_id": ctx.run_id, "trace_id": ctx.trace_id},
         )

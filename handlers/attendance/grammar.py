@@ -519,7 +519,7 @@ class Grammar:
         for pattern, kind in _FRACTIONS:
             f = pattern.search(self.s, pos)
             if f is not None and (found is None or f.start() < found[0]):
-                k = self._relative_k(f, kind, n)
+                k = self.relative_k(f, kind, n)
                 if k is not None:
                     found = (f.start(), k)
         return None if found is None else found[1]
@@ -664,7 +664,7 @@ class Grammar:
         rule_groups = [{"name": label, "min": k, "any_of_invitee_keys": keys} for label, k, keys in found]
         return Reading("GROUP_ANY", {"groups": rule_groups}, 0.85, "group.any")
 
-    def _relative_k(self, m: re.Match[str], kind: str, n: int) -> int | None:
+    def relative_k(self, m: re.Match[str], kind: str, n: int) -> int | None:
         """k for one relative count; None when it is not a count (3分の4). 0% or 0割 gives 0 (asked later)."""
         if kind == "minus":
             return n - int(m.group(1))
@@ -685,7 +685,7 @@ class Grammar:
             m = pattern.search(self.s)
             if m is None:
                 continue
-            k = self._relative_k(m, kind, n)
+            k = self.relative_k(m, kind, n)
             if k is None:
                 continue
             return self._count(k, n, 0.9, f"k_of_n.{kind}")
@@ -698,6 +698,8 @@ class Grammar:
                 continue
             a, b = int(m.group(1)), int(m.group(2))
             stated_n, k = (b, a) if k_first else (a, b)
+            if k_first and stated_n != n:
+                return self._slash(k, stated_n, n)
             reading = self._count(k, n, 0.95, "k_of_n.explicit_n")
             if stated_n != n and reading.confidence >= 0.7:
                 self.questions.append(
@@ -706,6 +708,23 @@ class Grammar:
                 reading.confidence = 0.65
             return reading
         return None
+
+    def _slash(self, k: int, den: int, n: int) -> Reading:
+        """「2/3」 beside 6 invitees: the fraction of the scope (⌈6·2/3⌉ = 4) or 2 of them. The stricter reading
+        that fits is the rule and both are named in the question; when only one fits it stands alone."""
+        share = fraction_of(n, k, den) if 0 < k <= den else None
+        fits = [x for x in dict.fromkeys((share, k)) if x is not None and 1 <= x <= n]
+        if not fits:
+            return self._count(k, n, 0.95, "k_of_n.explicit_n")  # asks: the count cannot be met
+        reading = self._count(max(fits), n, 0.9, "k_of_n.slash")
+        if len(fits) == 2 and reading.confidence >= 0.7:
+            self.questions.append(
+                f"「{k}/{den}」は招待者{n}人の{den}分の{k}（{share}人以上）ですか？ それとも{k}人以上ですか？"
+                f"（いまは{max(fits)}人以上としています）"
+            )
+        elif fits == [share]:
+            reading.pattern = "k_of_n.fraction"
+        return reading
 
     def _all_words(self) -> Reading | None:
         if _ALL_SOFT.search(self.s):

@@ -14,6 +14,10 @@ exactly when confidence < 0.7; a result with questions never auto-finalises;
 finalize_policy is a copy of attendance_rule.finalize_policy). Otherwise the
 rule-based result stands. share_intent always comes from the rule-based parse.
 Nothing of the utterance is logged.
+
+The request goes through kumitate.outbound (retry on 5xx/timeouts, a circuit
+breaker per endpoint) and ends RESERVE_S before the call's deadline: a slow model
+never turns a parse into REQUEST_TIMEOUT, the caller gets the rule-based result.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 import unicodedata
 from collections.abc import Mapping
 from functools import cache
@@ -29,12 +34,16 @@ from typing import Any
 from handlers.attendance.keys import key_of_invitee
 from handlers.attendance.schema import schema_errors, types_document
 from handlers.attendance.validate import rule_problems
+from kumitate.outbound import OutboundClient, OutboundError, RetryPolicy
 
 log = logging.getLogger("kumitate.attendance")
 THRESHOLD = 0.7
 OUTPUT_TYPE = "ParseAttendanceIntentOutput"
 _SAFE_FIELDS = ("display_name", "reading", "aliases", "groups")
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+")
+MAX_WAIT_S = 10.0  # the longest the model is waited for, retries included
+RESERVE_S = 0.25  # left of the call's deadline for returning the rule-based result
+MIN_WAIT_S = 0.05  # below this a request cannot complete: do not send it
 
 
 def llm_config(env: Mapping[str, str]) -> dict[str, str] | None:
@@ -137,31 +146,59 @@ def service_rule_problems(candidate: dict[str, Any]) -> list[str]:
     return out
 
 
+@cache
+def _client(base_url: str, api_key: str) -> OutboundClient:
+    """One client per endpoint, shared by every call: its circuit breaker sees all of them."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return OutboundClient(
+        base_url,
+        headers=headers,
+        retry=RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=1.0),
+        default_deadline_s=MAX_WAIT_S,
+    )
+
+
+def time_for_llm(deadline: float | None) -> float | None:
+    """Seconds the model may take: up to MAX_WAIT_S, and ending RESERVE_S before the call's deadline so the
+    rule-based answer still reaches the caller in time; None when too little is left to ask at all."""
+    if deadline is None:
+        return MAX_WAIT_S
+    left = deadline - time.monotonic() - RESERVE_S
+    return min(MAX_WAIT_S, left) if left > MIN_WAIT_S else None
+
+
 def llm_fallback(
-    request: dict[str, Any], result: dict[str, Any], thread_keys: set[str], env: Mapping[str, str]
+    request: dict[str, Any],
+    result: dict[str, Any],
+    thread_keys: set[str],
+    env: Mapping[str, str],
+    deadline: float | None = None,
 ) -> dict[str, Any]:
-    """Ask the configured model when the grammar was unsure; keep `result` on any doubt."""
+    """Ask the configured model when the grammar was unsure; keep `result` on any doubt.
+
+    `deadline` is the call's (CallContext.deadline, a time.monotonic() value): the model's answer is
+    abandoned in time for the rule-based result to be returned before it.
+    """
     config = llm_config(env)
     if config is None or result["confidence"] >= THRESHOLD:
         return result
-    import httpx  # only needed when the hook is configured
-
-    headers = {"Authorization": f"Bearer {config['api_key']}"} if config["api_key"] else {}
+    wait = time_for_llm(deadline)
+    if wait is None:
+        log.warning("attendance llm fallback skipped: the call deadline leaves no time")
+        return result
+    body = {
+        "model": config["model"],
+        "messages": [{"role": "user", "content": build_prompt(request, result)}],
+        "temperature": 0,
+    }
     try:
-        response = httpx.post(
-            f"{config['base_url']}/chat/completions",
-            json={
-                "model": config["model"],
-                "messages": [{"role": "user", "content": build_prompt(request, result)}],
-                "temperature": 0,
-            },
-            headers=headers,
-            timeout=10,
-        )
-        response.raise_for_status()
-        candidate = json.loads(response.json()["choices"][0]["message"]["content"])
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError):
-        log.warning("attendance llm fallback failed; keeping rule-based result")
+        reply = _client(config["base_url"], config["api_key"]).post_json("/chat/completions", body, deadline_s=wait)
+        candidate = json.loads(reply["choices"][0]["message"]["content"])
+    except OutboundError as exc:
+        log.warning("attendance llm fallback failed (%s); keeping rule-based result", exc.kind)
+        return result
+    except (ValueError, KeyError, IndexError, TypeError):
+        log.warning("attendance llm fallback failed (unreadable answer); keeping rule-based result")
         return result
     problems = validate_llm_output(candidate, thread_keys)
     if problems:

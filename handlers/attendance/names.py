@@ -15,6 +15,7 @@ from typing import Any
 
 from handlers.attendance.keys import key_of_invitee
 from handlers.attendance.text import Folded, fold_plain
+from kumitate.errors import ToolError
 
 HONORIFICS = ("さん", "さま", "様", "くん", "君", "ちゃん", "氏", "殿", "先生")
 HONORIFIC_RE = re.compile("(?:" + "|".join(HONORIFICS) + ")")
@@ -66,6 +67,16 @@ class Group:
     keys: list[str] = field(default_factory=list)
 
 
+def _person(invitee: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes an invitee who they are, besides the key: two entries with one key must agree on it."""
+    return (
+        invitee["display_name"],
+        invitee.get("reading"),
+        tuple(invitee.get("aliases", [])),
+        tuple(invitee.get("groups", [])),
+    )
+
+
 def group_core(label: str) -> str:
     """Team A, Aチーム, チームA, A班 → "a": the label without its group word."""
     folded = fold_plain(label)
@@ -82,11 +93,21 @@ class Directory:
         self._strong: dict[str, list[str]] = {}
         self._weak: dict[str, list[str]] = {}
         self.groups: dict[str, Group] = {}
+        first: dict[str, tuple[int, tuple[Any, ...]]] = {}
         for index, inv in enumerate(invitees):
             key = key_of_invitee(inv, index)
-            if key not in self.names:
-                self.keys.append(key)
-                self.names[key] = inv["display_name"]
+            person = _person(inv)
+            if key in first:
+                if first[key][1] != person:
+                    raise ToolError(
+                        f"invitees[{first[key][0]}] and invitees[{index}] are different invitees with the same key "
+                        f"{key}; give each invitee its own key",
+                        code="INVALID_INPUT",
+                    )
+                continue  # the same invitee listed twice
+            first[key] = (index, person)
+            self.keys.append(key)
+            self.names[key] = inv["display_name"]
             for text in (inv.get("display_name"), inv.get("reading"), *inv.get("aliases", [])):
                 if text:
                     self._add(self._strong, fold_plain(text), key)

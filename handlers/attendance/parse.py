@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from handlers.attendance.contradiction import settle_contradiction
 from handlers.attendance.grammar import Grammar
 from handlers.attendance.hints import apply_policy_words, share_intent, slot_hint
 from handlers.attendance.names import Directory
@@ -30,6 +31,7 @@ def parse_attendance_intent(request: dict[str, Any]) -> dict[str, Any]:
     mentions = directory.find_mentions(text)
     grammar = Grammar(text, directory, mentions)
     reading = grammar.parse(len(directory.keys))
+    reading = settle_contradiction(grammar, reading, len(directory.keys) - len(reading.excluded))
 
     questions = list(grammar.questions)
     confidence = reading.confidence

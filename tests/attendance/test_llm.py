@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -34,12 +35,15 @@ class FakeLLM:
     def __init__(self) -> None:
         self.reply: Any = None
         self.calls: list[dict[str, Any]] = []
+        self.delay = 0.0  # seconds the fake waits before answering (released early at teardown)
+        self.release = threading.Event()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 fake.calls.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                fake.release.wait(fake.delay)
                 content = fake.reply if isinstance(fake.reply, str) else json.dumps(fake.reply, ensure_ascii=False)
                 data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
                 self.send_response(200 if self.path == "/v1/chat/completions" else 404)
@@ -73,6 +77,7 @@ def llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLLM]:
     try:
         yield fake
     finally:
+        fake.release.set()
         fake.server.shutdown()
         fake.server.server_close()
         thread.join(timeout=5)
@@ -181,3 +186,29 @@ def test_handler_uses_the_configured_endpoint(llm: FakeLLM, monkeypatch: pytest.
     llm.reply = answer("3人以上")
     out = handlers.parse_attendance_intent(request(), ctx)
     assert (out["matched_pattern"], out["attendance_rule"]["rule"]) == ("llm.fallback", {"k": 3, "n": 7})
+
+
+def test_a_slow_model_never_outlasts_the_call_deadline(
+    llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The model answers after 30 s; the call has 1.5 s: the rule-based result comes back before the deadline."""
+    for name, value in llm.env.items():
+        monkeypatch.setenv(name, value)
+    handlers = attendance.create(
+        Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
+    )
+    llm.reply = answer("3人以上")
+    llm.delay = 30
+    ctx = CallContext(
+        service="attendance", tool="t", transport="test", run_id="r", trace_id="t", deadline=time.monotonic() + 1.5
+    )
+    out = handlers.parse_attendance_intent(request(), ctx)
+    assert not ctx.expired()  # answered inside the deadline, with time to spare for the transport
+    assert out == parse_attendance_intent(request())
+    assert 1 <= len(llm.calls) <= 2  # asked (and perhaps retried), then abandoned
+
+
+def test_no_call_when_the_deadline_has_no_time_left(llm: FakeLLM) -> None:
+    result = parse_attendance_intent(request())
+    assert llm_fallback(request(), result, KEYS, llm.env, deadline=time.monotonic() + 0.1) is result
+    assert llm.calls == []

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from handlers.attendance.names import Directory
 from handlers.attendance.numbers import fraction_of, half_of, kanji_to_int, majority_of, normalize
 from handlers.attendance.parse import parse_attendance_intent
+from kumitate.errors import ToolError
 from tests.attendance.conftest import TEAM, users
 
 
@@ -101,6 +103,32 @@ def test_keys_derived_from_email_and_list_member() -> None:
     ext = "e:" + hashlib.sha256(b"ext@example.com").hexdigest()[:16]
     assert out["attendance_rule"]["rule"]["required_invitee_keys"] == [ext, "lm:77"]
     assert "Ext@Example.COM" not in repr(out) and "ext@example.com" not in repr(out)
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        [{"user_id": "7", "display_name": "山田 太郎"}, {"invitee_key": "u:7", "display_name": "田中 花子"}],
+        [{"email": "a@example.com", "display_name": "外部 一"}, {"email": " A@Example.com", "display_name": "外部 二"}],
+        [
+            {"user_id": 7, "display_name": "山田 太郎"},
+            {"user_id": "7", "display_name": "山田 太郎", "groups": ["営業部"]},
+        ],
+    ],
+)
+def test_two_different_invitees_with_one_key_are_refused_naming_the_key(pair: list[dict[str, Any]]) -> None:
+    with pytest.raises(ToolError) as err:
+        parse_attendance_intent({"text": "全員必須", "invitees": [*users(2), *pair]})
+    key = Directory(pair[:1]).keys[0]
+    assert err.value.code == "INVALID_INPUT"
+    assert f"invitees[2] and invitees[3] are different invitees with the same key {key}" in err.value.message
+    assert "example.com" not in err.value.message.lower()
+
+
+def test_the_same_invitee_listed_twice_is_one_invitee() -> None:
+    invitees = [*TEAM, {"invitee_key": "u:1", **{k: v for k, v in TEAM[0].items() if k != "user_id"}}]
+    out = parse_attendance_intent({"text": "3人以上", "invitees": invitees})
+    assert out["attendance_rule"]["rule"] == {"k": 3, "n": 6}
 
 
 @pytest.mark.parametrize(

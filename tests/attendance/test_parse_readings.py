@@ -1,0 +1,102 @@
+"""Utterances with two readings: a slash fraction, contradictory statements, alternatives of named groups.
+
+Each either has one reading (no question) or takes the stricter/first reading and asks, naming both.
+TEAM: 山田 u:1, 田中 u:2, 佐藤 u:3, 鈴木 u:4, 高橋 u:5, 伊藤 u:6.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from handlers.attendance.parse import parse_attendance_intent
+from tests.attendance.conftest import TEAM, users
+
+
+def parse(text: str, invitees: list[dict[str, Any]] = TEAM) -> dict[str, Any]:
+    return parse_attendance_intent({"text": text, "invitees": invitees})
+
+
+def rule_of(out: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return out["attendance_rule"]["type"], out["attendance_rule"]["rule"]
+
+
+# -- 「2/3」: a fraction of the invitees, or K of a stated N ---------------------------------------
+
+
+def test_slash_fraction_offers_the_share_and_the_count() -> None:
+    out = parse("2/3が参加できればOK")
+    assert rule_of(out) == ("K_OF_N", {"k": 4, "n": 6})  # the stricter of 4 (two thirds of 6) and 2
+    assert out["needs_clarification"] == [
+        "「2/3」は招待者6人の3分の2（4人以上）ですか？ それとも2人以上ですか？（いまは4人以上としています）"
+    ]
+    assert out["confidence"] < 0.7 and out["attendance_rule"]["finalize_policy"]["auto_finalize"] is False
+
+
+@pytest.mark.parametrize(
+    ("text", "invitees", "k", "n"),
+    [
+        ("4/6で成立", TEAM, 4, 6),  # the stated n is the scope: both readings are 4
+        ("8/10以上", TEAM, 5, 6),  # 8 of 6 cannot be: only 80 % of 6 (⌈4.8⌉ = 5) fits
+        ("3/5以上", users(10), 6, 10),  # 3 of 10 or 6 of 10: asked
+    ],
+)
+def test_slash_fraction_with_one_or_two_fitting_readings(
+    text: str, invitees: list[dict[str, Any]], k: int, n: int
+) -> None:
+    out = parse(text, invitees)
+    assert rule_of(out) == ("K_OF_N", {"k": k, "n": n})
+    assert bool(out["needs_clarification"]) is (text == "3/5以上")
+
+
+# -- everyone and fewer in one utterance ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "question"),
+    [
+        (
+            "全員必須、でも誰か1人でもいればOK",
+            "「全員必須」と「誰か1人でもいればOK」が食い違っています。全員（6人）がそろう必要がありますか？"
+            " それとも誰か1人でも参加すれば成立ですか？（いまは全員としています）",
+        ),
+        (
+            "全員必須。3人以上でOK",
+            "「全員必須」と「3人以上でOK」が食い違っています。全員（6人）がそろう必要がありますか？"
+            " それとも3人以上集まれば成立ですか？（いまは全員としています）",
+        ),
+        (
+            "全員参加必須、1人欠けてもOK",
+            "「全員参加必須」と「1人欠けてもOK」が食い違っています。全員（6人）がそろう必要がありますか？"
+            " それとも5人以上集まれば成立ですか？（いまは全員としています）",
+        ),
+        (
+            "最低3人。全員が揃う日で",
+            "「全員が揃う日で」と「最低3人」が食い違っています。全員（6人）がそろう必要がありますか？"
+            " それとも3人以上集まれば成立ですか？（いまは全員としています）",
+        ),
+    ],
+)
+def test_contradictions_lower_confidence_and_name_both_readings(text: str, question: str) -> None:
+    out = parse(text)
+    assert rule_of(out) == ("ALL", {})  # the stricter reading until the organiser answers
+    assert out["needs_clarification"] == [question]
+    assert out["confidence"] == 0.6 and out["matched_pattern"] == "contradiction.everyone_or_fewer"
+    assert out["attendance_rule"]["finalize_policy"]["auto_finalize"] is False
+
+
+@pytest.mark.parametrize(
+    ("text", "rule_type"),
+    [
+        ("1人でも欠けたら中止、全員必須", "ALL"),  # 1人でも欠けたら restates everyone
+        ("1人も欠けてはいけない会議です", "ALL"),
+        ("全員のうち3人以上", "K_OF_N"),  # one statement
+        ("全員参加必須", "ALL"),
+        ("誰か1人でも参加できればOK", "ANY"),
+    ],
+)
+def test_one_statement_is_no_contradiction(text: str, rule_type: str) -> None:
+    out = parse(text)
+    assert out["attendance_rule"]["type"] == rule_type
+    assert out["needs_clarification"] == []
