@@ -1,9 +1,10 @@
-"""materialize: named TEMP TABLEs that later queries can reuse.
+"""materialize: named in-memory tables that later queries can reuse.
 
-Why a TEMP TABLE rather than a TEMP VIEW: a view re-runs its query every time, so
-it would not make anything faster; a table computes once. The database file is
-read-only, and DuckDB keeps temp tables in memory on the one sandboxed connection,
-so they vanish with the process (the tool description says so).
+Why a table rather than a view: a view re-runs its query every time, so it would not
+make anything faster; a table computes once. The database file is read-only; the
+tables live in the sandbox's in-memory catalog (connection.VIEWS_CATALOG), which every
+pooled connection sees (TEMP tables would be visible on one connection only), so they
+vanish with the process (the tool description says so).
 
 Names cannot collide with the database's tables: the table is called
 `mat_<name>` (name lower-cased, letters/digits/underscore), and a name whose
@@ -16,7 +17,9 @@ The table is built under a scratch name outside the user namespace
 (`_build_<random hex>`: a user name always starts with `mat_`, so no view can be
 clobbered by another's build), then swapped in. The swap (drop the old table,
 rename the new one) is one DuckDB transaction, so it either happens entirely or
-not at all, and the registry is only updated once it has committed.
+not at all, and the registry is only updated once it has committed. Swaps and drops
+are serialised by one lock (catalog changes from two connections at once could
+conflict); builds, which run the user's query, are not.
 """
 
 from __future__ import annotations
@@ -35,11 +38,13 @@ import duckdb
 from kumitate.context import commit_gate
 from kumitate.errors import ToolError
 
+from .connection import VIEWS_CATALOG
 from .exports import rfc3339
 from .source import quote_ident, wrap_query
 
 PREFIX = "mat_"
 BUILD_PREFIX = "_build_"  # cannot start a user view name (those start with PREFIX)
+QUALIFIER = f"{VIEWS_CATALOG}.main."
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 
 
@@ -72,7 +77,8 @@ class Materializer:
         self.max_views = max_views
         self.max_rows = max_rows
         self._views: dict[str, View] = {}
-        self._mutex = threading.Lock()
+        self._mutex = threading.Lock()  # the registry
+        self._ddl = threading.Lock()  # swaps and drops in the views catalog
 
     def names(self) -> dict[str, str]:
         """Live view names (lower -> real) for table_or_query resolution."""
@@ -102,11 +108,11 @@ class Materializer:
         self.drop_expired(con)
         scratch = BUILD_PREFIX + secrets.token_hex(8)
         con.execute(
-            f"CREATE TEMP TABLE {quote_ident(scratch)} AS "
+            f"CREATE TABLE {QUALIFIER}{quote_ident(scratch)} AS "
             f"SELECT * FROM {wrap_query(sql)} AS q LIMIT {self.max_rows + 1}"
         )
         try:
-            rows = int(con.execute(f"SELECT count(*) FROM temp.main.{quote_ident(scratch)}").fetchall()[0][0])
+            rows = int(con.execute(f"SELECT count(*) FROM {QUALIFIER}{quote_ident(scratch)}").fetchall()[0][0])
             if rows > self.max_rows:
                 raise ToolError(
                     f"The query returns more than {self.max_rows:,} rows, the materialize limit. "
@@ -114,14 +120,14 @@ class Materializer:
                     code="ROW_LIMIT_EXCEEDED",
                     details={"max_rows": self.max_rows},
                 )
-            columns = [str(r[0]) for r in con.execute(f"DESCRIBE temp.main.{quote_ident(scratch)}").fetchall()]
-            with commit_gate():
-                replaced, evicted, item = self._swap_in(con, view, scratch, rows, columns, ttl_seconds)
+            columns = [str(r[0]) for r in con.execute(f"DESCRIBE {QUALIFIER}{quote_ident(scratch)}").fetchall()]
+            with self._ddl:
+                with commit_gate():
+                    replaced, evicted, item = self._swap_in(con, view, scratch, rows, columns, ttl_seconds)
+                _drop_tables(con, evicted)
         except BaseException:
-            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(scratch)}")
+            con.execute(f"DROP TABLE IF EXISTS {QUALIFIER}{quote_ident(scratch)}")
             raise
-        for old in evicted:
-            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(old)}")
         return {**item.public(), "replaced": replaced, "evicted": evicted}
 
     def _swap_in(
@@ -140,8 +146,8 @@ class Materializer:
         con.execute("BEGIN TRANSACTION")
         try:
             # Unconditional: also clears a table of that name the registry does not know.
-            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(view)}")
-            con.execute(f"ALTER TABLE temp.main.{quote_ident(scratch)} RENAME TO {quote_ident(view)}")
+            con.execute(f"DROP TABLE IF EXISTS {QUALIFIER}{quote_ident(view)}")
+            con.execute(f"ALTER TABLE {QUALIFIER}{quote_ident(scratch)} RENAME TO {quote_ident(view)}")
             con.execute("COMMIT")
         except BaseException:
             _rollback(con)
@@ -156,16 +162,42 @@ class Materializer:
                 del self._views[oldest.view]
         return replaced, evicted, item
 
-    def drop_expired(self, con: duckdb.DuckDBPyConnection) -> list[str]:
-        """Drop every expired table; return their names."""
+    def _expired(self) -> list[str]:
         now = self.clock()
         with self._mutex:
-            gone = [v for v, item in self._views.items() if item.expires_at <= now]
-            for v in gone:
-                del self._views[v]
-        for v in gone:
-            con.execute(f"DROP TABLE IF EXISTS temp.main.{quote_ident(v)}")
+            return [v for v, item in self._views.items() if item.expires_at <= now]
+
+    def drop_expired(self, con: duckdb.DuckDBPyConnection) -> list[str]:
+        """Drop every expired table; return their names (cheap when none has expired)."""
+        if not self._expired():
+            return []
+        with self._ddl:
+            gone = self._expired()
+            with self._mutex:
+                for v in gone:
+                    del self._views[v]
+            _drop_tables(con, gone)
         return gone
+
+    def drop(self, con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:
+        """Drop one view now (before its TTL); `dropped` is False when no live view has that name."""
+        view = name.lower() if name.lower().startswith(PREFIX) and NAME.match(name[len(PREFIX) :]) else view_name(name)
+        self.drop_expired(con)
+        with self._ddl:
+            with self._mutex:
+                item = self._views.get(view)
+            if item is None:
+                return {"view": view, "dropped": False}
+            with commit_gate():
+                _drop_tables(con, [view])
+                with self._mutex:
+                    self._views.pop(view, None)
+        return {"view": view, "dropped": True}
+
+
+def _drop_tables(con: duckdb.DuckDBPyConnection, views: list[str]) -> None:
+    for v in views:
+        con.execute(f"DROP TABLE IF EXISTS {QUALIFIER}{quote_ident(v)}")
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:

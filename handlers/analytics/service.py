@@ -19,7 +19,7 @@ from typing import Any
 
 from kumitate.errors import ToolError
 
-from .connection import QueryRunner, open_sandbox
+from .connection import DEFAULT_POOL_SIZE, QueryRunner, Sandbox
 from .exports import FORMATS, ExportStore
 from .histogram import MAX_BINS, compute_histogram
 from .materialize import Materializer
@@ -70,6 +70,7 @@ class Limits:
     max_views: int = 10
     materialize_max_rows: int = 5_000_000
     memory_limit: str = "4GB"
+    pool_size: int = DEFAULT_POOL_SIZE
 
 
 class AnalyticsService:
@@ -96,14 +97,16 @@ class AnalyticsService:
         exports_dir = Path(service_dir) / "exports"
         exports_dir.mkdir(parents=True, exist_ok=True)
         self.exports = ExportStore(exports_dir, clock=clock, ttl_seconds=self.limits.export_ttl_s)
-        con = open_sandbox(self.db_path, exports_dir, memory_limit=self.limits.memory_limit)
+        sandbox = Sandbox(
+            self.db_path, exports_dir, memory_limit=self.limits.memory_limit, pool_size=self.limits.pool_size
+        )
         scrub = (str(exports_dir.resolve()), str(Path(service_dir).resolve()), str(self.db_path.resolve()))
-        self.runner = QueryRunner(con, timeout_s=self.limits.query_timeout_s, scrub=scrub)
+        self.runner = QueryRunner(sandbox, timeout_s=self.limits.query_timeout_s, scrub=scrub)
         self.views = Materializer(
             clock=clock, max_views=self.limits.max_views, max_rows=self.limits.materialize_max_rows
         )
         with self.runner.session(timeout_s=60) as c:
-            self.catalog = str(c.execute("SELECT current_database()").fetchall()[0][0])
+            self.catalog = sandbox.catalog
             self.tables = describe_database(c)
         self.user_tables = {t["name"].lower(): t["name"] for t in self.tables}
         self.allowed_catalogs = frozenset({self.catalog.lower(), "temp", "main"})

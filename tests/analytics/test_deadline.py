@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -44,11 +45,16 @@ def test_export_interrupted_leaves_no_file(small_db_template: Path, tmp_path: Pa
         service.close()
 
 
-def test_busy_connection_gives_retryable_timeout(service) -> None:  # type: ignore[no-untyped-def]
+def test_exhausted_pool_gives_retryable_timeout(service) -> None:  # type: ignore[no-untyped-def]
     runner: QueryRunner = service.runner
-    with runner.session(), pytest.raises(ToolError) as info, runner.session(timeout_s=0.1):
-        pass
+    with ExitStack() as held:
+        for _ in range(runner.pool_size):
+            held.enter_context(runner.session())
+        with pytest.raises(ToolError) as info, runner.session(timeout_s=0.1):
+            pass
     assert info.value.code == "REQUEST_TIMEOUT"
+    with runner.session() as con:  # every slot went back to the pool
+        assert con.execute("SELECT 1").fetchall() == [(1,)]
 
 
 def test_the_callers_deadline_caps_the_query(service) -> None:  # type: ignore[no-untyped-def]

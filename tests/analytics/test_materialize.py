@@ -1,4 +1,4 @@
-"""materialize: TEMP TABLEs named mat_*, reusable, replaced, evicted, expired."""
+"""materialize: in-memory tables named mat_*, reusable, replaced, evicted, expired."""
 
 from __future__ import annotations
 
@@ -56,7 +56,9 @@ def test_eviction_keeps_ten(service: AnalyticsService, clock: FakeClock) -> None
     with pytest.raises(ToolError) as info:
         service.export({"query": "SELECT * FROM mat_v0"})
     assert info.value.code == "SQL_ERROR"
-    tables = service.runner.con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()[0][0]
+    tables = service.runner.con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'memory'"
+    ).fetchall()[0][0]
     assert tables == 10
 
 
@@ -94,11 +96,13 @@ def test_row_cap(service: AnalyticsService, clock: FakeClock) -> None:
         with pytest.raises(ToolError) as info:
             registry.create(con, "big", "SELECT * FROM range(101)", ttl_seconds=60, user_tables=set())
         assert info.value.code == "ROW_LIMIT_EXCEEDED"
-        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE temporary").fetchall()[0][0] == 0
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'memory'").fetchall()[0][0] == 0
 
 
 def _temp_tables(service: AnalyticsService) -> list[str]:
-    rows = service.runner.con.execute("SELECT table_name FROM duckdb_tables() WHERE temporary ORDER BY 1").fetchall()
+    rows = service.runner.con.execute(
+        "SELECT table_name FROM duckdb_tables() WHERE database_name = 'memory' ORDER BY 1"
+    ).fetchall()
     return [str(r[0]) for r in rows]
 
 

@@ -195,7 +195,7 @@ def test_catalog_refusal_names_the_way_forward(service: AnalyticsService) -> Non
 def test_live_views_pass_the_guard_and_expired_ones_do_not(service: AnalyticsService, clock: FakeClock) -> None:
     service.materialize({"name": "v", "query": "SELECT 1 AS x", "ttl_seconds": 60})
     assert service.export({"query": "SELECT count(*) AS n FROM mat_v", "format": "csv"})["rows"] == 1
-    assert service.export({"query": "SELECT count(*) AS n FROM temp.main.mat_v", "format": "csv"})["rows"] == 1
+    assert service.export({"query": "SELECT count(*) AS n FROM main.mat_v", "format": "csv"})["rows"] == 1
     # Another materialize may read it, too.
     assert service.materialize({"name": "w", "query": "SELECT * FROM mat_v"})["rows"] == 1
     clock.advance(61)
