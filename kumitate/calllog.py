@@ -7,6 +7,8 @@ import logging
 import sys
 from typing import Any
 
+from kumitate.faults import describe, redacted_traceback
+
 LOGGER = logging.getLogger("kumitate.calls")
 
 
@@ -52,3 +54,10 @@ def log_call(**fields: Any) -> None:
 
 def log_event(event: str, **fields: Any) -> None:
     LOGGER.warning(event, extra={"fields": fields})
+
+
+def log_crash(event: str, exc: BaseException, **fields: Any) -> None:
+    """An unexpected exception: one JSON line whose `traceback` field names every frame
+    and exception type, but no exception message (a message may quote a tool input)."""
+    fields = {**fields, "error_type": describe(exc), "traceback": redacted_traceback(exc)}
+    LOGGER.error(event, extra={"fields": fields})

@@ -22,7 +22,7 @@ from typing import Any
 import jsonschema_rs
 from pydantic import BaseModel, ValidationError
 
-from kumitate import calllog, correlation
+from kumitate import calllog, correlation, faults
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import Attachment, CallContext, Principal, bound
@@ -87,6 +87,13 @@ def _shorten(message: str, limit: int = 200) -> str:
     return message if len(message) <= limit else f"{message[: limit // 2]} … {message[-limit // 2 :]}"
 
 
+def _client_caused(outcome: Outcome) -> bool:
+    """Whether an idempotency key may keep this outcome: a success, or a refusal the client
+    caused (4xx, not retryable). A server fault (5xx, INTERNAL, STORAGE_UNAVAILABLE) or a
+    time-out (408, retryable or not) releases the key, so a retry runs instead of replaying it."""
+    return outcome.ok or (400 <= outcome.status < 500 and outcome.status != 408 and not outcome.retryable)
+
+
 def _consume(future: asyncio.Future[Any]) -> None:
     """Retrieve a worker's exception after a time-out, so asyncio does not log it as lost."""
     if not future.cancelled():
@@ -123,6 +130,8 @@ class Pipeline:
         return validator
 
     def error_outcome(self, exc: ToolError, run_id: str, trace_id: str) -> Outcome:
+        if exc.code != "STORAGE_UNAVAILABLE" and faults.storage_failure(exc) is not None:
+            exc = faults.storage_error()  # a handler's own code for it (SQL_ERROR, NOT_FOUND) would mislead
         entry = self.catalogue.get(exc.code) or self.catalogue["INTERNAL"]
         error: dict[str, Any] = {"code": entry.code, "message": exc.message, "retryable": entry.retryable}
         error.update(exc.details)
@@ -242,9 +251,15 @@ class Pipeline:
         return outcome
 
     def _unexpected(self, exc: BaseException, ctx: CallContext) -> ToolError:
-        calllog.log_event(
-            "handler_crashed", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, error_type=type(exc).__name__
-        )
+        """The last resort: an exception no handler caught. A storage failure or an input number
+        out of machine range gets its catalogued code (faults.classify) and one log line;
+        anything else is a bug: INTERNAL, logged with its traceback, never in the body."""
+        known = faults.classify(exc)
+        where = {"service": ctx.service, "tool": ctx.tool, "run_id": ctx.run_id}
+        if known is not None:
+            calllog.log_event("call_failed", **where, code=known.code, error_type=faults.describe(exc))
+            return known
+        calllog.log_crash("handler_crashed", exc, **where)
         return ToolError(f"internal error; quote run_id {ctx.run_id}", code="INTERNAL")
 
     def _admit(
@@ -314,7 +329,7 @@ class Pipeline:
         async def execute() -> tuple[Stored, bool]:
             outcome = await self._execute(binding, arguments, ctx)
             holder.append(outcome)
-            return Stored(outcome.status, outcome.body), outcome.ok or not outcome.retryable
+            return Stored(outcome.status, outcome.body), _client_caused(outcome)
 
         ttl = int(binding.policy.get("idempotency_ttl_s", 86400))
         stored, replayed = await store.run((binding.key, ctx.principal.id, key), arguments, ttl, execute)
@@ -357,6 +372,8 @@ class Pipeline:
                 outcome = await self._execute(binding, arguments, ctx)
         except ToolError as exc:
             outcome = self.error_outcome(exc, ctx.run_id, ctx.trace_id)
+        except Exception as exc:  # e.g. reading the body, or the idempotency store's disk
+            outcome = self.error_outcome(self._unexpected(exc, ctx), ctx.run_id, ctx.trace_id)
         if binding.deprecated:
             outcome.headers.update(deprecation.headers(binding.deprecated))
             note = deprecation.warning(binding.name, binding.deprecated)

@@ -17,7 +17,7 @@ from litestar.exceptions import HTTPException
 from litestar.handlers import BaseRouteHandler
 from litestar.types import Empty
 
-from kumitate import correlation
+from kumitate import calllog, correlation, faults
 from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome
@@ -74,6 +74,14 @@ def to_response(outcome: Outcome) -> Response[bytes]:
     )
 
 
+def route_template(request: Request[Any, Any, Any]) -> str:
+    """The route's path template (`/v1/analytics/exports/{handle:str}`), never the path itself:
+    a path may carry an export handle or a chart id, which are capabilities, not log data."""
+    handler = request.scope.get("route_handler")
+    paths = getattr(handler, "paths", None)
+    return sorted(paths)[0] if paths else "<unrouted>"
+
+
 def http_error(runtime: Runtime, exc: HTTPException) -> ToolError:
     """Litestar's own HTTP errors (413 body too large, 405, a malformed form) as catalogued ToolErrors."""
     code = STATUS_CODES.get(exc.status_code, "INTERNAL" if exc.status_code >= 500 else "BAD_REQUEST")
@@ -91,7 +99,12 @@ def error_response(runtime: Runtime, request: Request[Any, Any, Any], exc: Excep
         err = http_error(runtime, exc)
         headers.update({k: v for k, v in (exc.headers or {}).items() if k.lower() == "allow"})
     else:
-        err = ToolError(f"internal error; quote run_id {run_id}", code="INTERNAL")
+        known = faults.classify(exc)
+        if known is None:
+            calllog.log_crash(
+                "request_crashed", exc, run_id=run_id, method=request.method, route=route_template(request)
+            )
+        err = known or ToolError(f"internal error; quote run_id {run_id}", code="INTERNAL")
     outcome = runtime.pipeline.error_outcome(err, run_id, trace_id)
     outcome.headers.update(headers)
     return to_response(outcome)
