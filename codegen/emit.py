@@ -15,7 +15,7 @@ from typing import Any
 
 import jinja2
 
-from codegen import docs, lockfile, models, naming, openapi
+from codegen import docs, fidelity, lockfile, models, naming, openapi
 from codegen.specs import ResourceSpec, ServiceSpec, SpecTree, ToolSpec, tool_sources
 
 TEMPLATES = jinja2.Environment(
@@ -59,6 +59,8 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "http_method": tool.http_method,
         "http_path": tool.http_path,
         "content_types": tool.content_types,
+        "handler_input": tool.handler_input,
+        "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
     }
 
 

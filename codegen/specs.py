@@ -73,6 +73,7 @@ class ToolSpec:
     examples: list[Example]
     source: Path
     raw: dict[str, Any]
+    handler_input: str = "model"
 
     @property
     def operation_id(self) -> str:
@@ -347,6 +348,7 @@ def _load_tool(
         examples=examples,
         source=path,
         raw=doc,
+        handler_input=doc.get("handler_input", "model"),
     )
 
 

@@ -39,6 +39,11 @@ class ToolBinding:
     annotations: dict[str, Any]
     policy: dict[str, Any]
     deprecated: dict[str, Any] | None
+    handler_input: str = "model"
+    """`model`: the handler takes the generated input model; `data`: the validated JSON data (spec `handler_input`)."""
+    schema_check: bool = True
+    """Run the JSON Schema check on the success path: always for `data`; for `model` only where the
+    model does not express the whole schema (codegen/fidelity.py)."""
 
     @property
     def key(self) -> str:

@@ -19,20 +19,18 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-import jsonschema_rs
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from kumitate import calllog, correlation, faults
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import Attachment, CallContext, Principal, bound
 from kumitate.errors import ToolError
+from kumitate.intake import MAX_REPORTED_ERRORS, Intake, data_of
 from kumitate.policies import deprecation, guard
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.idempotency import IdempotencyStore, Stored
 from kumitate.policies.ratelimit import RateLimiter
-
-MAX_REPORTED_ERRORS = 5
 
 
 @dataclass(slots=True)
@@ -82,9 +80,11 @@ class Policies:
     thread until it returns. 40 matches the thread limit anyio gives Litestar's sync routes."""
 
 
-def _shorten(message: str, limit: int = 200) -> str:
-    """Schema messages quote the offending value: never echo a whole upload back."""
-    return message if len(message) <= limit else f"{message[: limit // 2]} … {message[-limit // 2 :]}"
+def _json_data(result: Any) -> Any:
+    """A handler's result as JSON data: a generated model is dumped once, here; data passes as it is."""
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return result
 
 
 def _client_caused(outcome: Outcome) -> bool:
@@ -114,7 +114,7 @@ class Pipeline:
         self.policies = policies or Policies()
         self.disabled: set[str] = set()
         """Keys of opt-in resources not enabled here: NOT_FOUND, after auth like any other route."""
-        self._validators: dict[int, Any] = {}
+        self.intake = Intake()
         self._workers = ThreadPoolExecutor(self.policies.worker_threads, thread_name_prefix="kumitate-handler")
 
     def close(self) -> None:
@@ -122,13 +122,6 @@ class Pipeline:
         self._workers.shutdown(wait=False, cancel_futures=True)
 
     # -- helpers ---------------------------------------------------------------------------
-    def _validator(self, schema: dict[str, Any]) -> Any:
-        key = id(schema)
-        validator = self._validators.get(key)
-        if validator is None:
-            validator = self._validators[key] = jsonschema_rs.Draft202012Validator(schema)
-        return validator
-
     def error_outcome(self, exc: ToolError, run_id: str, trace_id: str) -> Outcome:
         if exc.code != "STORAGE_UNAVAILABLE" and faults.storage_failure(exc) is not None:
             exc = faults.storage_error()  # a handler's own code for it (SQL_ERROR, NOT_FOUND) would mislead
@@ -165,16 +158,6 @@ class Pipeline:
             principal=Principal(),
         )
 
-    def _check_input(self, schema: dict[str, Any], arguments: Any) -> None:
-        errors = list(self._validator(schema).iter_errors(arguments))
-        if errors:
-            parts = []
-            for err in errors[:MAX_REPORTED_ERRORS]:
-                path = "/" + "/".join(str(p) for p in err.instance_path)
-                parts.append(f"{path if path != '/' else '<body>'}: {_shorten(err.message)}")
-            more = f" (+{len(errors) - MAX_REPORTED_ERRORS} more)" if len(errors) > MAX_REPORTED_ERRORS else ""
-            raise ToolError("input does not match the schema: " + "; ".join(parts) + more, code="BAD_REQUEST")
-
     def _envelope(self, service: str, body: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         svc = self.services[service]
         if not svc.success_envelope:
@@ -185,7 +168,10 @@ class Pipeline:
     def _check_output(self, schema: dict[str, Any] | None, body: Any, ctx: CallContext) -> None:
         if schema is None:
             return
-        errors = list(self._validator(schema).iter_errors(body))
+        validator = self.intake.validator(schema)
+        if validator.is_valid(body):
+            return
+        errors = list(validator.iter_errors(body))
         if errors:
             paths = ["/" + "/".join(str(p) for p in e.instance_path) for e in errors[:MAX_REPORTED_ERRORS]]
             calllog.log_event("output_invalid", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, paths=paths)
@@ -295,20 +281,10 @@ class Pipeline:
 
     async def _execute(self, binding: ToolBinding, arguments: Any, ctx: CallContext) -> Outcome:
         try:
-            self._check_input(binding.input_schema, arguments)
-            try:
-                model = binding.input_model.model_validate(arguments)
-            except ValidationError as exc:
-                raise ToolError(
-                    f"input does not match the schema: {exc.errors()[0]['msg']}", code="BAD_REQUEST"
-                ) from None
+            handler_input = self.intake.prepare(binding, arguments)
             method = getattr(self.handlers[binding.service], binding.name)
-            result = await self._run(binding.name, binding.policy, ctx, method, model, ctx)
-            body = (
-                result.model_dump(mode="json", by_alias=True, exclude_unset=True)
-                if isinstance(result, BaseModel)
-                else result
-            )
+            result = await self._run(binding.name, binding.policy, ctx, method, handler_input, ctx)
+            body = _json_data(result)
             body = self._envelope(binding.service, body, ctx) if isinstance(body, dict) else body
             self._check_output(binding.output_schema, body, ctx)
             body = self._guard(binding, body, ctx)
@@ -367,7 +343,7 @@ class Pipeline:
             if read is not None:
                 arguments = await read()
             if binding.policy.get("idempotency") and request.idempotency_key is not None:
-                outcome = await self._idempotent(binding, arguments, ctx, request.idempotency_key)
+                outcome = await self._idempotent(binding, data_of(arguments), ctx, request.idempotency_key)
             else:
                 outcome = await self._execute(binding, arguments, ctx)
         except ToolError as exc:
@@ -393,11 +369,7 @@ class Pipeline:
             method = getattr(self.handlers[binding.service], binding.method_name)
             result = await self._run(binding.name, binding.policy, ctx, method, ctx, **params)
             if binding.is_json:
-                body = (
-                    result.model_dump(mode="json", by_alias=True, exclude_unset=True)
-                    if isinstance(result, BaseModel)
-                    else result
-                )
+                body = _json_data(result)
                 body = self._envelope(binding.service, body, ctx) if isinstance(body, dict) else body
                 self._check_output(binding.output_schema, body, ctx)
                 outcome = Outcome(True, 200, "OK", body, ctx.run_id, ctx.trace_id)

@@ -36,6 +36,8 @@ EXPORT = ToolBinding(
     annotations=_SCHEMAS["tools"]["export"]["annotations"],
     policy=_SCHEMAS["tools"]["export"]["policy"],
     deprecated=_SCHEMAS["tools"]["export"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 HISTOGRAM = ToolBinding(
@@ -53,6 +55,8 @@ HISTOGRAM = ToolBinding(
     annotations=_SCHEMAS["tools"]["histogram"]["annotations"],
     policy=_SCHEMAS["tools"]["histogram"]["policy"],
     deprecated=_SCHEMAS["tools"]["histogram"]["deprecated"],
+    handler_input="model",
+    schema_check=True,
 )
 
 MATERIALIZE = ToolBinding(
@@ -78,6 +82,8 @@ MATERIALIZE = ToolBinding(
     annotations=_SCHEMAS["tools"]["materialize"]["annotations"],
     policy=_SCHEMAS["tools"]["materialize"]["policy"],
     deprecated=_SCHEMAS["tools"]["materialize"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 PROFILE = ToolBinding(
@@ -95,6 +101,8 @@ PROFILE = ToolBinding(
     annotations=_SCHEMAS["tools"]["profile"]["annotations"],
     policy=_SCHEMAS["tools"]["profile"]["policy"],
     deprecated=_SCHEMAS["tools"]["profile"]["deprecated"],
+    handler_input="model",
+    schema_check=True,
 )
 
 RESOURCE_EXPORT_FILE = ResourceBinding(

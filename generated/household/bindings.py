@@ -36,6 +36,8 @@ CONFIRM_DUPLICATE = ToolBinding(
     annotations=_SCHEMAS["tools"]["confirm_duplicate"]["annotations"],
     policy=_SCHEMAS["tools"]["confirm_duplicate"]["policy"],
     deprecated=_SCHEMAS["tools"]["confirm_duplicate"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 DETECT_DUPLICATES = ToolBinding(
@@ -53,6 +55,8 @@ DETECT_DUPLICATES = ToolBinding(
     annotations=_SCHEMAS["tools"]["detect_duplicates"]["annotations"],
     policy=_SCHEMAS["tools"]["detect_duplicates"]["policy"],
     deprecated=_SCHEMAS["tools"]["detect_duplicates"]["deprecated"],
+    handler_input="model",
+    schema_check=True,
 )
 
 GET_CATEGORY_TREND = ToolBinding(
@@ -70,6 +74,8 @@ GET_CATEGORY_TREND = ToolBinding(
     annotations=_SCHEMAS["tools"]["get_category_trend"]["annotations"],
     policy=_SCHEMAS["tools"]["get_category_trend"]["policy"],
     deprecated=_SCHEMAS["tools"]["get_category_trend"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 GET_DUPLICATE_CANDIDATE_DETAIL = ToolBinding(
@@ -87,6 +93,8 @@ GET_DUPLICATE_CANDIDATE_DETAIL = ToolBinding(
     annotations=_SCHEMAS["tools"]["get_duplicate_candidate_detail"]["annotations"],
     policy=_SCHEMAS["tools"]["get_duplicate_candidate_detail"]["policy"],
     deprecated=_SCHEMAS["tools"]["get_duplicate_candidate_detail"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 GET_DUPLICATE_STATS = ToolBinding(
@@ -104,6 +112,8 @@ GET_DUPLICATE_STATS = ToolBinding(
     annotations=_SCHEMAS["tools"]["get_duplicate_stats"]["annotations"],
     policy=_SCHEMAS["tools"]["get_duplicate_stats"]["policy"],
     deprecated=_SCHEMAS["tools"]["get_duplicate_stats"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 GET_MONTHLY_HOUSEHOLD = ToolBinding(
@@ -121,6 +131,8 @@ GET_MONTHLY_HOUSEHOLD = ToolBinding(
     annotations=_SCHEMAS["tools"]["get_monthly_household"]["annotations"],
     policy=_SCHEMAS["tools"]["get_monthly_household"]["policy"],
     deprecated=_SCHEMAS["tools"]["get_monthly_household"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 IMPORT_HOUSEHOLD_DATA = ToolBinding(
@@ -138,6 +150,8 @@ IMPORT_HOUSEHOLD_DATA = ToolBinding(
     annotations=_SCHEMAS["tools"]["import_household_data"]["annotations"],
     policy=_SCHEMAS["tools"]["import_household_data"]["policy"],
     deprecated=_SCHEMAS["tools"]["import_household_data"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 LIST_DUPLICATE_CANDIDATES = ToolBinding(
@@ -155,6 +169,8 @@ LIST_DUPLICATE_CANDIDATES = ToolBinding(
     annotations=_SCHEMAS["tools"]["list_duplicate_candidates"]["annotations"],
     policy=_SCHEMAS["tools"]["list_duplicate_candidates"]["policy"],
     deprecated=_SCHEMAS["tools"]["list_duplicate_candidates"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 RESTORE_DUPLICATE = ToolBinding(
@@ -172,6 +188,8 @@ RESTORE_DUPLICATE = ToolBinding(
     annotations=_SCHEMAS["tools"]["restore_duplicate"]["annotations"],
     policy=_SCHEMAS["tools"]["restore_duplicate"]["policy"],
     deprecated=_SCHEMAS["tools"]["restore_duplicate"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 RESOURCE_AVAILABLE_MONTHS = ResourceBinding(

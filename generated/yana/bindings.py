@@ -36,6 +36,8 @@ CHAT = ToolBinding(
     annotations=_SCHEMAS["tools"]["chat"]["annotations"],
     policy=_SCHEMAS["tools"]["chat"]["policy"],
     deprecated=_SCHEMAS["tools"]["chat"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 INGEST = ToolBinding(
@@ -53,6 +55,8 @@ INGEST = ToolBinding(
     annotations=_SCHEMAS["tools"]["ingest"]["annotations"],
     policy=_SCHEMAS["tools"]["ingest"]["policy"],
     deprecated=_SCHEMAS["tools"]["ingest"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 SEARCH = ToolBinding(
@@ -70,6 +74,8 @@ SEARCH = ToolBinding(
     annotations=_SCHEMAS["tools"]["search"]["annotations"],
     policy=_SCHEMAS["tools"]["search"]["policy"],
     deprecated=_SCHEMAS["tools"]["search"]["deprecated"],
+    handler_input="model",
+    schema_check=False,
 )
 
 RESOURCE_HEALTHZ = ResourceBinding(

@@ -23,7 +23,6 @@ from kumitate.settings import Settings
 
 if TYPE_CHECKING:
     from generated.attendance.models import (
-        EvaluateAttendanceInput,
         GetAttendanceRuleInput,
         InviteeKeyInput,
         ParseAttendanceIntentInput,
@@ -68,7 +67,7 @@ class AttendanceHandlers:
         )
         return result
 
-    def evaluate_attendance(self, input: EvaluateAttendanceInput, ctx: CallContext) -> dict[str, Any]:
+    def evaluate_attendance(self, input: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         request = _data(input)
         result = evaluate_attendance(request)
         log.info(

@@ -12,6 +12,7 @@ import inspect
 import json
 from typing import Any
 
+import msgspec
 from fastmcp import FastMCP
 from fastmcp.exceptions import ResourceError
 from fastmcp.resources import Resource, ResourceTemplate
@@ -67,8 +68,13 @@ def current_request(idempotency_key: str | None = None) -> CallRequest:
     )
 
 
+_ENCODER = msgspec.json.Encoder()
+
+
 def _tool_result(outcome: Outcome) -> ToolResult:
-    text = json.dumps(outcome.body, ensure_ascii=False)
+    """structuredContent is the body itself (the SDK serialises the response once); the text
+    content, which the MCP spec asks for alongside, is one msgspec encoding of it."""
+    text = _ENCODER.encode(outcome.body).decode("utf-8")
     content: list[Any] = [TextContent(type="text", text=text)]
     for attachment in outcome.attachments:
         if attachment.mime_type.startswith("image/"):

@@ -62,8 +62,8 @@ def ctx() -> CallContext:
 
 
 def call(models: ModuleType, service: Any, body: dict[str, Any]) -> dict[str, Any]:
-    model = models.SummarizeStaysInput.model_validate(body)
-    out = service.summarize_stays(model, ctx())
+    models.SummarizeStaysInput.model_validate(body)  # the schema admits it (the spec's handler_input is data)
+    out = service.summarize_stays(body, ctx())
     models.SummarizeStaysOutput.model_validate(out)  # fails closed like the pipeline
     return out
 

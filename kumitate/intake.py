@@ -1,0 +1,129 @@
+"""Validate once, convert once: from a request's JSON to what the handler takes.
+
+The spec's JSON Schema is the contract; each tool declares (`handler_input`) what its
+handler receives:
+
+* `data`: the JSON data as sent, validated once by the JSON Schema (jsonschema_rs) and
+  handed over as it is: no model is built. For large inputs (100k stay records, 200k
+  attendance selections) this is the whole cost of intake: one parse, one validation.
+* `model`: the generated input model, validated once by pydantic in strict JSON mode
+  straight from the bytes (one pass: parse, check and build). Where the model does not
+  express the whole schema (`schema_check`, decided by codegen/fidelity.py) the JSON
+  Schema check runs as well. When pydantic rejects an input, the JSON Schema decides: its
+  message is the one sent (as before), and an input it accepts that strict pydantic did
+  not (an integer written `5.0`) is converted the lax way. So the set of accepted inputs
+  is exactly the schema's, provided strict pydantic accepts nothing the schema rejects:
+  tests/contract/test_model_schema_agreement.py checks that per tool.
+
+HTTP hands over the raw bytes (`JsonBody`), parsed only if the data is needed; MCP hands
+over the arguments its SDK already decoded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema_rs
+import msgspec
+from pydantic import ValidationError
+
+from kumitate.bindings import ToolBinding
+from kumitate.errors import ToolError
+
+MAX_REPORTED_ERRORS = 5
+MAX_DEPTH = 998
+"""How deep JSON may nest: msgspec's parser stops there (RecursionError, answered as 400)."""
+
+_UNSET: Any = object()
+
+
+def decode_json(raw: bytes | bytearray | memoryview) -> Any:
+    """Parse a JSON body strictly: invalid UTF-8, nesting past MAX_DEPTH or bad syntax are a 400."""
+    try:
+        return msgspec.json.decode(raw)
+    except UnicodeDecodeError:
+        raise ToolError("the body is not valid UTF-8", code="BAD_REQUEST") from None
+    except RecursionError:
+        raise ToolError(f"the JSON body nests deeper than {MAX_DEPTH} levels", code="BAD_REQUEST") from None
+    except msgspec.DecodeError as exc:
+        raise ToolError(f"malformed JSON body: {exc}", code="BAD_REQUEST") from None
+
+
+class JsonBody:
+    """A JSON request body as received; parsed at most once, and only when its data is needed."""
+
+    __slots__ = ("_data", "raw")
+
+    def __init__(self, raw: bytes | bytearray) -> None:
+        self.raw = raw
+        self._data = _UNSET
+
+    @property
+    def data(self) -> Any:
+        if self._data is _UNSET:
+            self._data = decode_json(self.raw)
+        return self._data
+
+
+def data_of(arguments: Any) -> Any:
+    """The JSON data of `arguments`, whether a JsonBody or already decoded."""
+    return arguments.data if isinstance(arguments, JsonBody) else arguments
+
+
+def _shorten(message: str, limit: int = 200) -> str:
+    """Schema messages quote the offending value: never echo a whole upload back."""
+    return message if len(message) <= limit else f"{message[: limit // 2]} … {message[-limit // 2 :]}"
+
+
+class Intake:
+    """Turns arguments into the handler's input; one per pipeline (it caches compiled validators)."""
+
+    def __init__(self) -> None:
+        self._validators: dict[int, Any] = {}
+
+    def validator(self, schema: dict[str, Any]) -> Any:
+        key = id(schema)
+        validator = self._validators.get(key)
+        if validator is None:
+            validator = self._validators[key] = jsonschema_rs.Draft202012Validator(schema)
+        return validator
+
+    def check(self, schema: dict[str, Any], data: Any) -> None:
+        """The JSON Schema check: BAD_REQUEST naming the first few problems, by JSON pointer."""
+        validator = self.validator(schema)
+        if validator.is_valid(data):
+            return
+        errors = list(validator.iter_errors(data))
+        parts = []
+        for err in errors[:MAX_REPORTED_ERRORS]:
+            path = "/" + "/".join(str(p) for p in err.instance_path)
+            parts.append(f"{path if path != '/' else '<body>'}: {_shorten(err.message)}")
+        more = f" (+{len(errors) - MAX_REPORTED_ERRORS} more)" if len(errors) > MAX_REPORTED_ERRORS else ""
+        raise ToolError("input does not match the schema: " + "; ".join(parts) + more, code="BAD_REQUEST")
+
+    def prepare(self, binding: ToolBinding, arguments: Any) -> Any:
+        """What the handler of `binding` takes for these arguments, or BAD_REQUEST."""
+        if binding.handler_input == "data":
+            data = data_of(arguments)
+            self.check(binding.input_schema, data)
+            return data
+        if not binding.schema_check:
+            model = _strict_model(binding, arguments)
+            if model is not None:
+                return model
+        data = data_of(arguments)
+        self.check(binding.input_schema, data)
+        try:
+            return binding.input_model.model_validate(data)
+        except ValidationError as exc:
+            raise ToolError(f"input does not match the schema: {exc.errors()[0]['msg']}", code="BAD_REQUEST") from None
+
+
+def _strict_model(binding: ToolBinding, arguments: Any) -> Any:
+    """The model, validated by pydantic in strict JSON mode from the bytes; None when it rejects them
+    (the JSON Schema then decides, and words the message)."""
+    try:
+        raw = arguments.raw if isinstance(arguments, JsonBody) else msgspec.json.encode(arguments)
+        return binding.input_model.model_validate_json(raw, strict=True)
+    except (ValidationError, msgspec.EncodeError, TypeError, OverflowError):
+        return None
