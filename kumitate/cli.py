@@ -2,6 +2,7 @@
 
 kumitate serve [--host H] [--port P] [--service NAME ...]
 kumitate mcp --stdio [--service NAME]
+kumitate db upgrade | current
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     mcp.add_argument("--service", help="serve only this service's tools")
     mcp.set_defaults(run=_mcp)
     from kumitate.review.cli import add_parser as add_diff_parser
+    from kumitate.storage.cli import add_parser as add_db_parser
+
+    add_db_parser(sub)
 
     add_diff_parser(sub)
     args = parser.parse_args(argv)

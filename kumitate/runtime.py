@@ -7,11 +7,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from kumitate.bindings import ResourceBinding, ServiceBinding
+from kumitate.cache import SharedCache, make_cache
+from kumitate.deploy import DeploySettings
 from kumitate.pipeline import Pipeline, Policies
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.idempotency import IdempotencyStore
-from kumitate.policies.ratelimit import RateLimiter
+from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
 from kumitate.settings import Settings
+from kumitate.storage import Database, open_database
+from kumitate.storage import redis as shared_redis
 
 
 class MissingHandlerError(RuntimeError):
@@ -45,6 +49,11 @@ class Runtime:
         self.settings = settings
         self.env = dict(os.environ if env is None else env)
         self.services: dict[str, ServiceBinding] = {name: SERVICES[name] for name in wanted}
+        self.deploy = DeploySettings.from_env(self.env)
+        self.database: Database = open_database(settings.data_dir, self.deploy)
+        self.redis = shared_redis.connect(self.deploy.redis_url) if self.deploy.redis_url else None
+        self.cache: SharedCache = make_cache(self.redis)
+        """Bytes with a TTL that every instance sees (process memory without Redis)."""
         handlers: dict[str, Any] = {}
         for name, svc in self.services.items():
             try:
@@ -60,8 +69,8 @@ class Runtime:
         self.handlers = handlers
         self.policies = Policies(
             auth=Authenticator.from_env(self.env),
-            limiter=RateLimiter(),
-            idempotency=IdempotencyStore(settings.data_dir / "idempotency.sqlite3"),
+            limiter=RedisRateLimiter(self.redis) if self.redis is not None else RateLimiter(),
+            idempotency=IdempotencyStore(self.database),
             max_timeout_ms=int(self.env["KUMITATE_MAX_TIMEOUT_MS"])
             if self.env.get("KUMITATE_MAX_TIMEOUT_MS")
             else None,
@@ -90,6 +99,9 @@ class Runtime:
         self.pipeline.close()
         if self.policies.idempotency is not None:
             self.policies.idempotency.close()
+        self.database.close()
+        if self.redis is not None:
+            self.redis.close()
         for handler in self.handlers.values():
             close = getattr(handler, "close", None)
             if callable(close):

@@ -1,4 +1,8 @@
-"""Token-bucket rate limiting, keyed by tool and principal (or client address when anonymous)."""
+"""Token-bucket rate limiting, keyed by tool and principal (or client address when anonymous).
+
+`RateLimiter` keeps buckets in process memory (one instance: the embedded default);
+`RedisRateLimiter` keeps them in Redis, so one limit holds across every instance.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,9 @@ import math
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
+from kumitate.calllog import log_event
 from kumitate.errors import ToolError
 
 MAX_BUCKETS = 100_000
@@ -48,11 +54,7 @@ class RateLimiter:
                 bucket.full_at = now + (burst - bucket.tokens) / rps
                 return
             wait_ms = math.ceil((1.0 - bucket.tokens) / rps * 1000)
-        raise ToolError(
-            f"rate limit of {rps:g} requests/s (burst {burst}) exceeded; retry in {wait_ms} ms",
-            code="RATE_LIMITED",
-            details={"retry_after_ms": wait_ms},
-        )
+        raise _limited(rps, burst, wait_ms)
 
     def _evict(self, now: float) -> None:
         for key in [k for k, b in self._buckets.items() if b.full_at <= now]:
@@ -60,3 +62,71 @@ class RateLimiter:
 
     def __len__(self) -> int:
         return len(self._buckets)
+
+
+def _limited(rps: float, burst: int, wait_ms: int) -> ToolError:
+    return ToolError(
+        f"rate limit of {rps:g} requests/s (burst {burst}) exceeded; retry in {wait_ms} ms",
+        code="RATE_LIMITED",
+        details={"retry_after_ms": wait_ms},
+    )
+
+
+# One atomic step per call: refill by Redis's own clock (instances' clocks never disagree), spend
+# one token or say how long to wait, and let a bucket expire once it would be full again (then it
+# equals a new one, so forgetting it never grants extra calls).
+TOKEN_BUCKET_LUA = """
+local rps = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(state[1])
+local ts = tonumber(state[2])
+if tokens == nil or ts == nil then
+  tokens = burst
+  ts = now
+end
+tokens = math.min(burst, tokens + math.max(0, now - ts) * rps)
+local allowed = 0
+local wait_ms = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+  allowed = 1
+else
+  wait_ms = math.ceil((1 - tokens) / rps * 1000)
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens), 'ts', string.format('%.17g', now))
+redis.call('PEXPIRE', KEYS[1], math.ceil((burst - tokens) / rps * 1000) + 1000)
+return {allowed, wait_ms}
+"""
+
+
+class RedisRateLimiter(RateLimiter):
+    """The same buckets in Redis (a Lua script, atomic per call): one global limit across instances.
+
+    If Redis cannot be reached, the limit falls back to this process's own buckets (a per-instance
+    limit, logged once per outage) rather than failing every call or letting every call through.
+    """
+
+    def __init__(self, client: Any, prefix: str = "kumitate:rl:", clock: object = time.monotonic) -> None:
+        super().__init__(clock)
+        self._redis = client
+        self._prefix = prefix
+        self._script = client.register_script(TOKEN_BUCKET_LUA)
+        self._degraded = False
+
+    def take(self, key: tuple[str, str], rps: float, burst: int) -> None:
+        try:
+            allowed, wait_ms = self._script(keys=[f"{self._prefix}{key[0]}:{key[1]}"], args=[rps, burst])
+        except Exception as exc:  # redis.RedisError, OSError: Redis is away
+            if not self._degraded:
+                self._degraded = True
+                log_event("rate_limit_redis_unavailable", error=type(exc).__name__)
+            super().take(key, rps, burst)
+            return
+        if self._degraded:
+            self._degraded = False
+            log_event("rate_limit_redis_restored")
+        if not allowed:
+            raise _limited(rps, burst, int(wait_ms))

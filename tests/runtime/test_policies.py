@@ -20,6 +20,7 @@ from kumitate.policies import guard
 from kumitate.policies.auth import Authenticator, exposure_warning
 from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter
+from kumitate.storage import open_database
 from tests.runtime.test_pipeline import OUTPUT, Handlers, binding, make_pipeline
 
 pytestmark = pytest.mark.anyio
@@ -137,7 +138,7 @@ async def test_rate_limiter_under_concurrency_accepts_exactly_the_burst() -> Non
 
 def idem_pipeline(path: Path) -> tuple[Pipeline, Handlers]:
     pipeline, handlers = make_pipeline()
-    return with_policies(pipeline, idempotency=IdempotencyStore(path)), handlers
+    return with_policies(pipeline, idempotency=IdempotencyStore(open_database(path.parent))), handlers
 
 
 async def test_idempotent_replay_conflict_and_restart(tmp_path: Path) -> None:
@@ -164,13 +165,16 @@ async def test_a_response_the_store_cannot_keep_is_still_returned(
     pipeline, handlers = idem_pipeline(tmp_path / "idem.sqlite3")
     store = pipeline.policies.idempotency
     assert store is not None
-    store._db.execute("PRAGMA query_only = ON")  # every write now fails, as on a read-only disk
+    with store._db.transaction() as conn:  # storing a response now fails, as on a full disk
+        conn.exec_driver_sql(
+            "CREATE TRIGGER full BEFORE UPDATE ON idempotency BEGIN SELECT RAISE(FAIL, 'disk full'); END"
+        )
     first = await pipeline.call_tool(tool, {"n": 4}, CallRequest("http", ids=("r1", "t"), idempotency_key="k"))
     assert first.ok and first.body == {"n": 4} and not first.replayed
     retry = await pipeline.call_tool(tool, {"n": 4}, CallRequest("http", ids=("r2", "t"), idempotency_key="k"))
     assert retry.ok and not retry.replayed and handlers.calls == 2
     failures = [r for r in caplog.records if r.getMessage() == "idempotency_store_failed"]
-    assert len(failures) == 2 and all(r.fields == {"tool": tool.key, "error": "OperationalError"} for r in failures)
+    assert len(failures) == 2 and all(r.fields == {"tool": tool.key, "error": "IntegrityError"} for r in failures)
 
 
 async def test_concurrent_requests_with_one_key_execute_once(tmp_path: Path) -> None:

@@ -1,0 +1,97 @@
+"""A small shared cache of bytes with a TTL: process memory by default, Redis when configured.
+
+For state that is expensive to rebuild and that another instance should find too (household
+chart images, for one). Entries may vanish early (memory bound, Redis eviction, a lost
+connection): callers treat a miss as "rebuild", never as an error.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from kumitate.calllog import log_event
+
+
+class SharedCache(Protocol):
+    def get(self, key: str) -> bytes | None: ...
+
+    def set(self, key: str, value: bytes, ttl_s: float) -> None: ...
+
+    def delete(self, key: str) -> None: ...
+
+
+class MemoryCache:
+    """LRU by total size, thread-safe; expired entries are dropped when read or pushed out."""
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024, clock: Callable[[], float] = time.monotonic) -> None:
+        self._entries: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
+        self._bytes = 0
+        self._max_bytes = max_bytes
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> bytes | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if entry[0] <= self._clock():
+                self._drop(key)
+                return None
+            self._entries.move_to_end(key)
+            return entry[1]
+
+    def set(self, key: str, value: bytes, ttl_s: float) -> None:
+        if len(value) > self._max_bytes:
+            return
+        with self._lock:
+            if key in self._entries:
+                self._drop(key)
+            self._entries[key] = (self._clock() + ttl_s, value)
+            self._bytes += len(value)
+            while self._bytes > self._max_bytes:
+                self._drop(next(iter(self._entries)))
+
+    def delete(self, key: str) -> None:
+        with self._lock:
+            if key in self._entries:
+                self._drop(key)
+
+    def _drop(self, key: str) -> None:
+        self._bytes -= len(self._entries.pop(key)[1])
+
+
+class RedisCache:
+    """The same interface on Redis (SET … PX): every instance sees every entry."""
+
+    def __init__(self, client: Any, namespace: str = "kumitate:cache:") -> None:
+        self._redis = client
+        self._namespace = namespace
+
+    def get(self, key: str) -> bytes | None:
+        try:
+            value = self._redis.get(self._namespace + key)
+        except Exception as exc:  # a lost Redis is a miss, not a failed call
+            log_event("shared_cache_unavailable", error=type(exc).__name__)
+            return None
+        return bytes(value) if value is not None else None
+
+    def set(self, key: str, value: bytes, ttl_s: float) -> None:
+        try:
+            self._redis.set(self._namespace + key, value, px=max(1, int(ttl_s * 1000)))
+        except Exception as exc:
+            log_event("shared_cache_unavailable", error=type(exc).__name__)
+
+    def delete(self, key: str) -> None:
+        try:
+            self._redis.delete(self._namespace + key)
+        except Exception as exc:
+            log_event("shared_cache_unavailable", error=type(exc).__name__)
+
+
+def make_cache(redis_client: Any | None) -> SharedCache:
+    return RedisCache(redis_client) if redis_client is not None else MemoryCache()

@@ -1,0 +1,34 @@
+"""`kumitate db upgrade | current`: apply or show the storage layer's schema revision."""
+
+from __future__ import annotations
+
+import argparse
+
+from kumitate.deploy import DeploySettings
+from kumitate.settings import Settings
+from kumitate.storage import engine as engines
+from kumitate.storage import migrate
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    db = sub.add_parser("db", help="database schema: upgrade to this release, or show the current revision")
+    db.add_argument("action", choices=["upgrade", "current"])
+    db.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    deploy = DeploySettings.from_env()
+    url = engines.database_url(deploy.database_url, Settings.from_env().data_dir)
+    engine = engines.create(url, busy_timeout_ms=deploy.sqlite_busy_timeout_ms)
+    try:
+        where = engine.url.render_as_string(hide_password=True)
+        if args.action == "upgrade":
+            before, after = migrate.upgrade(engine)
+            print(
+                f"{where}: {before or 'empty'} -> {after}" if before != after else f"{where}: at {after}, nothing to do"
+            )
+        else:
+            print(f"{where}: at {migrate.current(engine) or 'none'} (this kumitate needs {migrate.head()})")
+    finally:
+        engine.dispose()
+    return 0

@@ -1,0 +1,111 @@
+"""Alembic, driven from code: the migrations ship inside the package (kumitate/storage/migrations).
+
+`ensure` runs at start-up: with auto-migration it upgrades to head under a lock (so two instances
+starting together migrate once), and in every case it refuses to start when the database's schema
+revision is not this release's head, with one line that says what to do.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine, text
+
+SCRIPT_LOCATION = "kumitate.storage:migrations"
+ADVISORY_LOCK_ID = 0x6B756D69  # "kumi": one PostgreSQL advisory lock for schema changes
+
+
+class SchemaMismatchError(RuntimeError):
+    """The database's schema revision is not the one this release expects."""
+
+
+def config(connection: Connection | None = None) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", SCRIPT_LOCATION)
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def head() -> str:
+    revision = ScriptDirectory.from_config(config()).get_current_head()
+    assert revision is not None, "kumitate/storage/migrations has no revision"
+    return revision
+
+
+def current(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(engine: Engine) -> tuple[str | None, str]:
+    """Apply pending migrations (idempotent); returns (revision before, revision after)."""
+    with _schema_lock(engine) as conn:
+        before = MigrationContext.configure(conn).get_current_revision()
+        _check_known(before, engine)
+        if before != head():
+            command.upgrade(config(conn), "head")
+            conn.commit()
+    return before, head()
+
+
+def ensure(engine: Engine, *, auto_upgrade: bool) -> None:
+    if auto_upgrade:
+        upgrade(engine)
+    found, expected = current(engine), head()
+    _check_known(found, engine)
+    if found != expected:
+        raise SchemaMismatchError(
+            f"database schema is at revision {found or 'none'} but this kumitate needs {expected} "
+            f"({_where(engine)}): run `kumitate db upgrade`, or let start-up migrate (KUMITATE_DB_MIGRATE=auto)"
+        )
+
+
+def _check_known(found: str | None, engine: Engine) -> None:
+    if found is None:
+        return
+    scripts = ScriptDirectory.from_config(config())
+    if found not in {s.revision for s in scripts.walk_revisions()}:
+        raise SchemaMismatchError(
+            f"database schema revision {found} is newer than this kumitate (head {head()}) "
+            f"({_where(engine)}): upgrade kumitate on every instance, or point it at another database"
+        )
+
+
+def _where(engine: Engine) -> str:
+    return engine.url.render_as_string(hide_password=True)
+
+
+@contextmanager
+def _schema_lock(engine: Engine) -> Iterator[Connection]:
+    """One migrator at a time: an advisory lock on PostgreSQL, a lock file beside the SQLite file."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(:id)"), {"id": ADVISORY_LOCK_ID})
+            conn.commit()
+            try:
+                yield conn
+            finally:
+                conn.rollback()
+                conn.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": ADVISORY_LOCK_ID})
+                conn.commit()
+        return
+    database = engine.url.database
+    lock_path = Path(f"{database}.migrate.lock") if database and database != ":memory:" else None
+    if lock_path is None:
+        with engine.connect() as conn:
+            yield conn
+        return
+    with lock_path.open("a") as lock_file:
+        fcntl.flock(lock_file, fcntl.LOCK_EX)
+        try:
+            with engine.connect() as conn:
+                yield conn
+        finally:
+            fcntl.flock(lock_file, fcntl.LOCK_UN)

@@ -1,0 +1,21 @@
+"""Every table of the storage layer, as SQLAlchemy Core (the migrations create them; stores query them)."""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Float, Index, Integer, MetaData, String, Table, Text
+
+metadata = MetaData()
+
+idempotency = Table(
+    "idempotency",
+    metadata,
+    Column("tool", String(200), primary_key=True),
+    Column("principal", String(255), primary_key=True),
+    Column("key", String(255), primary_key=True),
+    Column("fingerprint", String(64), nullable=False),
+    Column("status", Integer, nullable=True, comment="NULL while the first call runs (a claim)"),
+    Column("body", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False, comment="claim lease while running, then the key's TTL"),
+)
+Index("idempotency_expiry", idempotency.c.expires_at)
