@@ -51,8 +51,8 @@ fuzz: venv  ## schemathesis against every HTTP operation, all phases, fixed seed
 bench: venv  ## benchmarks; results go in docs/BENCHMARKS.md
 	$(PY) -m bench
 
-review: venv  ## spec review of HEAD against BASE (Markdown for the PR; fails on unexcused breaking changes)
-	$(PY) -m kumitate diff $(BASE) HEAD
+review: venv  ## spec review against BASE of the working tree (uncommitted specs/ changes) or else HEAD; fails on unexcused breaking changes
+	$(PY) -m kumitate diff $(BASE)
 
 clean:
 	rm -rf var .hypothesis .pytest_cache

@@ -1,5 +1,8 @@
 """`kumitate diff BASE HEAD`: review the spec changes between two git refs or directories.
 
+Without HEAD, the working tree is reviewed when its specs/ differ from the commit HEAD (the report
+says so), else HEAD.
+
 Exit status:
   0  every breaking change is allowed: HTTP ones by a new /vN base path, Python API ones by a major
      `version`, any by a reasoned exception in HEAD's specs/review-exceptions.yaml;
@@ -21,18 +24,36 @@ from typing import Any
 
 from kumitate.review import report
 from kumitate.review.diff import review
-from kumitate.review.loader import LoadError, load_side
+from kumitate.review.loader import LoadError, load_side, uncommitted_specs
 from kumitate.review.rules import load_exceptions
+
+
+def resolve_head(head: str | None, repo: Path | None) -> tuple[str, str, str | None]:
+    """(what to load, its label, a note for the report). Without HEAD: the working tree when its specs/
+    differ from the commit HEAD (uncommitted edits are what a developer wants reviewed), else HEAD."""
+    if head is not None:
+        return head, head, None
+    where = repo or Path.cwd()
+    changed = uncommitted_specs(where)
+    if not changed:
+        return "HEAD", "HEAD", None
+    shown = ", ".join(f"`{p}`" for p in changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+    note = (
+        f"Reviewing the **working tree**, not the commit HEAD: {len(changed)} file(s) under specs/ differ from"
+        f" HEAD ({shown}). Commit them, and CI reviews the same."
+    )
+    return str(where), "working tree", note
 
 
 def run(
     base: str,
-    head: str,
+    head: str | None = None,
     repo: Path | None = None,
     fmt: str = "markdown",
     output: Path | None = None,
     exceptions_file: Path | None = None,
 ) -> int:
+    head, head_label, note = resolve_head(head, repo)
     with tempfile.TemporaryDirectory(prefix="kumitate-diff-") as tmp:
         try:
             head_side = load_side(head, Path(tmp) / "head", repo)
@@ -50,7 +71,8 @@ def run(
             source = tmp_exc
         exceptions, problems = load_exceptions(source)
         earlier, _ = load_exceptions(base_side.specs_dir)
-        result = review(base_side.tree, head_side.tree, exceptions, base, head, problems, earlier)
+        result = review(base_side.tree, head_side.tree, exceptions, base, head_label, problems, earlier)
+        result.head_note = note
     text = json.dumps(result.to_json(), ensure_ascii=False, indent=1) + "\n" if fmt == "json" else report.render(result)
     if output is not None:
         output.write_text(text, encoding="utf-8")
@@ -71,9 +93,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=__doc__.splitlines()[0] if __doc__ else None,
     )
     parser.add_argument("base", metavar="BASE", help="git ref or directory (holding specs/, or a specs dir)")
-    parser.add_argument("head", metavar="HEAD", help="git ref or directory")
+    parser.add_argument(
+        "head",
+        metavar="HEAD",
+        nargs="?",
+        default=None,
+        help="git ref or directory (default: the working tree when its specs/ differ from HEAD, else HEAD)",
+    )
     parser.add_argument("--repo", type=Path, default=None, help="the git repository for refs (default: .)")
-    parser.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    parser.add_argument(
+        "--format", choices=("markdown", "json"), default="markdown", help="report format (default: markdown)"
+    )
     parser.add_argument("--output", "-o", type=Path, default=None, help="write the report here instead of stdout")
     parser.add_argument(
         "--exceptions", type=Path, default=None, help="exceptions file (default: HEAD's specs/review-exceptions.yaml)"

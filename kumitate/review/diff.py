@@ -115,10 +115,13 @@ class Review:
     unused_exceptions: list[Exception_] = field(default_factory=list)
     """New exceptions (not in BASE's file) that matched nothing: a typo or a stale entry; the review fails."""
     carried_exceptions: list[Exception_] = field(default_factory=list)
-    """Exceptions already in BASE's file: they were for earlier changes, so they excuse nothing here."""
+    """Exceptions already in BASE's file: they were for earlier changes, so they excuse nothing here and the
+    report does not list them (they do not apply to this diff; only the JSON carries them)."""
     base_problems: list[Problem] = field(default_factory=list)
     head_problems: list[Problem] = field(default_factory=list)
     """HEAD's load problems, codegen lint problems and renamed_from mistakes: each fails the review."""
+    head_note: str | None = None
+    """Said under the verdict: what HEAD is when it is not a ref given by the caller (the working tree)."""
 
     @property
     def ok(self) -> bool:
@@ -151,6 +154,7 @@ class Review:
             "carried_exceptions": [asdict(e) for e in self.carried_exceptions],
             "base_problems": [str(p) for p in self.base_problems],
             "head_problems": [str(p) for p in self.head_problems],
+            "head_note": self.head_note,
         }
 
 
@@ -385,28 +389,88 @@ def diff_schema(old: Any, new: Any, direction: str, path: str = "") -> Iterator[
         yield from diff_schema(ap_a, ap_b, direction, f"{path}{{*}}")
 
 
+RENAMED_FROM = "x-renamed-from"
+"""Declared on a field's schema in HEAD: the name the field had in BASE."""
+
+
+def _bare(schema: Any) -> Any:
+    return {k: v for k, v in schema.items() if k != RENAMED_FROM} if isinstance(schema, dict) else schema
+
+
+def field_renames(old: dict[str, Any], new: dict[str, Any]) -> dict[str, tuple[str, bool]]:
+    """Renamed properties of one object: new name -> (old name, declared).
+
+    Declared with `x-renamed-from: <old>` on the new field; otherwise inferred when exactly one removed
+    and one added field have the same schema (a guess the report says is one)."""
+    gone = [n for n in old if n not in new]
+    fresh = [n for n in new if n not in old]
+    out: dict[str, tuple[str, bool]] = {}
+    for name in fresh:
+        was = new[name].get(RENAMED_FROM) if isinstance(new[name], dict) else None
+        if isinstance(was, str) and was in gone:
+            out[name] = (was, True)
+            gone.remove(was)
+    fresh = [n for n in fresh if n not in out]
+    for name in fresh:
+        same = [o for o in gone if _bare(old[o]) == _bare(new[name])]
+        twins = [n for n in fresh if _bare(new[n]) == _bare(new[name])]
+        if len(same) == 1 and len(twins) == 1:
+            out[name] = (same[0], False)
+            gone.remove(same[0])
+    return out
+
+
+def _required_change(direction: str, sub: str, was: bool, now: bool) -> Iterator[Change]:
+    if was == now:
+        return
+    if direction == "input":
+        rule, what = (
+            ("INPUT_FIELD_NOW_REQUIRED", "is now required") if now else ("INPUT_FIELD_NOW_OPTIONAL", "is now optional")
+        )
+    else:
+        rule, what = (
+            ("OUTPUT_FIELD_NOW_REQUIRED", "is now always present")
+            if now
+            else ("OUTPUT_FIELD_NOW_OPTIONAL", "may now be missing")
+        )
+    yield rule, f"{_at(direction, sub)} {what}", None
+
+
+def _rename(direction: str, old_sub: str, new_sub: str, declared: bool) -> Change:
+    rule = "INPUT_FIELD_RENAMED" if direction == "input" else "OUTPUT_FIELD_RENAMED"
+    old_name, new_name = old_sub.rsplit(".", 1)[-1], new_sub.rsplit(".", 1)[-1]
+    how = (
+        f"declared with {RENAMED_FROM}"
+        if declared
+        else f"inferred: same schema; declare `{RENAMED_FROM}: {old_name}` on `{new_name}` to confirm it"
+    )
+    return rule, f"{_at(direction, new_sub)} renamed from `{old_sub}` ({how})", None
+
+
 def _properties(old: dict[str, Any], new: dict[str, Any], direction: str, path: str) -> Iterator[Change]:
     pa = old.get("properties") if isinstance(old.get("properties"), dict) else {}
     pb = new.get("properties") if isinstance(new.get("properties"), dict) else {}
     ra, rb = set(old.get("required", [])), set(new.get("required", []))
     assert isinstance(pa, dict) and isinstance(pb, dict)
+    renames = field_renames(pa, pb)
+    moved = {was: (name, declared) for name, (was, declared) in renames.items()}
     for name in pa:
         sub = f"{path}.{name}" if path else name
+        if name in moved:
+            target, declared = moved[name]
+            new_sub = f"{path}.{target}" if path else target
+            yield _rename(direction, sub, new_sub, declared)
+            yield from _required_change(direction, new_sub, name in ra, target in rb)
+            yield from diff_schema(pa[name], _bare(pb[target]), direction, new_sub)
+            continue
         if name not in pb:
             rule = "INPUT_FIELD_NO_DELETE" if direction == "input" else "OUTPUT_FIELD_NO_DELETE"
             yield rule, f"{_at(direction, sub)} removed", None
             continue
-        if direction == "input" and name in rb and name not in ra:
-            yield "INPUT_FIELD_NOW_REQUIRED", f"{_at(direction, sub)} is now required", None
-        elif direction == "input" and name in ra and name not in rb:
-            yield "INPUT_FIELD_NOW_OPTIONAL", f"{_at(direction, sub)} is now optional", None
-        elif direction == "output" and name in ra and name not in rb:
-            yield "OUTPUT_FIELD_NOW_OPTIONAL", f"{_at(direction, sub)} may now be missing", None
-        elif direction == "output" and name in rb and name not in ra:
-            yield "OUTPUT_FIELD_NOW_REQUIRED", f"{_at(direction, sub)} is now always present", None
+        yield from _required_change(direction, sub, name in ra, name in rb)
         yield from diff_schema(pa[name], pb[name], direction, sub)
     for name in pb:
-        if name in pa:
+        if name in pa or name in renames:
             continue
         sub = f"{path}.{name}" if path else name
         kind = surfaces.py_type(pb[name])
@@ -421,25 +485,61 @@ def _properties(old: dict[str, Any], new: dict[str, Any], direction: str, path: 
 # --- the generated Python API ----------------------------------------------------------------
 
 
+_RENAME_AT = re.compile(r"^(input|output) `([^`]*)` renamed from `([^`]*)`")
+
+
+def _py_path(wire: str) -> str:
+    """A wire field path (`hits[].region`) as the generated models' attribute path (`.hits[].region`)."""
+    plain = re.sub(r"<[^>]*>", "", wire)
+    return "." + re.sub(r"[^.\[\]]+", lambda m: surfaces.py_field_name(m.group(0)), plain)
+
+
+def wire_renames(wire: list[Change]) -> dict[str, dict[str, str]]:
+    """direction -> {old attribute path: new attribute path} of the renamed fields among wire findings."""
+    out: dict[str, dict[str, str]] = {"input": {}, "output": {}}
+    for _, detail, _ in wire:
+        match = _RENAME_AT.match(detail)
+        if match:
+            out[match.group(1)][_py_path(match.group(3))] = _py_path(match.group(2))
+    return out
+
+
+def _moved(rel: str, moves: dict[str, str]) -> str:
+    """A model-relative attribute path after the renames of it or of a field above it."""
+    for old in sorted(moves, key=len, reverse=True):
+        if rel == old or rel.startswith((old + ".", old + "[]")):
+            return moves[old] + rel[len(old) :]
+    return rel
+
+
 def diff_models(
     old: dict[str, dict[str, surfaces.PyField]],
     new: dict[str, dict[str, surfaces.PyField]],
     renamed: dict[str, str],
     caused_by: str | None = None,
     classes: dict[str, str] | None = None,
+    fields_renamed: dict[str, dict[str, str]] | None = None,
 ) -> Iterator[Change]:
     """Compare generated models; `renamed` maps old model names to new ones, `classes` old shared class
-    names to new ones (a renamed class is reported once, by diff_classes, not in every field typed with it)."""
+    names to new ones (a renamed class is reported once, by diff_classes, not in every field typed with it),
+    `fields_renamed` the renamed fields per direction (wire_renames)."""
     for model, fields in old.items():
         is_input = model.endswith("Input")
         field_gone = "INPUT_FIELD_NO_DELETE" if is_input else "OUTPUT_FIELD_NO_DELETE"
+        moves = (fields_renamed or {}).get("input" if is_input else "output", {})
         target = renamed.get(model, model)
         if target not in new:
             yield "PY_MODEL_NO_DELETE", f"model `{model}` removed", caused_by
             continue
         if target != model:
             yield "PY_MODEL_RENAMED", f"model `{model}` → `{target}`", "TOOL_RENAMED"
-        after = {f"{target}{path[len(model) :]}": fld for path, fld in fields.items()}
+        after = {f"{target}{_moved(path[len(model) :], moves)}": fld for path, fld in fields.items()}
+        for rel in (r for r in {p[len(model) :] for p in fields} if r in moves):
+            yield (
+                "PY_FIELD_RENAMED",
+                f"`{target}{moves[rel]}` renamed from `{rel.removeprefix('.')}`",
+                "INPUT_FIELD_RENAMED" if is_input else "OUTPUT_FIELD_RENAMED",
+            )
         for path, fld in after.items():
             now = new[target].get(path)
             if now is None:
@@ -574,10 +674,16 @@ def diff_tool(
     new: ToolSpec,
     renamed: bool,
     api: tuple[PyApi, PyApi] | None = None,
+    declared: bool = True,
 ) -> Iterator[Change]:
     rename_cause = "TOOL_RENAMED" if renamed else None
     if renamed:
-        yield "TOOL_RENAMED", f"`{old.name}` → `{new.name}` (renamed_from)", None
+        how = (
+            "renamed_from"
+            if declared
+            else f"inferred: same input and output schemas; declare `renamed_from: {old.name}` to confirm it"
+        )
+        yield "TOOL_RENAMED", f"`{old.name}` → `{new.name}` ({how})", None
     if old.http_method != new.http_method:
         yield "HTTP_METHOD_CHANGED", f"{old.http_method} → {new.http_method}", None
     if old.http_path != new.http_path:
@@ -609,7 +715,14 @@ def diff_tool(
     api_a, api_b = api or (PyApi({}, {}), PyApi({}, {}))
     defs_a, defs_b = api_a.defs.get(old.service), api_b.defs.get(new.service)
     classes = class_renames(api_a.classes.get(old.service, {}), api_b.classes.get(new.service, {}))
-    models = diff_models(surfaces.tool_models(old, defs_a), surfaces.tool_models(new, defs_b), renames, None, classes)
+    models = diff_models(
+        surfaces.tool_models(old, defs_a),
+        surfaces.tool_models(new, defs_b),
+        renames,
+        None,
+        classes,
+        wire_renames(wire),
+    )
     yield from _with_causes(wire, models)
     yield from _text_changes(old.summary, new.summary, "summary", "SUMMARY_CHANGED")
     # the description as tools/list serves it: a deprecation note comes first
@@ -696,6 +809,7 @@ def diff_resource(
         {},
         "RESOURCE_MIME_CHANGED",
         classes,
+        wire_renames(wire),
     )
     yield from _with_causes(wire, models)
     yield from _text_changes(old.summary, new.summary, "summary", "SUMMARY_CHANGED")
@@ -795,6 +909,28 @@ def _renamed_from_problems(base: SpecTree, head: SpecTree) -> list[Problem]:
     return out
 
 
+def tool_renames(old: dict[str, ToolSpec], new: dict[str, ToolSpec]) -> dict[str, str]:
+    """Renamed tools, old name -> new name: declared with `renamed_from`, or inferred when a removed and an
+    added tool of the same service have the same input and output schemas (and no other tool does)."""
+    out: dict[str, str] = {}
+    for tool in new.values():
+        was = tool.raw.get("renamed_from")
+        if isinstance(was, str) and was in old and was not in new and tool.name not in old:
+            out[was] = tool.name
+    gone = [t for n, t in old.items() if n not in new and n not in out]
+    fresh = [t for n, t in new.items() if n not in old and n not in out.values()]
+
+    def same(a: ToolSpec, b: ToolSpec) -> bool:
+        return (a.service, a.input_schema, a.output_schema) == (b.service, b.input_schema, b.output_schema)
+
+    for tool in fresh:
+        matches = [t for t in gone if same(t, tool)]
+        if len(matches) == 1 and sum(same(matches[0], t) for t in fresh) == 1:
+            out[matches[0].name] = tool.name
+            gone.remove(matches[0])
+    return out
+
+
 def compare(base: SpecTree, head: SpecTree) -> list[Finding]:
     """Every finding between two trees, before exceptions, sorted; `allowed_by` is set where a major
     version allows a breaking finding."""
@@ -822,11 +958,7 @@ def compare(base: SpecTree, head: SpecTree) -> list[Finding]:
 
     tools_a = {t.name: t for t in base.all_tools()}
     tools_b = {t.name: t for t in head.all_tools()}
-    renamed: dict[str, str] = {}  # old -> new
-    for tool in tools_b.values():
-        old_name = tool.raw.get("renamed_from")
-        if isinstance(old_name, str) and old_name in tools_a and old_name not in tools_b and tool.name not in tools_a:
-            renamed[old_name] = tool.name
+    renamed = tool_renames(tools_a, tools_b)
     for name, new in sorted(tools_b.items()):
         old_name = next((o for o, n in renamed.items() if n == name), name)
         old = tools_a.get(old_name)
@@ -837,7 +969,8 @@ def compare(base: SpecTree, head: SpecTree) -> list[Finding]:
             found.append(Finding("TOOL_ADDED", new.service, "tool", name, detail, cause))
             continue
         routes["tool", name] = _path_bump(old.http_path, new.http_path, "route")
-        add(diff_tool(base, head, old, new, old_name != name, api), new.service, "tool", name)
+        declared = old_name == new.raw.get("renamed_from")
+        add(diff_tool(base, head, old, new, old_name != name, api, declared), new.service, "tool", name)
     for name, old in sorted(tools_a.items()):
         if name in tools_b or name in renamed:
             continue

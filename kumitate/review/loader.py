@@ -60,6 +60,20 @@ def _from_git(ref: str, repo: Path, dest: Path) -> Path:
     return dest / "specs"
 
 
+def uncommitted_specs(repo: Path) -> list[str]:
+    """The files under repo's specs/ whose working-tree state differs from HEAD (modified, staged,
+    deleted or untracked); empty when there are none or repo is no git work tree."""
+    proc = subprocess.run(
+        ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=all", "--no-renames", "--", "specs"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        return []
+    return sorted(line[3:] for line in proc.stdout.splitlines() if len(line) > 3)
+
+
 def materialise(spec: str, workdir: Path, repo: Path | None = None) -> Path:
     """Copy the specs of `spec` (directory or git ref) to workdir/specs; return that directory."""
     workdir.mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,8 @@ def _exception(e: Exception_) -> str:
 
 def render(review: Review) -> str:
     lines = [f"## Spec review: `{review.base}` → `{review.head}`", "", _summary(review), ""]
+    if review.head_note:
+        lines += [review.head_note, ""]
     by_service = {k: list(g) for k, g in groupby(review.findings, key=lambda f: f.service)}
     for name, state in sorted(review.services.items()):
         found = by_service.get(name, [])
@@ -110,14 +112,6 @@ def render(review: Review) -> str:
     if review.unused_exceptions:
         lines += ["### New exceptions that matched nothing (fix or remove them: the review fails)", ""]
         lines += [f"- {_exception(e)}" for e in review.unused_exceptions]
-        lines.append("")
-    if review.carried_exceptions:
-        lines += [
-            f"### Exceptions already in `{review.base}` (they were for earlier changes: they excuse nothing"
-            " here; remove them)",
-            "",
-        ]
-        lines += [f"- {_exception(e)}" for e in review.carried_exceptions]
         lines.append("")
     if review.head_problems:
         lines += [

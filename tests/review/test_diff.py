@@ -115,14 +115,63 @@ def test_rename_exception_covers_what_the_rename_causes(tmp_path: Path) -> None:
     assert result.exit_code == 0 and result.unused_exceptions == []
 
 
-def test_without_renamed_from_a_rename_is_remove_plus_add(tmp_path: Path) -> None:
+def test_without_renamed_from_the_same_schemas_read_as_a_suggested_rename(tmp_path: Path) -> None:
     base, head = build_case("tool_renamed", tmp_path)
     tool = head / "specs" / "demo" / "tools" / "label_item.yaml"
     doc = yaml.safe_load(tool.read_text(encoding="utf-8"))
     del doc["renamed_from"]
     tool.write_text(yaml.safe_dump(doc), encoding="utf-8")
-    rules = sorted(f.rule for f in _review(base, head, tmp_path).findings)
+    found = _review(base, head, tmp_path).findings
+    assert sorted(f.rule for f in found) == [
+        "HTTP_PATH_CHANGED",
+        "PY_MODEL_RENAMED",
+        "PY_MODEL_RENAMED",
+        "TOOL_RENAMED",
+    ]
+    renamed = next(f for f in found if f.rule == "TOOL_RENAMED")
+    assert "inferred" in renamed.detail and "declare `renamed_from: tag_item`" in renamed.detail
+    # another schema: not the same tool, so a removal plus an addition
+    doc["input"]["properties"]["note"] = {"type": "string", "description": "A note."}
+    tool.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    rules = sorted(f.rule for f in _review(base, head, tmp_path / "2").findings)
     assert rules == ["TOOL_ADDED", "TOOL_NO_DELETE"]
+
+
+def test_field_rename_in_a_nested_object_and_its_exception(tmp_path: Path) -> None:
+    """A renamed field of array items reads as one rename per surface; an exception on the new name covers both."""
+
+    def rename(doc: dict[str, Any]) -> None:
+        item = doc["output"]["properties"]["items"]["items"]
+        item["properties"]["relevance"] = {**item["properties"].pop("score"), "x-renamed-from": "score"}
+        item["required"] = ["id", "kind", "relevance"]
+
+    base, head = build(tmp_path / "base"), build(tmp_path / "head")
+    _edit_tool(head, "lookup", rename)
+    found = _review(base, head, tmp_path).findings
+    assert [(f.rule, f.detail) for f in found] == [
+        (
+            "OUTPUT_FIELD_RENAMED",
+            "output `items[].relevance` renamed from `items[].score` (declared with x-renamed-from)",
+        ),
+        ("PY_FIELD_RENAMED", "`LookupOutput.items[].relevance` renamed from `items[].score`"),
+    ]
+    _exceptions(
+        head, [{"rule": "OUTPUT_FIELD_RENAMED", "tool": "lookup", "field": "items[].relevance", "reason": "clearer"}]
+    )
+    result = _review(base, head, tmp_path / "2")
+    assert all(f.excused for f in result.findings) and result.exit_code == 0
+
+
+def test_two_added_fields_of_the_same_schema_are_no_inferred_rename(tmp_path: Path) -> None:
+    def fn(doc: dict[str, Any]) -> None:
+        props = doc["input"]["properties"]
+        schema = props.pop("lang")
+        props["language"], props["locale"] = schema, dict(schema)
+
+    base, head = build(tmp_path / "base"), build(tmp_path / "head")
+    _edit_tool(head, "lookup", fn)
+    rules = sorted(f.rule for f in _review(base, head, tmp_path).findings)
+    assert "INPUT_FIELD_RENAMED" not in rules and "INPUT_FIELD_NO_DELETE" in rules
 
 
 def test_exception_for_another_tool_does_not_apply_and_is_reported_unused(tmp_path: Path) -> None:
@@ -178,6 +227,33 @@ def test_git_refs(tmp_path: Path) -> None:
     # a ref against a working directory, and a bad ref
     assert cli.run("main~1", str(repo), repo=repo, output=out) == 0
     assert cli.run("no-such-ref", "main", repo=repo, output=out) == 2
+
+
+def test_without_head_uncommitted_spec_changes_are_reviewed(tmp_path: Path) -> None:
+    """`make review` compares BASE with the working tree when specs/ has uncommitted changes, and says so."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    build(repo)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    out = tmp_path / "r.md"
+    assert cli.run("main", repo=repo, output=out) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "`main` → `HEAD`" in text and "working tree" not in text
+    _edit_tool(repo, "lookup", _drop_outputs("total"))
+    (repo / "specs" / "demo" / "tools" / "draft.yaml").write_text("# not yet a tool\n", encoding="utf-8")
+    assert cli.run("main", "HEAD", repo=repo, output=out) == 0, "an explicit HEAD is the commit"
+    assert cli.run("main", repo=repo, output=out) == 1
+    text = out.read_text(encoding="utf-8")
+    assert "`main` → `working tree`" in text and "`OUTPUT_FIELD_NO_DELETE`" in text
+    assert "Reviewing the **working tree**" in text and "2 file(s) under specs/ differ from HEAD" in text
+    assert "`specs/demo/tools/lookup.yaml`" in text
+    # staged changes count too
+    _git(repo, "add", "-A")
+    assert cli.run("main", repo=repo, output=out, fmt="json") == 1
+    assert "working tree" in json.loads(out.read_text(encoding="utf-8"))["head_note"]
 
 
 def test_git_ref_without_meta_borrows_heads(tmp_path: Path) -> None:
@@ -271,7 +347,7 @@ def test_unused_new_exception_fails_and_carried_ones_excuse_nothing(tmp_path: Pa
     _exceptions(base, [ok])
     assert cli.run(str(base), str(head), output=out) == 1
     text = out.read_text(encoding="utf-8")
-    assert "Exceptions already in" in text and "**breaking**" in text
+    assert "**breaking**" in text and "total was never read" not in text, "carried exceptions are not listed"
     # a new exception (another reason) for the new change is fine
     _exceptions(head, [{**ok, "reason": "total is now computed by the client"}])
     assert cli.run(str(base), str(head), output=out) == 0, out.read_text(encoding="utf-8")
