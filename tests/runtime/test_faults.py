@@ -14,6 +14,7 @@ from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Pipeline
 from kumitate.policies.idempotency import IdempotencyStore
+from kumitate.storage import open_database
 from tests.runtime.test_pipeline import EchoInput, Handlers, binding, make_pipeline
 from tests.runtime.test_policies import with_policies
 
@@ -108,7 +109,7 @@ async def test_a_crash_is_logged_with_its_traceback_but_not_its_message(capsys: 
 
 async def test_a_server_fault_releases_the_idempotency_key(tmp_path: Path) -> None:
     pipeline, handlers = faulty_pipeline()
-    with_policies(pipeline, idempotency=IdempotencyStore(tmp_path / "idem.sqlite3"))
+    with_policies(pipeline, idempotency=IdempotencyStore(open_database(tmp_path)))
     tool = binding("flaky", idempotency=True)
     first = await pipeline.call_tool(tool, {"n": 5}, CallRequest("http", ids=("r1", "t"), idempotency_key="k"))
     assert first.code == "INTERNAL"
@@ -120,7 +121,7 @@ async def test_a_server_fault_releases_the_idempotency_key(tmp_path: Path) -> No
 
 async def test_a_storage_failure_releases_the_idempotency_key(tmp_path: Path) -> None:
     pipeline, _ = faulty_pipeline()
-    with_policies(pipeline, idempotency=IdempotencyStore(tmp_path / "idem.sqlite3"))
+    with_policies(pipeline, idempotency=IdempotencyStore(open_database(tmp_path)))
     tool = binding("disk_full", idempotency=True)
     for run in ("r1", "r2"):
         outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=(run, "t"), idempotency_key="k"))
@@ -129,7 +130,7 @@ async def test_a_storage_failure_releases_the_idempotency_key(tmp_path: Path) ->
 
 async def test_a_client_error_is_kept_by_the_idempotency_key(tmp_path: Path) -> None:
     pipeline, _ = faulty_pipeline()
-    with_policies(pipeline, idempotency=IdempotencyStore(tmp_path / "idem.sqlite3"))
+    with_policies(pipeline, idempotency=IdempotencyStore(open_database(tmp_path)))
     tool = binding("missing", idempotency=True)
     for run, replayed in (("r1", False), ("r2", True)):
         outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=(run, "t"), idempotency_key="k"))
