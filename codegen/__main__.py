@@ -15,9 +15,7 @@ import time
 from pathlib import Path
 
 from codegen import docs, emit, lint, readiness, specs
-
-REPO = Path(__file__).resolve().parent.parent
-
+from kumitate.project import Project
 
 GENERATED_DIRS = ("generated", "docs/reference")
 
@@ -45,9 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="report stale/orphan generated files; write nothing")
     mode.add_argument("--lint", action="store_true", help="only lint the specs")
-    parser.add_argument("--specs", type=Path, default=REPO / "specs")
-    parser.add_argument("--out", type=Path, default=REPO, help="directory that holds generated/")
+    parser.add_argument("--specs", type=Path, help="the specs directory (default: the project's)")
+    parser.add_argument("--out", type=Path, help="directory that holds generated/ (default: the project's)")
     args = parser.parse_args(argv)
+    if args.specs is None or args.out is None:
+        project = Project.discover()
+        args.specs = args.specs or project.specs
+        args.out = args.out or project.out
 
     started = time.perf_counter()
     tree = specs.load(args.specs)

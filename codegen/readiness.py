@@ -302,8 +302,12 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     parser = argparse.ArgumentParser(prog="python -m codegen.readiness", description=__doc__.splitlines()[0])
-    parser.add_argument("--specs", type=Path, default=Path(__file__).resolve().parent.parent / "specs")
+    parser.add_argument("--specs", type=Path, help="the specs directory (default: the project's)")
     args = parser.parse_args(argv)
+    if args.specs is None:
+        from kumitate.project import Project
+
+        args.specs = Project.discover().specs
     problems, stale = lint_with_stale(load_tree(args.specs))
     for i, entry in stale:
         print(

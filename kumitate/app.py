@@ -21,13 +21,13 @@ from swagger_ui_bundle import swagger_ui_path
 from kumitate import calllog
 from kumitate.errors import ToolError
 from kumitate.runtime import Runtime
-from kumitate.settings import REPO_ROOT, Settings
+from kumitate.settings import Settings
 from kumitate.transports.asgi import KumitateASGI
 from kumitate.transports.http import error_response
 from kumitate.transports.mcp import build_server
+from kumitate.transports.ops import metrics_routes
 from kumitate.transports.origin import OriginPolicy
 
-OPENAPI_PATH = REPO_ROOT / "generated" / "openapi.json"
 MAX_BODY_BYTES = 64 * 1024 * 1024
 DOCS_ASSETS = "/schema/assets"
 DOCS_HTML = f"""<!doctype html>
@@ -73,7 +73,8 @@ def create_app(
 ) -> KumitateASGI:
     calllog.configure()
     runtime = Runtime(settings or Settings.from_env(env), services, env=env)
-    routes: list[Any] = _schema_routes(OPENAPI_PATH) + _meta_routes(runtime)
+    routes: list[Any] = _schema_routes(runtime.project.openapi) + _meta_routes(runtime)
+    routes += metrics_routes(runtime.pipeline.metrics, runtime.env)
     for name in runtime.services:
         routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
 

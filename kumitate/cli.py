@@ -60,12 +60,13 @@ def main(argv: list[str] | None = None) -> int:
     mcp.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout")
     mcp.add_argument("--service", help="serve only this service's tools")
     mcp.set_defaults(run=_mcp)
+    from kumitate.commands import add_parsers as add_dev_parsers
     from kumitate.review.cli import add_parser as add_diff_parser
     from kumitate.storage.cli import add_parser as add_db_parser
 
     add_db_parser(sub)
-
     add_diff_parser(sub)
+    add_dev_parsers(sub)
     args = parser.parse_args(argv)
     return int(args.run(args))
 

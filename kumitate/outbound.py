@@ -36,6 +36,7 @@ from typing import Any
 import httpx
 
 from kumitate.context import current_call
+from kumitate.metrics import track_breaker
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
@@ -186,6 +187,7 @@ class OutboundClient:
         self._rng = rng or random.Random()
         self._sleep = sleep
         self._http = httpx.Client(base_url=base_url, headers=dict(headers or {}), follow_redirects=False)
+        track_breaker(self._http.base_url.netloc.decode("ascii", "replace") or base_url, self.breaker)
 
     def close(self) -> None:
         self._http.close()

@@ -27,6 +27,7 @@ from kumitate.catalogue import CatalogueEntry
 from kumitate.context import Attachment, CallContext, Principal, bound
 from kumitate.errors import ToolError
 from kumitate.intake import MAX_REPORTED_ERRORS, Intake, data_of
+from kumitate.metrics import Metrics
 from kumitate.policies import deprecation, guard
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.idempotency import IdempotencyStore, Stored
@@ -116,6 +117,7 @@ class Pipeline:
         """Keys of opt-in resources not enabled here: NOT_FOUND, after auth like any other route."""
         self.intake = Intake()
         self._workers = ThreadPoolExecutor(self.policies.worker_threads, thread_name_prefix="kumitate-handler")
+        self.metrics = Metrics(queue_depth=lambda: self._workers._work_queue.qsize())
 
     def close(self) -> None:
         """Stop taking sync work; calls already running finish on their own threads."""
@@ -223,6 +225,8 @@ class Pipeline:
         return ms / 1000 if ms else None
 
     def _finish(self, outcome: Outcome, ctx: CallContext, transport: str, started: float) -> Outcome:
+        seconds = time.perf_counter() - started
+        self.metrics.observe(ctx.service, ctx.tool, transport, outcome.code, seconds, replayed=outcome.replayed)
         calllog.log_call(
             service=ctx.service,
             tool=ctx.tool,
@@ -232,7 +236,7 @@ class Pipeline:
             principal=ctx.principal.id,
             outcome=outcome.code,
             status=outcome.status,
-            duration_ms=round((time.perf_counter() - started) * 1000, 2),
+            duration_ms=round(seconds * 1000, 2),
         )
         return outcome
 
@@ -333,6 +337,23 @@ class Pipeline:
         *,
         read: Callable[[], Awaitable[Any]] | None = None,
     ) -> Outcome:
+        """Run one tool call (see `_call_tool`), counted as in flight while it runs."""
+        with self.metrics.running(binding.service, binding.name):
+            return await self._call_tool(binding, arguments, request, read=read)
+
+    async def read_resource(self, binding: ResourceBinding, params: Mapping[str, str], request: CallRequest) -> Outcome:
+        """Read one resource (see `_read_resource`), counted as in flight while it runs."""
+        with self.metrics.running(binding.service, binding.name):
+            return await self._read_resource(binding, params, request)
+
+    async def _call_tool(
+        self,
+        binding: ToolBinding,
+        arguments: Any,
+        request: CallRequest,
+        *,
+        read: Callable[[], Awaitable[Any]] | None = None,
+    ) -> Outcome:
         """Run one tool call. `read`, when given, produces the arguments and is awaited only after
         the caller is admitted: an HTTP body is not read or parsed for a caller without a valid
         token (or over its rate limit), so such a caller gets 401/403/429, never 400/413/415."""
@@ -359,7 +380,9 @@ class Pipeline:
             outcome.headers["Idempotent-Replayed"] = "true"
         return self._finish(outcome, ctx, request.transport, started)
 
-    async def read_resource(self, binding: ResourceBinding, params: Mapping[str, str], request: CallRequest) -> Outcome:
+    async def _read_resource(
+        self, binding: ResourceBinding, params: Mapping[str, str], request: CallRequest
+    ) -> Outcome:
         started = time.perf_counter()
         ctx = self._context(binding.service, binding.name, request)
         try:

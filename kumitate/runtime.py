@@ -13,6 +13,7 @@ from kumitate.pipeline import Pipeline, Policies
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
+from kumitate.project import Project, load_generated
 from kumitate.settings import Settings
 from kumitate.storage import Database, open_database
 from kumitate.storage import redis as shared_redis
@@ -37,18 +38,23 @@ class Runtime:
     """Everything a transport needs: services, their handlers and the shared pipeline."""
 
     def __init__(
-        self, settings: Settings, services: Iterable[str] | None = None, env: dict[str, str] | None = None
+        self,
+        settings: Settings,
+        services: Iterable[str] | None = None,
+        env: dict[str, str] | None = None,
+        project: Project | None = None,
     ) -> None:
-        from generated.errors import CATALOGUE
-        from generated.registry import SERVICES
+        self.project = project or Project.discover(env=env)
+        self.project.activate()
+        catalogue, registry = load_generated()
 
-        wanted = list(services) if services is not None else list(SERVICES)
-        unknown = [s for s in wanted if s not in SERVICES]
+        wanted = list(services) if services is not None else list(registry)
+        unknown = [s for s in wanted if s not in registry]
         if unknown:
-            raise KeyError(f"unknown service(s): {', '.join(unknown)}; known: {', '.join(SERVICES)}")
+            raise KeyError(f"unknown service(s): {', '.join(unknown)}; known: {', '.join(registry)}")
         self.settings = settings
         self.env = dict(os.environ if env is None else env)
-        self.services: dict[str, ServiceBinding] = {name: SERVICES[name] for name in wanted}
+        self.services: dict[str, ServiceBinding] = {name: registry[name] for name in wanted}
         self.deploy = DeploySettings.from_env(self.env)
         self.database: Database = open_database(settings.data_dir, self.deploy)
         self.redis = shared_redis.connect(self.deploy.redis_url) if self.deploy.redis_url else None
@@ -76,7 +82,7 @@ class Runtime:
             else None,
             worker_threads=int(self.env.get("KUMITATE_WORKER_THREADS") or 40),
         )
-        self.pipeline = Pipeline(CATALOGUE, self.services, handlers, self.policies)
+        self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies)
         self.pipeline.disabled = {
             r.key for svc in self.services.values() for r in svc.resources if not self.resource_enabled(r)
         }

@@ -6,15 +6,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from kumitate.project import SOURCE_CHECKOUT, Project
+
+REPO_ROOT = SOURCE_CHECKOUT
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Where services keep state and find bundled data.
 
-    `data_dir` (KUMITATE_DATA_DIR, default `var/`) holds SQLite/DuckDB files and
-    caches; `sample_dir` is the bundled sample data under `data/`.
+    `data_dir` (KUMITATE_DATA_DIR, default the project's `var/`) holds SQLite/DuckDB files and
+    caches; `sample_dir` (KUMITATE_SAMPLE_DIR) is the project's sample data under `data/`.
     """
 
     data_dir: Path
@@ -24,12 +26,13 @@ class Settings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
-        data_dir = Path(env.get("KUMITATE_DATA_DIR", str(REPO_ROOT / "var")))
+        root = Project.discover(env=env).root
+        data_dir = Path(env.get("KUMITATE_DATA_DIR", str(root / "var")))
         host = env.get("HOST", "127.0.0.1")
         port = env.get("PORT", "8000")
         return cls(
             data_dir=data_dir,
-            sample_dir=Path(env.get("KUMITATE_SAMPLE_DIR", str(REPO_ROOT / "data"))),
+            sample_dir=Path(env.get("KUMITATE_SAMPLE_DIR", str(root / "data"))),
             public_base_url=env.get("KUMITATE_PUBLIC_URL", f"http://{host}:{port}").rstrip("/"),
         )
 

@@ -1,0 +1,186 @@
+"""Developer commands of the `kumitate` CLI: generate, lint, tools, call.
+
+Each imports what it needs when it runs, so `kumitate serve` and `kumitate mcp --stdio` never
+load the generator (datamodel-code-generator, ruff) or an HTTP client they do not use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+EXIT_TOOL_ERROR = 1
+EXIT_USAGE = 2
+
+
+def add_parsers(sub: Any) -> None:
+    generate = sub.add_parser("generate", help="specs/ -> generated/ (models, bindings, OpenAPI, docs)")
+    generate.add_argument("--check", action="store_true", help="list stale or orphan generated files; write nothing")
+    generate.set_defaults(run=_generate)
+
+    lint = sub.add_parser("lint", help="check the specs (schema, catalogue, annotations) and their agent readiness")
+    lint.set_defaults(run=_lint)
+
+    tools = sub.add_parser("tools", help="list tools with their lockfile hashes; with --url, compare a live server")
+    tools.add_argument("--url", help="a running server's base URL, e.g. http://127.0.0.1:8000 (MCP tools/list)")
+    tools.add_argument("--token", help="bearer token for --url")
+    tools.set_defaults(run=_tools)
+
+    call = sub.add_parser("call", help="call one tool and print its result (or the catalogue error)")
+    call.add_argument("service")
+    call.add_argument("tool")
+    call.add_argument("--json", default="{}", help="the arguments as a JSON object (or @file.json)")
+    call.add_argument("--url", help="call a running server at this base URL instead of in process")
+    call.add_argument("--transport", choices=("http", "mcp"), default="http", help="with --url: HTTP /v1 or MCP")
+    call.add_argument("--token", help="bearer token for --url")
+    call.add_argument("--idempotency-key", help="retry-safe key for tools that declare idempotency")
+    call.set_defaults(run=_call)
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from codegen.__main__ import main as codegen_main
+
+    return codegen_main(["--check"] if args.check else [])
+
+
+def _lint(args: argparse.Namespace) -> int:
+    from codegen import readiness
+    from codegen.__main__ import main as codegen_main
+
+    status = codegen_main(["--lint"])
+    return status or readiness.main([])
+
+
+def _tools(args: argparse.Namespace) -> int:
+    from codegen import lockfile
+    from kumitate.project import Project
+
+    project = Project.discover()
+    path = project.generated / "tools.lock.json"
+    locked = lockfile.parse(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if args.url is None:
+        if not locked:
+            print(f"no {path}: run `kumitate generate`", file=sys.stderr)
+            return EXIT_USAGE
+        for key, entry in sorted(locked.items()):
+            print(f"{key}\t{entry['sha256']}")
+        return 0
+    served = asyncio.run(_served_tools(args.url, args.token))
+    by_name = {entry["tool"]: entry for entry in locked.values()}
+    drift = 0
+    for name, digest in sorted(served.items()):
+        expected = by_name.get(name, {}).get("sha256")
+        verdict = "ok" if digest == expected else ("not in the lockfile" if expected is None else "DRIFT")
+        drift += verdict != "ok"
+        print(f"{name}\t{digest}\t{verdict}")
+    for name in sorted(set(by_name) - set(served)):
+        drift += 1
+        print(f"{name}\t-\tnot served")
+    return EXIT_TOOL_ERROR if drift else 0
+
+
+async def _served_tools(url: str, token: str | None) -> dict[str, str]:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from codegen.lockfile import served_hash
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with Client(StreamableHttpTransport(f"{url.rstrip('/')}/mcp", headers=headers)) as client:
+        tools = await client.list_tools()
+    return {t.name: served_hash(t.model_dump(mode="json", by_alias=True, exclude_none=True)) for t in tools}
+
+
+def _arguments(raw: str) -> Any:
+    text = Path(raw[1:]).read_text(encoding="utf-8") if raw.startswith("@") else raw
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"--json is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise SystemExit("--json must be a JSON object (the tool's arguments)")
+    return value
+
+
+def _print(body: Any) -> None:
+    print(json.dumps(body, ensure_ascii=False, indent=2))
+
+
+def _call(args: argparse.Namespace) -> int:
+    arguments = _arguments(args.json)
+    if args.url is None:
+        ok, body = asyncio.run(_call_in_process(args.service, args.tool, arguments, args.idempotency_key))
+    elif args.transport == "mcp":
+        ok, body = asyncio.run(_call_mcp(args.url, args.tool, arguments, args.token))
+    else:
+        ok, body = _call_http(args.url, args.service, args.tool, arguments, args.token, args.idempotency_key)
+    _print(body)
+    return 0 if ok else EXIT_TOOL_ERROR
+
+
+def _binding(service: str, tool: str) -> Any:
+    from kumitate.project import Project, load_generated
+
+    Project.discover().activate()
+    _, services = load_generated()
+    if service not in services:
+        raise SystemExit(f"unknown service {service!r}; known: {', '.join(sorted(services))}")
+    for binding in services[service].tools:
+        if binding.name == tool:
+            return binding
+    raise SystemExit(
+        f"service {service!r} has no tool {tool!r}; it has {', '.join(t.name for t in services[service].tools)}"
+    )
+
+
+async def _call_in_process(service: str, tool: str, arguments: Any, key: str | None) -> tuple[bool, Any]:
+    from kumitate import correlation
+    from kumitate.pipeline import CallRequest
+    from kumitate.runtime import Runtime
+    from kumitate.settings import Settings
+
+    binding = _binding(service, tool)
+    runtime = Runtime(Settings.from_env(), [service])
+    try:
+        ids = (correlation.new_id(), correlation.new_id())
+        request = CallRequest(transport="cli", ids=ids, local=True, idempotency_key=key)
+        outcome = await runtime.pipeline.call_tool(binding, arguments, request)
+    finally:
+        runtime.close()
+    return outcome.ok, outcome.body
+
+
+def _call_http(
+    url: str, service: str, tool: str, arguments: Any, token: str | None, key: str | None
+) -> tuple[bool, Any]:
+    import httpx
+
+    binding = _binding(service, tool)
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if key:
+        headers["Idempotency-Key"] = key
+    response = httpx.request(
+        binding.http_method, url.rstrip("/") + binding.http_path, json=arguments, headers=headers, timeout=None
+    )
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"status": response.status_code, "body": response.text[:2000]}
+    return response.is_success, body
+
+
+async def _call_mcp(url: str, tool: str, arguments: Any, token: str | None) -> tuple[bool, Any]:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with Client(StreamableHttpTransport(f"{url.rstrip('/')}/mcp", headers=headers), timeout=None) as client:
+        result = await client.call_tool_mcp(tool, arguments)
+    body = result.structured_content
+    if body is None:
+        body = {"content": [c.model_dump(mode="json", exclude_none=True) for c in result.content]}
+    return not result.is_error, body

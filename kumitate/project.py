@@ -1,0 +1,123 @@
+"""Where a kumitate project keeps its specs, generated code and handlers.
+
+A project is a directory with a `pyproject.toml` whose `[tool.kumitate]` table names the three
+paths, or simply one holding `specs/`. Every default is today's layout:
+
+    [tool.kumitate]
+    specs = "specs"            # the source of truth
+    generated = "generated"    # what `kumitate generate` writes (a package named `generated`)
+    handlers = "handlers"      # the hand-written domain logic (a package named `handlers`)
+
+The generated and handlers directories are Python packages imported by those names, so their
+last path component is fixed; their parent directories are put on `sys.path` by `activate()`.
+The runtime finds the project from `KUMITATE_PROJECT`, else by walking up from the working
+directory, else it serves the services bundled with this source checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SOURCE_CHECKOUT = Path(__file__).resolve().parent.parent
+"""The repository this package runs from when installed in editable mode (bundled services)."""
+PACKAGE_NAMES = {"generated": "generated", "handlers": "handlers"}
+
+
+class ProjectError(ValueError):
+    """A project's configuration cannot be used; the message says which file and key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Project:
+    root: Path
+    specs: Path
+    generated: Path
+    handlers: Path
+
+    @property
+    def out(self) -> Path:
+        """The directory codegen writes into: it holds generated/ (and docs/reference/)."""
+        return self.generated.parent
+
+    @property
+    def openapi(self) -> Path:
+        return self.generated / "openapi.json"
+
+    @classmethod
+    def at(cls, root: Path) -> Project:
+        """The project rooted at `root`, configured by its pyproject.toml if it has one."""
+        root = root.resolve()
+        config: Mapping[str, Any] = {}
+        pyproject = root / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            except tomllib.TOMLDecodeError as exc:
+                raise ProjectError(f"{pyproject}: not valid TOML ({exc})") from None
+            config = data.get("tool", {}).get("kumitate", {})
+            if not isinstance(config, dict):
+                raise ProjectError(f"{pyproject}: [tool.kumitate] must be a table")
+        paths = {key: root / str(config.get(key, key)) for key in ("specs", "generated", "handlers")}
+        for key, package in PACKAGE_NAMES.items():
+            if paths[key].name != package:
+                raise ProjectError(
+                    f"{pyproject}: [tool.kumitate] {key} = {config.get(key)!r} must end in /{package}"
+                    f" (it is imported as the package `{package}`)"
+                )
+        return cls(root, paths["specs"], paths["generated"], paths["handlers"])
+
+    @classmethod
+    def discover(cls, start: Path | None = None, env: Mapping[str, str] | None = None) -> Project:
+        """KUMITATE_PROJECT, else the nearest directory above `start` (the working directory) that
+        configures [tool.kumitate] or holds specs/, else this source checkout."""
+        env = os.environ if env is None else env
+        if env.get("KUMITATE_PROJECT"):
+            return cls.at(Path(env["KUMITATE_PROJECT"]))
+        here = (start or Path.cwd()).resolve()
+        for directory in (here, *here.parents):
+            if (directory / "specs").is_dir() or _configures_kumitate(directory / "pyproject.toml"):
+                return cls.at(directory)
+        return cls.at(SOURCE_CHECKOUT)
+
+    def activate(self) -> None:
+        """Make `generated` and `handlers` importable from this project (first on sys.path)."""
+        for directory in dict.fromkeys((self.handlers.parent, self.generated.parent)):
+            entry = str(directory)
+            if entry in sys.path:
+                sys.path.remove(entry)
+            sys.path.insert(0, entry)
+
+
+def _configures_kumitate(pyproject: Path) -> bool:
+    if not pyproject.is_file():
+        return False
+    try:
+        return "kumitate" in tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {})
+    except (tomllib.TOMLDecodeError, OSError):
+        return False
+
+
+def load_generated() -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The active project's error catalogue and service registry (`generated.errors`, `generated.registry`).
+
+    Imported here, by name, so that nothing in the runtime imports the generated package
+    statically: the project decides which one it is (see `Project.activate`)."""
+    import importlib
+
+    try:
+        errors = importlib.import_module("generated.errors")
+        registry = importlib.import_module("generated.registry")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("generated", "generated.errors", "generated.registry"):
+            raise ProjectError(
+                "no generated code here: run `kumitate generate` in a project that holds specs/"
+                " (or set KUMITATE_PROJECT)"
+            ) from None
+        raise
+    return errors.CATALOGUE, registry.SERVICES
