@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from codegen import docs, emit, lint, readiness, specs
+from codegen import docs, emit, lint, locate, readiness, specs
 from kumitate.project import Project
 
 GENERATED_DIRS = ("generated", "docs/reference")
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     problems = lint.lint(tree)
     if problems:
         for problem in problems:
-            print(problem, file=sys.stderr)
+            print(locate.describe(problem, args.specs.resolve().parent), file=sys.stderr)
         print(f"{len(problems)} spec problem(s); nothing generated.", file=sys.stderr)
         return 1
     if args.lint:

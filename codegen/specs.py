@@ -216,13 +216,17 @@ def _merge_policy(base: dict[str, Any], override: dict[str, Any] | None) -> dict
     return merged
 
 
+PACKAGED_META = Path(__file__).resolve().parent / "meta"
+"""The meta-schemas shipped with kumitate, for projects whose specs/ carry no _meta/ of their own."""
+
+
 def load(root: Path) -> SpecTree:
     """Load `root` (the specs/ directory). Problems are collected, never raised."""
     clear_cache()
     root = root.resolve()
     problems: list[Problem] = []
     sources: list[Path] = []
-    meta = _MetaValidators(root / "_meta")
+    meta = _MetaValidators(root / "_meta" if (root / "_meta").is_dir() else PACKAGED_META)
 
     errors: dict[str, ErrorCode] = {}
     errors_path = root / "errors.yaml"

@@ -1,4 +1,4 @@
-"""Developer commands of the `kumitate` CLI: generate, lint, tools, call.
+"""Developer commands of the `kumitate` CLI: init, new, generate, lint, tools, call.
 
 Each imports what it needs when it runs, so `kumitate serve` and `kumitate mcp --stdio` never
 load the generator (datamodel-code-generator, ruff) or an HTTP client they do not use.
@@ -39,6 +39,65 @@ def add_parsers(sub: Any) -> None:
     call.add_argument("--token", help="bearer token for --url")
     call.add_argument("--idempotency-key", help="retry-safe key for tools that declare idempotency")
     call.set_defaults(run=_call)
+
+    init = sub.add_parser("init", help="start a new project in DIR: one service, one tool, tests, Makefile, CI")
+    init.add_argument("dir", type=Path)
+    init.add_argument("--service", default="hello", help="the first service's name (default: hello)")
+    init.add_argument("--tool", default="greet", help="the first tool's name (default: greet)")
+    init.add_argument(
+        "--kumitate", default="kumitate", help="what the project's `make venv` installs: a version spec or a wheel path"
+    )
+    init.set_defaults(run=_init)
+
+    new = sub.add_parser("new", help="add a service, a tool or a resource to this project (spec + handler stub)")
+    kinds = new.add_subparsers(dest="kind", required=True)
+    service = kinds.add_parser("service", help="specs/NAME/ and handlers/NAME/ with one stub tool")
+    service.add_argument("name")
+    for kind in ("tool", "resource"):
+        parser = kinds.add_parser(
+            kind, help=f"a {kind} spec in SERVICE and a handler stub that answers NOT_IMPLEMENTED"
+        )
+        parser.add_argument("service")
+        parser.add_argument("name")
+    new.set_defaults(run=_new)
+
+
+def _init(args: argparse.Namespace) -> int:
+    from codegen import scaffold
+    from codegen.__main__ import main as codegen_main
+
+    try:
+        written = scaffold.init_project(args.dir, args.service, args.tool, args.kumitate)
+    except scaffold.ScaffoldError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    for item in written:
+        print(f"wrote {item.path}")
+    status = codegen_main(["--specs", str(args.dir / "specs"), "--out", str(args.dir)])
+    if status == 0:
+        print(f"\nnext: cd {args.dir} && make test && make serve")
+    return status
+
+
+def _new(args: argparse.Namespace) -> int:
+    from codegen import scaffold
+    from codegen.__main__ import main as codegen_main
+    from kumitate.project import Project
+
+    project = Project.discover()
+    try:
+        if args.kind == "service":
+            written = scaffold.new_service(project.specs, project.handlers, args.name)
+        elif args.kind == "tool":
+            written = scaffold.new_tool(project.specs, project.handlers, args.service, args.name)
+        else:
+            written = scaffold.new_resource(project.specs, project.handlers, args.service, args.name)
+    except scaffold.ScaffoldError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
+    for item in written:
+        print(f"{item.note or 'wrote'}: {item.path}" if item.note else f"wrote {item.path}")
+    return codegen_main(["--specs", str(project.specs), "--out", str(project.out)])
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -14,12 +14,12 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+from codegen.examples import Result, run_all
 from codegen.specs import SpecTree, ToolSpec
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server
 from tests.conftest import REPO, LiveServer, server_env
-from tests.e2e.examples import Result, run_all
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 BODIES: dict[str, dict[str, Any]] = {}

@@ -7,6 +7,7 @@ optionally a message fragment) it must produce. A case may report only its own r
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -122,10 +123,13 @@ def test_cli_lint_prints_every_problem_and_fails(tmp_path: Path) -> None:
     assert proc.returncode != 0
     lines = proc.stderr.splitlines()
     for file, pointer, rule in EXPECTED_IN_BAD_TREE:
-        prefix = f"{file}#{pointer or '/'}: [{rule}] "
-        assert any(line.startswith(prefix) and len(line) > len(prefix) for line in lines), (
-            f"no line starting {prefix!r} in:\n{proc.stderr}"
-        )
+        # file:line: [RULE] message (at /pointer): the form editors and CI logs link to
+        found = [
+            line
+            for line in lines
+            if re.match(rf"{re.escape(file)}:\d+: \[{rule}\] .+ \(at {re.escape(pointer or '/')}\)$", line)
+        ]
+        assert found, f"no line for {file} {pointer} {rule} in:\n{proc.stderr}"
     assert f"{len(EXPECTED_IN_BAD_TREE)} spec problem(s)" in proc.stderr
     assert not (tmp_path / "generated").exists()
 

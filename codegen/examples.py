@@ -1,4 +1,8 @@
-"""Run the spec's examples against any transport and compare with what the spec declares."""
+"""Run a project's spec examples against any transport and compare with what the spec declares.
+
+Used by this repository's end-to-end tests and by the tests `kumitate init` writes into a new
+project: an example is a contract that every transport must keep.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,176 @@
+"""`kumitate init` and `kumitate new`: start a project, add a service, a tool or a resource.
+
+Everything written here is hand-owned from then on (specs and handlers): scaffolding writes a
+file only when it does not exist yet, and regenerates generated/ afterwards so the new project or
+tool is served at once. A new tool is a stub that answers NOT_IMPLEMENTED (with an example that
+says so), so the project's tests pass until the handler is written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from codegen import naming
+
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+    keep_trailing_newline=True,
+    undefined=jinja2.StrictUndefined,
+    autoescape=False,
+)
+BASE_ERRORS = Path(__file__).with_name("errors.yaml")
+MARKER = "    # kumitate new: methods for new tools and resources are added above this line\n"
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+class ScaffoldError(ValueError):
+    """What cannot be scaffolded, and why (the CLI prints it and exits 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Written:
+    path: Path
+    note: str = ""
+
+
+def _check_name(kind: str, name: str) -> None:
+    if not NAME.match(name):
+        raise ScaffoldError(f"{kind} name {name!r} must be snake_case: a-z first, then a-z, 0-9, _ (32 at most)")
+
+
+def _title(name: str) -> str:
+    return name.replace("_", " ").capitalize()
+
+
+def _write(path: Path, text: str, written: list[Written]) -> None:
+    if path.exists():
+        raise ScaffoldError(f"{path} already exists; nothing was changed")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    written.append(Written(path))
+
+
+def init_project(
+    target: Path, service: str = "hello", tool: str = "greet", kumitate: str = "kumitate"
+) -> list[Written]:
+    """A new project in `target` (empty or absent) with one service and one working tool."""
+    _check_name("service", service)
+    _check_name("tool", tool)
+    if target.exists() and any(target.iterdir()):
+        raise ScaffoldError(f"{target} is not empty; `kumitate init` starts a project in a new directory")
+    name = target.resolve().name
+    written: list[Written] = []
+    values = {"name": name, "service": service, "tool": tool, "kumitate_requirement": kumitate}
+    for template, path in (
+        ("pyproject.toml.jinja", "pyproject.toml"),
+        ("Makefile.jinja", "Makefile"),
+        ("README.md.jinja", "README.md"),
+        ("gitignore.jinja", ".gitignore"),
+        ("ci_run.jinja", ".ci/run"),
+        ("test_examples.py.jinja", "tests/test_examples.py"),
+    ):
+        _write(target / path, TEMPLATES.get_template(template).render(**values), written)
+    (target / ".ci/run").chmod(0o755)
+    _write(target / "tests/__init__.py", "", written)
+    _write(target / "handlers/__init__.py", '"""Hand-written domain logic, one package per service."""\n', written)
+    _write(target / "specs/errors.yaml", BASE_ERRORS.read_text(encoding="utf-8"), written)
+    written += _service_files(target / "specs", target / "handlers", service, first_tool=tool)
+    return written
+
+
+def new_service(specs: Path, handlers: Path, service: str) -> list[Written]:
+    """specs/<service>/service.yaml with one stub tool, and handlers/<service>/."""
+    _check_name("service", service)
+    if (specs / service).exists():
+        raise ScaffoldError(f"{specs / service} already exists; nothing was changed")
+    return _service_files(specs, handlers, service, first_tool=f"{service}_status", stub=True)
+
+
+def _service_files(specs: Path, handlers: Path, service: str, *, first_tool: str, stub: bool = False) -> list[Written]:
+    written: list[Written] = []
+    _write(
+        specs / service / "service.yaml",
+        TEMPLATES.get_template("service.yaml.jinja").render(service=service, title=_title(service)),
+        written,
+    )
+    _write(specs / service / "tools" / f"{first_tool}.yaml", _tool_spec(service, first_tool, stub=stub), written)
+    method = (
+        _stub_method(service, first_tool, f"{_title(first_tool)}.", resource=False)
+        if stub
+        else TEMPLATES.get_template("greet_method.py.jinja").render(tool=first_tool)
+    )
+    module = TEMPLATES.get_template("handlers.py.jinja").render(
+        service=service, bundle=naming.bundle_name(service), methods=method
+    )
+    _write(handlers / service / "__init__.py", module, written)
+    return written
+
+
+def _tool_spec(service: str, tool: str, *, stub: bool) -> str:
+    summary = f"{_title(tool)}." if stub else "Greet someone by name."
+    return TEMPLATES.get_template("tool.yaml.jinja").render(
+        service=service,
+        tool=tool,
+        title=_title(tool),
+        summary=summary,
+        description=(
+            f"Describe here, for an LLM, what {tool} does, what it returns and what it never does."
+            if stub
+            else "Answers with a greeting for the given name."
+        ),
+        use_when="you need what this tool returns" if stub else "you want to greet someone",
+        input_description="The name to use." if stub else "Who to greet.",
+        output_description="The result." if stub else "The greeting.",
+        stub=stub,
+    )
+
+
+def _stub_method(service: str, method: str, summary: str, *, resource: bool) -> str:
+    return TEMPLATES.get_template("stub_method.py.jinja").render(
+        service=service, method=method, summary=summary, resource=resource
+    )
+
+
+def new_tool(specs: Path, handlers: Path, service: str, tool: str) -> list[Written]:
+    """specs/<service>/tools/<tool>.yaml and a stub method in handlers/<service>/__init__.py."""
+    _check_name("tool", tool)
+    _require_service(specs, service)
+    written: list[Written] = []
+    _write(specs / service / "tools" / f"{tool}.yaml", _tool_spec(service, tool, stub=True), written)
+    written.append(
+        _add_method(handlers / service / "__init__.py", _stub_method(service, tool, f"{_title(tool)}.", resource=False))
+    )
+    return written
+
+
+def new_resource(specs: Path, handlers: Path, service: str, resource: str) -> list[Written]:
+    """specs/<service>/resources/<resource>.yaml and a stub read_<resource> method."""
+    _check_name("resource", resource)
+    _require_service(specs, service)
+    written: list[Written] = []
+    text = TEMPLATES.get_template("resource.yaml.jinja").render(
+        service=service, resource=resource, summary=f"{_title(resource)}."
+    )
+    _write(specs / service / "resources" / f"{resource}.yaml", text, written)
+    method = _stub_method(service, f"read_{resource}", f"{_title(resource)}.", resource=True)
+    written.append(_add_method(handlers / service / "__init__.py", method))
+    return written
+
+
+def _require_service(specs: Path, service: str) -> None:
+    if not (specs / service / "service.yaml").is_file():
+        known = sorted(p.parent.name for p in specs.glob("*/service.yaml"))
+        raise ScaffoldError(f"no service {service!r} in {specs}; known: {', '.join(known) or 'none'}")
+
+
+def _add_method(module: Path, method: str) -> Written:
+    """Insert the stub above the scaffold's marker line; without the marker, say what to paste where."""
+    text = module.read_text(encoding="utf-8") if module.is_file() else ""
+    if MARKER not in text:
+        return Written(module, f"add this method to the handler class in {module}:\n{method}")
+    module.write_text(text.replace(MARKER, method + MARKER, 1), encoding="utf-8")
+    return Written(module, "stub method added")

@@ -1,0 +1,101 @@
+"""Test helpers for kumitate projects: a real server on a free port, and spec examples over HTTP and MCP.
+
+A project made by `kumitate init` tests itself with these, the way this repository does:
+every example of its specs runs over HTTP on a real uvicorn socket and over MCP (in memory and
+streamable HTTP), and must give the declared result on each.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from codegen.examples import Result, run_all
+from codegen.specs import SpecTree, ToolSpec
+
+START_TIMEOUT_S = 120.0
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def serve(project: Path, data_dir: Path, **env: str) -> Iterator[Server]:
+    """`kumitate serve` for `project` on a free loopback port, until the block ends."""
+    port = free_port()
+    log = data_dir.parent / f"server-{port}.log"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("KUMITATE_")}
+    environment.update({"KUMITATE_DATA_DIR": str(data_dir), "KUMITATE_PROJECT": str(project), **env})
+    command = [sys.executable, "-m", "kumitate", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, cwd=project, env=environment, stdout=out, stderr=subprocess.STDOUT)
+    server = Server(f"http://127.0.0.1:{port}", process, log)
+    try:
+        _wait_until_up(server)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def _wait_until_up(server: Server) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            tail = server.log.read_text(encoding="utf-8", errors="replace")[-3000:]
+            raise RuntimeError(f"the server exited with {server.process.returncode}:\n{tail}")
+        try:
+            if httpx.get(f"{server.url}/v1/versions", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    server.process.kill()
+    raise RuntimeError(f"the server did not answer within {START_TIMEOUT_S:.0f} s")
+
+
+async def examples_over_http(tree: SpecTree, url: str) -> list[str]:
+    """Every example over HTTP; the failures, one line each."""
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+
+        async def call(tool: ToolSpec, arguments: Any) -> Result:
+            response = await http.request(tool.http_method, tool.http_path, json=arguments)
+            return Result(ok=response.status_code == 200, body=response.json())
+
+        failures, _ = await run_all(tree, call)
+    return failures
+
+
+async def examples_over_mcp(tree: SpecTree, client: Any) -> list[str]:
+    """Every example through a fastmcp Client (in memory, stdio or streamable HTTP)."""
+    async with client:
+
+        async def call(tool: ToolSpec, arguments: Any) -> Result:
+            result = await client.call_tool(tool.name, arguments, raise_on_error=False)
+            return Result(ok=not result.is_error, body=result.structured_content)
+
+        failures, _ = await run_all(tree, call)
+    return failures

@@ -1,0 +1,122 @@
+"""`kumitate init` and `kumitate new`: a new project passes its own tests at once, and keeps passing
+as services, tools and resources are added; a broken spec is reported by file, line and rule."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codegen import scaffold
+from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def kumitate(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("KUMITATE_PROJECT", None)
+    return subprocess.run(
+        [sys.executable, "-m", "kumitate", *argv], cwd=project, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def project_tests(project: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUMITATE_")} | {"PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    target = tmp_path / "my_tools"
+    done = kumitate(tmp_path, "init", str(target))
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+def test_init_writes_a_project_that_passes_its_own_tests(project: Path) -> None:
+    for path in (
+        "pyproject.toml",
+        "Makefile",
+        "README.md",
+        ".ci/run",
+        "specs/errors.yaml",
+        "specs/hello/tools/greet.yaml",
+        "handlers/hello/__init__.py",
+        "tests/test_examples.py",
+        "generated/hello/models.py",
+        "generated/openapi.json",
+    ):
+        assert (project / path).is_file(), path
+    assert os.access(project / ".ci/run", os.X_OK)
+    assert kumitate(project, "generate", "--check").returncode == 0
+    assert kumitate(project, "lint").returncode == 0
+    done = project_tests(project)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "3 passed" in done.stdout
+
+
+def test_new_service_tool_and_resource_keep_the_tests_green(project: Path) -> None:
+    assert kumitate(project, "new", "tool", "hello", "lookup_word").returncode == 0
+    assert kumitate(project, "new", "resource", "hello", "word_list").returncode == 0
+    assert kumitate(project, "new", "service", "notes").returncode == 0
+    tools = {p.stem for p in (project / "specs").glob("*/tools/*.yaml")}
+    assert tools == {"greet", "lookup_word", "notes_status"}
+    handler = (project / "handlers/hello/__init__.py").read_text()
+    assert "def lookup_word(" in handler and "def read_word_list(" in handler
+    assert kumitate(project, "generate", "--check").returncode == 0
+    done = project_tests(project)
+    assert done.returncode == 0, done.stdout[-3000:]
+    called = kumitate(project, "call", "hello", "lookup_word", "--json", '{"name": "x"}')
+    assert called.returncode == 1 and '"NOT_IMPLEMENTED"' in called.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["new", "tool", "nope", "x"], "no service 'nope'"),
+        (["new", "tool", "hello", "Bad-Name"], "must be snake_case"),
+        (["new", "tool", "hello", "greet"], "already exists"),
+    ],
+)
+def test_new_refuses_what_it_cannot_do(project: Path, argv: list[str], message: str) -> None:
+    done = kumitate(project, *argv)
+    assert done.returncode == 2 and message in done.stderr
+
+
+def test_a_broken_spec_is_reported_by_file_line_and_rule(project: Path) -> None:
+    spec = project / "specs/hello/tools/greet.yaml"
+    doc = yaml.safe_load(spec.read_text())
+    del doc["mcp"]["annotations"]["readOnlyHint"]
+    spec.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+    done = kumitate(project, "generate")
+    assert done.returncode == 1
+    line = next(i for i, text in enumerate(spec.read_text().splitlines(), 1) if "annotations:" in text)
+    assert f"specs/hello/tools/greet.yaml:{line}: [KT103]" in done.stderr, done.stderr
+
+
+def test_init_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "keep.txt").write_text("mine")
+    with pytest.raises(scaffold.ScaffoldError, match="not empty"):
+        scaffold.init_project(tmp_path / "x")
+
+
+def test_the_new_projects_catalogue_keeps_the_runtimes_codes() -> None:
+    """codegen/scaffold/errors.yaml is the runtime's part of specs/errors.yaml: the two must agree."""
+    ours = yaml.safe_load((REPO / "specs/errors.yaml").read_text())["codes"]
+    base = yaml.safe_load(scaffold.BASE_ERRORS.read_text())["codes"]
+    assert base == {code: ours[code] for code in base}
+    for code in ("BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "STORAGE_UNAVAILABLE", "ORIGIN_NOT_ALLOWED"):
+        assert code in base
