@@ -10,6 +10,7 @@ Matchers run in a fixed order (docs/attendance.md lists them) and the first that
 applies wins:
 
 0. a concession (全員来てほしいけど無理なら3人) → the fallback count, BEST_SCORE, and a question;
+   alternatives of named groups (山田&田中 か 佐藤&鈴木, alternatives.py) → GROUP_ANY of complete groups;
    a disjunction of names (山田さんか田中さんのどちらか) → GROUP_ANY over those names;
 1. name lists before/after a required word (山田さんと田中さんは必須) → REQUIRED_PLUS_QUORUM,
    or ALL when the list is 全員/みんな (全員必須); a group before 全員 (営業部は全員必須)
@@ -22,6 +23,8 @@ applies wins:
 6. a plain threshold (最低3人, 3人以上集まれば);
 7. ANY wording (誰か, 参加者がいれば);
 8. otherwise ambiguous → ANY with questions.
+
+parse.py then checks the reading for a contradiction (contradiction.py: 全員必須 and 誰か1人でも).
 
 Counts are then checked against the scope: k = 1 becomes ANY, k = n becomes ALL,
 an impossible count becomes ANY with a question. Nothing here guesses a name.
