@@ -14,6 +14,7 @@ above) and comma-marked splits (「…、または佐藤さん」) have one read
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +50,11 @@ def named_groups(
     if any(len(m.keys) != 1 for m in chain):
         return Reading("ANY", {}, 0.5, "named_groups.unresolved")  # the names are already in missing
     tight = _groups(_split(chain, gaps, "or"))
+    if len(tight) > MAX_GROUPS:
+        questions.append(
+            f"{len(tight)}組の組み合わせは1つのルールにできません（最大{MAX_GROUPS}組）。条件を絞ってください。"
+        )
+        return Reading("ANY", {}, 0.5, "named_groups.too_many")
     phrase = _phrase(tight)
     keys = list(dict.fromkeys(k for g in tight for k in g["any_of_invitee_keys"]))
     if other_condition(keys, chain[0].start, end):
@@ -58,8 +64,12 @@ def named_groups(
     marked = all("、" in gap or "," in gap for gap, kind in gaps if kind == "or")
     if len(sizes) == 1 or marked:
         return Reading("GROUP_ANY", {"groups": tight}, 0.85, "group.named_alternatives")
-    loose = _groups([list(pick) for pick in itertools.product(*_split(chain, gaps, "and"))])
-    if len(loose) > MAX_GROUPS or _same(tight, loose):
+    slots = _split(chain, gaps, "and")  # or-first: one pick from every and-joined slot
+    if math.prod(len(slot) for slot in slots) > MAX_GROUPS:  # never build an exponential product
+        questions.append(f"「{phrase}」のどれかがそろえば成立ですか？（組み合わせを確認してください）")
+        return Reading("GROUP_ANY", {"groups": tight}, 0.6, "group.named_alternatives_ambiguous")
+    loose = _groups([list(pick) for pick in itertools.product(*slots)])
+    if _same(tight, loose):
         return Reading("GROUP_ANY", {"groups": tight}, 0.85, "group.named_alternatives")
     questions.append(
         f"「{phrase}」のどれかがそろえば成立ですか？ それとも「{_phrase(loose)}」のどれかですか？（いまは前者としています）"

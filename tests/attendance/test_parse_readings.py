@@ -156,3 +156,19 @@ def test_alternatives_with_an_unknown_name_are_not_guessed() -> None:
     out = parse("山田さんと木村さんか佐藤さんと鈴木さんが揃えばOK")
     assert rule_of(out) == ("ANY", {})
     assert out["missing"] == ["木村"]
+
+
+def test_many_alternatives_stay_bounded() -> None:
+    """The or-first reading is a product over the and-joined parts: it is never built past 100 groups."""
+    out = parse("山田か田中と佐藤か鈴木と" * 40 + "高橋が揃えば")
+    assert out["attendance_rule"]["type"] == "GROUP_ANY"
+    assert len(out["attendance_rule"]["rule"]["groups"]) <= 100
+    assert out["needs_clarification"] and out["confidence"] < 0.7
+    many = users(150)
+    text = "か".join(f"User{i}とUser{i + 1}" for i in range(1, 149, 2)) + "が揃えば"
+    out = parse(text, many)
+    assert (out["attendance_rule"]["type"], out["matched_pattern"]) == ("GROUP_ANY", "group.named_alternatives")
+    assert len(out["attendance_rule"]["rule"]["groups"]) == 74
+    text = "か".join(f"User{i}とUser{i + 1}" for i in range(1, 150, 1)) + "が揃えば"
+    out = parse(text, many)
+    assert (out["attendance_rule"]["type"], out["matched_pattern"]) == ("ANY", "named_groups.too_many")

@@ -161,8 +161,12 @@ def test_integers_past_the_bounds_are_refused_by_the_input_models() -> None:
     with pytest.raises(ValidationError):
         SaveAttendanceRuleInput.model_validate({"thread_id": "t", "rule": rule})
     with pytest.raises(ValidationError):
-        ParseAttendanceIntentInput.model_validate({"text": "全員", "invitees": [{"user_id": 2**63, "display_name": "x"}]})
-    ok = ParseAttendanceIntentInput.model_validate({"text": "全員", "invitees": [{"user_id": 2**63 - 1, "display_name": "x"}]})
+        ParseAttendanceIntentInput.model_validate(
+            {"text": "全員", "invitees": [{"user_id": 2**63, "display_name": "x"}]}
+        )
+    ok = ParseAttendanceIntentInput.model_validate(
+        {"text": "全員", "invitees": [{"user_id": 2**63 - 1, "display_name": "x"}]}
+    )
     assert parse_attendance_intent(ok.model_dump(mode="json", exclude_none=True))["attendance_rule"]["invitee_scope"][
         "include_invitee_keys"
     ] == [f"u:{2**63 - 1}"]
