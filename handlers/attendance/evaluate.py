@@ -11,6 +11,11 @@ and reported (`in_past`), but it is never finalised or recommended.
 EARLIEST_VALID ranks valid slots by start first (the seed: 最初に条件を満たしたSlot);
 BEST_SCORE and MANUAL by score first. The tie_breaker only orders slots that tie
 on that first key.
+
+A rule that save would refuse but whose meaning is clear (k > n, a group too
+small, a key outside the scope) is evaluated: its problems are reported in
+`rule_problems`, and if no way to meet it is left the decision is `unsatisfiable`
+(docs/attendance.md has the table). An `expired` answer is a final "no".
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
         _slot(rule, slots[i]["slot_id"], starts[i], now, attendees[i], scope, group_sets, reachable)
         for i in range(len(slots))
     ]
-    satisfiable = all(reachable) if rule["type"] != "GROUP_ANY" else any(reachable)
+    satisfiable = any(reachable)
     decision = _decide(policy, evaluations, starts, [k for k in scope if k not in answered], satisfiable)
     auto_at = None
     if decision["finalize"] and policy.get("auto_finalize"):
@@ -189,9 +194,16 @@ def _slot(
         shortfall = len(scope) + 1
         for group, members, possible in zip(params["groups"], group_sets, reachable, strict=True):
             count = len(members & who)
-            state = {"name": group["name"], "min": group["min"], "count": count, "satisfied": count >= group["min"]}
-            groups.append({**state, "satisfiable": possible})
-            if possible or not any(reachable):
+            groups.append(
+                {
+                    "name": group["name"],
+                    "min": group["min"],
+                    "count": count,
+                    "satisfied": count >= group["min"],
+                    "satisfiable": possible,
+                }
+            )
+            if possible or not any(reachable):  # the nearest way to a group that can succeed
                 shortfall = min(shortfall, max(0, group["min"] - count))
     return {
         "slot_id": slot_id,
