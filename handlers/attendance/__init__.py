@@ -71,8 +71,9 @@ class AttendanceHandlers:
         request = _data(input)
         result = evaluate_attendance(request)
         log.info(
-            "evaluate_attendance type=%s slots=%d selections=%d finalize=%s reason=%s",
+            "evaluate_attendance type=%s problems=%d slots=%d selections=%d finalize=%s reason=%s",
             result["rule_type"],
+            len(result["rule_problems"]),
             len(request["slots"]),
             len(request["selections"]),
             result["decision"]["finalize"],

@@ -11,6 +11,11 @@ and reported (`in_past`), but it is never finalised or recommended.
 EARLIEST_VALID ranks valid slots by start first (the seed: 最初に条件を満たしたSlot);
 BEST_SCORE and MANUAL by score first. The tie_breaker only orders slots that tie
 on that first key.
+
+A rule that save would refuse but whose meaning is clear (k > n, a group too
+small, a key outside the scope) is evaluated: its problems are reported in
+`rule_problems`, and if no way to meet it is left the decision is `unsatisfiable`
+(docs/attendance.md has the table). An `expired` answer is a final "no".
 """
 
 from __future__ import annotations
@@ -19,14 +24,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from handlers.attendance.timeutil import instant, utc_text, zone
-from handlers.attendance.validate import check_rule
+from handlers.attendance.validate import check_for_evaluation
 from kumitate.errors import ToolError
 
 SELECTED, DECLINED, PENDING = -1, -2, -3
 
 
 def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
-    rule = check_rule(request["rule"])
+    rule, problems = check_for_evaluation(request["rule"])
     slot_policy = rule["slot_policy"]
     policy = rule["finalize_policy"]
     default_tz = zone(slot_policy["timezone"], "rule.slot_policy.timezone")
@@ -40,11 +45,14 @@ def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
     scope = [k for k in dict.fromkeys(scope_rule["include_invitee_keys"]) if k not in excluded]
     attendees, answered, ignored = _count(request["selections"], set(scope), slot_index, slot_policy)
 
-    group_sets = [frozenset(g["any_of_invitee_keys"]) for g in rule["rule"].get("groups", [])]
+    group_sets = [frozenset(g["any_of_invitee_keys"]) & set(scope) for g in rule["rule"].get("groups", [])]
+    reachable = _reachable(rule, scope, group_sets)
     evaluations = [
-        _slot(rule, slots[i]["slot_id"], starts[i], now, attendees[i], scope, group_sets) for i in range(len(slots))
+        _slot(rule, slots[i]["slot_id"], starts[i], now, attendees[i], scope, group_sets, reachable)
+        for i in range(len(slots))
     ]
-    decision = _decide(policy, evaluations, starts, [k for k in scope if k not in answered])
+    satisfiable = any(reachable)
+    decision = _decide(policy, evaluations, starts, [k for k in scope if k not in answered], satisfiable)
     auto_at = None
     if decision["finalize"] and policy.get("auto_finalize"):
         delay = policy.get("auto_finalize_delay_seconds", 0)
@@ -56,6 +64,8 @@ def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
             ) from None
     return {
         "rule_type": rule["type"],
+        "satisfiable": satisfiable,
+        "rule_problems": problems,
         "evaluated_at": utc_text(now),
         "slots": evaluations,
         "decision": decision,
@@ -105,8 +115,8 @@ def _count(
         if status == "selected":
             if state.get(pair, PENDING) < 0:
                 state[pair] = pos  # a selected run starts here; repeats keep its start
-        else:
-            state[pair] = DECLINED if status == "declined" else PENDING
+        else:  # an expired invitation is a final "no", like declined: nobody waits for it
+            state[pair] = PENDING if status == "pending" else DECLINED
     attendees: list[set[str]] = [set() for _ in slot_index]
     answered: set[str] = set()
     chosen: dict[str, tuple[int, int]] = {}
@@ -133,6 +143,26 @@ def _count(
     return attendees, answered, ignored
 
 
+def _reachable(rule: dict[str, Any], scope: list[str], group_sets: list[frozenset[str]]) -> list[bool]:
+    """Whether the rule can be met by the invitees in scope (one entry per GROUP_ANY group, else one).
+
+    Only selections of invitees in scope count, so a required invitee or group member outside it
+    never attends, and k or a group's min above the people who can attend is never reached.
+    """
+    params = rule["rule"]
+    kind = rule["type"]
+    if kind == "GROUP_ANY":
+        return [g["min"] <= len(members) for g, members in zip(params["groups"], group_sets, strict=True)]
+    if not scope:
+        return [False]
+    if kind == "K_OF_N":
+        return [params["k"] <= len(scope)]
+    if kind == "REQUIRED_PLUS_QUORUM":
+        required = set(params["required_invitee_keys"])
+        return [required <= set(scope) and params["min_additional"] <= len(set(scope) - required)]
+    return [True]
+
+
 def _slot(
     rule: dict[str, Any],
     slot_id: str,
@@ -141,6 +171,7 @@ def _slot(
     who: set[str],
     scope: list[str],
     group_sets: list[frozenset[str]],
+    reachable: list[bool],
 ) -> dict[str, Any]:
     kind = rule["type"]
     params = rule["rule"]
@@ -161,17 +192,24 @@ def _slot(
         shortfall = len(missing) + max(0, params["min_additional"] - additional)
     else:
         shortfall = len(scope) + 1
-        for group, members in zip(params["groups"], group_sets, strict=True):
+        for group, members, possible in zip(params["groups"], group_sets, reachable, strict=True):
             count = len(members & who)
             groups.append(
-                {"name": group["name"], "min": group["min"], "count": count, "satisfied": count >= group["min"]}
+                {
+                    "name": group["name"],
+                    "min": group["min"],
+                    "count": count,
+                    "satisfied": count >= group["min"],
+                    "satisfiable": possible,
+                }
             )
-            shortfall = min(shortfall, max(0, group["min"] - count))
+            if possible or not any(reachable):  # the nearest way to a group that can succeed
+                shortfall = min(shortfall, max(0, group["min"] - count))
     return {
         "slot_id": slot_id,
         "start_utc": utc_text(start),
         "in_past": start <= now,
-        "satisfied": shortfall == 0,
+        "satisfied": shortfall == 0 and any(reachable),
         "score": score,
         "shortfall": shortfall,
         "missing_required": missing,
@@ -184,11 +222,16 @@ _MESSAGES = {
     "no_valid_slot": "条件を満たす候補日時はまだありません。",
     "slot_in_past": "条件を満たす候補日時はすべて開始時刻を過ぎています。新しい候補日時を追加してください。",
     "manual_mode": "手動確定モードです。おすすめの候補を参考に主催者が確定してください。",
+    "unsatisfiable": "このルールは対象の招待者では満たせません（rule_problems を参照）。ルールを見直してください。",
 }
 
 
 def _decide(
-    policy: dict[str, Any], evaluations: list[dict[str, Any]], starts: list[datetime], pending: list[str]
+    policy: dict[str, Any],
+    evaluations: list[dict[str, Any]],
+    starts: list[datetime],
+    pending: list[str],
+    satisfiable: bool,
 ) -> dict[str, Any]:
     mode = policy["mode"]
     tie = policy["tie_breaker"]
@@ -212,7 +255,9 @@ def _decide(
         "candidates": candidates,
         "pending_invitee_keys": pending,
     }
-    if not evaluations:
+    if not satisfiable:
+        reason = "unsatisfiable"
+    elif not evaluations:
         reason = "no_slots"
     elif best is None:
         reason = "slot_in_past" if satisfied else "no_valid_slot"

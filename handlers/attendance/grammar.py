@@ -10,6 +10,7 @@ Matchers run in a fixed order (docs/attendance.md lists them) and the first that
 applies wins:
 
 0. a concession (全員来てほしいけど無理なら3人) → the fallback count, BEST_SCORE, and a question;
+   alternatives of named groups (山田&田中 か 佐藤&鈴木, alternatives.py) → GROUP_ANY of complete groups;
    a disjunction of names (山田さんか田中さんのどちらか) → GROUP_ANY over those names;
 1. name lists before/after a required word (山田さんと田中さんは必須) → REQUIRED_PLUS_QUORUM,
    or ALL when the list is 全員/みんな (全員必須); a group before 全員 (営業部は全員必須)
@@ -23,6 +24,8 @@ applies wins:
 7. ANY wording (誰か, 参加者がいれば);
 8. otherwise ambiguous → ANY with questions.
 
+parse.py then checks the reading for a contradiction (contradiction.py: 全員必須 and 誰か1人でも).
+
 Counts are then checked against the scope: k = 1 becomes ANY, k = n becomes ALL,
 an impossible count becomes ANY with a question. Nothing here guesses a name.
 """
@@ -31,10 +34,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
+from handlers.attendance.alternatives import named_groups
 from handlers.attendance.names import Directory, Mention
 from handlers.attendance.numbers import fraction_of, half_of, majority_of
+from handlers.attendance.reading import Reading
 from handlers.attendance.text import Folded, rx
 
 _REQUIRED_AFTER = rx(
@@ -172,21 +176,6 @@ class Item:
     kind: str  # "person" | "group" | "unknown" | "all"
     name: str
     keys: list[str] = field(default_factory=list)
-
-
-@dataclass(slots=True)
-class Reading:
-    """What the grammar made of the utterance."""
-
-    type: str
-    params: dict[str, Any]
-    confidence: float
-    pattern: str
-    questions: list[str] = field(default_factory=list)
-    required: list[str] = field(default_factory=list)
-    optional: list[str] = field(default_factory=list)
-    excluded: list[str] = field(default_factory=list)
-    policy: dict[str, Any] = field(default_factory=dict)
 
 
 class Grammar:
@@ -397,6 +386,9 @@ class Grammar:
         reading = (
             self._unknown_groups()
             or self._concession(required_items, n)
+            or named_groups(
+                self.s, self.mentions, self.questions, lambda k, a, b: self.other_condition(required_items, k, a, b)
+            )
             or self._named_any(required_items)
             or self._required(required_items, n)
             or self._group_any(n)
@@ -544,10 +536,7 @@ class Grammar:
             return Reading("ANY", {}, 0.5, "named_any.unresolved")  # already reported as missing
         keys = list(dict.fromkeys(m.keys[0] for m in chain))
         k = int(tail.group(1) or tail.group(2) or 1)
-        start, end = chain[0].start, tail.end()
-        others = [key for key in self._keys(items) if key not in keys]
-        counts = [c for c in _THRESHOLD.finditer(self.s) if c.end() <= start or c.start() >= end]
-        if others or counts or _ADDITIONAL.search(self.s) or _TOTAL.search(self.s):
+        if self.other_condition(items, keys, chain[0].start, tail.end()):
             self.questions.append(
                 f"「{names}のどちらか」と別の条件を1つのルールにはできません。成立条件を1つに絞って教えてください。"
             )
@@ -557,6 +546,12 @@ class Grammar:
             return Reading("ANY", {}, 0.5, "named_any.impossible")
         group = {"name": names, "min": k, "any_of_invitee_keys": keys}
         return Reading("GROUP_ANY", {"groups": [group]}, 0.85, "group.named_any")
+
+    def other_condition(self, items: list[Item], keys: list[str], start: int, end: int) -> bool:
+        """Whether anything outside s[start:end] states a further condition (another required name, a count)."""
+        others = [key for key in self._keys(items) if key not in keys]
+        counts = [c for c in _THRESHOLD.finditer(self.s) if c.end() <= start or c.start() >= end]
+        return bool(others or counts or _ADDITIONAL.search(self.s) or _TOTAL.search(self.s))
 
     def _required(self, items: list[Item], n: int) -> Reading | None:
         if not items:

@@ -121,7 +121,11 @@ class Directory:
                 if key not in group.keys:
                     group.keys.append(key)
         forms = sorted({f for f in (*self._strong, *self._weak) if len(f) >= 2}, key=lambda f: (-len(f), f))
-        self._name_re = re.compile("|".join(re.escape(f) for f in forms)) if forms else None
+        alternatives = [re.escape(f) for f in forms]
+        letters = sorted({f for f in (*self._strong, *self._weak) if len(f) == 1 and "a" <= f <= "z"})
+        if letters:  # a one-letter name (A, B) only as a word of its own: 「A&B か C&D」, never inside "ok"
+            alternatives.append(f"(?<![a-z0-9])[{''.join(letters)}](?![a-z0-9])")
+        self._name_re = re.compile("|".join(alternatives)) if alternatives else None
         variants: dict[str, str] = {}
         for core, group in self.groups.items():
             for form in (

@@ -40,47 +40,70 @@ def normalize_rule(rule: dict[str, Any]) -> dict[str, Any]:
 
 def rule_problems(rule: Any) -> list[str]:
     """All problems of a rule; [] when it can be stored and evaluated."""
+    return [text for text, _ in findings(rule)]
+
+
+def findings(rule: Any) -> list[tuple[str, bool]]:
+    """Every problem with whether evaluation can still go on (True) or the rule's meaning is unclear (False).
+
+    Evaluable problems leave the meaning clear but make part or all of the rule impossible or redundant
+    (k > n, a group too small, a member outside the scope, a repeated key): evaluate_attendance reports
+    them and the slots as unsatisfied instead of refusing. Saving refuses every problem.
+    """
     problems = schema_errors("AttendanceRule", rule)
     if problems:
-        return problems
+        return [(p, False) for p in problems]
+    out: list[tuple[str, bool]] = []
     scope = rule["invitee_scope"]
     include = scope["include_invitee_keys"]
     exclude = scope.get("exclude_invitee_keys", [])
-    problems.extend(_duplicates("invitee_scope.include_invitee_keys", include))
-    problems.extend(_duplicates("invitee_scope.exclude_invitee_keys", exclude))
-    problems.extend(
+    notes = _duplicates("invitee_scope.include_invitee_keys", include)
+    notes += _duplicates("invitee_scope.exclude_invitee_keys", exclude)
+    notes += [
         f"invitee_scope.exclude_invitee_keys has {key}, which is not in include_invitee_keys"
         for key in exclude
         if key not in include
-    )
+    ]
     effective = [k for k in dict.fromkeys(include) if k not in set(exclude)]
     if not include:
-        problems.append("invitee_scope.include_invitee_keys is empty: a rule needs at least one invitee in scope")
+        notes.append("invitee_scope.include_invitee_keys is empty: a rule needs at least one invitee in scope")
     elif not effective:
-        problems.append("the effective scope (include_invitee_keys minus exclude_invitee_keys) is empty")
+        notes.append("the effective scope (include_invitee_keys minus exclude_invitee_keys) is empty")
+    out += [(n, True) for n in notes]
     tz = rule.get("slot_policy", {}).get("timezone")
     if tz is not None and not _is_zone(tz):
-        problems.append(f"slot_policy.timezone {tz!r} is not an IANA time zone")
+        out.append((f"slot_policy.timezone {tz!r} is not an IANA time zone", False))
     kind = rule["type"]
     params = rule["rule"]
-    for name in sorted(set(params) - _TYPE_FIELDS[kind]):
-        problems.append(f"rule.{name} is not used by type {kind}; remove it")
+    out += [
+        (f"rule.{name} is not used by type {kind}; remove it", False)
+        for name in sorted(set(params) - _TYPE_FIELDS[kind])
+    ]
     scope_set = set(effective)
     if kind == "K_OF_N":
-        problems.extend(_k_of_n(params, len(effective)))
+        out += _k_of_n(params, len(effective))
     elif kind == "REQUIRED_PLUS_QUORUM":
-        problems.extend(_required(params, scope_set))
+        out += _required(params, scope_set)
     elif kind == "GROUP_ANY":
-        problems.extend(_groups(params, scope_set))
-    return problems
+        out += _groups(params, scope_set)
+    return out
 
 
 def check_rule(rule: Any) -> dict[str, Any]:
-    """Validate and normalise, or raise VALIDATION_ERROR naming every problem."""
+    """Validate and normalise, or raise VALIDATION_ERROR naming every problem (for storing a rule)."""
     problems = rule_problems(rule)
     if problems:
         raise ToolError("invalid attendance rule: " + "; ".join(problems), code="VALIDATION_ERROR")
     return normalize_rule(rule)
+
+
+def check_for_evaluation(rule: Any) -> tuple[dict[str, Any], list[str]]:
+    """The normalised rule and its evaluable problems; VALIDATION_ERROR only when its meaning is unclear."""
+    found = findings(rule)
+    fatal = [text for text, evaluable in found if not evaluable]
+    if fatal:
+        raise ToolError("invalid attendance rule: " + "; ".join(fatal), code="VALIDATION_ERROR")
+    return normalize_rule(rule), [text for text, _ in found]
 
 
 def _is_zone(name: str) -> bool:
@@ -101,47 +124,47 @@ def _duplicates(field: str, keys: list[str]) -> list[str]:
     return out
 
 
-def _k_of_n(params: dict[str, Any], size: int) -> list[str]:
-    missing = [f"rule.{f} is required for type K_OF_N" for f in ("k", "n") if f not in params]
+def _k_of_n(params: dict[str, Any], size: int) -> list[tuple[str, bool]]:
+    missing = [(f"rule.{f} is required for type K_OF_N", False) for f in ("k", "n") if f not in params]
     if missing:
         return missing
     k, n = params["k"], params["n"]
     out = []
     if k > n:
-        out.append(f"rule.k ({k}) is larger than rule.n ({n})")
+        out.append((f"rule.k ({k}) is larger than rule.n ({n})", True))
     if n != size:
-        out.append(f"rule.n ({n}) does not match the {size} invitees in the effective scope")
+        out.append((f"rule.n ({n}) does not match the {size} invitees in the effective scope", True))
     return out
 
 
-def _required(params: dict[str, Any], scope: set[str]) -> list[str]:
+def _required(params: dict[str, Any], scope: set[str]) -> list[tuple[str, bool]]:
     out = [
-        f"rule.{f} is required for type REQUIRED_PLUS_QUORUM"
+        (f"rule.{f} is required for type REQUIRED_PLUS_QUORUM", False)
         for f in ("required_invitee_keys", "min_additional")
         if f not in params
     ]
     required = params.get("required_invitee_keys", [])
     if "required_invitee_keys" in params and not required:
-        out.append("rule.required_invitee_keys must name at least one invitee for REQUIRED_PLUS_QUORUM")
-    out.extend(_duplicates("rule.required_invitee_keys", required))
-    out.extend(
+        out.append(("rule.required_invitee_keys must name at least one invitee for REQUIRED_PLUS_QUORUM", False))
+    notes = _duplicates("rule.required_invitee_keys", required)
+    notes += [
         f"rule.required_invitee_keys has {k}, which is not in the effective scope" for k in required if k not in scope
-    )
+    ]
     if "min_additional" in params:
         pool = len(scope - set(required))
         if params["min_additional"] > pool:
-            out.append(
+            notes.append(
                 f"rule.min_additional ({params['min_additional']}) is larger than the {pool} non-required invitees in scope"
             )
-    return out
+    return out + [(n, True) for n in notes]
 
 
-def _groups(params: dict[str, Any], scope: set[str]) -> list[str]:
+def _groups(params: dict[str, Any], scope: set[str]) -> list[tuple[str, bool]]:
     if "groups" not in params:
-        return ["rule.groups is required for type GROUP_ANY"]
+        return [("rule.groups is required for type GROUP_ANY", False)]
     groups = params["groups"]
     if not groups:
-        return ["rule.groups must hold at least one group for GROUP_ANY"]
+        return [("rule.groups must hold at least one group for GROUP_ANY", True)]
     out = []
     names: set[str] = set()
     for i, group in enumerate(groups):
@@ -158,4 +181,4 @@ def _groups(params: dict[str, Any], scope: set[str]) -> list[str]:
         inside = len({k for k in keys if k in scope})
         if group["min"] > inside:
             out.append(f"{label} needs min {group['min']} but has only {inside} invitees in scope")
-    return out
+    return [(p, True) for p in out]

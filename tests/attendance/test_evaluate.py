@@ -140,8 +140,8 @@ def test_group_any_state() -> None:
     ]
     out = run(rule("GROUP_ANY", {"groups": groups}), [sel("u:1", "late"), sel("u:4", "late"), sel("u:5", "late")])
     assert out["slots"][0]["groups"] == [
-        {"name": "A", "min": 2, "count": 1, "satisfied": False},
-        {"name": "B", "min": 3, "count": 2, "satisfied": False},
+        {"name": "A", "min": 2, "count": 1, "satisfied": False, "satisfiable": True},
+        {"name": "B", "min": 3, "count": 2, "satisfied": False, "satisfiable": True},
     ]
     assert out["slots"][0]["shortfall"] == 1
 
@@ -235,10 +235,10 @@ def test_bad_inputs() -> None:
         run(rule("ANY"), [], now="0001-01-01T00:00:00+01:00")
     assert err.value.code == "INVALID_INPUT"
     with pytest.raises(ToolError) as err:
-        run(rule("K_OF_N", {"k": 7, "n": 6}), [])
+        run(rule("K_OF_N", {"k": 3}), [])
     assert (err.value.code, err.value.message) == (
         "VALIDATION_ERROR",
-        "invalid attendance rule: rule.k (7) is larger than rule.n (6)",
+        "invalid attendance rule: rule.n is required for type K_OF_N",
     )
 
 

@@ -212,3 +212,24 @@ def test_no_call_when_the_deadline_has_no_time_left(llm: FakeLLM) -> None:
     result = parse_attendance_intent(request())
     assert llm_fallback(request(), result, KEYS, llm.env, deadline=time.monotonic() + 0.1) is result
     assert llm.calls == []
+
+
+@pytest.mark.slow
+def test_served_parse_answers_in_time_with_a_slow_model(llm: FakeLLM, tmp_path: Path) -> None:
+    """kumitate serve with a 1.5 s cap on every call and a model that answers after 30 s: 200, rule-based."""
+    import httpx
+
+    from tests.conftest import start_server, stop_server
+
+    llm.reply = answer("3人以上")
+    llm.delay = 30
+    server = start_server(tmp_path / "var", tmp_path / "server.log", KUMITATE_MAX_TIMEOUT_MS="1500", **llm.env)
+    try:
+        response = httpx.post(f"{server.url}/v1/attendance/parse_attendance_intent", json=request(), timeout=30)
+    finally:
+        stop_server(server)
+    assert response.status_code == 200, response.text
+    expected = parse_attendance_intent(request())
+    assert response.json()["attendance_rule"] == expected["attendance_rule"]
+    assert response.json()["matched_pattern"] == expected["matched_pattern"]
+    assert llm.calls  # the model was asked, and abandoned in time

@@ -59,3 +59,44 @@ def test_no_input_value_in_stderr_or_log_records(
     logged = repr(seen)
     for value in VALUES:
         assert value not in logged
+
+
+@pytest.mark.slow
+def test_a_real_server_writes_no_input_value_to_stderr(tmp_path: Path) -> None:
+    """The same calls over HTTP to `kumitate serve` (stdout and stderr captured in one log file)."""
+    import httpx
+
+    from tests.conftest import start_server, stop_server
+
+    server = start_server(tmp_path / "var", tmp_path / "server.log")
+    try:
+        base = f"{server.url}/v1/attendance"
+        invitees = [
+            {"user_id": "1", "display_name": NAME},
+            {"email": EMAIL, "display_name": "外部 花子"},
+            {"user_id": "3", "display_name": "佐藤 次郎"},
+        ]
+        parsed = httpx.post(f"{base}/parse_attendance_intent", json={"text": TEXT, "invitees": invitees}, timeout=30)
+        rule = parsed.json()["attendance_rule"]
+        calls = [
+            ("save_attendance_rule", {"thread_id": THREAD, "rule": rule}),
+            ("get_attendance_rule", {"thread_id": THREAD, "include_history": True}),
+            ("get_attendance_rule", {"thread_id": THREAD + "-unknown"}),  # a NOT_FOUND is logged too
+            (
+                "evaluate_attendance",
+                {
+                    "rule": rule,
+                    "slots": [{"slot_id": SLOT, "start": "2030-01-01T10:00:00+09:00"}],
+                    "selections": [{"invitee_key": "u:1", "slot_id": SLOT, "status": "selected"}],
+                },
+            ),
+            ("invitee_key", {"kind": "email", "value": EMAIL}),
+        ]
+        statuses = [httpx.post(f"{base}/{tool}", json=body, timeout=30).status_code for tool, body in calls]
+        assert (parsed.status_code, statuses) == (200, [200, 200, 404, 200, 200])
+    finally:
+        stop_server(server)
+    logged = server.log.read_text(encoding="utf-8", errors="replace")
+    assert '"tool": "save_attendance_rule"' in logged  # the call lines are there
+    for value in VALUES:
+        assert value not in logged

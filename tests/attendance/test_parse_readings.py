@@ -100,3 +100,75 @@ def test_one_statement_is_no_contradiction(text: str, rule_type: str) -> None:
     out = parse(text)
     assert out["attendance_rule"]["type"] == rule_type
     assert out["needs_clarification"] == []
+
+
+# -- alternatives of named groups ------------------------------------------------------------------
+
+
+def pair(name: str, keys: list[str]) -> dict[str, Any]:
+    return {"name": name, "min": len(keys), "any_of_invitee_keys": keys}
+
+
+PAIRS = [pair("山田・田中", ["u:1", "u:2"]), pair("佐藤・鈴木", ["u:3", "u:4"])]
+LETTERS = [{"user_id": str(i), "display_name": name} for i, name in enumerate("ABCDE", start=1)]
+
+
+@pytest.mark.parametrize(
+    ("text", "invitees", "groups"),
+    [
+        ("山田さん&田中さん か 佐藤さん&鈴木さん のどれかが揃えばOK", TEAM, PAIRS),
+        ("山田&田中 か 佐藤&鈴木 のどれかが揃えばOK", TEAM, PAIRS),
+        ("山田さんと田中さん、または佐藤さんと鈴木さんが揃えばOK", TEAM, PAIRS),
+        ("山田さんと田中さん、または佐藤さんと鈴木さんのどちらか", TEAM, PAIRS),
+        ("山田さんと田中さん、または佐藤さんがいればOK", TEAM, [PAIRS[0], pair("佐藤", ["u:3"])]),
+        ("A&B か C&D のどれかが揃えばOK", LETTERS, [pair("A・B", ["u:1", "u:2"]), pair("C・D", ["u:3", "u:4"])]),
+    ],
+)
+def test_alternatives_of_named_groups_are_group_any(
+    text: str, invitees: list[dict[str, Any]], groups: list[dict[str, Any]]
+) -> None:
+    out = parse(text, invitees)
+    assert rule_of(out) == ("GROUP_ANY", {"groups": groups})
+    assert (out["confidence"], out["needs_clarification"], out["missing"]) == (0.85, [], [])
+    assert out["attendance_rule"]["finalize_policy"]["mode"] == "EARLIEST_VALID"
+
+
+@pytest.mark.parametrize("text", ["山田さんと田中さんか佐藤さんが揃えばOK", "山田さんと田中さんか佐藤さんのどちらか"])
+def test_really_ambiguous_alternatives_ask_naming_the_groups(text: str) -> None:
+    out = parse(text)
+    assert rule_of(out) == ("GROUP_ANY", {"groups": [PAIRS[0], pair("佐藤", ["u:3"])]})
+    assert out["needs_clarification"] == [
+        "「山田・田中」か「佐藤」のどれかがそろえば成立ですか？ それとも「山田・田中」か「山田・佐藤」のどれかですか？"
+        "（いまは前者としています）"
+    ]
+    assert out["confidence"] == 0.6 and out["attendance_rule"]["finalize_policy"]["auto_finalize"] is False
+
+
+def test_alternatives_with_another_condition_ask() -> None:
+    out = parse("山田さんと田中さんか佐藤さんと鈴木さんが揃えば、あと1人")
+    assert rule_of(out) == ("ANY", {})
+    assert out["needs_clarification"] == [
+        "「山田・田中」か「佐藤・鈴木」と別の条件を1つのルールにはできません。成立条件を1つに絞って教えてください。"
+    ]
+
+
+def test_alternatives_with_an_unknown_name_are_not_guessed() -> None:
+    out = parse("山田さんと木村さんか佐藤さんと鈴木さんが揃えばOK")
+    assert rule_of(out) == ("ANY", {})
+    assert out["missing"] == ["木村"]
+
+
+def test_many_alternatives_stay_bounded() -> None:
+    """The or-first reading is a product over the and-joined parts: it is never built past 100 groups."""
+    out = parse("山田か田中と佐藤か鈴木と" * 40 + "高橋が揃えば")
+    assert out["attendance_rule"]["type"] == "GROUP_ANY"
+    assert len(out["attendance_rule"]["rule"]["groups"]) <= 100
+    assert out["needs_clarification"] and out["confidence"] < 0.7
+    many = users(150)
+    text = "か".join(f"User{i}とUser{i + 1}" for i in range(1, 149, 2)) + "が揃えば"
+    out = parse(text, many)
+    assert (out["attendance_rule"]["type"], out["matched_pattern"]) == ("GROUP_ANY", "group.named_alternatives")
+    assert len(out["attendance_rule"]["rule"]["groups"]) == 74
+    text = "か".join(f"User{i}とUser{i + 1}" for i in range(1, 150, 1)) + "が揃えば"
+    out = parse(text, many)
+    assert (out["attendance_rule"]["type"], out["matched_pattern"]) == ("ANY", "named_groups.too_many")

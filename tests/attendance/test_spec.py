@@ -115,3 +115,58 @@ def test_llm_output_validation() -> None:
     stranger["attendance_rule"]["rule"] = {"k": 3, "n": 7}
     assert validate_llm_output(stranger, keys) == ["u:99 is not an invitee of this thread"]
     assert validate_llm_output({"attendance_rule": {}}, keys)[0].startswith("<rule>: ")
+
+
+def _integers(node: Any, path: str, seen: set[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Every integer schema reachable from `node` (following local $refs into the types file once each)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and "#/$defs/" in ref:
+            name = ref.rsplit("/", 1)[1]
+            if name not in seen:
+                seen.add(name)
+                out += _integers(TYPES["$defs"][name], name, seen)
+        kind = node.get("type")
+        if kind == "integer" or (isinstance(kind, list) and "integer" in kind):
+            out.append((path, node))
+        for key, value in node.items():
+            out += _integers(value, f"{path}.{key}", seen)
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += _integers(value, f"{path}[{i}]", seen)
+    return out
+
+
+@pytest.mark.parametrize("tool", sorted(TOOLS))
+def test_every_input_integer_declares_its_bounds(tool: str) -> None:
+    """Integers reach storage (rule k/n/min in rule_json, ids in keys): each declares a maximum (or an enum)."""
+    found = _integers(TOOLS[tool]["input"], tool, set())
+    unbounded = [path for path, node in found if "maximum" not in node and "enum" not in node]
+    assert unbounded == []
+
+
+def test_integers_past_the_bounds_are_refused_by_the_input_models() -> None:
+    from pydantic import ValidationError
+
+    from generated.attendance.models import ParseAttendanceIntentInput, SaveAttendanceRuleInput
+
+    rule = {
+        "version": "1.0",
+        "type": "K_OF_N",
+        "invitee_scope": {"include_invitee_keys": ["u:1"]},
+        "rule": {"k": 2**64, "n": 1},
+        "finalize_policy": {"mode": "EARLIEST_VALID"},
+    }
+    with pytest.raises(ValidationError):
+        SaveAttendanceRuleInput.model_validate({"thread_id": "t", "rule": rule})
+    with pytest.raises(ValidationError):
+        ParseAttendanceIntentInput.model_validate(
+            {"text": "全員", "invitees": [{"user_id": 2**63, "display_name": "x"}]}
+        )
+    ok = ParseAttendanceIntentInput.model_validate(
+        {"text": "全員", "invitees": [{"user_id": 2**63 - 1, "display_name": "x"}]}
+    )
+    assert parse_attendance_intent(ok.model_dump(mode="json", exclude_none=True))["attendance_rule"]["invitee_scope"][
+        "include_invitee_keys"
+    ] == [f"u:{2**63 - 1}"]

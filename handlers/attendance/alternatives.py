@@ -1,0 +1,128 @@
+"""Alternatives of named groups: 「山田&田中 か 佐藤&鈴木 のどれかが揃えばOK」,
+「山田さんと田中さん、または佐藤さんと鈴木さんが揃えばOK」.
+
+Names joined by と / & / ・ form a group that must be complete (min = its size);
+groups joined by か / または / もしくは / あるいは are alternatives: GROUP_ANY.
+The same words can also bind the other way (「山田さんと田中さんか佐藤さん」 may mean
+山田 with 田中 or 佐藤). That is only asked when it matters: alternatives of
+different sizes joined by a bare か/または with no comma to mark the split. Then
+the rule is the reading where と binds first and the question names the groups
+of both readings. Equal-sized alternatives (pairs or pairs, as in the examples
+above) and comma-marked splits (「…、または佐藤さん」) have one reading.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from handlers.attendance.names import Mention
+from handlers.attendance.reading import Reading
+from handlers.attendance.text import rx
+
+_AND = rx(r"[、,]?(?:と|&|and|・|および|及び|かつ)[、,]?")
+_OR = rx(r"[、,]?(?:か|または|もしくは|あるいは|or)[、,]?")
+_PRESENCE = (
+    r"(?:が|さえ|は|で)?(?:揃えば|そろえば|揃ったら|そろったら|揃う|そろう|いれば|いたら|来られれば|来れれば|来れば"
+    r"|参加できれば|出席できれば|参加|出席|ok)"
+)
+_TAIL = rx(
+    r"(?:の)?(?:どれか|どちらか|どっちか|いずれか)(?:の)?(?:1つ|1組|組|ペア|組み合わせ)?(?:" + _PRESENCE + ")?"
+    r"|" + _PRESENCE
+)
+MAX_GROUPS = 100  # the schema's maxItems for rule.groups
+
+
+def named_groups(
+    s: str,
+    mentions: list[Mention],
+    questions: list[str],
+    other_condition: Callable[[list[str], int, int], bool],
+) -> Reading | None:
+    """GROUP_ANY over alternatives of named groups, or None when the text has no such construction."""
+    found = _chain(s, mentions)
+    if found is None:
+        return None
+    chain, gaps, end = found
+    if any(len(m.keys) != 1 for m in chain):
+        return Reading("ANY", {}, 0.5, "named_groups.unresolved")  # the names are already in missing
+    tight = _groups(_split(chain, gaps, "or"))
+    if len(tight) > MAX_GROUPS:
+        questions.append(
+            f"{len(tight)}組の組み合わせは1つのルールにできません（最大{MAX_GROUPS}組）。条件を絞ってください。"
+        )
+        return Reading("ANY", {}, 0.5, "named_groups.too_many")
+    phrase = _phrase(tight)
+    keys = list(dict.fromkeys(k for g in tight for k in g["any_of_invitee_keys"]))
+    if other_condition(keys, chain[0].start, end):
+        questions.append(f"「{phrase}」と別の条件を1つのルールにはできません。成立条件を1つに絞って教えてください。")
+        return Reading("ANY", {}, 0.5, "named_groups.combined")
+    sizes = {len(g) for g in _split(chain, gaps, "or")}
+    marked = all("、" in gap or "," in gap for gap, kind in gaps if kind == "or")
+    if len(sizes) == 1 or marked:
+        return Reading("GROUP_ANY", {"groups": tight}, 0.85, "group.named_alternatives")
+    slots = _split(chain, gaps, "and")  # or-first: one pick from every and-joined slot
+    if math.prod(len(slot) for slot in slots) > MAX_GROUPS:  # never build an exponential product
+        questions.append(f"「{phrase}」のどれかがそろえば成立ですか？（組み合わせを確認してください）")
+        return Reading("GROUP_ANY", {"groups": tight}, 0.6, "group.named_alternatives_ambiguous")
+    loose = _groups([list(pick) for pick in itertools.product(*slots)])
+    if _same(tight, loose):
+        return Reading("GROUP_ANY", {"groups": tight}, 0.85, "group.named_alternatives")
+    questions.append(
+        f"「{phrase}」のどれかがそろえば成立ですか？ それとも「{_phrase(loose)}」のどれかですか？（いまは前者としています）"
+    )
+    return Reading("GROUP_ANY", {"groups": tight}, 0.6, "group.named_alternatives_ambiguous")
+
+
+def _chain(s: str, mentions: list[Mention]) -> tuple[list[Mention], list[tuple[str, str]], int] | None:
+    """The first run of names joined by and/or words, with both kinds, followed by a presence word."""
+    chain: list[Mention] = []
+    gaps: list[tuple[str, str]] = []
+    for mention in [*mentions, None]:
+        if mention is not None and chain:
+            gap = s[chain[-1].end : mention.start]
+            kind = "and" if _AND.fullmatch(gap) else "or" if _OR.fullmatch(gap) else None
+            if kind is not None:
+                chain.append(mention)
+                gaps.append((gap, kind))
+                continue
+        kinds = {kind for _, kind in gaps}
+        if kinds == {"and", "or"}:
+            tail = _TAIL.match(s, chain[-1].end)
+            if tail is not None and not re.search(r"\d", tail.group()):
+                return chain, gaps, tail.end()
+        chain, gaps = ([mention], []) if mention is not None else ([], [])
+    return None
+
+
+def _split(chain: list[Mention], gaps: list[tuple[str, str]], at: str) -> list[list[Mention]]:
+    """The chain cut at every gap of kind `at`."""
+    parts = [[chain[0]]]
+    for mention, (_, kind) in zip(chain[1:], gaps, strict=True):
+        if kind == at:
+            parts.append([mention])
+        else:
+            parts[-1].append(mention)
+    return parts
+
+
+def _groups(alternatives: list[list[Mention]]) -> list[dict[str, Any]]:
+    """One complete group per alternative (min = its people), repeated alternatives once."""
+    out: list[dict[str, Any]] = []
+    for members in alternatives:
+        keys = list(dict.fromkeys(m.keys[0] for m in members))
+        name = "・".join(dict.fromkeys(m.name for m in members))
+        if all(g["name"] != name for g in out):
+            out.append({"name": name, "min": len(keys), "any_of_invitee_keys": keys})
+    return out
+
+
+def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+    return {frozenset(g["any_of_invitee_keys"]) for g in a} == {frozenset(g["any_of_invitee_keys"]) for g in b}
+
+
+def _phrase(groups: list[dict[str, Any]]) -> str:
+    return "」か「".join(g["name"] for g in groups)
