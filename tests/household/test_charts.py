@@ -15,6 +15,7 @@ from PIL import Image, ImageStat
 
 from handlers.household.chart_cache import ChartCache
 from handlers.household.charts import font_path
+from kumitate.context import CallContext, Principal
 from kumitate.errors import ToolError
 
 from .conftest import row, write_export
@@ -89,9 +90,9 @@ def test_unknown_and_expired_chart(tmp_path: Path, trend_service, ctx) -> None:
         trend_service.read_chart(ctx, chart_id="../../etc/passwd")
     offset = [0.0]
     cache = ChartCache(tmp_path / "c", ttl_seconds=60, clock=lambda: time.time() + offset[0])
-    chart_id = cache.put(b"\x89PNG fake")
-    assert cache.get(chart_id) == b"\x89PNG fake"
-    assert ChartCache(tmp_path / "c", ttl_seconds=60).get(chart_id) == b"\x89PNG fake"  # from the file
+    chart_id = cache.put(b"\x89PNG fake", "alice")
+    assert cache.get(chart_id) == (b"\x89PNG fake", "alice")
+    assert ChartCache(tmp_path / "c", ttl_seconds=60).get(chart_id) == (b"\x89PNG fake", "alice")  # from the file
     offset[0] = 61
     assert cache.get(chart_id) is None
     assert not (tmp_path / "c" / f"{chart_id}.png").exists()
@@ -157,3 +158,40 @@ def test_pie_of_zeros_is_refused_by_the_renderer() -> None:
 
     with pytest.raises(ValueError):
         category_chart("t", ["食費"], [0], "pie", 400, 300)
+
+
+def _as(principal: str, *scopes: str) -> CallContext:
+    return CallContext(
+        service="household",
+        tool="test",
+        transport="test",
+        run_id="run",
+        trace_id="trace",
+        principal=Principal(principal, frozenset(scopes)),
+    )
+
+
+def test_a_chart_is_readable_by_its_creator_and_admin_only(trend_service) -> None:
+    """Before: any principal holding the household scope read any chart id it saw."""
+    alice, bob = _as("alice", "household"), _as("bob", "household")
+    args = {"year": 2025, "month": 1, "output_format": "image"}
+    chart_id = trend_service.get_monthly_household(args, alice)["chart"]["chart_id"]
+    assert trend_service.read_chart(alice, chart_id=chart_id).startswith(b"\x89PNG")
+    for reader in (_as("admin-user", "admin"), _as("root", "*")):
+        assert trend_service.read_chart(reader, chart_id=chart_id).startswith(b"\x89PNG")
+    with pytest.raises(ToolError) as err:
+        trend_service.read_chart(bob, chart_id=chart_id)
+    assert err.value.code == "CHART_NOT_FOUND"  # the same answer as an unknown id: nothing leaks
+    # bob rendering the very same chart gets his own id, and alice cannot read it
+    bobs = trend_service.get_monthly_household(args, bob)["chart"]["chart_id"]
+    assert bobs != chart_id
+    assert trend_service.read_chart(bob, chart_id=bobs).startswith(b"\x89PNG")
+    with pytest.raises(ToolError):
+        trend_service.read_chart(alice, chart_id=bobs)
+
+
+def test_chart_owner_survives_a_restart(tmp_path: Path) -> None:
+    ChartCache(tmp_path / "c").put(b"\x89PNG fake", "alice")
+    again = ChartCache(tmp_path / "c")
+    chart_id = next((tmp_path / "c").glob("*.png")).stem
+    assert again.get(chart_id) == (b"\x89PNG fake", "alice")
