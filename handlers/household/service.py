@@ -24,7 +24,7 @@ from .trends import MonthMetric, compute_metrics
 log = logging.getLogger(__name__)
 
 SIZE_RE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
-MIN_W, MAX_W, MIN_H, MAX_H = 200, 1920, 150, 1080
+MIN_W, MAX_W, MIN_H, MAX_H = 400, 1920, 300, 1080
 MAX_WINDOW_MONTHS = 120
 PIE_SLICES = 8
 #: scopes that read every principal's charts (shared with analytics' export handles: the scope string "admin")
