@@ -224,7 +224,7 @@ def trend_figure(
                 if averages and name in averages:
                     ma = [float("nan") if v is None else v for v in averages[name]]
                     ax.plot(x, ma, color=color, linestyle="--", linewidth=1, label=f"{name}（12か月平均）")
-        ax.set_xticks(x, month_labels)
+        _month_ticks(fig, ax, x, month_labels)
         ax.set_ylabel("金額（円）")
         ax.yaxis.set_major_formatter(FuncFormatter(_yen))
         ax.yaxis.set_major_locator(MaxNLocator(nbins=max(3, height // 80)))
@@ -232,18 +232,25 @@ def trend_figure(
         handles, names = ax.get_legend_handles_labels()
         _legend_fitting(fig, handles, names, "outside lower center")
         _fit_title(fig, title)
-        _thin_month_ticks(fig, ax, x, month_labels)
         return fig
 
 
-def _thin_month_ticks(fig: Figure, ax: Any, x: list[int], labels: list[str]) -> None:
-    """Keep every k-th month label, k the smallest that leaves a gap between neighbours."""
-    renderer = _renderer(fig)
-    widest = max((t.get_window_extent(renderer).width for t in ax.get_xticklabels()), default=0.0)
-    room = ax.get_window_extent(renderer).width
-    fits = max(1, int(room // (widest * 1.3 + 1))) if widest else len(x)
+def _month_ticks(fig: Figure, ax: Any, x: list[int], labels: list[str]) -> None:
+    """Label every k-th month, k the smallest that leaves a gap between neighbours.
+
+    Measured on one probe text before any layout (a label's size does not depend on where it is), against the
+    axes' width under the default subplot margins, which constrained layout only widens; ticks are made once,
+    for the labels kept (making a tick per month costs more than drawing the chart).
+    """
+    if not labels:
+        return
+    probe = ax.text(0, 0, max(labels, key=len), fontsize=matplotlib.rcParams["xtick.labelsize"])
+    widest = probe.get_window_extent(_renderer(fig, layout=False)).width
+    probe.remove()
+    room = ax.get_position().width * fig.bbox.width
+    fits = max(1, int(room // (widest * 1.3 + 1)))
     step = max(1, math.ceil(len(x) / fits))
-    ax.set_xticks(x[::step], labels[::step])  # saving lays the figure out again
+    ax.set_xticks(x[::step], labels[::step])
 
 
 def trend_chart(

@@ -200,7 +200,8 @@ def _stored(con: sqlite3.Connection, sources: list[str]) -> list[Stored]:
     out: list[Stored] = []
     for source in sources:
         rows = cur.execute(STORED_ROW + " ORDER BY row_number", (source,)).fetchall()
-        out += [Stored(r[0], source, tuple(r[1:])) for r in rows]  # type: ignore[arg-type]
+        # NULL text (a row written by other code) compares as the parser's "" for an empty cell
+        out += [Stored(r[0], source, tuple("" if v is None else v for v in r[1:])) for r in rows]  # type: ignore[arg-type]
     return out
 
 
@@ -253,6 +254,61 @@ def _remove_samples(con: sqlite3.Connection) -> int:
     return con.execute("DELETE FROM transactions WHERE source_file >= ? AND source_file < ?", bounds).rowcount
 
 
+#: a re-export touches a month or two: refresh those; a bulk import rebuilds the aggregates at once
+MONTHS_REFRESHED_ONE_BY_ONE = 12
+#: fresh statistics after a bulk import; a re-exported month does not change the data's shape
+ANALYZE_AFTER_ROWS = 1000
+
+
+def _import_file(
+    con: sqlite3.Connection,
+    report: ImportReport,
+    path: Path,
+    source: str,
+    older: list[str],
+    known: set[str],
+    current: set[str],
+) -> set[str]:
+    """Make the rows stored for `source` (and the `older` exports it supersedes) equal to the file's rows.
+
+    Returns the months whose rows changed.
+    """
+    rows, errors = read_tuples(path)
+    report.files_processed += 1
+    if errors and not rows and any(e.row is None for e in errors):
+        report.files_failed += 1
+    report.add_errors(errors)
+    if not rows:
+        return set()  # an unreadable or empty file never removes what was stored for it
+    if source not in known:
+        orphans = _orphans(source, path.name, known, current)
+        if orphans:
+            report.adopted += _adopt(con, source, orphans, rows)
+        known.add(source)
+    stored = _stored(con, [source, *(o for o in older if o in known)])
+    if len(stored) == len(rows) and all(s.row == r for s, r in zip(stored, rows, strict=True)):
+        report.skipped += len(rows)  # the common case: the same file again
+        return set()
+    change = plan(source, stored, rows, clean=not errors)
+    _apply(con, source, change, rows)
+    report.imported += len(change.added)
+    report.changed += len(change.changed)
+    report.removed += len(change.removed)
+    report.skipped += change.unchanged + len(change.moved)
+    months = change.months()
+    if stored and change.touched:
+        report.changed_files.append(
+            {
+                "file": path.name,
+                "added": len(change.added),
+                "changed": len(change.changed),
+                "removed": len(change.removed),
+                "months": months,
+            }
+        )
+    return set(months)
+
+
 def import_files(
     db: Database, paths: list[Path], *, sample_dir: Path | None = None, include_samples: bool = True
 ) -> ImportReport:
@@ -275,41 +331,15 @@ def import_files(
                         report.adopted += _adopt(con, sample, [path.name], read_tuples(path)[0])
             report.samples_removed = _remove_samples(con)
             known = {s for s in known if not s.startswith(SAMPLE_PREFIX)}
+        touched: set[str] = set()
         for path, source, older in sources:
-            rows, errors = read_tuples(path)
-            report.files_processed += 1
-            if errors and not rows and any(e.row is None for e in errors):
-                report.files_failed += 1
-            report.add_errors(errors)
-            if not rows:
-                continue  # an unreadable or empty file never removes what was stored for it
-            if source not in known:
-                orphans = _orphans(source, path.name, known, current)
-                if orphans:
-                    report.adopted += _adopt(con, source, orphans, rows)
-                known.add(source)
-            stored = _stored(con, [source, *(o for o in older if o in known)])
-            if len(stored) == len(rows) and all(s.row == r for s, r in zip(stored, rows, strict=True)):
-                report.skipped += len(rows)  # the common case: the same file again
-                continue
-            change = plan(source, stored, rows, clean=not errors)
-            _apply(con, source, change, rows)
-            report.imported += len(change.added)
-            report.changed += len(change.changed)
-            report.removed += len(change.removed)
-            report.skipped += change.unchanged + len(change.moved)
-            if stored and change.touched:
-                report.changed_files.append(
-                    {
-                        "file": path.name,
-                        "added": len(change.added),
-                        "changed": len(change.changed),
-                        "removed": len(change.removed),
-                        "months": change.months(),
-                    }
-                )
-        if report.imported or report.changed or report.removed or report.samples_removed:
+            touched |= _import_file(con, report, path, source, older, known, current)
+        if report.samples_removed or len(touched) > MONTHS_REFRESHED_ONE_BY_ONE:
             refresh_aggregates(con)
+        else:
+            for month in sorted(touched):
+                refresh_aggregates(con, month)
+        if report.imported >= ANALYZE_AFTER_ROWS or report.samples_removed:
             con.execute("PRAGMA analysis_limit=1000")
             con.execute("ANALYZE")  # keeps the planner off the low-selectivity idx_is_duplicate
     log.info(

@@ -48,6 +48,8 @@ def test_an_edited_amount_replaces_the_old_one(tmp_path: Path, make_service, ctx
     report = svc.import_household_data({}, ctx)
     assert counts(report) == (0, 1, 0, 2)
     assert month(svc, ctx) == (6700, 300000, 2)
+    trend = svc.get_category_trend({"category": "食費", "start_month": "2025-01", "end_month": "2025-01"}, ctx)
+    assert trend["categories"][0]["total"] == 6700  # the monthly aggregate follows too
     assert report["changed_files"] == [
         {"file": f"収入・支出詳細_{JAN}.csv", "added": 0, "changed": 1, "removed": 0, "months": ["2025-01"]}
     ]
