@@ -289,7 +289,7 @@ def _import_file(
     if len(stored) == len(rows) and all(s.row == r for s, r in zip(stored, rows, strict=True)):
         report.skipped += len(rows)  # the common case: the same file again
         return set()
-    change = plan(source, stored, rows, clean=not errors)
+    change = plan(source, stored, rows, clean=not errors) if stored else Plan(added=rows)
     _apply(con, source, change, rows)
     report.imported += len(change.added)
     report.changed += len(change.changed)
