@@ -1,16 +1,17 @@
 """A TTL cache for chart PNGs: in memory, mirrored to files so a restart or another worker can serve them.
 
-Each chart belongs to the principal that rendered it (issue 21): the owner is
-kept beside the PNG (`<id>.owner`) and returned with it, and the id is the
-first 32 hex digits of SHA-256 over owner and PNG, so the same chart gets the
-same id for the same principal and another id for anyone else (an id seen by
-one principal names nothing another may read). Ids are safe as file names
-(validated before any file access).
+Each chart belongs to the principals whose calls rendered it (issue 21): their ids
+are kept beside the PNG (`<id>.owners`, a JSON list) and returned with it. Ids are
+the first 32 hex digits of the PNG's SHA-256, so the same chart gets the same id on
+every transport; a principal who renders the very same chart becomes one more owner
+(they hold those bytes already). Ids are safe as file names (validated before any
+file access).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 import time
@@ -28,22 +29,41 @@ class ChartCache:
         self.max_items = max_items
         self._clock = clock
         self._lock = threading.Lock()
-        self._memory: dict[str, tuple[float, bytes, str]] = {}
+        self._memory: dict[str, tuple[float, bytes, frozenset[str]]] = {}
         directory.mkdir(parents=True, exist_ok=True)
 
     def now(self) -> float:
         return self._clock()  # type: ignore[operator,no-any-return]
 
     def put(self, png: bytes, owner: str) -> str:
-        chart_id = hashlib.sha256(owner.encode() + b"\0" + png).hexdigest()[:32]
+        chart_id = hashlib.sha256(png).hexdigest()[:32]
         now = self.now()
         with self._lock:
-            self._memory[chart_id] = (now, png, owner)
-            # the owner first: a PNG on disk is never readable without it
-            self._write(self.directory / f"{chart_id}.owner", owner.encode())
+            owners = self._owners_locked(chart_id, now) | {owner}
+            self._memory[chart_id] = (now, png, owners)
+            # the owners first: a PNG on disk is never readable without them
+            self._write(self.directory / f"{chart_id}.owners", json.dumps(sorted(owners)).encode())
             self._write(self.directory / f"{chart_id}.png", png)
             self._evict(now)
         return chart_id
+
+    def _owners_locked(self, chart_id: str, now: float) -> frozenset[str]:
+        """The owners of a chart still alive (in memory, else on disk), or none."""
+        hit = self._memory.get(chart_id)
+        if hit is not None and now - hit[0] <= self.ttl:
+            return hit[2]
+        try:
+            if now - (self.directory / f"{chart_id}.png").stat().st_mtime > self.ttl:
+                return frozenset()
+            return self._read_owners(chart_id)
+        except (OSError, ValueError):
+            return frozenset()
+
+    def _read_owners(self, chart_id: str) -> frozenset[str]:
+        owners = json.loads((self.directory / f"{chart_id}.owners").read_bytes())
+        if not isinstance(owners, list) or not all(isinstance(o, str) for o in owners):
+            raise ValueError("not a list of principal ids")
+        return frozenset(owners)
 
     @staticmethod
     def _write(path: Path, data: bytes) -> None:
@@ -51,8 +71,8 @@ class ChartCache:
         tmp.write_bytes(data)
         tmp.replace(path)
 
-    def get(self, chart_id: str) -> tuple[bytes, str] | None:
-        """(PNG, owner), or None when unknown, expired, or stored without an owner."""
+    def get(self, chart_id: str) -> tuple[bytes, frozenset[str]] | None:
+        """(PNG, owners), or None when unknown, expired, or stored without owners."""
         if not ID_RE.match(chart_id):
             return None
         now = self.now()
@@ -69,14 +89,14 @@ class ChartCache:
                     self._unlink(chart_id)
                     return None
                 data = path.read_bytes()
-                owner = (self.directory / f"{chart_id}.owner").read_bytes().decode()
-            except (OSError, UnicodeDecodeError):
+                owners = self._read_owners(chart_id)
+            except (OSError, ValueError):
                 return None
-            self._memory[chart_id] = (created, data, owner)
-            return data, owner
+            self._memory[chart_id] = (created, data, owners)
+            return data, owners
 
     def _unlink(self, chart_id: str) -> None:
-        for suffix in (".png", ".owner"):
+        for suffix in (".png", ".owners"):
             (self.directory / f"{chart_id}{suffix}").unlink(missing_ok=True)
 
     def _evict(self, now: float) -> None:

@@ -130,12 +130,12 @@ class HouseholdCore:
         }
 
     def chart_png(self, chart_id: str, reader: str, scopes: frozenset[str]) -> bytes:
-        """A chart for its creator, or for a principal holding `admin` or `*`; anyone else: CHART_NOT_FOUND.
+        """A chart for a principal that rendered it, or one holding `admin` or `*`; anyone else: CHART_NOT_FOUND.
 
         The same answer as for an unknown id, so an id seen by someone else tells nothing.
         """
         found = self.charts.get(chart_id)
-        if found is None or (found[1] != reader and not scopes & ADMIN_SCOPES):
+        if found is None or (reader not in found[1] and not scopes & ADMIN_SCOPES):
             raise problems.chart_not_found(chart_id)
         return found[0]
 

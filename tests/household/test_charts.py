@@ -91,8 +91,8 @@ def test_unknown_and_expired_chart(tmp_path: Path, trend_service, ctx) -> None:
     offset = [0.0]
     cache = ChartCache(tmp_path / "c", ttl_seconds=60, clock=lambda: time.time() + offset[0])
     chart_id = cache.put(b"\x89PNG fake", "alice")
-    assert cache.get(chart_id) == (b"\x89PNG fake", "alice")
-    assert ChartCache(tmp_path / "c", ttl_seconds=60).get(chart_id) == (b"\x89PNG fake", "alice")  # from the file
+    assert cache.get(chart_id) == (b"\x89PNG fake", {"alice"})
+    assert ChartCache(tmp_path / "c", ttl_seconds=60).get(chart_id) == (b"\x89PNG fake", {"alice"})  # from the file
     offset[0] = 61
     assert cache.get(chart_id) is None
     assert not (tmp_path / "c" / f"{chart_id}.png").exists()
@@ -182,16 +182,22 @@ def test_a_chart_is_readable_by_its_creator_and_admin_only(trend_service) -> Non
     with pytest.raises(ToolError) as err:
         trend_service.read_chart(bob, chart_id=chart_id)
     assert err.value.code == "CHART_NOT_FOUND"  # the same answer as an unknown id: nothing leaks
-    # bob rendering the very same chart gets his own id, and alice cannot read it
-    bobs = trend_service.get_monthly_household(args, bob)["chart"]["chart_id"]
-    assert bobs != chart_id
-    assert trend_service.read_chart(bob, chart_id=bobs).startswith(b"\x89PNG")
+    # bob rendering the very same chart (he holds those bytes then) gets the same id and may read it; carol may not
+    assert trend_service.get_monthly_household(args, bob)["chart"]["chart_id"] == chart_id
+    assert trend_service.read_chart(bob, chart_id=chart_id).startswith(b"\x89PNG")
+    assert trend_service.read_chart(alice, chart_id=chart_id).startswith(b"\x89PNG")
+    with pytest.raises(ToolError):
+        trend_service.read_chart(_as("carol", "household"), chart_id=chart_id)
+    # a chart only bob rendered stays his
+    bobs = trend_service.get_monthly_household({**args, "graph_type": "bar"}, bob)["chart"]["chart_id"]
     with pytest.raises(ToolError):
         trend_service.read_chart(alice, chart_id=bobs)
 
 
-def test_chart_owner_survives_a_restart(tmp_path: Path) -> None:
+def test_chart_owners_survive_a_restart(tmp_path: Path) -> None:
     ChartCache(tmp_path / "c").put(b"\x89PNG fake", "alice")
-    again = ChartCache(tmp_path / "c")
+    ChartCache(tmp_path / "c").put(b"\x89PNG fake", "bob")  # another worker: adds to the owners on disk
     chart_id = next((tmp_path / "c").glob("*.png")).stem
-    assert again.get(chart_id) == (b"\x89PNG fake", "alice")
+    assert ChartCache(tmp_path / "c").get(chart_id) == (b"\x89PNG fake", {"alice", "bob"})
+    (tmp_path / "c" / f"{chart_id}.owners").unlink()
+    assert ChartCache(tmp_path / "c").get(chart_id) is None  # no owners on disk: nobody's chart
