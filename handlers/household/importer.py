@@ -38,6 +38,7 @@ One bad file or row is reported and never stops the rest.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -206,26 +207,32 @@ def _stored(con: sqlite3.Connection, sources: list[str]) -> list[Stored]:
 
 
 def _delete_transactions(con: sqlite3.Connection, ids: list[int]) -> None:
-    """Delete rows, the duplicate checks that refer to them, and the marks that point at them."""
-    params = [(i,) for i in ids]
-    con.executemany(
-        "DELETE FROM duplicate_checks WHERE transaction_id_1 = ? OR transaction_id_2 = ?", [(i, i) for i in ids]
+    """Delete rows, the duplicate checks that refer to them, and the marks that point at them (one scan each)."""
+    if not ids:
+        return
+    listed = (json.dumps(ids),)
+    within = "IN (SELECT value FROM json_each(?))"
+    con.execute(
+        f"DELETE FROM duplicate_checks WHERE transaction_id_1 {within} OR transaction_id_2 {within}", listed * 2
     )
-    con.executemany(
+    con.execute(
         "UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, updated_at = CURRENT_TIMESTAMP "
-        "WHERE duplicate_of = ?",
-        params,
+        f"WHERE duplicate_of {within}",
+        listed,
     )
-    con.executemany("DELETE FROM transactions WHERE id = ?", params)
+    con.execute(f"DELETE FROM transactions WHERE id {within}", listed)
 
 
 def _apply(con: sqlite3.Connection, source: str, change: Plan, rows: list[RowTuple]) -> None:
     """Write a plan: removals, then every moved or changed row parked on a free row number, then placed."""
     _delete_transactions(con, [s.id for s in change.removed])
-    con.executemany(  # their old pairs were scored on other figures; decided pairs stay
-        "DELETE FROM duplicate_checks WHERE user_decision IS NULL AND (transaction_id_1 = ? OR transaction_id_2 = ?)",
-        [(s.id, s.id) for s, _ in change.changed],
-    )
+    if change.changed:  # their pending pairs were scored on other figures; decided pairs stay
+        changed = (json.dumps([s.id for s, _ in change.changed]),) * 2
+        con.execute(
+            "DELETE FROM duplicate_checks WHERE user_decision IS NULL AND (transaction_id_1 IN "
+            "(SELECT value FROM json_each(?)) OR transaction_id_2 IN (SELECT value FROM json_each(?)))",
+            changed,
+        )
     placed = change.changed + change.moved
     last = max((r[0] for r in rows), default=1)
     # kept rows (a file with errors) that are no longer in the file go after its last row

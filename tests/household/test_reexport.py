@@ -170,3 +170,24 @@ def test_a_reexport_with_a_bad_row_removes_nothing(tmp_path: Path, make_service,
     with svc.core.db.connect() as con:
         numbers = sorted(r[0] for r in con.execute("SELECT row_number FROM transactions"))
     assert numbers == [2, 4, 5, 6]  # the kept row is placed after the file's last row
+
+
+def test_an_edited_row_loses_its_pending_pairs_but_keeps_decided_ones(tmp_path: Path, make_service, ctx) -> None:
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = january(with_ids=True)
+    twins = [row("2025/01/12", -900, "食費", "外食", content="定食", rid=f"mf-t{i}") for i in range(3)]
+    write_export(data, JAN, [*rows, *twins])
+    svc = make_service(data)
+    assert svc.detect_duplicates({}, ctx)["candidates_count"] == 3  # (t0,t1) (t0,t2) (t1,t2)
+    first = svc.list_duplicate_candidates({}, ctx)["candidates"][0]
+    assert (first["transaction_1"]["description"], first["transaction_2"]["description"]) == ("定食", "定食")
+    t2 = max(c["transaction_2"]["id"] for c in svc.list_duplicate_candidates({}, ctx)["candidates"])
+    assert t2 not in (first["transaction_1"]["id"], first["transaction_2"]["id"])  # (t0, t1)
+    svc.confirm_duplicate({"check_id": first["check_id"], "decision": "not_duplicate"}, ctx)
+    edited = [*twins[:2], row("2025/01/12", -950, "食費", "外食", content="定食", rid="mf-t2")]
+    write_export(data, JAN, [*rows, *edited])
+    assert counts(svc.import_household_data({}, ctx)) == (0, 1, 0, 5)
+    stats = svc.get_duplicate_stats({}, ctx)
+    # t2's two pending pairs went with its old amount; the decided (t0, t1) stays
+    assert (stats["total_checks"], stats["confirmed_not_duplicate"], stats["pending_checks"]) == (1, 1, 0)
