@@ -170,7 +170,7 @@ def category_figure(title: str, labels: list[str], values: list[int], kind: str,
             ax.invert_yaxis()
             ax.set_xlabel("金額（円）")
             ax.xaxis.set_major_formatter(FuncFormatter(_yen))
-            ax.xaxis.set_major_locator(MaxNLocator(nbins=max(2, width // 140)))
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=max(3, width // 120)))
             ax.grid(axis="x", alpha=0.3)
             _fit_title(fig, title)
         return fig
