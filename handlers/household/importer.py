@@ -75,8 +75,11 @@ UPDATE transactions SET source_file = ?, row_number = ?, date = ?, amount = ?, d
     updated_at = CURRENT_TIMESTAMP
 WHERE id = ?
 """
-#: `… (1).csv` and other copies share the period in the name
-PERIOD_RE = re.compile(r"^収入・支出詳細_(\d{4}-\d{2}-\d{2})_(\d{4}-\d{2}-\d{2})")
+#: an export's name, or a copy of it as a browser or file manager names one: `… (1).csv`, `… - コピー.csv`;
+#: any other suffix (`…_card.csv`) is a file of its own
+PERIOD_RE = re.compile(
+    r"^収入・支出詳細_(\d{4}-\d{2}-\d{2})_(\d{4}-\d{2}-\d{2})(?:\s*\(\d+\)|\s*-\s*コピー(?:\s*\(\d+\))?)?\.csv$"
+)
 
 
 @dataclass

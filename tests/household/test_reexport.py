@@ -191,3 +191,19 @@ def test_an_edited_row_loses_its_pending_pairs_but_keeps_decided_ones(tmp_path: 
     stats = svc.get_duplicate_stats({}, ctx)
     # t2's two pending pairs went with its old amount; the decided (t0, t1) stays
     assert (stats["total_checks"], stats["confirmed_not_duplicate"], stats["pending_checks"]) == (1, 1, 0)
+
+
+def test_only_copies_of_an_export_supersede_it(tmp_path: Path, make_service, ctx) -> None:
+    """'… (2).csv' and '… - コピー.csv' are copies; '…_card.csv' is a file of its own and is read too."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    old = write_export(data, JAN, january(with_ids=True)[:1])
+    copy = write_export(data, f"{JAN} - コピー", january(with_ids=True)[:1])
+    newest = write_export(data, f"{JAN} (2)", january(with_ids=True))
+    own = write_export(data, f"{JAN}_card", [row("2025/01/20", -3000, "日用品", "ドラッグストア", rid="card-1")])
+    for age, path in ((300, old), (200, copy), (0, newest), (400, own)):
+        os.utime(path, (time.time() - age, time.time() - age))
+    report = make_service(data).core.startup_report
+    assert sorted(f["file"] for f in report["superseded_files"]) == sorted([old.name, copy.name])
+    assert {f["by"] for f in report["superseded_files"]} == {newest.name}
+    assert report["total_transactions"] == 4  # the three of the newest copy and the card file's one
