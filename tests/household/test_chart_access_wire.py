@@ -8,10 +8,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.exceptions import McpError
 
 from tests.conftest import LiveServer, start_server, stop_server
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
 
 TOKENS = {
     "alice-token": {"principal": "alice", "scopes": ["household"]},
@@ -43,3 +46,20 @@ def test_only_the_creator_and_admin_read_a_chart(server: LiveServer) -> None:
         other = http.get(path, headers=_auth("bob-token"))
         assert other.status_code == 404 and other.json()["error"]["code"] == "CHART_NOT_FOUND"
         assert http.get(path).status_code == 401
+
+
+def _mcp(server: LiveServer, token: str) -> Client:
+    return Client(StreamableHttpTransport(f"{server.url}/mcp", headers=_auth(token)))
+
+
+async def test_only_the_creator_and_admin_read_a_chart_over_mcp(server: LiveServer) -> None:
+    args = {"year": 2025, "month": 6, "output_format": "image", "graph_type": "bar"}
+    async with _mcp(server, "bob-token") as bob:
+        made = await bob.call_tool("get_monthly_household", args)
+        uri = f"chart://{made.structured_content['chart']['chart_id']}"
+        assert (await bob.read_resource(uri))[0].mime_type == "image/png"
+    async with _mcp(server, "boss-token") as boss:
+        assert (await boss.read_resource(uri))[0].mime_type == "image/png"
+    async with _mcp(server, "alice-token") as alice:
+        with pytest.raises(McpError, match=r"CHART_NOT_FOUND|not found|見つかりません"):
+            await alice.read_resource(uri)
