@@ -207,3 +207,19 @@ def test_only_copies_of_an_export_supersede_it(tmp_path: Path, make_service, ctx
     assert sorted(f["file"] for f in report["superseded_files"]) == sorted([old.name, copy.name])
     assert {f["by"] for f in report["superseded_files"]} == {newest.name}
     assert report["total_transactions"] == 4  # the three of the newest copy and the card file's one
+
+
+def test_a_file_resaved_without_its_id_column_is_the_same_month(tmp_path: Path, make_service, ctx) -> None:
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = january(with_ids=True)
+    write_export(data, JAN, rows)
+    svc = make_service(data)
+    with svc.core.db.connect() as con:
+        before = sorted(r[0] for r in con.execute("SELECT id FROM transactions"))
+    header = ["計算対象", "日付", "内容", "金額（円）", "保有金融機関", "大項目", "中項目", "メモ", "振替"]
+    write_export(data, JAN, [r[:9] for r in reversed(rows)], header=header, encoding="utf-8")
+    assert counts(svc.import_household_data({}, ctx)) == (0, 0, 0, 3)
+    with svc.core.db.connect() as con:
+        assert sorted(r[0] for r in con.execute("SELECT id FROM transactions")) == before
+    assert month(svc, ctx) == (6200, 300000, 2)
