@@ -111,7 +111,7 @@ def _pair(
     left: dict[Any, Stored],
     rows: list[RowTuple],
     signature: Callable[[RowTuple], Any],
-    ids_allow: Callable[[str, str], bool],
+    ids_allow: Callable[[object, object], bool],
 ) -> list[RowTuple]:
     """Match leftover rows to leftover stored rows of the same signature, in order; returns the rows left."""
     spare: dict[Any, list[Any]] = defaultdict(list)
