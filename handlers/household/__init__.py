@@ -49,10 +49,10 @@ class HouseholdHandlers:
         return self.core.import_data()
 
     def get_monthly_household(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return _with_extras(self.core.monthly_household(_args(input)), ctx)
+        return _with_extras(self.core.monthly_household(_args(input), ctx.principal.id), ctx)
 
     def get_category_trend(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return _with_extras(self.core.category_trend(_args(input)), ctx)
+        return _with_extras(self.core.category_trend(_args(input), ctx.principal.id), ctx)
 
     def detect_duplicates(self, input: Any, ctx: CallContext) -> dict[str, Any]:
         return _with_extras(self.core.detect_duplicates(_args(input)), ctx)
@@ -83,7 +83,7 @@ class HouseholdHandlers:
         return self.core.category_trend_summary()
 
     def read_chart(self, ctx: CallContext, chart_id: str) -> bytes:
-        return self.core.chart_png(chart_id)
+        return self.core.chart_png(chart_id, ctx.principal.id, ctx.principal.scopes)
 
 
 TRUE_VALUES = ("1", "true", "yes", "on")

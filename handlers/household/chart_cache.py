@@ -1,12 +1,17 @@
 """A TTL cache for chart PNGs: in memory, mirrored to files so a restart or another worker can serve them.
 
-Ids are the first 32 hex digits of the PNG's SHA-256, so the same chart gets
-the same id, and ids are safe as file names (validated before any file access).
+Each chart belongs to the principals whose calls rendered it (issue 21): their ids
+are kept beside the PNG (`<id>.owners`, a JSON list) and returned with it. Ids are
+the first 32 hex digits of the PNG's SHA-256, so the same chart gets the same id on
+every transport; a principal who renders the very same chart becomes one more owner
+(they hold those bytes already). Ids are safe as file names (validated before any
+file access).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 import time
@@ -24,25 +29,50 @@ class ChartCache:
         self.max_items = max_items
         self._clock = clock
         self._lock = threading.Lock()
-        self._memory: dict[str, tuple[float, bytes]] = {}
+        self._memory: dict[str, tuple[float, bytes, frozenset[str]]] = {}
         directory.mkdir(parents=True, exist_ok=True)
 
     def now(self) -> float:
         return self._clock()  # type: ignore[operator,no-any-return]
 
-    def put(self, png: bytes) -> str:
+    def put(self, png: bytes, owner: str) -> str:
         chart_id = hashlib.sha256(png).hexdigest()[:32]
         now = self.now()
         with self._lock:
-            self._memory[chart_id] = (now, png)
-            path = self.directory / f"{chart_id}.png"
-            tmp = path.with_suffix(".tmp")
-            tmp.write_bytes(png)
-            tmp.replace(path)
+            owners = self._owners_locked(chart_id, now) | {owner}
+            self._memory[chart_id] = (now, png, owners)
+            # the owners first: a PNG on disk is never readable without them
+            self._write(self.directory / f"{chart_id}.owners", json.dumps(sorted(owners)).encode())
+            self._write(self.directory / f"{chart_id}.png", png)
             self._evict(now)
         return chart_id
 
-    def get(self, chart_id: str) -> bytes | None:
+    def _owners_locked(self, chart_id: str, now: float) -> frozenset[str]:
+        """The owners of a chart still alive (in memory, else on disk), or none."""
+        hit = self._memory.get(chart_id)
+        if hit is not None and now - hit[0] <= self.ttl:
+            return hit[2]
+        try:
+            if now - (self.directory / f"{chart_id}.png").stat().st_mtime > self.ttl:
+                return frozenset()
+            return self._read_owners(chart_id)
+        except (OSError, ValueError):
+            return frozenset()
+
+    def _read_owners(self, chart_id: str) -> frozenset[str]:
+        owners = json.loads((self.directory / f"{chart_id}.owners").read_bytes())
+        if not isinstance(owners, list) or not all(isinstance(o, str) for o in owners):
+            raise ValueError("not a list of principal ids")
+        return frozenset(owners)
+
+    @staticmethod
+    def _write(path: Path, data: bytes) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+
+    def get(self, chart_id: str) -> tuple[bytes, frozenset[str]] | None:
+        """(PNG, owners), or None when unknown, expired, or stored without owners."""
         if not ID_RE.match(chart_id):
             return None
         now = self.now()
@@ -50,22 +80,27 @@ class ChartCache:
             hit = self._memory.get(chart_id)
             if hit is not None:
                 if now - hit[0] <= self.ttl:
-                    return hit[1]
+                    return hit[1], hit[2]
                 self._memory.pop(chart_id, None)
             path = self.directory / f"{chart_id}.png"
             try:
                 created = path.stat().st_mtime
                 if now - created > self.ttl:
-                    path.unlink(missing_ok=True)
+                    self._unlink(chart_id)
                     return None
                 data = path.read_bytes()
-            except OSError:
+                owners = self._read_owners(chart_id)
+            except (OSError, ValueError):
                 return None
-            self._memory[chart_id] = (created, data)
-            return data
+            self._memory[chart_id] = (created, data, owners)
+            return data, owners
+
+    def _unlink(self, chart_id: str) -> None:
+        for suffix in (".png", ".owners"):
+            (self.directory / f"{chart_id}{suffix}").unlink(missing_ok=True)
 
     def _evict(self, now: float) -> None:
-        for key in [k for k, (t, _) in self._memory.items() if now - t > self.ttl]:
+        for key in [k for k, (t, _, _) in self._memory.items() if now - t > self.ttl]:
             self._memory.pop(key, None)
         while len(self._memory) > self.max_items:
             oldest = min(self._memory, key=lambda k: self._memory[k][0])
@@ -73,6 +108,6 @@ class ChartCache:
         for path in self.directory.glob("*.png"):
             try:
                 if now - path.stat().st_mtime > self.ttl:
-                    path.unlink(missing_ok=True)
+                    self._unlink(path.stem)
             except OSError:
                 continue

@@ -4,26 +4,43 @@ The font file is loaded from the package directory explicitly (no reliance on
 system fonts, so Japanese labels never render as tofu), and rc settings are
 applied per figure so nothing global leaks into other services. The canvas is
 exactly width × height pixels (dpi 100, no tight bbox).
+
+Layout adapts to the size (from 400x300): the font scales with the canvas, the
+title shrinks (then wraps at its parenthesis) until it fits, constrained layout
+keeps every label inside the canvas, month ticks are thinned to what fits side
+by side, pie percentages too small for their slice are left out, and legends
+sit outside the axes (right of a pie, under a trend). Colours are the
+Okabe-Ito qualitative palette (distinct for colour-blind readers too), grey
+last for その他.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import io
+import math
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import matplotlib
 
 matplotlib.use("Agg")
 from matplotlib import font_manager
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.legend import Legend
+from matplotlib.text import Text
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-COLORS = ["#FF6B6B", "#4ECDC4", "#45B7D1", "#96CEB4", "#FFEAA7", "#DDA0DD", "#98D8C8", "#F7DC6F"]
+#: Okabe & Ito (2008) without black, then grey (the pie's その他 is the 8th slice)
+COLORS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#999999"]
 DPI = 100
 _LOCK = threading.Lock()
 _FONT: font_manager.FontProperties | None = None
+#: font size (pt) at 800x600 and the smallest it gets
+BASE_PT, MIN_PT = 11.0, 7.0
 
 
 def font_path() -> Path:
@@ -44,8 +61,18 @@ def _font() -> font_manager.FontProperties:
         return _FONT
 
 
+def _font_pt(width: int, height: int) -> float:
+    return max(MIN_PT, min(BASE_PT, BASE_PT * min(width / 800, height / 600)))
+
+
+def _rc(width: int, height: int) -> Any:
+    name = _font().get_name()
+    return {"font.family": name, "axes.unicode_minus": False, "font.size": _font_pt(width, height)}
+
+
 def _figure(width: int, height: int) -> Figure:
-    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI, facecolor="white")
+    fig = Figure(figsize=(width / DPI, height / DPI), dpi=DPI, facecolor="white", layout="constrained")
+    FigureCanvasAgg(fig)
     return fig
 
 
@@ -55,52 +82,114 @@ def _png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def _rc() -> Any:
-    name = _font().get_name()
-    return {"font.family": name, "axes.unicode_minus": False, "font.size": 11}
+def _renderer(fig: Figure, *, layout: bool = True) -> Any:
+    """The canvas renderer; with `layout` after a draw, so that positions (not only sizes) are final."""
+    if layout:
+        fig.canvas.draw()
+    return fig.canvas.get_renderer()  # type: ignore[attr-defined]
 
 
-def _yen_axis(ax: object) -> None:
-    from matplotlib.ticker import FuncFormatter
+def _fit_title(fig: Figure, title: str) -> None:
+    """Shrink the title down to the minimum font size, then wrap it at its parenthesis, until it fits."""
+    size = _font_pt(int(fig.bbox.width), int(fig.bbox.height)) * 1.15
+    text = fig.suptitle(title, fontsize=size)
+    room = fig.bbox.width * 0.96
+    renderer = _renderer(fig, layout=False)  # a text's size does not depend on where it is
+    while text.get_window_extent(renderer).width > room and size > MIN_PT:
+        size = max(MIN_PT, size - 0.5)
+        text.set_fontsize(size)
+    if text.get_window_extent(renderer).width > room and "（" in title:
+        head, _, tail = title.partition("（")
+        text.set_text(f"{head}\n（{tail}")
 
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{int(v):,}"))  # type: ignore[attr-defined]
+
+def _yen(value: float, _pos: object = None) -> str:
+    return f"{int(value):,}"
 
 
-def category_chart(title: str, labels: list[str], values: list[int], kind: str, width: int, height: int) -> bytes:
+def _drop_overlapping(texts: Iterable[Text], renderer: Any) -> None:
+    """Hide each text that overlaps one kept before it (callers pass the most important first)."""
+    kept: list[Any] = []
+    for text in texts:
+        if not text.get_visible() or not text.get_text():
+            continue
+        box = text.get_window_extent(renderer)
+        if any(box.overlaps(other) for other in kept):
+            text.set_visible(False)
+        else:
+            kept.append(box)
+
+
+def _legend_fitting(
+    fig: Figure, handles: list[Any], labels: list[str], loc: Literal["outside right center", "outside lower center"]
+) -> Legend:
+    """A figure legend outside the axes; under the axes, in as many columns as the width allows."""
+    if loc == "outside right center":
+        return fig.legend(handles, labels, loc=loc, frameon=False)
+    for ncols in range(len(labels), 0, -1):
+        legend = fig.legend(handles, labels, loc=loc, ncols=ncols, frameon=False)
+        if ncols == 1 or legend.get_window_extent(_renderer(fig, layout=False)).width <= fig.bbox.width * 0.98:
+            return legend
+        legend.remove()
+    raise AssertionError("unreachable")
+
+
+def category_figure(title: str, labels: list[str], values: list[int], kind: str, width: int, height: int) -> Figure:
     """A month's spending by category: pie (shares) or bar (yen). Raises ValueError when there is nothing to draw."""
     if not any(v > 0 for v in values):
         raise ValueError("no spending to draw")  # matplotlib's pie would fail with "All wedge sizes are zero"
-    with matplotlib.rc_context(_rc()):
+    with matplotlib.rc_context(_rc(width, height)):
         fig = _figure(width, height)
         ax = fig.add_subplot(1, 1, 1)
         colors = [COLORS[i % len(COLORS)] for i in range(len(labels))]
         if kind == "pie":
-            ax.pie(
+            total = sum(values)
+            wedges, _texts, autotexts = ax.pie(
                 values,
-                labels=labels,
                 colors=colors,
-                autopct="%1.1f%%",
+                autopct=lambda p: f"{p:.1f}%",
+                pctdistance=0.72,
                 startangle=90,
                 counterclock=False,
                 wedgeprops={"linewidth": 1, "edgecolor": "white"},
+                textprops={"fontsize": _font_pt(width, height) * 0.85},
             )
             ax.axis("equal")
+            names = [f"{name} {v * 100 / total:.1f}%" for name, v in zip(labels, values, strict=True)]
+            _legend_fitting(fig, list(wedges), names, "outside right center")
+            _fit_title(fig, title)
+            renderer = _renderer(fig)
+            for text, wedge in zip(autotexts, wedges, strict=True):  # a percentage wider than its slice goes
+                if not _inside(text, wedge, renderer):
+                    text.set_visible(False)
+            _drop_overlapping(autotexts, renderer)
         else:
             positions = list(range(len(labels)))
             ax.barh(positions, values, color=colors)
             ax.set_yticks(positions, labels)
             ax.invert_yaxis()
             ax.set_xlabel("金額（円）")
-            from matplotlib.ticker import FuncFormatter
-
-            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{int(v):,}"))
+            ax.xaxis.set_major_formatter(FuncFormatter(_yen))
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=max(3, width // 120)))
             ax.grid(axis="x", alpha=0.3)
-        ax.set_title(title, pad=24 if kind == "pie" else 6)
-        fig.tight_layout()
-        return _png(fig)
+            _fit_title(fig, title)
+        return fig
 
 
-def trend_chart(
+def _inside(text: Text, wedge: Any, renderer: Any) -> bool:
+    """True when the text's box lies within its wedge (all four corners)."""
+    box = text.get_window_extent(renderer)
+    path = wedge.get_path().transformed(wedge.get_transform())
+    corners = [(box.x0, box.y0), (box.x0, box.y1), (box.x1, box.y0), (box.x1, box.y1)]
+    return bool(path.contains_points(corners).all())
+
+
+def category_chart(title: str, labels: list[str], values: list[int], kind: str, width: int, height: int) -> bytes:
+    with matplotlib.rc_context(_rc(width, height)):
+        return _png(category_figure(title, labels, values, kind, width, height))
+
+
+def trend_figure(
     title: str,
     month_labels: list[str],
     series: dict[str, list[int | None]],
@@ -108,9 +197,9 @@ def trend_chart(
     width: int,
     height: int,
     averages: dict[str, list[int | None]] | None = None,
-) -> bytes:
+) -> Figure:
     """Monthly spending per category over time: line, area or grouped bar; dashed 12-month averages on line."""
-    with matplotlib.rc_context(_rc()):
+    with matplotlib.rc_context(_rc(width, height)):
         fig = _figure(width, height)
         ax = fig.add_subplot(1, 1, 1)
         x = list(range(len(month_labels)))
@@ -135,12 +224,43 @@ def trend_chart(
                 if averages and name in averages:
                     ma = [float("nan") if v is None else v for v in averages[name]]
                     ax.plot(x, ma, color=color, linestyle="--", linewidth=1, label=f"{name}（12か月平均）")
-        step = max(1, len(x) // 12)
-        ax.set_xticks(x[::step], month_labels[::step], rotation=45, ha="right")
+        _month_ticks(fig, ax, x, month_labels)
         ax.set_ylabel("金額（円）")
-        _yen_axis(ax)
+        ax.yaxis.set_major_formatter(FuncFormatter(_yen))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=max(3, height // 80)))
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", fontsize=9)
-        ax.set_title(title)
-        fig.tight_layout()
-        return _png(fig)
+        handles, names = ax.get_legend_handles_labels()
+        _legend_fitting(fig, handles, names, "outside lower center")
+        _fit_title(fig, title)
+        return fig
+
+
+def _month_ticks(fig: Figure, ax: Any, x: list[int], labels: list[str]) -> None:
+    """Label every k-th month, k the smallest that leaves a gap between neighbours.
+
+    Measured on one probe text before any layout (a label's size does not depend on where it is), against the
+    axes' width under the default subplot margins, which constrained layout only widens; ticks are made once,
+    for the labels kept (making a tick per month costs more than drawing the chart).
+    """
+    if not labels:
+        return
+    probe = ax.text(0, 0, max(labels, key=len), fontsize=matplotlib.rcParams["xtick.labelsize"])
+    widest = probe.get_window_extent(_renderer(fig, layout=False)).width
+    probe.remove()
+    room = ax.get_position().width * fig.bbox.width
+    fits = max(1, int(room // (widest * 1.3 + 1)))
+    step = max(1, math.ceil(len(x) / fits))
+    ax.set_xticks(x[::step], labels[::step])
+
+
+def trend_chart(
+    title: str,
+    month_labels: list[str],
+    series: dict[str, list[int | None]],
+    kind: str,
+    width: int,
+    height: int,
+    averages: dict[str, list[int | None]] | None = None,
+) -> bytes:
+    with matplotlib.rc_context(_rc(width, height)):
+        return _png(trend_figure(title, month_labels, series, kind, width, height, averages))

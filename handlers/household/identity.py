@@ -18,7 +18,7 @@ Pure Python: the importer applies the plan in its transaction.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,32 +73,57 @@ def keys(rows: Iterable[RowTuple]) -> list[tuple[Any, ...]]:
 
 
 def plan(source: str, stored: Sequence[Stored], rows: Sequence[RowTuple], *, clean: bool) -> Plan:
-    """What turns `stored` into this file's `rows` under `source`; `clean=False` (row errors) removes nothing."""
+    """What turns `stored` into this file's `rows` under `source`; `clean=False` (row errors) removes nothing.
+
+    Three passes over what is still unmatched: the identity (`keys`); the content without the ID when one side
+    has none (a file re-saved without its ID column: same rows, not removed + added); date and description when
+    neither has an ID (one row edited, e.g. its amount).
+    """
     result = Plan()
-    by_key = dict(zip(keys(s.row for s in stored), stored, strict=True))
+    left: dict[Any, Stored] = dict(zip(keys(s.row for s in stored), stored, strict=True))
     left_rows: list[RowTuple] = []
     for key, r in zip(keys(rows), rows, strict=True):
-        s = by_key.pop(key, None)
+        s = left.pop(key, None)
         if s is None:
             left_rows.append(r)
-        elif s.row[1:] != r[1:]:
-            result.changed.append((s, r))
-        elif s.row[_ROW] != r[_ROW] or s.source != source:
-            result.moved.append((s, r))
         else:
-            result.unchanged += 1
-    # rows without an ID edited in place: same date and description on both sides, paired in order
-    spare: dict[tuple[Any, ...], list[tuple[Any, Stored]]] = defaultdict(list)
-    for key, s in by_key.items():
-        if not s.row[_EXT]:
-            spare[(s.row[_DATE], s.row[_DESC])].append((key, s))
-    for r in left_rows:
-        candidates = spare.get((r[_DATE], r[_DESC])) if not r[_EXT] else None
-        if candidates:
-            key, s = candidates.pop(0)
-            del by_key[key]
-            result.changed.append((s, r))
-        else:
-            result.added.append(r)
-    (result.removed if clean else result.kept).extend(by_key.values())
+            _place(result, source, s, r)
+    left_rows = _pair(result, source, left, left_rows, lambda row: row[1:_EXT], lambda a, b: not (a and b))
+    left_rows = _pair(result, source, left, left_rows, lambda row: (row[_DATE], row[_DESC]), lambda a, b: not (a or b))
+    result.added.extend(left_rows)
+    (result.removed if clean else result.kept).extend(left.values())
     return result
+
+
+def _place(result: Plan, source: str, s: Stored, r: RowTuple) -> None:
+    """A matched pair: changed when a field other than the row number (or the ID alone) differs."""
+    if s.row[1:_EXT] != r[1:_EXT]:
+        result.changed.append((s, r))
+    elif s.row != r or s.source != source:
+        result.moved.append((s, r))
+    else:
+        result.unchanged += 1
+
+
+def _pair(
+    result: Plan,
+    source: str,
+    left: dict[Any, Stored],
+    rows: list[RowTuple],
+    signature: Callable[[RowTuple], Any],
+    ids_allow: Callable[[object, object], bool],
+) -> list[RowTuple]:
+    """Match leftover rows to leftover stored rows of the same signature, in order; returns the rows left."""
+    spare: dict[Any, list[Any]] = defaultdict(list)
+    for key, s in left.items():
+        spare[signature(s.row)].append(key)
+    unmatched = []
+    for r in rows:
+        queue = spare.get(signature(r), [])
+        key = next((k for k in queue if ids_allow(left[k].row[_EXT], r[_EXT])), None)
+        if key is None:
+            unmatched.append(r)
+            continue
+        queue.remove(key)
+        _place(result, source, left.pop(key), r)
+    return unmatched

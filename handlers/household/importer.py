@@ -38,6 +38,7 @@ One bad file or row is reported and never stops the rest.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -74,8 +75,11 @@ UPDATE transactions SET source_file = ?, row_number = ?, date = ?, amount = ?, d
     updated_at = CURRENT_TIMESTAMP
 WHERE id = ?
 """
-#: `… (1).csv` and other copies share the period in the name
-PERIOD_RE = re.compile(r"^収入・支出詳細_(\d{4}-\d{2}-\d{2})_(\d{4}-\d{2}-\d{2})")
+#: an export's name, or a copy of it as a browser or file manager names one: `… (1).csv`, `… - コピー.csv`;
+#: any other suffix (`…_card.csv`) is a file of its own
+PERIOD_RE = re.compile(
+    r"^収入・支出詳細_(\d{4}-\d{2}-\d{2})_(\d{4}-\d{2}-\d{2})(?:\s*\(\d+\)|\s*-\s*コピー(?:\s*\(\d+\))?)?\.csv$"
+)
 
 
 @dataclass
@@ -200,31 +204,38 @@ def _stored(con: sqlite3.Connection, sources: list[str]) -> list[Stored]:
     out: list[Stored] = []
     for source in sources:
         rows = cur.execute(STORED_ROW + " ORDER BY row_number", (source,)).fetchall()
-        out += [Stored(r[0], source, tuple(r[1:])) for r in rows]  # type: ignore[arg-type]
+        # NULL text (a row written by other code) compares as the parser's "" for an empty cell
+        out += [Stored(r[0], source, tuple("" if v is None else v for v in r[1:])) for r in rows]  # type: ignore[arg-type]
     return out
 
 
 def _delete_transactions(con: sqlite3.Connection, ids: list[int]) -> None:
-    """Delete rows, the duplicate checks that refer to them, and the marks that point at them."""
-    params = [(i,) for i in ids]
-    con.executemany(
-        "DELETE FROM duplicate_checks WHERE transaction_id_1 = ? OR transaction_id_2 = ?", [(i, i) for i in ids]
+    """Delete rows, the duplicate checks that refer to them, and the marks that point at them (one scan each)."""
+    if not ids:
+        return
+    listed = (json.dumps(ids),)
+    within = "IN (SELECT value FROM json_each(?))"
+    con.execute(
+        f"DELETE FROM duplicate_checks WHERE transaction_id_1 {within} OR transaction_id_2 {within}", listed * 2
     )
-    con.executemany(
+    con.execute(
         "UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, updated_at = CURRENT_TIMESTAMP "
-        "WHERE duplicate_of = ?",
-        params,
+        f"WHERE duplicate_of {within}",
+        listed,
     )
-    con.executemany("DELETE FROM transactions WHERE id = ?", params)
+    con.execute(f"DELETE FROM transactions WHERE id {within}", listed)
 
 
 def _apply(con: sqlite3.Connection, source: str, change: Plan, rows: list[RowTuple]) -> None:
     """Write a plan: removals, then every moved or changed row parked on a free row number, then placed."""
     _delete_transactions(con, [s.id for s in change.removed])
-    con.executemany(  # their old pairs were scored on other figures; decided pairs stay
-        "DELETE FROM duplicate_checks WHERE user_decision IS NULL AND (transaction_id_1 = ? OR transaction_id_2 = ?)",
-        [(s.id, s.id) for s, _ in change.changed],
-    )
+    if change.changed:  # their pending pairs were scored on other figures; decided pairs stay
+        changed = (json.dumps([s.id for s, _ in change.changed]),) * 2
+        con.execute(
+            "DELETE FROM duplicate_checks WHERE user_decision IS NULL AND (transaction_id_1 IN "
+            "(SELECT value FROM json_each(?)) OR transaction_id_2 IN (SELECT value FROM json_each(?)))",
+            changed,
+        )
     placed = change.changed + change.moved
     last = max((r[0] for r in rows), default=1)
     # kept rows (a file with errors) that are no longer in the file go after its last row
@@ -253,6 +264,61 @@ def _remove_samples(con: sqlite3.Connection) -> int:
     return con.execute("DELETE FROM transactions WHERE source_file >= ? AND source_file < ?", bounds).rowcount
 
 
+#: a re-export touches a month or two: refresh those; a bulk import rebuilds the aggregates at once
+MONTHS_REFRESHED_ONE_BY_ONE = 12
+#: fresh statistics after a bulk import; a re-exported month does not change the data's shape
+ANALYZE_AFTER_ROWS = 1000
+
+
+def _import_file(
+    con: sqlite3.Connection,
+    report: ImportReport,
+    path: Path,
+    source: str,
+    older: list[str],
+    known: set[str],
+    current: set[str],
+) -> set[str]:
+    """Make the rows stored for `source` (and the `older` exports it supersedes) equal to the file's rows.
+
+    Returns the months whose rows changed.
+    """
+    rows, errors = read_tuples(path)
+    report.files_processed += 1
+    if errors and not rows and any(e.row is None for e in errors):
+        report.files_failed += 1
+    report.add_errors(errors)
+    if not rows:
+        return set()  # an unreadable or empty file never removes what was stored for it
+    if source not in known:
+        orphans = _orphans(source, path.name, known, current)
+        if orphans:
+            report.adopted += _adopt(con, source, orphans, rows)
+        known.add(source)
+    stored = _stored(con, [source, *(o for o in older if o in known)])
+    if len(stored) == len(rows) and all(s.row == r for s, r in zip(stored, rows, strict=True)):
+        report.skipped += len(rows)  # the common case: the same file again
+        return set()
+    change = plan(source, stored, rows, clean=not errors) if stored else Plan(added=rows)
+    _apply(con, source, change, rows)
+    report.imported += len(change.added)
+    report.changed += len(change.changed)
+    report.removed += len(change.removed)
+    report.skipped += change.unchanged + len(change.moved)
+    months = change.months()
+    if stored and change.touched:
+        report.changed_files.append(
+            {
+                "file": path.name,
+                "added": len(change.added),
+                "changed": len(change.changed),
+                "removed": len(change.removed),
+                "months": months,
+            }
+        )
+    return set(months)
+
+
 def import_files(
     db: Database, paths: list[Path], *, sample_dir: Path | None = None, include_samples: bool = True
 ) -> ImportReport:
@@ -275,41 +341,15 @@ def import_files(
                         report.adopted += _adopt(con, sample, [path.name], read_tuples(path)[0])
             report.samples_removed = _remove_samples(con)
             known = {s for s in known if not s.startswith(SAMPLE_PREFIX)}
+        touched: set[str] = set()
         for path, source, older in sources:
-            rows, errors = read_tuples(path)
-            report.files_processed += 1
-            if errors and not rows and any(e.row is None for e in errors):
-                report.files_failed += 1
-            report.add_errors(errors)
-            if not rows:
-                continue  # an unreadable or empty file never removes what was stored for it
-            if source not in known:
-                orphans = _orphans(source, path.name, known, current)
-                if orphans:
-                    report.adopted += _adopt(con, source, orphans, rows)
-                known.add(source)
-            stored = _stored(con, [source, *(o for o in older if o in known)])
-            if len(stored) == len(rows) and all(s.row == r for s, r in zip(stored, rows, strict=True)):
-                report.skipped += len(rows)  # the common case: the same file again
-                continue
-            change = plan(source, stored, rows, clean=not errors)
-            _apply(con, source, change, rows)
-            report.imported += len(change.added)
-            report.changed += len(change.changed)
-            report.removed += len(change.removed)
-            report.skipped += change.unchanged + len(change.moved)
-            if stored and change.touched:
-                report.changed_files.append(
-                    {
-                        "file": path.name,
-                        "added": len(change.added),
-                        "changed": len(change.changed),
-                        "removed": len(change.removed),
-                        "months": change.months(),
-                    }
-                )
-        if report.imported or report.changed or report.removed or report.samples_removed:
+            touched |= _import_file(con, report, path, source, older, known, current)
+        if report.samples_removed or len(touched) > MONTHS_REFRESHED_ONE_BY_ONE:
             refresh_aggregates(con)
+        else:
+            for month in sorted(touched):
+                refresh_aggregates(con, month)
+        if report.imported >= ANALYZE_AFTER_ROWS or report.samples_removed:
             con.execute("PRAGMA analysis_limit=1000")
             con.execute("ANALYZE")  # keeps the planner off the low-selectivity idx_is_duplicate
     log.info(

@@ -24,9 +24,11 @@ from .trends import MonthMetric, compute_metrics
 log = logging.getLogger(__name__)
 
 SIZE_RE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
-MIN_W, MAX_W, MIN_H, MAX_H = 200, 1920, 150, 1080
+MIN_W, MAX_W, MIN_H, MAX_H = 400, 1920, 300, 1080
 MAX_WINDOW_MONTHS = 120
 PIE_SLICES = 8
+#: scopes that read every principal's charts (shared with analytics' export handles: the scope string "admin")
+ADMIN_SCOPES = frozenset({"admin", "*"})
 
 
 @dataclass
@@ -127,14 +129,18 @@ class HouseholdCore:
             "notes": self._notes(blocks, start, end, set(data_months), asked=12),
         }
 
-    def chart_png(self, chart_id: str) -> bytes:
-        png = self.charts.get(chart_id)
-        if png is None:
+    def chart_png(self, chart_id: str, reader: str, scopes: frozenset[str]) -> bytes:
+        """A chart for a principal that rendered it, or one holding `admin` or `*`; anyone else: CHART_NOT_FOUND.
+
+        The same answer as for an unknown id, so an id seen by someone else tells nothing.
+        """
+        found = self.charts.get(chart_id)
+        if found is None or (reader not in found[1] and not scopes & ADMIN_SCOPES):
             raise problems.chart_not_found(chart_id)
-        return png
+        return found[0]
 
     # ------------------------------------------------------------ monthly
-    def monthly_household(self, params: dict[str, Any]) -> Result:
+    def monthly_household(self, params: dict[str, Any], owner: str) -> Result:
         year, month = int(params["year"]), int(params["month"])
         if not 1 <= month <= 12:
             raise problems.invalid(f"month は 1〜12 で指定してください: {month}")
@@ -187,6 +193,7 @@ class HouseholdCore:
             title = f"{months.jp(m)} 支出内訳（合計 {yen(total)}）"
             self._attach_chart(
                 result,
+                owner,
                 kind,
                 width,
                 height,
@@ -196,7 +203,7 @@ class HouseholdCore:
         return result
 
     # -------------------------------------------------------------- trend
-    def category_trend(self, params: dict[str, Any]) -> Result:
+    def category_trend(self, params: dict[str, Any], owner: str) -> Result:
         with self.db.connect() as con:
             data_months = queries.data_months(con)
             if not data_months:
@@ -246,6 +253,7 @@ class HouseholdCore:
             name = f"{category}の月次推移" if category else "支出上位カテゴリの月次推移"
             self._attach_chart(
                 result,
+                owner,
                 kind,
                 width,
                 height,
@@ -363,7 +371,9 @@ class HouseholdCore:
         return "\n\n".join(parts)
 
     # -------------------------------------------------------------- charts
-    def _attach_chart(self, result: Result, kind: str, width: int, height: int, alt: str, render: Any) -> None:
+    def _attach_chart(
+        self, result: Result, owner: str, kind: str, width: int, height: int, alt: str, render: Any
+    ) -> None:
         """Render, cache and describe a chart; on a rendering failure keep the text answer (seed §10.7.2)."""
         try:
             png: bytes = render()
@@ -371,7 +381,7 @@ class HouseholdCore:
             log.exception("household chart rendering failed")
             result.warnings.append("グラフの生成に失敗したため、テキストで回答しました")
             return
-        chart_id = self.charts.put(png)
+        chart_id = self.charts.put(png, owner)
         result.png = png
         result.data["chart"] = {
             "chart_id": chart_id,

@@ -15,6 +15,7 @@ from PIL import Image, ImageStat
 
 from handlers.household.chart_cache import ChartCache
 from handlers.household.charts import font_path
+from kumitate.context import CallContext, Principal
 from kumitate.errors import ToolError
 
 from .conftest import row, write_export
@@ -73,7 +74,7 @@ def test_text_output_has_no_chart(trend_service, ctx) -> None:
 
 
 def test_image_size_limits(trend_service, ctx) -> None:
-    for bad in ["1921x1080", "800x1081", "100x100", "800*600"]:
+    for bad in ["1921x1080", "800x1081", "100x100", "800*600", "399x300", "400x299", "200x150"]:
         with pytest.raises(ToolError) as err:
             trend_service.get_monthly_household(
                 {"year": 2025, "month": 1, "output_format": "image", "image_size": bad}, ctx
@@ -89,9 +90,9 @@ def test_unknown_and_expired_chart(tmp_path: Path, trend_service, ctx) -> None:
         trend_service.read_chart(ctx, chart_id="../../etc/passwd")
     offset = [0.0]
     cache = ChartCache(tmp_path / "c", ttl_seconds=60, clock=lambda: time.time() + offset[0])
-    chart_id = cache.put(b"\x89PNG fake")
-    assert cache.get(chart_id) == b"\x89PNG fake"
-    assert ChartCache(tmp_path / "c", ttl_seconds=60).get(chart_id) == b"\x89PNG fake"  # from the file
+    chart_id = cache.put(b"\x89PNG fake", "alice")
+    assert cache.get(chart_id) == (b"\x89PNG fake", {"alice"})
+    assert ChartCache(tmp_path / "c", ttl_seconds=60).get(chart_id) == (b"\x89PNG fake", {"alice"})  # from the file
     offset[0] = 61
     assert cache.get(chart_id) is None
     assert not (tmp_path / "c" / f"{chart_id}.png").exists()
@@ -157,3 +158,46 @@ def test_pie_of_zeros_is_refused_by_the_renderer() -> None:
 
     with pytest.raises(ValueError):
         category_chart("t", ["食費"], [0], "pie", 400, 300)
+
+
+def _as(principal: str, *scopes: str) -> CallContext:
+    return CallContext(
+        service="household",
+        tool="test",
+        transport="test",
+        run_id="run",
+        trace_id="trace",
+        principal=Principal(principal, frozenset(scopes)),
+    )
+
+
+def test_a_chart_is_readable_by_its_creator_and_admin_only(trend_service) -> None:
+    """Before: any principal holding the household scope read any chart id it saw."""
+    alice, bob = _as("alice", "household"), _as("bob", "household")
+    args = {"year": 2025, "month": 1, "output_format": "image"}
+    chart_id = trend_service.get_monthly_household(args, alice)["chart"]["chart_id"]
+    assert trend_service.read_chart(alice, chart_id=chart_id).startswith(b"\x89PNG")
+    for reader in (_as("admin-user", "admin"), _as("root", "*")):
+        assert trend_service.read_chart(reader, chart_id=chart_id).startswith(b"\x89PNG")
+    with pytest.raises(ToolError) as err:
+        trend_service.read_chart(bob, chart_id=chart_id)
+    assert err.value.code == "CHART_NOT_FOUND"  # the same answer as an unknown id: nothing leaks
+    # bob rendering the very same chart (he holds those bytes then) gets the same id and may read it; carol may not
+    assert trend_service.get_monthly_household(args, bob)["chart"]["chart_id"] == chart_id
+    assert trend_service.read_chart(bob, chart_id=chart_id).startswith(b"\x89PNG")
+    assert trend_service.read_chart(alice, chart_id=chart_id).startswith(b"\x89PNG")
+    with pytest.raises(ToolError):
+        trend_service.read_chart(_as("carol", "household"), chart_id=chart_id)
+    # a chart only bob rendered stays his
+    bobs = trend_service.get_monthly_household({**args, "graph_type": "bar"}, bob)["chart"]["chart_id"]
+    with pytest.raises(ToolError):
+        trend_service.read_chart(alice, chart_id=bobs)
+
+
+def test_chart_owners_survive_a_restart(tmp_path: Path) -> None:
+    ChartCache(tmp_path / "c").put(b"\x89PNG fake", "alice")
+    ChartCache(tmp_path / "c").put(b"\x89PNG fake", "bob")  # another worker: adds to the owners on disk
+    chart_id = next((tmp_path / "c").glob("*.png")).stem
+    assert ChartCache(tmp_path / "c").get(chart_id) == (b"\x89PNG fake", {"alice", "bob"})
+    (tmp_path / "c" / f"{chart_id}.owners").unlink()
+    assert ChartCache(tmp_path / "c").get(chart_id) is None  # no owners on disk: nobody's chart

@@ -48,6 +48,8 @@ def test_an_edited_amount_replaces_the_old_one(tmp_path: Path, make_service, ctx
     report = svc.import_household_data({}, ctx)
     assert counts(report) == (0, 1, 0, 2)
     assert month(svc, ctx) == (6700, 300000, 2)
+    trend = svc.get_category_trend({"category": "食費", "start_month": "2025-01", "end_month": "2025-01"}, ctx)
+    assert trend["categories"][0]["total"] == 6700  # the monthly aggregate follows too
     assert report["changed_files"] == [
         {"file": f"収入・支出詳細_{JAN}.csv", "added": 0, "changed": 1, "removed": 0, "months": ["2025-01"]}
     ]
@@ -168,3 +170,56 @@ def test_a_reexport_with_a_bad_row_removes_nothing(tmp_path: Path, make_service,
     with svc.core.db.connect() as con:
         numbers = sorted(r[0] for r in con.execute("SELECT row_number FROM transactions"))
     assert numbers == [2, 4, 5, 6]  # the kept row is placed after the file's last row
+
+
+def test_an_edited_row_loses_its_pending_pairs_but_keeps_decided_ones(tmp_path: Path, make_service, ctx) -> None:
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = january(with_ids=True)
+    twins = [row("2025/01/12", -900, "食費", "外食", content="定食", rid=f"mf-t{i}") for i in range(3)]
+    write_export(data, JAN, [*rows, *twins])
+    svc = make_service(data)
+    assert svc.detect_duplicates({}, ctx)["candidates_count"] == 3  # (t0,t1) (t0,t2) (t1,t2)
+    first = svc.list_duplicate_candidates({}, ctx)["candidates"][0]
+    assert (first["transaction_1"]["description"], first["transaction_2"]["description"]) == ("定食", "定食")
+    t2 = max(c["transaction_2"]["id"] for c in svc.list_duplicate_candidates({}, ctx)["candidates"])
+    assert t2 not in (first["transaction_1"]["id"], first["transaction_2"]["id"])  # (t0, t1)
+    svc.confirm_duplicate({"check_id": first["check_id"], "decision": "not_duplicate"}, ctx)
+    edited = [*twins[:2], row("2025/01/12", -950, "食費", "外食", content="定食", rid="mf-t2")]
+    write_export(data, JAN, [*rows, *edited])
+    assert counts(svc.import_household_data({}, ctx)) == (0, 1, 0, 5)
+    stats = svc.get_duplicate_stats({}, ctx)
+    # t2's two pending pairs went with its old amount; the decided (t0, t1) stays
+    assert (stats["total_checks"], stats["confirmed_not_duplicate"], stats["pending_checks"]) == (1, 1, 0)
+
+
+def test_only_copies_of_an_export_supersede_it(tmp_path: Path, make_service, ctx) -> None:
+    """'… (2).csv' and '… - コピー.csv' are copies; '…_card.csv' is a file of its own and is read too."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    old = write_export(data, JAN, january(with_ids=True)[:1])
+    copy = write_export(data, f"{JAN} - コピー", january(with_ids=True)[:1])
+    newest = write_export(data, f"{JAN} (2)", january(with_ids=True))
+    own = write_export(data, f"{JAN}_card", [row("2025/01/20", -3000, "日用品", "ドラッグストア", rid="card-1")])
+    for age, path in ((300, old), (200, copy), (0, newest), (400, own)):
+        os.utime(path, (time.time() - age, time.time() - age))
+    report = make_service(data).core.startup_report
+    assert sorted(f["file"] for f in report["superseded_files"]) == sorted([old.name, copy.name])
+    assert {f["by"] for f in report["superseded_files"]} == {newest.name}
+    assert report["total_transactions"] == 4  # the three of the newest copy and the card file's one
+
+
+def test_a_file_resaved_without_its_id_column_is_the_same_month(tmp_path: Path, make_service, ctx) -> None:
+    data = tmp_path / "exports"
+    data.mkdir()
+    rows = january(with_ids=True)
+    write_export(data, JAN, rows)
+    svc = make_service(data)
+    with svc.core.db.connect() as con:
+        before = sorted(r[0] for r in con.execute("SELECT id FROM transactions"))
+    header = ["計算対象", "日付", "内容", "金額（円）", "保有金融機関", "大項目", "中項目", "メモ", "振替"]
+    write_export(data, JAN, [r[:9] for r in reversed(rows)], header=header, encoding="utf-8")
+    assert counts(svc.import_household_data({}, ctx)) == (0, 0, 0, 3)
+    with svc.core.db.connect() as con:
+        assert sorted(r[0] for r in con.execute("SELECT id FROM transactions")) == before
+    assert month(svc, ctx) == (6200, 300000, 2)
