@@ -116,5 +116,7 @@ def test_every_input_integer_declares_a_maximum() -> None:
 
     inputs = [name for name in TYPES["$defs"] if name.endswith("Input")]
     assert len(inputs) >= 5
-    unbounded = [path for name in inputs for path, node in integers(TYPES["$defs"][name], name) if "maximum" not in node]
+    unbounded = [
+        path for name in inputs for path, node in integers(TYPES["$defs"][name], name) if "maximum" not in node
+    ]
     assert unbounded == []
