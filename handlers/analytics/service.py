@@ -169,7 +169,7 @@ class AnalyticsService:
                 con, sql, fmt=fmt, max_rows=max_rows, owner=principal.id, watch=self.runner.guarded
             )
         handle = meta["handle"]
-        log.info("analytics export handle=%s rows=%d bytes=%d", handle, meta["rows"], meta["size_bytes"])
+        log.info("analytics export format=%s rows=%d bytes=%d", fmt, meta["rows"], meta["size_bytes"])
         return {
             "handle": handle,
             "rows": meta["rows"],
