@@ -17,10 +17,17 @@ from typing import TYPE_CHECKING, Any
 from kumitate.context import Attachment, CallContext
 from kumitate.settings import Settings
 
+from .connection import DEFAULT_POOL_SIZE
 from .service import AnalyticsService, Limits, Sweeper
 
 if TYPE_CHECKING:  # generated later by codegen
-    from generated.analytics.models import ExportInput, HistogramInput, MaterializeInput, ProfileInput
+    from generated.analytics.models import (
+        DropMaterializedInput,
+        ExportInput,
+        HistogramInput,
+        MaterializeInput,
+        ProfileInput,
+    )
 
 SERVICE = "analytics"
 
@@ -39,7 +46,7 @@ class AnalyticsHandlers:
         self._sweeper = Sweeper(service, sweep_interval_s) if sweep_interval_s else None
 
     def export(self, input: ExportInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.export(_dump(input), deadline=ctx.deadline)
+        return self.service.export(_dump(input), deadline=ctx.deadline, principal=ctx.principal)
 
     def profile(self, input: ProfileInput, ctx: CallContext) -> dict[str, Any]:
         return self.service.profile(_dump(input), deadline=ctx.deadline)  # size-trim warnings travel in the body
@@ -50,12 +57,15 @@ class AnalyticsHandlers:
     def materialize(self, input: MaterializeInput, ctx: CallContext) -> dict[str, Any]:
         return self.service.materialize(_dump(input), deadline=ctx.deadline)
 
+    def drop_materialized(self, input: DropMaterializedInput, ctx: CallContext) -> dict[str, Any]:
+        return self.service.drop_materialized(_dump(input), deadline=ctx.deadline)
+
     def read_schema(self, ctx: CallContext) -> dict[str, Any]:
         return self.service.schema()
 
     def read_export_file(self, ctx: CallContext, handle: str) -> Attachment:
         """Binary resource `export_file` (export://{handle}), with the export's own MIME type (parquet or csv)."""
-        data, mime = self.service.read_export(handle)
+        data, mime = self.service.read_export(handle, ctx.principal)
         return Attachment(mime, data)
 
     def close(self) -> None:
@@ -68,14 +78,23 @@ def create(settings: Settings) -> AnalyticsHandlers:
     """Open (generating on first start) var/analytics/activities.duckdb and serve it.
 
     Environment: KUMITATE_ANALYTICS_SCALE (default 1.0, only used when the database
-    is generated), KUMITATE_ANALYTICS_TIMEOUT_S (query deadline, default 10).
+    is generated), KUMITATE_ANALYTICS_TIMEOUT_S (query deadline, default 10),
+    KUMITATE_ANALYTICS_POOL_SIZE (DuckDB connections, i.e. queries at once, default 4),
+    KUMITATE_ANALYTICS_EXPORT_MAX_MB (one export, default 100) and
+    KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB (one principal's live exports, default 500).
     """
-    scale = float(os.environ.get("KUMITATE_ANALYTICS_SCALE", "1.0"))
-    timeout = float(os.environ.get("KUMITATE_ANALYTICS_TIMEOUT_S", "10"))
+    env = os.environ
+    scale = float(env.get("KUMITATE_ANALYTICS_SCALE", "1.0"))
+    limits = Limits(
+        query_timeout_s=float(env.get("KUMITATE_ANALYTICS_TIMEOUT_S", "10")),
+        pool_size=int(env.get("KUMITATE_ANALYTICS_POOL_SIZE", str(DEFAULT_POOL_SIZE))),
+        export_max_bytes=int(float(env.get("KUMITATE_ANALYTICS_EXPORT_MAX_MB", "100")) * 1_000_000),
+        principal_export_bytes=int(float(env.get("KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB", "500")) * 1_000_000),
+    )
     service = AnalyticsService(
         settings.service_dir(SERVICE),
         scale=scale,
-        limits=Limits(query_timeout_s=timeout),
+        limits=limits,
         public_base_url=settings.public_base_url,
     )
     return AnalyticsHandlers(service)

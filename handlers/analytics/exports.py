@@ -9,6 +9,15 @@ and `safe_load_export` can open an export directly from the exports directory.
 
 Expiry is checked on every access and by `sweep()`, which the service also runs
 periodically.
+
+Each export belongs to the principal that created it (`owner` in the sidecar): only
+that principal, or one holding scope "admin" or "*", can read it; anyone else gets
+EXPORT_NOT_FOUND, as for a handle that never existed. Bytes on disk are bounded per
+export and per principal (ExportQuota): the running COPY is watched and interrupted as
+soon as its file passes what is left, and the partial file is deleted.
+
+This module is the only one that knows how handles are stored (the sidecar files);
+the rest of the service goes through ExportStore.
 """
 
 from __future__ import annotations
@@ -17,14 +26,18 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Callable
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from kumitate.context import commit_gate
+from kumitate.context import Principal, commit_gate
 from kumitate.errors import ToolError
 
 from .source import wrap_query
@@ -45,6 +58,46 @@ def parse_rfc3339(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
+READ_ALL_SCOPES = frozenset({"admin", "*"})
+Watch = Callable[[Callable[[], ToolError | None]], AbstractContextManager[None]]
+
+
+def reads_all(principal: Principal) -> bool:
+    """A principal holding scope "admin" or "*" may read every principal's exports."""
+    return bool(principal.scopes & READ_ALL_SCOPES)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportQuota:
+    """Bytes on disk: at most `per_export` for one file, `per_principal` for one principal's live exports."""
+
+    per_export: int = 100_000_000
+    per_principal: int = 500_000_000
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1_000_000:,.1f} MB"
+
+
+def quota_exceeded(quota: ExportQuota, used: int, allowed: int) -> ToolError:
+    """EXPORT_QUOTA_EXCEEDED naming the limit that bit (one export, or what is left of the principal's)."""
+    if allowed >= quota.per_export:
+        return ToolError(
+            f"The export would be larger than {_mb(quota.per_export)}, the limit for one export; nothing was "
+            "stored. Select fewer columns or rows (WHERE activity_id / a time range), aggregate in SQL, or use "
+            "format parquet (compressed).",
+            code="EXPORT_QUOTA_EXCEEDED",
+            details={"limit_bytes": quota.per_export, "scope": "export"},
+        )
+    return ToolError(
+        f"Your live exports use {_mb(used)} of your {_mb(quota.per_principal)} on disk, and this export needs "
+        f"more than the {_mb(max(allowed, 0))} left; nothing was stored. Exports are deleted when they expire "
+        "(see expires_at); export less (fewer columns or rows, parquet) or retry after older exports expire.",
+        code="EXPORT_QUOTA_EXCEEDED",
+        details={"limit_bytes": quota.per_principal, "used_bytes": used, "scope": "principal"},
+    )
+
+
 def not_found(handle: str) -> ToolError:
     return ToolError(
         "No export with that handle: it never existed or has expired (exports live for "
@@ -56,28 +109,110 @@ def not_found(handle: str) -> ToolError:
 class ExportStore:
     """Exports on disk with TTL; all methods are safe to call from several threads."""
 
-    def __init__(self, directory: Path, *, clock: Callable[[], datetime], ttl_seconds: int = 3600):
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        clock: Callable[[], datetime],
+        ttl_seconds: int = 3600,
+        quota: ExportQuota | None = None,
+    ):
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
         self.clock = clock
         self.ttl_seconds = ttl_seconds
+        self.quota = quota or ExportQuota()
+        self._reserved: Counter[str] = Counter()  # bytes granted to exports still being written
+        self._reserve_lock = threading.Lock()
+
+    def usage(self, owner: str) -> int:
+        """Bytes of `owner`'s live exports on disk."""
+        total = 0
+        for meta_path in self.directory.glob("*.json"):
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if meta.get("owner") == owner and parse_rfc3339(meta["expires_at"]) > self.clock():
+                total += int(meta.get("size_bytes", 0))
+        return total
+
+    @contextmanager
+    def _reserve(self, owner: str) -> Iterator[tuple[int, int]]:
+        """Grant this export what the quotas leave (bytes), counting other exports still being written."""
+        with self._reserve_lock:
+            used = self.usage(owner) + self._reserved[owner]
+            allowed = min(self.quota.per_export, self.quota.per_principal - used)
+            if allowed <= 0:
+                raise quota_exceeded(self.quota, used, allowed)
+            self._reserved[owner] += allowed
+        try:
+            yield used, allowed
+        finally:
+            with self._reserve_lock:
+                self._reserved[owner] -= allowed
+                if self._reserved[owner] <= 0:
+                    del self._reserved[owner]
 
     def _paths(self, handle: str, ext: str) -> tuple[Path, Path]:
         return self.directory / f"{handle}.{ext}", self.directory / f"{handle}.json"
 
-    def write(self, con: duckdb.DuckDBPyConnection, sql: str, *, fmt: str, max_rows: int) -> dict[str, Any]:
-        """COPY at most max_rows + 1 rows; refuse (and delete) when the limit is crossed."""
-        ext, mime, options = FORMATS[fmt]
+    def write(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        sql: str,
+        *,
+        fmt: str,
+        max_rows: int,
+        owner: str,
+        watch: Watch | None = None,
+    ) -> dict[str, Any]:
+        """COPY at most max_rows + 1 rows within the byte quota; refuse (and delete) when a limit is crossed.
+
+        `watch(check)` runs the COPY while something polls `check` and interrupts the
+        query when it returns an error (QueryRunner.guarded); without it the size is
+        checked only once the file is complete.
+        """
+        ext, _, options = FORMATS[fmt]
         handle = secrets.token_hex(16)
-        data_path, meta_path = self._paths(handle, ext)
+        data_path, _ = self._paths(handle, ext)
         columns = [str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {wrap_query(sql)} AS q").fetchall()]
         target = str(data_path).replace("'", "''")
         copy = f"COPY (SELECT * FROM {wrap_query(sql)} AS q LIMIT {int(max_rows) + 1}) TO '{target}' {options}"
-        try:
-            rows = int(con.execute(copy).fetchall()[0][0])
-        except BaseException:
-            data_path.unlink(missing_ok=True)
-            raise
+        with self._reserve(owner) as (used, allowed):
+
+            def too_large() -> ToolError | None:
+                try:
+                    size = data_path.stat().st_size
+                except OSError:
+                    return None
+                return quota_exceeded(self.quota, used, allowed) if size > allowed else None
+
+            try:
+                with watch(too_large) if watch else nullcontext():
+                    rows = int(con.execute(copy).fetchall()[0][0])
+                error = too_large()
+                if error:
+                    raise error
+            except BaseException:
+                data_path.unlink(missing_ok=True)
+                raise
+            return self._commit(con, sql, handle, fmt, rows, max_rows, columns, owner)
+
+    def _commit(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        sql: str,
+        handle: str,
+        fmt: str,
+        rows: int,
+        max_rows: int,
+        columns: list[str],
+        owner: str,
+    ) -> dict[str, Any]:
+        """Check the row limit, then publish the sidecar (from here on the handle exists)."""
+        ext, mime, _ = FORMATS[fmt]
+        data_path, meta_path = self._paths(handle, ext)
         if rows > max_rows:
             data_path.unlink(missing_ok=True)
             exact = self._count(con, sql)
@@ -96,12 +231,13 @@ class ExportStore:
             "rows": rows,
             "size_bytes": data_path.stat().st_size,
             "columns": columns,
+            "owner": owner,
             "created_at": rfc3339(now),
             "expires_at": rfc3339(now + timedelta(seconds=self.ttl_seconds)),
         }
         tmp = meta_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(meta), encoding="utf-8")
         try:
+            tmp.write_text(json.dumps(meta), encoding="utf-8")
             with commit_gate():
                 os.replace(tmp, meta_path)  # the handle exists from here on
         except BaseException:
@@ -120,8 +256,12 @@ class ExportStore:
         except duckdb.Error:
             return None
 
-    def get(self, handle: str) -> dict[str, Any]:
-        """Metadata of a live export; expired ones are deleted and reported as not found."""
+    def get(self, handle: str, principal: Principal) -> dict[str, Any]:
+        """Metadata of a live export the principal may read; expired ones are deleted and reported as not found.
+
+        Another principal's export is reported as not found too: a handle reveals nothing
+        to someone who may not read it.
+        """
         if not HANDLE.match(handle or ""):
             raise not_found(handle)
         meta_path = self.directory / f"{handle}.json"
@@ -132,18 +272,20 @@ class ExportStore:
         if parse_rfc3339(meta["expires_at"]) <= self.clock():
             self._remove(handle)
             raise not_found(handle)
+        if meta.get("owner") != principal.id and not reads_all(principal):
+            raise not_found(handle)
         return dict(meta)
 
-    def path(self, handle: str) -> Path:
-        meta = self.get(handle)
+    def path(self, handle: str, principal: Principal) -> Path:
+        meta = self.get(handle, principal)
         data_path, _ = self._paths(handle, FORMATS[meta["format"]][0])
         if not data_path.exists():
             raise not_found(handle)
         return data_path
 
-    def read_bytes(self, handle: str) -> tuple[bytes, str]:
+    def read_bytes(self, handle: str, principal: Principal) -> tuple[bytes, str]:
         """The file's bytes and its MIME type."""
-        meta = self.get(handle)
+        meta = self.get(handle, principal)
         data_path, _ = self._paths(handle, FORMATS[meta["format"]][0])
         try:
             return data_path.read_bytes(), meta["mime_type"]

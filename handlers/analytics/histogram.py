@@ -8,9 +8,13 @@ Edge semantics (documented in the tool spec, tested exactly):
   which is closed on both ends (e_{bins-1} <= v <= max), so the maximum is counted;
   the returned (rounded) edges are the ones the counts follow;
 * NULLs (and NaN) are not binned; they are reported as `null_count`;
-* if every value is equal (min == max) all edges are equal and, by the rule above,
-  every value lands in the last bin;
+* if every value is equal (min == max) there is one bin, [v, v], holding every value
+  (`bins` equal-width bins of width 0 would be all empty but one);
 * if there are no non-null values, `bins` is empty.
+
+Counts: `row_count` is every row considered (after date_range), NULLs included;
+`binned_count` the non-null values, which the bins sum to; `null_count` the rest.
+`total_count` is the deprecated name of row_count (it read as "the sum of the bins").
 
 DuckDB's `histogram()` table function picks "nice" boundaries and may return a
 different number of bins, so it is not used. A first query gets min/max/counts;
@@ -152,8 +156,10 @@ def compute_histogram(con: duckdb.DuckDBPyConnection, source: Source, column: st
     result: dict[str, Any] = {
         "column": column,
         "bins": [],
-        "total_count": int(total),
+        "row_count": int(total),
+        "binned_count": int(non_null),
         "null_count": int(total - non_null),
+        "total_count": int(total),
         "min": lo,
         "max": hi,
         "bin_width": None,
@@ -173,10 +179,12 @@ def compute_histogram(con: duckdb.DuckDBPyConnection, source: Source, column: st
             "ask for at least 2 bins or rescale the column in SQL.",
             code="INVALID_INPUT",
         )
-    edges = bin_edges(lo, hi, bins)
     if hi == lo:
-        counts = [0] * (bins - 1) + [int(non_null)]
-    elif fast_path_ok(lo, hi, width, edges):
+        result["bins"] = [{"min": lo, "max": hi, "count": int(non_null)}]
+        result["bin_width"] = 0.0
+        return result
+    edges = bin_edges(lo, hi, bins)
+    if fast_path_ok(lo, hi, width, edges):
         counts = _counts_fast(con, source, value, valid, lo, hi, edges)
     else:
         counts = _counts_exact(con, source, value, valid, edges)

@@ -2,15 +2,17 @@
 
 Two aggregate scans (see compute_profile); bench/analytics_bench.py keeps a
 million-row profile under 300 ms. Derived statistics (mean, median, std) are rounded to 4 significant digits:
-an LLM reasons about "312.5 s/km", not "312.4978...". If the JSON is still larger
-than the budget, whole columns are dropped from the end and a warning names them,
-so the LLM can profile them separately with a narrower SELECT.
+an LLM reasons about "312.5 s/km", not "312.4978...". If the JSON is larger than
+the budget, whole columns are dropped, least useful first (ids and keys, then
+timestamps, then text, keeping numeric measures: `usefulness`), and a warning names
+them with the `columns=[...]` argument that profiles them.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
@@ -118,25 +120,56 @@ def _placeholder(entry: dict[str, Any], row_count: int) -> dict[str, Any]:
     return full
 
 
+ID_NAME = re.compile(r"(^|_)(id|key|uuid|idx|index)$|^.+(Id|ID|Key)$")
+
+
+def usefulness(name: str, type_name: str) -> int:
+    """Rank of a column for the size budget (lower is kept first).
+
+    Users profile data for its measures (pace, heart rate, cadence...); identifiers,
+    keys and timestamps say little in a profile (the date range is reported on its
+    own), so they are the first to go: numeric measures 0, other values (text,
+    booleans) 1, dates and timestamps 2, ids and keys 3.
+    """
+    if ID_NAME.search(name) or type_name == "UUID":
+        return 3
+    if is_temporal(type_name) or type_name in ("TIME", "INTERVAL"):
+        return 2
+    return 0 if is_numeric(type_name) else 1
+
+
+def by_usefulness(columns: list[tuple[str, str]]) -> list[str]:
+    """Column names, most useful first; ties keep the source order."""
+    ranked = sorted(enumerate(columns), key=lambda item: (usefulness(*item[1]), item[0]))
+    return [name for _, (name, _) in ranked]
+
+
 def _omitted_warning(dropped: list[str], max_bytes: int) -> str:
-    names = ", ".join(dropped)
-    if len(names) > max_bytes // 3:
-        return f"Trimmed to {max_bytes} bytes: {len(dropped)} column(s) omitted. Profile fewer columns at a time."
-    return (
-        f"Trimmed to {max_bytes} bytes: {len(dropped)} column(s) omitted ({names}). "
-        "Profile them by passing columns=[...] or a SELECT of just those columns."
-    )
+    why = f"{len(dropped)} column(s) omitted to fit {max_bytes} bytes (ids, keys and timestamps go first)"
+    asked = json.dumps(dropped, ensure_ascii=False)
+    if len(asked) > max_bytes // 3:
+        return f"{why}. Profile the others a few at a time with columns=[...] (names in analytics://schema)."
+    return f"{why}; profile them with columns={asked}."
 
 
-def _fit(base: dict[str, Any], entries: dict[str, dict[str, Any]], max_bytes: int) -> tuple[list[str], list[str]]:
-    """How many leading columns fit in the budget, with the warning the rest need."""
-    names = list(entries)
-    for keep in range(len(names), -1, -1):
-        dropped = names[keep:]
+def fit_columns(
+    base: dict[str, Any],
+    entries: dict[str, dict[str, Any]],
+    priority: list[str],
+    max_bytes: int,
+    omitted: list[str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """The columns kept (in `entries` order) and the warnings: drop the least useful until the JSON fits.
+
+    `omitted` names columns left out earlier; the warning lists them first.
+    """
+    for keep in range(len(priority), -1, -1):
+        kept = set(priority[:keep])
+        dropped = [*(omitted or []), *priority[keep:]]
         warnings = [*base["warnings"], _omitted_warning(dropped, max_bytes)] if dropped else base["warnings"]
-        candidate = dict(base, columns={n: entries[n] for n in names[:keep]}, warnings=warnings)
-        if json_size(candidate) <= max_bytes:
-            return names[:keep], warnings
+        columns = {n: e for n, e in entries.items() if n in kept}
+        if json_size(dict(base, columns=columns, warnings=warnings)) <= max_bytes:
+            return list(columns), warnings
     return [], [*base["warnings"], "All column statistics omitted (size limit)."]
 
 
@@ -160,6 +193,8 @@ def compute_profile(
     have no JSON form: they are null, and a warning names the column and statistics.
     """
     chosen = _select_columns(source, columns)
+    # Explicitly requested columns keep the caller's order of importance.
+    priority = [name for name, _ in chosen] if columns else by_usefulness(chosen)
     single_pass = source.kind == "query" and len(chosen) <= SINGLE_PASS_MAX_COLUMNS
     exprs = ["count(*)"]
     date_type = (source.column_type(source.date_column) or "") if source.date_column else ""
@@ -201,15 +236,17 @@ def compute_profile(
     if single_pass:
         _apply_expensive(values, plan, entries, non_finite)
         warnings = [*base["warnings"], *_non_finite_warning(non_finite, entries)]
-        return trim_profile(dict(base, columns=entries, warnings=warnings), max_bytes)
-    kept, warnings = _fit(base, {n: _placeholder(e, row_count) for n, e in entries.items()}, max_bytes)
+        return trim_profile(dict(base, columns=entries, warnings=warnings), max_bytes, priority)
+    placeholders = {n: _placeholder(e, row_count) for n, e in entries.items()}
+    kept, _ = fit_columns(base, placeholders, priority, max_bytes)
     kept_entries = {n: entries[n] for n in kept}
     more, plan = _expensive_plan([(n, entries[n]["type"]) for n in kept], approx)
     if more:
         values = iter(con.execute(f"SELECT {', '.join(more)} FROM {source.from_sql} AS s").fetchall()[0])
         _apply_expensive(values, plan, kept_entries, non_finite)
-    warnings = [*warnings, *_non_finite_warning(non_finite, kept_entries)]
-    return trim_profile(dict(base, columns=kept_entries, warnings=warnings), max_bytes)
+    warnings = [*base["warnings"], *_non_finite_warning(non_finite, kept_entries)]
+    omitted = [n for n in priority if n not in kept_entries]
+    return trim_profile(dict(base, columns=kept_entries, warnings=warnings), max_bytes, priority, omitted)
 
 
 def _non_finite_warning(non_finite: dict[str, list[str]], kept: dict[str, Any]) -> list[str]:
@@ -286,26 +323,14 @@ def _apply_expensive(
         entries[name] = ordered
 
 
-def trim_profile(result: dict[str, Any], max_bytes: int) -> dict[str, Any]:
-    """Drop trailing columns until the JSON fits; name what was dropped in a warning."""
-    if json_size(result) <= max_bytes:
+def trim_profile(
+    result: dict[str, Any], max_bytes: int, priority: list[str] | None = None, omitted: list[str] | None = None
+) -> dict[str, Any]:
+    """Drop the least useful columns (`priority`: most useful first) until the JSON fits; a warning names them
+    and the `omitted` ones left out before."""
+    if json_size(result) <= max_bytes and not omitted:
         return result
-    columns = dict(result["columns"])
-    dropped: list[str] = []
-    while columns:
-        name = next(reversed(columns))
-        dropped.insert(0, name)
-        del columns[name]
-        warning = (
-            f"Trimmed to {max_bytes} bytes: {len(dropped)} column(s) omitted ({', '.join(dropped)}). "
-            "Profile them with a SELECT of just those columns."
-        )
-        candidate = dict(result, columns=columns, warnings=[*result["warnings"], warning])
-        if json_size(candidate) <= max_bytes:
-            return candidate
-        if len(warning) > max_bytes // 2:  # too many names to list: shorten the warning
-            short = f"Trimmed to {max_bytes} bytes: {len(dropped)} column(s) omitted. Profile fewer columns."
-            candidate["warnings"] = [*result["warnings"], short]
-            if json_size(candidate) <= max_bytes:
-                return candidate
-    return dict(result, columns={}, warnings=[*result["warnings"], "All column statistics omitted (size limit)."])
+    entries = result["columns"]
+    order = [n for n in (priority or list(entries)) if n in entries]
+    kept, warnings = fit_columns(result, entries, order, max_bytes, omitted)
+    return dict(result, columns={n: entries[n] for n in kept}, warnings=warnings)

@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kumitate.context import Principal
 from kumitate.errors import ToolError
 
 from .connection import DEFAULT_POOL_SIZE, QueryRunner, Sandbox
-from .exports import FORMATS, ExportStore
+from .exports import FORMATS, ExportQuota, ExportStore
 from .histogram import MAX_BINS, compute_histogram
 from .materialize import Materializer
 from .profile import PROFILE_MAX_BYTES, compute_profile
@@ -36,6 +37,9 @@ EXPORT_MAX_ROWS = 1_000_000
 SWEEP_ON_ACCESS_S = 30.0
 MIN_VIEW_TTL_S = 60  # materialize ttl_seconds bounds (the spec's MaterializeInput)
 MAX_VIEW_TTL_S = 86_400
+
+
+LOCAL = Principal("local", frozenset({"*"}))  # direct (non-transport) callers: scripts, tests, benchmarks
 
 
 def utcnow() -> datetime:
@@ -70,6 +74,8 @@ class Limits:
     max_views: int = 10
     materialize_max_rows: int = 5_000_000
     memory_limit: str = "4GB"
+    export_max_bytes: int = 100_000_000
+    principal_export_bytes: int = 500_000_000
     pool_size: int = DEFAULT_POOL_SIZE
 
 
@@ -96,7 +102,8 @@ class AnalyticsService:
             log.info("analytics sample database generated in %.2f s", time.perf_counter() - started)
         exports_dir = Path(service_dir) / "exports"
         exports_dir.mkdir(parents=True, exist_ok=True)
-        self.exports = ExportStore(exports_dir, clock=clock, ttl_seconds=self.limits.export_ttl_s)
+        quota = ExportQuota(per_export=self.limits.export_max_bytes, per_principal=self.limits.principal_export_bytes)
+        self.exports = ExportStore(exports_dir, clock=clock, ttl_seconds=self.limits.export_ttl_s, quota=quota)
         sandbox = Sandbox(
             self.db_path, exports_dir, memory_limit=self.limits.memory_limit, pool_size=self.limits.pool_size
         )
@@ -145,7 +152,9 @@ class AnalyticsService:
 
     # -- tools -------------------------------------------------------------------
 
-    def export(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+    def export(
+        self, params: dict[str, Any], *, deadline: float | None = None, principal: Principal = LOCAL
+    ) -> dict[str, Any]:
         fmt = params.get("format", "parquet")
         if fmt not in FORMATS:
             raise ToolError(f"format must be one of {', '.join(FORMATS)}.", code="INVALID_INPUT")
@@ -156,9 +165,11 @@ class AnalyticsService:
             sql = check_select(
                 con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
             )
-            meta = self.exports.write(con, sql, fmt=fmt, max_rows=max_rows)
+            meta = self.exports.write(
+                con, sql, fmt=fmt, max_rows=max_rows, owner=principal.id, watch=self.runner.guarded
+            )
         handle = meta["handle"]
-        log.info("analytics export handle=%s rows=%d bytes=%d", handle, meta["rows"], meta["size_bytes"])
+        log.info("analytics export format=%s rows=%d bytes=%d", fmt, meta["rows"], meta["size_bytes"])
         return {
             "handle": handle,
             "rows": meta["rows"],
@@ -193,6 +204,12 @@ class AnalyticsService:
         log.info("analytics materialize rows=%d evicted=%d", result["rows"], len(result["evicted"]))
         return result
 
+    def drop_materialized(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
+        with self.runner.session(timeout_s=self._timeout(deadline)) as con:
+            result = self.views.drop(con, params["view"])
+        log.info("analytics drop_materialized dropped=%s", result["dropped"])
+        return result
+
     # -- resources ---------------------------------------------------------------
 
     def schema(self) -> dict[str, Any]:
@@ -203,14 +220,16 @@ class AnalyticsService:
                 "query_timeout_s": self.limits.query_timeout_s,
                 "export_max_rows": self.limits.export_max_rows,
                 "export_ttl_s": self.limits.export_ttl_s,
+                "export_max_bytes": self.limits.export_max_bytes,
+                "principal_export_bytes": self.limits.principal_export_bytes,
                 "profile_max_bytes": self.limits.profile_max_bytes,
                 "max_materialized": self.limits.max_views,
             },
         }
 
-    def read_export(self, handle: str) -> tuple[bytes, str]:
-        """Bytes and MIME type of a live export (EXPORT_NOT_FOUND otherwise)."""
-        return self.exports.read_bytes(handle)
+    def read_export(self, handle: str, principal: Principal = LOCAL) -> tuple[bytes, str]:
+        """Bytes and MIME type of a live export `principal` may read (EXPORT_NOT_FOUND otherwise)."""
+        return self.exports.read_bytes(handle, principal)
 
     # -- housekeeping --------------------------------------------------------------
 

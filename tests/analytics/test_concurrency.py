@@ -75,3 +75,21 @@ def test_pool_size_is_bounded(small_db_template: Any, tmp_path: Any, clock: Any,
         assert svc.runner.pool_size == size
     finally:
         svc.close()
+
+
+def test_concurrent_materialize_drop_and_reads(service: AnalyticsService) -> None:
+    """Views built, replaced, dropped and read from several connections at once stay consistent."""
+
+    def work(i: int) -> int:
+        name = f"v{i % 3}"
+        service.materialize({"name": name, "query": f"SELECT {i} AS i FROM range(1000)"})
+        rows = int(service.profile({"table_or_query": "SELECT count(*) AS n FROM activities"})["row_count"])
+        if i % 4 == 0:
+            service.drop_materialized({"view": name})
+        return rows
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert list(pool.map(work, range(24))) == [1] * 24
+    live = {v["view"] for v in service.schema()["materialized"]}
+    tables = service.runner.con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'memory'")
+    assert {t for (t,) in tables.fetchall()} == live

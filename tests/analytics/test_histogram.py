@@ -1,4 +1,4 @@
-"""histogram: exactly `bins` equal-width bins, left-closed, last bin closed; nulls counted."""
+"""histogram: `bins` equal-width bins (one when all values are equal), left-closed, last bin closed; nulls counted."""
 
 from __future__ import annotations
 
@@ -43,8 +43,10 @@ def test_integer_edges_exact(service: AnalyticsService) -> None:
             {"min": 6.0, "max": 8.0, "count": 2},
             {"min": 8.0, "max": 10.0, "count": 3},  # last bin is closed: 8, 9, 10
         ],
-        "total_count": 13,
+        "row_count": 13,
+        "binned_count": 11,
         "null_count": 2,
+        "total_count": 13,
         "min": 0.0,
         "max": 10.0,
         "bin_width": 2.0,
@@ -60,17 +62,26 @@ def test_values_on_float_edges_follow_the_returned_edges(service: AnalyticsServi
     assert sum(b["count"] for b in result["bins"]) == 11
 
 
-def test_constant_column_goes_to_last_bin(service: AnalyticsService) -> None:
-    result = service.histogram({"table_or_query": _values_sql([5.0, 5.0, 5.0]), "column": "x", "bins": 4})
-    assert [b["count"] for b in result["bins"]] == [0, 0, 0, 3]
-    assert all(b["min"] == 5.0 and b["max"] == 5.0 for b in result["bins"])
-    assert result["bin_width"] == 0.0
+def test_a_single_distinct_value_is_one_bin(service: AnalyticsService) -> None:
+    result = service.histogram({"table_or_query": _values_sql([5.0, None, 5.0, 5.0]), "column": "x", "bins": 10})
+    assert result["bins"] == [{"min": 5.0, "max": 5.0, "count": 3}]
+    assert (result["min"], result["max"], result["bin_width"]) == (5.0, 5.0, 0.0)
+    assert (result["row_count"], result["binned_count"], result["null_count"]) == (4, 3, 1)
+
+
+def test_counts_are_named_for_what_they_count(service: AnalyticsService) -> None:
+    """row_count includes NULLs; binned_count is what the bins sum to (total_count: deprecated row_count)."""
+    result = service.histogram({"table_or_query": _values_sql([1.0, 2.0, None, 4.0, None]), "column": "x", "bins": 3})
+    assert sum(b["count"] for b in result["bins"]) == result["binned_count"] == 3
+    assert result["row_count"] == result["binned_count"] + result["null_count"] == 5
+    assert result["total_count"] == result["row_count"]
 
 
 def test_no_values(service: AnalyticsService) -> None:
     result = service.histogram({"table_or_query": _values_sql([None, None]), "column": "x", "bins": 4})
     assert result["bins"] == []
-    assert (result["total_count"], result["null_count"], result["min"], result["bin_width"]) == (2, 2, None, None)
+    assert (result["row_count"], result["binned_count"], result["null_count"]) == (2, 0, 2)
+    assert (result["min"], result["bin_width"]) == (None, None)
 
 
 def test_nan_is_not_binned(service: AnalyticsService) -> None:
@@ -84,7 +95,7 @@ def test_real_table_with_exactly_requested_bins(service: AnalyticsService) -> No
     for bins in (1, 7, 20, 100):
         result = service.histogram({"table_or_query": "splits", "column": "pace_s_per_km", "bins": bins})
         assert len(result["bins"]) == bins
-        assert sum(b["count"] for b in result["bins"]) + result["null_count"] == result["total_count"]
+        assert sum(b["count"] for b in result["bins"]) + result["null_count"] == result["row_count"]
     hr = service.histogram({"table_or_query": "time_series_metrics", "column": "heart_rate"})
     assert hr["null_count"] > 0
 
@@ -113,10 +124,12 @@ def test_bad_inputs(service: AnalyticsService) -> None:
 def test_matches_reference_rule(service: AnalyticsService, values: list[float], bins: int) -> None:
     result = service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": bins})
     edges = [b["min"] for b in result["bins"]] + [result["bins"][-1]["max"]]
+    if min(values) == max(values):
+        assert result["bins"] == [{"min": values[0], "max": values[0], "count": len(values)}]
+        return
     assert len(result["bins"]) == bins
     assert edges == bin_edges(min(values), max(values), bins)
-    expected = reference_counts(values, edges) if min(values) != max(values) else [0] * (bins - 1) + [len(values)]
-    assert [b["count"] for b in result["bins"]] == expected
+    assert [b["count"] for b in result["bins"]] == reference_counts(values, edges)
     assert not any(math.isnan(e) for e in edges)
 
 
@@ -192,8 +205,8 @@ def test_extreme_values_match_reference_rule(service: AnalyticsService, values: 
         assert exc.code == "INVALID_INPUT" and bins == 1 and not math.isfinite(max(values) - min(values))
         return
     edges = _edges(result)
-    assert len(result["bins"]) == bins
+    assert len(result["bins"]) == (bins if min(values) != max(values) else 1)
     assert all(math.isfinite(e) for e in edges) and edges == sorted(edges)
     assert (edges[0], edges[-1]) == (min(values), max(values))
-    expected = reference_counts(values, edges) if min(values) != max(values) else [0] * (bins - 1) + [len(values)]
+    expected = reference_counts(values, edges) if min(values) != max(values) else [len(values)]
     assert [b["count"] for b in result["bins"]] == expected

@@ -29,7 +29,7 @@ def test_create_and_reuse(service: AnalyticsService) -> None:
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", result["expires_at"])
     # Usable by name in every tool, and inside SQL.
     assert service.profile({"table_or_query": "mat_perrun", "columns": ["seconds"]})["row_count"] == 6
-    assert service.histogram({"table_or_query": "mat_perrun", "column": "hr", "bins": 3})["total_count"] == 6
+    assert service.histogram({"table_or_query": "mat_perrun", "column": "hr", "bins": 3})["row_count"] == 6
     joined = service.export(
         {"query": "SELECT a.activity_type, m.hr FROM activities a JOIN mat_perrun m USING (activity_id)"}
     )
@@ -152,3 +152,20 @@ def test_failed_swap_keeps_the_old_view(service: AnalyticsService, clock: FakeCl
         assert _temp_tables(service) == ["mat_x"] and [v["view"] for v in registry.live()] == ["mat_x"]
         # The connection is usable afterwards (no transaction left open).
         assert registry.create(con, "y", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())["view"] == "mat_y"
+
+
+def test_drop_before_the_ttl(service: AnalyticsService) -> None:
+    """Issue 20: a view can be dropped before its TTL, by full or short name; dropping again is harmless."""
+    service.materialize({"name": "Weekly", "query": "SELECT 1 AS x"})
+    service.materialize({"name": "other", "query": "SELECT 2 AS x"})
+    assert service.drop_materialized({"view": "mat_weekly"}) == {"view": "mat_weekly", "dropped": True}
+    assert [v["view"] for v in service.schema()["materialized"]] == ["mat_other"]
+    with pytest.raises(ToolError) as info:
+        service.profile({"table_or_query": "mat_weekly"})
+    assert info.value.code == "NOT_FOUND"
+    assert service.drop_materialized({"view": "mat_weekly"}) == {"view": "mat_weekly", "dropped": False}
+    assert service.drop_materialized({"view": "OTHER"}) == {"view": "mat_other", "dropped": True}
+    tables = service.runner.con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'memory'")
+    assert tables.fetchall()[0][0] == 0
+    # The name is free again.
+    assert service.materialize({"name": "weekly", "query": "SELECT 3 AS x"})["replaced"] is False

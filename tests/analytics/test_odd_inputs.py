@@ -77,7 +77,7 @@ def test_empty_and_null_only_sources(service: AnalyticsService) -> None:
     for source, column, total in (("mat_empty", "avg_hr", 0), ("mat_nulls", "d", 5)):
         hist = service.histogram({"table_or_query": source, "column": column, "bins": 100})
         valid("HistogramOutput", hist)
-        assert (hist["bins"], hist["total_count"], hist["null_count"]) == ([], total, total)
+        assert (hist["bins"], hist["row_count"], hist["null_count"]) == ([], total, total)
     export = service.export({"query": "SELECT * FROM mat_empty", "format": "csv"})
     assert export["rows"] == 0
     assert service.read_export(export["handle"])[0].decode().startswith("activity_id,start_time,")

@@ -80,12 +80,43 @@ def test_output_is_bounded_and_trimmed_with_a_warning(service: AnalyticsService)
         assert name in result["warnings"][0]
     # Every column appears exactly once: kept, or named in the warning.
     all_columns = next(t["columns"] for t in service.schema()["tables"] if t["name"] == "splits")
-    listed = re.search(r"omitted \(([^)]*)\)", result["warnings"][0]).group(1).split(", ")  # type: ignore[union-attr]
+    listed = json.loads(re.search(r"columns=(\[.*\])", result["warnings"][0]).group(1))  # type: ignore[union-attr]
     assert sorted([*result["columns"], *listed]) == sorted(c["name"] for c in all_columns)
     # The omitted ones come back when asked for.
     rest = service.profile({"table_or_query": "splits", "columns": ["elevation_loss_m"]})
     assert list(rest["columns"]) == ["elevation_loss_m"]
     assert rest["warnings"] == []
+
+
+@pytest.mark.parametrize(
+    ("table", "measures", "last_resort"),
+    [
+        ("activities", ["distance_km", "duration_s", "avg_pace_s_per_km"], ["activity_id", "start_time"]),
+        ("splits", ["distance_km", "duration_s", "pace_s_per_km"], ["activity_id", "split_index", "start_time"]),
+        ("time_series_metrics", ["elapsed_s", "distance_m", "pace_s_per_km", "heart_rate"], ["activity_id", "ts"]),
+    ],
+)
+def test_the_budget_keeps_measures_and_leaves_out_ids_and_timestamps(
+    service: AnalyticsService, table: str, measures: list[str], last_resort: list[str]
+) -> None:
+    """Issue 20: ids, keys and timestamps are left out before the numeric measures users ask about."""
+    result = service.profile({"table_or_query": table})
+    assert json_size(result) <= 1024
+    assert all(m in result["columns"] for m in measures)
+    assert not any(c in result["columns"] for c in last_resort)
+    asked = json.loads(re.search(r"columns=(\[.*\])", result["warnings"][0]).group(1))  # type: ignore[union-attr]
+    assert set(last_resort) <= set(asked)
+    assert asked[-1] in last_resort  # ids, keys and timestamps are the last to be kept
+    # Asking for them (the warning says how) profiles them.
+    again = service.profile({"table_or_query": table, "columns": asked[:3]})
+    assert list(again["columns"]) == asked[:3]
+
+
+def test_requested_columns_keep_the_callers_priority(service: AnalyticsService) -> None:
+    columns = ["activity_id", "start_time", "activity_type", "activity_name", "distance_km", "avg_hr", "max_hr"]
+    result = service.profile({"table_or_query": "activities", "columns": columns})
+    kept = list(result["columns"])
+    assert kept == columns[: len(kept)] and "activity_id" in kept
 
 
 def test_small_budget_still_valid_json(service: AnalyticsService) -> None:
@@ -210,7 +241,7 @@ def test_timestamptz_date_range_uses_utc_days(service: AnalyticsService) -> None
     hist = service.histogram(
         {"table_or_query": sql, "column": "x", "bins": 2, "date_range": ["2025-03-02", "2025-03-02"]}
     )
-    assert hist["total_count"] == 2
+    assert hist["row_count"] == 2
 
 
 def test_date_range_bounds_sql() -> None:

@@ -96,3 +96,27 @@ def test_export_resource_spec() -> None:
     assert spec["uri"] == "export://{handle}"
     assert spec["http"]["path"] == "/v1/analytics/exports/{handle}"
     assert set(spec["errors"]) <= known_codes()
+
+
+def test_every_input_integer_declares_a_maximum() -> None:
+    """Issue 20: an integer that reaches storage or a query is bounded in the spec (never an OverflowError)."""
+
+    def integers(node: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
+        found: list[tuple[str, dict[str, Any]]] = []
+        if isinstance(node, dict):
+            kinds = node.get("type")
+            if kinds == "integer" or (isinstance(kinds, list) and "integer" in kinds):
+                found.append((path, node))
+            for key, value in node.items():
+                found += integers(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                found += integers(value, f"{path}/{i}")
+        return found
+
+    inputs = [name for name in TYPES["$defs"] if name.endswith("Input")]
+    assert len(inputs) >= 5
+    unbounded = [
+        path for name in inputs for path, node in integers(TYPES["$defs"][name], name) if "maximum" not in node
+    ]
+    assert unbounded == []
