@@ -383,6 +383,18 @@ class Pipeline:
             outcome.headers["Idempotent-Replayed"] = "true"
         return self._finish(outcome, ctx, request.transport, started)
 
+    def refuse(self, what: str, error: ToolError, request: CallRequest) -> Outcome:
+        """A request no tool or resource takes (`what`: e.g. `unknown_tool`; the name asked for is
+        not logged). The caller is still authenticated first: without a valid token it learns nothing."""
+        service, name = "-", what
+        started = time.perf_counter()
+        ctx = self._context(service, name, request)
+        try:
+            self._admit(service, name, {}, ctx, request)
+        except ToolError as exc:
+            error = exc
+        return self._finish(self.error_outcome(error, ctx.run_id, ctx.trace_id), ctx, request.transport, started)
+
     async def read_resource(self, binding: ResourceBinding, params: Mapping[str, str], request: CallRequest) -> Outcome:
         started = time.perf_counter()
         ctx = self._context(binding.service, binding.name, request)
