@@ -29,6 +29,7 @@ from kumitate.context import Attachment, CallContext, Principal, bound
 from kumitate.errors import ToolError
 from kumitate.policies import deprecation, guard
 from kumitate.policies.auth import Authenticator
+from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.idempotency import IdempotencyStore, Stored
 from kumitate.policies.ratelimit import RateLimiter
 
@@ -48,6 +49,8 @@ class CallRequest:
     local: bool = False
     """stdio / in-memory MCP: no network peer, runs as the configured local principal."""
     idempotency_key: str | None = None
+    base_url: str | None = None
+    """`scheme://host[:port]` the caller used (HTTP and MCP over HTTP); None over stdio."""
 
 
 @dataclass(slots=True)
@@ -73,6 +76,10 @@ class Policies:
     auth: Authenticator = field(default_factory=lambda: Authenticator([], Principal("local", frozenset({"*"}))))
     limiter: RateLimiter = field(default_factory=RateLimiter)
     idempotency: IdempotencyStore | None = None
+    auth_guard: AuthGuard | None = None
+    """Failed authentication rate-limited per client address (KUMITATE_AUTH_FAILURES)."""
+    public_url: str | None = None
+    """KUMITATE_PUBLIC_URL: when set, every URL a tool returns starts with it; else each call's own address."""
     max_timeout_ms: int | None = None
     """Operator cap on every tool's deadline (KUMITATE_MAX_TIMEOUT_MS), e.g. under a proxy's own time-out."""
     worker_threads: int = 40
@@ -163,6 +170,7 @@ class Pipeline:
             run_id=run_id,
             trace_id=trace_id,
             principal=Principal(),
+            public_url=self.policies.public_url or request.base_url,
         )
 
     def _check_input(self, schema: dict[str, Any], arguments: Any) -> None:
@@ -267,7 +275,13 @@ class Pipeline:
     ) -> None:
         """Authenticate, authorize and rate-limit: the checks before any work is done."""
         auth = self.policies.auth
-        ctx.principal = auth.authenticate(request.authorization, local=request.local, public=bool(policy.get("public")))
+        public = bool(policy.get("public"))
+        if self.policies.auth_guard is not None:
+            ctx.principal = self.policies.auth_guard.authenticate(
+                auth, request.authorization, request.client, local=request.local, public=public
+            )
+        else:
+            ctx.principal = auth.authenticate(request.authorization, local=request.local, public=public)
         if not policy.get("public"):
             auth.authorize(ctx.principal, policy.get("scopes"))
         limit = policy.get("rate_limit")

@@ -9,6 +9,7 @@ from typing import Any
 from kumitate.bindings import ResourceBinding, ServiceBinding
 from kumitate.pipeline import Pipeline, Policies
 from kumitate.policies.auth import Authenticator
+from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter
 from kumitate.settings import Settings
@@ -58,9 +59,12 @@ class Runtime:
                 raise
             _check_handlers(svc, handlers[name])
         self.handlers = handlers
+        limiter = RateLimiter()
         self.policies = Policies(
             auth=Authenticator.from_env(self.env),
-            limiter=RateLimiter(),
+            limiter=limiter,
+            auth_guard=AuthGuard.from_env(limiter, self.env),
+            public_url=(self.env.get("KUMITATE_PUBLIC_URL") or "").rstrip("/") or None,
             idempotency=IdempotencyStore(settings.data_dir / "idempotency.sqlite3"),
             max_timeout_ms=int(self.env["KUMITATE_MAX_TIMEOUT_MS"])
             if self.env.get("KUMITATE_MAX_TIMEOUT_MS")

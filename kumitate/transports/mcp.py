@@ -29,6 +29,7 @@ from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
+from kumitate.settings import Settings
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
 
 ANNOTATION_FIELDS = {
@@ -53,7 +54,9 @@ def current_request(idempotency_key: str | None = None) -> CallRequest:
     meta = dict(rc.meta or {}) if rc is not None else {}
     headers: dict[str, str] = {}
     fallback = None
+    base_url = None
     if rc is not None and rc.request is not None:
+        base_url = Settings.base_url_of(rc.request.scope)
         headers = {k.lower(): v for k, v in rc.request.headers.items()}
         state = rc.request.scope.get("state") or {}
         fallback = state.get("kumitate_ids") or correlation.from_headers(headers)
@@ -69,6 +72,7 @@ def current_request(idempotency_key: str | None = None) -> CallRequest:
         authorization=headers.get("authorization"),
         local=(rc is None or rc.request is None) and not SERVED_OVER_NETWORK.get(),
         idempotency_key=idempotency_key,
+        base_url=base_url,
     )
 
 
