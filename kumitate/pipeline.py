@@ -265,7 +265,8 @@ class Pipeline:
         known = faults.classify(exc)
         where = {"service": ctx.service, "tool": ctx.tool, "run_id": ctx.run_id}
         if known is not None:
-            calllog.log_event("call_failed", **where, code=known.code, error_type=faults.describe(exc))
+            if known.code == "STORAGE_UNAVAILABLE":  # the operator's problem: say which layer failed
+                calllog.log_event("storage_failed", **where, error_type=faults.describe(exc))
             return known
         calllog.log_crash("handler_crashed", exc, **where)
         return ToolError(f"internal error; quote run_id {ctx.run_id}", code="INTERNAL")
