@@ -34,9 +34,15 @@ RULES: dict[str, str] = {
     "KT109": "HTTP routes (method + path) are unique",
     "KT110": "a deprecation's sunset is not earlier than its since date",
     "KT111": "resource URIs are unique and their HTTP path carries the URI's parameters",
+    "KT112": "every integer in a tool's input declares a minimum and a maximum that fit in 64 bits",
+    "KT113": "a tool that writes (readOnlyHint false) declares `policy.idempotency`, or says why not",
 }
 
 ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+INT64 = (-(2**63), 2**63 - 1)
+SUBSCHEMA_MAPS = ("properties", "patternProperties", "$defs")
+SUBSCHEMA_ONE = ("items", "additionalProperties", "contains", "not", "if", "then", "else", "unevaluatedItems")
+SUBSCHEMA_LISTS = ("prefixItems", "anyOf", "oneOf", "allOf")
 SUMMARY_MAX = 200
 DESCRIPTION_MIN = 40
 
@@ -229,6 +235,62 @@ def check_resources(tree: SpecTree) -> Iterator[Problem]:
                 yield Problem(rel, "/name", "KT111", f"resource name {res.name!r} is not snake_case")
 
 
+def _subschemas(schema: Any, pointer: str) -> Iterator[tuple[dict[str, Any], str]]:
+    """Every schema object inside `schema` (itself included), with its JSON pointer."""
+    if not isinstance(schema, dict):
+        return
+    yield schema, pointer
+    for key in SUBSCHEMA_MAPS:
+        for name, sub in (schema.get(key) or {}).items():
+            yield from _subschemas(sub, f"{pointer}/{key}/{name}")
+    for key in SUBSCHEMA_ONE:
+        yield from _subschemas(schema.get(key), f"{pointer}/{key}")
+    for key in SUBSCHEMA_LISTS:
+        for i, sub in enumerate(schema.get(key) or []):
+            yield from _subschemas(sub, f"{pointer}/{key}/{i}")
+
+
+def _bound(schema: dict[str, Any], inclusive: str, exclusive: str) -> Any:
+    return schema.get(inclusive, schema.get(exclusive))
+
+
+def check_integer_bounds(tree: SpecTree) -> Iterator[Problem]:
+    """Input integers reach SQLite, DuckDB and arithmetic that hold 64 bits: an id of 2^63 was
+    once a 500. A declared range makes it a 400 at validation, documented in the schema."""
+    for tool, rel in _tools(tree):
+        for schema, pointer in _subschemas(tool.input_schema, "/input"):
+            if schema.get("type") != "integer":
+                continue  # ["string", "integer"] ids are carried as text
+            if "enum" in schema or "const" in schema:
+                continue  # the values are listed
+            low = _bound(schema, "minimum", "exclusiveMinimum")
+            high = _bound(schema, "maximum", "exclusiveMaximum")
+            missing = [name for name, value in (("minimum", low), ("maximum", high)) if value is None]
+            if missing:
+                yield Problem(
+                    rel, pointer, "KT112", f"integer without {' and '.join(missing)}: declare the range it may take"
+                )
+            elif not (INT64[0] <= low <= INT64[1] and INT64[0] <= high <= INT64[1]):
+                yield Problem(rel, pointer, "KT112", f"integer range [{low}, {high}] does not fit in 64 bits")
+
+
+def check_idempotency(tree: SpecTree) -> Iterator[Problem]:
+    """A client retries a write whose answer it lost; only a key makes that retry safe."""
+    for tool, rel in _tools(tree):
+        if tool.annotations.get("readOnlyHint", True):
+            continue
+        declared = tool.policy.get("idempotency")
+        if declared is None:
+            yield Problem(
+                rel,
+                "/policy",
+                "KT113",
+                "a tool that writes declares `idempotency: true`, or `idempotency: false` with `idempotency_note`",
+            )
+        elif declared is False and not str(tool.policy.get("idempotency_note", "")).strip():
+            yield Problem(rel, "/policy/idempotency", "KT113", "`idempotency: false` needs an `idempotency_note`: why")
+
+
 CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_names,
     check_annotations,
@@ -239,6 +301,8 @@ CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_routes,
     check_deprecation,
     check_resources,
+    check_integer_bounds,
+    check_idempotency,
 )
 
 

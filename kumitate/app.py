@@ -18,7 +18,7 @@ from litestar.exceptions import HTTPException
 from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
-from kumitate import calllog
+from kumitate import calllog, datadir, faults
 from kumitate.errors import ToolError
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
@@ -62,8 +62,16 @@ def _meta_routes(runtime: Runtime) -> list[Any]:
         return {"services": runtime.versions()}
 
     @get("/healthz", include_in_schema=False, sync_to_thread=False)
-    def healthz() -> dict[str, Any]:
-        return {"ok": True, "services": sorted(runtime.services)}
+    def healthz() -> Response[dict[str, Any]]:
+        """200 while the data directory takes writes; 503 (Retry-After) while it does not (disk full,
+        read-only, failing), with the reason. The probe is one small file, written and removed."""
+        problem = datadir.probe(runtime.settings.data_dir)
+        storage: dict[str, Any] = {"ok": problem is None} | ({"error": problem} if problem else {})
+        body = {"ok": problem is None, "services": sorted(runtime.services), "storage": storage}
+        if problem is None:
+            return Response(body)
+        retry = str(faults.STORAGE_RETRY_AFTER_MS // 1000)
+        return Response(body, status_code=503, headers={"Retry-After": retry})
 
     return [versions, healthz]
 

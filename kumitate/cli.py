@@ -10,6 +10,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
+
+
+def _start(settings: Any, build: Any) -> Any:
+    """`build()` after checking the data directory; a storage failure exits with one line, no traceback."""
+    from kumitate import datadir
+
+    try:
+        datadir.check(settings.data_dir)
+        return build()
+    except Exception as exc:
+        message = datadir.startup_error(settings.data_dir, exc)
+        if message is None:
+            raise
+        print(f"kumitate: {message}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -19,11 +35,22 @@ def _serve(args: argparse.Namespace) -> int:
     from kumitate.policies.auth import Authenticator, exposure_warning
     from kumitate.settings import Settings
 
-    app = create_app(Settings.from_env(), args.service or None)
+    settings = Settings.from_env(host=args.host, port=args.port)  # URLs in results follow the address served
+    app = _start(settings, lambda: create_app(settings, args.service or None))
     warning = exposure_warning(args.host, Authenticator.from_env(os.environ).enabled)
     if warning:
         print(warning, file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on")
+    # No access log: it prints raw paths, which carry export handles and chart ids. The pipeline logs
+    # one line per call (route, code, duration). Proxy headers: trusted per FORWARDED_ALLOW_IPS.
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        lifespan="on",
+        access_log=False,
+        proxy_headers=True,
+    )
     return 0
 
 
@@ -38,7 +65,8 @@ def _mcp(args: argparse.Namespace) -> int:
     from kumitate.transports.mcp import build_server
 
     calllog.configure()
-    runtime = Runtime(Settings.from_env(), [args.service] if args.service else None)
+    settings = Settings.from_env()
+    runtime = _start(settings, lambda: Runtime(settings, [args.service] if args.service else None))
     server = build_server(runtime, [args.service] if args.service else None)
     try:
         server.run(transport="stdio", show_banner=False)

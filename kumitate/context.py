@@ -52,6 +52,8 @@ class CallContext:
     attachments: list[Attachment] = field(default_factory=list)
     deadline: float | None = None
     """time.monotonic() after which the caller is told REQUEST_TIMEOUT."""
+    public_url: str | None = None
+    """Where the caller reached this server (`http://host:port`), for URLs in results; see public_url()."""
     _gate: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _timed_out: bool = field(default=False, repr=False, compare=False)
     _committed: bool = field(default=False, repr=False, compare=False)
@@ -105,6 +107,14 @@ _current: ContextVar[CallContext | None] = ContextVar("kumitate_call", default=N
 def current_call() -> CallContext | None:
     """The call this code runs for, or None (start-up, scripts): set by the pipeline around each handler."""
     return _current.get()
+
+
+def public_url(default: str) -> str:
+    """The base of URLs a result hands out: KUMITATE_PUBLIC_URL if the operator set it, else the
+    address the caller used for this call (Host and, behind a trusted proxy, X-Forwarded-Proto),
+    else `default` (the address served, for stdio and scripts)."""
+    call = _current.get()
+    return (call.public_url if call is not None and call.public_url else default).rstrip("/")
 
 
 @contextmanager

@@ -30,6 +30,7 @@ from kumitate.intake import MAX_REPORTED_ERRORS, Intake, data_of
 from kumitate.metrics import Metrics
 from kumitate.policies import deprecation, guard
 from kumitate.policies.auth import Authenticator
+from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.idempotency import IdempotencyStore, Stored
 from kumitate.policies.ratelimit import RateLimiter
 
@@ -47,6 +48,8 @@ class CallRequest:
     local: bool = False
     """stdio / in-memory MCP: no network peer, runs as the configured local principal."""
     idempotency_key: str | None = None
+    base_url: str | None = None
+    """`scheme://host[:port]` the caller used (HTTP and MCP over HTTP); None over stdio."""
 
 
 @dataclass(slots=True)
@@ -72,6 +75,10 @@ class Policies:
     auth: Authenticator = field(default_factory=lambda: Authenticator([], Principal("local", frozenset({"*"}))))
     limiter: RateLimiter = field(default_factory=RateLimiter)
     idempotency: IdempotencyStore | None = None
+    auth_guard: AuthGuard | None = None
+    """Failed authentication rate-limited per client address (KUMITATE_AUTH_FAILURES)."""
+    public_url: str | None = None
+    """KUMITATE_PUBLIC_URL: when set, every URL a tool returns starts with it; else each call's own address."""
     max_timeout_ms: int | None = None
     """Operator cap on every tool's deadline (KUMITATE_MAX_TIMEOUT_MS), e.g. under a proxy's own time-out."""
     worker_threads: int = 40
@@ -158,6 +165,7 @@ class Pipeline:
             run_id=run_id,
             trace_id=trace_id,
             principal=Principal(),
+            public_url=self.policies.public_url or request.base_url,
         )
 
     def _envelope(self, service: str, body: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -247,7 +255,8 @@ class Pipeline:
         known = faults.classify(exc)
         where = {"service": ctx.service, "tool": ctx.tool, "run_id": ctx.run_id}
         if known is not None:
-            calllog.log_event("call_failed", **where, code=known.code, error_type=faults.describe(exc))
+            if known.code == "STORAGE_UNAVAILABLE":  # the operator's problem: say which layer failed
+                calllog.log_event("storage_failed", **where, error_type=faults.describe(exc))
             return known
         calllog.log_crash("handler_crashed", exc, **where)
         return ToolError(f"internal error; quote run_id {ctx.run_id}", code="INTERNAL")
@@ -257,7 +266,13 @@ class Pipeline:
     ) -> None:
         """Authenticate, authorize and rate-limit: the checks before any work is done."""
         auth = self.policies.auth
-        ctx.principal = auth.authenticate(request.authorization, local=request.local, public=bool(policy.get("public")))
+        public = bool(policy.get("public"))
+        if self.policies.auth_guard is not None:
+            ctx.principal = self.policies.auth_guard.authenticate(
+                auth, request.authorization, request.client, local=request.local, public=public
+            )
+        else:
+            ctx.principal = auth.authenticate(request.authorization, local=request.local, public=public)
         if not policy.get("public"):
             auth.authorize(ctx.principal, policy.get("scopes"))
         limit = policy.get("rate_limit")
@@ -379,6 +394,18 @@ class Pipeline:
         if outcome.replayed:
             outcome.headers["Idempotent-Replayed"] = "true"
         return self._finish(outcome, ctx, request.transport, started)
+
+    def refuse(self, what: str, error: ToolError, request: CallRequest) -> Outcome:
+        """A request no tool or resource takes (`what`: e.g. `unknown_tool`; the name asked for is
+        not logged). The caller is still authenticated first: without a valid token it learns nothing."""
+        service, name = "-", what
+        started = time.perf_counter()
+        ctx = self._context(service, name, request)
+        try:
+            self._admit(service, name, {}, ctx, request)
+        except ToolError as exc:
+            error = exc
+        return self._finish(self.error_outcome(error, ctx.run_id, ctx.trace_id), ctx, request.transport, started)
 
     async def _read_resource(
         self, binding: ResourceBinding, params: Mapping[str, str], request: CallRequest

@@ -11,6 +11,7 @@ from kumitate.cache import SharedCache, make_cache
 from kumitate.deploy import DeploySettings
 from kumitate.pipeline import Pipeline, Policies
 from kumitate.policies.auth import Authenticator
+from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
 from kumitate.project import Project, load_generated
@@ -73,9 +74,12 @@ class Runtime:
                 raise
             _check_handlers(svc, handlers[name])
         self.handlers = handlers
+        limiter = RedisRateLimiter(self.redis) if self.redis is not None else RateLimiter()
         self.policies = Policies(
             auth=Authenticator.from_env(self.env),
-            limiter=RedisRateLimiter(self.redis) if self.redis is not None else RateLimiter(),
+            limiter=limiter,
+            auth_guard=AuthGuard.from_env(limiter, self.env),
+            public_url=(self.env.get("KUMITATE_PUBLIC_URL") or "").rstrip("/") or None,
             idempotency=IdempotencyStore(self.database),
             max_timeout_ms=int(self.env["KUMITATE_MAX_TIMEOUT_MS"])
             if self.env.get("KUMITATE_MAX_TIMEOUT_MS")

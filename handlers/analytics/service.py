@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kumitate.context import Principal
+from kumitate.context import Principal, public_url
 from kumitate.errors import ToolError
 
 from .connection import DEFAULT_POOL_SIZE, QueryRunner, Sandbox
@@ -179,7 +179,7 @@ class AnalyticsService:
             "mime_type": meta["mime_type"],
             "expires_at": meta["expires_at"],
             "resource_uri": f"export://{handle}",
-            "url": f"{self.public_base_url}/v1/analytics/exports/{handle}",
+            "url": f"{public_url(self.public_base_url)}/v1/analytics/exports/{handle}",
         }
 
     def profile(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:

@@ -13,6 +13,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from kumitate.context import public_url
+
 from . import dupstore, months, problems, queries
 from .chart_cache import ChartCache
 from .db import Database
@@ -385,7 +387,7 @@ class HouseholdCore:
         result.png = png
         result.data["chart"] = {
             "chart_id": chart_id,
-            "url": f"{self.public_base_url}/api/charts/{chart_id}",
+            "url": f"{public_url(self.public_base_url)}/api/charts/{chart_id}",
             "mime_type": "image/png",
             "width": width,
             "height": height,

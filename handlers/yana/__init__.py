@@ -29,6 +29,7 @@ from handlers.yana.kb import KnowledgeBase
 from handlers.yana.search import search as search_core
 from handlers.yana.status import POLICY_VERSION, SERVER_VERSION, Journal
 from handlers.yana.voice import apply_policy
+from kumitate import datadir, faults
 from kumitate.context import CallContext
 from kumitate.correlation import clean
 from kumitate.errors import ToolError
@@ -150,6 +151,9 @@ class YanaHandlers:
     # resources -----------------------------------------------------------------------------------
 
     def read_healthz(self, ctx: CallContext) -> dict[str, Any]:
+        storage_problem = datadir.probe(self.state_dir)
+        if storage_problem is not None:  # a full or read-only disk is not healthy: 503, retryable
+            raise faults.storage_error()
         try:
             rag_ok = self.kb.count() > 0
         except Exception:

@@ -97,13 +97,17 @@ class Authenticator:
                 found = entry.principal
         return found
 
+    def lookup_bearer(self, authorization: str | None) -> Principal | None:
+        """The principal of an `Authorization: Bearer <token>` header, or None."""
+        scheme, _, token = (authorization or "").partition(" ")
+        return self.lookup(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+
     def authenticate(self, authorization: str | None, *, local: bool, public: bool) -> Principal:
         if local:
             return self.local
         if not self.enabled:
             return Principal("anonymous", frozenset({ALL_SCOPES}))
-        scheme, _, token = (authorization or "").partition(" ")
-        principal = self.lookup(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+        principal = self.lookup_bearer(authorization)
         if principal is None:
             if public:
                 return Principal("anonymous")

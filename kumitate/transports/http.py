@@ -23,6 +23,7 @@ from kumitate.errors import ToolError
 from kumitate.intake import JsonBody
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
+from kumitate.settings import Settings
 from kumitate.transports import forms
 
 IDS_KEY = "kumitate_ids"
@@ -63,6 +64,7 @@ def call_request(request: Request[Any, Any, Any]) -> CallRequest:
         client=client,
         authorization=request.headers.get("authorization"),
         idempotency_key=request.headers.get("idempotency-key"),
+        base_url=Settings.base_url_of(request.scope),
     )
 
 

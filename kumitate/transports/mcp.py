@@ -10,21 +10,27 @@ from __future__ import annotations
 import base64
 import inspect
 import json
+import logging
 from typing import Any
 
+import mcp_types as mt
 import msgspec
 from fastmcp import FastMCP
-from fastmcp.exceptions import ResourceError
+from fastmcp.exceptions import DisabledError, NotFoundError
 from fastmcp.resources import Resource, ResourceTemplate
 from fastmcp.server.dependencies import fastmcp_request_ctx
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import Tool, ToolResult
-from mcp_types import ImageContent, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
 from kumitate import correlation
 from kumitate.bindings import ResourceBinding, ToolBinding
+from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
+from kumitate.settings import Settings
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
 
 ANNOTATION_FIELDS = {
@@ -49,7 +55,9 @@ def current_request(idempotency_key: str | None = None) -> CallRequest:
     meta = dict(rc.meta or {}) if rc is not None else {}
     headers: dict[str, str] = {}
     fallback = None
+    base_url = None
     if rc is not None and rc.request is not None:
+        base_url = Settings.base_url_of(rc.request.scope)
         headers = {k.lower(): v for k, v in rc.request.headers.items()}
         state = rc.request.scope.get("state") or {}
         fallback = state.get("kumitate_ids") or correlation.from_headers(headers)
@@ -65,6 +73,7 @@ def current_request(idempotency_key: str | None = None) -> CallRequest:
         authorization=headers.get("authorization"),
         local=(rc is None or rc.request is None) and not SERVED_OVER_NETWORK.get(),
         idempotency_key=idempotency_key,
+        base_url=base_url,
     )
 
 
@@ -99,7 +108,7 @@ class SpecTool(Tool):
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
         key = None
-        if self.binding.policy.get("idempotency") and IDEMPOTENCY_ARGUMENT in arguments:
+        if IDEMPOTENCY_ARGUMENT in arguments:  # accepted on every tool; harmless on a read-only one
             arguments = dict(arguments)
             key = arguments.pop(IDEMPOTENCY_ARGUMENT)
             key = key if isinstance(key, str) else str(key)
@@ -147,7 +156,7 @@ def _resource_reader(runtime: Runtime, binding: ResourceBinding) -> Any:
     async def read(**params: str) -> str | bytes:
         outcome = await runtime.pipeline.read_resource(binding, params, current_request())
         if not outcome.ok:
-            raise ResourceError(json.dumps(outcome.body, ensure_ascii=False))
+            raise CatalogueError(outcome)
         if isinstance(outcome.body, bytes):
             return outcome.body
         return json.dumps(outcome.body, ensure_ascii=False)
@@ -158,6 +167,51 @@ def _resource_reader(runtime: Runtime, binding: ResourceBinding) -> Any:
     read.__annotations__ = {**{p: str for p in binding.params}, "return": str | bytes}
     read.__name__ = binding.name
     return read
+
+
+class CatalogueError(MCPError):
+    """A failed resource read on the wire: resources have no error result the way tools do, so
+    the JSON-RPC error carries the catalogue's message and, as `data`, the same body HTTP sends."""
+
+    def __init__(self, outcome: Outcome) -> None:
+        code = INVALID_PARAMS if outcome.status < 500 else INTERNAL_ERROR
+        super().__init__(code, str(outcome.body["error"]["message"]), data=outcome.body)
+
+
+class _ExpectedErrorsOnly(logging.Filter):
+    """fastmcp logs every failing resource read with its traceback. A CatalogueError was
+    already logged by the pipeline, in one line without the URI: drop fastmcp's record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], CatalogueError))
+
+
+_QUIET = _ExpectedErrorsOnly()
+
+
+class CatalogueErrors(Middleware):
+    """Requests fastmcp answers on its own (an unknown tool or resource) get the catalogue's body too."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[mt.CallToolRequestParams],
+        call_next: CallNext[mt.CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        try:
+            return await call_next(context)
+        except (NotFoundError, DisabledError):
+            error = ToolError(f"no tool named {context.message.name!r} on this server", code="NOT_FOUND")
+            return _tool_result(self.runtime.pipeline.refuse("unknown_tool", error, current_request()))
+
+    async def on_read_resource(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        try:
+            return await call_next(context)
+        except (NotFoundError, DisabledError):
+            error = ToolError("no resource with this URI on this server", code="NOT_FOUND")
+            raise CatalogueError(self.runtime.pipeline.refuse("unknown_resource", error, current_request())) from None
 
 
 def resource_template_component(runtime: Runtime, binding: ResourceBinding) -> ResourceTemplate:
@@ -191,6 +245,8 @@ def build_server(runtime: Runtime, services: list[str] | None = None) -> FastMCP
     )
     title = names[0] if len(names) == 1 else "kumitate"
     server = FastMCP(title, instructions=instructions or None, mask_error_details=True)
+    server.add_middleware(CatalogueErrors(runtime))
+    logging.getLogger("fastmcp.server.server").addFilter(_QUIET)  # idempotent: one filter object
     for name in names:
         importlib.import_module(f"generated.{name}.mcp").register(server, runtime)
 

@@ -5,6 +5,7 @@ Each transport must give the declared result, and all four the same structured b
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -80,5 +81,17 @@ def test_all_transports_agree(spec_tree: SpecTree) -> None:
     reference = {k: v for k, v in BODIES["http"].items() if k.split(":")[0] in read_only}
     assert reference
     for name, bodies in BODIES.items():
-        differing = [key for key in reference if bodies.get(key) != reference[key]]
+        differing = [key for key in reference if _origin_free(bodies.get(key)) != _origin_free(reference[key])]
         assert not differing, f"{name} differs from http on {differing}"
+
+
+def _origin_free(value: Any) -> Any:
+    """A result URL starts with the address the caller used (README: Public URLs), which differs by
+    transport (a socket's port, stdio's configured address): compare what follows it."""
+    if isinstance(value, dict):
+        return {k: _origin_free(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_origin_free(v) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"^https?://[^/]+", "<origin>", value)
+    return value

@@ -357,6 +357,7 @@ def test_head_that_codegen_lint_rejects_fails(tmp_path: Path) -> None:
     base, head = build(tmp_path / "base"), build(tmp_path / "head")
     _edit_tool(head, "lookup", lambda d: d.update(description="Finds items."))
     _edit_tool(head, "tag_item", lambda d: d["mcp"]["annotations"].update(readOnlyHint=True, destructiveHint=True))
+    _edit_tool(head, "tag_item", lambda d: d.pop("policy"))  # else a second KT103: a key on a read-only tool
     result = _review(base, head, tmp_path)
     assert sorted(p.rule for p in result.head_problems) == ["KT103", "KT106"]
     assert result.exit_code == 1

@@ -47,6 +47,7 @@ def test_lockfile_hashes_what_tools_list_serves(tmp_path: Path) -> None:
     """Policy-derived surface counts: idempotency adds an argument, a deprecation a description prefix."""
     tree = _tree(tmp_path)
     tag = next(t for t in tree.all_tools() if t.name == "tag_item")
+    tag.policy["idempotency"] = False
     before = lockfile.entry(tag)
     tag.policy["idempotency"] = True
     after = lockfile.entry(tag)

@@ -135,3 +135,33 @@ async def test_a_client_error_is_kept_by_the_idempotency_key(tmp_path: Path) -> 
     for run, replayed in (("r1", False), ("r2", True)):
         outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=(run, "t"), idempotency_key="k"))
         assert outcome.code == "NOT_FOUND" and outcome.replayed is replayed
+
+
+def test_the_http_last_resort_logs_a_traceback_and_the_route_template(capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    from litestar import Litestar, Request, Response, get
+    from litestar.testing import TestClient
+
+    from kumitate.transports.http import error_response
+
+    calllog.configure()
+    pipeline, _ = make_pipeline()
+    runtime: Any = SimpleNamespace(pipeline=pipeline)
+
+    @get("/boom/{secret:str}", sync_to_thread=False)
+    def boom(secret: str) -> None:
+        raise RuntimeError(f"leaked {secret}")
+
+    def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+        return error_response(runtime, request, exc)
+
+    app = Litestar([boom], exception_handlers={Exception: on_error})
+    with TestClient(app) as client:
+        response = client.get("/boom/hunter2")
+    assert response.status_code == 500 and response.json()["error"]["code"] == "INTERNAL"
+    assert "hunter2" not in response.text
+    err = capsys.readouterr().err
+    crash = next(line for line in log_lines(err) if line["event"] == "request_crashed")
+    assert crash["route"] == "/boom/{secret:str}" and crash["error_type"] == "RuntimeError"
+    assert "in boom" in crash["traceback"] and "hunter2" not in json.dumps(log_lines(err))  # (httpx logs its URL)
