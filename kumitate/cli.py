@@ -67,7 +67,13 @@ def main(argv: list[str] | None = None) -> int:
 
     add_diff_parser(sub)
     args = parser.parse_args(argv)
-    return int(args.run(args))
+    from kumitate.storage import SchemaMismatchError
+
+    try:
+        return int(args.run(args))
+    except SchemaMismatchError as exc:  # one line that says what to do, not a traceback
+        print(f"kumitate: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
