@@ -82,8 +82,17 @@ def ensure_service_user() -> None:
         pwd.getpwnam(SERVICE_USER)
     except KeyError:
         subprocess.run(
-            ["useradd", "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent"]
-            + ["--shell", "/usr/sbin/nologin", SERVICE_USER],
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                SERVICE_USER,
+            ],
             check=True,
         )
 
@@ -200,8 +209,18 @@ def start_postgres(directory: Path, port: int) -> str:
     if not (data / "PG_VERSION").exists():
         subprocess.run(
             as_service_user(
-                [str(binaries / "initdb"), "-D", str(data), "-U", PG_USER, "--auth=trust", "-E", "UTF8"]
-                + ["--locale=C", "--no-sync"]
+                [
+                    str(binaries / "initdb"),
+                    "-D",
+                    str(data),
+                    "-U",
+                    PG_USER,
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ]
             ),
             check=True,
             stdout=subprocess.DEVNULL,
@@ -240,9 +259,27 @@ def start_redis(directory: Path, port: int) -> str:
     data = service_dir(directory / "redis")
     subprocess.run(
         as_service_user(
-            [_which("redis-server") or "redis-server", "--port", str(port), "--bind", "127.0.0.1"]
-            + ["--dir", str(data), "--daemonize", "yes", "--pidfile", str(data / "redis.pid")]
-            + ["--logfile", str(data / "redis.log"), "--save", "", "--appendonly", "no", "--protected-mode", "yes"]
+            [
+                _which("redis-server") or "redis-server",
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(data),
+                "--daemonize",
+                "yes",
+                "--pidfile",
+                str(data / "redis.pid"),
+                "--logfile",
+                str(data / "redis.log"),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+            ]
         ),
         check=True,
     )
@@ -284,6 +321,8 @@ http {{
       proxy_buffering off;
       proxy_request_buffering off;
       proxy_read_timeout 300s;
+      # Which instance answered (for tests and for reading logs side by side).
+      add_header X-Kumitate-Upstream $upstream_addr always;
     }}
   }}
 }}

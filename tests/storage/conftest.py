@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from deploy import servers
+from tests.servers import unavailable
 
 
 @pytest.fixture(scope="session")
@@ -27,25 +28,27 @@ def server_dir() -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def postgres_url(server_dir: Path) -> Iterator[str]:
     if servers.pg_bin() is None:
-        pytest.skip("PostgreSQL is not installed (make cluster-install installs it from Debian's packages)")
+        unavailable("PostgreSQL is not installed (make cluster-install installs it from Debian's packages)")
     try:
-        servers.install() if servers.is_root() else None
+        if servers.is_root():
+            servers.ensure_service_user()
         url = servers.start_postgres(server_dir, servers.free_port())
     except (servers.ClusterError, OSError) as exc:
-        pytest.skip(f"PostgreSQL could not be started here: {exc}")
+        unavailable(f"PostgreSQL could not be started here: {exc}")
     yield url
     servers.stop_postgres(server_dir)
 
 
 @pytest.fixture(scope="session")
 def redis_url(server_dir: Path) -> Iterator[str]:
-    if not shutil.which("redis-server") and not Path("/usr/bin/redis-server").exists():
-        pytest.skip("redis-server is not installed (make cluster-install installs it from Debian's packages)")
+    if "redis-server" in servers.missing_packages():
+        unavailable("redis-server is not installed (make cluster-install installs it from Debian's packages)")
     try:
-        servers.install() if servers.is_root() else None
+        if servers.is_root():
+            servers.ensure_service_user()
         url = servers.start_redis(server_dir, servers.free_port())
     except (servers.ClusterError, OSError) as exc:
-        pytest.skip(f"Redis could not be started here: {exc}")
+        unavailable(f"Redis could not be started here: {exc}")
     yield url
     servers.stop_redis(server_dir)
 
