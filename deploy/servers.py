@@ -329,11 +329,27 @@ http {{
 """
 
 
-def start_nginx(directory: Path, port: int, upstream_ports: list[int]) -> str:
+def write_nginx_conf(directory: Path, port: int, upstream_ports: list[int]) -> Path:
     data = service_dir(directory / "nginx")
     servers = "\n".join(f"    server 127.0.0.1:{p};" for p in upstream_ports)
     conf = data / "nginx.conf"
     conf.write_text(NGINX_CONF.format(dir=data, servers=servers, port=port))
+    return conf
+
+
+def reload_nginx(directory: Path, port: int, upstream_ports: list[int]) -> None:
+    """Point the load balancer at these instances (SIGHUP: new workers, no dropped connections)."""
+    write_nginx_conf(directory, port, upstream_ports)
+    pid = read_pid(directory / "nginx" / "nginx.pid")
+    if pid is None:
+        raise ClusterError("nginx is not running")
+    os.kill(pid, signal.SIGHUP)
+    time.sleep(1.0)  # the old workers finish their requests; new ones take the new upstreams
+
+
+def start_nginx(directory: Path, port: int, upstream_ports: list[int]) -> str:
+    conf = write_nginx_conf(directory, port, upstream_ports)
+    data = conf.parent
     nginx = _which("nginx") or "nginx"
     result = subprocess.run(
         as_service_user([nginx, "-e", str(data / "error.log"), "-p", str(data), "-c", str(conf)]),
