@@ -317,6 +317,9 @@ http {{
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $http_host;
+      # The caller's address, for per-client rate limits (uvicorn trusts it from FORWARDED_ALLOW_IPS).
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
       # MCP streamable HTTP answers with server-sent events: pass them through as they come.
       proxy_buffering off;
       proxy_request_buffering off;
