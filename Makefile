@@ -27,9 +27,9 @@ generate: venv  ## specs/ -> generated/
 serve: venv  ## HTTP (/v1) + MCP (/mcp) on HOST:PORT
 	$(PY) -m kumitate serve --host $(HOST) --port $(PORT)
 
-test: venv  ## drift check + the whole test suite (what CI runs)
+test: venv  ## drift check + the whole test suite (what CI runs; -rs: why cluster/PostgreSQL tests skipped)
 	$(PY) -m codegen --check
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -rs
 
 check: lint drift types fast  ## lint, drift, mypy, fast tests
 

@@ -13,7 +13,7 @@ from sqlalchemy import select, text
 from kumitate.context import CallContext, bound
 from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
-from kumitate.storage import SchemaMismatchError, migrate, open_database
+from kumitate.storage import SchemaMismatchError, StartupError, migrate, open_database
 from kumitate.storage import engine as engines
 from kumitate.storage.schema import idempotency
 
@@ -101,6 +101,7 @@ def test_postgres_urls_use_psycopg_3() -> None:
     assert url == "postgresql+psycopg://u:pw@db.example:5432/k"
 
 
+@pytest.mark.slow
 def test_kumitate_db_upgrade_and_a_one_line_start_up_failure(tmp_path: Path) -> None:
     env = {"KUMITATE_DATA_DIR": str(tmp_path), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)}
     run = [sys.executable, "-m", "kumitate"]
@@ -113,3 +114,10 @@ def test_kumitate_db_upgrade_and_a_one_line_start_up_failure(tmp_path: Path) -> 
     assert upgraded.returncode == 0 and f"empty -> {migrate.head()}" in upgraded.stdout
     current = subprocess.run([*run, "db", "current"], env=off, capture_output=True, text=True, timeout=120)
     assert f"at {migrate.head()}" in current.stdout
+
+
+def test_an_unreachable_database_stops_start_up_with_one_line_and_no_password(tmp_path: Path) -> None:
+    with pytest.raises(StartupError) as exc:
+        open_database(tmp_path, deploy("postgresql://kumitate:s3cret@127.0.0.1:1/kumitate"))
+    message = str(exc.value)
+    assert "\n" not in message and "s3cret" not in message and "cannot open the database" in message
