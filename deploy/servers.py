@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 SERVICE_USER = "kumitate-svc"
-PACKAGES = {"postgres": "postgresql", "redis-server": "redis-server", "nginx": "nginx-light"}
+PACKAGES = {"postgres": "postgresql", "redis-server": "redis-server", "nginx": "nginx"}
 FALLBACK_ROOT = Path("/var/lib/kumitate-cluster")
 
 
