@@ -60,14 +60,18 @@ async def test_one_rate_limit_holds_across_instances(cluster: Cluster) -> None:
 
     async with httpx.AsyncClient(base_url=cluster.url, timeout=30) as http:
         started = time.monotonic()
-        while time.monotonic() - started < 4.0:  # rounds of 6 concurrent calls for 4 s
+        # Rounds of 6 concurrent calls for at least 4 s and until the limit has refused 30 (a slow
+        # machine needs longer to drain the burst), at most 30 s.
+        while (elapsed := time.monotonic() - started) < 30:
+            if elapsed >= 4 and sum(status == 429 for status, _ in results) >= 30:
+                break
             await asyncio.gather(*(one(http) for _ in range(6)))
         elapsed = time.monotonic() - started
     statuses = Counter(status for status, _ in results)
     assert set(statuses) <= {200, 429}, statuses
     assert len({u for _, u in results}) == 2
+    assert statuses[429] >= 30, "the burst did not exceed the limit enough to measure it"
     expected = YANA_BURST + YANA_RPS * elapsed
-    assert len(results) > 2 * expected, "the burst did not exceed the limit enough to measure it"
     assert 0.9 * expected <= statuses[200] <= 1.1 * expected, (statuses, round(elapsed, 2), expected)
 
 
