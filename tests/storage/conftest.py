@@ -53,7 +53,7 @@ def redis_url(server_dir: Path) -> Iterator[str]:
     servers.stop_redis(server_dir)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
     """None (the embedded SQLite file under tmp_path) or a fresh PostgreSQL database per test."""
     if request.param == "sqlite":

@@ -108,6 +108,7 @@ async def test_a_claim_left_by_a_dead_instance_is_taken_over_after_its_lease(
     assert not replayed and stored.body == {"run": 1}
 
 
+@pytest.mark.postgres
 async def test_a_claim_that_cannot_be_written_runs_nothing(postgres_url: str, tmp_path: Path) -> None:
     (store,) = instances(postgres_url, tmp_path, 1)
     store._db.engine.dispose()

@@ -77,6 +77,7 @@ def test_a_call_past_its_deadline_commits_nothing(database_url: str | None, tmp_
     db.close()
 
 
+@pytest.mark.postgres
 def test_an_unreachable_database_is_storage_unavailable(postgres_url: str, tmp_path: Path) -> None:
     db = open_database(tmp_path, deploy(postgres_url))
     db.engine.dispose()
