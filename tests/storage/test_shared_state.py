@@ -9,6 +9,7 @@ from kumitate.deploy import mcp_stateless
 from kumitate.errors import ToolError
 from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
 from kumitate.storage import redis as shared_redis
+from kumitate.storage.redis import Backoff
 
 
 def accepted(limiter: RateLimiter, key: tuple[str, str], calls: int, rps: float, burst: int) -> int:
@@ -35,6 +36,21 @@ def test_without_redis_the_limit_falls_back_to_this_process(caplog: pytest.LogCa
     limiter = RedisRateLimiter(shared_redis.connect("redis://127.0.0.1:1/0"))
     assert accepted(limiter, ("svc.tool", "p"), 5, 0.001, 3) == 3
     assert [r.getMessage() for r in caplog.records].count("rate_limit_redis_unavailable") == 1
+    assert not limiter.backoff.available()  # Redis is not asked again on every call while it is away
+
+
+def test_redis_is_tried_again_after_the_pause_and_its_return_is_logged(
+    redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    now = [0.0]
+    limiter = RedisRateLimiter(shared_redis.connect("redis://127.0.0.1:1/0"))
+    limiter.backoff = Backoff("rate_limit_redis", pause_s=5, clock=lambda: now[0])
+    accepted(limiter, ("svc.tool", "q"), 1, 1, 5)
+    limiter._script = RedisRateLimiter(shared_redis.connect(redis_url))._script  # Redis is back
+    now[0] = 6
+    assert accepted(limiter, ("svc.tool", "q"), 1, 1, 5) == 1
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages.count("rate_limit_redis_unavailable") == 1 and messages.count("rate_limit_redis_restored") == 1
 
 
 def test_memory_cache_expires_and_stays_within_its_size() -> None:
