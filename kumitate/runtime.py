@@ -49,6 +49,12 @@ class Runtime:
         self.settings = settings
         self.env = dict(os.environ if env is None else env)
         self.services: dict[str, ServiceBinding] = {name: SERVICES[name] for name in wanted}
+        # Storage first: a database on the wrong schema stops start-up before any service loads its data.
+        self.deploy = DeploySettings.from_env(self.env)
+        self.database: Database = open_database(settings.data_dir, self.deploy)
+        self.redis = shared_redis.connect(self.deploy.redis_url) if self.deploy.redis_url else None
+        self.cache: SharedCache = make_cache(self.redis)
+        """Bytes with a TTL that every instance sees (process memory without Redis)."""
         handlers: dict[str, Any] = {}
         for name, svc in self.services.items():
             try:
@@ -62,11 +68,6 @@ class Runtime:
                 raise
             _check_handlers(svc, handlers[name])
         self.handlers = handlers
-        self.deploy = DeploySettings.from_env(self.env)
-        self.database: Database = open_database(settings.data_dir, self.deploy)
-        self.redis = shared_redis.connect(self.deploy.redis_url) if self.deploy.redis_url else None
-        self.cache: SharedCache = make_cache(self.redis)
-        """Bytes with a TTL that every instance sees (process memory without Redis)."""
         self.policies = Policies(
             auth=Authenticator.from_env(self.env),
             limiter=RedisRateLimiter(self.redis) if self.redis is not None else RateLimiter(),
