@@ -8,8 +8,10 @@ PORT   ?= 8000
 BASE   ?= main
 FUZZ_PORT ?= 8799
 FUZZ_SEED ?= 20261122
+CLUSTER_PORT ?= 8080
+CLUSTER_DIR  ?= var/cluster
 
-.PHONY: venv generate serve test check lint drift types fast fuzz bench review clean
+.PHONY: venv generate serve test check lint drift types fast fuzz bench review clean cluster cluster-install cluster-stop
 
 venv: $(VENV)/.installed
 
@@ -25,16 +27,16 @@ generate: venv  ## specs/ -> generated/
 serve: venv  ## HTTP (/v1) + MCP (/mcp) on HOST:PORT
 	$(PY) -m kumitate serve --host $(HOST) --port $(PORT)
 
-test: venv  ## drift check + the whole test suite (what CI runs)
+test: venv  ## drift check + the whole test suite (what CI runs; -rs: why cluster/PostgreSQL tests skipped)
 	$(PY) -m codegen --check
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -rs
 
 check: lint drift types fast  ## lint, drift, mypy, fast tests
 
 lint: venv
 	$(BIN)/ruff check .
 	$(PY) -m codegen.readiness
-	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench
+	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench deploy
 
 drift: venv
 	$(PY) -m codegen --check
@@ -53,6 +55,15 @@ bench: venv  ## benchmarks; results go in docs/BENCHMARKS.md
 
 review: venv  ## spec review against BASE of the working tree (uncommitted specs/ changes) or else HEAD; fails on unexcused breaking changes
 	$(PY) -m kumitate diff $(BASE)
+
+cluster-install:  ## apt-get PostgreSQL, Redis and nginx from Debian (as root; does nothing when present)
+	$(PYTHON) -m deploy.cluster install
+
+cluster: venv  ## PostgreSQL + Redis + two instances + nginx on loopback; last line: the load balancer's URL
+	$(PY) -m deploy.cluster start --port $(CLUSTER_PORT) --dir $(CLUSTER_DIR)
+
+cluster-stop:  ## stop exactly what `make cluster` started (pid files under CLUSTER_DIR)
+	$(PYTHON) -m deploy.cluster stop --dir $(CLUSTER_DIR)
 
 clean:
 	rm -rf var .hypothesis .pytest_cache

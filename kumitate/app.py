@@ -19,6 +19,7 @@ from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
 from kumitate import calllog, datadir, faults
+from kumitate.deploy import mcp_stateless
 from kumitate.errors import ToolError
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
@@ -86,9 +87,11 @@ def create_app(
     for name in runtime.services:
         routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
 
-    mcp_all = build_server(runtime).http_app(path="/", transport="http")
+    stateless = mcp_stateless(runtime.env)  # kumitate/deploy.py: on by default with a database server or Redis
+    mcp_all = build_server(runtime).http_app(path="/", transport="http", stateless_http=stateless)
     mcp_services = {
-        name: build_server(runtime, [name]).http_app(path="/", transport="http") for name in runtime.services
+        name: build_server(runtime, [name]).http_app(path="/", transport="http", stateless_http=stateless)
+        for name in runtime.services
     }
 
     @contextlib.asynccontextmanager

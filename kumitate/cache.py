@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kumitate.calllog import log_event
+from kumitate.storage.redis import Backoff
 
 
 class SharedCache(Protocol):
@@ -71,26 +71,29 @@ class RedisCache:
     def __init__(self, client: Any, namespace: str = "kumitate:cache:") -> None:
         self._redis = client
         self._namespace = namespace
+        self.backoff = Backoff("shared_cache")
+
+    def _call(self, method: str, key: str, *args: Any, **kw: Any) -> Any:
+        """One Redis command, or None while Redis is away (a lost cache is a miss, not a failed call)."""
+        if not self.backoff.available():
+            return None
+        try:
+            result = getattr(self._redis, method)(self._namespace + key, *args, **kw)
+        except Exception as exc:
+            self.backoff.failed(exc)
+            return None
+        self.backoff.succeeded()
+        return result
 
     def get(self, key: str) -> bytes | None:
-        try:
-            value = self._redis.get(self._namespace + key)
-        except Exception as exc:  # a lost Redis is a miss, not a failed call
-            log_event("shared_cache_unavailable", error=type(exc).__name__)
-            return None
+        value = self._call("get", key)
         return bytes(value) if value is not None else None
 
     def set(self, key: str, value: bytes, ttl_s: float) -> None:
-        try:
-            self._redis.set(self._namespace + key, value, px=max(1, int(ttl_s * 1000)))
-        except Exception as exc:
-            log_event("shared_cache_unavailable", error=type(exc).__name__)
+        self._call("set", key, value, px=max(1, int(ttl_s * 1000)))
 
     def delete(self, key: str) -> None:
-        try:
-            self._redis.delete(self._namespace + key)
-        except Exception as exc:
-            log_event("shared_cache_unavailable", error=type(exc).__name__)
+        self._call("delete", key)
 
 
 def make_cache(redis_client: Any | None) -> SharedCache:

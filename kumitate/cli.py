@@ -96,7 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     add_diff_parser(sub)
     add_dev_parsers(sub)
     args = parser.parse_args(argv)
-    return int(args.run(args))
+    try:
+        return int(args.run(args))
+    except Exception as exc:
+        # A database that is unreachable or on another schema revision: one line that says what to do.
+        migrate = sys.modules.get("kumitate.storage.migrate")  # only loaded by commands that open storage
+        if migrate is None or not isinstance(exc, migrate.StartupError):
+            raise
+        print(f"kumitate: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ class Runtime:
         self.settings = settings
         self.env = dict(os.environ if env is None else env)
         self.services: dict[str, ServiceBinding] = {name: registry[name] for name in wanted}
+        # Storage first: a database on the wrong schema stops start-up before any service loads its data.
         self.deploy = DeploySettings.from_env(self.env)
         self.database: Database = open_database(settings.data_dir, self.deploy)
         self.redis = shared_redis.connect(self.deploy.redis_url) if self.deploy.redis_url else None

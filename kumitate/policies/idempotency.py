@@ -82,7 +82,7 @@ class IdempotencyStore:
             conn.execute(delete(table).where(self._where(ident), table.c.expires_at <= now))
             claim: dict[str, Any] = {"tool": ident[0], "principal": ident[1], "key": ident[2], "fingerprint": fp}
             claim |= {"status": None, "body": None, "created_at": now, "expires_at": now + self._lease_s}
-            if conn.execute(self._db.insert_ignore(table, claim)).rowcount == 1:
+            if conn.execute(self._db.insert_ignore(table, claim).returning(table.c.key)).first() is not None:
                 return _Seen(owned=True)
             row = conn.execute(
                 select(table.c.fingerprint, table.c.status, table.c.body).where(self._where(ident))

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from kumitate.calllog import log_event
 from kumitate.errors import ToolError
+from kumitate.storage.redis import Backoff
 
 MAX_BUCKETS = 100_000
 
@@ -106,7 +106,8 @@ class RedisRateLimiter(RateLimiter):
     """The same buckets in Redis (a Lua script, atomic per call): one global limit across instances.
 
     If Redis cannot be reached, the limit falls back to this process's own buckets (a per-instance
-    limit, logged once per outage) rather than failing every call or letting every call through.
+    limit, logged once per outage; Redis is tried again after a pause) rather than failing every
+    call or letting every call through.
     """
 
     def __init__(self, client: Any, prefix: str = "kumitate:rl:", clock: object = time.monotonic) -> None:
@@ -114,19 +115,18 @@ class RedisRateLimiter(RateLimiter):
         self._redis = client
         self._prefix = prefix
         self._script = client.register_script(TOKEN_BUCKET_LUA)
-        self._degraded = False
+        self.backoff = Backoff("rate_limit_redis")
 
     def take(self, key: tuple[str, str], rps: float, burst: int) -> None:
+        if not self.backoff.available():
+            super().take(key, rps, burst)
+            return
         try:
             allowed, wait_ms = self._script(keys=[f"{self._prefix}{key[0]}:{key[1]}"], args=[rps, burst])
         except Exception as exc:  # redis.RedisError, OSError: Redis is away
-            if not self._degraded:
-                self._degraded = True
-                log_event("rate_limit_redis_unavailable", error=type(exc).__name__)
+            self.backoff.failed(exc)
             super().take(key, rps, burst)
             return
-        if self._degraded:
-            self._degraded = False
-            log_event("rate_limit_redis_restored")
+        self.backoff.succeeded()
         if not allowed:
             raise _limited(rps, burst, int(wait_ms))

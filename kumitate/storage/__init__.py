@@ -7,6 +7,6 @@ applies or checks the packaged Alembic migrations, `schema.py` declares the tabl
 """
 
 from kumitate.storage.database import Database, open_database
-from kumitate.storage.migrate import SchemaMismatchError
+from kumitate.storage.migrate import SchemaMismatchError, StartupError
 
-__all__ = ["Database", "SchemaMismatchError", "open_database"]
+__all__ = ["Database", "SchemaMismatchError", "StartupError", "open_database"]

@@ -20,15 +20,15 @@ def _run(args: argparse.Namespace) -> int:
     deploy = DeploySettings.from_env()
     url = engines.database_url(deploy.database_url, Settings.from_env().data_dir)
     engine = engines.create(url, busy_timeout_ms=deploy.sqlite_busy_timeout_ms)
+    where = engine.url.render_as_string(hide_password=True)
     try:
-        where = engine.url.render_as_string(hide_password=True)
-        if args.action == "upgrade":
-            before, after = migrate.upgrade(engine)
-            print(
-                f"{where}: {before or 'empty'} -> {after}" if before != after else f"{where}: at {after}, nothing to do"
-            )
-        else:
-            print(f"{where}: at {migrate.current(engine) or 'none'} (this kumitate needs {migrate.head()})")
+        with migrate.reachable(engine):
+            if args.action == "upgrade":
+                before, after = migrate.upgrade(engine)
+                done = f"{before or 'empty'} -> {after}" if before != after else f"at {after}, nothing to do"
+                print(f"{where}: {done}")
+            else:
+                print(f"{where}: at {migrate.current(engine) or 'none'} (this kumitate needs {migrate.head()})")
     finally:
         engine.dispose()
     return 0

@@ -60,7 +60,8 @@ class Database:
         return await asyncio.to_thread(fn, *args)
 
     def insert_ignore(self, table: Table, values: Mapping[str, Any]) -> Insert:
-        """INSERT … ON CONFLICT DO NOTHING, the same on both engines (rowcount says who won)."""
+        """INSERT … ON CONFLICT DO NOTHING, the same on both engines; add `.returning(...)` to learn who won
+        (rowcount is not reliable for it on every driver)."""
         dialect_insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert
         return dialect_insert(table).values(**values).on_conflict_do_nothing()
 

@@ -16,14 +16,22 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, exc, text
 
 SCRIPT_LOCATION = "kumitate.storage:migrations"
 ADVISORY_LOCK_ID = 0x6B756D69  # "kumi": one PostgreSQL advisory lock for schema changes
 
 
-class SchemaMismatchError(RuntimeError):
+class StartupError(RuntimeError):
+    """The database cannot be used at start-up; the message is one line that says what to do."""
+
+
+class SchemaMismatchError(StartupError):
     """The database's schema revision is not the one this release expects."""
+
+
+class DatabaseUnreachableError(StartupError):
+    """The configured database does not answer."""
 
 
 def config(connection: Connection | None = None) -> Config:
@@ -55,10 +63,23 @@ def upgrade(engine: Engine) -> tuple[str | None, str]:
     return before, head()
 
 
+@contextmanager
+def reachable(engine: Engine) -> Iterator[None]:
+    """Turn "connection refused" and friends into one line naming the database (password hidden)."""
+    try:
+        yield
+    except exc.OperationalError as error:
+        reason = str(error.orig or error).strip().splitlines()[0]
+        raise DatabaseUnreachableError(
+            f"cannot open the database {_where(engine)}: {reason} (check KUMITATE_DATABASE_URL and that it is running)"
+        ) from error
+
+
 def ensure(engine: Engine, *, auto_upgrade: bool) -> None:
-    if auto_upgrade:
-        upgrade(engine)
-    found, expected = current(engine), head()
+    with reachable(engine):
+        if auto_upgrade:
+            upgrade(engine)
+        found, expected = current(engine), head()
     _check_known(found, engine)
     if found != expected:
         raise SchemaMismatchError(

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import redis
+
+from kumitate.calllog import log_event
 
 SOCKET_TIMEOUT_S = 0.5
 """Callers fall back or fail fast: a slow Redis must not hold a request (or the event loop) for long."""
@@ -16,3 +21,29 @@ def connect(url: str) -> redis.Redis:
         health_check_interval=30,
         max_connections=64,
     )
+
+
+class Backoff:
+    """After a failed Redis call, skip Redis for `pause_s`: a Redis that hangs must not cost every
+    request a socket timeout on the event loop. Reports each outage once (start and end)."""
+
+    def __init__(self, event: str, pause_s: float = 5.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._event = event
+        self._pause_s = pause_s
+        self._clock = clock
+        self._retry_at = 0.0
+        self._down = False
+
+    def available(self) -> bool:
+        return self._clock() >= self._retry_at
+
+    def failed(self, exc: BaseException) -> None:
+        self._retry_at = self._clock() + self._pause_s
+        if not self._down:
+            self._down = True
+            log_event(f"{self._event}_unavailable", error=type(exc).__name__)
+
+    def succeeded(self) -> None:
+        if self._down:
+            self._down = False
+            log_event(f"{self._event}_restored")

@@ -1,0 +1,369 @@
+"""Start and stop the cluster's servers from Debian's packages: PostgreSQL, Redis, nginx.
+
+Stdlib only (runs before or beside the venv). Every server runs as an unprivileged system
+user when started by root (PostgreSQL refuses root), listens on 127.0.0.1 only, keeps its
+files in a directory of its own and writes a pid file there, so stopping kills exactly it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import hashlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+SERVICE_USER = "kumitate-svc"
+PACKAGES = {"postgres": "postgresql", "redis-server": "redis-server", "nginx": "nginx"}
+FALLBACK_ROOT = Path("/var/lib/kumitate-cluster")
+
+
+class ClusterError(RuntimeError):
+    """A server could not be installed or started; the message says which and where its log is."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def pg_bin() -> Path | None:
+    """The newest PostgreSQL server binaries Debian installed (/usr/lib/postgresql/<major>/bin)."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[-3]))
+    return Path(found[-1]).parent if found else None
+
+
+def missing_packages() -> list[str]:
+    missing = [] if pg_bin() else [PACKAGES["postgres"]]
+    missing += [pkg for cmd, pkg in PACKAGES.items() if cmd != "postgres" and not _which(cmd)]
+    return missing
+
+
+def _which(cmd: str) -> str | None:
+    return shutil.which(cmd) or shutil.which(cmd, path="/usr/sbin:/usr/bin:/sbin:/bin")
+
+
+def install() -> None:
+    """apt-get install what is missing and create the service user; does nothing when all is there."""
+    missing = missing_packages()
+    if missing:
+        if not is_root():
+            raise ClusterError(f"missing Debian packages {' '.join(missing)}: run `sudo make cluster-install`")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        # Debian starts a package's service on install; policy-rc.d 101 says "not now" (we start our own).
+        policy = Path("/usr/sbin/policy-rc.d")
+        created = not policy.exists()
+        if created:
+            policy.write_text("#!/bin/sh\nexit 101\n")
+            policy.chmod(0o755)
+        try:
+            subprocess.run(["apt-get", "update", "-q"], check=True, env=env, stdout=subprocess.DEVNULL)
+            subprocess.run(["apt-get", "install", "-y", "-q", *missing], check=True, env=env, stdout=subprocess.DEVNULL)
+        finally:
+            if created:
+                policy.unlink()
+    if is_root():
+        ensure_service_user()
+
+
+def ensure_service_user() -> None:
+    try:
+        pwd.getpwnam(SERVICE_USER)
+    except KeyError:
+        subprocess.run(
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--no-create-home",
+                "--home-dir",
+                "/nonexistent",
+                "--shell",
+                "/usr/sbin/nologin",
+                SERVICE_USER,
+            ],
+            check=True,
+        )
+
+
+def as_service_user(cmd: list[str]) -> list[str]:
+    return ["runuser", "-u", SERVICE_USER, "--", *cmd] if is_root() else cmd
+
+
+def service_dir(path: Path) -> Path:
+    """A directory the service user owns at `path`.
+
+    If the service user cannot reach `path` (a checkout under /root, say), the directory is made
+    under /var/lib/kumitate-cluster/ and `path` becomes a symlink to it.
+    """
+    path = path.absolute()
+    if not is_root():
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    user = pwd.getpwnam(SERVICE_USER)
+    if path.is_symlink():
+        target = path.resolve()
+    elif _reachable(path.parent, user.pw_name):
+        target = path
+    else:
+        target = FALLBACK_ROOT / hashlib.sha1(str(path).encode()).hexdigest()[:12] / path.name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            path.rmdir()
+        path.symlink_to(target, target_is_directory=True)
+    target.mkdir(parents=True, exist_ok=True)
+    os.chown(target, user.pw_uid, user.pw_gid)
+    target.chmod(0o700)
+    return path
+
+
+def _reachable(directory: Path, user: str) -> bool:
+    directory.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(["runuser", "-u", user, "--", "test", "-x", str(directory)], check=False).returncode == 0
+
+
+def read_pid(pid_file: Path) -> int | None:
+    try:
+        return int(pid_file.read_text().split()[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
+
+
+def alive(pid: int | None) -> bool:
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_pid(pid_file: Path, sig: int = signal.SIGTERM, timeout_s: float = 15.0) -> None:
+    """Signal the process named in `pid_file` (only it), wait for it to exit, remove the file."""
+    pid = read_pid(pid_file)
+    if alive(pid):
+        assert pid is not None
+        os.kill(pid, sig)
+        deadline = time.monotonic() + timeout_s
+        while alive(pid) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.05)
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+    pid_file.unlink(missing_ok=True)
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def wait_for(check: object, what: str, log: Path, timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if check():  # type: ignore[operator]
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+    raise ClusterError(f"{what} did not answer within {timeout_s:g}s; log {log}:\n{tail}")
+
+
+def port_answers(port: int) -> bool:
+    with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        return True
+
+
+# -- PostgreSQL ------------------------------------------------------------------------------------
+PG_USER = "kumitate"
+PG_DATABASE = "kumitate"
+
+
+def postgres_url(port: int) -> str:
+    return f"postgresql+psycopg://{PG_USER}@127.0.0.1:{port}/{PG_DATABASE}"
+
+
+def start_postgres(directory: Path, port: int) -> str:
+    """initdb on first use (trust auth on loopback only), start, create the database; returns its URL."""
+    binaries = pg_bin()
+    if binaries is None:
+        raise ClusterError("PostgreSQL is not installed: run `make cluster-install`")
+    data = service_dir(directory / "pg")
+    log = service_dir(directory / "pg-log") / "postgres.log"
+    if not (data / "PG_VERSION").exists():
+        subprocess.run(
+            as_service_user(
+                [
+                    str(binaries / "initdb"),
+                    "-D",
+                    str(data),
+                    "-U",
+                    PG_USER,
+                    "--auth=trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ]
+            ),
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    options = f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=on"
+    result = subprocess.run(
+        as_service_user([str(binaries / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "start"]),
+        check=False,
+        stdout=subprocess.DEVNULL,
+    )
+    if result.returncode != 0:
+        raise ClusterError(f"PostgreSQL did not start; log {log}:\n{log.read_text(errors='replace')[-2000:]}")
+    psql = [str(binaries / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER, "-d", "postgres", "-tAc"]
+    exists = subprocess.run(
+        [*psql, f"SELECT 1 FROM pg_database WHERE datname = '{PG_DATABASE}'"], capture_output=True, text=True
+    )
+    if exists.stdout.strip() != "1":
+        subprocess.run([*psql, f"CREATE DATABASE {PG_DATABASE}"], check=True, stdout=subprocess.DEVNULL)
+    return postgres_url(port)
+
+
+def stop_postgres(directory: Path) -> None:
+    binaries, data = pg_bin(), directory / "pg"
+    if binaries is None or not alive(read_pid(data / "postmaster.pid")):
+        return
+    subprocess.run(
+        as_service_user([str(binaries / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
+        check=False,
+        stdout=subprocess.DEVNULL,
+    )
+
+
+# -- Redis -------------------------------------------------------------------------------------------
+def start_redis(directory: Path, port: int) -> str:
+    """No persistence: Redis holds rate-limit buckets and caches only, which may be lost at any time."""
+    data = service_dir(directory / "redis")
+    subprocess.run(
+        as_service_user(
+            [
+                _which("redis-server") or "redis-server",
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(data),
+                "--daemonize",
+                "yes",
+                "--pidfile",
+                str(data / "redis.pid"),
+                "--logfile",
+                str(data / "redis.log"),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+            ]
+        ),
+        check=True,
+    )
+    wait_for(lambda: port_answers(port) and (data / "redis.pid").exists(), "Redis", data / "redis.log")
+    return f"redis://127.0.0.1:{port}/0"
+
+
+def stop_redis(directory: Path) -> None:
+    stop_pid(directory / "redis" / "redis.pid")
+
+
+# -- nginx ---------------------------------------------------------------------------------------------
+NGINX_CONF = """\
+# Written by deploy/servers.py: round robin over the instances, no session affinity.
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/body;
+  proxy_temp_path {dir}/proxy;
+  fastcgi_temp_path {dir}/fastcgi;
+  uwsgi_temp_path {dir}/uwsgi;
+  scgi_temp_path {dir}/scgi;
+  client_max_body_size 64m;
+  upstream kumitate {{
+{servers}
+    keepalive 32;
+  }}
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://kumitate;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_set_header Host $http_host;
+      # The caller's address, for per-client rate limits (uvicorn trusts it from FORWARDED_ALLOW_IPS).
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      # MCP streamable HTTP answers with server-sent events: pass them through as they come.
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_read_timeout 300s;
+      # Which instance answered (for tests and for reading logs side by side).
+      add_header X-Kumitate-Upstream $upstream_addr always;
+    }}
+  }}
+}}
+"""
+
+
+def write_nginx_conf(directory: Path, port: int, upstream_ports: list[int]) -> Path:
+    data = service_dir(directory / "nginx")
+    servers = "\n".join(f"    server 127.0.0.1:{p};" for p in upstream_ports)
+    conf = data / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(dir=data, servers=servers, port=port))
+    return conf
+
+
+def reload_nginx(directory: Path, port: int, upstream_ports: list[int]) -> None:
+    """Point the load balancer at these instances (SIGHUP: new workers, no dropped connections)."""
+    write_nginx_conf(directory, port, upstream_ports)
+    pid = read_pid(directory / "nginx" / "nginx.pid")
+    if pid is None:
+        raise ClusterError("nginx is not running")
+    os.kill(pid, signal.SIGHUP)
+    time.sleep(1.0)  # the old workers finish their requests; new ones take the new upstreams
+
+
+def start_nginx(directory: Path, port: int, upstream_ports: list[int]) -> str:
+    conf = write_nginx_conf(directory, port, upstream_ports)
+    data = conf.parent
+    nginx = _which("nginx") or "nginx"
+    result = subprocess.run(
+        as_service_user([nginx, "-e", str(data / "error.log"), "-p", str(data), "-c", str(conf)]),
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        raise ClusterError(f"nginx did not start on port {port}: {result.stderr.strip()}")
+    wait_for(lambda: port_answers(port) and (data / "nginx.pid").exists(), "nginx", data / "error.log")
+    return f"http://127.0.0.1:{port}"
+
+
+def stop_nginx(directory: Path) -> None:
+    stop_pid(directory / "nginx" / "nginx.pid", signal.SIGQUIT)

@@ -1,0 +1,37 @@
+"""The embedded default with two real servers on one KUMITATE_DATA_DIR (no database server, no LB):
+one idempotency key still executes once, because the SQLite claim decides across processes."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import start_server, stop_server
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+INGEST = {"uri": "file:data/yana/images/label_0001.png", "brand_name": "獺祭"}
+
+
+async def test_two_processes_on_one_sqlite_file_execute_a_key_once(tmp_path: Path) -> None:
+    first = start_server(tmp_path / "var", tmp_path / "one.log")
+    second = start_server(tmp_path / "var", tmp_path / "two.log")
+    try:
+        headers = {"Idempotency-Key": "shared-dir"}
+        async with httpx.AsyncClient(timeout=60) as http:
+            responses = await asyncio.gather(
+                *(
+                    http.post(f"{(first if i % 2 else second).url}/v1/ingest", json=INGEST, headers=headers)
+                    for i in range(20)
+                )
+            )
+    finally:
+        stop_server(first)
+        stop_server(second)
+    assert [r.status_code for r in responses] == [200] * 20
+    assert Counter(r.headers.get("Idempotent-Replayed", "false") for r in responses) == {"true": 19, "false": 1}
+    assert len({r.content for r in responses}) == 1
