@@ -1,17 +1,20 @@
 """The OpenAPI 3.1 document, built straight from the spec tree.
 
 Served verbatim at /schema/openapi.json, so what schemathesis fuzzes and what a
-client reads is exactly what the spec says: the dereferenced JSON Schemas,
-`additionalProperties: false` where the spec has it, and every error response
-with the catalogue's status and the shared error body.
+client reads is exactly what the spec says: the spec's JSON Schemas as named
+components (the shared types and one <Tool>Input / <Tool>Output each, as the
+Python models name them), `additionalProperties: false` where the spec has it,
+every error response with the catalogue's status, the shared error body and one
+example per catalogue code, the spec's examples as request and response
+examples, and every header the wire uses.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from codegen import naming
-from codegen.specs import GENERIC_ERRORS, ResourceSpec, SpecTree, ToolSpec
+from codegen import models, naming
+from codegen.specs import GENERIC_ERRORS, Example, ResourceSpec, SpecTree, ToolSpec
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.transports.forms import form_schema
 
@@ -149,7 +152,11 @@ def _components_parameters() -> dict[str, Any]:
 
 
 def _error_responses(
-    tree: SpecTree, codes: list[str], deprecated: dict[str, Any] | None = None, idempotent: bool = False
+    tree: SpecTree,
+    codes: list[str],
+    deprecated: dict[str, Any] | None = None,
+    idempotent: bool = False,
+    examples: list[Example] | None = None,
 ) -> dict[str, Any]:
     by_status: dict[int, list[str]] = {}
     for code in sorted(set(codes) | set(GENERIC_ERRORS) | set(TRANSPORT_ERRORS)):
@@ -163,16 +170,102 @@ def _error_responses(
         responses[str(status)] = {
             "description": " / ".join(f"{c}: {tree.errors[c].title}" for c in group),
             "headers": headers,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+            "content": {
+                "application/json": {
+                    "schema": _schema_ref("ErrorBody"),
+                    "examples": _error_examples(tree, group, examples or []),
+                }
+            },
         }
     return responses
+
+
+def _schema_ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def component_schemas(tree: SpecTree) -> dict[str, Any]:
+    """Every service's named schemas, as codegen bundles them for the Python models: the shared types of
+    types/*.json and one <Tool>Input / <Tool>Output / <Resource>Resource each, with refs between them, so
+    Swagger shows `SakeRecord` once instead of inlining it into every operation.
+
+    Names are unique across services today; should two services define the same name with different
+    schemas, the later one's is prefixed with its service (`HouseholdCategory`)."""
+    out: dict[str, Any] = {"ErrorBody": ERROR_BODY}
+    for svc in tree.services:
+        defs = models.bundle(svc, tree.root)["$defs"]
+        names = {
+            n: n if out.get(n, schema) == schema else f"{naming.pascal(svc.name)}{n}" for n, schema in defs.items()
+        }
+        for name, schema in defs.items():
+            out[names[name]] = _rebase(schema, names)
+    return dict(sorted(out.items()))
+
+
+def _rebase(node: Any, names: dict[str, str]) -> Any:
+    """A bundle schema with its `#/$defs/X` refs pointing at components/schemas, without the spec authors'
+    `$comment` notes (as the dereferenced schemas MCP serves)."""
+    if isinstance(node, list):
+        return [_rebase(v, names) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _rebase(v, names) for k, v in node.items() if k != "$comment"}
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        out["$ref"] = f"#/components/schemas/{names.get(ref.removeprefix('#/$defs/'), ref.removeprefix('#/$defs/'))}"
+    return out
+
+
+EXAMPLE_IDS = {"run_id": "5f0c9a3e2b7d4c18a6e1f2d3c4b5a697", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}
+"""The run and trace ids shown in example bodies."""
+
+
+def _success_examples(tool: ToolSpec) -> dict[str, Any]:
+    out = {}
+    for ex in tool.examples:
+        if ex.error is not None or ex.output is None:
+            continue
+        summary = ex.description or ex.name.replace("_", " ")
+        if ex.match != "exact":
+            summary += " (some fields left out)"
+        out[ex.name] = {"summary": summary, "value": ex.output}
+    return out
+
+
+def _error_example(tree: SpecTree, code: str, summary: str | None = None) -> dict[str, Any]:
+    entry = tree.errors[code]
+    error: dict[str, Any] = {"code": code, "message": entry.description.strip(), "retryable": entry.retryable}
+    if code == "RATE_LIMITED":
+        error["retry_after_ms"] = 1000
+    return {"summary": summary or f"{code}: {entry.title}", "value": {"error": error, **EXAMPLE_IDS}}
+
+
+def component_examples(tree: SpecTree) -> dict[str, Any]:
+    """One error body per catalogue code (components/examples/<CODE>), shared by every operation."""
+    return {code: _error_example(tree, code) for code in sorted(tree.errors)}
+
+
+def _error_examples(tree: SpecTree, group: list[str], examples: list[Example]) -> dict[str, Any]:
+    """One example body per catalogue code of a status, named after the code; a spec example that ends in
+    that code lends its name and description to the summary."""
+    out = {}
+    for code in group:
+        from_spec = next((ex for ex in examples if ex.error == code), None)
+        if from_spec is None:
+            out[code] = {"$ref": f"#/components/examples/{code}"}
+        else:
+            what = from_spec.description or from_spec.name.replace("_", " ")
+            out[code] = _error_example(tree, code, f"{code}: {tree.errors[code].title} (e.g. {what})")
+    return out
 
 
 def _request_body(tool: ToolSpec) -> dict[str, Any]:
     content: dict[str, Any] = {}
     for ctype in tool.content_types:
         content[ctype] = {
-            "schema": tool.input_schema if ctype == "application/json" else form_schema(tool.input_schema)
+            "schema": _schema_ref(naming.input_model(tool.name))
+            if ctype == "application/json"
+            else form_schema(tool.input_schema)
         }
         if ctype == "application/json" and tool.examples:
             content[ctype]["examples"] = {
@@ -187,14 +280,18 @@ def _request_body(tool: ToolSpec) -> dict[str, Any]:
 
 def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
     idempotent = bool(tool.policy.get("idempotency"))
-    responses = {
+    responses: dict[str, Any] = {
         "200": {
             "description": "The tool's structured result.",
             "headers": _headers(tool.deprecated, idempotent),
-            "content": {"application/json": {"schema": tool.output_schema}},
+            "content": {"application/json": {"schema": _schema_ref(naming.output_model(tool.name))}},
         }
     }
-    responses.update(_error_responses(tree, tool.errors + policy_errors(tool.policy), tool.deprecated, idempotent))
+    examples = _success_examples(tool)
+    if examples:
+        responses["200"]["content"]["application/json"]["examples"] = examples
+    codes = tool.errors + policy_errors(tool.policy)
+    responses.update(_error_responses(tree, codes, tool.deprecated, idempotent, tool.examples))
     op: dict[str, Any] = {
         "operationId": tool.operation_id,
         "summary": tool.summary,
@@ -229,7 +326,8 @@ def policy_errors(policy: dict[str, Any]) -> list[str]:
 
 def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
     if res.is_json:
-        content = {res.mime_type: {"schema": res.output_schema or {}}}
+        schema = _schema_ref(naming.resource_model(res.name)) if res.output_schema is not None else {}
+        content = {res.mime_type: {"schema": schema}}
     else:
         content = {m: {"schema": {"type": "string", "format": "binary"}} for m in [res.mime_type, *res.also_mime_types]}
     responses = {"200": {"description": f"The resource {res.uri}.", "headers": _headers(), "content": content}}
@@ -268,8 +366,9 @@ def build(tree: SpecTree) -> dict[str, Any]:
         "tags": [{"name": svc.name, "description": svc.description} for svc in tree.services],
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": {"ErrorBody": ERROR_BODY},
+            "schemas": component_schemas(tree),
             "parameters": _components_parameters(),
+            "examples": component_examples(tree),
             "headers": RESPONSE_HEADERS,
             "securitySchemes": {
                 "bearerAuth": {

@@ -149,7 +149,18 @@ def list_candidates(db: Database, limit: int, skip_checked: bool) -> dict[str, A
         return {"candidates": [_check_dict(con, r) for r in rows], "total": total}
 
 
+MAX_ROW_ID = 2**63 - 1
+"""SQLite row ids are signed 64-bit: a larger id (valid JSON, valid per the schema) names no row."""
+
+
+def _row_id(value: int, key: str) -> int:
+    if value > MAX_ROW_ID:
+        raise problems.not_found(key, value)
+    return value
+
+
 def detail(db: Database, check_id: int) -> dict[str, Any]:
+    check_id = _row_id(check_id, "duplicate_not_found")
     with db.connect() as con:
         row = con.execute("SELECT * FROM duplicate_checks WHERE id = ?", (check_id,)).fetchone()
         if row is None:
@@ -172,6 +183,7 @@ def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
     """
     if decision not in DECISIONS:
         raise problems.invalid("判定値が不正です（duplicate/not_duplicate/skipのいずれか）")
+    check_id = _row_id(check_id, "duplicate_not_found")
     with db.transaction() as con:
         row = con.execute("SELECT * FROM duplicate_checks WHERE id = ?", (check_id,)).fetchone()
         if row is None:
@@ -227,6 +239,7 @@ def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
 
 def restore(db: Database, transaction_id: int) -> dict[str, Any]:
     """Un-mark a transaction; the checks that marked it become 'not_duplicate' (the user said it was wrong)."""
+    transaction_id = _row_id(transaction_id, "transaction_not_found")
     with db.transaction() as con:
         row = con.execute(
             "SELECT is_duplicate, duplicate_of FROM transactions WHERE id = ?", (transaction_id,)

@@ -10,7 +10,7 @@ import httpx
 import jsonschema
 import pytest
 
-from codegen import openapi, specs
+from codegen import naming, openapi, specs
 from tests.conftest import REPO, LiveServer
 
 GOLDEN = REPO / "tests" / "fixtures" / "golden"
@@ -111,3 +111,71 @@ def test_live_headers_follow_the_document(live_server: LiveServer) -> None:
     assert clash.status_code == 409 and clash.json()["error"]["code"] == "CONFLICT"
     for response in (first, again, clash):
         _check_headers(doc, documented[str(response.status_code)]["headers"], response.headers)
+
+
+def _resolve_all(doc: dict[str, Any], node: Any, seen: tuple[str, ...] = ()) -> Any:
+    """The schema with every components ref replaced by its target (siblings kept)."""
+    if isinstance(node, list):
+        return [_resolve_all(doc, v, seen) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        assert ref not in seen, f"recursive {ref}"
+        target = _resolve_all(doc, _deref(doc, node), (*seen, ref))
+        return {**target, **{k: _resolve_all(doc, v, seen) for k, v in node.items() if k != "$ref"}}
+    return {k: _resolve_all(doc, v, seen) for k, v in node.items()}
+
+
+def test_schemas_are_named_components_that_resolve_to_the_spec_schemas() -> None:
+    doc = _doc()
+    tree = specs.load(REPO / "specs")
+    for tool in tree.all_tools():
+        op = doc["paths"][tool.http_path][tool.http_method.lower()]
+        body = op["requestBody"]["content"]["application/json"]["schema"]
+        out = op["responses"]["200"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": f"#/components/schemas/{naming.input_model(tool.name)}"}
+        assert out == {"$ref": f"#/components/schemas/{naming.output_model(tool.name)}"}
+        assert _resolve_all(doc, body) == tool.input_schema, tool.name
+        assert _resolve_all(doc, out) == tool.output_schema, tool.name
+    # JSON bodies are refs (forms keep their own inline schema); a shared type is one component, used by ref
+    for _, op in _operations(doc):
+        bodies = [op.get("requestBody", {}).get("content", {}).get("application/json")]
+        bodies += [r["content"].get("application/json") for r in op["responses"].values()]
+        assert all(set(b["schema"]) == {"$ref"} for b in bodies if b and b["schema"]), op["operationId"]
+    assert json.dumps(doc["components"]["schemas"]).count('"#/components/schemas/AttendanceRule"') >= 2
+
+
+def test_error_examples_show_the_catalogue_codes_of_their_status() -> None:
+    doc = _doc()
+    tree = specs.load(REPO / "specs")
+    body_schema = doc["components"]["schemas"]["ErrorBody"]
+    for name, op in _operations(doc):
+        for status, response in op["responses"].items():
+            if status == "200":
+                continue
+            examples = response["content"]["application/json"]["examples"]
+            assert examples, (name, status)
+            for code, example in examples.items():
+                value = _deref(doc, example)["value"]
+                assert value["error"]["code"] == code and tree.errors[code].status == int(status), (name, code)
+                jsonschema.validate(value, body_schema)
+    spec_error = doc["paths"]["/v1/stays/summarize_stays"]["post"]["responses"]["400"]["content"]
+    assert "unknown granularity" in spec_error["application/json"]["examples"]["BAD_REQUEST"]["summary"]
+
+
+def test_success_examples_come_from_the_spec_and_match_the_output_schema() -> None:
+    doc = _doc()
+    tree = specs.load(REPO / "specs")
+    with_examples = 0
+    for tool in tree.all_tools():
+        content = doc["paths"][tool.http_path][tool.http_method.lower()]["responses"]["200"]["content"]
+        examples = content["application/json"].get("examples", {})
+        wanted = [ex for ex in tool.examples if ex.error is None and ex.output is not None]
+        assert sorted(examples) == sorted(ex.name for ex in wanted), tool.name
+        for ex in wanted:
+            assert examples[ex.name]["value"] == ex.output
+            if ex.match == "exact":
+                jsonschema.validate(ex.output, tool.output_schema)
+        with_examples += bool(examples)
+    assert with_examples >= len(tree.all_tools()) // 2
