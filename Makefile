@@ -9,9 +9,14 @@ BASE   ?= main
 FUZZ_PORT ?= 8799
 FUZZ_SEED ?= 20261122
 
-.PHONY: venv generate serve test check lint drift types fast fuzz bench review clean
+.PHONY: help venv generate serve test check lint drift types fast fmt fuzz bench review clean
+.DEFAULT_GOAL := help
 
-venv: $(VENV)/.installed
+help:  ## list the targets (this text)
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo "  variables: PYTHON=$(PYTHON) HOST=$(HOST) PORT=$(PORT) BASE=$(BASE) FUZZ_PORT=$(FUZZ_PORT) FUZZ_SEED=$(FUZZ_SEED)"
+
+venv: $(VENV)/.installed  ## .venv with kumitate and its dev tools (pip install -e '.[dev]')
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,21 +34,25 @@ test: venv  ## drift check + the whole test suite (what CI runs)
 	$(PY) -m codegen --check
 	$(PY) -m pytest -q
 
-check: lint drift types fast  ## lint, drift, mypy, fast tests
+check: lint drift types fast  ## lint, drift, mypy, fast tests (before a commit)
 
-lint: venv
+lint: venv  ## ruff, the LLM-readiness lint, the format check
 	$(BIN)/ruff check .
 	$(PY) -m codegen.readiness
 	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench
 
-drift: venv
+drift: venv  ## generated/ matches specs/ (python -m codegen --check)
 	$(PY) -m codegen --check
 
-types: venv
+types: venv  ## mypy
 	$(BIN)/mypy
 
-fast: venv
+fast: venv  ## the tests not marked slow
 	$(PY) -m pytest -q -m "not slow"
+
+fmt: venv  ## fix what ruff can, then format (what `make lint` checks)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format --exclude generated kumitate codegen handlers tests bench
 
 fuzz: venv  ## schemathesis against every HTTP operation, all phases, fixed seed
 	$(PY) -m tests.fuzz --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
@@ -54,5 +63,5 @@ bench: venv  ## benchmarks; results go in docs/BENCHMARKS.md
 review: venv  ## spec review against BASE of the working tree (uncommitted specs/ changes) or else HEAD; fails on unexcused breaking changes
 	$(PY) -m kumitate diff $(BASE)
 
-clean:
+clean:  ## remove var/ (local data, the venvs of .ci/multi-python), .hypothesis and the pytest cache
 	rm -rf var .hypothesis .pytest_cache

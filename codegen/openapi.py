@@ -15,6 +15,7 @@ from typing import Any
 
 from codegen import models, naming
 from codegen.specs import GENERIC_ERRORS, Example, ResourceSpec, SpecTree, ToolSpec
+from kumitate import __version__
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.transports.forms import form_schema
 
@@ -360,7 +361,7 @@ def build(tree: SpecTree) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "kumitate",
-            "version": "1.0.0",
+            "version": __version__,
             "description": "Every kumitate tool over HTTP. The same tools are served over MCP at /mcp.",
         },
         "tags": [{"name": svc.name, "description": svc.description} for svc in tree.services],

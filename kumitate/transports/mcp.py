@@ -20,7 +20,7 @@ from fastmcp.tools import Tool, ToolResult
 from mcp_types import ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
-from kumitate import correlation
+from kumitate import __version__, correlation
 from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
@@ -184,7 +184,7 @@ def build_server(runtime: Runtime, services: list[str] | None = None) -> FastMCP
         f"[{n}] {runtime.services[n].instructions}".strip() for n in names if runtime.services[n].instructions
     )
     title = names[0] if len(names) == 1 else "kumitate"
-    server = FastMCP(title, instructions=instructions or None, mask_error_details=True)
+    server = FastMCP(title, instructions=instructions or None, version=__version__, mask_error_details=True)
     for name in names:
         importlib.import_module(f"generated.{name}.mcp").register(server, runtime)
 
