@@ -11,9 +11,14 @@ FUZZ_SEED ?= 20261122
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
-.PHONY: venv generate serve test check lint drift types fast fuzz bench review clean cluster cluster-install cluster-stop
+.PHONY: help venv generate serve test check lint drift types fast fmt fuzz bench review clean cluster cluster-install cluster-stop
+.DEFAULT_GOAL := help
 
-venv: $(VENV)/.installed
+help:  ## list the targets (this text)
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo "  variables: PYTHON=$(PYTHON) HOST=$(HOST) PORT=$(PORT) BASE=$(BASE) FUZZ_PORT=$(FUZZ_PORT) FUZZ_SEED=$(FUZZ_SEED)"
+
+venv: $(VENV)/.installed  ## .venv with kumitate and its dev tools (pip install -e '.[dev]')
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,21 +36,25 @@ test: venv  ## drift check + the whole test suite (what CI runs; -rs: why cluste
 	$(PY) -m codegen --check
 	$(PY) -m pytest -q -rs
 
-check: lint drift types fast  ## lint, drift, mypy, fast tests
+check: lint drift types fast  ## lint, drift, mypy, fast tests (before a commit)
 
-lint: venv
+lint: venv  ## ruff, the LLM-readiness lint, the format check
 	$(BIN)/ruff check .
 	$(PY) -m codegen.readiness
 	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench deploy
 
-drift: venv
+drift: venv  ## generated/ matches specs/ (python -m codegen --check)
 	$(PY) -m codegen --check
 
-types: venv
+types: venv  ## mypy
 	$(BIN)/mypy
 
-fast: venv
+fast: venv  ## the tests not marked slow
 	$(PY) -m pytest -q -m "not slow"
+
+fmt: venv  ## fix what ruff can, then format (what `make lint` checks)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format --exclude generated kumitate codegen handlers tests bench
 
 fuzz: venv  ## schemathesis against every HTTP operation, all phases, fixed seed
 	$(PY) -m tests.fuzz --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
@@ -65,5 +74,5 @@ cluster: venv  ## PostgreSQL + Redis + two instances + nginx on loopback; last l
 cluster-stop:  ## stop exactly what `make cluster` started (pid files under CLUSTER_DIR)
 	$(PYTHON) -m deploy.cluster stop --dir $(CLUSTER_DIR)
 
-clean:
+clean:  ## remove var/ (local data, the venvs of .ci/multi-python), .hypothesis and the pytest cache
 	rm -rf var .hypothesis .pytest_cache

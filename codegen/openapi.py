@@ -1,17 +1,22 @@
 """The OpenAPI 3.1 document, built straight from the spec tree.
 
 Served verbatim at /schema/openapi.json, so what schemathesis fuzzes and what a
-client reads is exactly what the spec says: the dereferenced JSON Schemas,
-`additionalProperties: false` where the spec has it, and every error response
-with the catalogue's status and the shared error body.
+client reads is exactly what the spec says: the spec's JSON Schemas as named
+components (the shared types and one <Tool>Input / <Tool>Output each, as the
+Python models name them), `additionalProperties: false` where the spec has it,
+every error response with the catalogue's status, the shared error body and one
+example per catalogue code, the spec's examples as request and response
+examples, and every header the wire uses.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from codegen import naming
-from codegen.specs import GENERIC_ERRORS, ResourceSpec, SpecTree, ToolSpec
+from codegen import models, naming
+from codegen.specs import GENERIC_ERRORS, Example, ResourceSpec, SpecTree, ToolSpec
+from kumitate import __version__
+from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.transports.forms import form_schema
 
 ERROR_BODY: dict[str, Any] = {
@@ -36,10 +41,62 @@ ERROR_BODY: dict[str, Any] = {
 }
 
 CORRELATION_HEADERS = {
-    "X-Run-Id": "The run id, echoed from the request or generated.",
-    "X-Trace-Id": "The trace id, echoed from the request, taken from traceparent, or generated.",
-    "X-Request-Duration-Ms": "Server time to the first byte of the response, in milliseconds.",
+    "X-Run-Id": "The run id: the request's X-Run-Id when it is safe to echo, else a new one.",
+    "X-Trace-Id": "The trace id: the request's X-Trace-Id, else the trace id of its traceparent, else a new one.",
+    "X-Request-Duration-Ms": "Server time to the first byte of the response, in milliseconds (e.g. 12.34).",
 }
+"""Response headers the outermost ASGI layer puts on every response (kumitate/transports/asgi.py)."""
+
+ID_RULE = "Up to 128 of `A-Z a-z 0-9 . _ : @ / + = -`; any other value is replaced by a new id, not rejected."
+
+REQUEST_HEADERS: dict[str, dict[str, Any]] = {
+    "RunId": {
+        "name": "X-Run-Id",
+        "description": f"The caller's run id, echoed in X-Run-Id, the body's run_id and the logs. {ID_RULE}",
+    },
+    "TraceId": {
+        "name": "X-Trace-Id",
+        "description": f"The caller's trace id, echoed in X-Trace-Id and the body's trace_id. {ID_RULE}",
+    },
+    "Traceparent": {
+        "name": "traceparent",
+        "description": "W3C Trace Context: its trace id becomes the trace id when X-Trace-Id is absent; a malformed"
+        " value is ignored.",
+    },
+}
+"""Optional correlation headers every operation reads (kumitate/correlation.py), as components/parameters."""
+
+RESPONSE_HEADERS: dict[str, dict[str, Any]] = {
+    "X-Run-Id": {"description": CORRELATION_HEADERS["X-Run-Id"], "required": True, "schema": {"type": "string"}},
+    "X-Trace-Id": {"description": CORRELATION_HEADERS["X-Trace-Id"], "required": True, "schema": {"type": "string"}},
+    "X-Request-Duration-Ms": {
+        "description": CORRELATION_HEADERS["X-Request-Duration-Ms"],
+        "required": True,
+        "schema": {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+)?$"},
+    },
+    "Retry-After": {
+        "description": "Whole seconds to wait before retrying (RFC 9110); the body's error.retry_after_ms has"
+        " the same in milliseconds.",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+    },
+    "Idempotent-Replayed": {
+        "description": "`true` when this response is the stored response of an earlier request with the same"
+        " Idempotency-Key (the tool did not run again).",
+        "schema": {"type": "string", "enum": ["true"]},
+    },
+    "Deprecation": {
+        "description": "RFC 9745: the tool is deprecated, since this moment (`@` Unix seconds). On every response"
+        " the tool itself gives (not on a routing 404/405).",
+        "schema": {"type": "string", "pattern": "^@[0-9]+$"},
+    },
+    "Sunset": {
+        "description": "RFC 8594: the tool will be removed after this HTTP-date (with Deprecation).",
+        "schema": {"type": "string"},
+    },
+}
+"""Every response header the HTTP wire may carry, as components/headers."""
+
 
 #: Failures any route can produce whatever it declares: bad body or content type, wrong
 #: method, crash. Listed so fuzzers and clients know the full status set.
@@ -53,33 +110,163 @@ TRANSPORT_ERRORS = (
 )
 
 
-def _headers() -> dict[str, Any]:
-    return {name: {"description": text, "schema": {"type": "string"}} for name, text in CORRELATION_HEADERS.items()}
+def _header(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/headers/{name}"}
 
 
-def _error_responses(tree: SpecTree, codes: list[str]) -> dict[str, Any]:
+def _headers(deprecated: dict[str, Any] | None = None, idempotent: bool = False) -> dict[str, Any]:
+    """The headers of one response of an operation: correlation ids always; the deprecation headers of a
+    deprecated tool; Idempotent-Replayed where the policy turns idempotency on."""
+    out = {name: _header(name) for name in CORRELATION_HEADERS}
+    if deprecated:
+        out["Deprecation"] = _header("Deprecation")
+        if deprecated.get("sunset"):
+            out["Sunset"] = _header("Sunset")
+    if idempotent:
+        out["Idempotent-Replayed"] = _header("Idempotent-Replayed")
+    return out
+
+
+def _parameters(idempotency: bool) -> list[dict[str, Any]]:
+    """The request headers an operation reads: the correlation ones, and Idempotency-Key where the policy has it."""
+    out = [{"$ref": f"#/components/parameters/{key}"} for key in REQUEST_HEADERS]
+    if idempotency:
+        out.append({"$ref": "#/components/parameters/IdempotencyKey"})
+    return out
+
+
+def _components_parameters() -> dict[str, Any]:
+    out: dict[str, Any] = {
+        key: {**spec, "in": "header", "required": False, "schema": {"type": "string"}}
+        for key, spec in REQUEST_HEADERS.items()
+    }
+    out["IdempotencyKey"] = {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "description": "Run the call at most once per key (per caller and tool): a retry with the same key and"
+        " body gets the stored response (with Idempotent-Replayed: true), the same key with another body 409"
+        " CONFLICT. Keys are kept for the tool's policy.idempotency_ttl_s.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
+    }
+    return out
+
+
+def _error_responses(
+    tree: SpecTree,
+    codes: list[str],
+    deprecated: dict[str, Any] | None = None,
+    idempotent: bool = False,
+    examples: list[Example] | None = None,
+) -> dict[str, Any]:
     by_status: dict[int, list[str]] = {}
     for code in sorted(set(codes) | set(GENERIC_ERRORS) | set(TRANSPORT_ERRORS)):
         if code in tree.errors:
             by_status.setdefault(tree.errors[code].status, []).append(code)
     responses: dict[str, Any] = {}
     for status, group in sorted(by_status.items()):
-        headers = _headers()
+        headers = _headers(deprecated, idempotent)
         if status == 429:
-            headers["Retry-After"] = {"description": "Seconds to wait before retrying.", "schema": {"type": "string"}}
+            headers["Retry-After"] = _header("Retry-After")
         responses[str(status)] = {
             "description": " / ".join(f"{c}: {tree.errors[c].title}" for c in group),
             "headers": headers,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}},
+            "content": {
+                "application/json": {
+                    "schema": _schema_ref("ErrorBody"),
+                    "examples": _error_examples(tree, group, examples or []),
+                }
+            },
         }
     return responses
+
+
+def _schema_ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def component_schemas(tree: SpecTree) -> dict[str, Any]:
+    """Every service's named schemas, as codegen bundles them for the Python models: the shared types of
+    types/*.json and one <Tool>Input / <Tool>Output / <Resource>Resource each, with refs between them, so
+    Swagger shows `SakeRecord` once instead of inlining it into every operation.
+
+    Names are unique across services today; should two services define the same name with different
+    schemas, the later one's is prefixed with its service (`HouseholdCategory`)."""
+    out: dict[str, Any] = {"ErrorBody": ERROR_BODY}
+    for svc in tree.services:
+        defs = models.bundle(svc, tree.root)["$defs"]
+        names = {
+            n: n if out.get(n, schema) == schema else f"{naming.pascal(svc.name)}{n}" for n, schema in defs.items()
+        }
+        for name, schema in defs.items():
+            out[names[name]] = _rebase(schema, names)
+    return dict(sorted(out.items()))
+
+
+def _rebase(node: Any, names: dict[str, str]) -> Any:
+    """A bundle schema with its `#/$defs/X` refs pointing at components/schemas, without the spec authors'
+    `$comment` notes (as the dereferenced schemas MCP serves)."""
+    if isinstance(node, list):
+        return [_rebase(v, names) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _rebase(v, names) for k, v in node.items() if k != "$comment"}
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        out["$ref"] = f"#/components/schemas/{names.get(ref.removeprefix('#/$defs/'), ref.removeprefix('#/$defs/'))}"
+    return out
+
+
+EXAMPLE_IDS = {"run_id": "5f0c9a3e2b7d4c18a6e1f2d3c4b5a697", "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736"}
+"""The run and trace ids shown in example bodies."""
+
+
+def _success_examples(tool: ToolSpec) -> dict[str, Any]:
+    out = {}
+    for ex in tool.examples:
+        if ex.error is not None or ex.output is None:
+            continue
+        summary = ex.description or ex.name.replace("_", " ")
+        if ex.match != "exact":
+            summary += " (some fields left out)"
+        out[ex.name] = {"summary": summary, "value": ex.output}
+    return out
+
+
+def _error_example(tree: SpecTree, code: str, summary: str | None = None) -> dict[str, Any]:
+    entry = tree.errors[code]
+    error: dict[str, Any] = {"code": code, "message": entry.description.strip(), "retryable": entry.retryable}
+    if code == "RATE_LIMITED":
+        error["retry_after_ms"] = 1000
+    return {"summary": summary or f"{code}: {entry.title}", "value": {"error": error, **EXAMPLE_IDS}}
+
+
+def component_examples(tree: SpecTree) -> dict[str, Any]:
+    """One error body per catalogue code (components/examples/<CODE>), shared by every operation."""
+    return {code: _error_example(tree, code) for code in sorted(tree.errors)}
+
+
+def _error_examples(tree: SpecTree, group: list[str], examples: list[Example]) -> dict[str, Any]:
+    """One example body per catalogue code of a status, named after the code; a spec example that ends in
+    that code lends its name and description to the summary."""
+    out = {}
+    for code in group:
+        from_spec = next((ex for ex in examples if ex.error == code), None)
+        if from_spec is None:
+            out[code] = {"$ref": f"#/components/examples/{code}"}
+        else:
+            what = from_spec.description or from_spec.name.replace("_", " ")
+            out[code] = _error_example(tree, code, f"{code}: {tree.errors[code].title} (e.g. {what})")
+    return out
 
 
 def _request_body(tool: ToolSpec) -> dict[str, Any]:
     content: dict[str, Any] = {}
     for ctype in tool.content_types:
         content[ctype] = {
-            "schema": tool.input_schema if ctype == "application/json" else form_schema(tool.input_schema)
+            "schema": _schema_ref(naming.input_model(tool.name))
+            if ctype == "application/json"
+            else form_schema(tool.input_schema)
         }
         if ctype == "application/json" and tool.examples:
             content[ctype]["examples"] = {
@@ -93,19 +280,25 @@ def _request_body(tool: ToolSpec) -> dict[str, Any]:
 
 
 def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
-    responses = {
+    idempotent = bool(tool.policy.get("idempotency"))
+    responses: dict[str, Any] = {
         "200": {
             "description": "The tool's structured result.",
-            "headers": _headers(),
-            "content": {"application/json": {"schema": tool.output_schema}},
+            "headers": _headers(tool.deprecated, idempotent),
+            "content": {"application/json": {"schema": _schema_ref(naming.output_model(tool.name))}},
         }
     }
-    responses.update(_error_responses(tree, tool.errors + policy_errors(tool.policy)))
+    examples = _success_examples(tool)
+    if examples:
+        responses["200"]["content"]["application/json"]["examples"] = examples
+    codes = tool.errors + policy_errors(tool.policy)
+    responses.update(_error_responses(tree, codes, tool.deprecated, idempotent, tool.examples))
     op: dict[str, Any] = {
         "operationId": tool.operation_id,
         "summary": tool.summary,
         "description": tool.description,
         "tags": [tool.service],
+        "parameters": _parameters(idempotent),
         "requestBody": _request_body(tool),
         "responses": responses,
     }
@@ -134,7 +327,8 @@ def policy_errors(policy: dict[str, Any]) -> list[str]:
 
 def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
     if res.is_json:
-        content = {res.mime_type: {"schema": res.output_schema or {}}}
+        schema = _schema_ref(naming.resource_model(res.name)) if res.output_schema is not None else {}
+        content = {res.mime_type: {"schema": schema}}
     else:
         content = {m: {"schema": {"type": "string", "format": "binary"}} for m in [res.mime_type, *res.also_mime_types]}
     responses = {"200": {"description": f"The resource {res.uri}.", "headers": _headers(), "content": content}}
@@ -142,7 +336,7 @@ def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
     parameters = [
         {"name": p, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1, "maxLength": 128}}
         for p in res.params
-    ]
+    ] + _parameters(False)
     op: dict[str, Any] = {
         "operationId": res.operation_id,
         "summary": res.summary,
@@ -150,8 +344,7 @@ def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
         "tags": [res.service],
         "responses": responses,
     }
-    if parameters:
-        op["parameters"] = parameters
+    op["parameters"] = parameters
     if not res.policy.get("public"):
         op["security"] = [{"bearerAuth": res.policy.get("scopes", [])}]
     return op
@@ -168,18 +361,23 @@ def build(tree: SpecTree) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "kumitate",
-            "version": "1.0.0",
+            "version": __version__,
             "description": "Every kumitate tool over HTTP. The same tools are served over MCP at /mcp.",
         },
         "tags": [{"name": svc.name, "description": svc.description} for svc in tree.services],
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": {"ErrorBody": ERROR_BODY},
+            "schemas": component_schemas(tree),
+            "parameters": _components_parameters(),
+            "examples": component_examples(tree),
+            "headers": RESPONSE_HEADERS,
             "securitySchemes": {
                 "bearerAuth": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "Tokens come from KUMITATE_TOKENS / KUMITATE_TOKENS_FILE; with none configured, auth is off.",
+                    "description": "`Authorization: Bearer <token>`. Tokens come from KUMITATE_TOKENS /"
+                    " KUMITATE_TOKENS_FILE; with none configured, auth is off. A missing or unknown token gets 401"
+                    " (with WWW-Authenticate), a token without the operation's scopes 403.",
                 }
             },
         },

@@ -2,7 +2,11 @@
 
 kumitate serve [--host H] [--port P] [--service NAME ...]
 kumitate mcp --stdio [--service NAME]
+kumitate init DIR | new service|tool|resource ... | generate [--check] | lint | tools [--url URL]
+kumitate call SERVICE TOOL --json '{...}' [--url URL --transport http|mcp]
 kumitate db upgrade | current
+kumitate diff BASE [HEAD]
+kumitate --version
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ def _start(settings: Any, build: Any) -> Any:
             raise
         print(f"kumitate: {message}", file=sys.stderr)
         raise SystemExit(1) from None
+
+from kumitate import __version__
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -77,12 +83,20 @@ def _mcp(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kumitate", description="Spec-driven tools over MCP and HTTP.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"kumitate {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="serve, mcp or diff")
     serve = sub.add_parser("serve", help="serve every service over HTTP (/v1) and MCP (/mcp) in one process")
-    serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"), help="address to bind (env HOST)")
+    serve.add_argument(
+        "--port", type=int, default=int(os.environ.get("PORT", "8000")), help="port to bind (env PORT; default 8000)"
+    )
     serve.add_argument("--service", action="append", help="serve only this service (repeatable)")
-    serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--log-level",
+        default="info",
+        choices=("critical", "error", "warning", "info", "debug", "trace"),
+        help="uvicorn's log level (default info)",
+    )
     serve.set_defaults(run=_serve)
     mcp = sub.add_parser("mcp", help="serve MCP over stdio (for desktop clients)")
     mcp.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout")

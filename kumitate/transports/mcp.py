@@ -25,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
-from kumitate import correlation
+from kumitate import __version__, correlation
 from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome
@@ -244,7 +244,7 @@ def build_server(runtime: Runtime, services: list[str] | None = None) -> FastMCP
         f"[{n}] {runtime.services[n].instructions}".strip() for n in names if runtime.services[n].instructions
     )
     title = names[0] if len(names) == 1 else "kumitate"
-    server = FastMCP(title, instructions=instructions or None, mask_error_details=True)
+    server = FastMCP(title, instructions=instructions or None, version=__version__, mask_error_details=True)
     server.add_middleware(CatalogueErrors(runtime))
     logging.getLogger("fastmcp.server.server").addFilter(_QUIET)  # idempotent: one filter object
     for name in names:

@@ -181,6 +181,10 @@ def test_confirm_is_atomic_and_errors(dup_service, ctx) -> None:
         (svc.get_duplicate_candidate_detail, {"check_id": 99}, "NOT_FOUND"),
         (svc.restore_duplicate, {"transaction_id": 99}, "NOT_FOUND"),
         (svc.restore_duplicate, {"transaction_id": 1}, "CONFLICT"),
+        # ids past SQLite's 64 bits name no row (they used to crash the driver: INTERNAL)
+        (svc.restore_duplicate, {"transaction_id": 2**64}, "NOT_FOUND"),
+        (svc.get_duplicate_candidate_detail, {"check_id": 2**64}, "NOT_FOUND"),
+        (svc.confirm_duplicate, {"check_id": 2**64, "decision": "skip"}, "NOT_FOUND"),
     ]:
         with pytest.raises(ToolError) as err:
             call(args, ctx)
