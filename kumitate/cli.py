@@ -16,6 +16,8 @@ import os
 import sys
 from typing import Any
 
+from kumitate import __version__
+
 
 def _start(settings: Any, build: Any) -> Any:
     """`build()` after checking the data directory; a storage failure exits with one line, no traceback."""
@@ -30,8 +32,6 @@ def _start(settings: Any, build: Any) -> Any:
             raise
         print(f"kumitate: {message}", file=sys.stderr)
         raise SystemExit(1) from None
-
-from kumitate import __version__
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -84,7 +84,12 @@ def _mcp(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kumitate", description="Spec-driven tools over MCP and HTTP.")
     parser.add_argument("--version", action="version", version=f"kumitate {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", help="serve, mcp or diff")
+    sub = parser.add_subparsers(
+        dest="command",
+        required=True,
+        metavar="COMMAND",
+        help="serve, mcp, init, new, generate, lint, tools, call, diff or db",
+    )
     serve = sub.add_parser("serve", help="serve every service over HTTP (/v1) and MCP (/mcp) in one process")
     serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"), help="address to bind (env HOST)")
     serve.add_argument(
