@@ -18,7 +18,7 @@ from litestar.exceptions import HTTPException
 from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
-from kumitate import calllog, datadir, faults
+from kumitate import calllog, faults, health
 from kumitate.deploy import mcp_stateless
 from kumitate.errors import ToolError
 from kumitate.runtime import Runtime
@@ -62,19 +62,24 @@ def _meta_routes(runtime: Runtime) -> list[Any]:
     def versions() -> dict[str, Any]:
         return {"services": runtime.versions()}
 
-    @get("/healthz", include_in_schema=False, sync_to_thread=False)
-    def healthz() -> Response[dict[str, Any]]:
-        """200 while the data directory takes writes; 503 (Retry-After) while it does not (disk full,
-        read-only, failing), with the reason. The probe is one small file, written and removed."""
-        problem = datadir.probe(runtime.settings.data_dir)
-        storage: dict[str, Any] = {"ok": problem is None} | ({"error": problem} if problem else {})
-        body = {"ok": problem is None, "services": sorted(runtime.services), "storage": storage}
-        if problem is None:
+    @get("/healthz", include_in_schema=False, sync_to_thread=True)
+    def healthz() -> dict[str, Any]:
+        """Liveness: 200 while the process serves; the data directory's state is reported, not judged."""
+        storage = health.report(runtime, ("data_dir",))["data_dir"]
+        return {"ok": True, "services": sorted(runtime.services), "storage": storage}
+
+    @get("/readyz", include_in_schema=False, sync_to_thread=True)
+    def readyz() -> Response[dict[str, Any]]:
+        """Readiness: 503 (Retry-After) while the data directory, the database or Redis is failing."""
+        checks = health.report(runtime)
+        ready = all(c["ok"] for c in checks.values())
+        body = {"ok": ready, "services": sorted(runtime.services), "checks": checks}
+        if ready:
             return Response(body)
         retry = str(faults.STORAGE_RETRY_AFTER_MS // 1000)
         return Response(body, status_code=503, headers={"Retry-After": retry})
 
-    return [versions, healthz]
+    return [versions, healthz, readyz]
 
 
 def create_app(

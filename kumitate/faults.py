@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from kumitate.errors import ToolError
 
 STORAGE_RETRY_AFTER_MS = 5000
-STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT})
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT, errno.EFBIG})
 SQLITE_STORAGE_CODES = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN")
 SQLITE_STORAGE_TEXT = ("database or disk is full", "disk i/o error", "readonly database", "unable to open database")
 ENGINE_STORAGE_TEXT = (
@@ -32,6 +32,8 @@ ENGINE_STORAGE_TEXT = (
     "input/output error",
     "disk quota exceeded",
     "database or disk is full",
+    "file too large",
+    "could not write",
 )
 """How DuckDB (and other engines that wrap the OS error in text) report a storage failure."""
 

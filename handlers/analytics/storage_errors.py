@@ -13,34 +13,21 @@ import logging
 
 import duckdb
 
+from kumitate import faults
 from kumitate.errors import ToolError
 
 log = logging.getLogger("kumitate.analytics")
 
-RETRY_AFTER_MS = 30_000
-STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG})
-# DuckDB reports OS failures as text inside IOException (or, for some paths, a plain Error).
-STORAGE_PHRASES = (
-    "no space left on device",
-    "disk quota exceeded",
-    "input/output error",
-    "read-only file system",
-    "file too large",
-    "could not write",
-    "could not write all bytes",
-)
+RETRY_AFTER_MS = faults.STORAGE_RETRY_AFTER_MS
+"""One storage code, one retry hint: the runtime's (kumitate.faults)."""
 
 
 def is_storage_failure(exc: BaseException) -> bool:
-    """True for out-of-space / IO failures of the disk (DuckDB or OS), False for anything the query caused."""
-    if isinstance(exc, OSError):
-        return exc.errno in STORAGE_ERRNOS
-    if isinstance(exc, duckdb.IOException):
-        return True
-    if isinstance(exc, duckdb.Error):
-        text = str(exc).lower()
-        return any(phrase in text for phrase in STORAGE_PHRASES)
-    return False
+    """True for out-of-space / IO failures of the disk (DuckDB or OS), False for anything the query caused.
+
+    The runtime's rules (kumitate.faults: errno, SQLite codes, engine messages), plus DuckDB's
+    IOException, which it raises for the disk failing under a query."""
+    return isinstance(exc, duckdb.IOException) or faults.storage_failure(exc) is not None
 
 
 def storage_unavailable(exc: BaseException | None = None) -> ToolError:

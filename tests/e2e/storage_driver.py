@@ -80,9 +80,12 @@ def call_all(url: str) -> list[dict[str, Any]]:
 
 
 def health(url: str) -> dict[str, Any]:
-    r = httpx.get(url + "/healthz", timeout=30)
+    live = httpx.get(url + "/healthz", timeout=30)
+    r = httpx.get(url + "/readyz", timeout=30)
     yana = httpx.get(url + "/v1/healthz", timeout=30)
     return {
+        "live_status": live.status_code,
+        "live_storage": live.json()["storage"],
         "status": r.status_code,
         "body": r.json(),
         "retry_after": r.headers.get("retry-after"),

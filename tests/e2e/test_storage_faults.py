@@ -62,7 +62,9 @@ def test_a_full_disk_is_storage_unavailable_and_everything_recovers(tmp_path: Pa
     assert {c["code"] for c in writes} == {"STORAGE_UNAVAILABLE"}, writes
     health = report["health_full"]
     assert (health["status"], health["retry_after"]) == (503, "5")
-    assert health["body"]["storage"] == {"ok": False, "error": "No space left on device"}
+    assert health["body"]["checks"]["data_dir"] == {"ok": False, "error": "No space left on device"}
+    # liveness stays 200 (a restart frees no space) and reports the disk
+    assert (health["live_status"], health["live_storage"]) == (200, {"ok": False, "error": "No space left on device"})
     assert (health["yana_status"], health["yana_code"]) == (503, "STORAGE_UNAVAILABLE")
     assert report["health_freed"]["status"] == 200 and report["health_freed"]["yana_status"] == 200
     assert [c["status"] for c in report["freed"]] == [200] * len(report["freed"]), report["freed"]
