@@ -57,6 +57,12 @@ def rag_context(hits: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _name(hit: dict[str, Any]) -> str:
+    """獺祭「純米大吟醸 45」; a label ingested without a brand is 銘柄不明のラベル, never a guessed name."""
+    brand = hit.get("brand_name") or "銘柄不明のラベル"
+    return f"{brand}「{hit['product_name']}」" if hit.get("product_name") else brand
+
+
 def template_reply(user_text: str, hits: list[dict[str, Any]], *, use_rag: bool) -> str:
     """A deterministic reply built only from the hits (no aizuchi: the policy adds it)."""
     if not use_rag:
@@ -66,10 +72,10 @@ def template_reply(user_text: str, hits: list[dict[str, Any]], *, use_rag: bool)
     top = hits[0]
     kind = KIND_WORD.get(top.get("category", "sake"), KIND_WORD["sake"])
     maker = f"{top['region']}の{top['brewery']}" if top.get("region") else top.get("brewery") or "よその蔵"
-    parts = [f"{top['brand_name']}「{top['product_name']}」は{maker}{kind}やで。"]
+    parts = [f"{_name(top)}は{maker}{kind}やで。"]
     if top.get("label_features"):
         parts.append(f"特徴は{'・'.join(top['label_features'])}やね。")
-    others = [f"{h['brand_name']}「{h['product_name']}」" for h in hits[1:3]]
+    others = [_name(h) for h in hits[1:3]]
     if others:
         parts.append(f"ほかにも{'や'.join(others)}も候補やで。")
     return "".join(parts)
