@@ -8,6 +8,7 @@ its circuit breaker, the call journal, and `last_error` for /v1/healthz.
 Environment (read once at create()):
   OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL   all three → LLM replies (llm "on"); else template
   YANA_LLM_DEADLINE_MS (8000), YANA_LLM_BREAKER_FAILURES (3), YANA_LLM_BREAKER_COOLDOWN_S (30)
+  YANA_LLM_RESERVE_MS (1000)  time kept free at the end of a chat call for the template fallback
   YANA_DEDUP_PHASH (4)        pHash bits within which hits count as the same label
   YANA_INGEST_ALLOW_DIRS      extra directories `file:` URIs may point into
   YANA_INGEST_URL_ALLOW       hosts http(s) image URIs may be fetched from (none by default)
