@@ -39,6 +39,9 @@ def _mcp(args: argparse.Namespace) -> int:
     calllog.configure()
     runtime = Runtime(Settings.from_env(), [args.service] if args.service else None)
     server = build_server(runtime, [args.service] if args.service else None)
+    from kumitate.stdio_framing import adapt_stdio
+
+    adapt_stdio()  # newline-delimited JSON (standard), or Content-Length frames (duo-talk's provider)
     try:
         server.run(transport="stdio", show_banner=False)
     finally:
