@@ -120,24 +120,37 @@ class FramingBridge:
             threading.Thread(target=target, name=f"stdio-{target.__name__}", daemon=True).start()
 
 
+def _pipe_reader() -> tuple[io.TextIOWrapper, BinaryIO]:
+    """A text stdin for the SDK and the binary end to feed it (a pipe: not fd 0, so the SDK reads it as is)."""
+    read_fd, write_fd = os.pipe()
+    return io.TextIOWrapper(os.fdopen(read_fd, "rb"), encoding="utf-8"), os.fdopen(write_fd, "wb", buffering=0)
+
+
+def _copy(source: BinaryIO, sink: BinaryIO) -> None:
+    with sink:
+        while chunk := source.read1(65536):  # type: ignore[attr-defined]
+            sink.write(chunk)
+
+
 def adapt_stdio() -> str:
     """Pick the framing from the first byte on stdin; returns "newline" or "content-length".
 
-    For Content-Length framing, sys.stdin/sys.stdout are replaced by pipes to a FramingBridge
-    (the SDK's stdio server reads and writes whatever sys.stdin/sys.stdout are when it starts).
+    Peeking fills stdin's buffer, which the SDK would bypass (it reads a duplicate of fd 0), so
+    in both cases sys.stdin is replaced by a pipe the SDK reads as it is: newline-delimited input
+    is copied through unchanged; Content-Length input goes through a FramingBridge, which also
+    replaces sys.stdout (the SDK writes to whatever sys.stdin/sys.stdout are when it starts).
     """
-    peek = getattr(sys.stdin.buffer, "peek", None)
-    if peek is None or peek(1)[:1] not in (b"C", b"c"):
+    source = sys.stdin.buffer
+    peek = getattr(source, "peek", None)
+    if peek is None:
         return "newline"
-    in_r, in_w = os.pipe()
+    framed = peek(1)[:1] in (b"C", b"c")
+    sys.stdin, to_server = _pipe_reader()
+    if not framed:
+        threading.Thread(target=_copy, args=(source, to_server), name="stdio-copy", daemon=True).start()
+        return "newline"
     out_r, out_w = os.pipe()
-    bridge = FramingBridge(
-        sys.stdin.buffer,
-        sys.stdout.buffer,
-        os.fdopen(in_w, "wb"),
-        os.fdopen(out_r, "rb"),
-    )
-    sys.stdin = io.TextIOWrapper(os.fdopen(in_r, "rb"), encoding="utf-8")
+    bridge = FramingBridge(source, sys.stdout.buffer, to_server, os.fdopen(out_r, "rb"))
     sys.stdout = io.TextIOWrapper(os.fdopen(out_w, "wb"), encoding="utf-8", line_buffering=True)
     bridge.start()
     return "content-length"
