@@ -104,7 +104,8 @@ def fold(text: str) -> str:
 
 
 STOP_WORDS = frozenset(fold(w) for w in _STOP_RAW)
-_ONE_SCRIPT = re.compile(r"^(?:[\u3041-\u309fー]+|[\u3400-\u9fff々〆ヶ]+|[a-z0-9.%-]+)$")
+_HIRAGANA = re.compile(r"^[\u3041-\u309fー]+$")
+_ONE_SCRIPT = re.compile(r"^(?:[\u3041-\u309fー]+|[\u30a1-\u30faー]+|[\u3400-\u9fff々〆ヶ]+|[a-z0-9.%-]+)$")
 _local = threading.local()
 
 
@@ -178,6 +179,25 @@ def _variants(surface: str, read: str, dict_form: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _is_stop(token: tuple[str, str, str]) -> bool:
+    return token[0] in STOP_WORDS or token[2] in STOP_WORDS
+
+
+def _trim_stop_words(run: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """Drop function words at the edges of a noun run (おすすめの…, お酒 → 酒), but never so far that a
+    name falls apart: 人気一 keeps 人気, since 一 alone would not be the brand."""
+    tokens = list(run)
+    while tokens and _is_stop(tokens[0]) and len("".join(t[0] for t in tokens[1:])) >= 2:
+        tokens.pop(0)
+    while tokens and _is_stop(tokens[-1]) and len("".join(t[0] for t in tokens[:-1])) >= 2:
+        tokens.pop()
+    if len(tokens) == 1 and _is_stop(tokens[0]):
+        return []
+    if tokens and tokens[0][0] in ("お", "ご", "御") and len(tokens) > 1:
+        tokens.pop(0)  # honorific prefix: お酒 → 酒
+    return tokens
+
+
 def _raw_chunks(text: str) -> list[str]:
     """The chunks a user typed: split at spaces/punctuation and at particles after a kanji/katakana word."""
     out: list[str] = []
@@ -191,13 +211,12 @@ def _raw_chunks(text: str) -> list[str]:
 
 def query_words(text: str) -> list[QueryWord]:
     """The content words of a query, morphologically analysed, plus raw chunks the analysis missed."""
-    folded = fold(text)
     words: list[QueryWord] = []
     seen: set[str] = set()
     run: list[tuple[str, str, str]] = []  # consecutive content tokens: (surface, reading, dict form)
 
     def flush() -> None:
-        tokens = [t for t in run if t[2] not in STOP_WORDS and t[0] not in STOP_WORDS]
+        tokens = _trim_stop_words(run)
         run.clear()
         if not tokens:
             return
@@ -237,9 +256,12 @@ def query_words(text: str) -> list[QueryWord]:
         if alone:
             flush()
     flush()
-    for chunk in _raw_chunks(folded):
-        if chunk in seen or not _ONE_SCRIPT.match(chunk) or any(chunk.startswith(s) for s in STOP_WORDS if len(s) > 1):
+    for typed in _raw_chunks(normalize(text)):  # scripts as typed: トマトジュースは… is not all kana
+        chunk = fold(typed)
+        if chunk in seen or not _ONE_SCRIPT.match(typed) or chunk in STOP_WORDS:
             continue
+        if _HIRAGANA.match(chunk) and any(chunk.startswith(s) for s in STOP_WORDS if len(s) > 1):
+            continue  # おすすめは: a function word with its particle
         seen.add(chunk)
         words.append(QueryWord(chunk, _variants(chunk, reading(chunk), "")))
     return words

@@ -112,8 +112,14 @@ def _fetch(conn: sqlite3.Connection, values: list[str], columns: tuple[str, ...]
             bm25[int(rowid)] = -float(rank)  # bm25() is lower-is-better; flip so higher is better
     other: set[int] = set()
     any_column = " OR ".join(f"{c} LIKE ?1 ESCAPE '\\'" for c in columns)
+    # a one-character value only ever matches a whole token (ranking.py), so fetch only those
+    whole_token = " OR ".join(f"(' ' || {c} || ' ') LIKE ?1 ESCAPE '\\'" for c in columns)
     for value in (v for v in values if len(v) < 3):
-        other.update(r[0] for r in conn.execute(f"SELECT rowid FROM labels_fts WHERE {any_column}", (_like(value),)))
+        if len(value) == 1:
+            sql, arg = whole_token, "% " + _like(value)[1:-1] + " %"
+        else:
+            sql, arg = any_column, _like(value)
+        other.update(r[0] for r in conn.execute(f"SELECT rowid FROM labels_fts WHERE {sql}", (arg,)))
     return bm25, other
 
 
@@ -123,10 +129,13 @@ def _candidates(conn: sqlite3.Connection, query: str, words: list[QueryWord]) ->
     Each word fetches by its variants, and by its parts only when the variants find little
     (朝日酒造 must not fetch every 酒造): with fewer than FEW hits whole, a word also fetches by
     each part that matches at most a tenth of the knowledge base (山廃 of 山廃仕込み, not 酒造). Category words (お酒, ジュース) fetch only when nothing
-    else does, and one-character words only when the query has nothing longer: both would pull
-    in most of the knowledge base as a side word. Every candidate is still scored on all words.
+    else does, one-character words only when the query has nothing longer (and then only rows
+    with that whole token), and a word inside a longer query word not at all: each would pull in
+    most of the knowledge base as a side word. Every candidate is still scored on all words.
     """
     fetching = [w for w in words if len(w.text) > 1] or words
+    # a word inside a longer one (純米 of 特別純米) is scored, but fetches nothing of its own
+    fetching = [w for w in fetching if not any(w.text != o.text and w.text in o.text for o in fetching)]
     common = max(FEW, int(conn.execute("SELECT count(*) FROM labels").fetchone()[0]) // 10)
     bm25: dict[int, float] = {}
     other: set[int] = set()
