@@ -148,11 +148,11 @@ def image_bytes(
     image, uri = params.get("image") or "", params.get("uri") or ""
     if bool(image) == bool(uri):
         raise ToolError("send exactly one of image (base64, a URI or an upload handle) or uri", code="BAD_REQUEST")
-    if image and not image.startswith("data:"):
-        handle = _UPLOAD_HANDLE.match(image.strip())
-        if handle:
-            uri = (uploads / handle.group(1)).resolve().as_uri()
-        elif _SCHEME.match(image):
+    handle = _UPLOAD_HANDLE.match((image or uri).strip())
+    if handle:
+        uri, image = (uploads / handle.group(1)).resolve().as_uri(), ""
+    elif image and not image.startswith("data:"):
+        if _SCHEME.match(image):
             uri = image
         elif "." in image or "\\" in image:  # never in base64: a server path, which is never opened
             raise ToolError(

@@ -92,6 +92,7 @@ def test_upload_handle_names_an_earlier_upload(fresh: YanaHandlers) -> None:
     Image.new("RGB", (40, 40), (10, 120, 30)).save(buf, format="PNG")
     first = fresh.ingest({"image": base64.b64encode(buf.getvalue()).decode(), "brand_name": "テスト"}, ctx())
     handle = f"uploads/{first['hash_sha1']}.png"
-    again = fresh.ingest({"image": handle, "category": "sake"}, ctx())
-    assert again["id"] == first["id"] and again["dedup"] is True
+    for field in ("image", "uri"):
+        again = fresh.ingest({field: handle, "category": "sake"}, ctx())
+        assert again["id"] == first["id"] and again["dedup"] is True
     assert code(fresh, {"image": "uploads/../../etc/passwd"}) == "URI_NOT_ALLOWED"
