@@ -74,6 +74,9 @@ def _mcp(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     runtime = _start(settings, lambda: Runtime(settings, [args.service] if args.service else None))
     server = build_server(runtime, [args.service] if args.service else None)
+    from kumitate.stdio_framing import adapt_stdio
+
+    adapt_stdio()  # newline-delimited JSON (standard), or Content-Length frames (duo-talk's provider)
     try:
         server.run(transport="stdio", show_banner=False)
     finally:

@@ -1,7 +1,11 @@
 """Correlation ids: read from the caller (headers, W3C traceparent, MCP `_meta`) or minted.
 
 Ids travel back to the client verbatim, so only short, printable values are
-accepted; anything else is replaced by a fresh id rather than rejected.
+accepted; anything else is replaced by a fresh id rather than rejected. A caller's
+X-Run-Id is echoed as received when it is printable ASCII (spaces inside allowed) of at
+most 128 characters, as the seed asks (受領した X-Run-Id をそのまま反射返送); when it is
+not, the response says so in X-Run-Id-Replaced (see `run_id_replaced`), so a client can
+tell "my id was replaced" from "my id was lost".
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,128}$")
+_PRINTABLE_ID = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]{0,126}[\x21-\x7e])?$")
+RUN_ID_REPLACED_HEADER = "X-Run-Id-Replaced"
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 
 RUN_ID_KEYS = ("run_id", "runId", "x-run-id")
@@ -29,6 +35,20 @@ def clean(value: Any) -> str | None:
     return None
 
 
+def clean_run_id(value: Any) -> str | None:
+    """A caller's X-Run-Id if it can be echoed as received: printable ASCII, 1–128, no outer spaces."""
+    if isinstance(value, str) and _PRINTABLE_ID.match(value):
+        return value
+    return None
+
+
+def run_id_replaced(headers: Mapping[str, str]) -> bool:
+    """True when the request carried an X-Run-Id that was not echoed (the response then sets
+    RUN_ID_REPLACED_HEADER: "invalid"). An absent or empty header is not a replacement."""
+    given = headers.get("x-run-id")
+    return bool(given) and clean_run_id(given) is None
+
+
 def trace_from_traceparent(value: str | None) -> str | None:
     if not value:
         return None
@@ -40,7 +60,7 @@ def trace_from_traceparent(value: str | None) -> str | None:
 
 def from_headers(headers: Mapping[str, str]) -> tuple[str, str]:
     """(run_id, trace_id) from lower-cased HTTP headers."""
-    run_id = clean(headers.get("x-run-id")) or new_id()
+    run_id = clean_run_id(headers.get("x-run-id")) or new_id()
     trace_id = clean(headers.get("x-trace-id")) or trace_from_traceparent(headers.get("traceparent")) or new_id()
     return run_id, trace_id
 

@@ -20,7 +20,7 @@ re-invent timeouts and retries. `OutboundClient.request()` gives a call
 
 Failures surface as `OutboundError` with a `kind` the caller maps to its own error
 code or fallback (`timeout`, `rate_limited`, `upstream_error`, `connection`,
-`circuit_open`, `client_error`). The module is synchronous (handlers run in worker
+`circuit_open`, `client_error`, `too_large`). The module is synchronous (handlers run in worker
 threads) and has no dependency on any service.
 """
 
@@ -146,21 +146,27 @@ def _retry_after_s(response: httpx.Response) -> float | None:
 
 
 class _DeadlineStream(httpx.SyncByteStream):
-    """A response body that gives up once the deadline has passed.
+    """A response body that gives up once the deadline has passed (or past `max_bytes`).
 
     httpx's timeouts bound each network operation, not the whole response: an
     upstream that sends a byte just before every read time-out would hold a call
-    for ever. Checking between chunks bounds the whole body read.
+    for ever. Checking between chunks bounds the whole body read. A body larger than
+    `max_bytes` is abandoned as soon as it is, never read whole (kind `too_large`).
     """
 
-    def __init__(self, inner: httpx.SyncByteStream, deadline: float) -> None:
+    def __init__(self, inner: httpx.SyncByteStream, deadline: float, max_bytes: int | None = None) -> None:
         self._inner = inner
         self._deadline = deadline
+        self._max_bytes = max_bytes
 
     def __iter__(self) -> Iterator[bytes]:
+        received = 0
         for chunk in self._inner:
             if time.monotonic() >= self._deadline:
                 raise httpx.ReadTimeout("the response body did not arrive within the deadline")
+            received += len(chunk)
+            if self._max_bytes is not None and received > self._max_bytes:
+                raise OutboundError("too_large", f"the response body is larger than {self._max_bytes} bytes")
             yield chunk
 
     def close(self) -> None:
@@ -206,8 +212,12 @@ class OutboundClient:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
         deadline_s: float | None = None,
+        max_bytes: int | None = None,
     ) -> httpx.Response:
         """Send with retries inside one deadline; return the first non-retryable response (2xx or 4xx).
+
+        `max_bytes` bounds the response body: a larger one raises OutboundError("too_large")
+        without being read whole, and is not retried.
 
         Raises OutboundError when the breaker is open, when the deadline is spent,
         when retryable failures outlast the retry budget, or (kind `client_error`)
@@ -231,7 +241,7 @@ class OutboundClient:
             attempt += 1
             wait_hint: float | None = None
             try:
-                response = self._send(method, path, json, headers, remaining, deadline)
+                response = self._send(method, path, json, headers, remaining, deadline, max_bytes)
             except httpx.TimeoutException as exc:
                 self.breaker.record_failure()
                 last = OutboundError(
@@ -285,16 +295,23 @@ class OutboundClient:
         raise last
 
     def _send(
-        self, method: str, path: str, json: Any, headers: Mapping[str, str] | None, remaining: float, deadline: float
+        self,
+        method: str,
+        path: str,
+        json: Any,
+        headers: Mapping[str, str] | None,
+        remaining: float,
+        deadline: float,
+        max_bytes: int | None = None,
     ) -> httpx.Response:
-        """One attempt: send, then read the whole body under the deadline."""
+        """One attempt: send, then read the whole body under the deadline (and the size limit)."""
         request = self._http.build_request(
             method, path, json=json, headers=dict(headers or {}), timeout=httpx.Timeout(remaining)
         )
         response = self._http.send(request, stream=True)
         try:
             assert isinstance(response.stream, httpx.SyncByteStream)  # a sync client's response
-            response.stream = _DeadlineStream(response.stream, deadline)
+            response.stream = _DeadlineStream(response.stream, deadline, max_bytes)
             response.read()
         finally:
             response.close()

@@ -8,8 +8,11 @@ its circuit breaker, the call journal, and `last_error` for /v1/healthz.
 Environment (read once at create()):
   OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL   all three → LLM replies (llm "on"); else template
   YANA_LLM_DEADLINE_MS (8000), YANA_LLM_BREAKER_FAILURES (3), YANA_LLM_BREAKER_COOLDOWN_S (30)
+  YANA_LLM_RESERVE_MS (1000)  time kept free at the end of a chat call for the template fallback
   YANA_DEDUP_PHASH (4)        pHash bits within which hits count as the same label
   YANA_INGEST_ALLOW_DIRS      extra directories `file:` URIs may point into
+  YANA_INGEST_URL_ALLOW       hosts http(s) image URIs may be fetched from (none by default)
+  YANA_INGEST_FETCH_TIMEOUT_MS (5000)  deadline of one image fetch
   YANA_EXPOSE_LOGS=1          serve logs://today (else NOT_FOUND)
 """
 
@@ -22,8 +25,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from handlers.yana.chat import chat as chat_core
+from handlers.yana.fetch import ImageFetcher
 from handlers.yana.generate import LlmConfig, OpenAIChat
-from handlers.yana.ingest import allowed_roots
+from handlers.yana.ingest import MAX_BYTES, allowed_roots
 from handlers.yana.ingest import ingest as ingest_core
 from handlers.yana.kb import KnowledgeBase
 from handlers.yana.search import search as search_core
@@ -76,6 +80,7 @@ class YanaHandlers:
         self.expose_logs = env.get("YANA_EXPOSE_LOGS") == "1"
         self.uploads = self.state_dir / "uploads"
         self.roots = allowed_roots(settings.sample_dir, self.uploads, dict(env))
+        self.fetcher = ImageFetcher.from_env(env, MAX_BYTES)
         self.journal = Journal(self.state_dir / "logs")
         self.started = time.monotonic()
         self.last_error: str | None = None
@@ -144,7 +149,12 @@ class YanaHandlers:
             "ingest",
             ctx,
             lambda: ingest_core(
-                self.kb, _as_dict(input), uploads=self.uploads, roots=self.roots, phash_threshold=self.phash_threshold
+                self.kb,
+                _as_dict(input),
+                uploads=self.uploads,
+                roots=self.roots,
+                phash_threshold=self.phash_threshold,
+                fetcher=self.fetcher,
             ),
         )
 

@@ -55,6 +55,8 @@ def chat(
         raise ToolError("user_text must not be blank", code="BAD_REQUEST")
     use_rag = bool(params.get("use_rag", True))
     top_k = int(params.get("top_k", 5))
+    context = params.get("context") or {}
+    aizuchi = context.get("disable_sayana") is not True  # the seed's aizuchi step, unless the caller does it
     hits = retrieve(kb, user_text, top_k, params.get("filters"), phash_threshold) if use_rag else []
     warnings: list[str] = []
     fallback: str | None = None
@@ -62,8 +64,8 @@ def chat(
     llm_state = "off"
     if llm is not None:
         try:
-            raw = llm.reply(user_text, hits, (params.get("context") or {}).get("topic"))
-            reply, warnings = apply_policy(raw, user_text, source_hits=hits)
+            raw = llm.reply(user_text, hits, context.get("topic"))
+            reply, warnings = apply_policy(raw, user_text, source_hits=hits, aizuchi=aizuchi)
             if reply:
                 llm_state = "on"
             else:
@@ -71,7 +73,8 @@ def chat(
         except LlmUnavailable as exc:
             fallback = exc.reason
     if llm_state == "off":
-        reply, warnings = apply_policy(template_reply(user_text, hits, use_rag=use_rag), user_text, source_hits=hits)
+        template = template_reply(user_text, hits, use_rag=use_rag)
+        reply, warnings = apply_policy(template, user_text, source_hits=hits, aizuchi=aizuchi)
         if fallback:
             warnings.insert(0, f"llm_fallback:{fallback}")
     return {

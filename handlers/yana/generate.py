@@ -8,6 +8,11 @@ one retry on retryable failures, and a circuit breaker shared by all calls
 YANA_LLM_BREAKER_COOLDOWN_S=30). Any LLM failure becomes `LlmUnavailable(reason)`;
 chat then answers from the template and adds the warning `llm_fallback:<reason>`.
 
+The LLM never gets the whole call: its deadline ends YANA_LLM_RESERVE_MS (default 1000)
+before the call's own (which KUMITATE_MAX_TIMEOUT_MS may have cut below 12 s), so the
+template fallback is still answered in time instead of a REQUEST_TIMEOUT. With less
+than that left, the LLM is not called at all (llm_fallback:upstream_timeout).
+
 Retrieved text goes to the model inside a guard that tells it to treat the
 material as data and ignore any instruction in it (labels can be ingested by
 anyone with the scope, so their text is untrusted).
@@ -15,10 +20,12 @@ anyone with the scope, so their text is untrusted).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kumitate.context import current_call
 from kumitate.outbound import CircuitBreaker, OutboundClient, OutboundError, RetryPolicy
 
 SYSTEM_PROMPT = (
@@ -57,6 +64,12 @@ def rag_context(hits: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _name(hit: dict[str, Any]) -> str:
+    """獺祭「純米大吟醸 45」; a label ingested without a brand is 銘柄不明のラベル, never a guessed name."""
+    brand = hit.get("brand_name") or "銘柄不明のラベル"
+    return f"{brand}「{hit['product_name']}」" if hit.get("product_name") else brand
+
+
 def template_reply(user_text: str, hits: list[dict[str, Any]], *, use_rag: bool) -> str:
     """A deterministic reply built only from the hits (no aizuchi: the policy adds it)."""
     if not use_rag:
@@ -66,10 +79,10 @@ def template_reply(user_text: str, hits: list[dict[str, Any]], *, use_rag: bool)
     top = hits[0]
     kind = KIND_WORD.get(top.get("category", "sake"), KIND_WORD["sake"])
     maker = f"{top['region']}の{top['brewery']}" if top.get("region") else top.get("brewery") or "よその蔵"
-    parts = [f"{top['brand_name']}「{top['product_name']}」は{maker}{kind}やで。"]
+    parts = [f"{_name(top)}は{maker}{kind}やで。"]
     if top.get("label_features"):
         parts.append(f"特徴は{'・'.join(top['label_features'])}やね。")
-    others = [f"{h['brand_name']}「{h['product_name']}」" for h in hits[1:3]]
+    others = [_name(h) for h in hits[1:3]]
     if others:
         parts.append(f"ほかにも{'や'.join(others)}も候補やで。")
     return "".join(parts)
@@ -83,6 +96,7 @@ class LlmConfig:
     deadline_s: float = 8.0
     breaker_failures: int = 3
     breaker_cooldown_s: float = 30.0
+    reserve_s: float = 1.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> LlmConfig | None:
@@ -96,6 +110,7 @@ class LlmConfig:
             deadline_s=int(env.get("YANA_LLM_DEADLINE_MS", "8000")) / 1000,
             breaker_failures=int(env.get("YANA_LLM_BREAKER_FAILURES", "3")),
             breaker_cooldown_s=float(env.get("YANA_LLM_BREAKER_COOLDOWN_S", "30")),
+            reserve_s=int(env.get("YANA_LLM_RESERVE_MS", "1000")) / 1000,
         )
 
 
@@ -131,6 +146,14 @@ class OpenAIChat:
         msgs.append({"role": "user", "content": user_text})
         return msgs
 
+    def budget_s(self) -> float:
+        """Time the LLM may take: the configured deadline, but never the reserve before the call's end."""
+        budget = self.config.deadline_s
+        call = current_call()
+        if call is not None and call.deadline is not None:
+            budget = min(budget, call.deadline - time.monotonic() - self.config.reserve_s)
+        return budget
+
     def reply(self, user_text: str, hits: list[dict[str, Any]], topic: str | None = None) -> str:
         body = {
             "model": self.config.model,
@@ -138,8 +161,11 @@ class OpenAIChat:
             "temperature": 0.7,
             "max_tokens": 400,
         }
+        budget = self.budget_s()
+        if budget <= 0:
+            raise LlmUnavailable("upstream_timeout")
         try:
-            data = self.client.post_json("/chat/completions", body)
+            data = self.client.post_json("/chat/completions", body, deadline_s=budget)
         except OutboundError as exc:
             raise LlmUnavailable(_REASONS.get(exc.kind, "upstream_error")) from exc
         try:

@@ -1,12 +1,17 @@
 """Ingest one label image plus its metadata: validate, hash, de-duplicate, store, index.
 
-* Source: `image` (base64) or `uri`, exactly one. A `uri` must be `file:` and
-  resolve (symlinks followed) inside an allowed directory: the bundled
-  data/yana/, the service's uploads/, or a directory listed in
-  YANA_INGEST_ALLOW_DIRS (os.pathsep-separated). Nothing is ever fetched over
-  the network: http(s) and every other scheme are URI_NOT_ALLOWED, and so is a URI
+* Source: `image` or `uri`, exactly one. `image` is base64 (or a data: URL), or — the
+  duo-talk client's shape — a URI or an upload handle, read as if given in `uri`.
+  An upload handle is uploads/<sha1>.<ext>, the file_path of an earlier ingest.
+  A http(s) `uri` is fetched only from hosts in YANA_INGEST_URL_ALLOW, with size and
+  time limits (handlers.yana.fetch). A `file:` URI must resolve (symlinks followed)
+  inside an allowed directory: the bundled data/yana/, the service's uploads/, or a
+  directory listed in YANA_INGEST_ALLOW_DIRS (os.pathsep-separated). Plain server
+  paths (/home/…/x.png) and every other scheme are URI_NOT_ALLOWED, and so is a URI
   with a control character (NUL …), raw or percent-encoded. A path the OS cannot
   even look up (a name too long, a symlink loop) or cannot read is NOT_FOUND.
+* Metadata is optional: a missing brand is stored empty (unknown, never guessed)
+  with the warning brand_name_unknown.
   Relative paths resolve against the parent of the sample directory, so the
   `file_path` of a hit (data/yana/images/…) can be sent back as `file:data/yana/images/…`.
 * Validation by content, not by name: Pillow must identify PNG, JPEG or WebP,
@@ -32,6 +37,7 @@ from urllib.parse import unquote, urlsplit
 
 from PIL import Image, UnidentifiedImageError
 
+from handlers.yana.fetch import ImageFetcher
 from handlers.yana.kb import ImageHashes, KnowledgeBase, hash_image, insert_label
 from kumitate.context import commit_gate
 from kumitate.errors import ToolError
@@ -41,6 +47,8 @@ MAX_SIDE = 4096
 MIN_SIDE = 16
 FORMATS = {"PNG": "png", "JPEG": "jpg", "WEBP": "webp"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+_UPLOAD_HANDLE = re.compile(r"^uploads/([0-9a-f]{40}\.(?:png|jpg|webp))$")
 
 
 def allowed_roots(sample_dir: Path, uploads: Path, env: dict[str, str]) -> list[Path]:
@@ -49,12 +57,16 @@ def allowed_roots(sample_dir: Path, uploads: Path, env: dict[str, str]) -> list[
     return roots
 
 
-def read_uri(uri: str, roots: list[Path], base: Path) -> bytes:
-    """The bytes behind a `file:` URI inside an allowed root; anything else is refused."""
+def read_uri(uri: str, roots: list[Path], base: Path, fetcher: ImageFetcher | None = None) -> bytes:
+    """The bytes behind an allowed http(s) URL or a `file:` URI inside an allowed root; anything else is refused."""
     parts = urlsplit(uri)
+    if parts.scheme.lower() in ("http", "https") and fetcher is not None:
+        if _CONTROL.search(uri):
+            raise ToolError("the URI contains control characters", code="URI_NOT_ALLOWED")
+        return fetcher.fetch(uri)
     if parts.scheme.lower() != "file":
         raise ToolError(
-            "only file: URIs inside the data directory are accepted; nothing is fetched over the network",
+            "only file: URIs inside the data directory and http(s) URLs on allowed hosts are accepted",
             code="URI_NOT_ALLOWED",
         )
     if parts.netloc not in ("", "localhost"):
@@ -129,19 +141,43 @@ def inspect_image(data: bytes) -> tuple[str, ImageHashes]:
         raise ToolError("the data is not a readable PNG, JPEG or WebP image", code="INVALID_IMAGE") from None
 
 
+def image_bytes(
+    params: dict[str, Any], *, uploads: Path, roots: list[Path], base: Path, fetcher: ImageFetcher | None
+) -> bytes:
+    """The image from `image` (base64, or a URI / upload handle) or `uri`; exactly one must be given."""
+    image, uri = params.get("image") or "", params.get("uri") or ""
+    if bool(image) == bool(uri):
+        raise ToolError("send exactly one of image (base64, a URI or an upload handle) or uri", code="BAD_REQUEST")
+    handle = _UPLOAD_HANDLE.match((image or uri).strip())
+    if handle:
+        uri, image = (uploads / handle.group(1)).resolve().as_uri(), ""
+    elif image and not image.startswith("data:"):
+        if _SCHEME.match(image):
+            uri = image
+        elif "." in image or "\\" in image:  # never in base64: a server path, which is never opened
+            raise ToolError(
+                "server paths are not opened; send base64, a file: URI inside the data directory,"
+                " an upload handle (uploads/<sha1>.<ext>) or an http(s) URL on an allowed host",
+                code="URI_NOT_ALLOWED",
+            )
+    if uri:
+        return read_uri(uri, roots, base, fetcher)
+    return decode_image_field(image)
+
+
 def ingest(
-    kb: KnowledgeBase, params: dict[str, Any], *, uploads: Path, roots: list[Path], phash_threshold: int = 4
+    kb: KnowledgeBase,
+    params: dict[str, Any],
+    *,
+    uploads: Path,
+    roots: list[Path],
+    phash_threshold: int = 4,
+    fetcher: ImageFetcher | None = None,
 ) -> dict[str, Any]:
     """The /v1/ingest body (without envelope fields)."""
-    if not str(params.get("brand_name", "")).strip():
-        raise ToolError("brand_name must not be blank", code="BAD_REQUEST")
-    has_image, has_uri = bool(params.get("image")), bool(params.get("uri"))
-    if has_image == has_uri:
-        raise ToolError("send exactly one of image (base64) or uri", code="BAD_REQUEST")
-    if has_image:
-        data = decode_image_field(params["image"])
-    else:
-        data = read_uri(params["uri"], roots, kb.sample_dir.resolve().parent)
+    data = image_bytes(params, uploads=uploads, roots=roots, base=kb.sample_dir.resolve().parent, fetcher=fetcher)
+    brand = str(params.get("brand_name") or "").strip()
+    warnings = [] if brand else ["brand_name_unknown"]
     ext, hashes = inspect_image(data)
     with kb.write_lock, kb.connect() as conn:
         existing = conn.execute("SELECT id, phash FROM labels WHERE hash_sha1 = ?", (hashes.sha1,)).fetchone()
@@ -152,6 +188,7 @@ def ingest(
                 "hash_sha1": hashes.sha1,
                 "phash": existing["phash"],
                 "near_duplicates": [],
+                "warnings": [],
             }
         mine = int(hashes.phash, 16)
         near = [
@@ -166,12 +203,12 @@ def ingest(
         target.write_bytes(data)
         label = {
             "id": label_id,
-            "brand_name": params["brand_name"].strip(),
-            "product_name": params.get("product_name", "").strip(),
-            "brewery": params.get("brewery", "").strip(),
-            "region": params.get("region", "").strip(),
-            "category": params.get("category", "sake"),
-            "label_features": [f.strip() for f in params.get("label_features", []) if f.strip()],
+            "brand_name": brand,
+            "product_name": (params.get("product_name") or "").strip(),
+            "brewery": (params.get("brewery") or "").strip(),
+            "region": (params.get("region") or "").strip(),
+            "category": params.get("category") or "sake",
+            "label_features": [f.strip() for f in params.get("label_features") or [] if f.strip()],
             "file_path": f"uploads/{target.name}",
         }
         try:
@@ -182,4 +219,11 @@ def ingest(
             if fresh:
                 target.unlink(missing_ok=True)
             raise
-    return {"id": label_id, "dedup": False, "hash_sha1": hashes.sha1, "phash": hashes.phash, "near_duplicates": near}
+    return {
+        "id": label_id,
+        "dedup": False,
+        "hash_sha1": hashes.sha1,
+        "phash": hashes.phash,
+        "near_duplicates": near,
+        "warnings": warnings,
+    }

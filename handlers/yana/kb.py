@@ -1,10 +1,16 @@
-"""The label knowledge base: SQLite with an FTS5 trigram index.
+"""The label knowledge base: SQLite with an FTS5 trigram index over folded text and readings.
 
-Trigram tokenisation needs no word breaks, so 純米大吟醸 is found inside
-獺祭 純米大吟醸 45 without a Japanese tokenizer. It only indexes runs of three
-characters or more, so 1–2 character terms go through LIKE (which FTS5's trigram
-tokenizer also serves, by scanning). One connection per call keeps the worker
-threads independent; WAL lets readers run while an ingest writes.
+Each label is indexed twice per field: its folded text (NFKC, casefold, katakana → hiragana:
+see handlers.yana.japanese) and its folded hiragana reading (獺祭 → だっさい, 林檎 → りんご),
+so kana variants, kanji forms and readings of a name all find it. Trigram tokenisation needs
+no word breaks; 1–2 character terms go through LIKE (which the trigram tokenizer also serves).
+One connection per call keeps the worker threads independent; WAL lets readers run while an
+ingest writes.
+
+First start is safe with several processes on one data directory: the bundled labels are
+upserted (ON CONFLICT DO NOTHING) inside one BEGIN IMMEDIATE transaction, so the second
+process waits for the first and then finds nothing left to add. An index built by an older
+version (PRAGMA user_version < INDEX_VERSION) is rebuilt from the labels table in the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ from typing import Any
 import imagehash
 from PIL import Image
 
-from handlers.yana.text import normalize, region_terms
+from handlers.yana.japanese import fold, reading
+from handlers.yana.text import region_terms
 from kumitate.context import commit_gate
 
 SCHEMA = """
@@ -46,11 +53,17 @@ CREATE TABLE IF NOT EXISTS region_terms (
     term TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS region_terms_label ON region_terms(label_rowid);
-CREATE VIRTUAL TABLE IF NOT EXISTS labels_fts USING fts5(
-    brand_name, product_name, brewery, region, features, category_words, tokenize = 'trigram'
+"""
+FTS_SCHEMA = """
+CREATE VIRTUAL TABLE labels_fts USING fts5(
+    brand_name, product_name, brewery, region, features, category_words,
+    brand_r, product_r, brewery_r, region_r, features_r, tokenize = 'trigram'
 );
 """
-CATEGORY_WORDS = {"sake": "日本酒 清酒 お酒 sake", "juice": "ジュース 果汁 飲料 juice"}
+INDEX_VERSION = 2
+TEXT_FIELDS = ("brand_name", "product_name", "brewery", "region", "features", "category_words")
+READING_FIELDS = ("brand_r", "product_r", "brewery_r", "region_r", "features_r")
+CATEGORY_WORDS = {"sake": "日本酒 清酒 酒 お酒 地酒 sake", "juice": "ジュース 果汁 飲料 ドリンク juice"}
 HIT_FIELDS = ("id", "brand_name", "product_name", "brewery", "region", "category", "label_features", "file_path")
 
 
@@ -72,11 +85,54 @@ class KnowledgeBase:
         self.db_path = db_path
         self.sample_dir = sample_dir  # data/ (the parent of data/yana)
         self.write_lock = threading.Lock()
-        with self.connect() as conn:
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """Create the schema, rebuild an outdated index and load missing bundled labels (idempotent)."""
+        conn = sqlite3.connect(self.db_path, timeout=60.0, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        try:
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript(SCHEMA)
-            if conn.execute("SELECT count(*) FROM labels").fetchone()[0] == 0:
-                self._load_bundled(conn)
+            if self._ready(conn):
+                return
+            bundled = self._bundled()  # images are hashed before the write lock is taken
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                if conn.execute("PRAGMA user_version").fetchone()[0] < INDEX_VERSION:
+                    conn.execute("DROP TABLE IF EXISTS labels_fts")
+                    conn.execute(FTS_SCHEMA)
+                    for row in conn.execute("SELECT * FROM labels").fetchall():
+                        index_label(conn, int(row["rowid"]), row_to_label(row))
+                    conn.execute(f"PRAGMA user_version = {INDEX_VERSION}")
+                for label, hashes in bundled:
+                    insert_label(conn, label, hashes, source="bundled")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        finally:
+            conn.close()
+
+    def _ready(self, conn: sqlite3.Connection) -> bool:
+        """True when the index is current and at least one label exists (nothing to load)."""
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            return version >= INDEX_VERSION and conn.execute("SELECT count(*) FROM labels").fetchone()[0] > 0
+        except sqlite3.OperationalError:  # no table yet
+            return False
+
+    def _bundled(self) -> list[tuple[dict[str, Any], ImageHashes]]:
+        doc = json.loads((self.sample_dir / "yana" / "labels.json").read_text(encoding="utf-8"))
+        out = []
+        for label in doc["labels"]:
+            path = self.bundled_file(label["file_path"])
+            data = path.read_bytes()
+            with Image.open(path) as img:
+                out.append((label, hash_image(data, img)))
+        return out
 
     @contextmanager
     def connect(self) -> Iterator[sqlite3.Connection]:
@@ -98,26 +154,23 @@ class KnowledgeBase:
         """data/yana/images/x.png (as stored) → the file under the configured sample_dir."""
         return self.sample_dir / Path(file_path).relative_to("data")
 
-    def _load_bundled(self, conn: sqlite3.Connection) -> None:
-        doc = json.loads((self.sample_dir / "yana" / "labels.json").read_text(encoding="utf-8"))
-        for label in doc["labels"]:
-            path = self.bundled_file(label["file_path"])
-            data = path.read_bytes()
-            with Image.open(path) as img:
-                hashes = hash_image(data, img)
-            insert_label(conn, label, hashes, source="bundled")
-
     def count(self) -> int:
         with self.connect() as conn:
             return int(conn.execute("SELECT count(*) FROM labels").fetchone()[0])
 
 
-def insert_label(conn: sqlite3.Connection, label: dict[str, Any], hashes: ImageHashes | None, *, source: str) -> int:
-    """Insert one label into the table, the FTS index and the region-term side table."""
+def insert_label(
+    conn: sqlite3.Connection, label: dict[str, Any], hashes: ImageHashes | None, *, source: str
+) -> int | None:
+    """Insert one label into the table, the FTS index and the region-term side table.
+
+    An upsert that does nothing when the id or the image hash is already there (returns None),
+    so loading the bundled labels twice, or from two processes at once, is harmless.
+    """
     features = [str(f) for f in label.get("label_features", [])]
     cur = conn.execute(
         "INSERT INTO labels (id, brand_name, product_name, brewery, region, category, label_features, file_path,"
-        " hash_sha1, phash, source) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        " hash_sha1, phash, source) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
         (
             label["id"],
             label["brand_name"],
@@ -132,20 +185,10 @@ def insert_label(conn: sqlite3.Connection, label: dict[str, Any], hashes: ImageH
             source,
         ),
     )
+    if cur.rowcount == 0:
+        return None
     rowid = int(cur.lastrowid or 0)
-    conn.execute(
-        "INSERT INTO labels_fts (rowid, brand_name, product_name, brewery, region, features, category_words)"
-        " VALUES (?,?,?,?,?,?,?)",
-        (
-            rowid,
-            normalize(label["brand_name"]),
-            normalize(label.get("product_name", "")),
-            normalize(label.get("brewery", "")),
-            normalize(label.get("region", "")),
-            normalize(" ".join(features)),
-            CATEGORY_WORDS[label["category"]],
-        ),
-    )
+    index_label(conn, rowid, label)
     conn.executemany(
         "INSERT INTO region_terms (label_rowid, term) VALUES (?, ?)",
         [(rowid, term) for term in region_terms(label.get("region", ""))],
@@ -153,24 +196,41 @@ def insert_label(conn: sqlite3.Connection, label: dict[str, Any], hashes: ImageH
     return rowid
 
 
+def index_document(label: dict[str, Any]) -> dict[str, str]:
+    """The FTS columns of a label: folded text and folded reading of each field."""
+    features = " ".join(str(f) for f in label.get("label_features", []))
+    text = {
+        "brand_name": label["brand_name"],
+        "product_name": label.get("product_name", ""),
+        "brewery": label.get("brewery", ""),
+        "region": label.get("region", ""),
+        "features": features,
+    }
+    doc = {field: fold(value) for field, value in text.items()}
+    doc["category_words"] = fold(CATEGORY_WORDS[label["category"]])
+    for field, column in zip(
+        ("brand_name", "product_name", "brewery", "region", "features"), READING_FIELDS, strict=True
+    ):
+        doc[column] = reading(text[field])
+    return doc
+
+
+def index_label(conn: sqlite3.Connection, rowid: int, label: dict[str, Any]) -> None:
+    doc = index_document(label)
+    columns = TEXT_FIELDS + READING_FIELDS
+    conn.execute(
+        f"INSERT INTO labels_fts (rowid, {', '.join(columns)}) VALUES (?{', ?' * len(columns)})",
+        (rowid, *(doc[c] for c in columns)),
+    )
+
+
+def row_to_label(row: sqlite3.Row) -> dict[str, Any]:
+    """A labels row as the label dict `index_document` reads."""
+    return {**dict(row), "label_features": json.loads(row["label_features"])}
+
+
 def row_to_hit(row: sqlite3.Row) -> dict[str, Any]:
     """A labels row as the `Hit` object of the API (see types/yana.json)."""
     hit = {field: row[field] for field in HIT_FIELDS}
     hit["label_features"] = json.loads(row["label_features"])
     return hit
-
-
-def search_text(row: sqlite3.Row) -> str:
-    """Everything a query term may match in a row, normalised (for term coverage)."""
-    return normalize(
-        " ".join(
-            [
-                row["brand_name"],
-                row["product_name"],
-                row["brewery"],
-                row["region"],
-                " ".join(json.loads(row["label_features"])),
-                CATEGORY_WORDS[row["category"]],
-            ]
-        )
-    )

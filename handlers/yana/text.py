@@ -11,25 +11,14 @@ like a broken knowledge base.
 from __future__ import annotations
 
 import re
-import unicodedata
+from functools import lru_cache
 
-_SPLIT = re.compile(r"[\s、。，．,.!?！？「」『』()（）\[\]【】/・:：;；\"'“”]+")
-# A particle right after a non-hiragana character ends a word: 岩国の純米 → 岩国 | 純米,
-# while ゆきの美人 (particle inside a hiragana word) stays whole.
-_PARTICLE = re.compile(r"(?<=[^\u3041-\u309f\s])(?:って|から|まで|より|の|は|が|を|に|で|と|や|も|へ)")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+from handlers.yana.japanese import normalize, strip_controls
+
+__all__ = ["normalize", "region_terms", "strip_controls", "text_fingerprint"]
+
 _PREFECTURE = re.compile(r"^(北海道|東京都|京都府|大阪府|.{2,3}?県)")
 _UNIT = re.compile(r".+?(?:郡|市|区|町|村)")
-
-
-def strip_controls(text: str) -> str:
-    """Control characters (tab and newline included) and lone surrogates → a space each."""
-    return _CONTROL.sub(" ", text)
-
-
-def normalize(text: str) -> str:
-    """NFKC + casefold, control characters as spaces: full/half width and case never decide a match."""
-    return unicodedata.normalize("NFKC", strip_controls(text)).casefold()
 
 
 _NOT_CONTENT = re.compile(r"[\W_]+")  # after NFKC: whitespace, punctuation, symbols (ー and 々 are \w)
@@ -37,6 +26,7 @@ _COMPANY = re.compile(r"株式会社|有限会社|合資会社|合名会社|\((?
 _KATAKANA = {code: code - 0x60 for code in range(0x30A1, 0x30F7)}
 
 
+@lru_cache(maxsize=65536)
 def text_fingerprint(text: str, *, company: bool = False) -> str:
     """What is left of a label text when formatting is ignored: 「獺祭 純米大吟醸・45」 and 「獺祭純米大吟醸45」
     agree, as do シャイニー and しゃいにー; with `company`, 株式会社/(株)/Co., Ltd. are dropped too."""
@@ -44,18 +34,6 @@ def text_fingerprint(text: str, *, company: bool = False) -> str:
     if company:
         norm = _COMPANY.sub("", norm)
     return _NOT_CONTENT.sub("", norm).translate(_KATAKANA)
-
-
-def query_terms(text: str) -> list[str]:
-    """Cut a query into search terms: whitespace, punctuation and particles after a kanji/katakana word."""
-    norm = normalize(text)
-    terms: list[str] = []
-    for chunk in _SPLIT.split(norm):
-        for term in _PARTICLE.split(chunk):
-            term = term.strip()
-            if term and term not in terms:
-                terms.append(term)
-    return terms
 
 
 def region_terms(region: str) -> list[str]:

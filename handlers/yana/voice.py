@@ -159,9 +159,13 @@ def provenance(hits: list[dict[str, Any]], limit: int = 2) -> str:
 
 
 def apply_policy(
-    body: str, user_text: str, *, source_hits: list[dict[str, Any]] | None = None
+    body: str, user_text: str, *, source_hits: list[dict[str, Any]] | None = None, aizuchi: bool = True
 ) -> tuple[str, list[str]]:
-    """Shape a raw reply into yana's voice; returns (reply, warnings). Empty body → ("", warnings)."""
+    """Shape a raw reply into yana's voice; returns (reply, warnings). Empty body → ("", warnings).
+
+    `aizuchi=False` (chat's context.disable_sayana) leaves the opener out: any せやなー/せやせや in the
+    body is still removed, since the caller adds its own; every other step applies.
+    """
     warnings: list[str] = []
     text, had_urls = strip_urls(body)
     if had_urls:
@@ -170,7 +174,7 @@ def apply_policy(
     text = _AIZUCHI_ANY.sub("", text).strip()
     if not text:
         return "", warnings
-    sentences = split_sentences(f"{choose_aizuchi(user_text)}、{text}")
+    sentences = split_sentences(f"{choose_aizuchi(user_text)}、{text}" if aizuchi else text)
     if len(sentences) > MAX_SENTENCES:
         sentences = sentences[:MAX_SENTENCES]
         warnings.append("trimmed_to_5_sentences")

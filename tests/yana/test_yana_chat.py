@@ -209,3 +209,12 @@ def test_unexpected_errors_are_journaled_as_internal(fresh: YanaHandlers, monkey
     )
     assert "秘密" not in str(entry)
     assert fresh.read_healthz(ctx())["last_error"] == "search:INTERNAL"
+
+
+def test_disable_sayana_leaves_the_opener_to_the_caller(yana: YanaHandlers) -> None:
+    """duo-talk sends context.disable_sayana = true and adds its own aizuchi (≤ 1, none on turn 1)."""
+    plain = yana.chat({"user_text": "獺祭ってええよね", "context": {"disable_sayana": True, "x": 1}}, ctx())
+    assert not plain["reply"].startswith(("せやなー", "せやせや")) and plain["reply"].startswith("獺祭")
+    assert "（参考：獺祭/旭酒造/山口県岩国市" in plain["reply"]  # the rest of the policy still applies
+    voiced = yana.chat({"user_text": "獺祭ってええよね", "context": {"disable_sayana": False}}, ctx())
+    assert voiced["reply"] == "せやせや、" + plain["reply"]

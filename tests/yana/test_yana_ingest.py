@@ -81,13 +81,21 @@ def test_dimensions_and_size_are_bounded(fresh: YanaHandlers) -> None:
     assert code_of(fresh, {"image": big, "brand_name": "x"}) == "PAYLOAD_TOO_LARGE"
 
 
-def test_exactly_one_source_and_a_brand(fresh: YanaHandlers) -> None:
+def test_exactly_one_source_brand_optional(fresh: YanaHandlers) -> None:
     assert code_of(fresh, {"brand_name": "x"}) == "BAD_REQUEST"
     assert (
         code_of(fresh, {"image": image_b64(), "uri": "file:data/yana/images/label_0001.png", "brand_name": "x"})
         == "BAD_REQUEST"
     )
-    assert code_of(fresh, {"image": image_b64(), "brand_name": "  "}) == "BAD_REQUEST"
+    # no brand (the duo-talk client sends none): stored as unknown, never guessed, and said so
+    result = fresh.ingest({"image": image_b64(), "brand_name": "  ", "category": "juice"}, ctx())
+    assert result["dedup"] is False and result["warnings"] == ["brand_name_unknown"]
+    hit = next(
+        h
+        for h in fresh.search({"filters": {"category": "juice"}, "k": 20, "page_size": 20}, ctx())["hits"]
+        if h["id"] == result["id"]
+    )
+    assert hit["brand_name"] == ""
 
 
 def test_uri_allowlist(fresh: YanaHandlers, tmp_path: Path) -> None:

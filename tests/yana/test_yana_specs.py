@@ -145,6 +145,8 @@ def test_chat_context_accepts_the_seed_ids_and_bounds_them() -> None:
     context = {"sessionId": "duo-sess.1", "runId": "duo-run:2", "run_id": "r", "session_id": "s", "turn": 1}
     assert chat.is_valid({"user_text": "獺祭", "context": context})
     model = ChatInput.model_validate({"user_text": "獺祭", "context": context})
-    assert _as_dict(model)["context"] == context  # the handler sees the seed's spelling
-    for bad in [{"sessionId": "has space"}, {"runId": "x" * 129}, {"runId": ""}, {"sessionId": "名前"}, {"other": 1}]:
+    assert _as_dict(model)["context"] == {**context, "disable_sayana": False}  # the seed's spelling
+    for bad in [{"sessionId": "has space"}, {"runId": "x" * 129}, {"runId": ""}, {"sessionId": "名前"}]:
         assert not chat.is_valid({"user_text": "獺祭", "context": bad}), bad
+    # context is open (seed, client schema): unknown keys pass validation and reach the handler
+    assert chat.is_valid({"user_text": "獺祭", "context": {"other": 1, "disable_sayana": True}})
