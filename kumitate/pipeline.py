@@ -332,11 +332,16 @@ class Pipeline:
             return holder[0]
         ok = stored.status < 400
         code = "OK" if ok else str(stored.body.get("error", {}).get("code", "INTERNAL"))
+        # the replay is this call: its body carries this call's ids (where the body has ids), like its headers
+        ids = {"run_id": ctx.run_id, "trace_id": ctx.trace_id}
+        body = stored.body
+        if isinstance(body, dict):
+            body = {**body, **{k: v for k, v in ids.items() if k in body}}
         return Outcome(
             ok,
             stored.status,
             code,
-            stored.body,
+            body,
             ctx.run_id,
             ctx.trace_id,
             replayed=True,

@@ -88,6 +88,7 @@ class KumitateASGI:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         run_id, trace_id = correlation.from_headers(headers)
+        replaced = correlation.run_id_replaced(headers)
         scope.setdefault("state", {})[IDS_KEY] = (run_id, trace_id)
         started = time.perf_counter()
         reason = self.origins.refusal(scope, headers) if self.origins is not None else None
@@ -104,6 +105,8 @@ class KumitateASGI:
                 out = MutableHeaders(scope=message)
                 out["X-Run-Id"] = run_id
                 out["X-Trace-Id"] = trace_id
+                if replaced:
+                    out[correlation.RUN_ID_REPLACED_HEADER] = "invalid"
                 out["X-Request-Duration-Ms"] = f"{(time.perf_counter() - started) * 1000:.2f}"
             await send(message)
 

@@ -177,13 +177,11 @@ def test_an_unechoable_run_id_is_replaced(server: LiveServer) -> None:
     assert response.headers["x-run-id"] != "x" * 200 and response.json()["run_id"] == response.headers["x-run-id"]
 
 
-@pytest.mark.xfail(reason="needs the one-line hook in kumitate/transports/asgi.py (see docs/yana.md)", strict=False)
 def test_the_replacement_is_said_in_a_header(server: LiveServer) -> None:
     response = post(server, "/v1/search", {"query_text": "獺祭"}, run_id="x" * 200)
     assert response.headers["x-run-id-replaced"] == "invalid"
 
 
-@pytest.mark.xfail(reason="needs the one-line hook in kumitate/pipeline.py (see docs/yana.md)", strict=False)
 def test_an_idempotent_replay_reports_one_run_id(server: LiveServer, images: ImageHost) -> None:
     body = {"image": f"http://{images.host}/label.png", "category": "sake"}
     headers = {**client_headers("first-run"), "Idempotency-Key": "k-1"}
