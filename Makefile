@@ -56,8 +56,9 @@ fmt: venv  ## fix what ruff can, then format (what `make lint` checks)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format --exclude generated kumitate codegen handlers tests bench
 
-fuzz: venv  ## schemathesis against every HTTP operation, all phases, fixed seed
+fuzz: venv  ## schemathesis on every HTTP operation, then every tool over MCP streamable HTTP; fixed seed
 	$(PY) -m tests.fuzz --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
+	$(PY) -m tests.fuzz_mcp --seed $(FUZZ_SEED)
 
 bench: venv  ## benchmarks; results go in docs/BENCHMARKS.md
 	$(PY) -m bench

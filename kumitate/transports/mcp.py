@@ -29,6 +29,7 @@ from kumitate import __version__, correlation
 from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome
+from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
@@ -111,9 +112,20 @@ class SpecTool(Tool):
         if IDEMPOTENCY_ARGUMENT in arguments:  # accepted on every tool; harmless on a read-only one
             arguments = dict(arguments)
             key = arguments.pop(IDEMPOTENCY_ARGUMENT)
-            key = key if isinstance(key, str) else str(key)
+            if not (isinstance(key, str) and 1 <= len(key) <= MAX_KEY_LENGTH):
+                return _tool_result(await self._refuse_key())
         outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, current_request(key))
         return _tool_result(outcome)
+
+    async def _refuse_key(self) -> Outcome:
+        """A key that breaks the advertised schema is a BAD_REQUEST, after admission like any input error."""
+
+        async def refuse() -> Any:
+            raise ToolError(
+                f"{IDEMPOTENCY_ARGUMENT} must be a string of 1 to {MAX_KEY_LENGTH} characters", code="BAD_REQUEST"
+            )
+
+        return await self.runtime.pipeline.call_tool(self.binding, None, current_request(None), read=refuse)
 
 
 IDEMPOTENCY_ARGUMENT = "idempotency_key"
@@ -129,7 +141,7 @@ def mcp_input_schema(binding: ToolBinding) -> dict[str, Any]:
         IDEMPOTENCY_ARGUMENT: {
             "type": "string",
             "minLength": 1,
-            "maxLength": 255,
+            "maxLength": MAX_KEY_LENGTH,
             "description": "Optional. Repeat a call with the same key to get the first result back instead of running it twice.",
         },
     }
