@@ -31,8 +31,8 @@ def add_parsers(sub: Any) -> None:
     tools.set_defaults(run=_tools)
 
     call = sub.add_parser("call", help="call one tool and print its result (or the catalogue error)")
-    call.add_argument("service")
-    call.add_argument("tool")
+    call.add_argument("service", help="the service, as in specs/<service>/")
+    call.add_argument("tool", help="the tool's name")
     call.add_argument("--json", default="{}", help="the arguments as a JSON object (or @file.json)")
     call.add_argument("--url", help="call a running server at this base URL instead of in process")
     call.add_argument("--transport", choices=("http", "mcp"), default="http", help="with --url: HTTP /v1 or MCP")
@@ -41,7 +41,7 @@ def add_parsers(sub: Any) -> None:
     call.set_defaults(run=_call)
 
     init = sub.add_parser("init", help="start a new project in DIR: one service, one tool, tests, Makefile, CI")
-    init.add_argument("dir", type=Path)
+    init.add_argument("dir", type=Path, help="the new project's directory (absent or empty)")
     init.add_argument("--service", default="hello", help="the first service's name (default: hello)")
     init.add_argument("--tool", default="greet", help="the first tool's name (default: greet)")
     init.add_argument(
@@ -50,15 +50,15 @@ def add_parsers(sub: Any) -> None:
     init.set_defaults(run=_init)
 
     new = sub.add_parser("new", help="add a service, a tool or a resource to this project (spec + handler stub)")
-    kinds = new.add_subparsers(dest="kind", required=True)
+    kinds = new.add_subparsers(dest="kind", required=True, help="service, tool or resource")
     service = kinds.add_parser("service", help="specs/NAME/ and handlers/NAME/ with one stub tool")
-    service.add_argument("name")
+    service.add_argument("name", help="the new service's name (snake_case)")
     for kind in ("tool", "resource"):
         parser = kinds.add_parser(
             kind, help=f"a {kind} spec in SERVICE and a handler stub that answers NOT_IMPLEMENTED"
         )
-        parser.add_argument("service")
-        parser.add_argument("name")
+        parser.add_argument("service", help="an existing service of this project")
+        parser.add_argument("name", help=f"the new {kind}'s name (snake_case)")
     new.set_defaults(run=_new)
 
 

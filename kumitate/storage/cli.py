@@ -12,7 +12,9 @@ from kumitate.storage import migrate
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     db = sub.add_parser("db", help="database schema: upgrade to this release, or show the current revision")
-    db.add_argument("action", choices=["upgrade", "current"])
+    db.add_argument(
+        "action", choices=["upgrade", "current"], help="upgrade: apply pending migrations; current: print the version"
+    )
     db.set_defaults(run=_run)
 
 
