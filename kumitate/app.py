@@ -25,7 +25,10 @@ from kumitate.transports.http import error_response
 from kumitate.transports.mcp import build_server
 
 OPENAPI_PATH = REPO_ROOT / "generated" / "openapi.json"
-MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""Default request-body cap (KUMITATE_MAX_REQUEST_BYTES overrides it); a tool's `max_request_bytes`
+policy sets its own (stays and evaluate_attendance take 32 MiB for their 100k/200k-item inputs).
+Enforced while the body streams in: a larger body is refused with 413 before it is buffered."""
 DOCS_ASSETS = "/schema/assets"
 DOCS_HTML = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>kumitate API</title>
@@ -97,7 +100,7 @@ def create_app(
         exception_handlers={HTTPException: on_error, Exception: on_error},
         openapi_config=None,
         lifespan=[lifespan],
-        request_max_body_size=MAX_BODY_BYTES,
+        request_max_body_size=int(runtime.env.get("KUMITATE_MAX_REQUEST_BYTES") or MAX_BODY_BYTES),
     )
     app = KumitateASGI(litestar, mcp_all, mcp_services)
     app.runtime = runtime  # type: ignore[attr-defined]
