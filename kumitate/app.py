@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from kumitate.settings import REPO_ROOT, Settings
 from kumitate.transports.asgi import KumitateASGI
 from kumitate.transports.http import error_response
 from kumitate.transports.mcp import build_server
+from kumitate.workers import mcp_stateless, services_from_env
 
 OPENAPI_PATH = REPO_ROOT / "generated" / "openapi.json"
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -77,9 +79,11 @@ def create_app(
     for name in runtime.services:
         routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
 
-    mcp_all = build_server(runtime).http_app(path="/", transport="http")
+    stateless = mcp_stateless(runtime.env)
+    mcp_all = build_server(runtime).http_app(path="/", transport="http", stateless_http=stateless)
     mcp_services = {
-        name: build_server(runtime, [name]).http_app(path="/", transport="http") for name in runtime.services
+        name: build_server(runtime, [name]).http_app(path="/", transport="http", stateless_http=stateless)
+        for name in runtime.services
     }
 
     @contextlib.asynccontextmanager
@@ -105,3 +109,8 @@ def create_app(
     app = KumitateASGI(litestar, mcp_all, mcp_services)
     app.runtime = runtime  # type: ignore[attr-defined]
     return app
+
+
+def create_worker_app() -> KumitateASGI:
+    """The factory each worker process of `kumitate serve --workers N` calls (services from KUMITATE_SERVICES)."""
+    return create_app(services=services_from_env(os.environ))

@@ -17,13 +17,40 @@ def _serve(args: argparse.Namespace) -> int:
     from kumitate.app import create_app
     from kumitate.policies.auth import Authenticator, exposure_warning
     from kumitate.settings import Settings
+    from kumitate.workers import SERVICES_ENV, WORKERS_ENV, worker_count
 
-    app = create_app(Settings.from_env(), args.service or None)
+    workers = worker_count({WORKERS_ENV: str(args.workers)} if args.workers is not None else os.environ)
     warning = exposure_warning(args.host, Authenticator.from_env(os.environ).enabled)
     if warning:
         print(warning, file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on")
+    if workers == 1:
+        app = create_app(Settings.from_env(), args.service or None)
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, lifespan="on")
+        return 0
+    # Each worker process builds its own app from the environment (uvicorn imports the factory).
+    os.environ[WORKERS_ENV] = str(workers)
+    if args.service:
+        os.environ[SERVICES_ENV] = ",".join(args.service)
+    _prepare_state()
+    uvicorn.run(
+        "kumitate.app:create_worker_app",
+        factory=True,
+        workers=workers,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        lifespan="on",
+    )
     return 0
+
+
+def _prepare_state() -> None:
+    """Create the data directory's stores and sample data once, before N workers open them at once."""
+    from kumitate.runtime import Runtime
+    from kumitate.settings import Settings
+    from kumitate.workers import services_from_env
+
+    Runtime(Settings.from_env(), services_from_env(os.environ)).close()
 
 
 def _mcp(args: argparse.Namespace) -> int:
@@ -54,6 +81,12 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
     serve.add_argument("--service", action="append", help="serve only this service (repeatable)")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes (default: KUMITATE_WORKERS or 1); more than one makes MCP stateless",
+    )
     serve.set_defaults(run=_serve)
     mcp = sub.add_parser("mcp", help="serve MCP over stdio (for desktop clients)")
     mcp.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout")
