@@ -23,7 +23,7 @@ from kumitate.runtime import Runtime
 from kumitate.settings import REPO_ROOT, Settings
 from kumitate.transports.asgi import KumitateASGI
 from kumitate.transports.http import error_response
-from kumitate.transports.mcp import build_server
+from kumitate.transports.mcp import build_server, set_request_body_cap
 from kumitate.workers import mcp_stateless, services_from_env
 
 OPENAPI_PATH = REPO_ROOT / "generated" / "openapi.json"
@@ -79,6 +79,17 @@ def create_app(
     for name in runtime.services:
         routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
 
+    body_cap = int(runtime.env.get("KUMITATE_MAX_REQUEST_BYTES") or MAX_BODY_BYTES)
+    # one MCP endpoint serves every tool: its cap is the largest a tool declares
+    mcp_cap = max(
+        [body_cap]
+        + [
+            int(t.policy["max_request_bytes"])
+            for svc in runtime.services.values()
+            for t in svc.tools
+            if t.policy.get("max_request_bytes")
+        ]
+    )
     stateless = mcp_stateless(runtime.env)
     mcp_all = build_server(runtime).http_app(path="/", transport="http", stateless_http=stateless)
     mcp_services = {
@@ -91,6 +102,7 @@ def create_app(
         async with contextlib.AsyncExitStack() as stack:
             for mcp_app in (mcp_all, *mcp_services.values()):
                 await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
+                set_request_body_cap(mcp_app, mcp_cap)
             try:
                 yield
             finally:
@@ -104,7 +116,7 @@ def create_app(
         exception_handlers={HTTPException: on_error, Exception: on_error},
         openapi_config=None,
         lifespan=[lifespan],
-        request_max_body_size=int(runtime.env.get("KUMITATE_MAX_REQUEST_BYTES") or MAX_BODY_BYTES),
+        request_max_body_size=body_cap,
     )
     app = KumitateASGI(litestar, mcp_all, mcp_services)
     app.runtime = runtime  # type: ignore[attr-defined]

@@ -3,12 +3,17 @@ and an oversized body is refused while it streams in, not after it was buffered.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import select
 import socket
 import time
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from fastmcp import Client
+from fastmcp.client.transports import StreamableHttpTransport
 
 from tests.conftest import LiveServer
 
@@ -122,3 +127,17 @@ def test_a_tool_with_its_own_cap_takes_a_body_over_the_default(live_server: Live
     response = _post(live_server, body, "/v1/stays/summarize_stays")
     assert response.status_code == 200, response.text[:300]
     assert response.json()["stats"]["input_records"] == body.count(b"{") - 1
+
+
+async def _mcp_call(url: str, arguments: dict[str, Any]) -> Any:
+    async with Client(StreamableHttpTransport(f"{url}/mcp")) as client:
+        return await client.call_tool("summarize_stays", arguments, raise_on_error=False)
+
+
+def test_mcp_takes_the_large_inputs_http_takes(live_server: LiveServer) -> None:
+    """The MCP SDK's own cap is 4 MiB; the server raises it to the largest a tool declares."""
+    stays = [{"code": "13101", "name": "千代田区", "ref": f"r{i}", "note": "n" * 60} for i in range(60_000)]
+    assert len(json.dumps({"stays": stays})) > 5 * MiB
+    result = asyncio.run(_mcp_call(live_server.url, {"stays": stays}))
+    assert not result.is_error
+    assert result.structured_content["stats"]["input_records"] == 60_000
