@@ -63,6 +63,7 @@ def _wait(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
 @contextmanager
 def kumitate_server(tmp: Path, **env: str) -> Iterator[str]:
     port = _free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
     log = tmp / f"server-{port}.log"
     full_env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("KUMITATE_")},
