@@ -12,10 +12,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
 from tests.conftest import LiveServer
+
+pytestmark = pytest.mark.slow
 
 PATH = "/v1/attendance/parse_attendance_intent"  # no policy of its own: the server's default cap (16 MiB)
 MiB = 1024 * 1024

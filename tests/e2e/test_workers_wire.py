@@ -20,7 +20,7 @@ from PIL import Image
 from kumitate.workers import mcp_stateless, worker_count
 from tests.conftest import LiveServer, start_server, stop_server
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 STAYS = {"stays": [{"code": "13101", "name": "千代田区", "ref": "a"}]}
 
