@@ -245,15 +245,46 @@ def mcp_small_calls(url: str, tmp: Path, calls: int = 300) -> dict[str, float]:
                     await client.call_tool("summarize_stays", PAYLOAD)
                 return (time.perf_counter() - started) / calls * 1000
 
-        times: dict[str, list[float]] = {"kumitate": [], "baseline": []}
+        rpc = orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "summarize_stays", "arguments": PAYLOAD},
+            }
+        )
+
+        def raw_timed(target: str) -> float:
+            """The same calls as pre-encoded JSON-RPC posts: the server's and the protocol's cost only,
+            without the fastmcp client's per-call work (it validates each result against the tool's
+            output schema with the pure-Python jsonschema, and builds a typed `data` from it)."""
+            with httpx.Client(timeout=30) as http:
+                headers = _mcp_session(http, target)
+                for _ in range(20):
+                    _mcp_ok(http.post(f"{target}/mcp", content=rpc, headers=headers))
+                started = time.perf_counter()
+                for _ in range(calls):
+                    _mcp_ok(http.post(f"{target}/mcp", content=rpc, headers=headers))
+                return (time.perf_counter() - started) / calls * 1000
+
+        times: dict[str, list[float]] = {"kumitate": [], "baseline": [], "kumitate_raw": [], "baseline_raw": []}
         for _ in range(3):
             for name, target in (("kumitate", url), ("baseline", baseline)):
                 times[name].append(asyncio.run(timed(target)))
+                times[f"{name}_raw"].append(raw_timed(target))
     finally:
         proc.terminate()
         proc.wait()
     k, b = statistics.median(times["kumitate"]), statistics.median(times["baseline"])
-    return {"kumitate_ms": k, "baseline_ms": b, "ratio": k / b}
+    kr, br = statistics.median(times["kumitate_raw"]), statistics.median(times["baseline_raw"])
+    return {
+        "kumitate_ms": k,
+        "baseline_ms": b,
+        "ratio": k / b,
+        "kumitate_raw_ms": kr,
+        "baseline_raw_ms": br,
+        "raw_ratio": kr / br,
+    }
 
 
 MIXED = [
@@ -343,9 +374,14 @@ def main() -> None:
                     )
             mcp = mcp_small_calls(url, tmp)
         print(
-            f"| small MCP call (5 stays) over streamable HTTP vs hand-written fastmcp tool, time per call | "
-            f"{mcp['kumitate_ms']:.2f} vs {mcp['baseline_ms']:.2f} ms: **{mcp['ratio']:.2f}** | ≤ 1.05 | "
-            f"{_met(mcp['ratio'] <= 1.05)} |",
+            f"| small MCP call (5 stays) over streamable HTTP vs hand-written fastmcp tool, time per call, "
+            f"JSON-RPC posts (server + protocol) | {mcp['kumitate_raw_ms']:.2f} vs {mcp['baseline_raw_ms']:.2f} ms: "
+            f"**{mcp['raw_ratio']:.2f}** | ≤ 1.05 | {_met(mcp['raw_ratio'] <= 1.05)} |"
+        )
+        print(
+            f"| same through the fastmcp Client (adds its per-call output-schema validation, larger for the "
+            f"spec's richer schema) | {mcp['kumitate_ms']:.2f} vs {mcp['baseline_ms']:.2f} ms: "
+            f"**{mcp['ratio']:.2f}** | ≤ 1.05 | {_met(mcp['ratio'] <= 1.05)} |",
             flush=True,
         )
         throughput = http_throughput()
