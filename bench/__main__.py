@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark and write docs/BENCHMARKS.md (with the commands and the machine).
 
-python -m bench [NAME ...]     NAME in: foundation stays household attendance analytics yana yana_search yana_load cluster
+python -m bench [NAME ...]     NAME in: foundation pipeline stays household attendance analytics yana yana_search yana_load cluster
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SUITES = ["foundation", "stays", "household", "attendance", "analytics", "yana", "yana_search", "yana_load", "cluster"]
+SUITES = ["foundation", "pipeline", "stays", "household", "attendance", "analytics", "yana", "yana_search", "yana_load", "cluster"]
 
 
 def machine() -> str:

@@ -16,7 +16,8 @@ HANDLER = create(Settings.from_env())
 @post("/v1/stays/summarize_stays", status_code=200, sync_to_thread=True)
 def summarize(data: dict[str, Any]) -> dict[str, Any]:
     ctx = CallContext(service="stays", tool="summarize_stays", transport="http", run_id="r", trace_id="t")
-    result = HANDLER.summarize_stays(SummarizeStaysInput.model_validate(data), ctx)
+    SummarizeStaysInput.model_validate(data)  # what a hand-written route checks before the handler
+    result = HANDLER.summarize_stays(data, ctx)
     return result if isinstance(result, dict) else result.model_dump(mode="json", exclude_unset=True)
 
 

@@ -130,8 +130,9 @@ def mcp_in_memory(calls: int = 400) -> dict[str, Any]:
 
         def run_handler(stays: list[dict[str, Any]], granularity: str, mode: str) -> SummarizeStaysOutput:
             ctx = CallContext(service="stays", tool="summarize_stays", transport="mcp", run_id="r", trace_id="t")
-            model = SummarizeStaysInput.model_validate({"stays": stays, "granularity": granularity, "mode": mode})
-            return SummarizeStaysOutput.model_validate(handler.summarize_stays(model, ctx))
+            data = {"stays": stays, "granularity": granularity, "mode": mode}
+            SummarizeStaysInput.model_validate(data)
+            return SummarizeStaysOutput.model_validate(handler.summarize_stays(data, ctx))
 
         threaded = FastMCP("hand-threaded")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,11 +26,15 @@ from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import KumitateASGI
 from kumitate.transports.http import error_response
-from kumitate.transports.mcp import build_server
+from kumitate.transports.mcp import build_server, set_request_body_cap
 from kumitate.transports.ops import metrics_routes
 from kumitate.transports.origin import OriginPolicy
+from kumitate.workers import mcp_stateless, services_from_env
 
-MAX_BODY_BYTES = 64 * 1024 * 1024
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""Default request-body cap (KUMITATE_MAX_REQUEST_BYTES overrides it); a tool's `max_request_bytes`
+policy sets its own (stays and evaluate_attendance take 32 MiB for their 100k/200k-item inputs).
+Enforced while the body streams in: a larger body is refused with 413 before it is buffered."""
 DOCS_ASSETS = "/schema/assets"
 DOCS_HTML = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>kumitate API</title>
@@ -92,7 +97,18 @@ def create_app(
     for name in runtime.services:
         routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
 
-    stateless = mcp_stateless(runtime.env)  # kumitate/deploy.py: on by default with a database server or Redis
+    body_cap = int(runtime.env.get("KUMITATE_MAX_REQUEST_BYTES") or MAX_BODY_BYTES)
+    # one MCP endpoint serves every tool: its cap is the largest a tool declares
+    mcp_cap = max(
+        [body_cap]
+        + [
+            int(t.policy["max_request_bytes"])
+            for svc in runtime.services.values()
+            for t in svc.tools
+            if t.policy.get("max_request_bytes")
+        ]
+    )
+    stateless = mcp_stateless(runtime.env)
     mcp_all = build_server(runtime).http_app(path="/", transport="http", stateless_http=stateless)
     mcp_services = {
         name: build_server(runtime, [name]).http_app(path="/", transport="http", stateless_http=stateless)
@@ -104,6 +120,7 @@ def create_app(
         async with contextlib.AsyncExitStack() as stack:
             for mcp_app in (mcp_all, *mcp_services.values()):
                 await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
+                set_request_body_cap(mcp_app, mcp_cap)
             try:
                 yield
             finally:
@@ -117,7 +134,7 @@ def create_app(
         exception_handlers={HTTPException: on_error, Exception: on_error},
         openapi_config=None,
         lifespan=[lifespan],
-        request_max_body_size=MAX_BODY_BYTES,
+        request_max_body_size=body_cap,
     )
 
     def refuse(message: str, ids: tuple[str, str]) -> tuple[int, bytes]:
@@ -128,3 +145,8 @@ def create_app(
     app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse)
     app.runtime = runtime  # type: ignore[attr-defined]
     return app
+
+
+def create_worker_app() -> KumitateASGI:
+    """The factory each worker process of `kumitate serve --workers N` calls (services from KUMITATE_SERVICES)."""
+    return create_app(services=services_from_env(os.environ))

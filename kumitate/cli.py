@@ -40,24 +40,44 @@ def _serve(args: argparse.Namespace) -> int:
     from kumitate.app import create_app
     from kumitate.policies.auth import Authenticator, exposure_warning
     from kumitate.settings import Settings
+    from kumitate.workers import SERVICES_ENV, WORKERS_ENV, worker_count
 
     settings = Settings.from_env(host=args.host, port=args.port)  # URLs in results follow the address served
-    app = _start(settings, lambda: create_app(settings, args.service or None))
+    workers = worker_count({WORKERS_ENV: str(args.workers)} if args.workers is not None else os.environ)
     warning = exposure_warning(args.host, Authenticator.from_env(os.environ).enabled)
     if warning:
         print(warning, file=sys.stderr)
     # No access log: it prints raw paths, which carry export handles and chart ids. The pipeline logs
     # one line per call (route, code, duration). Proxy headers: trusted per FORWARDED_ALLOW_IPS.
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        lifespan="on",
-        access_log=False,
-        proxy_headers=True,
-    )
+    options: dict[str, Any] = {
+        "host": args.host,
+        "port": args.port,
+        "log_level": args.log_level,
+        "lifespan": "on",
+        "access_log": False,
+        "proxy_headers": True,
+    }
+    if workers == 1:
+        app = _start(settings, lambda: create_app(settings, args.service or None))
+        uvicorn.run(app, **options)
+        return 0
+    # Each worker process builds its own app from the environment (uvicorn imports the factory),
+    # so the address served reaches their settings (result URLs) through HOST and PORT.
+    os.environ.update({WORKERS_ENV: str(workers), "HOST": args.host, "PORT": str(args.port)})
+    if args.service:
+        os.environ[SERVICES_ENV] = ",".join(args.service)
+    _start(settings, _prepare_state)
+    uvicorn.run("kumitate.app:create_worker_app", factory=True, workers=workers, **options)
     return 0
+
+
+def _prepare_state() -> None:
+    """Create the data directory's stores and sample data once, before N workers open them at once."""
+    from kumitate.runtime import Runtime
+    from kumitate.settings import Settings
+    from kumitate.workers import services_from_env
+
+    Runtime(Settings.from_env(), services_from_env(os.environ)).close()
 
 
 def _mcp(args: argparse.Namespace) -> int:
@@ -104,6 +124,12 @@ def main(argv: list[str] | None = None) -> int:
         default="info",
         choices=("critical", "error", "warning", "info", "debug", "trace"),
         help="uvicorn's log level (default info)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="worker processes (default: KUMITATE_WORKERS or 1); more than one makes MCP stateless",
     )
     serve.set_defaults(run=_serve)
     mcp = sub.add_parser("mcp", help="serve MCP over stdio (for desktop clients)")

@@ -275,3 +275,18 @@ def build_server(runtime: Runtime, services: list[str] | None = None) -> FastMCP
         )
     )
     return server
+
+
+def set_request_body_cap(app: Any, cap: int) -> None:
+    """Give MCP over streamable HTTP the same request cap as the HTTP routes.
+
+    The SDK's session manager refuses bodies over 4 MiB (a 100k-record summarize_stays call is
+    ~13 MB), and fastmcp builds it in the app's lifespan without a way to pass the size, so
+    it is set here once the lifespan has started. The SDK enforces it as the body streams in."""
+    from mcp.server.transport_security import RequestBodyLimitMiddleware
+
+    for route in getattr(app, "routes", []):
+        manager = getattr(getattr(route, "endpoint", None), "session_manager", None)
+        if manager is not None:
+            manager.max_request_body_size = cap
+            manager.asgi_app = RequestBodyLimitMiddleware(manager._handle_request, cap)

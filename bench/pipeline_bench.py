@@ -1,0 +1,402 @@
+"""Pipeline benchmarks (issue 13): large payloads end to end over real sockets, each against
+the work itself measured in the same run, plus small-request overhead and worker scaling.
+
+Ratios (targets from issue 13):
+* summarize_stays, 100k records, HTTP: wall time of one request (client sends pre-encoded
+  bytes, reads the response) / (parse + JSON Schema validation + handler core + dump of
+  the same payload in this process): <= 1.25;
+* evaluate_attendance, 1,000 invitees x 200 slots, 40k and 200k selections, HTTP: <= 1.5;
+* the same over MCP streamable HTTP (a JSON-RPC tools/call, pre-encoded): <= 1.5;
+* small requests (5 stays): HTTP throughput vs a hand-written Litestar route >= 0.95, and MCP
+  time per call over streamable HTTP vs a hand-written fastmcp tool <= 1.05;
+* throughput with KUMITATE_WORKERS=2 vs 1 on a mixed workload (recorded).
+
+Run: python -m bench.pipeline_bench  (prints a Markdown table; about three minutes)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema_rs
+import orjson
+
+from bench.attendance_bench import INVITEES, evaluation_request
+from bench.foundation_bench import PAYLOAD, _free_port, http_throughput
+from bench.stays_bench import records
+from generated.attendance.bindings import EVALUATE_ATTENDANCE
+from generated.stays.bindings import SUMMARIZE_STAYS
+from handlers.attendance.evaluate import evaluate_attendance
+from handlers.stays.core import summarize
+
+REPO = Path(__file__).resolve().parent.parent
+ROUNDS = 7
+JSON_HEADERS = {"content-type": "application/json"}
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def _wait(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    for _ in range(1200):
+        if proc.poll() is not None:
+            raise RuntimeError(log.read_text(errors="replace")[-2000:])
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("server did not start")
+
+
+@contextmanager
+def kumitate_server(tmp: Path, **env: str) -> Iterator[str]:
+    port = _free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
+    log = tmp / f"server-{port}.log"
+    full_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("KUMITATE_")},
+        "KUMITATE_DATA_DIR": str(tmp / "var"),
+        "FASTMCP_LOG_LEVEL": "CRITICAL",
+        "PYTHONPATH": str(REPO),
+        **env,
+    }
+    cmd = [sys.executable, "-m", "kumitate", "serve", "--port", str(port), "--log-level", "warning"]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait(url, proc, log)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def best_ms(fn: Callable[[], Any], rounds: int = ROUNDS) -> float:
+    """The fastest of `rounds` runs: on a shared machine, the run least disturbed by neighbours."""
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times) * 1000
+
+
+def limit_work(raw: bytes, schema: dict[str, Any], core: Callable[[Any], Any]) -> None:
+    """The physical limit: parse, validate against the spec, the domain work, serialise."""
+    data = orjson.loads(raw)
+    if not jsonschema_rs.Draft202012Validator(schema).is_valid(data):
+        raise AssertionError("benchmark payload does not match the schema")
+    orjson.dumps(core(data))
+
+
+def _mcp_session(client: httpx.Client, url: str) -> dict[str, str]:
+    init = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "1"},
+        },
+    }
+    response = client.post(f"{url}/mcp", json=init, headers=MCP_HEADERS)
+    headers = {**MCP_HEADERS, "mcp-protocol-version": "2025-06-18"}
+    if "mcp-session-id" in response.headers:
+        headers["mcp-session-id"] = response.headers["mcp-session-id"]
+    client.post(f"{url}/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    return headers
+
+
+def _mcp_ok(response: httpx.Response) -> None:
+    if response.status_code != 200:
+        raise AssertionError(f"MCP {response.status_code}: {response.text[:300]}")
+    text = response.text
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+    result = json.loads(text)["result"]
+    if result.get("isError"):
+        raise AssertionError(str(result)[:300])
+
+
+def large_payloads(url: str) -> list[dict[str, Any]]:
+    cases = [
+        ("summarize_stays, 100k records", SUMMARIZE_STAYS, {"stays": records()}, summarize, 1.25, False),
+        (
+            "evaluate_attendance, 1,000 x 200, 40k selections",
+            EVALUATE_ATTENDANCE,
+            evaluation_request("K_OF_N", density=0.2),
+            evaluate_attendance,
+            1.5,
+            True,
+        ),
+        (
+            "evaluate_attendance, 1,000 x 200, 200k selections",
+            EVALUATE_ATTENDANCE,
+            evaluation_request("K_OF_N", density=1.0),
+            evaluate_attendance,
+            1.5,
+            True,
+        ),
+    ]
+    rows = []
+    with httpx.Client(timeout=120) as client:
+        mcp_headers = _mcp_session(client, url)
+        for label, binding, payload, core, target, over_mcp in cases:
+            raw = orjson.dumps(payload)
+            rpc = orjson.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": binding.name, "arguments": payload},
+                }
+            )
+
+            def over_http(raw: bytes = raw, path: str = binding.http_path) -> None:
+                response = client.post(url + path, content=raw, headers=JSON_HEADERS)
+                if response.status_code != 200:
+                    raise AssertionError(response.text[:300])
+
+            def over_mcp_http(rpc: bytes = rpc) -> None:
+                _mcp_ok(client.post(f"{url}/mcp", content=rpc, headers=mcp_headers))
+
+            def limit(raw: bytes = raw, schema: dict[str, Any] = binding.input_schema, core: Any = core) -> None:
+                limit_work(raw, schema, core)
+
+            over_http()
+            over_mcp_http() if over_mcp else None  # warm-up
+            times: dict[str, list[float]] = {"limit": [], "http": [], "mcp": []}
+            for _ in range(3):  # interleaved, so drift on a shared machine hits all alike
+                times["limit"].append(best_ms(limit, 3))
+                times["http"].append(best_ms(over_http, 3))
+                if over_mcp:
+                    times["mcp"].append(best_ms(over_mcp_http, 3))
+            limit_ms = min(times["limit"])
+            http_ms = min(times["http"])
+            row = {"label": label, "bytes": len(raw), "limit_ms": limit_ms, "http_ms": http_ms, "target": target}
+            if over_mcp:
+                row["mcp_ms"] = min(times["mcp"])
+            rows.append(row)
+    return rows
+
+
+BASELINE_MCP = """
+from typing import Any
+from fastmcp import FastMCP
+from generated.stays.models import SummarizeStaysInput, SummarizeStaysOutput
+from handlers.stays import create
+from kumitate.context import CallContext
+from kumitate.settings import Settings
+
+HANDLER = create(Settings.from_env())
+mcp = FastMCP("hand-written")
+
+
+@mcp.tool(name="summarize_stays")
+def summarize_stays(stays: list[dict[str, Any]], granularity: str = "admin", mode: str = "sequence") -> SummarizeStaysOutput:
+    ctx = CallContext(service="stays", tool="summarize_stays", transport="mcp", run_id="r", trace_id="t")
+    data = SummarizeStaysInput.model_validate({"stays": stays, "granularity": granularity, "mode": mode})
+    return SummarizeStaysOutput.model_validate(HANDLER.summarize_stays(data.model_dump(mode="json"), ctx))
+
+
+app = mcp.http_app(path="/mcp", transport="http")
+"""
+
+
+def mcp_small_calls(url: str, tmp: Path, calls: int = 300) -> dict[str, float]:
+    """Time per tools/call over streamable HTTP (one session, sequential), kumitate vs hand-written fastmcp."""
+    (tmp / "baseline_mcp_app.py").write_text(BASELINE_MCP)
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": f"{tmp}:{REPO}", "FASTMCP_LOG_LEVEL": "CRITICAL", "KUMITATE_DATA_DIR": str(tmp)}
+    cmd = [sys.executable, "-m", "uvicorn", "baseline_mcp_app:app", "--port", str(port), "--log-level", "warning"]
+    proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    baseline = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                httpx.post(f"{baseline}/mcp", json={}, headers=MCP_HEADERS, timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+
+        async def timed(target: str) -> float:
+            from fastmcp import Client
+            from fastmcp.client.transports import StreamableHttpTransport
+
+            async with Client(StreamableHttpTransport(f"{target}/mcp")) as client:
+                for _ in range(20):
+                    await client.call_tool("summarize_stays", PAYLOAD)
+                started = time.perf_counter()
+                for _ in range(calls):
+                    await client.call_tool("summarize_stays", PAYLOAD)
+                return (time.perf_counter() - started) / calls * 1000
+
+        rpc = orjson.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "summarize_stays", "arguments": PAYLOAD},
+            }
+        )
+
+        def raw_timed(target: str) -> float:
+            """The same calls as pre-encoded JSON-RPC posts: the server's and the protocol's cost only,
+            without the fastmcp client's per-call work (it validates each result against the tool's
+            output schema with the pure-Python jsonschema, and builds a typed `data` from it)."""
+            with httpx.Client(timeout=30) as http:
+                headers = _mcp_session(http, target)
+                for _ in range(20):
+                    _mcp_ok(http.post(f"{target}/mcp", content=rpc, headers=headers))
+                started = time.perf_counter()
+                for _ in range(calls):
+                    _mcp_ok(http.post(f"{target}/mcp", content=rpc, headers=headers))
+                return (time.perf_counter() - started) / calls * 1000
+
+        times: dict[str, list[float]] = {"kumitate": [], "baseline": [], "kumitate_raw": [], "baseline_raw": []}
+        for _ in range(3):
+            for name, target in (("kumitate", url), ("baseline", baseline)):
+                times[name].append(asyncio.run(timed(target)))
+                times[f"{name}_raw"].append(raw_timed(target))
+    finally:
+        proc.terminate()
+        proc.wait()
+    k, b = statistics.median(times["kumitate"]), statistics.median(times["baseline"])
+    kr, br = statistics.median(times["kumitate_raw"]), statistics.median(times["baseline_raw"])
+    return {
+        "kumitate_ms": k,
+        "baseline_ms": b,
+        "ratio": k / b,
+        "kumitate_raw_ms": kr,
+        "baseline_raw_ms": br,
+        "raw_ratio": kr / br,
+    }
+
+
+MIXED = [
+    ("/v1/stays/summarize_stays", PAYLOAD),
+    ("/v1/attendance/evaluate_attendance", evaluation_request("K_OF_N", invitees=100, slots=20)),
+    ("/v1/attendance/parse_attendance_intent", {"text": "山田さんと田中さんは必須、あと2人", "invitees": INVITEES}),
+    ("/v1/attendance/invitee_key", {"kind": "email", "value": "Yamada@Example.com"}),
+]
+
+
+async def _mixed_load(url: str, seconds: float, concurrency: int = 16) -> float:
+    done = 0
+    stop = time.perf_counter() + seconds
+    bodies = [(path, orjson.dumps(body)) for path, body in MIXED]
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=httpx.Limits(max_connections=concurrency)) as http:
+
+        async def worker(offset: int) -> None:
+            nonlocal done
+            i = offset
+            while time.perf_counter() < stop:
+                path, body = bodies[i % len(bodies)]
+                response = await http.post(path, content=body, headers={"content-type": "application/json"})
+                if response.status_code != 200:
+                    raise AssertionError(f"{path}: {response.text[:300]}")
+                done += 1
+                i += 1
+
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(i) for i in range(concurrency)))
+        return done / (time.perf_counter() - started)
+
+
+def _load_in_processes(url: str, seconds: float, processes: int = 2) -> float:
+    """The load comes from `processes` client processes, so one client core is not the limit."""
+    code = (
+        "import asyncio,sys; from bench.pipeline_bench import _mixed_load; "
+        f"print(asyncio.run(_mixed_load({url!r}, {seconds})))"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)}
+        )
+        for _ in range(processes)
+    ]
+    return sum(float(p.communicate()[0]) for p in procs)
+
+
+def workers_scaling(tmp: Path, seconds: float = 8.0) -> dict[str, float]:
+    rates: dict[int, list[float]] = {1: [], 2: []}
+    for workers in (1, 2):
+        with kumitate_server(tmp / f"w{workers}", KUMITATE_WORKERS=str(workers)) as url:
+            _load_in_processes(url, 2.0)  # warm-up
+            for _ in range(2):
+                rates[workers].append(_load_in_processes(url, seconds))
+    one, two = statistics.median(rates[1]), statistics.median(rates[2])
+    return {"one_rps": one, "two_rps": two, "ratio": two / one}
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "**missed**"
+
+
+def main() -> None:
+    print(
+        "Limit = orjson parse + jsonschema_rs validation + handler core + orjson dump of the same payload, "
+        "in the benchmark process, same run. Server times are client wall times over loopback with the "
+        "body pre-encoded (they include sending the body and reading the response). Each side: the best of "
+        "3×3 runs, interleaved (this machine's 2 CPUs are shared with other jobs; the best run is the one "
+        "least disturbed). Throughputs: medians of interleaved rounds.\n"
+    )
+    print("| What | Measured | Target | |")
+    print("|---|---|---|---|", flush=True)
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        with kumitate_server(tmp / "one") as url:
+            for r in large_payloads(url):
+                ratio = r["http_ms"] / r["limit_ms"]
+                print(
+                    f"| {r['label']} over HTTP ({r['bytes'] / 1e6:.1f} MB body) | {r['http_ms']:.0f} ms vs limit "
+                    f"{r['limit_ms']:.0f} ms: **{ratio:.2f}** | ≤ {r['target']} | {_met(ratio <= r['target'])} |"
+                )
+                if "mcp_ms" in r:
+                    ratio = r["mcp_ms"] / r["limit_ms"]
+                    print(
+                        f"| {r['label']} over MCP streamable HTTP | {r['mcp_ms']:.0f} ms vs limit "
+                        f"{r['limit_ms']:.0f} ms: **{ratio:.2f}** | ≤ 1.5 | {_met(ratio <= 1.5)} |"
+                    )
+            mcp = mcp_small_calls(url, tmp)
+        print(
+            f"| small MCP call (5 stays) over streamable HTTP vs hand-written fastmcp tool, time per call, "
+            f"JSON-RPC posts (server + protocol) | {mcp['kumitate_raw_ms']:.2f} vs {mcp['baseline_raw_ms']:.2f} ms: "
+            f"**{mcp['raw_ratio']:.2f}** | ≤ 1.05 | {_met(mcp['raw_ratio'] <= 1.05)} |"
+        )
+        print(
+            f"| same through the fastmcp Client (adds its per-call output-schema validation, larger for the "
+            f"spec's richer schema) | {mcp['kumitate_ms']:.2f} vs {mcp['baseline_ms']:.2f} ms: "
+            f"**{mcp['ratio']:.2f}** | ≤ 1.05 | {_met(mcp['ratio'] <= 1.05)} |",
+            flush=True,
+        )
+        throughput = http_throughput()
+        print(
+            f"| small requests (5 stays), HTTP throughput vs hand-written Litestar route, 16 connections | "
+            f"{throughput['kumitate_rps']:.0f} vs {throughput['baseline_rps']:.0f} req/s: "
+            f"**{throughput['ratio']:.2f}** | ≥ 0.95 | {_met(throughput['ratio'] >= 0.95)} |",
+            flush=True,
+        )
+        scaling = workers_scaling(tmp)
+        print(
+            f"| mixed workload throughput, KUMITATE_WORKERS=2 vs 1 (2 client processes × 16 connections) | "
+            f"{scaling['two_rps']:.0f} vs {scaling['one_rps']:.0f} req/s: **{scaling['ratio']:.2f}** | recorded | – |"
+        )
+
+
+if __name__ == "__main__":
+    main()
