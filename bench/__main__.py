@@ -13,7 +13,18 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SUITES = ["foundation", "pipeline", "stays", "household", "attendance", "analytics", "yana", "yana_search", "yana_load", "cluster"]
+SUITES = [
+    "foundation",
+    "pipeline",
+    "stays",
+    "household",
+    "attendance",
+    "analytics",
+    "yana",
+    "yana_search",
+    "yana_load",
+    "cluster",
+]
 
 
 def machine() -> str:

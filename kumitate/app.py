@@ -20,7 +20,6 @@ from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
 from kumitate import calllog, faults, health
-from kumitate.deploy import mcp_stateless
 from kumitate.errors import ToolError
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
