@@ -12,6 +12,7 @@ import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 from litestar import Litestar, Request, Response, get
@@ -140,7 +141,7 @@ def create_app(
         outcome = runtime.pipeline.error_outcome(ToolError(message, code="ORIGIN_NOT_ALLOWED"), *ids)
         return outcome.status, msgspec.json.encode(outcome.body)
 
-    origins = OriginPolicy.from_env(runtime.env, runtime.settings.public_base_url)
+    origins = OriginPolicy.from_env(runtime.env, bound_host=urlsplit(runtime.settings.public_base_url).hostname)
     app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse)
     app.runtime = runtime  # type: ignore[attr-defined]
     return app

@@ -64,12 +64,15 @@ class OriginPolicy:
     """Normalised origins allowed to call from a browser besides same-origin pages; `*` allows any."""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], public_url: str | None = None) -> OriginPolicy:
+    def from_env(cls, env: Mapping[str, str], bound_host: str | None = None) -> OriginPolicy:
+        """From KUMITATE_ALLOWED_HOSTS/ORIGINS and KUMITATE_PUBLIC_URL, plus the host the server binds
+        (`bound_host`, the command line's, else HOST): a name served on purpose is never refused."""
         hosts = {hostname(h) if h != ANY else ANY for h in _split_list(env.get("KUMITATE_ALLOWED_HOSTS"))}
         hosts |= LOOPBACK_HOSTS
-        bound = env.get("HOST")
+        bound = bound_host or env.get("HOST")
         if bound:
             hosts.add(hostname(bound))
+        public_url = env.get("KUMITATE_PUBLIC_URL")
         origins = set()
         for item in _split_list(env.get("KUMITATE_ALLOWED_ORIGINS")):
             normal = ANY if item == ANY else normalise_origin(item)

@@ -57,7 +57,8 @@ async def test_http_and_mcp_reads_follow_the_owner(server: LiveServer) -> None:
     async with Client(transport) as bob:
         with pytest.raises(Exception) as info:
             await bob.read_resource(f"export://{handle}")
-    assert '"code": "EXPORT_NOT_FOUND"' in str(info.value)
+    data = getattr(getattr(info.value, "error", None), "data", None) or getattr(info.value, "data", None)
+    assert isinstance(data, dict) and data["error"]["code"] == "EXPORT_NOT_FOUND", repr(info.value)
     transport = StreamableHttpTransport(f"{server.url}/mcp", headers=bearer("t-alice"))
     async with Client(transport) as alice:
         contents = await alice.read_resource(f"export://{handle}")

@@ -62,7 +62,13 @@ def launch(data_dir: Path, log: Path, *extra: str, **env: str) -> LiveServer:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("hardening")
-    live = launch(root / "var", root / "server.log", KUMITATE_TOKENS=json.dumps(TOKENS))
+    # a proxy that passes its public Host on must be listed (the origin guard refuses unknown hosts)
+    live = launch(
+        root / "var",
+        root / "server.log",
+        KUMITATE_TOKENS=json.dumps(TOKENS),
+        KUMITATE_ALLOWED_HOSTS="tools.example.org",
+    )
     yield live
     stop_server(live)
 

@@ -45,7 +45,7 @@ def test_defaults_serve_loopback_and_the_connection_address_only() -> None:
 
 def test_environment_and_public_url_extend_the_lists() -> None:
     env = {"KUMITATE_ALLOWED_HOSTS": "a.example, B.example:9000", "KUMITATE_ALLOWED_ORIGINS": "https://ui.example"}
-    policy = OriginPolicy.from_env(env, public_url="https://tools.example.org")
+    policy = OriginPolicy.from_env({**env, "KUMITATE_PUBLIC_URL": "https://tools.example.org"})
     for host in ("a.example", "b.example", "tools.example.org:443"):
         assert policy.refusal(SCOPE, {"host": host}) is None, host
     assert policy.refusal(SCOPE, {"host": "localhost", "origin": "https://ui.example"}) is None
@@ -73,3 +73,9 @@ def test_cross_site_writes_without_origin_are_refused_reads_are_not() -> None:
     assert policy.refusal(SCOPE, headers) is not None
     assert policy.refusal({**SCOPE, "method": "GET"}, headers) is None
     assert policy.refusal(SCOPE, {**headers, "sec-fetch-site": "same-origin"}) is None
+
+
+def test_the_bound_host_is_served_but_gets_no_cors() -> None:
+    policy = OriginPolicy.from_env({}, bound_host="myhost.lan")
+    assert policy.refusal(SCOPE, {"host": "myhost.lan:8000"}) is None
+    assert policy.cors_origins == []
