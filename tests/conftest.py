@@ -50,7 +50,8 @@ class LiveServer:
     log: Path
 
 
-def start_server(data_dir: Path, log: Path, **env: str) -> LiveServer:
+def start_server(data_dir: Path, log: Path, *args: str, log_level: str = "warning", **env: str) -> LiveServer:
+    """`kumitate serve` on a free loopback port (extra `args` go to the command line), once it answers."""
     port = free_port()
     out = log.open("wb")
     proc = subprocess.Popen(
@@ -64,7 +65,8 @@ def start_server(data_dir: Path, log: Path, **env: str) -> LiveServer:
             "--port",
             str(port),
             "--log-level",
-            "warning",
+            log_level,
+            *args,
         ],
         cwd=REPO,
         env=server_env(data_dir, **env),

@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from tests.conftest import REPO, LiveServer, free_port, server_env, stop_server
+from tests.conftest import LiveServer, start_server, stop_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -36,27 +34,8 @@ RULE = {
 
 
 def launch(data_dir: Path, log: Path, *extra: str, **env: str) -> LiveServer:
-    """`kumitate serve` on a free port with the info log (start_server's is at warning)."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "kumitate", "serve", "--host", "127.0.0.1", "--port", str(port), *extra],
-        cwd=REPO,
-        env=server_env(data_dir, **env),
-        stdout=log.open("wb"),
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return LiveServer(url, proc, log)
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("server did not start within 120 s")
+    """`kumitate serve` on a free port with the info log (start_server's default is warning)."""
+    return start_server(data_dir, log, *extra, log_level="info", **env)
 
 
 @pytest.fixture(scope="module")
