@@ -7,6 +7,8 @@ JWK-set fetches, and mints tokens (good ones and every kind of bad one) with PyJ
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
 import threading
 import time
@@ -81,9 +83,6 @@ class IdentityProvider:
         unsigned_header = _b64(json.dumps({"alg": "none", "typ": "JWT", "kid": key.kid}).encode())
         hs_header = _b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": key.kid}).encode())
         hs_body = _b64(json.dumps(self.claims()).encode())
-        import hashlib
-        import hmac
-
         hs_signature = _b64(hmac.new(key.public_pem, f"{hs_header}.{hs_body}".encode(), hashlib.sha256).digest())
         return {
             "expired": self.token(iat=now - 7200, exp=now - 3600),
