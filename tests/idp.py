@@ -50,6 +50,8 @@ class IdentityProvider:
     def __init__(self) -> None:
         self.keys: list[SigningKey] = [SigningKey("k1")]
         self.jwks_fetches = 0
+        self.delay_s = 0.0
+        """How long the JWK set takes to answer (a slow provider)."""
         self.url = ""
 
     @property
@@ -105,6 +107,7 @@ class IdentityProvider:
                     body: dict[str, Any] = {"issuer": idp.url, "jwks_uri": f"{idp.url}/jwks.json"}
                 elif self.path == "/jwks.json":
                     idp.jwks_fetches += 1
+                    time.sleep(idp.delay_s)
                     body = idp.jwks
                 else:
                     self.send_error(404)

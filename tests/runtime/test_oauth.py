@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
 
 from kumitate.errors import ToolError
+from kumitate.pipeline import CallRequest, Policies
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.oauth import InvalidToken, KeySet, OAuthSettings, OAuthVerifier, _metadata_urls
 from kumitate.policies.ratelimit import RateLimiter
 from tests.idp import AUDIENCE, IdentityProvider, SigningKey, running_idp
+from tests.runtime.test_pipeline import binding, make_pipeline
 
 pytestmark = pytest.mark.anyio
 
@@ -147,3 +150,26 @@ async def test_static_tokens_and_jwts_together_and_failed_jwts_spend_the_failure
     bad = list(idp.bad_tokens().values())
     assert [attempt(t) for t in bad[:4]] == ["UNAUTHORIZED"] * 3 + ["RATE_LIMITED"]
     assert attempt(good) == "RATE_LIMITED"  # blocked: a guesser cannot tell a hit from a miss
+
+
+async def test_a_slow_key_fetch_does_not_hold_other_calls(idp: IdentityProvider) -> None:
+    """The JWK set is fetched in a thread: while the provider takes its time, other calls run."""
+    idp.delay_s = 1.0
+    pipeline, _ = make_pipeline()
+    pipeline.policies = Policies(
+        auth=Authenticator.from_env(
+            {
+                "KUMITATE_TOKENS": '{"static-1": {"principal": "laptop", "scopes": []}}',
+                "KUMITATE_OAUTH_ISSUER": idp.url,
+                "KUMITATE_OAUTH_AUDIENCE": AUDIENCE,
+            }
+        )
+    )
+    tool = binding("echo")
+    waiting = asyncio.create_task(
+        pipeline.call_tool(tool, {"n": 1}, CallRequest("http", authorization=f"Bearer {idp.token()}"))
+    )
+    await asyncio.sleep(0.1)  # the fetch is under way
+    other = await pipeline.call_tool(tool, {"n": 2}, CallRequest("http", authorization="Bearer static-1"))
+    assert other.code == "OK" and not waiting.done()
+    assert (await waiting).code == "OK" and idp.jwks_fetches == 1
