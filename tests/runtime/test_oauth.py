@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from kumitate.errors import ToolError
-from kumitate.pipeline import CallRequest, Policies
+from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.oauth import InvalidToken, KeySet, OAuthSettings, OAuthVerifier, _metadata_urls
@@ -173,3 +173,45 @@ async def test_a_slow_key_fetch_does_not_hold_other_calls(idp: IdentityProvider)
     other = await pipeline.call_tool(tool, {"n": 2}, CallRequest("http", authorization="Bearer static-1"))
     assert other.code == "OK" and not waiting.done()
     assert (await waiting).code == "OK" and idp.jwks_fetches == 1
+
+
+def oauth_pipeline(idp: IdentityProvider, **policies: object) -> Pipeline:
+    pipeline, _ = make_pipeline()
+    auth = Authenticator.from_env({"KUMITATE_OAUTH_ISSUER": idp.url, "KUMITATE_OAUTH_AUDIENCE": AUDIENCE})
+    pipeline.policies = Policies(auth=auth, **policies)  # type: ignore[arg-type]
+    return pipeline
+
+
+async def test_connection_admission_challenges_and_spends_the_failure_budget(idp: IdentityProvider) -> None:
+    limiter = RateLimiter()
+    pipeline = oauth_pipeline(idp, limiter=limiter, auth_guard=AuthGuard(limiter, rate=0.0001, burst=2))
+
+    def connect(token: str | None) -> CallRequest:
+        authorization = f"Bearer {token}" if token else None
+        return CallRequest("mcp", authorization=authorization, client="10.0.0.7", base_url="https://tools.test")
+
+    good = idp.token()
+    assert await pipeline.admit_connection(connect(good)) is None
+    anonymous = await pipeline.admit_connection(connect(None))
+    assert anonymous is not None and anonymous.status == 401
+    assert anonymous.headers["WWW-Authenticate"] == (
+        'Bearer realm="kumitate", resource_metadata="https://tools.test/.well-known/oauth-protected-resource/mcp"'
+    )
+    expired = idp.bad_tokens()["expired"]
+    refusals = [await pipeline.admit_connection(connect(expired)) for _ in range(3)]
+    assert [r.code for r in refusals if r is not None] == ["UNAUTHORIZED", "UNAUTHORIZED", "RATE_LIMITED"]
+    assert 'error="invalid_token", error_description="the token has expired"' in refusals[0].headers["WWW-Authenticate"]  # type: ignore[union-attr]
+    blocked = await pipeline.admit_connection(connect(good))
+    assert blocked is not None and blocked.code == "RATE_LIMITED"
+
+
+async def test_public_url_names_the_metadata_and_http_points_to_the_api_resource(idp: IdentityProvider) -> None:
+    pipeline = oauth_pipeline(idp, public_url="https://public.example")
+    outcome = await pipeline.call_tool(
+        binding("echo", scopes=["demo:write"]), {"n": 1}, CallRequest("http", authorization=f"Bearer {idp.token()}")
+    )
+    assert outcome.status == 403
+    assert outcome.headers["WWW-Authenticate"] == (
+        'Bearer realm="kumitate", error="insufficient_scope", scope="demo:write", '
+        'resource_metadata="https://public.example/.well-known/oauth-protected-resource"'
+    )
