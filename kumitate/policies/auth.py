@@ -186,5 +186,5 @@ def exposure_warning(host: str, auth_enabled: bool) -> str | None:
         return None
     return (
         f"WARNING: serving on {host} with authentication off: anyone who can reach this port may call "
-        "every tool. Configure KUMITATE_TOKENS or KUMITATE_TOKENS_FILE, or bind to 127.0.0.1."
+        "every tool. Configure KUMITATE_TOKENS, KUMITATE_TOKENS_FILE or KUMITATE_OAUTH_ISSUER, or bind to 127.0.0.1."
     )

@@ -72,6 +72,7 @@ class KeySet:
         self._clock = clock
         self._keys: dict[str | None, dict[str, Any]] = {}
         self._fetched_at: float | None = None
+        self._fetching = False
         self._lock = threading.Lock()
 
     def get(self, kid: str | None) -> dict[str, Any] | None:
@@ -82,18 +83,22 @@ class KeySet:
         return keys.get(kid)
 
     def stale_for(self, kid: str | None) -> bool:
-        """Whether a refresh could help this kid and is allowed now."""
+        """Whether a refresh could help this kid and is allowed now (or is under way: then wait for it)."""
         if self.get(kid) is not None:
             return False
+        if self._fetching:
+            return True
         return self._fetched_at is None or self._clock() - self._fetched_at >= self.min_refresh_s
 
     def refresh(self, kid: str | None = None) -> None:
-        """Fetch the key set (blocking: call it from a thread). Concurrent callers wait for one
-        fetch; a failed fetch keeps the old keys and still counts against the refresh rate."""
+        """Fetch the key set (blocking: call it from a thread). Callers that arrive during a fetch
+        wait for it rather than start another or refuse a token the fetch is about to make known;
+        a failed fetch keeps the old keys and still counts against the refresh rate."""
         with self._lock:
             if not self.stale_for(kid):
                 return
             self._fetched_at = self._clock()
+            self._fetching = True
             try:
                 with httpx.Client(timeout=self.timeout_s, follow_redirects=False) as http:
                     url = self.jwks_url or self._discover(http)
@@ -104,6 +109,8 @@ class KeySet:
                 calllog.log_event("jwks_refreshed", keys=len(self._keys))
             except (httpx.HTTPError, ValueError) as exc:
                 calllog.log_event("jwks_refresh_failed", error_type=type(exc).__name__)
+            finally:
+                self._fetching = False
 
     def _discover(self, http: httpx.Client) -> str:
         for url in _metadata_urls(self.issuer):

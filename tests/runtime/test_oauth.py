@@ -215,3 +215,13 @@ async def test_public_url_names_the_metadata_and_http_points_to_the_api_resource
         'Bearer realm="kumitate", error="insufficient_scope", scope="demo:write", '
         'resource_metadata="https://public.example/.well-known/oauth-protected-resource"'
     )
+
+
+async def test_tokens_arriving_during_a_fetch_wait_for_it(idp: IdentityProvider) -> None:
+    idp.delay_s = 0.5
+    oauth = verifier(idp)
+    first = asyncio.create_task(check(oauth, idp.token(sub="user-0")))
+    await asyncio.sleep(0.2)  # its fetch is under way
+    later = await asyncio.gather(*(check(oauth, idp.token(sub=f"user-{n}")) for n in range(1, 5)))
+    assert await first == "user-0 stays yana"
+    assert later == [f"user-{n} stays yana" for n in range(1, 5)] and idp.jwks_fetches == 1
