@@ -15,6 +15,7 @@ import msgspec
 from litestar import Request, Response, get
 
 from kumitate import correlation
+from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest
 from kumitate.policies import discovery
 from kumitate.runtime import Runtime
@@ -40,7 +41,7 @@ def discovery_routes(runtime: Runtime) -> list[Any]:
         base = runtime.policies.public_url or Settings.base_url_of(request.scope) or ""
         return Response(
             discovery.document(base, path, issuer, scopes),
-            headers={"Cache-Control": "public, max-age=3600", "Access-Control-Allow-Origin": "*"},
+            headers={"Cache-Control": "public, max-age=3600"},
         )
 
     @get(discovery.WELL_KNOWN, include_in_schema=False, sync_to_thread=False)
@@ -54,7 +55,7 @@ def discovery_routes(runtime: Runtime) -> list[Any]:
     @get(f"{discovery.WELL_KNOWN}{discovery.MCP_PATH}/{{service:str}}", include_in_schema=False, sync_to_thread=False)
     def mcp_service(request: Request[Any, Any, Any], service: str) -> Response[dict[str, Any]]:
         if service not in runtime.services:
-            return Response({"error": "not found"}, status_code=404)
+            raise ToolError(f"no MCP endpoint {discovery.MCP_PATH}/{service} on this server", code="NOT_FOUND")
         return metadata(request, f"{discovery.MCP_PATH}/{service}")
 
     return [http_api, mcp_all, mcp_service]

@@ -127,7 +127,7 @@ async def test_the_challenge_leads_to_the_metadata(server: LiveServer, idp: Iden
         assert meta["authorization_servers"] == [idp.url]
         assert {"stays", "yana", "household", "attendance", "analytics"} <= set(meta["scopes_supported"])
         assert meta["bearer_methods_supported"] == ["header"]
-    assert missing.status_code == 404
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
 
 
 async def test_a_valid_token_works_on_http_and_a_real_mcp_session(server: LiveServer, idp: IdentityProvider) -> None:
