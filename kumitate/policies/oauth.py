@@ -179,13 +179,14 @@ class OAuthSettings:
 
 
 def scopes_of(claims: Mapping[str, Any]) -> frozenset[str]:
-    """`scope` (RFC 9068: space-separated) or `scp` (a list, or a string, by provider)."""
+    """`scope` (RFC 9068: space-separated) or `scp` (a list, or a string, by provider). `*` means
+    every scope in the static token table; from an identity provider it is just a name, dropped."""
     raw = claims.get("scope", claims.get("scp"))
     if isinstance(raw, str):
-        return frozenset(raw.split())
-    if isinstance(raw, list):
-        return frozenset(s for s in raw if isinstance(s, str))
-    return frozenset()
+        raw = raw.split()
+    if not isinstance(raw, list):
+        return frozenset()
+    return frozenset(s for s in raw if isinstance(s, str) and s != "*")
 
 
 def _header(token: str) -> dict[str, Any] | None:

@@ -55,6 +55,7 @@ async def test_a_valid_token_gives_its_subject_and_scopes(idp: IdentityProvider)
     assert await check(oauth, idp.token(scope=None, scp=["analytics", "stays"])) == "alice analytics stays"
     assert await check(oauth, idp.token(scope=None, scp="household")) == "alice household"
     assert await check(oauth, idp.token(scope=None)) == "alice "
+    assert await check(oauth, idp.token(scope="* stays")) == "alice stays"  # no wildcard from outside
 
 
 async def test_clock_skew_is_tolerated_within_the_leeway(idp: IdentityProvider) -> None:
