@@ -27,6 +27,7 @@ from kumitate.settings import Settings
 from kumitate.transports.asgi import KumitateASGI
 from kumitate.transports.http import error_response
 from kumitate.transports.mcp import build_server, set_request_body_cap
+from kumitate.transports.oauth import discovery_routes, mcp_gate
 from kumitate.transports.ops import metrics_routes
 from kumitate.transports.origin import OriginPolicy
 from kumitate.workers import mcp_stateless, services_from_env
@@ -94,6 +95,7 @@ def create_app(
     runtime = Runtime(settings or Settings.from_env(env), services, env=env)
     routes: list[Any] = _schema_routes(runtime.project.openapi) + _meta_routes(runtime)
     routes += metrics_routes(runtime.pipeline.metrics, runtime.env)
+    routes += discovery_routes(runtime)
     for name in runtime.services:
         routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
 
@@ -142,7 +144,7 @@ def create_app(
         return outcome.status, msgspec.json.encode(outcome.body)
 
     origins = OriginPolicy.from_env(runtime.env, bound_host=urlsplit(runtime.settings.public_base_url).hostname)
-    app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse)
+    app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse, gate=mcp_gate(runtime))
     app.runtime = runtime  # type: ignore[attr-defined]
     return app
 

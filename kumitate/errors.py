@@ -15,9 +15,18 @@ class ToolError(Exception):
 
     code: ClassVar[str] = "INTERNAL"
 
-    def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code  # type: ignore[misc]
         self.details = details or {}
+        self.headers = headers or {}
+        """Response headers the refusal needs on HTTP (e.g. WWW-Authenticate); the body never shows them."""

@@ -28,8 +28,8 @@ from kumitate.context import Attachment, CallContext, Principal, bound
 from kumitate.errors import ToolError
 from kumitate.intake import MAX_REPORTED_ERRORS, Intake, data_of
 from kumitate.metrics import Metrics
-from kumitate.policies import deprecation, guard
-from kumitate.policies.auth import Authenticator
+from kumitate.policies import deprecation, discovery, guard
+from kumitate.policies.auth import Authenticator, AuthError
 from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.idempotency import IdempotencyStore, Stored
 from kumitate.policies.ratelimit import RateLimiter
@@ -137,9 +137,9 @@ class Pipeline:
         entry = self.catalogue.get(exc.code) or self.catalogue["INTERNAL"]
         error: dict[str, Any] = {"code": entry.code, "message": exc.message, "retryable": entry.retryable}
         error.update(exc.details)
-        headers = {}
-        if entry.code == "UNAUTHORIZED":
-            headers["WWW-Authenticate"] = 'Bearer realm="kumitate"'  # RFC 6750 section 3: a 401 names its scheme
+        headers = dict(exc.headers)
+        if entry.code == "UNAUTHORIZED":  # RFC 6750 section 3: a 401 names its scheme
+            headers.setdefault("WWW-Authenticate", discovery.www_authenticate({}, None))
         if "retry_after_ms" in exc.details:
             headers["Retry-After"] = str(max(1, -(-int(exc.details["retry_after_ms"]) // 1000)))
         return Outcome(
@@ -264,21 +264,45 @@ class Pipeline:
     def _admit(
         self, service: str, name: str, policy: Mapping[str, Any], ctx: CallContext, request: CallRequest
     ) -> None:
-        """Authenticate, authorize and rate-limit: the checks before any work is done."""
+        """Authenticate, authorize and rate-limit: the checks before any work is done. The async
+        callers first await `auth.prepare` (an identity provider's keys, fetched off the loop)."""
         auth = self.policies.auth
         public = bool(policy.get("public"))
-        if self.policies.auth_guard is not None:
-            ctx.principal = self.policies.auth_guard.authenticate(
-                auth, request.authorization, request.client, local=request.local, public=public
-            )
-        else:
-            ctx.principal = auth.authenticate(request.authorization, local=request.local, public=public)
-        if not policy.get("public"):
-            auth.authorize(ctx.principal, policy.get("scopes"))
+        try:
+            if self.policies.auth_guard is not None:
+                ctx.principal = self.policies.auth_guard.authenticate(
+                    auth, request.authorization, request.client, local=request.local, public=public
+                )
+            else:
+                ctx.principal = auth.authenticate(request.authorization, local=request.local, public=public)
+            if not policy.get("public"):
+                auth.authorize(ctx.principal, policy.get("scopes"))
+        except AuthError as exc:
+            exc.headers["WWW-Authenticate"] = discovery.www_authenticate(exc.challenge, self._metadata_url(request))
+            raise
         limit = policy.get("rate_limit")
         if limit:
             who = ctx.principal.id if ctx.principal.id != "anonymous" else f"addr:{request.client or 'unknown'}"
             self.policies.limiter.take((f"{service}.{name}", who), float(limit["rps"]), int(limit["burst"]))
+
+    def _metadata_url(self, request: CallRequest) -> str | None:
+        """Where a refused client finds how to log in (RFC 9728), while OAuth is configured."""
+        base = self.policies.public_url or request.base_url
+        if self.policies.auth.oauth is None or base is None:
+            return None
+        return discovery.metadata_url(base, request.transport)
+
+    async def admit_connection(self, request: CallRequest) -> Outcome | None:
+        """Admission of a connection before any tool is named (MCP over HTTP while OAuth is on):
+        None for a valid token, else the 401 (or 429) whose challenge starts the client's login."""
+        started = time.perf_counter()
+        ctx = self._context("-", "connect", request)
+        try:
+            await self.policies.auth.prepare(request.authorization)
+            self._admit("-", "connect", {"scopes": []}, ctx, request)
+        except ToolError as exc:
+            return self._finish(self.error_outcome(exc, ctx.run_id, ctx.trace_id), ctx, request.transport, started)
+        return None
 
     def _guard(self, binding: ToolBinding, body: Any, ctx: CallContext) -> Any:
         limit = binding.policy.get("max_output_bytes")
@@ -380,6 +404,7 @@ class Pipeline:
         started = time.perf_counter()
         ctx = self._context(binding.service, binding.name, request)
         try:
+            await self.policies.auth.prepare(request.authorization)
             self._admit(binding.service, binding.name, binding.policy, ctx, request)
             if read is not None:
                 arguments = await read()
@@ -418,6 +443,7 @@ class Pipeline:
         started = time.perf_counter()
         ctx = self._context(binding.service, binding.name, request)
         try:
+            await self.policies.auth.prepare(request.authorization)
             self._admit(binding.service, binding.name, binding.policy, ctx, request)
             if binding.key in self.disabled:
                 raise ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND")

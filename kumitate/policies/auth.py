@@ -7,7 +7,8 @@ With no token configured at all, auth is off and every caller is the anonymous
 principal with every scope (the embedded default of `make serve`); configure a
 token and every non-public tool requires one. stdio and in-memory MCP run as the
 local principal KUMITATE_LOCAL_PRINCIPAL (default `local`, every scope).
-Tokens are compared in constant time and never logged.
+Tokens are compared in constant time and never logged. JWT access tokens from an identity
+provider (kumitate.policies.oauth, KUMITATE_OAUTH_ISSUER) are accepted beside the table.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import yaml
 
 from kumitate.context import Principal
 from kumitate.errors import ToolError
+from kumitate.policies.oauth import InvalidToken, OAuthVerifier
 
 DEV_TOKEN = "dev-token"
 ALL_SCOPES = "*"
@@ -68,11 +70,21 @@ def _parse(raw: Any, origin: str) -> list[TokenEntry]:
     return entries
 
 
+class AuthError(ToolError):
+    """An UNAUTHORIZED or FORBIDDEN refusal with the parameters of its RFC 6750 `WWW-Authenticate`
+    challenge (`error`, `scope`, ...); the pipeline adds where to find the resource's metadata."""
+
+    def __init__(self, message: str, *, code: str, challenge: dict[str, str]) -> None:
+        super().__init__(message, code=code)
+        self.challenge = challenge
+
+
 class Authenticator:
-    def __init__(self, entries: list[TokenEntry], local: Principal) -> None:
+    def __init__(self, entries: list[TokenEntry], local: Principal, oauth: OAuthVerifier | None = None) -> None:
         self.entries = entries
         self.local = local
-        self.enabled = bool(entries)
+        self.oauth = oauth
+        self.enabled = bool(entries) or oauth is not None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Authenticator:
@@ -86,7 +98,7 @@ class Authenticator:
         if env.get("KUMITATE_ALLOW_DEV_TOKEN") == "1":
             entries.append(TokenEntry(DEV_TOKEN.encode(), Principal("dev", frozenset({ALL_SCOPES}))))
         local = Principal(env.get("KUMITATE_LOCAL_PRINCIPAL", "local"), frozenset({ALL_SCOPES}))
-        return cls(entries, local)
+        return cls(entries, local, OAuthVerifier.from_env(env))
 
     def lookup(self, token: str) -> Principal | None:
         """Constant-time over every configured token: no early exit on a match."""
@@ -97,21 +109,52 @@ class Authenticator:
                 found = entry.principal
         return found
 
+    @staticmethod
+    def bearer_token(authorization: str | None) -> str | None:
+        scheme, _, token = (authorization or "").partition(" ")
+        return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+    def resolve(self, authorization: str | None) -> tuple[Principal | None, str]:
+        """The principal of an `Authorization: Bearer <token>` header (the table first, then a
+        JWT from the identity provider), or None and why not, in words safe to send back."""
+        token = self.bearer_token(authorization)
+        if token is None:
+            return None, "no bearer token"
+        principal = self.lookup(token)
+        if principal is not None or self.oauth is None:
+            return principal, "unknown token"
+        try:
+            return self.oauth.verify(token), ""
+        except InvalidToken as exc:
+            return None, str(exc)
+
     def lookup_bearer(self, authorization: str | None) -> Principal | None:
         """The principal of an `Authorization: Bearer <token>` header, or None."""
-        scheme, _, token = (authorization or "").partition(" ")
-        return self.lookup(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+        return self.resolve(authorization)[0]
+
+    async def prepare(self, authorization: str | None) -> None:
+        """Before admission, off the event loop: fetch the identity provider's keys if this token needs them."""
+        token = self.bearer_token(authorization)
+        if self.oauth is not None and token is not None:
+            await self.oauth.prepare(token)
 
     def authenticate(self, authorization: str | None, *, local: bool, public: bool) -> Principal:
         if local:
             return self.local
         if not self.enabled:
             return Principal("anonymous", frozenset({ALL_SCOPES}))
-        principal = self.lookup_bearer(authorization)
+        principal, reason = self.resolve(authorization)
         if principal is None:
             if public:
                 return Principal("anonymous")
-            raise ToolError("a valid bearer token is required (Authorization: Bearer <token>)", code="UNAUTHORIZED")
+            if self.bearer_token(authorization) is None:
+                message = "a valid bearer token is required (Authorization: Bearer <token>)"
+                raise AuthError(message, code="UNAUTHORIZED", challenge={})
+            raise AuthError(
+                f"the bearer token was refused: {reason}",
+                code="UNAUTHORIZED",
+                challenge={"error": "invalid_token", "error_description": reason},
+            )
         return principal
 
     @staticmethod
@@ -120,7 +163,11 @@ class Authenticator:
             return
         missing = sorted(set(required) - principal.scopes)
         if missing:
-            raise ToolError(f"the token lacks the scope(s) {', '.join(missing)}", code="FORBIDDEN")
+            raise AuthError(
+                f"the token lacks the scope(s) {', '.join(missing)}",
+                code="FORBIDDEN",
+                challenge={"error": "insufficient_scope", "scope": " ".join(sorted(required))},
+            )
 
 
 def exposure_warning(host: str, auth_enabled: bool) -> str | None:
@@ -139,5 +186,5 @@ def exposure_warning(host: str, auth_enabled: bool) -> str | None:
         return None
     return (
         f"WARNING: serving on {host} with authentication off: anyone who can reach this port may call "
-        "every tool. Configure KUMITATE_TOKENS or KUMITATE_TOKENS_FILE, or bind to 127.0.0.1."
+        "every tool. Configure KUMITATE_TOKENS, KUMITATE_TOKENS_FILE or KUMITATE_OAUTH_ISSUER, or bind to 127.0.0.1."
     )

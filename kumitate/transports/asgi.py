@@ -27,6 +27,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]
 Refuse = Callable[[str, tuple[str, str]], tuple[int, bytes]]
 """(message, (run_id, trace_id)) -> (status, JSON body) of the catalogue's ORIGIN_NOT_ALLOWED."""
+Gate = Callable[[Scope], Awaitable[tuple[int, dict[str, str], bytes] | None]]
+"""An MCP request's admission before the MCP app sees it: None, or (status, headers, JSON body)."""
 EXPOSED_HEADERS = (
     "X-Run-Id",
     "X-Trace-Id",
@@ -36,6 +38,7 @@ EXPOSED_HEADERS = (
     "Deprecation",
     "Sunset",
     "Mcp-Session-Id",
+    "WWW-Authenticate",
 )
 
 IDS_KEY = "kumitate_ids"
@@ -55,8 +58,10 @@ class KumitateASGI:
         mcp_services: Mapping[str, ASGIApp],
         origins: OriginPolicy | None = None,
         refuse: Refuse | None = None,
+        gate: Gate | None = None,
     ) -> None:
         self.app = app
+        self.gate = gate
         self.mcp_all = mcp_all
         self.mcp_services = mcp_services
         self.origins = origins
@@ -116,6 +121,10 @@ class KumitateASGI:
         target = self._mcp_target(scope["path"])
         if target is not None:
             app, path = target
+            refusal = await self.gate(scope) if self.gate is not None and scope["method"] != "OPTIONS" else None
+            if refusal is not None:
+                await _respond(send, *refusal)
+                return
             token = SERVED_OVER_NETWORK.set(True)
             try:
                 await app({**scope, "path": path, "raw_path": path.encode()}, receive, send)
@@ -144,3 +153,10 @@ class KumitateASGI:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+async def _respond(send: Send, status: int, headers: Mapping[str, str], body: bytes) -> None:
+    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+    raw += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})

@@ -341,7 +341,14 @@ async def test_unauthorized_names_the_bearer_scheme() -> None:
     forbidden = await auth_pipeline().call_tool(
         binding("echo", scopes=["demo:write"]), {"n": 1}, CallRequest("http", authorization="Bearer t-reader")
     )
-    assert forbidden.status == 403 and "WWW-Authenticate" not in forbidden.headers
+    assert forbidden.status == 403  # RFC 6750 section 3.1: the challenge names the scope to ask for
+    assert (
+        forbidden.headers["WWW-Authenticate"]
+        == 'Bearer realm="kumitate", error="insufficient_scope", scope="demo:write"'
+    )
+    refused = await auth_pipeline().call_tool(binding("echo"), {"n": 1}, CallRequest("http", authorization="Bearer x"))
+    assert 'error="invalid_token"' in refused.headers["WWW-Authenticate"]
+    assert "error=" not in outcome.headers["WWW-Authenticate"]  # no token sent: no error code (section 3.1)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,85 @@
+"""OAuth on the wire: the RFC 9728 metadata routes and the token check in front of MCP.
+
+Both exist only while KUMITATE_OAUTH_ISSUER is set. With OAuth on, every MCP request over HTTP
+needs a valid token before the MCP app sees it: an MCP client learns that it must log in, and
+where, only from an HTTP 401 with a `WWW-Authenticate` challenge (the MCP authorization
+specification); a tool result with isError comes too late, after the session was opened.
+Without OAuth, MCP keeps refusing per call, as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Request, Response, get
+
+from kumitate import correlation
+from kumitate.errors import ToolError
+from kumitate.pipeline import CallRequest
+from kumitate.policies import discovery
+from kumitate.runtime import Runtime
+from kumitate.settings import Settings
+from kumitate.transports.asgi import IDS_KEY, Gate, Scope
+
+
+def _scopes(runtime: Runtime) -> set[str]:
+    policies = [b.policy for svc in runtime.services.values() for b in svc.tools]
+    policies += [b.policy for svc in runtime.services.values() for b in svc.resources]
+    return {scope for policy in policies for scope in policy.get("scopes") or ()}
+
+
+def discovery_routes(runtime: Runtime) -> list[Any]:
+    """`/.well-known/oauth-protected-resource` (the HTTP API) and its per-path variants for MCP."""
+    oauth = runtime.policies.auth.oauth
+    if oauth is None:
+        return []
+    scopes = _scopes(runtime)
+    issuer = oauth.settings.issuer
+
+    def metadata(request: Request[Any, Any, Any], path: str) -> Response[dict[str, Any]]:
+        base = runtime.policies.public_url or Settings.base_url_of(request.scope) or ""
+        return Response(
+            discovery.document(base, path, issuer, scopes),
+            headers={"Cache-Control": "public, max-age=3600"},
+        )
+
+    @get(discovery.WELL_KNOWN, include_in_schema=False, sync_to_thread=False)
+    def http_api(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+        return metadata(request, "")
+
+    @get(f"{discovery.WELL_KNOWN}{discovery.MCP_PATH}", include_in_schema=False, sync_to_thread=False)
+    def mcp_all(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+        return metadata(request, discovery.MCP_PATH)
+
+    @get(f"{discovery.WELL_KNOWN}{discovery.MCP_PATH}/{{service:str}}", include_in_schema=False, sync_to_thread=False)
+    def mcp_service(request: Request[Any, Any, Any], service: str) -> Response[dict[str, Any]]:
+        if service not in runtime.services:
+            raise ToolError(f"no MCP endpoint {discovery.MCP_PATH}/{service} on this server", code="NOT_FOUND")
+        return metadata(request, f"{discovery.MCP_PATH}/{service}")
+
+    return [http_api, mcp_all, mcp_service]
+
+
+def mcp_gate(runtime: Runtime) -> Gate | None:
+    """The token check in front of the MCP apps (None while OAuth is off)."""
+    if runtime.policies.auth.oauth is None:
+        return None
+
+    async def gate(scope: Scope) -> tuple[int, dict[str, str], bytes] | None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        client = scope.get("client")
+        request = CallRequest(
+            transport="mcp",
+            headers=headers,
+            ids=(scope.get("state") or {}).get(IDS_KEY) or correlation.from_headers(headers),
+            client=client[0] if client else None,
+            authorization=headers.get("authorization"),
+            base_url=Settings.base_url_of(scope),
+        )
+        outcome = await runtime.pipeline.admit_connection(request)
+        if outcome is None:
+            return None
+        return outcome.status, outcome.headers, msgspec.json.encode(outcome.body)
+
+    return gate
