@@ -7,18 +7,19 @@ import and duplicate search; a client that cancels mid-import (or goes away) sav
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 from fastmcp import Client
-from fastmcp.client.transports import StreamableHttpTransport
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server
-from tests.conftest import LiveServer, start_server, stop_server
+from tests.conftest import REPO, LiveServer, server_env, start_server, stop_server
 from tests.household.conftest import row, write_export
 
 pytestmark = pytest.mark.anyio
@@ -151,3 +152,21 @@ async def test_progress_and_cancellation_over_streamable_http(server: tuple[Live
         progress = await _cancel_on_first_progress(client)
     assert progress.seen and progress.seen[0][0] < FILES + BIG_FILES
     assert _count(db) == before
+
+
+@pytest.mark.slow
+async def test_progress_and_cancellation_over_stdio(tmp_path: Path) -> None:
+    exports, var = tmp_path / "exports", tmp_path / "var"
+    exports.mkdir()
+    env = server_env(var, HOUSEHOLD_DATA_DIR=str(exports))
+    stdio = StdioTransport(sys.executable, ["-m", "kumitate", "mcp", "--stdio"], cwd=str(REPO), env=env)
+    async with Client(stdio) as client:
+        _exports(exports, FILES, 20)
+        seen = Progress()
+        await client.call_tool("import_household_data", {}, progress_handler=seen)
+        _assert_increasing(seen.seen, FILES + 1)
+        before = _count(var / "household" / "household.db")
+        _exports(exports, BIG_FILES, ROWS_PER_BIG_FILE, first=FILES)
+        progress = await _cancel_on_first_progress(client)
+        assert progress.seen
+        assert _count(var / "household" / "household.db") == before == FILES * 20
