@@ -217,8 +217,10 @@ class Pipeline:
             try:
                 done, _ = await asyncio.wait({future}, timeout=timeout)
             except asyncio.CancelledError:
-                ctx.cancel()  # the caller went away: a worker thread's commit gate refuses from now on
+                stopped = ctx.cancel()  # the caller went away: a worker thread's commit gate refuses from now on
                 future.cancel()  # and an async handler is stopped
+                where = {"service": ctx.service, "tool": ctx.tool, "run_id": ctx.run_id}
+                calllog.log_event("call_cancelled", **where, committed=not stopped)
                 raise
             if not done and ctx.time_out():
                 future.cancel()

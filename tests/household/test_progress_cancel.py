@@ -1,7 +1,8 @@
-"""Progress and cancellation over real MCP transports (issue 15 item 3).
+"""Progress and cancellation over real transports (issue 15 item 3).
 
 A client that sends a progressToken gets increasing `notifications/progress` for the household
-import and duplicate search; a client that cancels mid-import (or goes away) saves nothing.
+import and duplicate search; a client that cancels mid-import (MCP notifications/cancelled, a
+closed MCP request, or an HTTP /v1 client that disconnects) saves nothing.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
@@ -152,6 +154,22 @@ async def test_progress_and_cancellation_over_streamable_http(server: tuple[Live
         progress = await _cancel_on_first_progress(client)
     assert progress.seen and progress.seen[0][0] < FILES + BIG_FILES
     assert _count(db) == before
+
+
+@pytest.mark.slow
+async def test_an_http_client_that_disconnects_mid_import_saves_nothing(server: tuple[LiveServer, Path]) -> None:
+    live, root = server
+    db = root / "var" / "household" / "household.db"
+    before = _count(db)
+    _exports(root / "exports", BIG_FILES, ROWS_PER_BIG_FILE, first=FILES + BIG_FILES)  # more new months
+    async with httpx.AsyncClient(base_url=live.url) as http:
+        with pytest.raises(httpx.TimeoutException):  # the client gives up and closes the connection
+            await http.post("/v1/household/import_household_data", json={}, timeout=0.05)
+    assert _count(db) == before
+    async with httpx.AsyncClient(base_url=live.url, timeout=120) as http:  # the next call imports everything
+        done = await http.post("/v1/household/import_household_data", json={})
+    assert done.status_code == 200, done.text
+    assert _count(db) > before
 
 
 @pytest.mark.slow
