@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from handlers.analytics.service import AnalyticsService
@@ -51,3 +54,25 @@ def test_a_materialize_cancelled_while_building_leaves_no_table(service: Analyti
     assert service.schema()["materialized"] == []
     tables = service.runner.con.execute("SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '%mat%'")
     assert tables.fetchall() == []
+
+
+SLOW = (  # about a second per row of c here, so it runs into the 10 s query deadline
+    "SELECT count(*) AS n FROM time_series_metrics a, time_series_metrics b, "
+    "(SELECT elapsed_s FROM time_series_metrics LIMIT 20) c "
+    "WHERE (a.elapsed_s * 31 + b.elapsed_s * 17 + c.elapsed_s) % 1000003 = 5"
+)
+
+
+def test_a_cancelled_query_is_interrupted_at_once(service: AnalyticsService) -> None:
+    """The caller goes away while DuckDB runs: the query stops within a poll, not at its deadline."""
+    recorder = Recorder()
+    timer = threading.Timer(0.3, recorder.ctx.cancel)
+    started = time.monotonic()
+    timer.start()
+    try:
+        with bound(recorder.ctx), pytest.raises(CallCancelled):
+            service.materialize({"name": "slow", "query": SLOW})
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 3  # the query alone runs for longer than that
+    assert service.schema()["materialized"] == []
