@@ -171,10 +171,14 @@ def _print(body: Any) -> None:
 
 def _call(args: argparse.Namespace) -> int:
     arguments = _arguments(args.json)
+    from kumitate.cliprogress import progress_bar
+
     if args.url is None:
-        ok, body = asyncio.run(_call_in_process(args.service, args.tool, arguments, args.idempotency_key))
+        with progress_bar(args.tool) as bar:
+            ok, body = asyncio.run(_call_in_process(args.service, args.tool, arguments, args.idempotency_key, bar))
     elif args.transport == "mcp":
-        ok, body = asyncio.run(_call_mcp(args.url, args.tool, arguments, args.token))
+        with progress_bar(args.tool) as bar:
+            ok, body = asyncio.run(_call_mcp(args.url, args.tool, arguments, args.token, bar))
     else:
         ok, body = _call_http(args.url, args.service, args.tool, arguments, args.token, args.idempotency_key)
     _print(body)
@@ -196,7 +200,9 @@ def _binding(service: str, tool: str) -> Any:
     )
 
 
-async def _call_in_process(service: str, tool: str, arguments: Any, key: str | None) -> tuple[bool, Any]:
+async def _call_in_process(
+    service: str, tool: str, arguments: Any, key: str | None, bar: Any = None
+) -> tuple[bool, Any]:
     from kumitate import correlation
     from kumitate.pipeline import CallRequest
     from kumitate.runtime import Runtime
@@ -206,7 +212,8 @@ async def _call_in_process(service: str, tool: str, arguments: Any, key: str | N
     runtime = Runtime(Settings.from_env(), [service])
     try:
         ids = (correlation.new_id(), correlation.new_id())
-        request = CallRequest(transport="cli", ids=ids, local=True, idempotency_key=key)
+        progress = bar.report if bar is not None else None
+        request = CallRequest(transport="cli", ids=ids, local=True, idempotency_key=key, progress=progress)
         outcome = await runtime.pipeline.call_tool(binding, arguments, request)
     finally:
         runtime.close()
@@ -232,13 +239,13 @@ def _call_http(
     return response.is_success, body
 
 
-async def _call_mcp(url: str, tool: str, arguments: Any, token: str | None) -> tuple[bool, Any]:
+async def _call_mcp(url: str, tool: str, arguments: Any, token: str | None, bar: Any = None) -> tuple[bool, Any]:
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with Client(StreamableHttpTransport(f"{url.rstrip('/')}/mcp", headers=headers), timeout=None) as client:
-        result = await client.call_tool_mcp(tool, arguments)
+        result = await client.call_tool_mcp(tool, arguments, progress_handler=bar.on_progress if bar else None)
     body = result.structured_content
     if body is None:
         body = {"content": [c.model_dump(mode="json", exclude_none=True) for c in result.content]}

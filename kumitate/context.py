@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -31,6 +31,17 @@ class Attachment:
     data: bytes
 
 
+ProgressSink = Callable[[float, "float | None", "str | None"], None]
+"""Where a call's progress goes (the MCP adapter's notifications/progress); callable from any thread."""
+
+
+class CallCancelled(BaseException):
+    """Raised inside a handler whose caller went away (MCP notifications/cancelled, a closed connection).
+
+    A BaseException, like asyncio.CancelledError, so a handler's "one bad file never stops the
+    rest" `except Exception` does not swallow it; nobody reads the result of a cancelled call."""
+
+
 @dataclass(slots=True)
 class CallContext:
     """Correlation ids and caller identity for one tool call.
@@ -54,8 +65,11 @@ class CallContext:
     """time.monotonic() after which the caller is told REQUEST_TIMEOUT."""
     public_url: str | None = None
     """Where the caller reached this server (`http://host:port`), for URLs in results; see public_url()."""
+    progress_sink: ProgressSink | None = field(default=None, repr=False, compare=False)
+    """Set by a transport whose caller asked for progress (an MCP progressToken)."""
     _gate: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _timed_out: bool = field(default=False, repr=False, compare=False)
+    _cancelled: bool = field(default=False, repr=False, compare=False)
     _committed: bool = field(default=False, repr=False, compare=False)
 
     def expired(self) -> bool:
@@ -66,16 +80,37 @@ class CallContext:
         if self.expired():
             raise _timeout_error()
 
+    def cancelled(self) -> bool:
+        """Whether the caller went away: a long handler's loops may stop here (see `progress`)."""
+        return self._cancelled
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        """Report how far a long handler got (`done` of `total` units; the message without user data).
+
+        It is also where the handler stops: once the call is cancelled this raises CallCancelled,
+        and once the deadline has passed REQUEST_TIMEOUT, so a loop that reports per file or
+        batch ends at its next report instead of working on for nobody. Safe from a worker thread.
+        """
+        if not self._committed:
+            if self._cancelled:
+                raise CallCancelled(self.run_id)
+            self.check_deadline()
+        if self.progress_sink is not None:
+            self.progress_sink(done, total, message)
+
     @contextmanager
     def committing(self) -> Iterator[None]:
         """Hold while committing a change: a worker thread cannot be interrupted, so this is
         what makes "timed out" mean "nothing was saved".
 
-        Entering refuses (REQUEST_TIMEOUT) once the deadline has passed. Once a commit has begun
-        the call can no longer time out: the pipeline waits for the handler and sends its result,
-        so a client is never told "nothing was saved" about a change that was.
+        Entering refuses (REQUEST_TIMEOUT) once the deadline has passed, and (CallCancelled) once
+        the caller cancelled. Once a commit has begun the call can no longer time out: the pipeline
+        waits for the handler and sends its result, so a client is never told "nothing was saved"
+        about a change that was.
         """
         with self._gate:
+            if self._cancelled:
+                raise CallCancelled(self.run_id)
             if self.expired():
                 raise _timeout_error()
             self._committed = True
@@ -84,12 +119,20 @@ class CallContext:
     def time_out(self) -> bool:
         """The pipeline's side of the gate: True if the call is now timed out, False if a
         commit has begun (the call then completes and its result is sent)."""
+        return self._stop("_timed_out")
+
+    def cancel(self) -> bool:
+        """The pipeline's side when the caller went away: from now on the commit gate refuses and
+        `progress` raises. False if a commit had already begun (that change is saved)."""
+        return self._stop("_cancelled")
+
+    def _stop(self, flag: str) -> bool:
         if not self._gate.acquire(blocking=False):
             return False
         try:
             if self._committed:
                 return False
-            self._timed_out = True
+            setattr(self, flag, True)
         finally:
             self._gate.release()
         return True
@@ -127,6 +170,14 @@ def commit_gate() -> Iterator[None]:
         return
     with call.committing():
         yield
+
+
+def progress(done: float, total: float | None = None, message: str | None = None) -> None:
+    """`CallContext.progress` of the current call, or nothing outside a call (scripts, start-up):
+    lets storage and domain loops report without every function taking a context."""
+    call = _current.get()
+    if call is not None:
+        call.progress(done, total, message)
 
 
 @contextmanager

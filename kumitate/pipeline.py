@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from kumitate import calllog, correlation, faults
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
-from kumitate.context import Attachment, CallContext, Principal, bound
+from kumitate.context import Attachment, CallContext, Principal, ProgressSink, bound
 from kumitate.errors import ToolError
 from kumitate.intake import MAX_REPORTED_ERRORS, Intake, data_of
 from kumitate.metrics import Metrics
@@ -50,6 +50,8 @@ class CallRequest:
     idempotency_key: str | None = None
     base_url: str | None = None
     """`scheme://host[:port]` the caller used (HTTP and MCP over HTTP); None over stdio."""
+    progress: ProgressSink | None = None
+    """Where the handler's `CallContext.progress` reports go, when the caller asked for them."""
 
 
 @dataclass(slots=True)
@@ -166,6 +168,7 @@ class Pipeline:
             trace_id=trace_id,
             principal=Principal(),
             public_url=self.policies.public_url or request.base_url,
+            progress_sink=request.progress,
         )
 
     def _envelope(self, service: str, body: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -197,7 +200,9 @@ class Pipeline:
         client is never told "nothing was committed" about a change that was. This holds for
         both kinds of handler: an async one may commit in a thread that cancelling it would
         not stop. A timed-out task is cancelled; a worker thread cannot be interrupted, but
-        its commit gate now refuses."""
+        its commit gate now refuses. The same when the caller goes away (MCP notifications/cancelled,
+        a closed connection): the task is cancelled, and a thread's gate refuses and its next
+        `ctx.progress` raises, so a cancelled call saves nothing."""
         timeout = self._timeout_s(policy)
         ctx.deadline = time.monotonic() + timeout if timeout else None
         with bound(ctx):
@@ -212,7 +217,10 @@ class Pipeline:
             try:
                 done, _ = await asyncio.wait({future}, timeout=timeout)
             except asyncio.CancelledError:
-                future.cancel()  # the caller went away: stop an async handler too
+                stopped = ctx.cancel()  # the caller went away: a worker thread's commit gate refuses from now on
+                future.cancel()  # and an async handler is stopped
+                where = {"service": ctx.service, "tool": ctx.tool, "run_id": ctx.run_id}
+                calllog.log_event("call_cancelled", **where, committed=not stopped)
                 raise
             if not done and ctx.time_out():
                 future.cancel()

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import duckdb
 
+from kumitate.context import CallCancelled, CallContext, current_call
 from kumitate.errors import ToolError
 
 from .storage_errors import is_storage_failure, storage_unavailable
@@ -164,6 +165,18 @@ class _Watchdog:
                 self._con.interrupt()
 
 
+def _cancel_guard(call: CallContext | None) -> Guard | None:
+    """A watchdog guard that interrupts the query once `call` is cancelled (its caller went away):
+    DuckDB stops within a poll instead of running on to the deadline for nobody."""
+    if call is None:
+        return None
+    return lambda: _CANCELLED if call.cancelled() else None
+
+
+_CANCELLED = ToolError("the call was cancelled; nothing was saved", code="REQUEST_TIMEOUT")
+"""What the watchdog records for a cancelled call; `session` raises CallCancelled instead."""
+
+
 class Slot:
     """One pooled connection and its watchdog."""
 
@@ -210,11 +223,16 @@ class QueryRunner:
                 code="REQUEST_TIMEOUT",
             ) from None
         outer, self._local.slot = getattr(self._local, "slot", None), slot
+        call = current_call()
+        outer_guard, self._local.guard = getattr(self._local, "guard", None), _cancel_guard(call)
         try:
             slot.watchdog.arm(max(0.01, limit - (time.monotonic() - started)))
+            slot.watchdog.guard(self._local.guard)
             try:
                 yield slot.con
             except duckdb.InterruptException as exc:
+                if call is not None and call.cancelled():
+                    raise CallCancelled(call.run_id) from exc
                 if slot.watchdog.stopped_by is not None:
                     raise slot.watchdog.stopped_by from exc
                 raise ToolError(
@@ -230,7 +248,7 @@ class QueryRunner:
                 raise
         finally:
             slot.watchdog.disarm()
-            self._local.slot = outer
+            self._local.slot, self._local.guard = outer, outer_guard
             self._free.put(slot)
 
     @contextmanager
@@ -239,11 +257,12 @@ class QueryRunner:
         slot: Slot | None = getattr(self._local, "slot", None)
         if slot is None:
             raise RuntimeError("guarded() outside a session")
-        slot.watchdog.guard(check)
+        base: Guard | None = getattr(self._local, "guard", None)
+        slot.watchdog.guard(check if base is None else lambda: base() or check())
         try:
             yield
         finally:
-            slot.watchdog.guard(None)
+            slot.watchdog.guard(base)
 
     def close(self) -> None:
         for slot in self.slots:

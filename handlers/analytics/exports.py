@@ -37,7 +37,7 @@ from typing import Any
 
 import duckdb
 
-from kumitate.context import Principal, commit_gate
+from kumitate.context import Principal, commit_gate, progress
 from kumitate.errors import ToolError
 
 from .source import wrap_query
@@ -194,6 +194,7 @@ class ExportStore:
                 error = too_large()
                 if error:
                     raise error
+                progress(2, 3, "publishing the export")
             except BaseException:
                 data_path.unlink(missing_ok=True)
                 raise

@@ -35,7 +35,7 @@ from typing import Any
 
 import duckdb
 
-from kumitate.context import commit_gate
+from kumitate.context import commit_gate, progress
 from kumitate.errors import ToolError
 
 from .connection import VIEWS_CATALOG
@@ -112,6 +112,7 @@ class Materializer:
             f"SELECT * FROM {wrap_query(sql)} AS q LIMIT {self.max_rows + 1}"
         )
         try:
+            progress(2, 3, "publishing the table")
             rows = int(con.execute(f"SELECT count(*) FROM {QUALIFIER}{quote_ident(scratch)}").fetchall()[0][0])
             if rows > self.max_rows:
                 raise ToolError(

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kumitate.context import Principal, public_url
+from kumitate.context import Principal, progress, public_url
 from kumitate.errors import ToolError
 
 from .connection import DEFAULT_POOL_SIZE, QueryRunner, Sandbox
@@ -161,10 +161,12 @@ class AnalyticsService:
         max_rows = int_param(params, "max_rows", 100_000, 1, self.limits.export_max_rows)
         self._maybe_sweep_exports()
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
+            progress(0, 3, "checking the query")
             self.views.drop_expired(con)
             sql = check_select(
                 con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
             )
+            progress(1, 3, "writing the export")
             meta = self.exports.write(
                 con, sql, fmt=fmt, max_rows=max_rows, owner=principal.id, watch=self.runner.guarded
             )
@@ -197,9 +199,11 @@ class AnalyticsService:
     def materialize(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
         ttl = int_param(params, "ttl_seconds", 3600, MIN_VIEW_TTL_S, MAX_VIEW_TTL_S)
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
+            progress(0, 3, "checking the query")
             sql = check_select(
                 con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
             )
+            progress(1, 3, "building the table")
             result = self.views.create(con, params["name"], sql, ttl_seconds=ttl, user_tables=set(self.user_tables))
         log.info("analytics materialize rows=%d evicted=%d", result["rows"], len(result["evicted"]))
         return result

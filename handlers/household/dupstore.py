@@ -17,6 +17,8 @@ from datetime import date
 from itertools import repeat
 from typing import Any
 
+from kumitate.context import progress
+
 from . import problems
 from .db import Database, refresh_aggregates
 from .duplicates import Item, Options, find_candidates, search
@@ -110,7 +112,9 @@ def detect(
     # Foreign keys off for this write: every pair is made of ids read inside this same transaction,
     # so the two lookups per inserted row could never fail (they cost ~40% of the upsert).
     with db.transaction(foreign_keys=False) as con:
+        progress(0, 3, "取引を読み込んでいます")
         tids, days, amounts, kinds = load_columns(con, ids)
+        progress(1, 3, "重複候補を探しています")
         found = search(tids, days, amounts, opts, kinds)
         if found is None:  # outside the vectorised search's exact range
             pairs = find_candidates([Item(*t) for t in zip(tids, days, amounts, kinds, strict=True)], opts)
@@ -119,6 +123,7 @@ def detect(
         count = len(scores)
         if count > max_stored:  # best first already: keep the head
             id_1, id_2, scores = id_1[:max_stored], id_2[:max_stored], scores[:max_stored]
+        progress(2, 3, "重複候補を記録しています")
         removed = _remove_stale(con, ids, id_1, id_2)
         existing = con.execute("SELECT COUNT(*) FROM duplicate_checks").fetchone()[0]
         con.executemany(

@@ -8,7 +8,8 @@ removed. Importing the same file again changes nothing and counts every row as
 skipped. Ids of rows that stay (and their duplicate decisions) are kept; a
 removed row takes its duplicate checks with it. A file with row errors removes
 nothing (its unreadable rows may be the missing ones); an unreadable file is
-left alone. Everything runs in one transaction: a failure changes nothing.
+left alone. Everything runs in one transaction: a failure changes nothing. Progress is reported per
+file (kumitate.context.progress); a call cancelled between files rolls back.
 
 Two exports of the same period in one folder (a browser saves the second as
 `… (1).csv`) are one month exported twice: the newest file (mtime) is the month,
@@ -46,6 +47,8 @@ import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kumitate.context import progress
 
 from .csvfile import RowError, RowTuple, read_tuples
 from .db import Database, refresh_aggregates
@@ -342,8 +345,11 @@ def import_files(
             report.samples_removed = _remove_samples(con)
             known = {s for s in known if not s.startswith(SAMPLE_PREFIX)}
         touched: set[str] = set()
-        for path, source, older in sources:
+        steps = len(sources) + 1  # every file, then the aggregates
+        for done, (path, source, older) in enumerate(sources):
+            progress(done, steps, f"{done}/{len(sources)}ファイル")  # stops here once the call is cancelled
             touched |= _import_file(con, report, path, source, older, known, current)
+        progress(len(sources), steps, "集計を更新しています")
         if report.samples_removed or len(touched) > MONTHS_REFRESHED_ONE_BY_ONE:
             refresh_aggregates(con)
         else:

@@ -39,7 +39,7 @@ from PIL import Image, UnidentifiedImageError
 
 from handlers.yana.fetch import ImageFetcher
 from handlers.yana.kb import ImageHashes, KnowledgeBase, hash_image, insert_label
-from kumitate.context import commit_gate
+from kumitate.context import commit_gate, progress
 from kumitate.errors import ToolError
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -174,11 +174,14 @@ def ingest(
     phash_threshold: int = 4,
     fetcher: ImageFetcher | None = None,
 ) -> dict[str, Any]:
-    """The /v1/ingest body (without envelope fields)."""
+    """The /v1/ingest body (without envelope fields); progress per phase: read, check, store."""
+    progress(0, 3, "reading the image")
     data = image_bytes(params, uploads=uploads, roots=roots, base=kb.sample_dir.resolve().parent, fetcher=fetcher)
     brand = str(params.get("brand_name") or "").strip()
     warnings = [] if brand else ["brand_name_unknown"]
+    progress(1, 3, "checking the image")
     ext, hashes = inspect_image(data)
+    progress(2, 3, "storing the label")
     with kb.write_lock, kb.connect() as conn:
         existing = conn.execute("SELECT id, phash FROM labels WHERE hash_sha1 = ?", (hashes.sha1,)).fetchone()
         if existing:

@@ -6,6 +6,7 @@ Litestar raises itself (404, 405, 413), leaves through `error_response`, so the
 body is always the catalogue's envelope.
 """
 
+import asyncio
 import base64
 from collections.abc import Mapping
 from typing import Any
@@ -25,8 +26,11 @@ from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports import forms
+from kumitate.transports.disconnect import ClientGone, unless_disconnected
 
 IDS_KEY = "kumitate_ids"
+CLIENT_CLOSED_REQUEST = 499
+"""The status logged for a call whose client disconnected (nginx's convention); never sent."""
 STATUS_CODES = {
     400: "BAD_REQUEST",
     401: "UNAUTHORIZED",
@@ -165,14 +169,22 @@ async def _form_value(value: Any, schema: Mapping[str, Any]) -> Any:
 
 def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
     async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
+        body_read = asyncio.Event()
+
         async def read() -> Any:
             try:
                 return await read_arguments(request, binding)
             except HTTPException as exc:  # e.g. 413 from Litestar's body-size cap
                 raise http_error(runtime, exc) from None
+            finally:
+                body_read.set()
 
         # the body is read by the pipeline once the caller is admitted (auth, rate limit)
-        outcome = await runtime.pipeline.call_tool(binding, None, call_request(request), read=read)
+        call = runtime.pipeline.call_tool(binding, None, call_request(request), read=read)
+        try:
+            outcome = await unless_disconnected(request.receive, body_read, call)
+        except ClientGone:
+            return Response(b"", status_code=CLIENT_CLOSED_REQUEST)  # nobody reads it
         return to_response(outcome)
 
     endpoint.__name__ = f"tool_{binding.service}_{binding.name}"

@@ -33,6 +33,7 @@ from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
+from kumitate.transports.progress import Send, relaying
 
 ANNOTATION_FIELDS = {
     "title": "title",
@@ -78,6 +79,23 @@ def current_request(idempotency_key: str | None = None) -> CallRequest:
     )
 
 
+def _progress_sender() -> Send | None:
+    """Sends `notifications/progress` for this request, if the client gave a progressToken."""
+    rc = fastmcp_request_ctx.get()
+    meta = rc._srctx.meta if rc is not None else None
+    token = meta.get("progress_token") if meta else None
+    if rc is None or token is None:
+        return None
+    session, request_id = rc.session, rc.request_id
+
+    async def send(done: float, total: float | None, message: str | None) -> None:
+        await session.send_progress_notification(
+            progress_token=token, progress=done, total=total, message=message, related_request_id=request_id
+        )
+
+    return send
+
+
 _ENCODER = msgspec.json.Encoder()
 
 
@@ -114,7 +132,10 @@ class SpecTool(Tool):
             key = arguments.pop(IDEMPOTENCY_ARGUMENT)
             if not (isinstance(key, str) and 1 <= len(key) <= MAX_KEY_LENGTH):
                 return _tool_result(await self._refuse_key())
-        outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, current_request(key))
+        request = current_request(key)
+        async with relaying(_progress_sender()) as relay:
+            request.progress = relay
+            outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, request)
         return _tool_result(outcome)
 
     async def _refuse_key(self) -> Outcome:
