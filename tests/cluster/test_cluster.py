@@ -50,7 +50,8 @@ async def test_one_idempotency_key_executes_once_across_instances_and_survives_r
         cluster.restart_instances()
         after = [await http.post("/v1/ingest", json=INGEST, headers=headers) for _ in range(2)]
     assert {upstream(r) for r in after} == {upstream(r) for r in responses}
-    assert all(r.headers.get("Idempotent-Replayed") == "true" and r.content == responses[0].content for r in after)
+    assert all(r.headers.get("Idempotent-Replayed") == "true" for r in after)
+    assert all(without_ids(r.json()) == without_ids(responses[0].json()) for r in after)
 
 
 async def test_one_rate_limit_holds_across_instances(cluster: Cluster) -> None:
@@ -85,13 +86,14 @@ async def test_one_rate_limit_holds_across_instances(cluster: Cluster) -> None:
 async def test_an_mcp_session_works_while_its_requests_alternate(cluster: Cluster) -> None:
     before = _mcp_calls(cluster)
     async with Client(f"{cluster.url}/mcp/") as client:
-        for _ in range(3):
+        resources = {str(r.uri) for r in await client.list_resources()}
+        assert "yana://version" in resources
+        # three requests a round: with round-robin over two instances, the calls land on both
+        for _ in range(4):
             tools = {t.name for t in await client.list_tools()}
             assert {"search", "chat", "ingest", "summarize_stays"} <= tools
             result = await client.call_tool("summarize_stays", {"stays": [{"code": "13101", "name": "千代田区"}]})
             assert not result.is_error and isinstance(result.structured_content, dict)
-            resources = {str(r.uri) for r in await client.list_resources()}
-            assert "yana://version" in resources
             (content,) = await client.read_resource("yana://version")
             assert "server_version" in getattr(content, "text", "")
     served = [after - b for after, b in zip(_mcp_calls(cluster), before, strict=True)]
