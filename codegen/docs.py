@@ -74,8 +74,8 @@ def mcp_description(tool: ToolSpec) -> str:
 
 def mcp_input_schema(tool: ToolSpec) -> dict[str, Any]:
     if not tool.policy.get("idempotency"):
-        return tool.input_schema
-    schema = dict(tool.input_schema)
+        return tool.wire_input
+    schema = dict(tool.wire_input)
     schema["properties"] = {**schema.get("properties", {}), "idempotency_key": IDEMPOTENCY_ARGUMENT}
     return schema
 
@@ -87,7 +87,7 @@ def tool_list_entry(tool: ToolSpec) -> dict[str, Any]:
         "title": tool.annotations.get("title") or tool.summary.strip(),
         "description": mcp_description(tool),
         "inputSchema": mcp_input_schema(tool),
-        "outputSchema": tool.output_schema,
+        "outputSchema": tool.wire_output,
         "annotations": tool.annotations,
     }
 

@@ -97,8 +97,8 @@ def _schemas_json(svc: ServiceSpec) -> str:
         "tools": {
             t.name: {
                 "description": _tool_description(t),
-                "input": t.input_schema,
-                "output": t.output_schema,
+                "input": t.wire_input,
+                "output": t.wire_output,
                 "annotations": t.annotations,
                 "policy": t.policy,
                 "deprecated": t.deprecated,

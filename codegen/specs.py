@@ -18,8 +18,8 @@ import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from codegen import naming
-from codegen.refs import RefError, clear_cache, dereference, load_document
+from codegen import naming, shared
+from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
 
 GENERIC_ERRORS = ("BAD_REQUEST", "INTERNAL")
 """Codes every tool may return without declaring them (schema violations, crashes)."""
@@ -74,6 +74,9 @@ class ToolSpec:
     source: Path
     raw: dict[str, Any]
     handler_input: str = "model"
+    wire_input: dict[str, Any] = field(default_factory=dict)
+    """input_schema as MCP advertises it and the pipeline checks it: repeats as local $defs (codegen.shared)."""
+    wire_output: dict[str, Any] = field(default_factory=dict)
 
     @property
     def operation_id(self) -> str:
@@ -198,9 +201,23 @@ def _read(path: Path, root: Path, problems: list[Problem]) -> Any:
     return doc
 
 
-def _deref(schema: Any, source: Path, root: Path, pointer: str, rel: str, problems: list[Problem]) -> Any:
+def _deref(
+    schema: Any,
+    source: Path,
+    root: Path,
+    pointer: str,
+    rel: str,
+    problems: list[Problem],
+    names: dict[str, str] | None = None,
+) -> Any:
+    """`schema` with its refs inlined; `names` collects canonical JSON -> name of each type it used."""
+    followed: set[tuple[Path, str]] = set()
     try:
-        return dereference(schema, source, root, pointer)
+        resolved = dereference(schema, source, root, pointer, on_ref=lambda f, frag: followed.add((f, frag)))
+        for target_file, fragment in sorted(followed):
+            if fragment.strip("/") and names is not None:
+                names.setdefault(shared.canonical(resolve(target_file, fragment, root)), fragment.rsplit("/", 1)[-1])
+        return resolved
     except RefError as exc:
         problems.append(Problem(rel, exc.pointer, "KT002", str(exc)))
         return None
@@ -319,8 +336,9 @@ def _load_tool(
         problems.append(
             Problem(rel, "/name", "KT003", f"tool name {doc['name']!r} must equal its file name {path.stem!r}")
         )
-    input_schema = _deref(doc["input"], path, root, "/input", rel, problems)
-    output_schema = _deref(doc["output"], path, root, "/output", rel, problems)
+    names: dict[str, str] = {}
+    input_schema = _deref(doc["input"], path, root, "/input", rel, problems, names)
+    output_schema = _deref(doc["output"], path, root, "/output", rel, problems, names)
     if input_schema is None or output_schema is None:
         return None
     http = doc.get("http", {})
@@ -353,6 +371,8 @@ def _load_tool(
         source=path,
         raw=doc,
         handler_input=doc.get("handler_input", "model"),
+        wire_input=shared.hoist(input_schema, names),
+        wire_output=shared.hoist(output_schema, names),
     )
 
 

@@ -1,6 +1,7 @@
 """MCP adapter (fastmcp): wire format <-> pipeline, nothing else.
 
-Tools advertise the spec's input and output schemas verbatim. A success returns
+Tools advertise the spec's input and output schemas verbatim (a type repeated within one schema
+as a local `$defs` entry, codegen/shared.py). A success returns
 structuredContent (plus image content for attachments); a failure returns
 `isError: true` with the same error body the HTTP side sends.
 """
@@ -256,7 +257,15 @@ def build_server(runtime: Runtime, services: list[str] | None = None) -> FastMCP
         f"[{n}] {runtime.services[n].instructions}".strip() for n in names if runtime.services[n].instructions
     )
     title = names[0] if len(names) == 1 else "kumitate"
-    server = FastMCP(title, instructions=instructions or None, version=__version__, mask_error_details=True)
+    # dereference_schemas=False: the spec's schemas keep their local $defs (codegen/shared.py), which
+    # fastmcp would otherwise inline again, repeating a shared type at every use
+    server = FastMCP(
+        title,
+        instructions=instructions or None,
+        version=__version__,
+        mask_error_details=True,
+        dereference_schemas=False,
+    )
     server.add_middleware(CatalogueErrors(runtime))
     logging.getLogger("fastmcp.server.server").addFilter(_QUIET)  # idempotent: one filter object
     for name in names:
