@@ -131,6 +131,17 @@ class ServiceSpec:
     """types/<file>.json -> parsed document, for model generation."""
 
 
+@dataclass(frozen=True, slots=True)
+class ToolsetSpec:
+    """A named group of tools (specs/toolsets.yaml), served together at /mcp/<name>."""
+
+    name: str
+    description: str
+    entries: tuple[str, ...]
+    """As written: `<service>` (every tool of it) or `<service>.<tool>`."""
+    source: Path
+
+
 @dataclass(slots=True)
 class SpecTree:
     root: Path
@@ -138,6 +149,7 @@ class SpecTree:
     services: list[ServiceSpec]
     problems: list[Problem]
     sources: list[Path]
+    toolsets: list[ToolsetSpec] = field(default_factory=list)
 
     def service(self, name: str) -> ServiceSpec:
         for svc in self.services:
@@ -147,6 +159,11 @@ class SpecTree:
 
     def all_tools(self) -> list[ToolSpec]:
         return [tool for svc in self.services for tool in svc.tools]
+
+    def toolset_tools(self, toolset: ToolsetSpec) -> list[ToolSpec]:
+        """The tools a toolset names that exist (lint KT114 reports the others), in service order."""
+        wanted = set(toolset.entries)
+        return [t for t in self.all_tools() if t.service in wanted or f"{t.service}.{t.name}" in wanted]
 
     def sources_hash(self, paths: list[Path] | None = None) -> str:
         """A content hash of the given spec files (all of them by default)."""
@@ -271,7 +288,38 @@ def load(root: Path) -> SpecTree:
         svc = _load_service(service_file, root, meta, problems, sources)
         if svc is not None:
             services.append(svc)
-    return SpecTree(root=root, errors=errors, services=services, problems=problems, sources=sorted(set(sources)))
+    toolsets = _load_toolsets(root / TOOLSETS_FILE, root, meta, problems, sources)
+    return SpecTree(
+        root=root,
+        errors=errors,
+        services=services,
+        problems=problems,
+        sources=sorted(set(sources)),
+        toolsets=toolsets,
+    )
+
+
+TOOLSETS_FILE = "toolsets.yaml"
+
+
+def _load_toolsets(
+    path: Path, root: Path, meta: _MetaValidators, problems: list[Problem], sources: list[Path]
+) -> list[ToolsetSpec]:
+    """specs/toolsets.yaml, which is optional."""
+    if not path.exists() or "toolsets.schema.json" not in meta.schemas:
+        return []
+    sources.append(path)
+    doc = _read(path, root, problems)
+    if doc is None:
+        return []
+    found = meta.check("toolsets", doc, _rel(path, root))
+    problems += found
+    if found:
+        return []
+    return [
+        ToolsetSpec(name, entry["description"], tuple(entry["tools"]), path)
+        for name, entry in sorted(doc["toolsets"].items())
+    ]
 
 
 def _load_service(
