@@ -20,10 +20,18 @@ from typing import Any
 import yaml
 
 from codegen import naming
-from codegen.specs import GENERIC_ERRORS, Problem, ResourceSpec, ServiceSpec, SpecTree, ToolSpec
+from codegen.specs import (
+    GENERIC_ERRORS,
+    TOOLSETS_FILE,
+    Problem,
+    ResourceSpec,
+    ServiceSpec,
+    SpecTree,
+    ToolSpec,
+)
 
 BUDGET_FILE = "token-budget.yaml"
-"""specs/token-budget.yaml: {default: N, services: {name: N}} (tokens of tools/list per service)."""
+"""specs/token-budget.yaml: {default: N, services: {name: N}, toolsets: {name: N}} (tokens of tools/list)."""
 DEFAULT_BUDGET = 12_000
 BUDGET_RULE = "KT205"
 BASE_URL = "http://127.0.0.1:8000"
@@ -74,8 +82,8 @@ def mcp_description(tool: ToolSpec) -> str:
 
 def mcp_input_schema(tool: ToolSpec) -> dict[str, Any]:
     if not tool.policy.get("idempotency"):
-        return tool.input_schema
-    schema = dict(tool.input_schema)
+        return tool.wire_input
+    schema = dict(tool.wire_input)
     schema["properties"] = {**schema.get("properties", {}), "idempotency_key": IDEMPOTENCY_ARGUMENT}
     return schema
 
@@ -87,7 +95,7 @@ def tool_list_entry(tool: ToolSpec) -> dict[str, Any]:
         "title": tool.annotations.get("title") or tool.summary.strip(),
         "description": mcp_description(tool),
         "inputSchema": mcp_input_schema(tool),
-        "outputSchema": tool.output_schema,
+        "outputSchema": tool.wire_output,
         "annotations": tool.annotations,
     }
 
@@ -103,9 +111,14 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)
 
 
-def tools_list_tokens(svc: ServiceSpec) -> int:
-    entries = [tool_list_entry(t) for t in sorted(svc.tools, key=lambda t: t.name)]
+def list_tokens(tools: list[ToolSpec]) -> int:
+    """The estimated tokens of a tools/list made of these tools."""
+    entries = [tool_list_entry(t) for t in sorted(tools, key=lambda t: t.name)]
     return estimate_tokens(json.dumps(entries, ensure_ascii=False, separators=(",", ":")))
+
+
+def tools_list_tokens(svc: ServiceSpec) -> int:
+    return list_tokens(svc.tools)
 
 
 def tool_tokens(tool: ToolSpec) -> int:
@@ -131,12 +144,13 @@ def load_budget(tree: SpecTree) -> tuple[dict[str, int], list[Problem]]:
         budgets["*"] = default
     else:
         problems.append(Problem(rel, "/default", BUDGET_RULE, "the default budget must be a positive integer"))
-    services = doc.get("services") or {}
-    for name, value in sorted(services.items() if isinstance(services, dict) else []):
-        if isinstance(value, int) and value > 0:
-            budgets[str(name)] = value
-        else:
-            problems.append(Problem(rel, f"/services/{name}", BUDGET_RULE, "a budget must be a positive integer"))
+    for group in ("services", "toolsets"):  # toolset names are never service names (lint KT114)
+        entries = doc.get(group) or {}
+        for name, value in sorted(entries.items() if isinstance(entries, dict) else []):
+            if isinstance(value, int) and value > 0:
+                budgets[str(name)] = value
+            else:
+                problems.append(Problem(rel, f"/{group}/{name}", BUDGET_RULE, "a budget must be a positive integer"))
     return budgets, problems
 
 
@@ -145,17 +159,21 @@ def budget_for(budgets: dict[str, int], service: str) -> int:
 
 
 def check_budget(tree: SpecTree) -> list[Problem]:
-    """KT205: each service's tools/list stays within its token budget."""
+    """KT205: the tools/list of each service and of each named toolset stays within its token budget."""
     budgets, problems = load_budget(tree)
-    for svc in tree.services:
-        cost, limit = tools_list_tokens(svc), budget_for(budgets, svc.name)
+    groups = [(svc.name, svc.tools, f"specs/{svc.name}/service.yaml", "") for svc in tree.services]
+    groups += [
+        (ts.name, tree.toolset_tools(ts), f"specs/{TOOLSETS_FILE}", f"/toolsets/{ts.name}") for ts in tree.toolsets
+    ]
+    for name, tools, file, pointer in groups:
+        cost, limit = list_tokens(tools), budget_for(budgets, name)
         if cost > limit:
-            heavy = sorted(svc.tools, key=lambda t: (-tool_tokens(t), t.name))[:3]
+            heavy = sorted(tools, key=lambda t: (-tool_tokens(t), t.name))[:3]
             top = ", ".join(f"{t.name} ({tool_tokens(t)})" for t in heavy)
             problems.append(
                 Problem(
-                    f"specs/{svc.name}/service.yaml",
-                    "",
+                    file,
+                    pointer,
                     BUDGET_RULE,
                     f"tools/list costs ~{cost} tokens, over the budget of {limit} (specs/{BUDGET_FILE});"
                     f" largest tools: {top}",
@@ -396,13 +414,53 @@ def render_service(tree: SpecTree, svc: ServiceSpec, budgets: dict[str, int]) ->
     return text
 
 
+def render_toolsets(tree: SpecTree, budgets: dict[str, int]) -> str:
+    """docs/reference/toolsets.md: what each MCP endpoint costs a client, toolsets first."""
+    lines = [
+        "<!-- GENERATED by `python -m codegen` from specs/ (make generate). DO NOT EDIT. -->",
+        "",
+        "# MCP endpoints and toolsets — reference",
+        "",
+        "Each MCP endpoint lists only its own tools, so a client that needs one job connects to a smaller",
+        f"endpoint. Named toolsets are defined in `specs/{TOOLSETS_FILE}` and served at `/mcp/<toolset>` (and by",
+        "`kumitate mcp --stdio --toolset NAME`); the resources of the services they draw on come with them.",
+        "Token cost: the compact JSON of the `tools/list` entries, ceil(ASCII characters / 4) plus one token",
+        "per non-ASCII character (as in each service's page); budgets are in `specs/token-budget.yaml`.",
+        "",
+    ]
+    if tree.toolsets:
+        lines += [
+            "## Toolsets",
+            "",
+            "| Endpoint | Tools | `tools/list` cost | Budget | What it is for |",
+            "|---|---|---|---|---|",
+        ]
+        for ts in tree.toolsets:
+            tools = tree.toolset_tools(ts)
+            names = ", ".join(f"`{t.name}`" for t in sorted(tools, key=lambda t: t.name))
+            cost = list_tokens(tools)
+            lines.append(
+                f"| `/mcp/{ts.name}` | {names} | ~{cost} tokens | {budget_for(budgets, ts.name)} | {_cell(ts.description)} |"
+            )
+        lines.append("")
+    lines += ["## Services", "", "| Endpoint | Tools | `tools/list` cost | Budget |", "|---|---|---|---|"]
+    for svc in sorted(tree.services, key=lambda s: s.name):
+        cost = tools_list_tokens(svc)
+        lines.append(f"| `/mcp/{svc.name}` | {len(svc.tools)} | ~{cost} tokens | {budget_for(budgets, svc.name)} |")
+    lines.append(f"| `/mcp` (every tool) | {len(tree.all_tools())} | ~{list_tokens(tree.all_tools())} tokens | — |")
+    return "\n".join(lines) + "\n"
+
+
 def render(tree: SpecTree) -> dict[str, str]:
-    """docs/reference/<service>.md for every service."""
+    """docs/reference/<service>.md for every service, and docs/reference/toolsets.md if there are toolsets."""
     budgets, _ = load_budget(tree)
-    return {
+    pages = {
         f"docs/reference/{svc.name}.md": render_service(tree, svc, budgets)
         for svc in sorted(tree.services, key=lambda s: s.name)
     }
+    if tree.toolsets:
+        pages["docs/reference/toolsets.md"] = render_toolsets(tree, budgets)
+    return pages
 
 
 def write(tree: SpecTree, out: Path) -> list[Path]:

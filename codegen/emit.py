@@ -97,8 +97,8 @@ def _schemas_json(svc: ServiceSpec) -> str:
         "tools": {
             t.name: {
                 "description": _tool_description(t),
-                "input": t.input_schema,
-                "output": t.output_schema,
+                "input": t.wire_input,
+                "output": t.wire_output,
                 "annotations": t.annotations,
                 "policy": t.policy,
                 "deprecated": t.deprecated,
@@ -178,7 +178,9 @@ def render_all(tree: SpecTree) -> dict[str, str]:
             py[f"{base}/{name}.py"] = TEMPLATES.get_template(f"{name}.py.jinja").render(**ctx)
         out[f"{base}/schemas.json"] = _schemas_json(svc)
     py["generated/registry.py"] = TEMPLATES.get_template("registry.py.jinja").render(
-        header=header(tree, tree.sources), services=[s.name for s in tree.services]
+        header=header(tree, tree.sources),
+        services=[s.name for s in tree.services],
+        toolsets={ts.name: tuple(f"{t.service}.{t.name}" for t in tree.toolset_tools(ts)) for ts in tree.toolsets},
     )
     for path, code in py.items():
         out[path] = ruff_format(code, path)

@@ -36,6 +36,7 @@ RULES: dict[str, str] = {
     "KT111": "resource URIs are unique and their HTTP path carries the URI's parameters",
     "KT112": "every integer in a tool's input declares a minimum and a maximum that fit in 64 bits",
     "KT113": "a tool that writes (readOnlyHint false) declares `policy.idempotency`, or says why not",
+    "KT114": "a toolset names existing services and tools, and its name is not a service's",
 }
 
 ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -291,6 +292,20 @@ def check_idempotency(tree: SpecTree) -> Iterator[Problem]:
             yield Problem(rel, "/policy/idempotency", "KT113", "`idempotency: false` needs an `idempotency_note`: why")
 
 
+def check_toolsets(tree: SpecTree) -> Iterator[Problem]:
+    services = {svc.name: {t.name for t in svc.tools} for svc in tree.services}
+    for ts in tree.toolsets:
+        rel = _rel(ts.source, tree)
+        if ts.name in services:
+            yield Problem(
+                rel, f"/toolsets/{ts.name}", "KT114", "a toolset is served at /mcp/<name>: not a service's name"
+            )
+        for i, entry in enumerate(ts.entries):
+            service, _, tool = entry.partition(".")
+            if service not in services or (tool and tool not in services[service]):
+                yield Problem(rel, f"/toolsets/{ts.name}/tools/{i}", "KT114", f"no service or tool {entry!r}")
+
+
 CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_names,
     check_annotations,
@@ -303,6 +318,7 @@ CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_resources,
     check_integer_bounds,
     check_idempotency,
+    check_toolsets,
 )
 
 

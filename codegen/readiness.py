@@ -25,7 +25,7 @@ RULES: dict[str, str] = {
     "KT202": "every input parameter (recursively) has a description",
     "KT203": "every enum value is explained (field description or x-enum-descriptions / oneOf const)",
     "KT204": "no two tools have near-identical descriptions",
-    "KT205": "each service's MCP tools/list stays within its token budget (specs/token-budget.yaml)",
+    "KT205": "each service's and named toolset's MCP tools/list stays within its token budget (specs/token-budget.yaml)",
     "KT206": "every readiness baseline entry names a rule, file and pointer and gives a reason",
 }
 

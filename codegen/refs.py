@@ -73,6 +73,12 @@ def split_ref(ref: str, base_file: Path, root: Path, where: str) -> tuple[Path, 
     return target, fragment
 
 
+def resolve(target_file: Path, fragment: str, root: Path) -> Any:
+    """The dereferenced schema at `fragment` of `target_file` (a pair `on_ref` observed)."""
+    target = _walk_pointer(load_document(target_file), fragment, "")
+    return dereference(copy.deepcopy(target), target_file, root)
+
+
 def dereference(
     schema: Any,
     base_file: Path,

@@ -18,8 +18,8 @@ import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from codegen import naming
-from codegen.refs import RefError, clear_cache, dereference, load_document
+from codegen import naming, shared
+from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
 
 GENERIC_ERRORS = ("BAD_REQUEST", "INTERNAL")
 """Codes every tool may return without declaring them (schema violations, crashes)."""
@@ -74,6 +74,9 @@ class ToolSpec:
     source: Path
     raw: dict[str, Any]
     handler_input: str = "model"
+    wire_input: dict[str, Any] = field(default_factory=dict)
+    """input_schema as MCP advertises it and the pipeline checks it: repeats as local $defs (codegen.shared)."""
+    wire_output: dict[str, Any] = field(default_factory=dict)
 
     @property
     def operation_id(self) -> str:
@@ -128,6 +131,17 @@ class ServiceSpec:
     """types/<file>.json -> parsed document, for model generation."""
 
 
+@dataclass(frozen=True, slots=True)
+class ToolsetSpec:
+    """A named group of tools (specs/toolsets.yaml), served together at /mcp/<name>."""
+
+    name: str
+    description: str
+    entries: tuple[str, ...]
+    """As written: `<service>` (every tool of it) or `<service>.<tool>`."""
+    source: Path
+
+
 @dataclass(slots=True)
 class SpecTree:
     root: Path
@@ -135,6 +149,7 @@ class SpecTree:
     services: list[ServiceSpec]
     problems: list[Problem]
     sources: list[Path]
+    toolsets: list[ToolsetSpec] = field(default_factory=list)
 
     def service(self, name: str) -> ServiceSpec:
         for svc in self.services:
@@ -144,6 +159,11 @@ class SpecTree:
 
     def all_tools(self) -> list[ToolSpec]:
         return [tool for svc in self.services for tool in svc.tools]
+
+    def toolset_tools(self, toolset: ToolsetSpec) -> list[ToolSpec]:
+        """The tools a toolset names that exist (lint KT114 reports the others), in service order."""
+        wanted = set(toolset.entries)
+        return [t for t in self.all_tools() if t.service in wanted or f"{t.service}.{t.name}" in wanted]
 
     def sources_hash(self, paths: list[Path] | None = None) -> str:
         """A content hash of the given spec files (all of them by default)."""
@@ -198,9 +218,23 @@ def _read(path: Path, root: Path, problems: list[Problem]) -> Any:
     return doc
 
 
-def _deref(schema: Any, source: Path, root: Path, pointer: str, rel: str, problems: list[Problem]) -> Any:
+def _deref(
+    schema: Any,
+    source: Path,
+    root: Path,
+    pointer: str,
+    rel: str,
+    problems: list[Problem],
+    names: dict[str, str] | None = None,
+) -> Any:
+    """`schema` with its refs inlined; `names` collects canonical JSON -> name of each type it used."""
+    followed: set[tuple[Path, str]] = set()
     try:
-        return dereference(schema, source, root, pointer)
+        resolved = dereference(schema, source, root, pointer, on_ref=lambda f, frag: followed.add((f, frag)))
+        for target_file, fragment in sorted(followed):
+            if fragment.strip("/") and names is not None:
+                names.setdefault(shared.canonical(resolve(target_file, fragment, root)), fragment.rsplit("/", 1)[-1])
+        return resolved
     except RefError as exc:
         problems.append(Problem(rel, exc.pointer, "KT002", str(exc)))
         return None
@@ -254,7 +288,38 @@ def load(root: Path) -> SpecTree:
         svc = _load_service(service_file, root, meta, problems, sources)
         if svc is not None:
             services.append(svc)
-    return SpecTree(root=root, errors=errors, services=services, problems=problems, sources=sorted(set(sources)))
+    toolsets = _load_toolsets(root / TOOLSETS_FILE, root, meta, problems, sources)
+    return SpecTree(
+        root=root,
+        errors=errors,
+        services=services,
+        problems=problems,
+        sources=sorted(set(sources)),
+        toolsets=toolsets,
+    )
+
+
+TOOLSETS_FILE = "toolsets.yaml"
+
+
+def _load_toolsets(
+    path: Path, root: Path, meta: _MetaValidators, problems: list[Problem], sources: list[Path]
+) -> list[ToolsetSpec]:
+    """specs/toolsets.yaml, which is optional."""
+    if not path.exists() or "toolsets.schema.json" not in meta.schemas:
+        return []
+    sources.append(path)
+    doc = _read(path, root, problems)
+    if doc is None:
+        return []
+    found = meta.check("toolsets", doc, _rel(path, root))
+    problems += found
+    if found:
+        return []
+    return [
+        ToolsetSpec(name, entry["description"], tuple(entry["tools"]), path)
+        for name, entry in sorted(doc["toolsets"].items())
+    ]
 
 
 def _load_service(
@@ -319,8 +384,9 @@ def _load_tool(
         problems.append(
             Problem(rel, "/name", "KT003", f"tool name {doc['name']!r} must equal its file name {path.stem!r}")
         )
-    input_schema = _deref(doc["input"], path, root, "/input", rel, problems)
-    output_schema = _deref(doc["output"], path, root, "/output", rel, problems)
+    names: dict[str, str] = {}
+    input_schema = _deref(doc["input"], path, root, "/input", rel, problems, names)
+    output_schema = _deref(doc["output"], path, root, "/output", rel, problems, names)
     if input_schema is None or output_schema is None:
         return None
     http = doc.get("http", {})
@@ -353,6 +419,8 @@ def _load_tool(
         source=path,
         raw=doc,
         handler_input=doc.get("handler_input", "model"),
+        wire_input=shared.hoist(input_schema, names),
+        wire_output=shared.hoist(output_schema, names),
     )
 
 

@@ -1,7 +1,7 @@
 """The ASGI application: every service's HTTP routes and MCP endpoints in one process.
 
 `uvicorn --factory kumitate.app:create_app` (what `make serve` runs) serves
-/v1/... (HTTP), /mcp and /mcp/<service> (MCP streamable HTTP), /schema (OpenAPI).
+/v1/... (HTTP), /mcp, /mcp/<service> and /mcp/<toolset> (MCP streamable HTTP), /schema (OpenAPI).
 """
 
 from __future__ import annotations
@@ -115,6 +115,10 @@ def create_app(
     mcp_services = {
         name: build_server(runtime, [name]).http_app(path="/", transport="http", stateless_http=stateless)
         for name in runtime.services
+    }
+    mcp_services |= {  # a toolset's name is never a service's (lint KT114)
+        name: build_server(runtime, toolset=name).http_app(path="/", transport="http", stateless_http=stateless)
+        for name in runtime.toolsets
     }
 
     @contextlib.asynccontextmanager

@@ -1,7 +1,7 @@
 """The `kumitate` command: serve HTTP + MCP, or MCP over stdio.
 
 kumitate serve [--host H] [--port P] [--service NAME ...]
-kumitate mcp --stdio [--service NAME]
+kumitate mcp --stdio [--service NAME | --toolset NAME]
 kumitate init DIR | new service|tool|resource ... | generate [--check] | lint | tools [--url URL]
 kumitate call SERVICE TOOL --json '{...}' [--url URL --transport http|mcp]
 kumitate db upgrade | current
@@ -92,8 +92,18 @@ def _mcp(args: argparse.Namespace) -> int:
 
     calllog.configure()
     settings = Settings.from_env()
-    runtime = _start(settings, lambda: Runtime(settings, [args.service] if args.service else None))
-    server = build_server(runtime, [args.service] if args.service else None)
+    services = [args.service] if args.service else None
+    if args.toolset:
+        from kumitate.project import Project, load_toolsets
+
+        Project.discover().activate()
+        toolsets = load_toolsets()
+        if args.toolset not in toolsets:
+            print(f"unknown toolset {args.toolset!r}; known: {', '.join(toolsets) or 'none'}", file=sys.stderr)
+            return 2
+        services = sorted({key.partition(".")[0] for key in toolsets[args.toolset]})
+    runtime = _start(settings, lambda: Runtime(settings, services))
+    server = build_server(runtime, services, toolset=args.toolset)
     from kumitate.stdio_framing import adapt_stdio
 
     adapt_stdio()  # newline-delimited JSON (standard), or Content-Length frames (duo-talk's provider)
@@ -134,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.set_defaults(run=_serve)
     mcp = sub.add_parser("mcp", help="serve MCP over stdio (for desktop clients)")
     mcp.add_argument("--stdio", action="store_true", help="speak MCP on stdin/stdout")
-    mcp.add_argument("--service", help="serve only this service's tools")
+    only = mcp.add_mutually_exclusive_group()
+    only.add_argument("--service", help="serve only this service's tools")
+    only.add_argument("--toolset", help="serve only this named toolset's tools (specs/toolsets.yaml)")
     mcp.set_defaults(run=_mcp)
     from kumitate.commands import add_parsers as add_dev_parsers
     from kumitate.review.cli import add_parser as add_diff_parser

@@ -121,3 +121,11 @@ def load_generated() -> tuple[Mapping[str, Any], Mapping[str, Any]]:
             ) from None
         raise
     return errors.CATALOGUE, registry.SERVICES
+
+
+def load_toolsets() -> Mapping[str, tuple[str, ...]]:
+    """The active project's named toolsets: name -> `service.tool` keys (`generated.registry.TOOLSETS`;
+    none in code generated before toolsets existed)."""
+    import importlib
+
+    return dict(getattr(importlib.import_module("generated.registry"), "TOOLSETS", {}))

@@ -14,7 +14,7 @@ from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
-from kumitate.project import Project, load_generated
+from kumitate.project import Project, load_generated, load_toolsets
 from kumitate.settings import Settings
 from kumitate.storage import Database, open_database
 from kumitate.storage import redis as shared_redis
@@ -56,6 +56,12 @@ class Runtime:
         self.settings = settings
         self.env = dict(os.environ if env is None else env)
         self.services: dict[str, ServiceBinding] = {name: registry[name] for name in wanted}
+        self.toolsets: dict[str, tuple[str, ...]] = {
+            name: kept
+            for name, keys in load_toolsets().items()
+            if (kept := tuple(k for k in keys if k.partition(".")[0] in self.services))
+        }
+        """Named toolsets (specs/toolsets.yaml), each cut to the services this runtime serves."""
         # Storage first: a database on the wrong schema stops start-up before any service loads its data.
         self.deploy = DeploySettings.from_env(self.env)
         self.database: Database = open_database(settings.data_dir, self.deploy)

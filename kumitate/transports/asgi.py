@@ -4,7 +4,7 @@ It runs before Litestar's router, so even a routing 404/405 and every /mcp
 response carry X-Run-Id, X-Trace-Id and X-Request-Duration-Ms, and a request from
 a foreign site (DNS rebinding, cross-site writes) is refused before any body is
 read. Paths under /mcp go to the MCP apps (all tools at /mcp, one service's at
-/mcp/<service>). CORS headers are sent only to origins the operator configured.
+/mcp/<service>, a named toolset's at /mcp/<toolset>). CORS headers are sent only to origins the operator configured.
 """
 
 from __future__ import annotations

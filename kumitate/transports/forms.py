@@ -28,6 +28,16 @@ def kinds(schema: Mapping[str, Any]) -> set[str]:
     return set(declared) if isinstance(declared, list) else {declared} if isinstance(declared, str) else set()
 
 
+def local(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`schema`, or the `#/$defs/<name>` of `root` it refers to (advertised schemas share repeated types)."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target = (root.get("$defs") or {}).get(ref.removeprefix("#/$defs/"))
+        if isinstance(target, Mapping):
+            return target
+    return schema
+
+
 def coerce(text: str, schema: Mapping[str, Any]) -> Any:
     """The JSON value a form field stands for; text that fits no declared type stays text (and fails validation)."""
     types = kinds(schema)

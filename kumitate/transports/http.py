@@ -150,11 +150,11 @@ async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) 
     props = binding.input_schema.get("properties", {})
     arguments: dict[str, Any] = {}
     for key in form:
-        schema = props.get(key, {})
+        schema = forms.local(props.get(key, {}), binding.input_schema)
         values = form.getall(key)
         if "array" in forms.kinds(schema) and not (len(values) == 1 and str(values[0]).lstrip().startswith("[")):
             # repeated fields (`label_features=a&label_features=b`) or one plain value: a list
-            items = schema.get("items", {})
+            items = forms.local(schema.get("items", {}), binding.input_schema)
             arguments[key] = [await _form_value(v, items) for v in values]
         else:
             arguments[key] = await _form_value(values[-1], schema)

@@ -1,6 +1,7 @@
 """MCP adapter (fastmcp): wire format <-> pipeline, nothing else.
 
-Tools advertise the spec's input and output schemas verbatim. A success returns
+Tools advertise the spec's input and output schemas verbatim (a type repeated within one schema
+as a local `$defs` entry, codegen/shared.py). A success returns
 structuredContent (plus image content for attachments); a failure returns
 `isError: true` with the same error body the HTTP side sends.
 """
@@ -268,20 +269,34 @@ def resource_component(runtime: Runtime, binding: ResourceBinding) -> Resource:
     )
 
 
-def build_server(runtime: Runtime, services: list[str] | None = None) -> FastMCP:
-    """One FastMCP server with the tools and resources of the given services (all by default)."""
+def build_server(runtime: Runtime, services: list[str] | None = None, toolset: str | None = None) -> FastMCP:
+    """One FastMCP server with the tools and resources of the given services (all by default), or
+    of a named toolset: its tools, and the resources of the services they come from."""
     import importlib
 
-    names = services or list(runtime.services)
+    keys = runtime.toolsets[toolset] if toolset is not None else None
+    names = sorted({k.partition(".")[0] for k in keys}) if keys is not None else services or list(runtime.services)
     instructions = "\n\n".join(
         f"[{n}] {runtime.services[n].instructions}".strip() for n in names if runtime.services[n].instructions
     )
-    title = names[0] if len(names) == 1 else "kumitate"
-    server = FastMCP(title, instructions=instructions or None, version=__version__, mask_error_details=True)
+    title = toolset or (names[0] if len(names) == 1 else "kumitate")
+    # dereference_schemas=False: the spec's schemas keep their local $defs (codegen/shared.py), which
+    # fastmcp would otherwise inline again, repeating a shared type at every use
+    server = FastMCP(
+        title,
+        instructions=instructions or None,
+        version=__version__,
+        mask_error_details=True,
+        dereference_schemas=False,
+    )
     server.add_middleware(CatalogueErrors(runtime))
     logging.getLogger("fastmcp.server.server").addFilter(_QUIET)  # idempotent: one filter object
     for name in names:
         importlib.import_module(f"generated.{name}.mcp").register(server, runtime)
+        if keys is not None:
+            for tool in runtime.services[name].tools:
+                if tool.key not in keys:
+                    server.local_provider.remove_tool(tool.name)
 
     def versions() -> str:
         return json.dumps(runtime.versions(names), ensure_ascii=False)

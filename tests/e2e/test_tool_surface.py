@@ -38,9 +38,9 @@ async def test_tools_list_is_the_spec(tmp_path: Path, spec_tree: SpecTree) -> No
         tool = listed[spec.name]
         assert tool.input_schema == mcp_input_schema(bindings[spec.name])
         assert {k: v for k, v in tool.input_schema.items() if k != "properties"} == {
-            k: v for k, v in spec.input_schema.items() if k != "properties"
+            k: v for k, v in spec.wire_input.items() if k != "properties"
         }
-        assert tool.output_schema == spec.output_schema
+        assert tool.output_schema == spec.wire_output
         assert tool.description.endswith(spec.description.strip())
         for key, attr in ANNOTATIONS.items():
             assert getattr(tool.annotations, attr) == spec.annotations[key], (spec.name, key)

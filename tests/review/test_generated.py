@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from codegen import docs, lockfile, specs
+from codegen import docs, lint, lockfile, specs
 from tests.review.support import REPO, build
 
 
@@ -132,12 +132,34 @@ def test_budget(tmp_path: Path) -> None:
     assert [p.pointer for p in docs.check_budget(tree)] == ["/services/demo"]
 
 
+def test_toolsets_are_linted_costed_and_budgeted(tmp_path: Path) -> None:
+    root = _tree(tmp_path).root
+    (root / "toolsets.yaml").write_text(
+        "toolsets:\n  look:\n    description: Look things up.\n    tools: [demo.lookup]\n"
+        "  demo:\n    description: Clashes with the service.\n    tools: [demo, demo.nope, other]\n",
+        encoding="utf-8",
+    )
+    tree = specs.load(root)
+    assert sorted((p.pointer, p.rule) for p in lint.lint(tree)) == [
+        ("/toolsets/demo", "KT114"),
+        ("/toolsets/demo/tools/1", "KT114"),
+        ("/toolsets/demo/tools/2", "KT114"),
+    ]
+    look = next(ts for ts in tree.toolsets if ts.name == "look")
+    assert [t.name for t in tree.toolset_tools(look)] == ["lookup"]
+    cost = docs.list_tokens(tree.toolset_tools(look))
+    assert f"| `/mcp/look` | `lookup` | ~{cost} tokens | 12000 |" in docs.render(tree)["docs/reference/toolsets.md"]
+    (root / docs.BUDGET_FILE).write_text(f"default: 100000\ntoolsets:\n  look: {cost - 1}\n", encoding="utf-8")
+    problems = docs.check_budget(specs.load(root))
+    assert [(p.file, p.pointer, p.rule) for p in problems] == [("specs/toolsets.yaml", "/toolsets/look", "KT205")]
+
+
 def test_renderers_on_the_repository_specs() -> None:
     tree = specs.load(REPO / "specs")
     if tree.problems:
         pytest.skip(f"the repository's specs are mid-edit: {tree.problems[0]}")
     pages = docs.render(tree)
-    assert set(pages) == {f"docs/reference/{s.name}.md" for s in tree.services}
+    assert set(pages) == {f"docs/reference/{s.name}.md" for s in tree.services} | {"docs/reference/toolsets.md"}
     assert docs.render(tree) == pages
     text = lockfile.render(tree)
     assert len(lockfile.parse(text)) == len(tree.all_tools())

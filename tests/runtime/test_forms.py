@@ -6,7 +6,7 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from kumitate.transports.forms import coerce, form_schema
+from kumitate.transports.forms import coerce, form_schema, local
 
 SCHEMA = {
     "type": "object",
@@ -57,3 +57,12 @@ def test_form_schema_accepts_exactly_the_boolean_words() -> None:
             jsonschema.validate({"flag": word}, documented)
     assert documented["properties"]["count"] == SCHEMA["properties"]["count"]
     assert SCHEMA["properties"]["flag"]["type"] == "boolean"  # the input is not modified
+
+
+def test_a_shared_definition_is_read_through_its_local_ref() -> None:
+    """Advertised schemas keep repeated types in $defs: form fields still coerce by the type they refer to."""
+    root = {"$defs": {"Tags": {"type": "array", "items": {"type": "integer"}}}}
+    tags = local({"$ref": "#/$defs/Tags"}, root)
+    assert tags == root["$defs"]["Tags"]
+    assert coerce("3", local(tags["items"], root)) == 3
+    assert local({"$ref": "#/$defs/Missing"}, root) == {"$ref": "#/$defs/Missing"}
