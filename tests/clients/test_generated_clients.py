@@ -1,0 +1,175 @@
+"""The generated typed clients against a real server, on every backend.
+
+HTTP (sync and async httpx), MCP over streamable HTTP and MCP over stdio each call a tool and
+get the generated output model back; a catalogue error raises its generated class; a 429 is
+retried after the server's Retry-After; the idempotency key of one call stays the same on
+every attempt, so the retry replays instead of running the tool twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from generated import errors
+from generated.household import models as household_models
+from generated.household.client import AsyncHouseholdClient, HouseholdClient
+from generated.stays import models as stays_models
+from generated.stays.client import AsyncStaysClient, StaysClient
+from generated.yana.client import YanaClient
+from kumitate.client import NO_RETRY, AsyncClient, HttpBackend, RetryPolicy
+from tests.conftest import REPO, LiveServer, server_env, start_server, stop_server
+
+pytestmark = pytest.mark.slow
+
+STAYS = stays_models.SummarizeStaysInput.model_validate(
+    {
+        "granularity": "admin",
+        "stays": [
+            {
+                "ref": "a",
+                "code": "13101",
+                "name": "千代田区",
+                "start_ts": "2024-05-01T09:00:00+09:00",
+                "end_ts": "2024-05-01T11:00:00+09:00",
+            }
+        ],
+    }
+)
+
+
+def _check_stays(out: stays_models.SummarizeStaysOutput) -> None:
+    assert isinstance(out, stays_models.SummarizeStaysOutput)
+    assert out.summary == "千代田区に2時間滞在"
+
+
+def test_sync_http(live_server: LiveServer) -> None:
+    with StaysClient.http(live_server.url) as client:
+        _check_stays(client.summarize_stays(STAYS))
+        with pytest.raises(errors.BadRequestError) as err:
+            client.summarize_stays({"stays": "not a list"})
+    assert err.value.code == "BAD_REQUEST" and err.value.status == 400  # type: ignore[attr-defined]
+    assert err.value.run_id  # type: ignore[attr-defined]
+
+
+def _async_clients(live_server: LiveServer, tmp_path: Path, cls: type[AsyncClient]) -> dict[str, AsyncClient]:
+    return {
+        "http": cls.http(live_server.url),
+        "mcp": cls.mcp(live_server.url),
+        "stdio": cls.stdio(env=server_env(tmp_path / "var"), cwd=str(REPO)),
+    }
+
+
+@pytest.mark.anyio
+async def test_async_backends_return_models_and_raise_generated_errors(live_server: LiveServer, tmp_path: Path) -> None:
+    for name, client in _async_clients(live_server, tmp_path, AsyncStaysClient).items():
+        async with client:
+            assert isinstance(client, AsyncStaysClient)
+            _check_stays(await client.summarize_stays(STAYS, run_id=f"client-{name}"))
+            with pytest.raises(errors.BadRequestError, match="stays"):
+                await client.summarize_stays({"stays": "not a list"})
+
+
+@pytest.mark.anyio
+async def test_household_tools_and_resources_on_every_backend(live_server: LiveServer, tmp_path: Path) -> None:
+    seen = {}
+    for name, client in _async_clients(live_server, tmp_path, AsyncHouseholdClient).items():
+        async with client:
+            assert isinstance(client, AsyncHouseholdClient)
+            month = await client.get_monthly_household(household_models.GetMonthlyHouseholdInput(year=2025, month=6))
+            assert isinstance(month, household_models.GetMonthlyHouseholdOutput)
+            months = await client.read_available_months()
+            assert isinstance(months, household_models.AvailableMonthsResource)
+            with pytest.raises(errors.DataNotFoundError):
+                await client.get_monthly_household({"year": 2030, "month": 1})
+            with pytest.raises(errors.ChartNotFoundError):
+                await client.read_chart("0" * 32)
+            seen[name] = (month.total_expense, month.transaction_count)
+    assert seen["http"] == seen["mcp"] == seen["stdio"] == (295266, 65)
+    with HouseholdClient.http(live_server.url) as sync:
+        assert sync.read_available_months() == months
+
+
+# -- retries against a server of their own: a rate-limit bucket no other test shares ----------
+
+TOKEN = "t-clients"
+
+
+@pytest.fixture(scope="module")
+def yana_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    root = tmp_path_factory.mktemp("clients")
+    tokens = json.dumps({TOKEN: {"principal": "clients", "scopes": ["*"]}})
+    server = start_server(root / "var", root / "server.log", KUMITATE_TOKENS=tokens)
+    yield server
+    stop_server(server)
+
+
+INGEST = {"uri": "file:data/yana/images/label_0001.png", "brand_name": "獺祭"}
+
+
+def _recording_client(url: str, sent: list[httpx.Request]) -> YanaClient:
+    http = httpx.Client(base_url=url, event_hooks={"request": [sent.append]}, timeout=30)
+    return YanaClient(HttpBackend(url, token=TOKEN, client=http), retry=RetryPolicy(attempts=3, max_wait_s=5))
+
+
+def _exhaust(url: str) -> None:
+    """Spend the ingest bucket (burst 50) so the next call is answered 429."""
+    with YanaClient(HttpBackend(url, token=TOKEN), retry=NO_RETRY) as client:
+        for _ in range(60):
+            try:
+                client.ingest(INGEST)
+            except errors.RateLimitedError as exc:
+                assert exc.retryable and exc.retry_after_s is not None  # type: ignore[attr-defined]
+                return
+    raise AssertionError("the rate limit never answered 429")
+
+
+def test_rate_limited_call_is_retried_after_retry_after_with_the_same_idempotency_key(
+    yana_server: LiveServer,
+) -> None:
+    _exhaust(yana_server.url)
+    sent: list[httpx.Request] = []
+    waits: list[float] = []
+    with _recording_client(yana_server.url, sent) as client:
+        real_sleep = client.sleep
+        client.sleep = lambda s: (waits.append(s), real_sleep(s))[1]  # type: ignore[func-returns-value]
+        out = client.ingest(INGEST)
+    assert out.id == "label_0001" and out.dedup is True
+    assert len(sent) >= 2 and waits and all(w == 1.0 for w in waits)  # Retry-After: 1 (seconds, rounded up)
+    keys = {r.headers.get("idempotency-key") for r in sent}
+    assert len(keys) == 1 and None not in keys
+    assert sent[0].headers["authorization"] == f"Bearer {TOKEN}"
+
+
+def test_fresh_key_per_call_and_caller_key_used(yana_server: LiveServer) -> None:
+    sent: list[httpx.Request] = []
+    with _recording_client(yana_server.url, sent) as client:
+        client.search({"query_text": "獺祭"})
+        client.ingest(INGEST)
+        client.ingest(INGEST)
+        client.ingest(INGEST, idempotency_key="my-key-1")
+    keys = [r.headers.get("idempotency-key") for r in sent if r.url.path.endswith("/ingest")]
+    assert "idempotency-key" not in sent[0].headers  # search declares no idempotency
+    assert keys[0] != keys[1] and keys[-1] == "my-key-1"
+
+
+def test_a_wait_longer_than_the_bound_raises_instead(yana_server: LiveServer) -> None:
+    _exhaust(yana_server.url)
+    bounded = RetryPolicy(max_wait_s=0.1)
+    with (
+        YanaClient(HttpBackend(yana_server.url, token=TOKEN), retry=bounded) as client,
+        pytest.raises(errors.RateLimitedError),
+    ):
+        client.ingest(INGEST)
+
+
+def test_unauthorized_and_unreachable_are_typed(yana_server: LiveServer) -> None:
+    with YanaClient.http(yana_server.url, token="wrong") as client, pytest.raises(errors.UnauthorizedError):
+        client.search({"query_text": "x"})
+    quick = RetryPolicy(attempts=2, backoff_s=0.01)
+    with YanaClient.http("http://127.0.0.1:9", retry=quick) as client, pytest.raises(errors.ServiceUnavailableError):
+        client.search({"query_text": "x"})
