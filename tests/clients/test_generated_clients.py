@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ from generated.household.client import AsyncHouseholdClient, HouseholdClient
 from generated.stays import models as stays_models
 from generated.stays.client import AsyncStaysClient, StaysClient
 from generated.yana.client import YanaClient
-from kumitate.client import NO_RETRY, AsyncClient, HttpBackend, RetryPolicy
+from kumitate.client import AsyncClient, HttpBackend, RetryPolicy
 from tests.conftest import REPO, LiveServer, server_env, start_server, stop_server
 
 pytestmark = pytest.mark.slow
@@ -111,60 +112,65 @@ def yana_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 INGEST = {"uri": "file:data/yana/images/label_0001.png", "brand_name": "獺祭"}
 
 
-def _recording_client(url: str, sent: list[httpx.Request]) -> YanaClient:
+def _recording_client(url: str, sent: list[httpx.Request], retry: RetryPolicy) -> YanaClient:
     http = httpx.Client(base_url=url, event_hooks={"request": [sent.append]}, timeout=30)
-    return YanaClient(HttpBackend(url, token=TOKEN, client=http), retry=RetryPolicy(attempts=3, max_wait_s=5))
+    return YanaClient(HttpBackend(url, token=TOKEN, client=http), retry=retry)
 
 
-def _exhaust(url: str) -> None:
-    """Spend the ingest bucket (burst 50) so the next call is answered 429."""
-    with YanaClient(HttpBackend(url, token=TOKEN), retry=NO_RETRY) as client:
-        for _ in range(60):
-            try:
-                client.ingest(INGEST)
-            except errors.RateLimitedError as exc:
-                assert exc.retryable and exc.retry_after_s is not None  # type: ignore[attr-defined]
-                return
+def _first_limited_call(client: YanaClient, sent: list[httpx.Request]) -> tuple[Any, list[httpx.Request]]:
+    """Ingest back to back until a call meets the rate limit (burst 50): that call's outcome
+    (its result, or the error it raised) and the requests it sent."""
+    for _ in range(80):
+        start = len(sent)
+        try:
+            out: Any = client.ingest(INGEST)
+        except errors.RateLimitedError as exc:
+            return exc, sent[start:]
+        if len(sent) - start > 1:
+            return out, sent[start:]
     raise AssertionError("the rate limit never answered 429")
 
 
 def test_rate_limited_call_is_retried_after_retry_after_with_the_same_idempotency_key(
     yana_server: LiveServer,
 ) -> None:
-    _exhaust(yana_server.url)
     sent: list[httpx.Request] = []
     waits: list[float] = []
-    with _recording_client(yana_server.url, sent) as client:
+    with _recording_client(yana_server.url, sent, RetryPolicy(attempts=3, max_wait_s=5)) as client:
         real_sleep = client.sleep
         client.sleep = lambda s: (waits.append(s), real_sleep(s))[1]  # type: ignore[func-returns-value]
-        out = client.ingest(INGEST)
+        out, attempts = _first_limited_call(client, sent)
     assert out.id == "label_0001" and out.dedup is True
-    assert len(sent) >= 2 and waits and all(w == 1.0 for w in waits)  # Retry-After: 1 (seconds, rounded up)
-    keys = {r.headers.get("idempotency-key") for r in sent}
+    assert len(attempts) == len(waits) + 1 and waits == [1.0] * len(waits)  # Retry-After: 1 (s, rounded up)
+    keys = {r.headers.get("idempotency-key") for r in attempts}
     assert len(keys) == 1 and None not in keys
-    assert sent[0].headers["authorization"] == f"Bearer {TOKEN}"
+    assert attempts[0].headers["authorization"] == f"Bearer {TOKEN}"
+
+
+def test_a_wait_longer_than_the_bound_raises_instead(yana_server: LiveServer) -> None:
+    sent: list[httpx.Request] = []
+    with _recording_client(yana_server.url, sent, RetryPolicy(max_wait_s=0.1)) as client:
+        error, attempts = _first_limited_call(client, sent)
+    assert isinstance(error, errors.RateLimitedError) and len(attempts) == 1
+    assert error.retryable and error.retry_after_s == 1.0  # type: ignore[attr-defined]
 
 
 def test_fresh_key_per_call_and_caller_key_used(yana_server: LiveServer) -> None:
     sent: list[httpx.Request] = []
-    with _recording_client(yana_server.url, sent) as client:
-        client.search({"query_text": "獺祭"})
-        client.ingest(INGEST)
-        client.ingest(INGEST)
-        client.ingest(INGEST, idempotency_key="my-key-1")
-    keys = [r.headers.get("idempotency-key") for r in sent if r.url.path.endswith("/ingest")]
-    assert "idempotency-key" not in sent[0].headers  # search declares no idempotency
-    assert keys[0] != keys[1] and keys[-1] == "my-key-1"
-
-
-def test_a_wait_longer_than_the_bound_raises_instead(yana_server: LiveServer) -> None:
-    _exhaust(yana_server.url)
-    bounded = RetryPolicy(max_wait_s=0.1)
-    with (
-        YanaClient(HttpBackend(yana_server.url, token=TOKEN), retry=bounded) as client,
-        pytest.raises(errors.RateLimitedError),
-    ):
-        client.ingest(INGEST)
+    keys: list[set[str | None]] = []  # the keys each call sent (one call may send several attempts)
+    with _recording_client(yana_server.url, sent, RetryPolicy(attempts=5, max_wait_s=5)) as client:
+        for call in (
+            lambda: client.search({"query_text": "獺祭"}),
+            lambda: client.ingest(INGEST),
+            lambda: client.ingest(INGEST),
+            lambda: client.ingest(INGEST, idempotency_key="my-key-1"),
+        ):
+            start = len(sent)
+            call()
+            keys.append({r.headers.get("idempotency-key") for r in sent[start:]})
+    assert keys[0] == {None}  # search declares no idempotency
+    assert len(keys[1]) == len(keys[2]) == 1 and keys[1] != keys[2] and None not in keys[1] | keys[2]
+    assert keys[3] == {"my-key-1"}
 
 
 def test_unauthorized_and_unreachable_are_typed(yana_server: LiveServer) -> None:
