@@ -244,11 +244,13 @@ class McpBackend:
             )
         self._client = Client(transport, timeout=timeout_s)
         self._open = False
+        self._lock = asyncio.Lock()
 
     async def _session(self) -> Any:
-        if not self._open:
-            await self._client.__aenter__()
-            self._open = True
+        async with self._lock:  # concurrent first calls open one session, not one each
+            if not self._open:
+                await self._client.__aenter__()
+                self._open = True
         return self._client
 
     async def send(self, call: Call) -> Reply:
@@ -290,9 +292,10 @@ class McpBackend:
         return Reply(ok=True, body=base64.b64decode(first.blob))
 
     async def aclose(self) -> None:
-        if self._open:
-            self._open = False
-            await self._client.__aexit__(None, None, None)
+        async with self._lock:
+            if self._open:
+                self._open = False
+                await self._client.__aexit__(None, None, None)
 
 
 # -- the client bases the generated code extends --------------------------------------------

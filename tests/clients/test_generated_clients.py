@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -21,8 +22,8 @@ from generated.household import models as household_models
 from generated.household.client import AsyncHouseholdClient, HouseholdClient
 from generated.stays import models as stays_models
 from generated.stays.client import AsyncStaysClient, StaysClient
-from generated.yana.client import YanaClient
-from kumitate.client import AsyncClient, HttpBackend, RetryPolicy
+from generated.yana.client import AsyncYanaClient, YanaClient
+from kumitate.client import AsyncClient, HttpBackend, Reply, RetryPolicy, error_from
 from tests.conftest import REPO, LiveServer, server_env, start_server, stop_server
 
 pytestmark = pytest.mark.slow
@@ -71,8 +72,9 @@ async def test_async_backends_return_models_and_raise_generated_errors(live_serv
         async with client:
             assert isinstance(client, AsyncStaysClient)
             _check_stays(await client.summarize_stays(STAYS, run_id=f"client-{name}"))
-            with pytest.raises(errors.BadRequestError, match="stays"):
-                await client.summarize_stays({"stays": "not a list"})
+            with pytest.raises(errors.BadRequestError, match="stays") as err:
+                await client.summarize_stays({"stays": "not a list"}, run_id=f"client-{name}")
+            assert err.value.run_id == f"client-{name}"  # type: ignore[attr-defined]
 
 
 @pytest.mark.anyio
@@ -179,3 +181,32 @@ def test_unauthorized_and_unreachable_are_typed(yana_server: LiveServer) -> None
     quick = RetryPolicy(attempts=2, backoff_s=0.01)
     with YanaClient.http("http://127.0.0.1:9", retry=quick) as client, pytest.raises(errors.ServiceUnavailableError):
         client.search({"query_text": "x"})
+
+
+@pytest.mark.anyio
+async def test_rate_limited_over_mcp_waits_the_error_bodys_retry_after(yana_server: LiveServer) -> None:
+    """MCP has no headers: the wait comes from the error body's retry_after_ms."""
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        await anyio.sleep(seconds)
+
+    async with AsyncYanaClient.mcp(yana_server.url, token=TOKEN, retry=RetryPolicy(attempts=5, max_wait_s=5)) as client:
+        client.sleep = sleep
+        for _ in range(80):
+            out = await client.ingest(INGEST)
+            assert out.id == "label_0001"
+            if waits:
+                break
+    assert waits and all(0 < w <= 1.0 for w in waits)
+
+
+def test_a_body_without_the_catalogue_envelope_gets_a_code_from_its_status() -> None:
+    """A proxy's 502 page or a bare 429 still raises a generated class, retryable where it should be."""
+    bad_gateway = error_from(Reply(ok=False, body=None, status=502), errors.ERRORS)
+    assert isinstance(bad_gateway, errors.ServiceUnavailableError) and bad_gateway.retryable  # type: ignore[attr-defined]
+    limited = error_from(Reply(ok=False, body="slow down", status=429, retry_after_s=3.0), errors.ERRORS)
+    assert isinstance(limited, errors.RateLimitedError) and limited.retry_after_s == 3.0  # type: ignore[attr-defined]
+    teapot = error_from(Reply(ok=False, body={}, status=418), errors.ERRORS)
+    assert isinstance(teapot, errors.BadRequestError) and not teapot.retryable  # type: ignore[attr-defined]
