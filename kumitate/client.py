@@ -12,6 +12,7 @@ attempt of it, so a retry replays the first result instead of running the tool t
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import json
 import os
@@ -283,13 +284,11 @@ class McpBackend:
                 ok=False, body=getattr(exc, "data", None) or getattr(getattr(exc, "error", None), "data", None)
             )
         first = contents[0]
-        if hasattr(first, "text"):
-            return Reply(
-                ok=True, body=json.loads(first.text) if first.mime_type and "json" in first.mime_type else first.text
-            )
-        import base64
-
-        return Reply(ok=True, body=base64.b64decode(first.blob))
+        if getattr(first, "blob", None) is not None:
+            return Reply(ok=True, body=base64.b64decode(first.blob))
+        if first.mime_type and "json" in first.mime_type:
+            return Reply(ok=True, body=json.loads(first.text))
+        return Reply(ok=True, body=first.text.encode())
 
     async def aclose(self) -> None:
         async with self._lock:

@@ -91,6 +91,11 @@ async def test_household_tools_and_resources_on_every_backend(live_server: LiveS
                 await client.get_monthly_household({"year": 2030, "month": 1})
             with pytest.raises(errors.ChartNotFoundError):
                 await client.read_chart("0" * 32)
+            trend = await client.get_category_trend(
+                {"category": "食費", "start_month": "2025-06", "end_month": "2025-07", "output_format": "image"}
+            )
+            assert trend.chart is not None
+            assert (await client.read_chart(trend.chart.chart_id)).startswith(b"\x89PNG")
             seen[name] = (month.total_expense, month.transaction_count)
     assert seen["http"] == seen["mcp"] == seen["stdio"] == (295266, 65)
     with HouseholdClient.http(live_server.url) as sync:
