@@ -297,6 +297,27 @@ class McpBackend:
                 await self._client.__aexit__(None, None, None)
 
 
+class BlockingBackend:
+    """An async backend (MCP) behind the blocking interface: it runs on an event loop of its own,
+    on a thread, so a blocking client can call over MCP from code that has no loop."""
+
+    def __init__(self, backend: AsyncBackend) -> None:
+        from anyio.from_thread import start_blocking_portal
+
+        self._backend = backend
+        self._portal_cm = start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+
+    def send(self, call: Call) -> Reply:
+        return self._portal.call(self._backend.send, call)
+
+    def close(self) -> None:
+        try:
+            self._portal.call(self._backend.aclose)
+        finally:
+            self._portal_cm.__exit__(None, None, None)
+
+
 # -- the client bases the generated code extends --------------------------------------------
 
 
@@ -316,6 +337,32 @@ class _Base:
     SERVICE: ClassVar[str] = ""
     ERRORS: ClassVar[Mapping[str, type[ToolError]]] = {}
     retry: RetryPolicy
+
+    @classmethod
+    def mcp(cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, **kw: Any) -> Self:
+        """The service's own MCP endpoint, `<base_url>/mcp/<service>`, over streamable HTTP."""
+        url = f"{base_url.rstrip('/')}/mcp/{cls.SERVICE}"
+        return cls._over_mcp(McpBackend(url, token=token, timeout_s=timeout_s), **kw)
+
+    @classmethod
+    def stdio(
+        cls,
+        command: Sequence[str] | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        timeout_s: float = 60.0,
+        **kw: Any,
+    ) -> Self:
+        """A `kumitate mcp --stdio --service <service>` child process (or your own command)."""
+        import sys
+
+        command = command or [sys.executable, "-m", "kumitate", "mcp", "--stdio", "--service", cls.SERVICE]
+        return cls._over_mcp(McpBackend(command, env=env, cwd=cwd, timeout_s=timeout_s), **kw)
+
+    @classmethod
+    def _over_mcp(cls, backend: McpBackend, **kw: Any) -> Self:
+        raise NotImplementedError
 
     def _prepare(
         self,
@@ -339,7 +386,7 @@ class _Base:
 
 
 class SyncClient(_Base):
-    """Blocking calls over a `Backend`; build one with `.http(url)` or `(backend)`."""
+    """Blocking calls over a `Backend`: `.http(url)`, `.mcp(url)` or `.stdio(command)`."""
 
     def __init__(self, backend: Backend, *, retry: RetryPolicy = RetryPolicy()) -> None:
         self.backend = backend
@@ -349,6 +396,10 @@ class SyncClient(_Base):
     @classmethod
     def http(cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, **kw: Any) -> Self:
         return cls(HttpBackend(base_url, token=token, timeout_s=timeout_s), **kw)
+
+    @classmethod
+    def _over_mcp(cls, backend: McpBackend, **kw: Any) -> Self:
+        return cls(BlockingBackend(backend), **kw)
 
     def _call(
         self,
@@ -390,26 +441,8 @@ class AsyncClient(_Base):
         return cls(AsyncHttpBackend(base_url, token=token, timeout_s=timeout_s), **kw)
 
     @classmethod
-    def mcp(cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, **kw: Any) -> Self:
-        """The service's own MCP endpoint, `<base_url>/mcp/<service>`, over streamable HTTP."""
-        url = f"{base_url.rstrip('/')}/mcp/{cls.SERVICE}"
-        return cls(McpBackend(url, token=token, timeout_s=timeout_s), **kw)
-
-    @classmethod
-    def stdio(
-        cls,
-        command: Sequence[str] | None = None,
-        *,
-        env: Mapping[str, str] | None = None,
-        cwd: str | None = None,
-        timeout_s: float = 60.0,
-        **kw: Any,
-    ) -> Self:
-        """A `kumitate mcp --stdio --service <service>` child process (or your own command)."""
-        import sys
-
-        command = command or [sys.executable, "-m", "kumitate", "mcp", "--stdio", "--service", cls.SERVICE]
-        return cls(McpBackend(command, env=env, cwd=cwd, timeout_s=timeout_s), **kw)
+    def _over_mcp(cls, backend: McpBackend, **kw: Any) -> Self:
+        return cls(backend, **kw)
 
     async def _call(
         self,

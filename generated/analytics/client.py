@@ -3,9 +3,9 @@
 # sources-sha256: b235dc9b8ec26d77
 """Typed client of the analytics service: one method per tool and resource.
 
-`AnalyticsClient.http(url)` calls the HTTP routes (httpx); `AsyncAnalyticsClient.http(url)`, `.mcp(url)`
-(streamable HTTP) and `.stdio()` are the awaitable forms. Catalogue errors raise the classes of
-generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
+`AnalyticsClient` blocks, `AsyncAnalyticsClient` awaits; both are built with `.http(url)` (the /v1 routes,
+httpx), `.mcp(url)` (MCP streamable HTTP) or `.stdio()` (MCP stdio). Catalogue errors raise the
+classes of generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
 """
 
 from collections.abc import Mapping
@@ -26,7 +26,7 @@ RESOURCE_SCHEMA = Op("analytics", "schema", "GET", "/v1/analytics/schema", uri="
 
 
 class AnalyticsClient(SyncClient):
-    """The analytics service over HTTP, blocking."""
+    """The analytics service, blocking: `.http(url)`, `.mcp(url)` or `.stdio()`."""
 
     SERVICE = "analytics"
     ERRORS = errors.ERRORS
@@ -102,7 +102,7 @@ class AnalyticsClient(SyncClient):
 
 
 class AsyncAnalyticsClient(AsyncClient):
-    """The analytics service, awaitable (HTTP, MCP streamable HTTP, MCP stdio)."""
+    """The analytics service, awaitable: `.http(url)`, `.mcp(url)` or `.stdio()`."""
 
     SERVICE = "analytics"
     ERRORS = errors.ERRORS

@@ -3,9 +3,9 @@
 # sources-sha256: 29eab10948c35c5d
 """Typed client of the attendance service: one method per tool and resource.
 
-`AttendanceClient.http(url)` calls the HTTP routes (httpx); `AsyncAttendanceClient.http(url)`, `.mcp(url)`
-(streamable HTTP) and `.stdio()` are the awaitable forms. Catalogue errors raise the classes of
-generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
+`AttendanceClient` blocks, `AsyncAttendanceClient` awaits; both are built with `.http(url)` (the /v1 routes,
+httpx), `.mcp(url)` (MCP streamable HTTP) or `.stdio()` (MCP stdio). Catalogue errors raise the
+classes of generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
 """
 
 from collections.abc import Mapping
@@ -26,7 +26,7 @@ SAVE_ATTENDANCE_RULE = Op(
 
 
 class AttendanceClient(SyncClient):
-    """The attendance service over HTTP, blocking."""
+    """The attendance service, blocking: `.http(url)`, `.mcp(url)` or `.stdio()`."""
 
     SERVICE = "attendance"
     ERRORS = errors.ERRORS
@@ -96,7 +96,7 @@ class AttendanceClient(SyncClient):
 
 
 class AsyncAttendanceClient(AsyncClient):
-    """The attendance service, awaitable (HTTP, MCP streamable HTTP, MCP stdio)."""
+    """The attendance service, awaitable: `.http(url)`, `.mcp(url)` or `.stdio()`."""
 
     SERVICE = "attendance"
     ERRORS = errors.ERRORS

@@ -3,9 +3,9 @@
 # sources-sha256: 280843ecc649dbec
 """Typed client of the household service: one method per tool and resource.
 
-`HouseholdClient.http(url)` calls the HTTP routes (httpx); `AsyncHouseholdClient.http(url)`, `.mcp(url)`
-(streamable HTTP) and `.stdio()` are the awaitable forms. Catalogue errors raise the classes of
-generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
+`HouseholdClient` blocks, `AsyncHouseholdClient` awaits; both are built with `.http(url)` (the /v1 routes,
+httpx), `.mcp(url)` (MCP streamable HTTP) or `.stdio()` (MCP stdio). Catalogue errors raise the
+classes of generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
 """
 
 from collections.abc import Mapping
@@ -48,7 +48,7 @@ RESOURCE_CHART = Op("household", "chart", "GET", "/api/charts/{chart_id}", uri="
 
 
 class HouseholdClient(SyncClient):
-    """The household service over HTTP, blocking."""
+    """The household service, blocking: `.http(url)`, `.mcp(url)` or `.stdio()`."""
 
     SERVICE = "household"
     ERRORS = errors.ERRORS
@@ -197,7 +197,7 @@ class HouseholdClient(SyncClient):
 
 
 class AsyncHouseholdClient(AsyncClient):
-    """The household service, awaitable (HTTP, MCP streamable HTTP, MCP stdio)."""
+    """The household service, awaitable: `.http(url)`, `.mcp(url)` or `.stdio()`."""
 
     SERVICE = "household"
     ERRORS = errors.ERRORS

@@ -3,9 +3,9 @@
 # sources-sha256: 9a30ba0d14a6edd2
 """Typed client of the stays service: one method per tool and resource.
 
-`StaysClient.http(url)` calls the HTTP routes (httpx); `AsyncStaysClient.http(url)`, `.mcp(url)`
-(streamable HTTP) and `.stdio()` are the awaitable forms. Catalogue errors raise the classes of
-generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
+`StaysClient` blocks, `AsyncStaysClient` awaits; both are built with `.http(url)` (the /v1 routes,
+httpx), `.mcp(url)` (MCP streamable HTTP) or `.stdio()` (MCP stdio). Catalogue errors raise the
+classes of generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
 """
 
 from collections.abc import Mapping
@@ -20,7 +20,7 @@ SUMMARIZE_STAYS = Op("stays", "summarize_stays", "POST", "/v1/stays/summarize_st
 
 
 class StaysClient(SyncClient):
-    """The stays service over HTTP, blocking."""
+    """The stays service, blocking: `.http(url)`, `.mcp(url)` or `.stdio()`."""
 
     SERVICE = "stays"
     ERRORS = errors.ERRORS
@@ -39,7 +39,7 @@ class StaysClient(SyncClient):
 
 
 class AsyncStaysClient(AsyncClient):
-    """The stays service, awaitable (HTTP, MCP streamable HTTP, MCP stdio)."""
+    """The stays service, awaitable: `.http(url)`, `.mcp(url)` or `.stdio()`."""
 
     SERVICE = "stays"
     ERRORS = errors.ERRORS

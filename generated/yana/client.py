@@ -3,9 +3,9 @@
 # sources-sha256: 36018cbd45461080
 """Typed client of the yana service: one method per tool and resource.
 
-`YanaClient.http(url)` calls the HTTP routes (httpx); `AsyncYanaClient.http(url)`, `.mcp(url)`
-(streamable HTTP) and `.stdio()` are the awaitable forms. Catalogue errors raise the classes of
-generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
+`YanaClient` blocks, `AsyncYanaClient` awaits; both are built with `.http(url)` (the /v1 routes,
+httpx), `.mcp(url)` (MCP streamable HTTP) or `.stdio()` (MCP stdio). Catalogue errors raise the
+classes of generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
 """
 
 from collections.abc import Mapping
@@ -25,7 +25,7 @@ RESOURCE_VERSION = Op("yana", "version", "GET", "/v1/version", uri="yana://versi
 
 
 class YanaClient(SyncClient):
-    """The yana service over HTTP, blocking."""
+    """The yana service, blocking: `.http(url)`, `.mcp(url)` or `.stdio()`."""
 
     SERVICE = "yana"
     ERRORS = errors.ERRORS
@@ -80,7 +80,7 @@ class YanaClient(SyncClient):
 
 
 class AsyncYanaClient(AsyncClient):
-    """The yana service, awaitable (HTTP, MCP streamable HTTP, MCP stdio)."""
+    """The yana service, awaitable: `.http(url)`, `.mcp(url)` or `.stdio()`."""
 
     SERVICE = "yana"
     ERRORS = errors.ERRORS

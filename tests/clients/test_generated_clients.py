@@ -58,6 +58,18 @@ def test_sync_http(live_server: LiveServer) -> None:
     assert err.value.run_id  # type: ignore[attr-defined]
 
 
+def test_sync_mcp_and_stdio(live_server: LiveServer, tmp_path: Path) -> None:
+    """The blocking client over MCP: the async backend on a loop of its own, no loop of the caller's."""
+    for client in (
+        StaysClient.mcp(live_server.url),
+        StaysClient.stdio(env=server_env(tmp_path / "var"), cwd=str(REPO)),
+    ):
+        with client:
+            _check_stays(client.summarize_stays(STAYS))
+            with pytest.raises(errors.BadRequestError):
+                client.summarize_stays({"stays": "not a list"})
+
+
 def _async_clients(live_server: LiveServer, tmp_path: Path, cls: type[AsyncClient]) -> dict[str, AsyncClient]:
     return {
         "http": cls.http(live_server.url),
