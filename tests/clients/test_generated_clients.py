@@ -23,7 +23,7 @@ from generated.household.client import AsyncHouseholdClient, HouseholdClient
 from generated.stays import models as stays_models
 from generated.stays.client import AsyncStaysClient, StaysClient
 from generated.yana.client import AsyncYanaClient, YanaClient
-from kumitate.client import AsyncClient, HttpBackend, Reply, RetryPolicy, error_from
+from kumitate.client import AsyncClient, HttpBackend, RetryPolicy
 from tests.conftest import REPO, LiveServer, server_env, start_server, stop_server
 
 pytestmark = pytest.mark.slow
@@ -217,13 +217,3 @@ async def test_rate_limited_over_mcp_waits_the_error_bodys_retry_after(yana_serv
             if waits:
                 break
     assert waits and all(0 < w <= 1.0 for w in waits)
-
-
-def test_a_body_without_the_catalogue_envelope_gets_a_code_from_its_status() -> None:
-    """A proxy's 502 page or a bare 429 still raises a generated class, retryable where it should be."""
-    bad_gateway = error_from(Reply(ok=False, body=None, status=502), errors.ERRORS)
-    assert isinstance(bad_gateway, errors.ServiceUnavailableError) and bad_gateway.retryable  # type: ignore[attr-defined]
-    limited = error_from(Reply(ok=False, body="slow down", status=429, retry_after_s=3.0), errors.ERRORS)
-    assert isinstance(limited, errors.RateLimitedError) and limited.retry_after_s == 3.0  # type: ignore[attr-defined]
-    teapot = error_from(Reply(ok=False, body={}, status=418), errors.ERRORS)
-    assert isinstance(teapot, errors.BadRequestError) and not teapot.retryable  # type: ignore[attr-defined]
