@@ -98,21 +98,26 @@ def error_from(reply: Reply, classes: Mapping[str, type[ToolError]]) -> ToolErro
         retryable = code in ("SERVICE_UNAVAILABLE", "RATE_LIMITED", "REQUEST_TIMEOUT")
     cls = classes.get(code)
     exc = cls(message, details=details) if cls is not None else ToolError(message, code=code, details=details)
-    exc.retryable = retryable  # type: ignore[attr-defined]
-    exc.status = reply.status  # type: ignore[attr-defined]
-    exc.run_id = body.get("run_id")  # type: ignore[attr-defined]
-    exc.trace_id = body.get("trace_id")  # type: ignore[attr-defined]
-    retry_after = reply.retry_after_s
-    if retry_after is None and isinstance(details.get("retry_after_ms"), int | float):
-        retry_after = details["retry_after_ms"] / 1000
-    exc.retry_after_s = retry_after  # type: ignore[attr-defined]
+    exc.retryable, exc.status = retryable, reply.status
+    exc.run_id, exc.trace_id = body.get("run_id"), body.get("trace_id")
+    exc.retry_after_s = reply.retry_after_s
+    if exc.retry_after_s is None and isinstance(details.get("retry_after_ms"), int | float):
+        exc.retry_after_s = details["retry_after_ms"] / 1000
     return exc
 
 
-def _unreachable(exc: Exception) -> Reply:
-    """A connection that never reached the server: nothing ran, so it is retryable."""
-    body = {"error": {"code": "SERVICE_UNAVAILABLE", "message": f"cannot reach the server: {exc}", "retryable": True}}
-    return Reply(ok=False, body=body)
+def _no_answer(exc: Exception, call: Call, *, sent: bool) -> Reply:
+    """No answer from the server. A request that was never sent (no connection) ran nothing, so it
+    is retryable; a lost answer (read time-out, reset) may have run the tool, so it is retried
+    only where the idempotency key makes a repeat safe."""
+    code = "REQUEST_TIMEOUT" if sent else "SERVICE_UNAVAILABLE"
+    message = f"no answer from the server: {type(exc).__name__}: {exc}"
+    retryable = not sent or call.op.idempotent
+    return Reply(ok=False, body={"error": {"code": code, "message": message, "retryable": retryable}})
+
+
+def _sent(exc: httpx.TransportError) -> bool:
+    return not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,9 +130,9 @@ class RetryPolicy:
     max_wait_s: float = 30.0
 
     def wait(self, error: ToolError, attempt: int) -> float | None:
-        if not getattr(error, "retryable", False) or attempt >= self.attempts:
+        if not error.retryable or attempt >= self.attempts:
             return None
-        asked = getattr(error, "retry_after_s", None)
+        asked = error.retry_after_s
         wait = float(asked) if asked is not None else self.backoff_s * 2 ** (attempt - 1)
         return wait if wait <= self.max_wait_s else None
 
@@ -184,7 +189,7 @@ class HttpBackend:
         try:
             return _http_reply(self._http.request(method, path, **kwargs))
         except httpx.TransportError as exc:
-            return _unreachable(exc)
+            return _no_answer(exc, call, sent=_sent(exc))
 
     def close(self) -> None:
         self._http.close()
@@ -209,7 +214,7 @@ class AsyncHttpBackend:
         try:
             return _http_reply(await self._http.request(method, path, **kwargs))
         except httpx.TransportError as exc:
-            return _unreachable(exc)
+            return _no_answer(exc, call, sent=_sent(exc))
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -257,6 +262,9 @@ class McpBackend:
     async def send(self, call: Call) -> Reply:
         try:
             client = await self._session()
+        except (OSError, RuntimeError, TimeoutError) as exc:
+            return _no_answer(exc, call, sent=False)
+        try:
             meta = {"run_id": call.run_id} if call.run_id else None
             if call.op.uri:
                 return await self._read(client, call)
@@ -265,7 +273,7 @@ class McpBackend:
                 arguments[IDEMPOTENCY_ARGUMENT] = call.idempotency_key
             result = await client.call_tool(call.op.name, arguments, raise_on_error=False, meta=meta)
         except (OSError, RuntimeError, TimeoutError) as exc:
-            return _unreachable(exc)
+            return _no_answer(exc, call, sent=True)
         body = result.structured_content
         if body is None and result.content:
             body = json.loads(getattr(result.content[0], "text", "null") or "null")

@@ -54,8 +54,8 @@ def test_sync_http(live_server: LiveServer) -> None:
         _check_stays(client.summarize_stays(STAYS))
         with pytest.raises(errors.BadRequestError) as err:
             client.summarize_stays({"stays": "not a list"})
-    assert err.value.code == "BAD_REQUEST" and err.value.status == 400  # type: ignore[attr-defined]
-    assert err.value.run_id  # type: ignore[attr-defined]
+    assert err.value.code == "BAD_REQUEST" and err.value.status == 400
+    assert err.value.run_id
 
 
 def test_sync_mcp_and_stdio(live_server: LiveServer, tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ async def test_async_backends_return_models_and_raise_generated_errors(live_serv
             _check_stays(await client.summarize_stays(STAYS, run_id=f"client-{name}"))
             with pytest.raises(errors.BadRequestError, match="stays") as err:
                 await client.summarize_stays({"stays": "not a list"}, run_id=f"client-{name}")
-            assert err.value.run_id == f"client-{name}"  # type: ignore[attr-defined]
+            assert err.value.run_id == f"client-{name}"
 
 
 @pytest.mark.anyio
@@ -171,7 +171,7 @@ def test_a_wait_longer_than_the_bound_raises_instead(yana_server: LiveServer) ->
     with _recording_client(yana_server.url, sent, RetryPolicy(max_wait_s=0.1)) as client:
         error, attempts = _first_limited_call(client, sent)
     assert isinstance(error, errors.RateLimitedError) and len(attempts) == 1
-    assert error.retryable and error.retry_after_s == 1.0  # type: ignore[attr-defined]
+    assert error.retryable and error.retry_after_s == 1.0
 
 
 def test_fresh_key_per_call_and_caller_key_used(yana_server: LiveServer) -> None:
