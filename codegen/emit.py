@@ -61,16 +61,19 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "content_types": tool.content_types,
         "handler_input": tool.handler_input,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
+        "idempotent": bool(tool.policy.get("idempotency")),
     }
 
 
 def _resource_ctx(res: ResourceSpec) -> dict[str, Any]:
+    client_model = "None"
     if not res.is_json:
-        returns = "bytes | Attachment"
+        returns, client_returns = "bytes | Attachment", "bytes"
     elif res.output_schema is not None:
         returns = f"models.{naming.resource_model(res.name)} | dict[str, Any]"
+        client_returns = client_model = f"models.{naming.resource_model(res.name)}"
     else:
-        returns = "dict[str, Any]"
+        returns = client_returns = "dict[str, Any]"
     return {
         "name": res.name,
         "const": f"RESOURCE_{res.name.upper()}",
@@ -83,6 +86,8 @@ def _resource_ctx(res: ResourceSpec) -> dict[str, Any]:
         "enabled_by": res.enabled_by,
         "method": naming.resource_method(res.name),
         "returns": returns,
+        "client_returns": client_returns,
+        "client_model": client_model,
     }
 
 
@@ -170,11 +175,12 @@ def render_all(tree: SpecTree) -> dict[str, str]:
             "bundle": naming.bundle_name(svc.name),
             "tools": [_tool_ctx(t) for t in sorted(svc.tools, key=lambda t: t.name)],
             "resources": [_resource_ctx(r) for r in sorted(svc.resources, key=lambda r: r.name)],
+            "client": f"{naming.pascal(svc.name)}Client",
         }
         base = f"generated/{svc.name}"
         py[f"{base}/__init__.py"] = head + f'\n"""The {svc.name} service, generated from specs/{svc.name}."""\n'
         py[f"{base}/models.py"] = models.render(svc, tree.root, head)
-        for name in ("protocols", "bindings", "mcp", "http"):
+        for name in ("protocols", "bindings", "mcp", "http", "client"):
             py[f"{base}/{name}.py"] = TEMPLATES.get_template(f"{name}.py.jinja").render(**ctx)
         out[f"{base}/schemas.json"] = _schemas_json(svc)
     py["generated/registry.py"] = TEMPLATES.get_template("registry.py.jinja").render(

@@ -426,8 +426,45 @@ class ValidationErrorError(ToolError):
     code = "VALIDATION_ERROR"
 
 
+ERRORS: dict[str, type[ToolError]] = {
+    "BAD_REQUEST": BadRequestError,
+    "CHART_NOT_FOUND": ChartNotFoundError,
+    "CONFLICT": ConflictError,
+    "DATA_NOT_FOUND": DataNotFoundError,
+    "EXPORT_NOT_FOUND": ExportNotFoundError,
+    "EXPORT_QUOTA_EXCEEDED": ExportQuotaExceededError,
+    "FORBIDDEN": ForbiddenError,
+    "INTERNAL": InternalError,
+    "INVALID_IMAGE": InvalidImageError,
+    "INVALID_INPUT": InvalidInputError,
+    "METHOD_NOT_ALLOWED": MethodNotAllowedError,
+    "NOT_ACCEPTABLE": NotAcceptableError,
+    "NOT_FOUND": NotFoundError,
+    "NOT_IMPLEMENTED": NotImplementedError,
+    "ORIGIN_NOT_ALLOWED": OriginNotAllowedError,
+    "OUTPUT_TOO_LARGE": OutputTooLargeError,
+    "PAYLOAD_TOO_LARGE": PayloadTooLargeError,
+    "QUERY_TIMEOUT": QueryTimeoutError,
+    "RAG_UNAVAILABLE": RagUnavailableError,
+    "RATE_LIMITED": RateLimitedError,
+    "REQUEST_TIMEOUT": RequestTimeoutError,
+    "ROW_LIMIT_EXCEEDED": RowLimitExceededError,
+    "SERVICE_UNAVAILABLE": ServiceUnavailableError,
+    "SQL_ERROR": SqlErrorError,
+    "STORAGE_UNAVAILABLE": StorageUnavailableError,
+    "UNAUTHORIZED": UnauthorizedError,
+    "UNSAFE_QUERY": UnsafeQueryError,
+    "UNSUPPORTED_MEDIA_TYPE": UnsupportedMediaTypeError,
+    "UPSTREAM_ERROR": UpstreamErrorError,
+    "UPSTREAM_TIMEOUT": UpstreamTimeoutError,
+    "URI_NOT_ALLOWED": UriNotAllowedError,
+    "VALIDATION_ERROR": ValidationErrorError,
+}
+"""The class of each code: what a client raises for a catalogue error body."""
+
 __all__ = [
     "CATALOGUE",
+    "ERRORS",
     "BadRequestError",
     "ChartNotFoundError",
     "ConflictError",

@@ -14,6 +14,12 @@ class ToolError(Exception):
     """A catalogued failure: `code` names an entry of specs/errors.yaml."""
 
     code: ClassVar[str] = "INTERNAL"
+    # What a client (kumitate/client.py) read from the server's answer; unset where a handler raises it.
+    status: int | None = None
+    retryable: bool | None = None
+    retry_after_s: float | None = None
+    run_id: str | None = None
+    trace_id: str | None = None
 
     def __init__(
         self,
