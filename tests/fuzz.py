@@ -50,7 +50,11 @@ def main() -> int:
         config = root / "schemathesis.toml"
         config.write_text(config_toml(tree, args.max_examples), encoding="utf-8")
         tokens = '{"fuzz-token": {"principal": "fuzz", "scopes": ["*"]}}'
-        server = start_server(root / "var", root / "server.log", KUMITATE_TOKENS=tokens)
+        # schemathesis sends wrong tokens on purpose (ST401): the failed-auth limiter, which would then
+        # refuse the right token too, is opened wide here; it has its own tests (tests/runtime/test_authguard.py)
+        server = start_server(
+            root / "var", root / "server.log", KUMITATE_TOKENS=tokens, KUMITATE_AUTH_FAILURES="100000/100000"
+        )
         code = 1
         try:
             cmd = [
