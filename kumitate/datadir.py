@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import tempfile
 from pathlib import Path
 
 PROBE_NAME = ".kumitate-health-probe"
@@ -29,10 +30,15 @@ def reason(exc: BaseException) -> str:
 
 
 def probe(path: Path) -> str | None:
-    """Write, sync and remove a small file under `path`; the failure's reason, or None if writable."""
-    target = path / PROBE_NAME
+    """Write, sync and remove a small file under `path`; the failure's reason, or None if writable.
+
+    Each probe gets its own file name, so instances sharing a data directory (and concurrent
+    /healthz calls) never remove one another's probe mid-check.
+    """
+    target: Path | None = None
     try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd, name = tempfile.mkstemp(prefix=PROBE_NAME + ".", dir=path)
+        target = Path(name)
         try:
             os.write(fd, PROBE_BYTES)
             os.fsync(fd)
@@ -40,8 +46,9 @@ def probe(path: Path) -> str | None:
             os.close(fd)
         target.unlink()
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            target.unlink(missing_ok=True)
+        if target is not None:
+            with contextlib.suppress(OSError):
+                target.unlink(missing_ok=True)
         return reason(exc)
     return None
 

@@ -140,7 +140,10 @@ class AnalyticsService:
         """
         limit = self.limits.query_timeout_s
         if deadline is not None:
-            limit = min(limit, max(0.01, deadline - time.monotonic()))
+            left = deadline - time.monotonic()
+            if left <= 0:  # nothing may start: an interrupt sent before a query begins would be lost
+                raise ToolError("The call's deadline has passed; no query was run.", code="QUERY_TIMEOUT")
+            limit = min(limit, max(0.01, left))
         return round(limit, 2)
 
     def _maybe_sweep_exports(self) -> None:
