@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from handlers.attendance.evaluate import evaluate_attendance
 from handlers.attendance.keys import invitee_key
+from handlers.attendance.legacy import import_legacy
 from handlers.attendance.llm import llm_fallback
 from handlers.attendance.names import Directory
 from handlers.attendance.parse import parse_attendance_intent
 from handlers.attendance.store import RuleStore
 from kumitate.context import CallContext
 from kumitate.settings import Settings
+from kumitate.storage import open_database
 
 if TYPE_CHECKING:
     from generated.attendance.models import (
@@ -43,10 +45,9 @@ class AttendanceHandlers:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.store = RuleStore(
-            settings.service_dir("attendance") / "attendance.sqlite3",
-            settings.sample_dir / "attendance" / "sample_rules.json",
-        )
+        self.store = RuleStore(open_database(settings.data_dir))
+        import_legacy(self.store, settings.data_dir / "attendance")
+        self.store.seed_if_empty(settings.sample_dir / "attendance" / "sample_rules.json")
 
     def parse_attendance_intent(self, input: ParseAttendanceIntentInput, ctx: CallContext) -> dict[str, Any]:
         """Rule-based parse; the optional LLM hook only runs when configured and unsure."""
@@ -101,7 +102,10 @@ class AttendanceHandlers:
         request = _data(input)
         return self.store.get(request["thread_id"], bool(request.get("include_history", False)))
 
+    def close(self) -> None:
+        self.store.db.close()
+
 
 def create(settings: Settings) -> AttendanceHandlers:
-    """Entry point the runtime calls once at start-up (creates and seeds the database)."""
+    """Entry point the runtime calls once at start-up (imports a pre-storage-layer file, seeds an empty table)."""
     return AttendanceHandlers(settings)

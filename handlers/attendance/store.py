@@ -1,92 +1,90 @@
-"""thread_attendance_rules in SQLite, with every save kept as a new version.
+"""Attendance rules on the storage layer (table `attendance_rules`), every save kept as a new version.
 
-Rows are append-only: (thread_id, version) is the key, the current rule is the
-highest version. `BEGIN IMMEDIATE` serialises concurrent saves so two writers
-can never produce the same version. A fresh database is seeded from the bundled
-sample rules (data/attendance/sample_rules.json) so a new server answers at once.
+Rows are append-only: (thread_id, version) is the key, the current rule is the highest version. A save
+inserts max(version) + 1 with ON CONFLICT DO NOTHING and tries the next number when another writer
+took it first (on SQLite the writer's IMMEDIATE transaction already serialises saves; on PostgreSQL
+two instances may race), so concurrent saves never lose or duplicate a version. An empty table is
+filled from the bundled sample rules (data/attendance/sample_rules.json) with fixed versions, so
+instances starting together seed it once.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from handlers.attendance.validate import check_rule
-from kumitate.context import commit_gate
-from kumitate.errors import ToolError
+from sqlalchemy import Connection, func, select
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS thread_attendance_rules (
-    thread_id TEXT NOT NULL,
-    version   INTEGER NOT NULL,
-    rule_json TEXT NOT NULL,
-    saved_at  TEXT NOT NULL,
-    PRIMARY KEY (thread_id, version)
-)
-"""
+from handlers.attendance.validate import check_rule
+from kumitate.errors import ToolError
+from kumitate.storage import Database
+from kumitate.storage.schema import attendance_rules as rules
+
+MAX_ATTEMPTS = 50
+"""Concurrent saves of one thread that may overtake a save before it gives up (each costs one round trip)."""
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def canonical(rule: dict[str, Any]) -> str:
+    return json.dumps(rule, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 class RuleStore:
-    def __init__(self, path: Path, sample_file: Path | None = None) -> None:
-        self.path = path
-        fresh = not path.exists()
-        with self._connect() as db:
-            db.execute(SCHEMA)
-        if fresh and sample_file is not None and sample_file.exists():
-            for entry in json.loads(sample_file.read_text(encoding="utf-8")):
-                self.save(entry["thread_id"], entry["rule"], saved_at=entry.get("saved_at"))
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=10, isolation_level=None)
-        db.execute("PRAGMA journal_mode=WAL")
-        return db
+    def seed_if_empty(self, sample_file: Path) -> None:
+        if sample_file.exists() and self.empty():
+            self.seed(json.loads(sample_file.read_text(encoding="utf-8")))
 
-    def save(self, thread_id: str, rule: Any, saved_at: str | None = None) -> dict[str, Any]:
+    def empty(self) -> bool:
+        with self.db.read() as conn:
+            return conn.execute(select(rules.c.thread_id).limit(1)).first() is None
+
+    def seed(self, entries: list[dict[str, Any]]) -> None:
+        """Sample rules as versions 1, 2, … per thread in file order; rows that exist are kept."""
+        versions: dict[str, int] = {}
+        with self.db.transaction() as conn:
+            for entry in entries:
+                thread = entry["thread_id"]
+                versions[thread] = versions.get(thread, 0) + 1
+                self.insert(conn, thread, versions[thread], canonical(check_rule(entry["rule"])), entry["saved_at"])
+
+    def insert(self, conn: Connection, thread_id: str, version: int, rule_json: str, saved_at: str) -> bool:
+        """Insert one version unless it exists; True when this call wrote it."""
+        row = {"thread_id": thread_id, "version": version, "rule_json": rule_json, "saved_at": saved_at}
+        return conn.execute(self.db.insert_ignore(rules, row).returning(rules.c.version)).first() is not None
+
+    def save(self, thread_id: str, rule: Any) -> dict[str, Any]:
         """Validate, normalise and append a new version; returns the stored row."""
         stored = check_rule(rule)
-        when = saved_at or datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        text = json.dumps(stored, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-        db = self._connect()
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            row = db.execute(
-                "SELECT COALESCE(MAX(version), 0) FROM thread_attendance_rules WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-            version = row[0] + 1
-            db.execute(
-                "INSERT INTO thread_attendance_rules (thread_id, version, rule_json, saved_at) VALUES (?, ?, ?, ?)",
-                (thread_id, version, text, when),
-            )
-            with commit_gate():
-                db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        finally:
-            db.close()
+        when = now_iso()
+        text = canonical(stored)
+        with self.db.transaction() as conn:
+            for _ in range(MAX_ATTEMPTS):
+                latest = conn.execute(
+                    select(func.coalesce(func.max(rules.c.version), 0)).where(rules.c.thread_id == thread_id)
+                ).scalar_one()
+                version = int(latest) + 1
+                if self.insert(conn, thread_id, version, text, when):
+                    break
+            else:
+                raise ToolError(
+                    "too many concurrent saves of this thread's rule; retry shortly", code="STORAGE_UNAVAILABLE"
+                )
         return {"thread_id": thread_id, "version": version, "saved_at": when, "attendance_rule": stored}
 
     def get(self, thread_id: str, include_history: bool = False) -> dict[str, Any]:
         """The current version (and optionally all versions, oldest first); NOT_FOUND if never saved."""
-        db = self._connect()
-        try:
-            if include_history:
-                rows = db.execute(
-                    "SELECT version, rule_json, saved_at FROM thread_attendance_rules WHERE thread_id = ? ORDER BY version",
-                    (thread_id,),
-                ).fetchall()
-            else:
-                rows = db.execute(
-                    "SELECT version, rule_json, saved_at FROM thread_attendance_rules WHERE thread_id = ? "
-                    "ORDER BY version DESC LIMIT 1",
-                    (thread_id,),
-                ).fetchall()
-        finally:
-            db.close()
+        query = select(rules.c.version, rules.c.rule_json, rules.c.saved_at).where(rules.c.thread_id == thread_id)
+        query = query.order_by(rules.c.version) if include_history else query.order_by(rules.c.version.desc()).limit(1)
+        with self.db.read() as conn:
+            rows = conn.execute(query).all()
         if not rows:
             raise ToolError(f"no attendance rule is stored for thread {thread_id!r}", code="NOT_FOUND")
         version, text, when = rows[-1]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Float, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import BigInteger, Column, Float, Index, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -19,3 +19,13 @@ idempotency = Table(
     Column("expires_at", Float, nullable=False, comment="claim lease while running, then the key's TTL"),
 )
 Index("idempotency_expiry", idempotency.c.expires_at)
+
+attendance_rules = Table(
+    "attendance_rules",
+    metadata,
+    Column("thread_id", String(100), primary_key=True),
+    Column("version", BigInteger, primary_key=True, autoincrement=False),
+    Column("rule_json", Text, nullable=False, comment="the normalised AttendanceRule, canonical JSON"),
+    Column("saved_at", String(40), nullable=False, comment="UTC instant, RFC 3339 with milliseconds"),
+    comment="attendance: append-only rule versions per thread; the current rule is the highest version",
+)

@@ -1,10 +1,18 @@
-"""Shared invitee directories for the attendance tests."""
+"""Shared invitee directories and the two storage engines for the attendance tests."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+import handlers.attendance as attendance
+from kumitate.settings import Settings
+from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir
+
+__all__ = ["postgres_url", "server_dir"]  # the session's PostgreSQL server (tests/storage/conftest.py)
 
 # Six invitees in two departments and two teams; 山田 is the leader.
 TEAM: list[dict[str, Any]] = [
@@ -42,3 +50,26 @@ def users(n: int) -> list[dict[str, Any]]:
 @pytest.fixture
 def team() -> list[dict[str, Any]]:
     return [dict(i) for i in TEAM]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def engine(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test on the embedded SQLite file and on a fresh PostgreSQL database (KUMITATE_DATABASE_URL)."""
+    monkeypatch.delenv("KUMITATE_DATABASE_URL", raising=False)
+    if request.param == "postgresql":
+        monkeypatch.setenv(
+            "KUMITATE_DATABASE_URL", fresh_pg_database(request.getfixturevalue("postgres_url"), tmp_path.name)
+        )
+    return str(request.param)
+
+
+def settings_in(data_dir: Path) -> Settings:
+    return Settings(data_dir=data_dir, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
+
+
+@pytest.fixture
+def handlers(engine: str, tmp_path: Path) -> Iterator[attendance.AttendanceHandlers]:
+    """The attendance handlers on a fresh database of each engine, closed after the test."""
+    made = attendance.create(settings_in(tmp_path))
+    yield made
+    made.close()

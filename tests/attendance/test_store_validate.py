@@ -1,9 +1,8 @@
-"""Storage round trip and history (real SQLite), rule validation messages, invitee keys, handler shell."""
+"""Rule validation messages, invitee keys, handler shell (storage itself: test_store.py)."""
 
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,7 +13,6 @@ from handlers.attendance.parse import parse_attendance_intent
 from handlers.attendance.validate import check_rule, rule_problems
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
-from kumitate.settings import Settings
 
 CTX = CallContext(service="attendance", tool="t", transport="test", run_id="r", trace_id="t")
 FIVE = ["u:1", "u:2", "u:3", "u:4", "u:5"]
@@ -36,63 +34,6 @@ def base(
         "rule": {"k": 3, "n": 5} if params is None else params,
         "finalize_policy": {"mode": "EARLIEST_VALID"},
     }
-
-
-@pytest.fixture
-def handlers(tmp_path: Path) -> attendance.AttendanceHandlers:
-    return attendance.create(
-        Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
-    )
-
-
-def test_fresh_store_has_sample_rules(handlers: attendance.AttendanceHandlers, tmp_path: Path) -> None:
-    assert (tmp_path / "attendance" / "attendance.sqlite3").exists()
-    got = handlers.get_attendance_rule({"thread_id": "demo-required", "include_history": True}, CTX)
-    assert got["version"] == 2
-    assert [h["version"] for h in got["history"]] == [1, 2]
-    assert got["history"][0]["attendance_rule"]["version"] == "1.0"  # legacy integer version normalised
-    assert got["attendance_rule"]["rule"] == {"required_invitee_keys": ["u:1", "u:2"], "min_additional": 1}
-
-
-def test_round_trip_and_history(handlers: attendance.AttendanceHandlers) -> None:
-    first = handlers.save_attendance_rule({"thread_id": "t-1", "rule": base()}, CTX)
-    assert first["version"] == 1
-    assert first["attendance_rule"] == {
-        "version": "1.0",
-        "type": "K_OF_N",
-        "slot_policy": {
-            "conflict_policy": "first_selected",
-            "timezone": "Asia/Tokyo",
-            "allow_multiple_slots_per_invitee": False,
-        },
-        "invitee_scope": {"include_invitee_keys": FIVE, "exclude_invitee_keys": []},
-        "rule": {"k": 3, "n": 5},
-        "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot", "auto_finalize": False},
-    }
-    second = handlers.save_attendance_rule({"thread_id": "t-1", "rule": base("ALL", {})}, CTX)
-    assert second["version"] == 2
-    current = handlers.get_attendance_rule({"thread_id": "t-1"}, CTX)
-    assert (current["version"], current["attendance_rule"]["type"], "history" in current) == (2, "ALL", False)
-    history = handlers.get_attendance_rule({"thread_id": "t-1", "include_history": True}, CTX)["history"]
-    assert [(h["version"], h["attendance_rule"]["type"]) for h in history] == [(1, "K_OF_N"), (2, "ALL")]
-    assert history[0]["attendance_rule"] == first["attendance_rule"]
-
-
-def test_invalid_save_stores_nothing_and_unknown_thread(handlers: attendance.AttendanceHandlers) -> None:
-    with pytest.raises(ToolError) as err:
-        handlers.save_attendance_rule({"thread_id": "t-2", "rule": base(params={"k": 6, "n": 5})}, CTX)
-    assert err.value.code == "VALIDATION_ERROR"
-    with pytest.raises(ToolError) as err:
-        handlers.get_attendance_rule({"thread_id": "t-2"}, CTX)
-    assert (err.value.code, err.value.message) == ("NOT_FOUND", "no attendance rule is stored for thread 't-2'")
-
-
-def test_store_survives_restart(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="x")
-    attendance.create(settings).save_attendance_rule({"thread_id": "keep", "rule": base()}, CTX)
-    again = attendance.create(settings)
-    assert again.get_attendance_rule({"thread_id": "keep"}, CTX)["version"] == 1
-    assert again.get_attendance_rule({"thread_id": "demo-required"}, CTX)["version"] == 2  # samples not loaded twice
 
 
 @pytest.mark.parametrize(
