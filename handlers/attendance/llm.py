@@ -32,7 +32,7 @@ from functools import cache
 from typing import Any
 
 from handlers.attendance.keys import key_of_invitee
-from handlers.attendance.schema import schema_errors, types_document
+from handlers.attendance.schema import schema, schema_errors
 from handlers.attendance.validate import rule_problems
 from kumitate.outbound import OutboundClient, OutboundError, RetryPolicy
 
@@ -57,28 +57,9 @@ def llm_config(env: Mapping[str, str]) -> dict[str, str] | None:
     }
 
 
-@cache
 def output_schema() -> dict[str, Any]:
-    """The JSON Schema of the answer: ParseAttendanceIntentOutput with only the $defs it uses."""
-    defs = types_document()["$defs"]
-    needed: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            ref = node.get("$ref")
-            if isinstance(ref, str) and ref.startswith("#/$defs/"):
-                name = ref.removeprefix("#/$defs/")
-                if name not in needed:
-                    needed.append(name)
-                    walk(defs[name])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk({"$ref": f"#/$defs/{OUTPUT_TYPE}"})
-    return {"$ref": f"#/$defs/{OUTPUT_TYPE}", "$defs": {name: defs[name] for name in needed}}
+    """The JSON Schema of the answer: ParseAttendanceIntentOutput with the $defs it uses."""
+    return schema(OUTPUT_TYPE)
 
 
 def prompt_invitees(invitees: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -100,7 +81,8 @@ def build_prompt(request: dict[str, Any], result: dict[str, Any]) -> str:
     }
     return (
         "Convert the organiser's Japanese scheduling intent into one JSON object that validates against the JSON "
-        f"Schema below ({OUTPUT_TYPE}; rule types ALL, ANY, K_OF_N, REQUIRED_PLUS_QUORUM, GROUP_ANY). Use only the "
+        f"Schema below ({OUTPUT_TYPE}; its attendance_rule is an AttendanceRule of type ALL, ANY, K_OF_N, "
+        "REQUIRED_PLUS_QUORUM or GROUP_ANY). Use only the "
         "invitee keys listed. Rules: K_OF_N n equals the number of invitees in scope; needs_clarification is "
         "non-empty exactly when confidence < 0.7; with questions, auto_finalize is false; finalize_policy is a copy "
         "of attendance_rule.finalize_policy. Never guess a name: put it in missing and ask. Answer with JSON only.\n"
