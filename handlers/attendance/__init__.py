@@ -10,8 +10,19 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from generated.attendance.models import (
+    EvaluateAttendanceOutput,
+    GetAttendanceRuleInput,
+    GetAttendanceRuleOutput,
+    InviteeKeyInput,
+    InviteeKeyOutput,
+    ParseAttendanceIntentInput,
+    ParseAttendanceIntentOutput,
+    SaveAttendanceRuleInput,
+    SaveAttendanceRuleOutput,
+)
 from handlers.attendance.evaluate import evaluate_attendance
 from handlers.attendance.keys import invitee_key
 from handlers.attendance.legacy import import_legacy
@@ -22,14 +33,6 @@ from handlers.attendance.store import RuleStore
 from kumitate.context import CallContext
 from kumitate.settings import Settings
 from kumitate.storage import open_database
-
-if TYPE_CHECKING:
-    from generated.attendance.models import (
-        GetAttendanceRuleInput,
-        InviteeKeyInput,
-        ParseAttendanceIntentInput,
-        SaveAttendanceRuleInput,
-    )
 
 log = logging.getLogger("kumitate.attendance")
 
@@ -49,7 +52,9 @@ class AttendanceHandlers:
         import_legacy(self.store, settings.data_dir / "attendance")
         self.store.seed_if_empty(settings.sample_dir / "attendance" / "sample_rules.json")
 
-    def parse_attendance_intent(self, input: ParseAttendanceIntentInput, ctx: CallContext) -> dict[str, Any]:
+    def parse_attendance_intent(
+        self, input: ParseAttendanceIntentInput, ctx: CallContext
+    ) -> ParseAttendanceIntentOutput:
         """Rule-based parse; the optional LLM hook only runs when configured and unsure."""
         request = _data(input)
         result = parse_attendance_intent(request)
@@ -66,9 +71,9 @@ class AttendanceHandlers:
             len(result["missing"]),
             extra={"run_id": ctx.run_id, "trace_id": ctx.trace_id},
         )
-        return result
+        return ParseAttendanceIntentOutput.model_validate(result)
 
-    def evaluate_attendance(self, input: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    def evaluate_attendance(self, input: dict[str, Any], ctx: CallContext) -> EvaluateAttendanceOutput:
         request = _data(input)
         result = evaluate_attendance(request)
         log.info(
@@ -81,13 +86,15 @@ class AttendanceHandlers:
             result["decision"]["reason"],
             extra={"run_id": ctx.run_id, "trace_id": ctx.trace_id},
         )
-        return result
+        return EvaluateAttendanceOutput.model_validate(result)
 
-    def invitee_key(self, input: InviteeKeyInput, ctx: CallContext) -> dict[str, Any]:
+    def invitee_key(self, input: InviteeKeyInput, ctx: CallContext) -> InviteeKeyOutput:
         request = _data(input)
-        return {"invitee_key": invitee_key(request["kind"], request["value"]), "kind": request["kind"]}
+        return InviteeKeyOutput.model_validate(
+            {"invitee_key": invitee_key(request["kind"], request["value"]), "kind": request["kind"]}
+        )
 
-    def save_attendance_rule(self, input: SaveAttendanceRuleInput, ctx: CallContext) -> dict[str, Any]:
+    def save_attendance_rule(self, input: SaveAttendanceRuleInput, ctx: CallContext) -> SaveAttendanceRuleOutput:
         request = _data(input)
         result = self.store.save(request["thread_id"], request["rule"])
         log.info(
@@ -96,11 +103,12 @@ class AttendanceHandlers:
             result["version"],
             extra={"run_id": ctx.run_id, "trace_id": ctx.trace_id},
         )
-        return result
+        return SaveAttendanceRuleOutput.model_validate(result)
 
-    def get_attendance_rule(self, input: GetAttendanceRuleInput, ctx: CallContext) -> dict[str, Any]:
+    def get_attendance_rule(self, input: GetAttendanceRuleInput, ctx: CallContext) -> GetAttendanceRuleOutput:
         request = _data(input)
-        return self.store.get(request["thread_id"], bool(request.get("include_history", False)))
+        found = self.store.get(request["thread_id"], bool(request.get("include_history", False)))
+        return GetAttendanceRuleOutput.model_validate(found)
 
     def close(self) -> None:
         self.store.db.close()

@@ -23,9 +23,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from generated.errors import InvalidInputError
 from handlers.attendance.timeutil import instant, utc_text, zone
 from handlers.attendance.validate import check_for_evaluation
-from kumitate.errors import ToolError
 
 SELECTED, DECLINED, PENDING = -1, -2, -3
 
@@ -59,9 +59,7 @@ def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
         try:
             auto_at = utc_text(now + timedelta(seconds=delay))
         except OverflowError:
-            raise ToolError(
-                f"now plus auto_finalize_delay_seconds ({delay}) is after the year 9999", code="INVALID_INPUT"
-            ) from None
+            raise InvalidInputError(f"now plus auto_finalize_delay_seconds ({delay}) is after the year 9999") from None
     return {
         "rule_type": rule["type"],
         "satisfiable": satisfiable,
@@ -79,12 +77,12 @@ def _slot_starts(slots: list[dict[str, Any]], default_tz: Any) -> list[datetime]
     seen: set[str] = set()
     for i, slot in enumerate(slots):
         if slot["slot_id"] in seen:
-            raise ToolError(f"slots[{i}].slot_id {slot['slot_id']!r} is used twice", code="INVALID_INPUT")
+            raise InvalidInputError(f"slots[{i}].slot_id {slot['slot_id']!r} is used twice")
         seen.add(slot["slot_id"])
         tz = zone(slot["timezone"], f"slots[{i}].timezone") if slot.get("timezone") else default_tz
         start = instant(slot["start"], tz, f"slots[{i}].start")
         if slot.get("end") and instant(slot["end"], tz, f"slots[{i}].end") < start:
-            raise ToolError(f"slots[{i}].end is before its start", code="INVALID_INPUT")
+            raise InvalidInputError(f"slots[{i}].end is before its start")
         starts.append(start)
     return starts
 

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from generated.errors import InvalidInputError
 from handlers.attendance.keys import key_of_invitee
 from handlers.attendance.text import Folded, fold_plain
-from kumitate.errors import ToolError
 
 HONORIFICS = ("さん", "さま", "様", "くん", "君", "ちゃん", "氏", "殿", "先生")
 HONORIFIC_RE = re.compile("(?:" + "|".join(HONORIFICS) + ")")
@@ -99,10 +99,9 @@ class Directory:
             person = _person(inv)
             if key in first:
                 if first[key][1] != person:
-                    raise ToolError(
+                    raise InvalidInputError(
                         f"invitees[{first[key][0]}] and invitees[{index}] are different invitees with the same key "
-                        f"{key}; give each invitee its own key",
-                        code="INVALID_INPUT",
+                        f"{key}; give each invitee its own key"
                     )
                 continue  # the same invitee listed twice
             first[key] = (index, person)

@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select
 
+from generated.errors import NotFoundError, StorageUnavailableError
 from handlers.attendance.validate import check_rule
-from kumitate.errors import ToolError
 from kumitate.storage import Database
 from kumitate.storage.schema import attendance_rules as rules
 
@@ -74,9 +74,7 @@ class RuleStore:
                 if self.insert(conn, thread_id, version, text, when):
                     break
             else:
-                raise ToolError(
-                    "too many concurrent saves of this thread's rule; retry shortly", code="STORAGE_UNAVAILABLE"
-                )
+                raise StorageUnavailableError("too many concurrent saves of this thread's rule; retry shortly")
         return {"thread_id": thread_id, "version": version, "saved_at": when, "attendance_rule": stored}
 
     def get(self, thread_id: str, include_history: bool = False) -> dict[str, Any]:
@@ -86,7 +84,7 @@ class RuleStore:
         with self.db.read() as conn:
             rows = conn.execute(query).all()
         if not rows:
-            raise ToolError(f"no attendance rule is stored for thread {thread_id!r}", code="NOT_FOUND")
+            raise NotFoundError(f"no attendance rule is stored for thread {thread_id!r}")
         version, text, when = rows[-1]
         out: dict[str, Any] = {
             "thread_id": thread_id,

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from kumitate.errors import ToolError
+from generated.errors import InvalidInputError
 
 
 def zone(name: str, where: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise ToolError(f"{where}: {name!r} is not an IANA time zone", code="INVALID_INPUT") from None
+        raise InvalidInputError(f"{where}: {name!r} is not an IANA time zone") from None
 
 
 def instant(value: str, tz: ZoneInfo | None, where: str) -> datetime:
@@ -20,17 +20,17 @@ def instant(value: str, tz: ZoneInfo | None, where: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise ToolError(f"{where}: {value!r} is not an RFC 3339 date-time", code="INVALID_INPUT") from None
+        raise InvalidInputError(f"{where}: {value!r} is not an RFC 3339 date-time") from None
     if "T" not in value and " " not in value:
-        raise ToolError(f"{where}: {value!r} has no time of day", code="INVALID_INPUT")
+        raise InvalidInputError(f"{where}: {value!r} has no time of day")
     if parsed.tzinfo is None:
         if tz is None:
-            raise ToolError(f"{where}: {value!r} needs a UTC offset", code="INVALID_INPUT")
+            raise InvalidInputError(f"{where}: {value!r} needs a UTC offset")
         parsed = parsed.replace(tzinfo=tz)
     try:
         parsed.astimezone(UTC)
     except (OverflowError, ValueError):
-        raise ToolError(f"{where}: {value!r} is out of the supported range in UTC", code="INVALID_INPUT") from None
+        raise InvalidInputError(f"{where}: {value!r} is out of the supported range in UTC") from None
     return parsed
 
 

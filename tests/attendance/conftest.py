@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import handlers.attendance as attendance
+from kumitate.context import CallContext
 from kumitate.settings import Settings
 from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir
 
@@ -73,3 +74,9 @@ def handlers(engine: str, tmp_path: Path) -> Iterator[attendance.AttendanceHandl
     made = attendance.create(settings_in(tmp_path))
     yield made
     made.close()
+
+
+def call(shell: Any, tool: str, args: dict[str, Any], ctx: CallContext | None = None) -> Any:
+    """A tool through the handler shell; its (generated model) result as the wire carries it."""
+    ctx = ctx or CallContext(service="attendance", tool=tool, transport="test", run_id="r", trace_id="t")
+    return getattr(shell, tool)(args, ctx).model_dump(mode="json", by_alias=True, exclude_unset=True)

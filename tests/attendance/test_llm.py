@@ -19,7 +19,7 @@ from handlers.attendance.names import Directory
 from handlers.attendance.parse import parse_attendance_intent
 from kumitate.context import CallContext
 from kumitate.settings import Settings
-from tests.attendance.conftest import TEAM
+from tests.attendance.conftest import TEAM, call
 
 INVITEES: list[dict[str, Any]] = [
     *TEAM,
@@ -184,7 +184,7 @@ def test_handler_uses_the_configured_endpoint(llm: FakeLLM, monkeypatch: pytest.
     )
     ctx = CallContext(service="attendance", tool="t", transport="test", run_id="r", trace_id="t")
     llm.reply = answer("3人以上")
-    out = handlers.parse_attendance_intent(request(), ctx)
+    out = call(handlers, "parse_attendance_intent", request(), ctx)
     assert (out["matched_pattern"], out["attendance_rule"]["rule"]) == ("llm.fallback", {"k": 3, "n": 7})
 
 
@@ -202,7 +202,7 @@ def test_a_slow_model_never_outlasts_the_call_deadline(
     ctx = CallContext(
         service="attendance", tool="t", transport="test", run_id="r", trace_id="t", deadline=time.monotonic() + 1.5
     )
-    out = handlers.parse_attendance_intent(request(), ctx)
+    out = call(handlers, "parse_attendance_intent", request(), ctx)
     assert not ctx.expired()  # answered inside the deadline, with time to spare for the transport
     assert out == parse_attendance_intent(request())
     assert 1 <= len(llm.calls) <= 2  # asked (and perhaps retried), then abandoned

@@ -38,7 +38,7 @@ def test_no_input_value_in_stderr_or_log_records(
         {"user_id": "3", "display_name": "佐藤 次郎"},
     ]
     parsed = handlers.parse_attendance_intent({"text": TEXT, "invitees": invitees}, ctx("parse"))
-    rule = parsed["attendance_rule"]
+    rule = parsed.model_dump(mode="json", exclude_unset=True)["attendance_rule"]
     assert rule["type"] == "REQUIRED_PLUS_QUORUM"
     handlers.save_attendance_rule({"thread_id": THREAD, "rule": rule}, ctx("save"))
     handlers.get_attendance_rule({"thread_id": THREAD, "include_history": True}, ctx("get"))

@@ -18,7 +18,7 @@ from handlers.attendance.parse import parse_attendance_intent
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.settings import Settings
-from tests.attendance.conftest import TEAM
+from tests.attendance.conftest import TEAM, call
 
 SPEC_DIR = Path(__file__).resolve().parents[2] / "specs" / "attendance"
 TYPES_FILE = SPEC_DIR / "types" / "attendance.json"
@@ -83,7 +83,7 @@ def test_examples_validate_and_match(tool: str, index: int, tmp_path: Path) -> N
         Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
     )
     try:
-        result = getattr(handlers, tool)(example["input"], CTX)
+        result = call(handlers, tool, example["input"], CTX)
     except ToolError as exc:
         assert example.get("error") == exc.code
         return
@@ -93,6 +93,7 @@ def test_examples_validate_and_match(tool: str, index: int, tmp_path: Path) -> N
         assert {k: result[k] for k in example["output"]} == example["output"]
     else:
         assert result == example["output"]
+    handlers.close()
 
 
 @pytest.mark.parametrize(

@@ -13,14 +13,14 @@ import pytest
 import handlers.attendance as attendance
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
-from tests.attendance.conftest import settings_in
+from tests.attendance.conftest import call, settings_in
 from tests.attendance.test_store_validate import FIVE, base
 
 CTX = CallContext(service="attendance", tool="t", transport="test", run_id="r", trace_id="t")
 
 
 def test_fresh_store_has_sample_rules(handlers: attendance.AttendanceHandlers) -> None:
-    got = handlers.get_attendance_rule({"thread_id": "demo-required", "include_history": True}, CTX)
+    got = call(handlers, "get_attendance_rule", {"thread_id": "demo-required", "include_history": True}, CTX)
     assert got["version"] == 2
     assert [h["version"] for h in got["history"]] == [1, 2]
     assert got["history"][0]["attendance_rule"]["version"] == "1.0"  # legacy integer version normalised
@@ -29,7 +29,7 @@ def test_fresh_store_has_sample_rules(handlers: attendance.AttendanceHandlers) -
 
 
 def test_round_trip_and_history(handlers: attendance.AttendanceHandlers) -> None:
-    first = handlers.save_attendance_rule({"thread_id": "t-1", "rule": base()}, CTX)
+    first = call(handlers, "save_attendance_rule", {"thread_id": "t-1", "rule": base()}, CTX)
     assert first["version"] == 1
     assert first["attendance_rule"] == {
         "version": "1.0",
@@ -43,11 +43,11 @@ def test_round_trip_and_history(handlers: attendance.AttendanceHandlers) -> None
         "rule": {"k": 3, "n": 5},
         "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot", "auto_finalize": False},
     }
-    second = handlers.save_attendance_rule({"thread_id": "t-1", "rule": base("ALL", {})}, CTX)
+    second = call(handlers, "save_attendance_rule", {"thread_id": "t-1", "rule": base("ALL", {})}, CTX)
     assert second["version"] == 2
-    current = handlers.get_attendance_rule({"thread_id": "t-1"}, CTX)
+    current = call(handlers, "get_attendance_rule", {"thread_id": "t-1"}, CTX)
     assert (current["version"], current["attendance_rule"]["type"], "history" in current) == (2, "ALL", False)
-    history = handlers.get_attendance_rule({"thread_id": "t-1", "include_history": True}, CTX)["history"]
+    history = call(handlers, "get_attendance_rule", {"thread_id": "t-1", "include_history": True}, CTX)["history"]
     assert [(h["version"], h["attendance_rule"]["type"]) for h in history] == [(1, "K_OF_N"), (2, "ALL")]
     assert history[0]["attendance_rule"] == first["attendance_rule"]
     assert history[0]["saved_at"] == first["saved_at"]
@@ -55,20 +55,20 @@ def test_round_trip_and_history(handlers: attendance.AttendanceHandlers) -> None
 
 def test_invalid_save_stores_nothing_and_unknown_thread(handlers: attendance.AttendanceHandlers) -> None:
     with pytest.raises(ToolError) as err:
-        handlers.save_attendance_rule({"thread_id": "t-2", "rule": base(params={"k": 6, "n": 5})}, CTX)
+        call(handlers, "save_attendance_rule", {"thread_id": "t-2", "rule": base(params={"k": 6, "n": 5})}, CTX)
     assert err.value.code == "VALIDATION_ERROR"
     with pytest.raises(ToolError) as err:
-        handlers.get_attendance_rule({"thread_id": "t-2"}, CTX)
+        call(handlers, "get_attendance_rule", {"thread_id": "t-2"}, CTX)
     assert (err.value.code, err.value.message) == ("NOT_FOUND", "no attendance rule is stored for thread 't-2'")
 
 
 def test_store_survives_restart(handlers: attendance.AttendanceHandlers, tmp_path: Path) -> None:
-    handlers.save_attendance_rule({"thread_id": "keep", "rule": base()}, CTX)
+    call(handlers, "save_attendance_rule", {"thread_id": "keep", "rule": base()}, CTX)
     handlers.close()
     again = attendance.create(settings_in(tmp_path))
     try:
-        assert again.get_attendance_rule({"thread_id": "keep"}, CTX)["version"] == 1
-        assert again.get_attendance_rule({"thread_id": "demo-required"}, CTX)["version"] == 2  # seeded once
+        assert call(again, "get_attendance_rule", {"thread_id": "keep"}, CTX)["version"] == 1
+        assert call(again, "get_attendance_rule", {"thread_id": "demo-required"}, CTX)["version"] == 2  # seeded once
     finally:
         again.close()
 
@@ -82,7 +82,7 @@ def test_concurrent_saves_of_one_thread_get_distinct_consecutive_versions(
 
     def save(i: int) -> int:
         shell = handlers if i % 2 else other
-        return int(shell.save_attendance_rule({"thread_id": "busy", "rule": rules[i]}, CTX)["version"])
+        return int(call(shell, "save_attendance_rule", {"thread_id": "busy", "rule": rules[i]}, CTX)["version"])
 
     try:
         with ThreadPoolExecutor(8) as pool:
@@ -90,7 +90,7 @@ def test_concurrent_saves_of_one_thread_get_distinct_consecutive_versions(
     finally:
         other.close()
     assert versions == list(range(1, len(rules) + 1))
-    history = handlers.get_attendance_rule({"thread_id": "busy", "include_history": True}, CTX)["history"]
+    history = call(handlers, "get_attendance_rule", {"thread_id": "busy", "include_history": True}, CTX)["history"]
     assert [h["version"] for h in history] == versions
     assert sorted(h["attendance_rule"]["rule"]["k"] for h in history) == sorted(r["rule"]["k"] for r in rules)
 
@@ -99,7 +99,7 @@ def test_instances_starting_together_seed_the_samples_once(engine: str, tmp_path
     with ThreadPoolExecutor(3) as pool:
         shells = list(pool.map(lambda _: attendance.create(settings_in(tmp_path)), range(3)))
     try:
-        got = shells[0].get_attendance_rule({"thread_id": "demo-required", "include_history": True}, CTX)
+        got = call(shells[0], "get_attendance_rule", {"thread_id": "demo-required", "include_history": True}, CTX)
         assert [h["version"] for h in got["history"]] == [1, 2]
     finally:
         for shell in shells:
@@ -127,18 +127,18 @@ def test_a_file_from_before_the_storage_layer_is_imported_once(engine: str, tmp_
     path = legacy_file(tmp_path, old)
     shell = attendance.create(settings_in(tmp_path))
     try:
-        got = shell.get_attendance_rule({"thread_id": "old-thread", "include_history": True}, CTX)
+        got = call(shell, "get_attendance_rule", {"thread_id": "old-thread", "include_history": True}, CTX)
         assert [(h["version"], h["saved_at"]) for h in got["history"]] == [(1, old[0][3]), (2, old[1][3])]
         assert got["attendance_rule"] == json.loads(stored)
-        assert shell.save_attendance_rule({"thread_id": "old-thread", "rule": base()}, CTX)["version"] == 3
+        assert call(shell, "save_attendance_rule", {"thread_id": "old-thread", "rule": base()}, CTX)["version"] == 3
         # the old database had its own data: the samples are not added beside it
         with pytest.raises(ToolError):
-            shell.get_attendance_rule({"thread_id": "demo-required"}, CTX)
+            call(shell, "get_attendance_rule", {"thread_id": "demo-required"}, CTX)
     finally:
         shell.close()
     assert not path.exists() and path.with_name("attendance.sqlite3.imported").exists()
     again = attendance.create(settings_in(tmp_path))  # the retired file is not read again
     try:
-        assert again.get_attendance_rule({"thread_id": "old-thread"}, CTX)["version"] == 3
+        assert call(again, "get_attendance_rule", {"thread_id": "old-thread"}, CTX)["version"] == 3
     finally:
         again.close()

@@ -152,7 +152,7 @@ def test_invitee_keys() -> None:
 
 
 def test_parse_rule_saves_as_is(handlers: attendance.AttendanceHandlers) -> None:
-    from tests.attendance.conftest import TEAM
+    from tests.attendance.conftest import TEAM, call
 
     texts = [
         "全員必須",
@@ -163,9 +163,9 @@ def test_parse_rule_saves_as_is(handlers: attendance.AttendanceHandlers) -> None
         "田中さんは除いて過半数",
     ]
     for i, text in enumerate(texts):
-        parsed = handlers.parse_attendance_intent({"text": text, "invitees": TEAM}, CTX)
+        parsed = call(handlers, "parse_attendance_intent", {"text": text, "invitees": TEAM}, CTX)
         assert parsed["needs_clarification"] == []
-        saved = handlers.save_attendance_rule({"thread_id": f"p-{i}", "rule": parsed["attendance_rule"]}, CTX)
+        saved = call(handlers, "save_attendance_rule", {"thread_id": f"p-{i}", "rule": parsed["attendance_rule"]}, CTX)
         assert saved["attendance_rule"] == parsed["attendance_rule"]
 
 
