@@ -26,7 +26,7 @@ from generated.attendance.models import (
 from handlers.attendance.evaluate import evaluate_attendance
 from handlers.attendance.keys import invitee_key
 from handlers.attendance.legacy import import_legacy
-from handlers.attendance.llm import llm_fallback
+from handlers.attendance.llm import THRESHOLD, LlmConfig, OpenAIChat, llm_fallback
 from handlers.attendance.names import Directory
 from handlers.attendance.parse import parse_attendance_intent
 from handlers.attendance.store import RuleStore
@@ -48,6 +48,9 @@ class AttendanceHandlers:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        config = LlmConfig.from_env(os.environ)
+        self.llm = OpenAIChat(config) if config is not None else None
+        """The optional fallback model (ATTENDANCE_LLM_BASE_URL), one client and breaker for every call."""
         self.store = RuleStore(open_database(settings.data_dir))
         import_legacy(self.store, settings.data_dir / "attendance")
         self.store.seed_if_empty(settings.sample_dir / "attendance" / "sample_rules.json")
@@ -58,9 +61,9 @@ class AttendanceHandlers:
         """Rule-based parse; the optional LLM hook only runs when configured and unsure."""
         request = _data(input)
         result = parse_attendance_intent(request)
-        if result["confidence"] < 0.7 and os.environ.get("ATTENDANCE_LLM_BASE_URL"):
+        if self.llm is not None and result["confidence"] < THRESHOLD:
             keys = set(Directory(request["invitees"]).keys)
-            result = llm_fallback(request, result, keys, os.environ, ctx.deadline)
+            result = llm_fallback(request, result, keys, self.llm, ctx.deadline)
         log.info(
             "parse_attendance_intent type=%s pattern=%s invitees=%d confidence=%.2f questions=%d missing=%d",
             result["attendance_rule"]["type"],
@@ -112,6 +115,8 @@ class AttendanceHandlers:
 
     def close(self) -> None:
         self.store.db.close()
+        if self.llm is not None:
+            self.llm.close()
 
 
 def create(settings: Settings) -> AttendanceHandlers:

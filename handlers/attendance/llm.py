@@ -15,9 +15,11 @@ finalize_policy is a copy of attendance_rule.finalize_policy). Otherwise the
 rule-based result stands. share_intent always comes from the rule-based parse.
 Nothing of the utterance is logged.
 
-The request goes through kumitate.outbound (retry on 5xx/timeouts, a circuit
-breaker per endpoint) and ends RESERVE_S before the call's deadline: a slow model
-never turns a parse into REQUEST_TIMEOUT, the caller gets the rule-based result.
+The request goes through kumitate.outbound in the shape of yana's LLM client
+(handlers/yana/generate.py): a config read once from the environment, one client per
+handler with its own circuit breaker and one retry on 5xx/timeouts, and a budget that
+ends RESERVE_S before the call's deadline: a slow model never turns a parse into
+REQUEST_TIMEOUT, the caller gets the rule-based result.
 """
 
 from __future__ import annotations
@@ -28,13 +30,13 @@ import re
 import time
 import unicodedata
 from collections.abc import Mapping
-from functools import cache
+from dataclasses import dataclass
 from typing import Any
 
 from handlers.attendance.keys import key_of_invitee
 from handlers.attendance.schema import schema, schema_errors
 from handlers.attendance.validate import rule_problems
-from kumitate.outbound import OutboundClient, OutboundError, RetryPolicy
+from kumitate.outbound import CircuitBreaker, OutboundClient, OutboundError, RetryPolicy
 
 log = logging.getLogger("kumitate.attendance")
 THRESHOLD = 0.7
@@ -46,15 +48,28 @@ RESERVE_S = 0.25  # left of the call's deadline for returning the rule-based res
 MIN_WAIT_S = 0.05  # below this a request cannot complete: do not send it
 
 
-def llm_config(env: Mapping[str, str]) -> dict[str, str] | None:
-    base = env.get("ATTENDANCE_LLM_BASE_URL", "").strip()
-    if not base:
-        return None
-    return {
-        "base_url": base.rstrip("/"),
-        "model": env.get("ATTENDANCE_LLM_MODEL", ""),
-        "api_key": env.get("ATTENDANCE_LLM_API_KEY", ""),
-    }
+@dataclass(frozen=True, slots=True)
+class LlmConfig:
+    """ATTENDANCE_LLM_BASE_URL (+ ATTENDANCE_LLM_MODEL, optional ATTENDANCE_LLM_API_KEY), read once at start-up."""
+
+    base_url: str
+    model: str
+    api_key: str = ""
+    deadline_s: float = MAX_WAIT_S
+    reserve_s: float = RESERVE_S
+    breaker_failures: int = 5
+    breaker_cooldown_s: float = 30.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> LlmConfig | None:
+        base = env.get("ATTENDANCE_LLM_BASE_URL", "").strip()
+        if not base:
+            return None
+        return cls(
+            base_url=base.rstrip("/"),
+            model=env.get("ATTENDANCE_LLM_MODEL", ""),
+            api_key=env.get("ATTENDANCE_LLM_API_KEY", ""),
+        )
 
 
 def output_schema() -> dict[str, Any]:
@@ -128,32 +143,62 @@ def service_rule_problems(candidate: dict[str, Any]) -> list[str]:
     return out
 
 
-@cache
-def _client(base_url: str, api_key: str) -> OutboundClient:
-    """One client per endpoint, shared by every call: its circuit breaker sees all of them."""
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    return OutboundClient(
-        base_url,
-        headers=headers,
-        retry=RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=1.0),
-        default_deadline_s=MAX_WAIT_S,
-    )
+class LlmUnavailable(Exception):
+    """The model gave no usable answer; `reason` is logged (never the utterance or the answer)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
-def time_for_llm(deadline: float | None) -> float | None:
-    """Seconds the model may take: up to MAX_WAIT_S, and ending RESERVE_S before the call's deadline so the
-    rule-based answer still reaches the caller in time; None when too little is left to ask at all."""
-    if deadline is None:
-        return MAX_WAIT_S
-    left = deadline - time.monotonic() - RESERVE_S
-    return min(MAX_WAIT_S, left) if left > MIN_WAIT_S else None
+class OpenAIChat:
+    """POST {base}/chat/completions through kumitate.outbound, within the call's deadline (as yana's client).
+
+    One per handler instance: its circuit breaker sees every call, one retry on 5xx/timeouts.
+    """
+
+    def __init__(self, config: LlmConfig) -> None:
+        self.config = config
+        self.breaker = CircuitBreaker(config.breaker_failures, config.breaker_cooldown_s)
+        self.client = OutboundClient(
+            config.base_url,
+            headers={"Authorization": f"Bearer {config.api_key}"} if config.api_key else {},
+            retry=RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=1.0),
+            breaker=self.breaker,
+            default_deadline_s=config.deadline_s,
+        )
+
+    def budget_s(self, deadline: float | None) -> float | None:
+        """Seconds the model may take: up to the configured wait, ending `reserve_s` before the call's deadline
+        so the rule-based answer still reaches the caller in time; None when too little is left to ask at all."""
+        if deadline is None:
+            return self.config.deadline_s
+        left = deadline - time.monotonic() - self.config.reserve_s
+        return min(self.config.deadline_s, left) if left > MIN_WAIT_S else None
+
+    def complete_json(self, prompt: str, deadline: float | None) -> Any:
+        """The model's answer to one user message, parsed as JSON; LlmUnavailable on any failure."""
+        budget = self.budget_s(deadline)
+        if budget is None:
+            raise LlmUnavailable("no_time_left")
+        body = {"model": self.config.model, "messages": [{"role": "user", "content": prompt}], "temperature": 0}
+        try:
+            reply = self.client.post_json("/chat/completions", body, deadline_s=budget)
+            return json.loads(reply["choices"][0]["message"]["content"])
+        except OutboundError as exc:
+            raise LlmUnavailable(exc.kind) from exc
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise LlmUnavailable("unreadable_answer") from None
+
+    def close(self) -> None:
+        self.client.close()
 
 
 def llm_fallback(
     request: dict[str, Any],
     result: dict[str, Any],
     thread_keys: set[str],
-    env: Mapping[str, str],
+    llm: OpenAIChat | None,
     deadline: float | None = None,
 ) -> dict[str, Any]:
     """Ask the configured model when the grammar was unsure; keep `result` on any doubt.
@@ -161,26 +206,12 @@ def llm_fallback(
     `deadline` is the call's (CallContext.deadline, a time.monotonic() value): the model's answer is
     abandoned in time for the rule-based result to be returned before it.
     """
-    config = llm_config(env)
-    if config is None or result["confidence"] >= THRESHOLD:
+    if llm is None or result["confidence"] >= THRESHOLD:
         return result
-    wait = time_for_llm(deadline)
-    if wait is None:
-        log.warning("attendance llm fallback skipped: the call deadline leaves no time")
-        return result
-    body = {
-        "model": config["model"],
-        "messages": [{"role": "user", "content": build_prompt(request, result)}],
-        "temperature": 0,
-    }
     try:
-        reply = _client(config["base_url"], config["api_key"]).post_json("/chat/completions", body, deadline_s=wait)
-        candidate = json.loads(reply["choices"][0]["message"]["content"])
-    except OutboundError as exc:
-        log.warning("attendance llm fallback failed (%s); keeping rule-based result", exc.kind)
-        return result
-    except (ValueError, KeyError, IndexError, TypeError):
-        log.warning("attendance llm fallback failed (unreadable answer); keeping rule-based result")
+        candidate = llm.complete_json(build_prompt(request, result), deadline)
+    except LlmUnavailable as exc:
+        log.warning("attendance llm fallback skipped or failed (%s); keeping rule-based result", exc.reason)
         return result
     problems = validate_llm_output(candidate, thread_keys)
     if problems:

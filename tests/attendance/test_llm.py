@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import handlers.attendance as attendance
-from handlers.attendance.llm import llm_fallback, output_schema, validate_llm_output
+from handlers.attendance.llm import LlmConfig, OpenAIChat, llm_fallback, output_schema, validate_llm_output
 from handlers.attendance.names import Directory
 from handlers.attendance.parse import parse_attendance_intent
 from kumitate.context import CallContext
@@ -62,6 +62,11 @@ class FakeLLM:
             "ATTENDANCE_LLM_API_KEY": "test-key",
         }
 
+    def client(self) -> OpenAIChat:
+        config = LlmConfig.from_env(self.env)
+        assert config is not None
+        return OpenAIChat(config)
+
     def prompt(self) -> str:
         content: str = self.calls[-1]["body"]["messages"][0]["content"]
         return content
@@ -98,7 +103,7 @@ def test_accepts_a_valid_answer_and_sends_no_email(llm: FakeLLM) -> None:
     result = parse_attendance_intent(request())
     assert result["confidence"] < 0.7
     llm.reply = answer("全員必須")
-    out = llm_fallback(request(), result, KEYS, llm.env)
+    out = llm_fallback(request(), result, KEYS, llm.client())
     assert out["matched_pattern"] == "llm.fallback"
     assert (out["attendance_rule"]["type"], out["confidence"], out["needs_clarification"]) == ("ALL", 0.95, [])
     assert out["share_intent"] == result["share_intent"]  # the rule-based share_intent always stands
@@ -146,7 +151,7 @@ def test_rejects_answers_that_break_the_service_rules(llm: FakeLLM) -> None:
         "not json at all",
     ):
         llm.reply = reply
-        assert llm_fallback(request(), result, KEYS, llm.env) is result
+        assert llm_fallback(request(), result, KEYS, llm.client()) is result
     assert len(llm.calls) == 6
 
 
@@ -170,9 +175,9 @@ def test_service_rule_problems_are_named() -> None:
 
 def test_not_called_when_confident_or_unconfigured(llm: FakeLLM) -> None:
     confident = parse_attendance_intent({"text": "全員必須", "invitees": INVITEES})
-    assert llm_fallback({"text": "全員必須", "invitees": INVITEES}, confident, KEYS, llm.env) is confident
+    assert llm_fallback({"text": "全員必須", "invitees": INVITEES}, confident, KEYS, llm.client()) is confident
     unsure = parse_attendance_intent(request())
-    assert llm_fallback(request(), unsure, KEYS, {}) is unsure
+    assert llm_fallback(request(), unsure, KEYS, None) is unsure
     assert llm.calls == []
 
 
@@ -210,7 +215,7 @@ def test_a_slow_model_never_outlasts_the_call_deadline(
 
 def test_no_call_when_the_deadline_has_no_time_left(llm: FakeLLM) -> None:
     result = parse_attendance_intent(request())
-    assert llm_fallback(request(), result, KEYS, llm.env, deadline=time.monotonic() + 0.1) is result
+    assert llm_fallback(request(), result, KEYS, llm.client(), deadline=time.monotonic() + 0.1) is result
     assert llm.calls == []
 
 
