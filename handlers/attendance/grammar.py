@@ -36,136 +36,54 @@ import re
 from dataclasses import dataclass, field
 
 from handlers.attendance.alternatives import named_groups
+from handlers.attendance.lexicon import entries, joined, words
+from handlers.attendance.lexicon import pattern as lexicon_pattern
 from handlers.attendance.names import Directory, Mention
 from handlers.attendance.numbers import fraction_of, half_of, majority_of
 from handlers.attendance.reading import Reading
 from handlers.attendance.text import Folded, rx
 
-_REQUIRED_AFTER = rx(
-    r"(?:の)?(?:参加|出席|同席)?(?:は|が|も)?(?:絶対に?|必ず)?(?:必須|マスト|不可欠|欠かせない|外せない|いないと|いなきゃ|いなければ|必要(?![\d]))"
-    r"|(?:は|が|も)?(?:絶対に?|必ず)(?:参加|出席|来|い|同席|出)|(?:は|が|も)?絶対(?!に?(?:不要|いらない|来な|呼ばな))"
-    r"|(?:は|が|も)?必ず(?!しも)"
-    r"|(?:を)?(?:含めて|含む|込みで|入れて)"
-)
-# A person whose presence is the condition (山田さんが来られるなら誰でも, 山田さんさえいれば); for a
-# group this means "someone of it" and is read by _GROUP_COUNT instead.
-_REQUIRED_IF = rx(
-    r"(?:が|さえ)(?:来られる|来れる|来る|参加できる|参加する|出席できる|出席する|いる)の?(?:なら|ならば|であれば)"
-    r"|さえ(?:いれば|来れば|来られれば|来てくれれば|参加できれば|参加すれば|出席できれば)|が(?:いれば|いたら|いるなら)"
-)
-_REQUIRED_BEFORE = rx(
-    r"(?:必須(?:なの|メンバー|の人|参加者)?(?:は|が|:)|必ず(?:来てほしいのは|参加してほしいのは|必要なのは)?)"
-)
-_EXCLUDE_AFTER = rx(
-    r"(?:は|を|が)?(?:除いて|除く|除外|抜きで|抜き|以外|不要|なしで|無しで|来なくて|呼ばない|いらない|は不参加|不参加)"
-)
-_OPTIONAL_AFTER = rx(
-    r"(?:は|が|も)?(?:任意|来られたら|来れたら|できれば|可能なら|オプション|どちらでも|参加できれば|いてもいなくても)"
-)
-_JOINER = rx(r"(?:と|や|、|,|・|/|and|&|および|及び|及|それに)")
-_PARTICLES_BEFORE_REQ = rx(
-    r"(?:の\d+[人名]|だけ|のみ|さえ|の2人|の両方|両名|2人とも|ふたりとも|の方|の人|は|が|も|の)$"
-)
-_ALL_WORDS = frozenset(
-    ["全員", "みんな", "皆", "全メンバー", "メンバー全員", "参加者全員", "全員の", "皆さん", "みなさん", "みな"]
-)
+# Every word and pattern below comes from lexicon.yaml (the lexicon is data; see lexicon.py).
+_REQUIRED_AFTER = lexicon_pattern("required_after")
+_REQUIRED_IF = lexicon_pattern("required_if")
+_REQUIRED_BEFORE = lexicon_pattern("required_before")
+_EXCLUDE_AFTER = lexicon_pattern("exclude_after")
+_OPTIONAL_AFTER = lexicon_pattern("optional_after")
+_JOINER = lexicon_pattern("joiner")
+_PARTICLES_BEFORE_REQ = lexicon_pattern("particles_before_req")
+_ALL_WORDS = frozenset(words("all_words"))
 _ALL_WORDS_BY_LENGTH = sorted(_ALL_WORDS, key=len, reverse=True)
 # What may stand between a group and 全員 for the group to qualify it (営業部は全員, 開発部のメンバー全員).
-_GROUP_QUALIFIERS = sorted(
-    (
-        rx(w).pattern
-        for w in ("", "は", "の", "から", "では", "で", "が", "のメンバー", "メンバー", "の人は", "のメンバーは")
-    ),
-    key=len,
-    reverse=True,
-)
-
-_ADDITIONAL = rx(
-    r"(?:あと|プラス|\+|他に|ほかに|他(?:の人?(?:から|で|が|は)?)?|ほか|追加で|それ以外(?:から|で|に|の人?(?:から|で|が|は)?)?|残り(?:から|の人?(?:から|で|が|は)?)?|その他(?:から|で|の人?(?:から|で|が|は)?)?"
-    r"|メンバー(?:は|から|が)?|加えて|以外(?:に|から|で)|さらに|もう)\s*(?:最低|少なくとも|最低でも)?(\d+)[人名]"
-)
-_TOTAL = rx(
-    r"(?:含めて|込みで|を入れて|入れて|含む)(?:合計|全部で|計|全体で)?(?:最低|少なくとも|最低でも)?(\d+)[人名]"
-    r"|(?:合計|全部で|計|全体で|全体の?人数(?:は|が|で)?|総勢|トータルで|合わせて|あわせて)(?:最低|少なくとも|最低でも)?(\d+)[人名]"
-)
-_ANY_COUNT = rx(r"(\d+)[人名](?!中|のうち|の中|の内)")
-_FRACTIONS: list[tuple[re.Pattern[str], str]] = [
-    (rx(r"全員(?:から)?(?:-|マイナス|ー|引く|ひく)(\d+)"), "minus"),
-    (
-        rx(
-            r"(\d+)[人名](?:まで|くらい|ぐらい|程度|だけ)?(?:なら|は)?(?:欠けても|欠けて|休んでも|来られなくても|来れなくても|不参加でも|欠席でも|いなくても|抜けても|欠席しても|都合が悪くても|ダメでも|だめでも)"
-        ),
-        "minus",
-    ),
-    (rx(r"過半数"), "majority"),
-    (rx(r"半数|半分"), "half"),
-    (rx(r"(\d+)分の(\d+)"), "fraction"),
-    (rx(r"(\d+)割"), "tenths"),
-    (rx(r"(\d+)(?:%|パーセント)"), "percent"),
-]
-_EXPLICIT: list[re.Pattern[str]] = [
-    rx(r"(\d+)[人名](?:中|のうち|の中で?|の内|いる中で?)(?:最低|少なくとも)?(\d+)[人名]?"),
-    rx(r"(?<![\d/])(\d+)/(\d+)(?![\d/])"),
-    rx(r"(\d+)[人名](?:を|に)?(?:招待|誘|呼|声をかけ|声かけ|招集|集め)\D*?(\d+)[人名]"),
-]
-_EXPLICIT_KN_ORDER = (False, True, False)  # whether the pattern gives k first (3/5) or n first (5人中3人)
-_THRESHOLD = rx(
-    r"(?:最低|少なくとも|最低でも|最少)?(\d+)[人名](?!中|のうち|の中|の内|を招待|に招待|招待|を誘|誘|を呼|呼)"
-)
-_ALL_STRONG = rx(
-    r"全員(?:が|の|で|に|は|そろって|揃って)?(?:参加|出席|必須|揃|そろ|集ま|都合|来|ok|予定|出|一緒|空いて|そろい)"
-    r"|(?:全員|みんな|皆)(?:が)?(?:必須|揃わないと|そろわないと|揃うまで|そろうまで|揃う日|そろう日|揃える|そろえる)"
-    r"|全員.{0,12}?(?:集まれる|集まる|揃う|そろう|参加できる|出席できる|都合が(?:合|つ)|空いている)"
-    r"|誰も欠け(?:ず|ない|ては|ちゃ)|1人も欠け|欠席者?(?:なし|ゼロ|0)|漏れなく|全員参加|全メンバー"
-)
-_ALL_SOFT = rx(r"(?:なるべく|できれば|できるだけ|なるべくなら|可能なら|理想は|理想的には)(?:は)?(?:全員|みんな|皆)")
-_ALL_EXCEPT = rx(
-    r"(?:以外|除いて|除く|抜きで|抜き|なしで|無しで)(?:の|は|で|、)?(?:全員|みんな|皆|全メンバー|メンバー全員)"
-)
-_ALL_NEGATED = rx(
-    r"(?:全員|みんな|皆)(?:じゃ|で|が)?(?:なく|揃わなく|そろわなく|集まらなく|無理|は無理|は難しい|でなくとも)"
-)
-_ANY_WORDS = rx(
-    r"誰か|だれか|誰でも|だれでも|1人でも|参加者が(?:いれば|いたら|1人でも)|来られる人が(?:いれば|いたら)|来れる人が(?:いれば|いたら)|いれば(?:実施|開催|ok)|都合が合う人が(?:いれば|いたら)|人数は問わない|人数問わず"
-)
-_MINNA = rx(r"みんな|皆|みなさん|皆さん|メンバーで")
-_GROUP_COUNT = rx(
-    r"(?:から|より|の中から|の中で|のうち|の内|の?メンバー(?:から|が|は)?|の人?(?:から|で|が|は)?|で|は|が)?"
-    r"(?:(?:最低|少なくとも|最低でも)?(\d+)[人名]|(?:誰か|だれか|どなたか)(?:(\d+)[人名])?"
-    r"|(?:が|さえ)?(?:いれば|来られれば|来れれば|来れば|参加できれば|出席できれば))"
-)
-_GAP_OR = rx(r"または|もしくは|あるいは|or|か(?!ら)")
-_DISJUNCTION = rx(r"または|もしくは|あるいは|どちらか|どっちか|いずれか")
-_EACH = rx(r"ずつ|それぞれ|各")
-
-# A group-like word the directory may not know: 経理部, Xチーム, チームX, シフトC, 総務課, 第2班.
-_GROUP_WORD = rx(r"(?:チーム|team|グループ|group|シフト|shift|部|班|課|係|隊)")
-_GROUP_PREFIX_WORDS = frozenset(rx(w).pattern for w in ("チーム", "team", "グループ", "group", "シフト", "shift"))
-_NOT_GROUPS = ("全部", "一部", "大部")
-
-# Negation: what precedes it in its clause asserts nothing (全員参加じゃなくてもいい).
-_NEGATION = rx(
-    r"(?:必要|必須)(?:は|で|じゃ|では)?(?:ない|無い|ありません|なし)"
-    r"|(?:じゃ|では|で)(?:なく|無く|ない|無い|ありません)(?:て|と)?(?:も)?"
-    r"(?:いい|良い|よい|大丈夫|ok|構わない|かまわない|問題ない|平気)?"
-    r"|なく(?:ても|て)(?:いい|良い|よい|大丈夫|ok|構わない|かまわない|問題ない|平気)"
-)
-_CLAUSE_BREAK = rx(r"[、,。.!?;]|けど|けれど|ので|のに|だが|ですが")
-# Concession: 「…けど無理なら3人」 — the count after it is a fallback, not the condition stated before.
-_CONCESSION_SOFT = rx(
-    r"(?:無理|むり|ダメ|だめ|駄目|不可能)(?:な|だ|である|です)?(?:ら|ったら|なら|ならば|場合は?|であれば|でしたら)"
-    r"|(?:難し|厳し)(?:ければ|かったら|い場合は?|いなら|いようなら)|最悪(?:でも|の場合は?)?"
-)
-_CONCESSION_SHORT = rx(r"(?:揃わ|そろわ|集まら|集まれ)(?:なければ|なかったら|ない場合は?|ないなら|ないようなら)")
-_RANGE = rx(r"(?<!\d)(\d+)([人名]?)(?:~|〜|-|から|か|ないし|または|もしくは|、|,)(\d+)([人名])")
-_NAME_OR = rx(r"(?:か、?|または|もしくは|あるいは|or)")
-_NAME_OR_TAIL = rx(
-    r"(?:の)?(?:どちらか|どっちか|いずれか|誰か|だれか|どなたか|片方|一方|うち)(?:の)?(?:(\d+)[人名])?"
-    r"|(?:の)?(?:うち|中から|中で)(\d+)[人名]"
-    r"|(?:が|さえ|は)?(?:いれば|来られれば|来れれば|来れば|参加できれば|出席できれば|参加|出席|来|い(?:る|て)|必須|必ず|絶対)"
-)
-_WORD_JOIN = rx(r"[、,・/]?(?:か|または|もしくは|あるいは|or|と|や|および|及び|かつ)?[、,]?")
-_WISH_END = re.compile(r"(?:けど|けれど(?:も)?|ですが|だが|が)?[、,。\s]*$")
+_GROUP_QUALIFIERS = sorted((rx(w).pattern for w in words("group_qualifiers")), key=len, reverse=True)
+_ADDITIONAL = lexicon_pattern("additional")
+_TOTAL = lexicon_pattern("total")
+_ANY_COUNT = lexicon_pattern("any_count")
+_FRACTIONS: list[tuple[re.Pattern[str], str]] = [(rx(joined(f["pattern"])), f["kind"]) for f in entries("fractions")]
+_EXPLICIT: list[re.Pattern[str]] = [rx(joined(e["pattern"])) for e in entries("explicit_k_of_n")]
+_EXPLICIT_KN_ORDER = tuple(bool(e["k_first"]) for e in entries("explicit_k_of_n"))  # k before n (3/5)?
+_THRESHOLD = lexicon_pattern("threshold")
+_ALL_STRONG = lexicon_pattern("all_strong")
+_ALL_SOFT = lexicon_pattern("all_soft")
+_ALL_EXCEPT = lexicon_pattern("all_except")
+_ALL_NEGATED = lexicon_pattern("all_negated")
+_ANY_WORDS = lexicon_pattern("any_words")
+_MINNA = lexicon_pattern("minna")
+_GROUP_COUNT = lexicon_pattern("group_count")
+_GAP_OR = lexicon_pattern("gap_or")
+_DISJUNCTION = lexicon_pattern("disjunction")
+_EACH = lexicon_pattern("each")
+_GROUP_WORD = lexicon_pattern("group_word")
+_GROUP_PREFIX_WORDS = frozenset(rx(w).pattern for w in words("group_prefix_words"))
+_NOT_GROUPS = tuple(words("not_groups"))
+_NEGATION = lexicon_pattern("negation")
+_CLAUSE_BREAK = lexicon_pattern("clause_break")
+_CONCESSION_SOFT = lexicon_pattern("concession_soft")
+_CONCESSION_SHORT = lexicon_pattern("concession_short")
+_RANGE = lexicon_pattern("range")
+_NAME_OR = lexicon_pattern("name_or")
+_NAME_OR_TAIL = lexicon_pattern("name_or_tail")
+_WORD_JOIN = lexicon_pattern("word_join")
+_WISH_END = lexicon_pattern("wish_end")
 BLANK = "\x00"
 
 
@@ -772,50 +690,8 @@ class Grammar:
         return Reading("K_OF_N", {"k": k, "n": n}, confidence, pattern)
 
 
-_NOT_A_NAME = frozenset(
-    [
-        "参加",
-        "出席",
-        "同席",
-        "会議",
-        "打ち合わせ",
-        "開催",
-        "めんばー",
-        "参加者",
-        "出席者",
-        "人数",
-        "当日",
-        "今回",
-        "次回",
-        "全体",
-        # "the others" (他はどちらでも, その他の人, 残りのメンバー) names nobody
-        "他",
-        "他めんばー",
-        "他全員",
-        "他者",
-        "残",
-        "余",
-        "以外",
-    ]
-)
-_NOT_IN_NAME = (
-    "以上",
-    "以外",
-    "人",
-    "名",
-    "者",
-    "欠席",
-    "参加",
-    "出席",
-    "時間",
-    "日",
-    "必須",
-    "絶対",
-    "確定",
-    "候補",
-    "会議",
-    "開催",
-)
+_NOT_A_NAME = frozenset(words("not_a_name"))
+_NOT_IN_NAME = tuple(words("not_in_name"))
 _KANA_LIKE = re.compile(r"[\u30a0-\u30ff]")
 _LATIN_DIGIT = re.compile(r"[a-z0-9]")
 _KANJI_LATIN = re.compile(r"[\u4e00-\u9fff\u3005a-z]")
