@@ -1,7 +1,8 @@
 """attendance service: organiser intent → AttendanceRule, evaluation and storage.
 
-Thin shell over the pure core (parse.py, evaluate.py, keys.py, store.py). It
-converts the generated input models to JSON data, calls the core and logs only
+Thin shell over the pure core (parse.py, evaluate.py, keys.py, store.py). It takes
+the generated input models, returns the generated output models (the pipeline dumps
+them once), raises generated error classes (only codes each tool declares) and logs only
 counts, types, codes and the call's own ids (run_id, trace_id) — never a value the
 caller sent: no thread id, slot id, name, email or utterance.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 import logging
 import os
 from typing import Any
+
+from pydantic import BaseModel
 
 from generated.attendance.models import (
     EvaluateAttendanceOutput,
@@ -37,9 +40,8 @@ from kumitate.storage import open_database
 log = logging.getLogger("kumitate.attendance")
 
 
-def _data(model: Any) -> dict[str, Any]:
-    if isinstance(model, dict):
-        return model
+def _data(model: BaseModel) -> dict[str, Any]:
+    """A validated input model as the JSON data the pure core works on (parse, save's rule)."""
     return model.model_dump(mode="json", exclude_none=True)
 
 
@@ -77,7 +79,8 @@ class AttendanceHandlers:
         return ParseAttendanceIntentOutput.model_validate(result)
 
     def evaluate_attendance(self, input: dict[str, Any], ctx: CallContext) -> EvaluateAttendanceOutput:
-        request = _data(input)
+        """The spec declares a data input (handler_input: data): the schema-checked JSON as it came."""
+        request = input
         result = evaluate_attendance(request)
         log.info(
             "evaluate_attendance type=%s problems=%d slots=%d selections=%d finalize=%s reason=%s",
@@ -92,14 +95,12 @@ class AttendanceHandlers:
         return EvaluateAttendanceOutput.model_validate(result)
 
     def invitee_key(self, input: InviteeKeyInput, ctx: CallContext) -> InviteeKeyOutput:
-        request = _data(input)
         return InviteeKeyOutput.model_validate(
-            {"invitee_key": invitee_key(request["kind"], request["value"]), "kind": request["kind"]}
+            {"invitee_key": invitee_key(input.kind.value, input.value), "kind": input.kind.value}
         )
 
     def save_attendance_rule(self, input: SaveAttendanceRuleInput, ctx: CallContext) -> SaveAttendanceRuleOutput:
-        request = _data(input)
-        result = self.store.save(request["thread_id"], request["rule"])
+        result = self.store.save(input.thread_id, _data(input.rule))
         log.info(
             "save_attendance_rule type=%s version=%d",
             result["attendance_rule"]["type"],
@@ -109,8 +110,7 @@ class AttendanceHandlers:
         return SaveAttendanceRuleOutput.model_validate(result)
 
     def get_attendance_rule(self, input: GetAttendanceRuleInput, ctx: CallContext) -> GetAttendanceRuleOutput:
-        request = _data(input)
-        found = self.store.get(request["thread_id"], bool(request.get("include_history", False)))
+        found = self.store.get(input.thread_id, input.include_history)
         return GetAttendanceRuleOutput.model_validate(found)
 
     def close(self) -> None:

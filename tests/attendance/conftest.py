@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import handlers.attendance as attendance
+from generated.attendance.bindings import SERVICE
 from kumitate.context import CallContext
 from kumitate.settings import Settings
 from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir
@@ -76,7 +77,14 @@ def handlers(engine: str, tmp_path: Path) -> Iterator[attendance.AttendanceHandl
     made.close()
 
 
+def typed_input(tool: str, args: dict[str, Any]) -> Any:
+    """What the pipeline hands the handler: the generated input model, or the data for a declared data input."""
+    binding = next(t for t in SERVICE.tools if t.name == tool)
+    return args if binding.handler_input == "data" else binding.input_model.model_validate(args)
+
+
 def call(shell: Any, tool: str, args: dict[str, Any], ctx: CallContext | None = None) -> Any:
-    """A tool through the handler shell; its (generated model) result as the wire carries it."""
+    """A tool through the handler shell, given and returning what the pipeline gives and dumps."""
     ctx = ctx or CallContext(service="attendance", tool=tool, transport="test", run_id="r", trace_id="t")
-    return getattr(shell, tool)(args, ctx).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    result = getattr(shell, tool)(typed_input(tool, args), ctx)
+    return result.model_dump(mode="json", by_alias=True, exclude_unset=True)

@@ -27,11 +27,6 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("parse_attendance_intent", {"text": "全員", "invitees": [{"display_name": "名無し"}]}, "INVALID_INPUT"),
     (
         "parse_attendance_intent",
-        {"text": "全員", "invitees": [{"invitee_key": "x:1", "display_name": "a"}]},
-        "INVALID_INPUT",
-    ),
-    (
-        "parse_attendance_intent",
         {
             "text": "全員",
             "invitees": [{"user_id": "1", "display_name": "a"}, {"invitee_key": "u:1", "display_name": "b"}],

@@ -12,6 +12,7 @@ import pytest
 import handlers.attendance as attendance
 from kumitate.context import CallContext
 from kumitate.settings import Settings
+from tests.attendance.conftest import call
 
 THREAD = "thread-zq7x-secret"
 SLOT = "slot-zq7x-secret"
@@ -37,12 +38,14 @@ def test_no_input_value_in_stderr_or_log_records(
         {"email": EMAIL, "display_name": "外部 花子"},
         {"user_id": "3", "display_name": "佐藤 次郎"},
     ]
-    parsed = handlers.parse_attendance_intent({"text": TEXT, "invitees": invitees}, ctx("parse"))
-    rule = parsed.model_dump(mode="json", exclude_unset=True)["attendance_rule"]
+    parsed = call(handlers, "parse_attendance_intent", {"text": TEXT, "invitees": invitees}, ctx("parse"))
+    rule = parsed["attendance_rule"]
     assert rule["type"] == "REQUIRED_PLUS_QUORUM"
-    handlers.save_attendance_rule({"thread_id": THREAD, "rule": rule}, ctx("save"))
-    handlers.get_attendance_rule({"thread_id": THREAD, "include_history": True}, ctx("get"))
-    handlers.evaluate_attendance(
+    call(handlers, "save_attendance_rule", {"thread_id": THREAD, "rule": rule}, ctx("save"))
+    call(handlers, "get_attendance_rule", {"thread_id": THREAD, "include_history": True}, ctx("get"))
+    call(
+        handlers,
+        "evaluate_attendance",
         {
             "rule": rule,
             "slots": [{"slot_id": SLOT, "start": "2030-01-01T10:00:00+09:00"}],
@@ -50,7 +53,7 @@ def test_no_input_value_in_stderr_or_log_records(
         },
         ctx("evaluate"),
     )
-    handlers.invitee_key({"kind": "email", "value": EMAIL}, ctx("key"))
+    call(handlers, "invitee_key", {"kind": "email", "value": EMAIL}, ctx("key"))
 
     assert [r for r in caplog.records if r.name == "kumitate.attendance"], "the handlers log each call"
     seen: list[Any] = [capfd.readouterr().err]
