@@ -4,15 +4,20 @@ concurrent saves, sample seeding, and the import of a file from before the stora
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from alembic import command
+from sqlalchemy import inspect, text
 
 import handlers.attendance as attendance
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.storage import engine as engines
+from kumitate.storage import migrate
 from tests.attendance.conftest import call, settings_in
 from tests.attendance.test_store_validate import FIVE, base
 
@@ -142,3 +147,23 @@ def test_a_file_from_before_the_storage_layer_is_imported_once(engine: str, tmp_
         assert call(again, "get_attendance_rule", {"thread_id": "old-thread"}, CTX)["version"] == 3
     finally:
         again.close()
+
+
+def test_a_database_of_the_previous_release_is_upgraded_and_keeps_its_rows(engine: str, tmp_path: Path) -> None:
+    """A database at revision 0001 (idempotency keys only) gains attendance_rules at start-up, rows kept."""
+    old = engines.create(engines.database_url(os.environ.get("KUMITATE_DATABASE_URL"), tmp_path))
+    with old.connect() as conn:
+        command.upgrade(migrate.config(conn), "0001")
+        conn.execute(text("INSERT INTO idempotency VALUES ('t', 'p', 'k', 'f', 200, '{}', 0, 9e18)"))
+        conn.commit()
+    assert "attendance_rules" not in inspect(old).get_table_names()
+    old.dispose()
+
+    shell = attendance.create(settings_in(tmp_path))
+    try:
+        assert migrate.current(shell.store.db.engine) == migrate.head()
+        assert call(shell, "get_attendance_rule", {"thread_id": "demo-k-of-n"})["version"] == 1
+        with shell.store.db.read() as conn:
+            assert conn.execute(text("SELECT count(*) FROM idempotency")).scalar_one() == 1
+    finally:
+        shell.close()
