@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,16 @@ OPTIONS: dict[str, Any] = {
     "use_schema_description": True,
     "use_field_description": True,
     "enable_version_header": False,
+    "use_title_as_name": True,
 }
+
+BUNDLE_TITLE = "KumitateSpecBundle"
+"""The bundle document's own title. The generator makes a `RootModel[Any]` of the document itself,
+which is no type of the service: render() takes it out again."""
+
+_BUNDLE_ROOT = re.compile(
+    rf'\n\nclass {BUNDLE_TITLE}\(RootModel\[Any\]\):\n    root: Annotated\[Any, Field\(title="{BUNDLE_TITLE}"\)\]\n'
+)
 
 
 def _rewrite(node: Any, base_file: Path, root: Path, defs: set[str]) -> Any:
@@ -57,9 +67,25 @@ def _rewrite(node: Any, base_file: Path, root: Path, defs: set[str]) -> Any:
     return {k: _rewrite(v, base_file, root, defs) for k, v in node.items() if k not in ("$defs", "$schema", "$id")}
 
 
+def _is_bare_ref(schema: dict[str, Any]) -> bool:
+    return set(schema) - {"description", "title"} == {"$ref"}
+
+
+def _shared_target(schema: dict[str, Any], base_file: Path, root: Path, defs: set[str]) -> str | None:
+    """The shared type a bare-ref tool input/output names, if it names one."""
+    if not _is_bare_ref(schema):
+        return None
+    target_file, fragment = split_ref(schema["$ref"], base_file, root, "")
+    parts = fragment.strip("/").split("/")
+    if len(parts) == 2 and parts[0] == "$defs" and parts[1] in defs and target_file.parent.name == "types":
+        return parts[1]
+    return None
+
+
 def _top_level(schema: dict[str, Any], base_file: Path, root: Path, defs: set[str]) -> dict[str, Any]:
-    """A tool's input/output: if it is a bare ref, copy the target so the class gets the tool's name."""
-    if set(schema) - {"description", "title"} == {"$ref"}:
+    """A tool's input/output: if it is a bare ref, copy the target so the document names it after the tool
+    (OpenAPI shows `<Tool>Output`); the Python module makes that name an alias instead (aliases())."""
+    if _is_bare_ref(schema):
         target_file, fragment = split_ref(schema["$ref"], base_file, root, "")
         target = load_document(target_file)
         for part in fragment.strip("/").split("/") if fragment.strip("/") else []:
@@ -70,14 +96,41 @@ def _top_level(schema: dict[str, Any], base_file: Path, root: Path, defs: set[st
     return dict(_rewrite(schema, base_file, root, defs))
 
 
-def bundle(svc: ServiceSpec, root: Path) -> dict[str, Any]:
-    """The single schema document codegen feeds to datamodel-code-generator."""
-    shared: dict[str, Any] = {}
+def _owners(svc: ServiceSpec) -> dict[str, Path]:
+    """Each shared type's name -> the types/*.json file that defines it."""
     owners: dict[str, Path] = {}
     for stem, doc in sorted(svc.types.items()):
         path = svc.source_dir / "types" / f"{stem}.json"
         for name in (doc or {}).get("$defs", {}):
             owners[name] = path
+    return owners
+
+
+def aliases(svc: ServiceSpec, root: Path) -> dict[str, str]:
+    """`<Tool>Input`/`<Tool>Output`/`<Resource>Resource` name -> the shared type it is a bare ref to.
+
+    In Python such a name is an alias of the shared class (`GetMonthlyHouseholdOutput = MonthlyHousehold`),
+    not a twin class with the same fields: a handler returns the shared type and satisfies both names."""
+    names = set(_owners(svc))
+    tops = [(naming.input_model(t.name), t.raw["input"], t.source) for t in svc.tools]
+    tops += [(naming.output_model(t.name), t.raw["output"], t.source) for t in svc.tools]
+    tops += [
+        (naming.resource_model(r.name), r.raw["output"], r.source)
+        for r in svc.resources
+        if r.is_json and "output" in r.raw
+    ]
+    out = {}
+    for name, schema, source in tops:
+        target = _shared_target(schema, source, root, names)
+        if target is not None and target != name:
+            out[name] = target
+    return dict(sorted(out.items()))
+
+
+def bundle(svc: ServiceSpec, root: Path) -> dict[str, Any]:
+    """The single schema document codegen feeds to datamodel-code-generator (and OpenAPI its components)."""
+    shared: dict[str, Any] = {}
+    owners = _owners(svc)
     names = set(owners)
     for name, path in sorted(owners.items()):
         shared[name] = _rewrite(load_document(path)["$defs"][name], path, root, names)
@@ -89,13 +142,21 @@ def bundle(svc: ServiceSpec, root: Path) -> dict[str, Any]:
             shared[naming.resource_model(res.name)] = _top_level(res.raw["output"], res.source, root, names)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": f"{naming.pascal(svc.name)}Models",
+        "title": BUNDLE_TITLE,
         "$defs": shared,
     }
 
 
 def render(svc: ServiceSpec, root: Path, header: str) -> str:
     document = bundle(svc, root)
+    alias_of = aliases(svc, root)
+    for name in alias_of:
+        del document["$defs"][name]
     code = generate(json.dumps(document, ensure_ascii=False, sort_keys=True), custom_file_header=header, **OPTIONS)
     assert isinstance(code, str)
+    code, found = _BUNDLE_ROOT.subn("", code)
+    if found != 1:
+        raise RuntimeError(f"the generator no longer emits the bundle root class {BUNDLE_TITLE} as expected")
+    if alias_of:
+        code += "\n\n" + "".join(f"{name} = {target}\n" for name, target in alias_of.items())
     return code
