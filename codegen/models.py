@@ -8,6 +8,7 @@ types stay shared classes instead of being copied into every tool.
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import re
@@ -147,13 +148,92 @@ def bundle(svc: ServiceSpec, root: Path) -> dict[str, Any]:
     }
 
 
+NULL_MARK = "x-kumitate-refuse-null"
+REFUSE_NULL = "kumitate.nulls.refuse_null"
+"""The validator of an optional property the schema does not let be null (the generator types it `X | None`)."""
+
+
+def _admits_null(schema: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> bool:
+    if schema is True or (
+        isinstance(schema, dict) and not ({"type", "$ref", "anyOf", "enum", "const"} & schema.keys())
+    ):
+        return True
+    if not isinstance(schema, dict):
+        return False
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in seen:
+        return _admits_null(defs.get(ref.removeprefix("#/$defs/"), True), defs, seen | {ref})
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind) or None in schema.get("enum", [1]):
+        return True
+    return any(_admits_null(option, defs, seen) for option in schema.get("anyOf", []))
+
+
+def _mark_null_refused(node: Any, defs: dict[str, Any]) -> bool:
+    """Mark (in place) each optional property without a default that refuses null; True if any was."""
+    if isinstance(node, list):
+        return any([_mark_null_refused(v, defs) for v in node])
+    if not isinstance(node, dict):
+        return False
+    found = any([_mark_null_refused(v, defs) for v in node.values()])
+    props = node.get("properties")
+    if isinstance(props, dict):
+        required = set(node.get("required", []))
+        for name, sub in props.items():
+            if name not in required and isinstance(sub, dict) and "default" not in sub and not _admits_null(sub, defs):
+                sub[NULL_MARK] = True
+                found = True
+    return found
+
+
+def _null_refusing_fields(code: str) -> dict[str, list[str]]:
+    """Class -> the fields the first pass marked (their annotation carries NULL_MARK)."""
+    out: dict[str, list[str]] = {}
+    for cls in ast.parse(code).body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        fields = [s for s in cls.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)]
+        for stmt in fields:
+            if NULL_MARK in ast.unparse(stmt.annotation):
+                out.setdefault(cls.name, []).append(ast.unparse(stmt.target))
+    return out
+
+
+def _generate(document: dict[str, Any], header: str, **extra: Any) -> str:
+    code = generate(
+        json.dumps(document, ensure_ascii=False, sort_keys=True), custom_file_header=header, **OPTIONS, **extra
+    )
+    assert isinstance(code, str)
+    return code
+
+
+def _with_null_refusal(document: dict[str, Any], header: str) -> str:
+    """The generated module, with `refuse_null` on every optional property that refuses null.
+
+    The generator knows no such option: a first pass marks those properties (a field extra in the
+    annotation), which names their classes and fields; the second attaches the validator to them
+    through the generator's `validators` option."""
+    marked = copy.deepcopy(document)
+    if not _mark_null_refused(marked["$defs"], marked["$defs"]):
+        return _generate(document, header)
+    fields = _null_refusing_fields(_generate(marked, header, field_extra_keys={NULL_MARK}))
+    validators = {
+        cls: {"validators": [{"fields": names, "function": REFUSE_NULL, "mode": "before"}]}
+        for cls, names in sorted(fields.items())
+    }
+    code = _generate(document, header, validators=validators)
+    missing = set(fields) - {c.name for c in ast.parse(code).body if isinstance(c, ast.ClassDef)}
+    if missing:
+        raise RuntimeError(f"the two generator passes name classes differently: {sorted(missing)}")
+    return code
+
+
 def render(svc: ServiceSpec, root: Path, header: str) -> str:
     document = bundle(svc, root)
     alias_of = aliases(svc, root)
     for name in alias_of:
         del document["$defs"][name]
-    code = generate(json.dumps(document, ensure_ascii=False, sort_keys=True), custom_file_header=header, **OPTIONS)
-    assert isinstance(code, str)
+    code = _with_null_refusal(document, header)
     code, found = _BUNDLE_ROOT.subn("", code)
     if found != 1:
         raise RuntimeError(f"the generator no longer emits the bundle root class {BUNDLE_TITLE} as expected")

@@ -65,7 +65,7 @@ EXPORT = ToolBinding(
     policy=_SCHEMAS["tools"]["export"]["policy"],
     deprecated=_SCHEMAS["tools"]["export"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 HISTOGRAM = ToolBinding(
@@ -120,7 +120,7 @@ MATERIALIZE = ToolBinding(
     policy=_SCHEMAS["tools"]["materialize"]["policy"],
     deprecated=_SCHEMAS["tools"]["materialize"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 PROFILE = ToolBinding(

@@ -7,7 +7,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from kumitate.nulls import refuse_null
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 
 class Bin(BaseModel):
@@ -64,6 +65,11 @@ class ColumnProfile(BaseModel):
     """
     DuckDB type name.
     """
+
+    @field_validator("distinct_count", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class DateRangeItem(RootModel[str]):
@@ -219,6 +225,11 @@ class SchemaColumn(BaseModel):
     DuckDB type.
     """
 
+    @field_validator("description", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class SchemaTable(BaseModel):
     model_config = ConfigDict(
@@ -240,6 +251,11 @@ class SchemaTable(BaseModel):
     """
     Rows in the table.
     """
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class ExportInput(BaseModel):
@@ -326,6 +342,11 @@ class HistogramInput(BaseModel):
     """
     A table name (activities, splits, time_series_metrics, or a materialized mat_* view; case-insensitive, optionally double-quoted) or one SELECT statement (same rules as export's query).
     """
+
+    @field_validator("date_column", "date_range", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class MaterializeInput(BaseModel):
@@ -418,6 +439,11 @@ class ProfileInput(BaseModel):
     """
     A table name (activities, splits, time_series_metrics, or a materialized mat_* view; case-insensitive, optionally double-quoted) or one SELECT statement (same rules as export's query).
     """
+
+    @field_validator("columns", "date_column", "date_range", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class ProfileOutput(BaseModel):

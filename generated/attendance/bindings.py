@@ -56,7 +56,7 @@ GET_ATTENDANCE_RULE = ToolBinding(
     policy=_SCHEMAS["tools"]["get_attendance_rule"]["policy"],
     deprecated=_SCHEMAS["tools"]["get_attendance_rule"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 INVITEE_KEY = ToolBinding(
@@ -94,7 +94,7 @@ PARSE_ATTENDANCE_INTENT = ToolBinding(
     policy=_SCHEMAS["tools"]["parse_attendance_intent"]["policy"],
     deprecated=_SCHEMAS["tools"]["parse_attendance_intent"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 SAVE_ATTENDANCE_RULE = ToolBinding(
@@ -113,7 +113,7 @@ SAVE_ATTENDANCE_RULE = ToolBinding(
     policy=_SCHEMAS["tools"]["save_attendance_rule"]["policy"],
     deprecated=_SCHEMAS["tools"]["save_attendance_rule"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 SERVICE = ServiceBinding(

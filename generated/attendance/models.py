@@ -7,7 +7,8 @@ from __future__ import annotations
 from enum import IntEnum, StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from kumitate.nulls import refuse_null
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 
 class Reason(StrEnum):
@@ -276,6 +277,11 @@ class ParseDefaults(BaseModel):
     → slot_policy.timezone; must be an IANA zone (else INVALID_INPUT).
     """
 
+    @field_validator("auto_finalize_delay_seconds", "list_ids", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class RuleType(StrEnum):
     """
@@ -348,6 +354,11 @@ class Selection(BaseModel):
     selected = can attend; declined = cannot; pending = no answer yet; expired = the invitation expired unanswered (as declined).
     """
 
+    @field_validator("selected_at", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class ShareIntent(BaseModel):
     """
@@ -399,6 +410,11 @@ class Slot(BaseModel):
     """
     IANA zone for a local start/end.
     """
+
+    @field_validator("end", "timezone", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class SlotEvaluation(BaseModel):
@@ -564,6 +580,11 @@ class FinalizeDecision(BaseModel):
     """
     tie_breaker: TieBreaker
 
+    @field_validator("pending_invitee_keys", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class FinalizePolicy(BaseModel):
     """
@@ -583,6 +604,11 @@ class FinalizePolicy(BaseModel):
     """
     mode: FinalizeMode
     tie_breaker: TieBreaker = TieBreaker.earliest_slot
+
+    @field_validator("auto_finalize_delay_seconds", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class Group(BaseModel):
@@ -654,6 +680,11 @@ class InviteeInput(BaseModel):
     Registered user id → u:<user_id>.
     """
 
+    @field_validator("aliases", "email", "groups", "invitee_key", "list_member_id", "reading", "user_id", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class ParseAttendanceIntentInput(BaseModel):
     """
@@ -672,6 +703,11 @@ class ParseAttendanceIntentInput(BaseModel):
     """
     What the organiser said, in Japanese (「山田さんと田中さんは必須、あと2人」).
     """
+
+    @field_validator("defaults", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class RuleParams(BaseModel):
@@ -703,6 +739,11 @@ class RuleParams(BaseModel):
     REQUIRED_PLUS_QUORUM: must all attend; each in the scope.
     """
 
+    @field_validator("groups", "k", "min_additional", "n", "required_invitee_keys", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class AttendanceRule(BaseModel):
     """
@@ -721,6 +762,11 @@ class AttendanceRule(BaseModel):
     """
     Send "1.0" (legacy "1" and 1 accepted); results carry "1.0".
     """
+
+    @field_validator("slot_policy", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class EvaluateAttendanceInput(BaseModel):
@@ -744,6 +790,11 @@ class EvaluateAttendanceInput(BaseModel):
     """
     Candidate slots; slot_ids must be unique.
     """
+
+    @field_validator("now", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class EvaluateAttendanceOutput(BaseModel):
@@ -811,6 +862,11 @@ class ParseAttendanceIntentOutput(BaseModel):
     """
     share_intent: ShareIntent
     slot_generation_hint: SlotGenerationHint
+
+    @field_validator("matched_pattern", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class SaveAttendanceRuleInput(BaseModel):
@@ -895,3 +951,8 @@ class GetAttendanceRuleOutput(BaseModel):
     """
     Current (latest) version.
     """
+
+    @field_validator("history", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)

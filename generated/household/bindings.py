@@ -75,7 +75,7 @@ GET_CATEGORY_TREND = ToolBinding(
     policy=_SCHEMAS["tools"]["get_category_trend"]["policy"],
     deprecated=_SCHEMAS["tools"]["get_category_trend"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 GET_DUPLICATE_CANDIDATE_DETAIL = ToolBinding(
@@ -132,7 +132,7 @@ GET_MONTHLY_HOUSEHOLD = ToolBinding(
     policy=_SCHEMAS["tools"]["get_monthly_household"]["policy"],
     deprecated=_SCHEMAS["tools"]["get_monthly_household"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 IMPORT_HOUSEHOLD_DATA = ToolBinding(
@@ -170,7 +170,7 @@ LIST_DUPLICATE_CANDIDATES = ToolBinding(
     policy=_SCHEMAS["tools"]["list_duplicate_candidates"]["policy"],
     deprecated=_SCHEMAS["tools"]["list_duplicate_candidates"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 RESTORE_DUPLICATE = ToolBinding(

@@ -8,7 +8,8 @@ from datetime import date as date_aliased
 from enum import Enum, StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from kumitate.nulls import refuse_null
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 
 class AvailableMonth(BaseModel):
@@ -204,6 +205,11 @@ class DetectDuplicatesInput(BaseModel):
     """
     Only compare these transactions with each other. Omit to check all.
     """
+
+    @field_validator("transaction_ids", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class DetectDuplicatesOutput(BaseModel):
@@ -572,6 +578,11 @@ class MonthlyHousehold(BaseModel):
     Requested year.
     """
 
+    @field_validator("chart", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class OutputFormat(StrEnum):
     """
@@ -729,6 +740,11 @@ class CategoryTrend(BaseModel):
     Japanese answer following the template: - 2025年07月: 58,300円 （前月比 -6.7%, 前年同月比 +3.2%）.
     """
 
+    @field_validator("chart", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class CategoryTrendSummary(BaseModel):
     model_config = ConfigDict(
@@ -867,6 +883,11 @@ class GetCategoryTrendInput(BaseModel):
     First month, YYYY-MM, used as given. Default: 11 months before end_month, but not before the earliest month with data.
     """
 
+    @field_validator("category", "end_month", "graph_type", "image_size", "output_format", "start_month", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class GetMonthlyHouseholdInput(BaseModel):
     model_config = ConfigDict(
@@ -892,6 +913,11 @@ class GetMonthlyHouseholdInput(BaseModel):
     """
     Year, e.g. 2025.
     """
+
+    @field_validator("graph_type", "image_size", "output_format", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class ImportReport(BaseModel):

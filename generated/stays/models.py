@@ -7,7 +7,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from kumitate.nulls import refuse_null
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 
 class Granularity(StrEnum):
@@ -63,6 +64,11 @@ class RecordError(BaseModel):
     """
     The record's ref, when it was valid.
     """
+
+    @field_validator("ref", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class Stats(BaseModel):
@@ -153,6 +159,11 @@ class StayResult(BaseModel):
     """
     The record's ref, when it had a valid one (sequence mode only; aggregate rows merge several records and carry no ref).
     """
+
+    @field_validator("ref", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class SummarizeStaysInput(BaseModel):

@@ -37,7 +37,7 @@ CHAT = ToolBinding(
     policy=_SCHEMAS["tools"]["chat"]["policy"],
     deprecated=_SCHEMAS["tools"]["chat"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 INGEST = ToolBinding(
@@ -65,7 +65,7 @@ INGEST = ToolBinding(
     policy=_SCHEMAS["tools"]["ingest"]["policy"],
     deprecated=_SCHEMAS["tools"]["ingest"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 SEARCH = ToolBinding(
@@ -84,7 +84,7 @@ SEARCH = ToolBinding(
     policy=_SCHEMAS["tools"]["search"]["policy"],
     deprecated=_SCHEMAS["tools"]["search"]["deprecated"],
     handler_input="model",
-    schema_check=True,
+    schema_check=False,
 )
 
 RESOURCE_HEALTHZ = ResourceBinding(

@@ -8,7 +8,8 @@ from datetime import date as date_aliased
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from kumitate.nulls import refuse_null
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 
 class ChatContext(BaseModel):
@@ -47,6 +48,11 @@ class ChatContext(BaseModel):
     """
     Turn number in the conversation.
     """
+
+    @field_validator("runId", "run_id", "sessionId", "session_id", "topic", "turn", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class Llm(StrEnum):
@@ -88,6 +94,11 @@ class Filters(BaseModel):
     """
     Keep labels whose region contains this text, e.g. 小樽 matches 北海道小樽市, 山口県 matches every Yamaguchi maker.
     """
+
+    @field_validator("brewery", "category", "region", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class Breaker(StrEnum):
@@ -138,6 +149,11 @@ class Healthz(BaseModel):
     """
     Seconds since the handlers were created.
     """
+
+    @field_validator("breaker", "last_error", "llm_mode", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class Category(StrEnum):
@@ -229,6 +245,11 @@ class IngestInput(BaseModel):
     Instead of image: an http(s) URL on a host listed in YANA_INGEST_URL_ALLOW (none by default, so URI_NOT_ALLOWED), fetched through the outbound client (≤ 5 MB, YANA_INGEST_FETCH_TIMEOUT_MS, no redirects; UPSTREAM_ERROR or UPSTREAM_TIMEOUT when it fails); or a file: URI inside the data directory (data/yana/…, the service's uploads/, or YANA_INGEST_ALLOW_DIRS), e.g. file:data/yana/images/label_0001.png. Plain server paths and other schemes are refused (URI_NOT_ALLOWED).
     """
 
+    @field_validator("image", "uri", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class IngestOutput(BaseModel):
     dedup: bool
@@ -271,6 +292,11 @@ class IngestOutput(BaseModel):
     """
     Non-fatal notes: brand_name_unknown when no brand was given.
     """
+
+    @field_validator("near_duplicates", "warnings", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class LogsToday(BaseModel):
@@ -346,6 +372,11 @@ class SearchInput(BaseModel):
     Order of the top-k hits: relevance = score, best first; recency = most recently added to the knowledge base first (ingested labels before bundled ones); brand_name/brewery/region/id = that field ascending. Ties always break on id. Any other value is BAD_REQUEST naming these.
     """
 
+    @field_validator("filters", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
+
 
 class Debug(BaseModel):
     """
@@ -376,6 +407,11 @@ class Debug(BaseModel):
     """
     Text score of the best hit.
     """
+
+    @field_validator("candidates", "hits", "suppressed", "text_score", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class SearchOutput(BaseModel):
@@ -446,6 +482,11 @@ class ChatInput(BaseModel):
     """
     What the user (or the other speaker) said; yana answers it.
     """
+
+    @field_validator("context", "filters", mode="before")
+    @classmethod
+    def refuse_null_validator(cls, v: Any, info: ValidationInfo) -> Any:
+        return refuse_null(v, info)
 
 
 class ChatOutput(BaseModel):
