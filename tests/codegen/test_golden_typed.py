@@ -111,9 +111,9 @@ def test_golden_case_is_typed_and_runs(case: str, tmp_path: Path, tmp_path_facto
     assert (GOLDEN / case / "expected").is_dir()
     tree = _write_case(case, tmp_path)
     cache = tmp_path_factory.getbasetemp() / "mypy-cache"
+    argv = ["--strict", "--follow-imports=silent", "--cache-dir", str(cache), "-p", "generated", "-p", "handlers"]
     mypy = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(cache)]
-        + ["-p", "generated", "-p", "handlers"],
+        [sys.executable, "-m", "mypy", *argv],
         cwd=tmp_path,
         env=_env(tmp_path),
         capture_output=True,
