@@ -2,7 +2,7 @@
 
 Without flags: lint the specs, then write generated/ (removing orphans); a service over its
 token budget (specs/token-budget.yaml) is reported as a warning.
---check: exit 1 and list stale and orphan files instead of writing, or when a service's MCP
+--check: exit 1 and list stale and orphan files, with a unified diff of each stale one, instead of writing, or when a service's MCP
   tools/list is over its token budget (KT205, unless specs/readiness-baseline.yaml accepts it).
 --lint: only report spec problems.
 """
@@ -10,6 +10,7 @@ token budget (specs/token-budget.yaml) is reported as a warning.
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import time
 from pathlib import Path
@@ -29,6 +30,25 @@ def _existing(out_root: Path) -> set[str]:
         for p in (out_root / d).rglob("*")
         if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
     }
+
+
+DIFF_LINES = 200
+"""At most this many diff lines per stale file: enough to see the drift, not a whole regenerated module."""
+
+
+def drift(path: str, current: str | None, wanted: str) -> list[str]:
+    """The unified diff from the file on disk (or nothing, when missing) to what codegen would write."""
+    lines = list(
+        difflib.unified_diff(
+            (current or "").splitlines(keepends=True),
+            wanted.splitlines(keepends=True),
+            fromfile=f"a/{path}" if current is not None else "/dev/null",
+            tofile=f"b/{path}",
+        )
+    )
+    if len(lines) > DIFF_LINES:
+        lines = [*lines[:DIFF_LINES], f"... {len(lines) - DIFF_LINES} more diff lines\n"]
+    return [line if line.endswith("\n") else line + "\n" for line in lines]
 
 
 def budget_problems(tree: specs.SpecTree) -> list[specs.Problem]:
@@ -77,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         for path in stale:
             print(f"stale: {path}")
+        for path in stale:
+            target = args.out / path
+            current = target.read_text(encoding="utf-8") if target.exists() else None
+            sys.stdout.writelines(drift(path, current, wanted[path]))
         for path in orphans:
             print(f"orphan: {path}")
         if stale or orphans:

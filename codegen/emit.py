@@ -16,7 +16,7 @@ from typing import Any
 import jinja2
 
 from codegen import docs, fidelity, lockfile, models, naming, openapi
-from codegen.specs import ResourceSpec, ServiceSpec, SpecTree, ToolSpec, tool_sources
+from codegen.specs import GENERIC_ERRORS, ResourceSpec, ServiceSpec, SpecTree, ToolSpec, tool_sources
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
@@ -131,6 +131,18 @@ def _tool_description(tool: ToolSpec) -> str:
     return text
 
 
+def _service_errors(svc: ServiceSpec, errors: list[dict[str, Any]]) -> dict[str, Any]:
+    """What generated/<svc>/errors.py re-exports: the declared codes' classes, per tool and in all."""
+    declared = {t.name: sorted({*t.errors, *GENERIC_ERRORS}) for t in svc.tools}
+    declared.update({naming.resource_method(r.name): sorted({*r.errors, *GENERIC_ERRORS}) for r in svc.resources})
+    used = {code for codes in declared.values() for code in codes} | set(GENERIC_ERRORS)
+    return {
+        "errors": [e for e in errors if e["code"] in used],
+        "declared": sorted(declared.items()),
+        "generic": list(GENERIC_ERRORS),
+    }
+
+
 def ruff_format(code: str, filename: str) -> str:
     """Format with the pinned ruff, so output does not depend on the machine."""
     proc = subprocess.run(
@@ -182,6 +194,9 @@ def render_all(tree: SpecTree) -> dict[str, str]:
         py[f"{base}/models.py"] = models.render(svc, tree.root, head)
         for name in ("protocols", "bindings", "mcp", "http", "client"):
             py[f"{base}/{name}.py"] = TEMPLATES.get_template(f"{name}.py.jinja").render(**ctx)
+        py[f"{base}/errors.py"] = TEMPLATES.get_template("service_errors.py.jinja").render(
+            header=head, svc=svc, **_service_errors(svc, errors)
+        )
         out[f"{base}/schemas.json"] = _schemas_json(svc)
     py["generated/registry.py"] = TEMPLATES.get_template("registry.py.jinja").render(
         header=header(tree, tree.sources),

@@ -51,32 +51,15 @@ _NESTED = ("properties", "$defs")
 _SUBSCHEMA = ("items", "additionalProperties")
 
 
-def _admits_null(schema: Any) -> bool:
-    if schema is True or (
-        isinstance(schema, dict) and not ({"type", "$ref", "anyOf", "enum", "const"} & schema.keys())
-    ):
-        return True
-    if not isinstance(schema, dict):
-        return False
-    kind = schema.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    return any(_admits_null(option) for option in schema.get("anyOf", []))
-
-
 def model_expresses(schema: Any) -> bool:
     """True when every assertion in `schema` is one the generated pydantic model makes too.
 
-    An optional property becomes `X | None = None` in the generated model, which takes an explicit
-    `null` that the schema refuses unless the property admits null: such an object is not expressed."""
+    An optional property is `X | None = None` in the generated model (None: left out); built from JSON,
+    the model refuses a null the schema refuses (kumitate.nulls.refuse_null, attached by codegen/models.py)."""
     if isinstance(schema, bool):
         return True
     if not isinstance(schema, dict):
         return False
-    required = set(schema.get("required", []))
-    for name, sub in (schema.get("properties") or {}).items():
-        if name not in required and not _admits_null(sub):
-            return False
     for key, value in schema.items():
         if key in ANNOTATIONS or key == "required":
             continue

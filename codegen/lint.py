@@ -37,6 +37,7 @@ RULES: dict[str, str] = {
     "KT112": "every integer in a tool's input declares a minimum and a maximum that fit in 64 bits",
     "KT113": "a tool that writes (readOnlyHint false) declares `policy.idempotency`, or says why not",
     "KT114": "a toolset names existing services and tools, and its name is not a service's",
+    "KT115": "an inline enum has a `title`: it names the generated class (else the generator numbers it: Format1)",
 }
 
 ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -306,6 +307,34 @@ def check_toolsets(tree: SpecTree) -> Iterator[Problem]:
                 yield Problem(rel, f"/toolsets/{ts.name}/tools/{i}", "KT114", f"no service or tool {entry!r}")
 
 
+def _untitled_enums(schema: Any, pointer: str) -> Iterator[str]:
+    for sub, where in _subschemas(schema, pointer):
+        if "enum" in sub and not isinstance(sub.get("title"), str):
+            yield where
+
+
+def check_enum_titles(tree: SpecTree) -> Iterator[Problem]:
+    """A shared type's own name (its `$defs` key) names its class; an enum written inline has none, so
+    datamodel-code-generator names it after the property and numbers the clashes (`GraphType2`),
+    names that change when another tool adds a property. The title is the stable name."""
+    for svc in tree.services:
+        for stem, doc in sorted(svc.types.items()):
+            rel = _rel(svc.source_dir / "types" / f"{stem}.json", tree)
+            for name, definition in ((doc or {}).get("$defs") or {}).items():
+                top = f"/$defs/{name}"
+                for where in _untitled_enums(definition, top):
+                    if where != top:
+                        yield Problem(rel, where, "KT115", "an inline enum needs a `title` (its class name)")
+        parts: list[tuple[Path, dict[str, Any], tuple[str, ...]]] = [
+            (t.source, t.raw, ("input", "output")) for t in svc.tools
+        ]
+        parts += [(r.source, r.raw, ("output",)) for r in svc.resources]
+        for source, raw, keys in parts:
+            for key in keys:
+                for where in _untitled_enums(raw.get(key), f"/{key}"):
+                    yield Problem(_rel(source, tree), where, "KT115", "an inline enum needs a `title` (its class name)")
+
+
 CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_names,
     check_annotations,
@@ -319,6 +348,7 @@ CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_integer_bounds,
     check_idempotency,
     check_toolsets,
+    check_enum_titles,
 )
 
 

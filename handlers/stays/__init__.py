@@ -3,8 +3,9 @@
 The handler is a thin shell around the pure core (handlers/stays/core.py): the spec
 declares `handler_input: data`, so it receives the request's JSON data as validated
 against the schema (no model is built for 100,000 records that the core judges one by
-one anyway), calls the core, and logs statistics only (counts and total duration;
-never refs, names or timestamps).
+one anyway), calls the core, returns its result as the generated output model, and logs
+statistics only (counts and total duration; never refs, names or timestamps). It raises
+nothing: a bad record is reported in `errors`, a bad request never reaches it.
 The service keeps no state, so there is no database to create.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from generated.stays.models import SummarizeStaysOutput
 from handlers.stays.core import summarize
 from kumitate.context import CallContext
 from kumitate.settings import Settings
@@ -26,7 +28,7 @@ class StaysHandlers:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    def summarize_stays(self, input: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    def summarize_stays(self, input: dict[str, Any], ctx: CallContext) -> SummarizeStaysOutput:
         """Summarise stay records; per-record problems come back in `errors`, never as a failure."""
         result = summarize(input)
         stats = result["stats"]
@@ -41,7 +43,7 @@ class StaysHandlers:
             stats["total_duration_sec"],
             extra={"run_id": ctx.run_id, "trace_id": ctx.trace_id},
         )
-        return result
+        return SummarizeStaysOutput.model_validate(result)
 
 
 def create(settings: Settings) -> StaysHandlers:

@@ -10,7 +10,7 @@ and falls back to the schema when pydantic refuses. That is exact only if
 
 Checked on every spec example and on generated inputs: valid ones from the schema
 (schemathesis' JSON Schema generator, on hypothesis) and invalid ones made by mutating valid ones (a required field dropped,
-an unknown field added, a value of the wrong type, a string out of its pattern or length) at a
+an unknown field added, a value of the wrong type, a null for a property, a string out of its pattern or length) at a
 random depth, plus arbitrary JSON. The generators are checked to have produced both kinds.
 """
 
@@ -80,8 +80,12 @@ def _mutate(draw: st.DrawFn, value: Any, schema: dict[str, Any]) -> Any:
             key = draw(st.sampled_from(children))
             return {**value, key: _mutate(draw, value[key], props[key])}
         required = [k for k in schema.get("required", []) if k in value]
-        choices = ["unknown"] + (["drop"] if required else []) + (["retype"] if value else [])
+        choices = (
+            ["unknown"] + (["drop"] if required else []) + (["retype"] if value else []) + (["null"] if props else [])
+        )
         choice = draw(st.sampled_from(choices))
+        if choice == "null":  # optional properties are `X | None` in the models: null must still be refused
+            return {**value, draw(st.sampled_from(sorted(props))): None}
         if choice == "drop":
             key = draw(st.sampled_from(required))
             return {k: v for k, v in value.items() if k != key}

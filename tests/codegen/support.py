@@ -1,4 +1,4 @@
-"""Helpers for the foundation tests: build throw-away spec trees from the fixtures.
+"""Helpers for the codegen tests: build throw-away spec trees from the fixtures.
 
 A tree is always assembled as `<dir>/specs/` (so problem files and generated headers read
 `specs/...`) with the repository's real meta-schemas copied into `specs/_meta`: the

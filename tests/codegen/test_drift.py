@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.foundation.support import BASE, GOLDEN, make_tree, run_codegen
+from tests.codegen.support import BASE, GOLDEN, make_tree, run_codegen
 
 CASE = GOLDEN / "minimal_tool"
 
@@ -55,6 +55,10 @@ def test_generate_check_stale_orphan_regenerate(tmp_path: Path) -> None:
     assert "orphan: generated/mini/orphan.py" in lines
     assert not any("__pycache__" in line for line in lines)
     assert sum(line.startswith(("stale: ", "orphan: ")) for line in lines) == 3
+    # what drifted, as a unified diff: the hand edit is shown as a line to remove, the lost file as new
+    assert "--- a/generated/mini/models.py" in lines and "+++ b/generated/mini/models.py" in lines
+    assert "-# hand edit" in lines
+    assert "--- /dev/null" in lines and "+++ b/generated/errors.py" in lines
     # --check writes nothing
     assert models.read_text(encoding="utf-8").endswith("# hand edit\n") and orphan.exists()
     assert not (out / "generated" / "errors.py").exists()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from codegen import lint, specs
-from tests.foundation.support import BASE, NEGATIVE, make_tree, negative_cases, read_expect, run_codegen
+from tests.codegen.support import BASE, NEGATIVE, make_tree, negative_cases, read_expect, run_codegen
 
 CASES = negative_cases()
 

@@ -5,7 +5,7 @@ before rendering, so the `sources:` header lines read `specs/...` wherever the t
 
 Regenerate after an intended change to codegen or the templates, then review the diff:
 
-    UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/foundation/test_golden.py
+    UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/codegen/test_golden.py
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from codegen import emit, lint, specs
-from tests.foundation.support import GOLDEN, copy_meta
+from tests.codegen.support import GOLDEN, copy_meta
 
 CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "specs").is_dir())
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

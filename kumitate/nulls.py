@@ -1,0 +1,19 @@
+"""The one validator the generated models carry: an optional property the schema does not let be null.
+
+datamodel-code-generator types such a property `X | None = None`: in Python, None means "left out".
+Sent as JSON, though, `null` is what the schema refuses, so a model built from JSON refuses it too
+(codegen/models.py attaches this validator to exactly those fields). Built in Python (a handler
+making its output), None still means left out and is not sent (`exclude_unset`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationInfo
+
+
+def refuse_null(value: Any, info: ValidationInfo) -> Any:
+    if value is None and info.mode == "json":
+        raise ValueError("null is not allowed here: leave the field out instead")
+    return value
