@@ -74,6 +74,7 @@ class ToolSpec:
     source: Path
     raw: dict[str, Any]
     handler_input: str = "model"
+    handler_output: str = "model"
     wire_input: dict[str, Any] = field(default_factory=dict)
     """input_schema as MCP advertises it and the pipeline checks it: repeats as local $defs (codegen.shared)."""
     wire_output: dict[str, Any] = field(default_factory=dict)
@@ -419,6 +420,7 @@ def _load_tool(
         source=path,
         raw=doc,
         handler_input=doc.get("handler_input", "model"),
+        handler_output=doc.get("handler_output", "model"),
         wire_input=shared.hoist(input_schema, names),
         wire_output=shared.hoist(output_schema, names),
     )
