@@ -40,9 +40,10 @@ test: venv  ## drift check + the whole test suite with coverage (what CI runs; -
 
 check: lint drift types fast  ## lint, drift, mypy, fast tests (before a commit)
 
-lint: venv  ## ruff, the LLM-readiness lint, the format check
+lint: venv  ## ruff, the LLM-readiness lint, the format check, hadolint on the Dockerfile
 	$(BIN)/ruff check .
 	$(PY) -m codegen.readiness
+	$(BIN)/hadolint Dockerfile
 	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench deploy
 
 drift: venv  ## generated/ matches specs/ (python -m codegen --check)
