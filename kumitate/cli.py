@@ -149,11 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     only.add_argument("--toolset", help="serve only this named toolset's tools (specs/toolsets.yaml)")
     mcp.set_defaults(run=_mcp)
     from kumitate.commands import add_parsers as add_dev_parsers
-    from kumitate.review.cli import add_parser as add_diff_parser
     from kumitate.storage.cli import add_parser as add_db_parser
 
     add_db_parser(sub)
-    add_diff_parser(sub)
     add_dev_parsers(sub)
     args = parser.parse_args(argv)
     try:
