@@ -61,7 +61,7 @@ class EnvSettings(BaseSettings):
         source = dict(os.environ if env is None else env)
         names = {f.validation_alias for f in cls.model_fields.values()}
         values: dict[str, Any] = {k: v for k, v in source.items() if k in names and v != ""}
-        values |= {k: v for k, v in overrides.items() if v is not None}
+        values |= {str(cls.model_fields[k].validation_alias): v for k, v in overrides.items() if v is not None}
         settings = cls.model_validate(values)
         settings._env = source
         return settings
