@@ -32,15 +32,18 @@ generate: venv  ## specs/ -> generated/
 serve: venv  ## HTTP (/v1) + MCP (/mcp) on HOST:PORT
 	$(PY) -m kumitate serve --host $(HOST) --port $(PORT)
 
-test: venv  ## drift check + the whole test suite (what CI runs; -rs: why cluster/PostgreSQL tests skipped)
+test: venv  ## drift check + the whole test suite with coverage (what CI runs; -rs: why cluster/PostgreSQL tests skipped)
 	$(PY) -m codegen --check
-	$(PY) -m pytest -q -rs
+	mkdir -p var
+	$(PY) -m pytest -q -rs --cov --cov-report=
+	@echo "coverage: $$($(PY) -m coverage report --format=total)% of kumitate, codegen and handlers (in-process lines)"
 
 check: lint drift types fast  ## lint, drift, mypy, fast tests (before a commit)
 
-lint: venv  ## ruff, the LLM-readiness lint, the format check
+lint: venv  ## ruff, the LLM-readiness lint, the format check, hadolint on the Dockerfile
 	$(BIN)/ruff check .
 	$(PY) -m codegen.readiness
+	$(BIN)/hadolint Dockerfile
 	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench deploy
 
 drift: venv  ## generated/ matches specs/ (python -m codegen --check)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -30,12 +29,8 @@ from kumitate.transports.mcp import build_server, set_request_body_cap
 from kumitate.transports.oauth import discovery_routes, mcp_gate
 from kumitate.transports.ops import metrics_routes
 from kumitate.transports.origin import OriginPolicy
-from kumitate.workers import mcp_stateless, services_from_env
+from kumitate.workers import mcp_stateless
 
-MAX_BODY_BYTES = 16 * 1024 * 1024
-"""Default request-body cap (KUMITATE_MAX_REQUEST_BYTES overrides it); a tool's `max_request_bytes`
-policy sets its own (stays and evaluate_attendance take 32 MiB for their 100k/200k-item inputs).
-Enforced while the body streams in: a larger body is refused with 413 before it is buffered."""
 DOCS_ASSETS = "/schema/assets"
 DOCS_HTML = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>kumitate API</title>
@@ -88,18 +83,19 @@ def _meta_routes(runtime: Runtime) -> list[Any]:
     return [versions, healthz, readyz]
 
 
-def create_app(
-    settings: Settings | None = None, services: list[str] | None = None, env: dict[str, str] | None = None
-) -> KumitateASGI:
-    calllog.configure()
-    runtime = Runtime(settings or Settings.from_env(env), services, env=env)
+def create_app(settings: Settings | None = None, services: list[str] | None = None) -> KumitateASGI:
+    """The app for `settings` (default: read from the environment now); `services` default to
+    KUMITATE_SERVICES, else every service. `uvicorn --factory kumitate.app:create_app` calls it bare."""
+    settings = settings or Settings.from_env()
+    calllog.configure(settings.log_format)
+    runtime = Runtime(settings, services)
     routes: list[Any] = _schema_routes(runtime.project.openapi) + _meta_routes(runtime)
-    routes += metrics_routes(runtime.pipeline.metrics, runtime.env)
+    routes += metrics_routes(runtime.pipeline.metrics, settings)
     routes += discovery_routes(runtime)
     for name in runtime.services:
         routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
 
-    body_cap = int(runtime.env.get("KUMITATE_MAX_REQUEST_BYTES") or MAX_BODY_BYTES)
+    body_cap = settings.max_request_bytes  # enforced while the body streams in: 413 before it is buffered
     # one MCP endpoint serves every tool: its cap is the largest a tool declares
     mcp_cap = max(
         [body_cap]
@@ -110,7 +106,7 @@ def create_app(
             if t.policy.get("max_request_bytes")
         ]
     )
-    stateless = mcp_stateless(runtime.env)
+    stateless = mcp_stateless(settings)
     mcp_all = build_server(runtime).http_app(path="/", transport="http", stateless_http=stateless)
     mcp_services = {
         name: build_server(runtime, [name]).http_app(path="/", transport="http", stateless_http=stateless)
@@ -127,6 +123,7 @@ def create_app(
             for mcp_app in (mcp_all, *mcp_services.values()):
                 await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
                 set_request_body_cap(mcp_app, mcp_cap)
+            calllog.log_info("mcp_endpoints_started", endpoints=1 + len(mcp_services), stateless=stateless)
             try:
                 yield
             finally:
@@ -139,6 +136,7 @@ def create_app(
         route_handlers=routes,
         exception_handlers={HTTPException: on_error, Exception: on_error},
         openapi_config=None,
+        logging_config=None,  # Litestar's default handler has a format of its own: kumitate.calllog sets one
         lifespan=[lifespan],
         request_max_body_size=body_cap,
     )
@@ -147,12 +145,16 @@ def create_app(
         outcome = runtime.pipeline.error_outcome(ToolError(message, code="ORIGIN_NOT_ALLOWED"), *ids)
         return outcome.status, msgspec.json.encode(outcome.body)
 
-    origins = OriginPolicy.from_env(runtime.env, bound_host=urlsplit(runtime.settings.public_base_url).hostname)
+    origins = OriginPolicy.from_settings(settings, bound_host=urlsplit(settings.public_base_url).hostname)
     app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse, gate=mcp_gate(runtime))
     app.runtime = runtime  # type: ignore[attr-defined]
     return app
 
 
-def create_worker_app() -> KumitateASGI:
-    """The factory each worker process of `kumitate serve --workers N` calls (services from KUMITATE_SERVICES)."""
-    return create_app(services=services_from_env(os.environ))
+def create_litestar() -> Litestar:
+    """The Litestar application inside `create_app()`'s, for Litestar's CLI (`litestar --app
+    kumitate.app:create_litestar routes`): the HTTP routes only, without the MCP endpoints and the
+    Host/Origin gate that wrap it, so serve with `kumitate serve`, not `litestar run`."""
+    app = create_app().app
+    assert isinstance(app, Litestar)
+    return app

@@ -1,15 +1,37 @@
-"""One JSON log line per call: ids, outcome code and duration, never the inputs."""
+"""The process's log: one line per event on stderr, JSON by default, text for humans.
+
+Every line has one format, whoever writes it: the pipeline's call lines (ids, outcome code and
+duration, never the inputs), uvicorn's start-up and error lines, fastmcp's and the MCP SDK's.
+KUMITATE_LOG_FORMAT=text gives `HH:MM:SS level event key=value ...` instead of JSON objects.
+stdout is never used: it may be the MCP stdio channel.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import sys
+import time
 from typing import Any
 
 from kumitate.faults import describe, redacted_traceback
 
 LOGGER = logging.getLogger("kumitate.calls")
+FOREIGN = ("uvicorn", "uvicorn.error", "fastmcp", "mcp", "docket", "sse_starlette")
+"""Libraries' loggers whose lines join ours (uvicorn.access stays off: raw paths carry handles)."""
+QUIET = {"mcp.server.streamable_http_manager": logging.WARNING}
+"""Per-endpoint chatter: one "session manager started" line per MCP endpoint (seven of them);
+the app logs one `mcp_endpoints_started` line instead."""
+
+
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    fields = dict(getattr(record, "fields", {}))
+    if record.name != LOGGER.name:
+        fields["logger"] = record.name
+    if record.exc_info and record.exc_info[1] is not None and "traceback" not in fields:
+        exc = record.exc_info[1]  # a library's exception: its type and frames, never its message
+        fields |= {"error_type": describe(exc), "traceback": redacted_traceback(exc)}
+    return fields
 
 
 class JsonLineFormatter(logging.Formatter):
@@ -19,8 +41,23 @@ class JsonLineFormatter(logging.Formatter):
             "level": record.levelname.lower(),
             "event": record.getMessage(),
         }
-        payload.update(getattr(record, "fields", {}))
-        return json.dumps(payload, ensure_ascii=False, sort_keys=True)
+        payload.update(_fields(record))
+        return json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """`12:00:01 info call service=stays tool=... duration_ms=3` (KUMITATE_LOG_FORMAT=text)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        clock = time.strftime("%H:%M:%S", time.localtime(record.created))
+        fields = _fields(record)
+        trace = fields.pop("traceback", None)
+        pairs = " ".join(f"{k}={v}" for k, v in sorted(fields.items()))
+        line = f"{clock} {record.levelname.lower():<7} {record.getMessage()}" + (f" {pairs}" if pairs else "")
+        return line + (f"\n{trace}" if isinstance(trace, str) else "")
+
+
+FORMATTERS: dict[str, type[logging.Formatter]] = {"json": JsonLineFormatter, "text": TextFormatter}
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -35,21 +72,62 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def configure(level: str = "INFO") -> None:
-    """Send call logs to stderr as JSON lines (stdout may be the MCP stdio channel)."""
-    if any(isinstance(h.formatter, JsonLineFormatter) for h in LOGGER.handlers):
-        return
-    handler = _StderrHandler()
-    handler.setFormatter(JsonLineFormatter())
-    LOGGER.addHandler(handler)
+def handler(fmt: str = "json") -> logging.Handler:
+    """A stderr handler in the format `fmt` (json or text): what every logger of the process gets."""
+    out = _StderrHandler()
+    out.setFormatter(FORMATTERS[fmt]())
+    return out
+
+
+def configure(fmt: str = "json", level: str = "INFO") -> None:
+    """Send the call log and the libraries' logs to stderr in one format (idempotent).
+
+    fastmcp installs its own (rich) handlers when it is imported; they are replaced here, so it is
+    imported first."""
+    import fastmcp  # noqa: F401  (its import-time logging set-up must come before ours)
+
+    for name in (LOGGER.name, *FOREIGN):
+        logger = logging.getLogger(name)
+        for old in logger.handlers[:]:
+            logger.removeHandler(old)
+        logger.addHandler(handler(fmt))
+        logger.propagate = False
     LOGGER.setLevel(level)
-    LOGGER.propagate = False
+    root = logging.getLogger()  # any other library (alembic, sqlalchemy, httpx): warnings and errors only
+    for old in [h for h in root.handlers if isinstance(h, _StderrHandler)]:
+        root.removeHandler(old)
+    root.addHandler(handler(fmt))
+    root.setLevel(logging.WARNING)
+    for name, quiet in QUIET.items():
+        logging.getLogger(name).setLevel(quiet)
+
+
+def uvicorn_log_config(fmt: str, level: str = "info") -> dict[str, Any]:
+    """uvicorn's `log_config`: its loggers write through our formatter (also in worker processes,
+    which apply it themselves)."""
+    formatter = {"()": f"{__name__}.{FORMATTERS[fmt].__name__}"}
+    stderr = {"class": "logging.StreamHandler", "formatter": "kumitate", "stream": "ext://sys.stderr"}
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"kumitate": formatter},
+        "handlers": {"stderr": stderr},
+        "loggers": {
+            "uvicorn": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
+            "uvicorn.error": {"handlers": ["stderr"], "level": level.upper(), "propagate": False},
+            "uvicorn.access": {"handlers": ["stderr"], "level": "WARNING", "propagate": False},
+        },
+    }
 
 
 def log_call(**fields: Any) -> None:
     """fields: service, tool, transport, run_id, trace_id, outcome, duration_ms (+ counts)."""
     level = logging.ERROR if fields.get("outcome") == "INTERNAL" else logging.INFO
     LOGGER.log(level, "call", extra={"fields": fields})
+
+
+def log_info(event: str, **fields: Any) -> None:
+    LOGGER.info(event, extra={"fields": fields})
 
 
 def log_event(event: str, **fields: Any) -> None:

@@ -16,22 +16,27 @@ import os
 import sys
 from typing import Any
 
-from kumitate import __version__
+from kumitate import __version__, calllog
 
 
 def _start(settings: Any, build: Any) -> Any:
-    """`build()` after checking the data directory; a storage failure exits with one line, no traceback."""
+    """`build()` after checking the data directory. What an operator or a developer must fix (a
+    storage failure, a tool without a handler, no generated code) exits with one line, no traceback."""
     from kumitate import datadir
+    from kumitate.project import ProjectError
+    from kumitate.runtime import MissingHandlerError
 
     try:
         datadir.check(settings.data_dir)
         return build()
+    except (MissingHandlerError, ProjectError) as exc:
+        message: str | None = str(exc)
     except Exception as exc:
         message = datadir.startup_error(settings.data_dir, exc)
         if message is None:
             raise
-        print(f"kumitate: {message}", file=sys.stderr)
-        raise SystemExit(1) from None
+    print(f"kumitate: {message}", file=sys.stderr)
+    raise SystemExit(1)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -39,64 +44,70 @@ def _serve(args: argparse.Namespace) -> int:
 
     from kumitate.app import create_app
     from kumitate.policies.auth import Authenticator, exposure_warning
-    from kumitate.settings import Settings
-    from kumitate.workers import SERVICES_ENV, WORKERS_ENV, worker_count
+    from kumitate.runtime import Runtime
+    from kumitate.workers import SERVICES_ENV, WORKERS_ENV
 
-    settings = Settings.from_env(host=args.host, port=args.port)  # URLs in results follow the address served
-    workers = worker_count({WORKERS_ENV: str(args.workers)} if args.workers is not None else os.environ)
-    warning = exposure_warning(args.host, Authenticator.from_env(os.environ).enabled)
+    overrides = {"host": args.host, "port": args.port, "workers": args.workers, "services": args.service}
+    settings = _settings(**overrides)  # URLs in results follow the address served
+    warning = exposure_warning(settings.host, Authenticator.from_settings(settings).enabled)
     if warning:
         print(warning, file=sys.stderr)
     # No access log: it prints raw paths, which carry export handles and chart ids. The pipeline logs
     # one line per call (route, code, duration). Proxy headers: trusted per FORWARDED_ALLOW_IPS.
     options: dict[str, Any] = {
-        "host": args.host,
-        "port": args.port,
+        "host": settings.host,
+        "port": settings.port,
         "log_level": args.log_level,
+        "log_config": calllog.uvicorn_log_config(settings.log_format, args.log_level),
         "lifespan": "on",
         "access_log": False,
         "proxy_headers": True,
     }
-    if workers == 1:
-        app = _start(settings, lambda: create_app(settings, args.service or None))
+    if settings.workers == 1:
+        app = _start(settings, lambda: create_app(settings))
         uvicorn.run(app, **options)
         return 0
     # Each worker process builds its own app from the environment (uvicorn imports the factory),
-    # so the address served reaches their settings (result URLs) through HOST and PORT.
-    os.environ.update({WORKERS_ENV: str(workers), "HOST": args.host, "PORT": str(args.port)})
-    if args.service:
-        os.environ[SERVICES_ENV] = ",".join(args.service)
-    _start(settings, _prepare_state)
-    uvicorn.run("kumitate.app:create_worker_app", factory=True, workers=workers, **options)
+    # so what the command line chose reaches their settings through the variables it overrides.
+    os.environ.update({WORKERS_ENV: str(settings.workers), "HOST": settings.host, "PORT": str(settings.port)})
+    if settings.services:
+        os.environ[SERVICES_ENV] = ",".join(settings.services)
+    _start(settings, lambda: Runtime(settings).close())  # stores and sample data once, before N workers open them
+    uvicorn.run("kumitate.app:create_app", factory=True, workers=settings.workers, **options)
     return 0
 
 
-def _prepare_state() -> None:
-    """Create the data directory's stores and sample data once, before N workers open them at once."""
-    from kumitate.runtime import Runtime
-    from kumitate.settings import Settings
-    from kumitate.workers import services_from_env
+def _settings(**overrides: Any) -> Any:
+    """The settings from the environment (and the command line's `overrides`); an invalid value
+    exits with one line per variable, no traceback."""
+    from pydantic import ValidationError
 
-    Runtime(Settings.from_env(), services_from_env(os.environ)).close()
+    from kumitate.settings import Settings
+
+    try:
+        return Settings.from_env(**overrides)
+    except ValidationError as exc:
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"])
+            print(f"kumitate: {where}: {error['msg']}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def _mcp(args: argparse.Namespace) -> int:
     if not args.stdio:
         print("only --stdio is served by this command; `kumitate serve` serves MCP over HTTP at /mcp", file=sys.stderr)
         return 2
-    os.environ.setdefault("FASTMCP_LOG_LEVEL", "WARNING")
-    from kumitate import calllog
+    settings = _settings()
+    os.environ.setdefault("FASTMCP_LOG_LEVEL", settings.fastmcp_log_level or "WARNING")  # fastmcp reads it
     from kumitate.runtime import Runtime
-    from kumitate.settings import Settings
     from kumitate.transports.mcp import build_server
 
-    calllog.configure()
-    settings = Settings.from_env()
+    calllog.configure(settings.log_format)
     services = [args.service] if args.service else None
     if args.toolset:
-        from kumitate.project import Project, load_toolsets
+        from kumitate.project import load_toolsets
 
-        Project.discover().activate()
+        settings.load_project().activate()
         toolsets = load_toolsets()
         if args.toolset not in toolsets:
             print(f"unknown toolset {args.toolset!r}; known: {', '.join(toolsets) or 'none'}", file=sys.stderr)
@@ -124,10 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         help="serve, mcp, init, new, generate, lint, tools, call, diff or db",
     )
     serve = sub.add_parser("serve", help="serve every service over HTTP (/v1) and MCP (/mcp) in one process")
-    serve.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"), help="address to bind (env HOST)")
-    serve.add_argument(
-        "--port", type=int, default=int(os.environ.get("PORT", "8000")), help="port to bind (env PORT; default 8000)"
-    )
+    serve.add_argument("--host", default=None, help="address to bind (default: HOST, else 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=None, help="port to bind (default: PORT, else 8000)")
     serve.add_argument("--service", action="append", help="serve only this service (repeatable)")
     serve.add_argument(
         "--log-level",
@@ -149,11 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     only.add_argument("--toolset", help="serve only this named toolset's tools (specs/toolsets.yaml)")
     mcp.set_defaults(run=_mcp)
     from kumitate.commands import add_parsers as add_dev_parsers
-    from kumitate.review.cli import add_parser as add_diff_parser
     from kumitate.storage.cli import add_parser as add_db_parser
 
     add_db_parser(sub)
-    add_diff_parser(sub)
     add_dev_parsers(sub)
     args = parser.parse_args(argv)
     try:

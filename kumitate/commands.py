@@ -1,4 +1,4 @@
-"""Developer commands of the `kumitate` CLI: init, new, generate, lint, tools, call.
+"""Developer commands of the `kumitate` CLI: init, new, generate, lint, tools, call, diff.
 
 Each imports what it needs when it runs, so `kumitate serve` and `kumitate mcp --stdio` never
 load the generator (datamodel-code-generator, ruff) or an HTTP client they do not use.
@@ -60,6 +60,35 @@ def add_parsers(sub: Any) -> None:
         parser.add_argument("service", help="an existing service of this project")
         parser.add_argument("name", help=f"the new {kind}'s name (snake_case)")
     new.set_defaults(run=_new)
+
+    diff = sub.add_parser(
+        "diff",
+        help="review spec changes between two git refs or directories (breaking / non-breaking / info)",
+        description="Review the spec changes between two git refs or directories (codegen/review).",
+    )
+    diff.add_argument("base", metavar="BASE", help="git ref or directory (holding specs/, or a specs dir)")
+    diff.add_argument(
+        "head",
+        metavar="HEAD",
+        nargs="?",
+        default=None,
+        help="git ref or directory (default: the working tree when its specs/ differ from HEAD, else HEAD)",
+    )
+    diff.add_argument("--repo", type=Path, default=None, help="the git repository for refs (default: .)")
+    diff.add_argument(
+        "--format", choices=("markdown", "json"), default="markdown", help="report format (default: markdown)"
+    )
+    diff.add_argument("--output", "-o", type=Path, default=None, help="write the report here instead of stdout")
+    diff.add_argument(
+        "--exceptions", type=Path, default=None, help="exceptions file (default: HEAD's specs/review-exceptions.yaml)"
+    )
+    diff.set_defaults(run=_diff)
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from codegen.review.cli import run
+
+    return run(args.base, args.head, args.repo, args.format, args.output, args.exceptions)
 
 
 def _init(args: argparse.Namespace) -> int:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import Any
 
 from kumitate.bindings import ResourceBinding, ServiceBinding
 from kumitate.cache import SharedCache, make_cache
-from kumitate.deploy import DeploySettings
 from kumitate.pipeline import Pipeline, Policies
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
@@ -42,19 +40,20 @@ class Runtime:
         self,
         settings: Settings,
         services: Iterable[str] | None = None,
-        env: dict[str, str] | None = None,
         project: Project | None = None,
     ) -> None:
-        self.project = project or Project.discover(env=env)
+        """`services`: the services to serve (default: KUMITATE_SERVICES, else every service)."""
+        self.project = project or settings.load_project()
         self.project.activate()
         catalogue, registry = load_generated()
 
+        if services is None:
+            services = settings.services
         wanted = list(services) if services is not None else list(registry)
         unknown = [s for s in wanted if s not in registry]
         if unknown:
             raise KeyError(f"unknown service(s): {', '.join(unknown)}; known: {', '.join(registry)}")
         self.settings = settings
-        self.env = dict(os.environ if env is None else env)
         self.services: dict[str, ServiceBinding] = {name: registry[name] for name in wanted}
         self.toolsets: dict[str, tuple[str, ...]] = {
             name: kept
@@ -63,9 +62,8 @@ class Runtime:
         }
         """Named toolsets (specs/toolsets.yaml), each cut to the services this runtime serves."""
         # Storage first: a database on the wrong schema stops start-up before any service loads its data.
-        self.deploy = DeploySettings.from_env(self.env)
-        self.database: Database = open_database(settings.data_dir, self.deploy)
-        self.redis = shared_redis.connect(self.deploy.redis_url) if self.deploy.redis_url else None
+        self.database: Database = open_database(settings.data_dir, settings)
+        self.redis = shared_redis.connect(settings.redis_url) if settings.redis_url else None
         self.cache: SharedCache = make_cache(self.redis)
         """Bytes with a TTL that every instance sees (process memory without Redis)."""
         handlers: dict[str, Any] = {}
@@ -83,15 +81,13 @@ class Runtime:
         self.handlers = handlers
         limiter = RedisRateLimiter(self.redis) if self.redis is not None else RateLimiter()
         self.policies = Policies(
-            auth=Authenticator.from_env(self.env),
+            auth=Authenticator.from_settings(settings),
             limiter=limiter,
-            auth_guard=AuthGuard.from_env(limiter, self.env),
-            public_url=(self.env.get("KUMITATE_PUBLIC_URL") or "").rstrip("/") or None,
+            auth_guard=AuthGuard.from_settings(limiter, settings),
+            public_url=(settings.public_url or "").rstrip("/") or None,
             idempotency=IdempotencyStore(self.database),
-            max_timeout_ms=int(self.env["KUMITATE_MAX_TIMEOUT_MS"])
-            if self.env.get("KUMITATE_MAX_TIMEOUT_MS")
-            else None,
-            worker_threads=int(self.env.get("KUMITATE_WORKER_THREADS") or 40),
+            max_timeout_ms=settings.max_timeout_ms,
+            worker_threads=settings.worker_threads,
         )
         self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies)
         self.pipeline.disabled = {
@@ -110,7 +106,8 @@ class Runtime:
         }
 
     def resource_enabled(self, binding: ResourceBinding) -> bool:
-        return binding.enabled_by is None or self.env.get(binding.enabled_by) == "1"
+        """A resource the spec gates on a variable (`enabled_by`, a service's setting) is served when it is `1`."""
+        return binding.enabled_by is None or self.settings.env.get(binding.enabled_by) == "1"
 
     def close(self) -> None:
         self.pipeline.close()

@@ -1,47 +1,243 @@
-"""Process settings from the environment, with embedded defaults (files under var/)."""
+"""Every environment variable the runtime reads, typed, parsed once (pydantic-settings).
+
+`Settings.from_env()` validates the whole process environment at start-up (a bad value stops the
+server with the variable's name); the result is passed to `create_app()` / `Runtime`, and nothing in
+kumitate/ reads `os.environ` after that. Each field's `validation_alias` is its variable's name, so
+an error names the variable and `python -m kumitate.settings README.md` regenerates the README's
+settings table from these declarations (tests/review/test_settings_documented.py checks it).
+
+A service declares its own variables the same way: a `ServiceSettings` subclass (e.g.
+`class YanaSettings(ServiceSettings)` with `llm_deadline_ms: int = var("YANA_LLM_DEADLINE_MS", 8000, "…")`)
+built in its `create(settings)` with `YanaSettings.from_env(settings.env)`: `settings.env` is the
+mapping the runtime's settings came from (the process environment, or a test's dict).
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import BeforeValidator, Field, PrivateAttr, SecretStr, model_validator
+from pydantic.config import JsonDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from kumitate.project import SOURCE_CHECKOUT, Project
 
 REPO_ROOT = SOURCE_CHECKOUT
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""Default request-body cap; a tool's `max_request_bytes` policy sets its own (stays and
+evaluate_attendance take 32 MiB for their 100k/200k-item inputs)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Where services keep state and find bundled data.
+def _comma_list(value: Any) -> Any:
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(",") if item.strip())
+    return value
 
-    `data_dir` (KUMITATE_DATA_DIR, default the project's `var/`) holds SQLite/DuckDB files and
-    caches; `sample_dir` (KUMITATE_SAMPLE_DIR) is the project's sample data under `data/`.
-    """
 
-    data_dir: Path
-    sample_dir: Path
-    public_base_url: str
+CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
+"""`a,b,c` in the environment; blanks dropped."""
+
+
+def var(name: str, default: Any, doc: str, shown: str | None = None, **constraints: Any) -> Any:
+    """A setting read from the variable `name`; `shown` is the default as the README table says it."""
+    extra: JsonDict | None = {"shown": shown} if shown is not None else None
+    return Field(default, validation_alias=name, description=doc, json_schema_extra=extra, **constraints)
+
+
+class EnvSettings(BaseSettings):
+    """Settings read from environment variables named by each field's alias; empty means unset."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True, validate_by_name=True, env_ignore_empty=True)
+    _env: Mapping[str, str] = PrivateAttr(default_factory=lambda: dict(os.environ))
 
     @classmethod
-    def from_env(
-        cls, env: dict[str, str] | None = None, *, host: str | None = None, port: int | None = None
-    ) -> Settings:
-        """`host`/`port`: the address actually served (the command line), over HOST/PORT."""
-        env = dict(os.environ if env is None else env)
-        root = Project.discover(env=env).root
-        data_dir = Path(env.get("KUMITATE_DATA_DIR", str(root / "var")))
-        host = host or env.get("HOST", "127.0.0.1")
-        port = port or int(env.get("PORT", "8000"))
-        if ":" in host and not host.startswith("["):
-            host = f"[{host}]"  # an IPv6 literal in a URL
-        return cls(
-            data_dir=data_dir,
-            sample_dir=Path(env.get("KUMITATE_SAMPLE_DIR", str(root / "data"))),
-            public_base_url=env.get("KUMITATE_PUBLIC_URL", f"http://{host}:{port}").rstrip("/"),
-        )
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Self:
+        """From `env` alone when given (a test's dict), else the process environment; `overrides`
+        (field names) win, as the command line does over HOST and PORT."""
+        source = dict(os.environ if env is None else env)
+        names = {f.validation_alias for f in cls.model_fields.values()}
+        values: dict[str, Any] = {k: v for k, v in source.items() if k in names and v != ""}
+        values |= {str(cls.model_fields[k].validation_alias): v for k, v in overrides.items() if v is not None}
+        settings = cls.model_validate(values)
+        settings._env = source
+        return settings
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The variables these settings were read from (a service builds its own settings from them)."""
+        return self._env
+
+    @classmethod
+    def variables(cls) -> list[tuple[str, str, str]]:
+        """(variable, default as shown, what) per field, in declaration order."""
+        rows = []
+        for field in cls.model_fields.values():
+            if not isinstance(field.validation_alias, str):
+                continue
+            extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+            shown = extra.get("shown")
+            if shown is None:
+                default = field.default
+                shown = "off" if default is False else "none" if default in (None, ()) else f"`{default}`"
+            rows.append((field.validation_alias, str(shown), field.description or ""))
+        return rows
+
+
+class ServiceSettings(EnvSettings):
+    """Base of a service's own settings class (see the module docstring)."""
+
+
+class DeploySettings(EnvSettings):
+    """Where shared state lives when more than one instance serves (kumitate.deploy)."""
+
+    database_url: str | None = var(
+        "KUMITATE_DATABASE_URL", None, "`postgresql://…` for shared relational state", "SQLite under the data dir"
+    )
+    redis_url: str | None = var(
+        "KUMITATE_REDIS_URL",
+        None,
+        "`redis://…` for rate limits and caches shared by instances",
+        "none (process memory)",
+    )
+    db_migrate: Literal["auto", "off"] = var(
+        "KUMITATE_DB_MIGRATE", "auto", "`off`: refuse to start on a schema-version mismatch instead of migrating"
+    )
+    sqlite_busy_timeout_ms: int = var("KUMITATE_SQLITE_BUSY_TIMEOUT_MS", 5000, "SQLite busy timeout", ge=0)
+
+    @property
+    def shared(self) -> bool:
+        """True when state is shared with other instances (a database server or Redis)."""
+        return bool(self.database_url or self.redis_url)
+
+
+class Settings(DeploySettings):
+    """The runtime's settings: where it serves, keeps state, and which policies it applies."""
+
+    host: str = var("HOST", "127.0.0.1", "address `kumitate serve` binds (its `--host` wins)")
+    port: int = var("PORT", 8000, "port `kumitate serve` binds (its `--port` wins)", ge=0, le=65535)
+    project: Path | None = var(
+        "KUMITATE_PROJECT",
+        None,
+        "the project to serve (specs/, generated/, handlers/)",
+        "the project around the working directory",
+    )
+    data_dir: Path = var("KUMITATE_DATA_DIR", None, "SQLite/DuckDB files, caches, exports", "`<project>/var`")
+    sample_dir: Path = var("KUMITATE_SAMPLE_DIR", None, "bundled sample data read on first start", "`<project>/data`")
+    public_url: str | None = var(
+        "KUMITATE_PUBLIC_URL",
+        None,
+        "base of chart and export URLs in results (e.g. `https://tools.example.org`)",
+        "the address the caller used",
+    )
+    allowed_hosts: CommaList = var(
+        "KUMITATE_ALLOWED_HOSTS", (), "extra `Host` names served, comma-separated; `*` for any", "loopback only"
+    )
+    allowed_origins: CommaList = var(
+        "KUMITATE_ALLOWED_ORIGINS", (), "browser origins served (CORS), comma-separated; `*` for any", "same origin"
+    )
+    tokens: SecretStr | None = var(
+        "KUMITATE_TOKENS",
+        None,
+        'bearer tokens: JSON `{"<token>": {"principal", "scopes"}}`',
+        "none (auth off)",
+    )
+    tokens_file: Path | None = var("KUMITATE_TOKENS_FILE", None, "the same table in a JSON or YAML file")
+    allow_dev_token: bool = var("KUMITATE_ALLOW_DEV_TOKEN", False, "`1`: the fixed token `dev-token` with every scope")
+    local_principal: str = var("KUMITATE_LOCAL_PRINCIPAL", "local", "principal of stdio and in-process calls")
+    auth_failures: str | None = var(
+        "KUMITATE_AUTH_FAILURES", None, "failed-auth rate limit per client address (rps/burst)", "`0.2/10`"
+    )
+    oauth_issuer: str | None = var(
+        "KUMITATE_OAUTH_ISSUER",
+        None,
+        'accept JWT access tokens of this issuer (see "Tokens from an identity provider")',
+        "none (OAuth off)",
+    )
+    oauth_audience: CommaList = var(
+        "KUMITATE_OAUTH_AUDIENCE", (), "the audiences (`aud`) accepted, comma-separated; required with an issuer"
+    )
+    oauth_jwks_url: str | None = var(
+        "KUMITATE_OAUTH_JWKS_URL", None, "the provider's JWK set", "the issuer's metadata `jwks_uri`"
+    )
+    oauth_leeway_s: float = var("KUMITATE_OAUTH_LEEWAY_S", 30.0, "clock skew allowed on `exp`/`nbf`", ge=0)
+    oauth_jwks_min_refresh_s: float = var(
+        "KUMITATE_OAUTH_JWKS_MIN_REFRESH_S", 10.0, "minimum seconds between JWK-set fetches", ge=0
+    )
+    oauth_http_timeout_s: float = var("KUMITATE_OAUTH_HTTP_TIMEOUT_S", 5.0, "JWK-set fetch time-out", ge=0)
+    max_timeout_ms: int | None = var("KUMITATE_MAX_TIMEOUT_MS", None, "operator cap on every tool's deadline", gt=0)
+    worker_threads: int = var("KUMITATE_WORKER_THREADS", 40, "threads for sync handlers", ge=1)
+    workers: int = var(
+        "KUMITATE_WORKERS",
+        1,
+        "worker processes (`kumitate serve --workers N`); more than one makes MCP stateless",
+        ge=1,
+    )
+    services: CommaList | None = var(
+        "KUMITATE_SERVICES", None, "the services served, comma-separated (`--service` sets it)", "every service"
+    )
+    mcp_stateless: bool | None = var(
+        "KUMITATE_MCP_STATELESS",
+        None,
+        "MCP streamable HTTP without sessions (no affinity needed)",
+        "on with a database/Redis URL, else off",
+    )
+    max_request_bytes: int = var(
+        "KUMITATE_MAX_REQUEST_BYTES",
+        MAX_BODY_BYTES,
+        "request-body cap, enforced while the body streams in (a tool's `max_request_bytes` sets its own)",
+        "16 MiB",
+        ge=1,
+    )
+    metrics_token: SecretStr | None = var(
+        "KUMITATE_METRICS_TOKEN", None, "serve `/metrics` behind this bearer token", "off"
+    )
+    metrics: Literal["open"] | None = var("KUMITATE_METRICS", None, "`open`: serve `/metrics` without a token", "off")
+    log_format: Literal["json", "text"] = var(
+        "KUMITATE_LOG_FORMAT",
+        "json",
+        "stderr log lines (the server's, uvicorn's and fastmcp's): `json` (one object a line) or `text` for humans",
+    )
+    fastmcp_log_level: str | None = var(
+        "FASTMCP_LOG_LEVEL", None, "fastmcp's own log level (read by fastmcp)", "`WARNING` for stdio"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _defaults_from_the_project(cls, data: Any) -> Any:
+        """The data and sample directories default to the project's var/ and data/; the public base
+        URL to the address served."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+
+        def get(name: str) -> Any:
+            field = cls.model_fields[name]
+            return data.get(name, data.get(str(field.validation_alias)))
+
+        if get("data_dir") is None or get("sample_dir") is None:
+            project = get("project")
+            root = Project.at(Path(project)).root if project else Project.discover(env={}).root
+            data.setdefault("data_dir", get("data_dir") or root / "var")
+            data.setdefault("sample_dir", get("sample_dir") or root / "data")
+        if data.get("public_base_url") is None:
+            host = str(get("host") or "127.0.0.1")
+            if ":" in host and not host.startswith("["):
+                host = f"[{host}]"  # an IPv6 literal in a URL
+            data["public_base_url"] = get("public_url") or f"http://{host}:{get('port') or 8000}"
+        data["public_base_url"] = str(data["public_base_url"]).rstrip("/")
+        return data
+
+    public_base_url: str = Field("", exclude=True)
+    """Base of URLs in results: KUMITATE_PUBLIC_URL, else the address served (per request, the
+    address the caller used wins: `base_url_of`)."""
+
+    def load_project(self) -> Project:
+        """KUMITATE_PROJECT, else the project around the working directory, else this checkout."""
+        return Project.at(self.project) if self.project else Project.discover(env={})
 
     @staticmethod
     def base_url_of(scope: Mapping[str, Any]) -> str | None:
@@ -61,3 +257,31 @@ class Settings:
         path = self.data_dir / service
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+
+def markdown_table() -> str:
+    """The README's table of the runtime's settings, from the declarations above."""
+    lines = ["| variable | default | what |", "|---|---|---|"]
+    lines += [f"| `{name}` | {shown} | {doc} |" for name, shown, doc in Settings.variables()]
+    return "\n".join(lines) + "\n"
+
+
+BEGIN, END = "<!-- settings table: python -m kumitate.settings README.md -->\n", "<!-- end of settings table -->\n"
+
+
+def main(argv: list[str]) -> int:
+    """`python -m kumitate.settings [README.md]`: print the table, or rewrite it in place in the file."""
+    table = markdown_table()
+    if not argv:
+        sys.stdout.write(table)
+        return 0
+    path = Path(argv[0])
+    text = path.read_text(encoding="utf-8")
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    path.write_text(head + BEGIN + table + END + tail, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pydantic import ValidationError
+
 from kumitate import deploy
+from kumitate.settings import Settings
 
 WORKERS_ENV = "KUMITATE_WORKERS"
 MCP_STATELESS_ENV = "KUMITATE_MCP_STATELESS"
@@ -20,19 +23,20 @@ SERVICES_ENV = "KUMITATE_SERVICES"
 """The services a worker serves (`--service` of the parent command), comma-separated."""
 
 
-def worker_count(env: Mapping[str, str]) -> int:
+def _settings(settings: Settings | Mapping[str, str]) -> Settings:
+    return settings if isinstance(settings, Settings) else Settings.from_env(settings)
+
+
+def worker_count(settings: Settings | Mapping[str, str]) -> int:
     """KUMITATE_WORKERS (default 1); anything but a positive integer is a start-up error."""
-    raw = env.get(WORKERS_ENV) or "1"
     try:
-        count = int(raw)
-    except ValueError:
-        count = 0
-    if count < 1:
-        raise SystemExit(f"{WORKERS_ENV} must be a positive integer, not {raw!r}")
-    return count
+        return _settings(settings).workers
+    except ValidationError:
+        raw = settings.get(WORKERS_ENV) if isinstance(settings, Mapping) else None
+        raise SystemExit(f"{WORKERS_ENV} must be a positive integer, not {raw!r}") from None
 
 
-def mcp_stateless(env: Mapping[str, str]) -> bool:
+def mcp_stateless(settings: Settings | Mapping[str, str]) -> bool:
     """Whether MCP over streamable HTTP keeps no session between requests.
 
     On with KUMITATE_MCP_STATELESS=1, and always with more than one worker (a session lives in
@@ -40,9 +44,5 @@ def mcp_stateless(env: Mapping[str, str]) -> bool:
     request stands alone: tool calls, lists and resource reads all work, server-initiated
     messages (notifications back to the client between requests) do not. Otherwise the setting
     decides (kumitate.deploy: KUMITATE_MCP_STATELESS, on by default with a database server or Redis)."""
-    return worker_count(env) > 1 or deploy.mcp_stateless(env)
-
-
-def services_from_env(env: Mapping[str, str]) -> list[str] | None:
-    services = env.get(SERVICES_ENV)
-    return services.split(",") if services else None
+    settings = _settings(settings)
+    return settings.workers > 1 or deploy.mcp_stateless(settings)

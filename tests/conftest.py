@@ -50,7 +50,9 @@ class LiveServer:
     log: Path
 
 
-def start_server(data_dir: Path, log: Path, *args: str, log_level: str = "warning", **env: str) -> LiveServer:
+def start_server(
+    data_dir: Path, log: Path, *args: str, log_level: str = "warning", cwd: Path = REPO, **env: str
+) -> LiveServer:
     """`kumitate serve` on a free loopback port (extra `args` go to the command line), once it answers."""
     port = free_port()
     out = log.open("wb")
@@ -68,7 +70,7 @@ def start_server(data_dir: Path, log: Path, *args: str, log_level: str = "warnin
             log_level,
             *args,
         ],
-        cwd=REPO,
+        cwd=cwd,
         env=server_env(data_dir, **env),
         stdout=out,
         stderr=subprocess.STDOUT,

@@ -18,7 +18,6 @@ import ipaddress
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -26,6 +25,7 @@ import yaml
 from kumitate.context import Principal
 from kumitate.errors import ToolError
 from kumitate.policies.oauth import InvalidToken, OAuthVerifier
+from kumitate.settings import Settings
 
 DEV_TOKEN = "dev-token"
 ALL_SCOPES = "*"
@@ -88,17 +88,22 @@ class Authenticator:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Authenticator:
+        """From a mapping of variables, read as the runtime's settings are."""
+        return cls.from_settings(Settings.from_env(env))
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Authenticator:
         entries: list[TokenEntry] = []
-        if env.get("KUMITATE_TOKENS"):
+        if settings.tokens is not None:
             origin = "KUMITATE_TOKENS"
-            entries += _parse(_load(env[origin], origin, yaml_ok=False), origin)
-        if env.get("KUMITATE_TOKENS_FILE"):
-            path = Path(env["KUMITATE_TOKENS_FILE"])
+            entries += _parse(_load(settings.tokens.get_secret_value(), origin, yaml_ok=False), origin)
+        if settings.tokens_file is not None:
+            path = settings.tokens_file
             entries += _parse(_load(path.read_text(encoding="utf-8"), str(path), yaml_ok=True), str(path))
-        if env.get("KUMITATE_ALLOW_DEV_TOKEN") == "1":
+        if settings.allow_dev_token:
             entries.append(TokenEntry(DEV_TOKEN.encode(), Principal("dev", frozenset({ALL_SCOPES}))))
-        local = Principal(env.get("KUMITATE_LOCAL_PRINCIPAL", "local"), frozenset({ALL_SCOPES}))
-        return cls(entries, local, OAuthVerifier.from_env(env))
+        local = Principal(settings.local_principal, frozenset({ALL_SCOPES}))
+        return cls(entries, local, OAuthVerifier.from_settings(settings))
 
     def lookup(self, token: str) -> Principal | None:
         """Constant-time over every configured token: no early exit on a match."""

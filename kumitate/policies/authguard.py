@@ -18,6 +18,7 @@ from kumitate.context import Principal
 from kumitate.errors import ToolError
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.ratelimit import RateLimiter
+from kumitate.settings import Settings
 
 DEFAULT_RATE = 0.2
 DEFAULT_BURST = 10
@@ -52,7 +53,12 @@ class AuthGuard:
 
     @classmethod
     def from_env(cls, limiter: RateLimiter, env: Mapping[str, str]) -> AuthGuard:
-        return cls(limiter, *parse(env.get("KUMITATE_AUTH_FAILURES")))
+        """From a mapping of variables, read as the runtime's settings are."""
+        return cls.from_settings(limiter, Settings.from_env(env))
+
+    @classmethod
+    def from_settings(cls, limiter: RateLimiter, settings: Settings) -> AuthGuard:
+        return cls(limiter, *parse(settings.auth_failures))
 
     def _refuse(self, until: float, now: float) -> ToolError:
         wait_ms = max(1, round((until - now) * 1000))

@@ -28,6 +28,7 @@ import jwt
 
 from kumitate import calllog
 from kumitate.context import Principal
+from kumitate.settings import Settings
 
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 """Asymmetric only: with a public JWKS, HS* would let anyone who reads the keys sign tokens."""
@@ -148,33 +149,26 @@ class OAuthSettings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> OAuthSettings | None:
-        issuer = (env.get("KUMITATE_OAUTH_ISSUER") or "").strip()
+        """From a mapping of variables, read as the runtime's settings are."""
+        return cls.from_settings(Settings.from_env(env))
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OAuthSettings | None:
+        issuer = (settings.oauth_issuer or "").strip()
         if not issuer:
             return None
-        audiences = tuple(a.strip() for a in (env.get("KUMITATE_OAUTH_AUDIENCE") or "").split(",") if a.strip())
-        if not audiences:
+        if not settings.oauth_audience:
             raise ValueError(
                 "KUMITATE_OAUTH_ISSUER is set but KUMITATE_OAUTH_AUDIENCE is not: name the audience "
                 "(`aud`) your identity provider puts into tokens for this server"
             )
-
-        def seconds(name: str, default: float) -> float:
-            raw = env.get(name)
-            try:
-                value = float(raw) if raw else default
-            except ValueError:
-                raise ValueError(f"{name}={raw!r}: expected a number of seconds") from None
-            if value < 0:
-                raise ValueError(f"{name}={raw!r}: must not be negative")
-            return value
-
         return cls(
             issuer=issuer,
-            audiences=audiences,
-            jwks_url=(env.get("KUMITATE_OAUTH_JWKS_URL") or "").strip() or None,
-            leeway_s=seconds("KUMITATE_OAUTH_LEEWAY_S", DEFAULT_LEEWAY_S),
-            min_refresh_s=seconds("KUMITATE_OAUTH_JWKS_MIN_REFRESH_S", DEFAULT_MIN_REFRESH_S),
-            timeout_s=seconds("KUMITATE_OAUTH_HTTP_TIMEOUT_S", DEFAULT_FETCH_TIMEOUT_S),
+            audiences=settings.oauth_audience,
+            jwks_url=(settings.oauth_jwks_url or "").strip() or None,
+            leeway_s=settings.oauth_leeway_s,
+            min_refresh_s=settings.oauth_jwks_min_refresh_s,
+            timeout_s=settings.oauth_http_timeout_s,
         )
 
 
@@ -208,8 +202,13 @@ class OAuthVerifier:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> OAuthVerifier | None:
-        settings = OAuthSettings.from_env(env)
-        return cls(settings) if settings is not None else None
+        """From a mapping of variables, read as the runtime's settings are."""
+        return cls.from_settings(Settings.from_env(env))
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OAuthVerifier | None:
+        oauth = OAuthSettings.from_settings(settings)
+        return cls(oauth) if oauth is not None else None
 
     @staticmethod
     def looks_like_jwt(token: str) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from kumitate.deploy import DeploySettings
 from kumitate.settings import Settings
 from kumitate.storage import engine as engines
 from kumitate.storage import migrate
@@ -19,9 +18,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _run(args: argparse.Namespace) -> int:
-    deploy = DeploySettings.from_env()
-    url = engines.database_url(deploy.database_url, Settings.from_env().data_dir)
-    engine = engines.create(url, busy_timeout_ms=deploy.sqlite_busy_timeout_ms)
+    settings = Settings.from_env()
+    url = engines.database_url(settings.database_url, settings.data_dir)
+    engine = engines.create(url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
     where = engine.url.render_as_string(hide_password=True)
     try:
         with migrate.reachable(engine):

@@ -8,18 +8,18 @@ does not exist, so a public deployment exposes nothing by default.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
 from typing import Any
 
 from litestar import Request, Response, get
 
 from kumitate.errors import ToolError
 from kumitate.metrics import CONTENT_TYPE, Metrics
+from kumitate.settings import Settings
 
 
-def metrics_routes(metrics: Metrics, env: Mapping[str, str]) -> list[Any]:
-    token = env.get("KUMITATE_METRICS_TOKEN") or ""
-    if not token and env.get("KUMITATE_METRICS", "").lower() != "open":
+def metrics_routes(metrics: Metrics, settings: Settings) -> list[Any]:
+    token = settings.metrics_token.get_secret_value() if settings.metrics_token else ""
+    if not token and settings.metrics != "open":
         return []
     expected = f"Bearer {token}".encode()
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from kumitate.settings import Settings
+
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
@@ -33,10 +35,6 @@ def hostname(authority: str) -> str:
     if value.count(":") == 1:
         value = value.split(":", 1)[0]
     return value.rstrip(".")
-
-
-def _split_list(raw: str | None) -> list[str]:
-    return [item.strip() for item in (raw or "").split(",") if item.strip()]
 
 
 def normalise_origin(origin: str) -> str | None:
@@ -65,16 +63,21 @@ class OriginPolicy:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], bound_host: str | None = None) -> OriginPolicy:
+        """From a mapping of variables, read as the runtime's settings are."""
+        return cls.from_settings(Settings.from_env(env), bound_host)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, bound_host: str | None = None) -> OriginPolicy:
         """From KUMITATE_ALLOWED_HOSTS/ORIGINS and KUMITATE_PUBLIC_URL, plus the host the server binds
         (`bound_host`, the command line's, else HOST): a name served on purpose is never refused."""
-        hosts = {hostname(h) if h != ANY else ANY for h in _split_list(env.get("KUMITATE_ALLOWED_HOSTS"))}
+        hosts = {hostname(h) if h != ANY else ANY for h in settings.allowed_hosts}
         hosts |= LOOPBACK_HOSTS
-        bound = bound_host or env.get("HOST")
+        bound = bound_host or settings.host
         if bound:
             hosts.add(hostname(bound))
-        public_url = env.get("KUMITATE_PUBLIC_URL")
+        public_url = settings.public_url
         origins = set()
-        for item in _split_list(env.get("KUMITATE_ALLOWED_ORIGINS")):
+        for item in settings.allowed_origins:
             normal = ANY if item == ANY else normalise_origin(item)
             if normal:
                 origins.add(normal)

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from kumitate.review import RULES, cli, report
-from kumitate.review.diff import Review, review
-from kumitate.review.loader import load_side
-from kumitate.review.rules import load_exceptions
+from codegen.review import cli, report
+from codegen.review.diff import Review, review
+from codegen.review.loader import load_side
+from codegen.review.rules import RULES, load_exceptions
 from tests.review.support import CASES, COMMON, CORPUS, build, build_case, expected
 
 
@@ -275,8 +275,10 @@ def test_git_ref_without_meta_borrows_heads(tmp_path: Path) -> None:
 def test_add_parser_wires_into_a_parent_cli(tmp_path: Path) -> None:
     import argparse
 
+    from kumitate.commands import add_parsers
+
     parser = argparse.ArgumentParser(prog="kumitate")
-    cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    add_parsers(parser.add_subparsers(dest="command", required=True))
     base, head = build_case("description_changed", tmp_path)
     args = parser.parse_args(["diff", str(base), str(head), "-o", str(tmp_path / "r.md")])
     assert args.run(args) == 0

@@ -1,9 +1,11 @@
-"""Every environment variable the code reads is in the README's settings table (issue 22: none undocumented)."""
+"""Every environment variable the code reads is in the README's settings table (issue 22: none undocumented),
+and the runtime's part of that table is the one generated from the typed settings (kumitate/settings.py)."""
 
 from __future__ import annotations
 
 import re
 
+from kumitate import settings
 from tests.conftest import REPO
 
 READS = re.compile(r"""(?:environ|env)(?:\.get)?\s*(?:\(|\[)\s*["']([A-Z][A-Z0-9_]+)["']""")
@@ -30,3 +32,29 @@ def test_every_variable_is_in_the_settings_table() -> None:
     )
     assert missing == [], f"add these to the README's settings table: {missing}"
     assert len(read_variables()) > 30  # the scan itself finds what the code reads
+
+
+def test_the_runtime_table_is_generated_from_the_settings() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    generated = readme.split(settings.BEGIN, 1)[1].split(settings.END, 1)[0]
+    assert generated == settings.markdown_table(), "run: python -m kumitate.settings README.md"
+    declared = {name for name, _, _ in settings.Settings.variables()}
+    assert {"HOST", "KUMITATE_DATA_DIR", "KUMITATE_DATABASE_URL", "KUMITATE_LOG_FORMAT"} <= declared
+
+
+def test_no_module_of_the_runtime_reads_the_environment_but_the_settings() -> None:
+    """kumitate/ reads variables through `Settings` only; these modules are the known exceptions."""
+    allowed = {
+        "settings.py",  # the one place
+        "project.py",  # KUMITATE_PROJECT for the developer commands that locate a project
+        "metrics.py",  # PROMETHEUS_MULTIPROC_DIR: prometheus_client's own switch
+        "cli.py",  # sets HOST/PORT/KUMITATE_SERVICES for worker processes, FASTMCP_LOG_LEVEL for fastmcp
+        "client.py",  # passes the environment on to a stdio server it starts
+        "yana.py",  # kumitate/clients/yana.py: SPEAKER_A_* of the duo-side client, not the server
+    }
+    readers = sorted(
+        str(path.relative_to(REPO))
+        for path in (REPO / "kumitate").rglob("*.py")
+        if "os.environ" in path.read_text(encoding="utf-8") and path.name not in allowed
+    )
+    assert readers == []

@@ -5,9 +5,7 @@ Loads two spec trees (git refs or directories), classifies every change on each 
 rules.yaml, applies the reasoned exceptions of HEAD's specs/review-exceptions.yaml and
 renders a Markdown report. The verdict follows seed 001: additions are non-breaking;
 a breaking change needs a new major version (or /v2) of its service, or an exception.
+
+Developer tooling beside the generator (it reads specs with codegen's loader), loaded only by
+`kumitate diff`: the server never imports it.
 """
-
-from kumitate.review.diff import Finding, Review, review
-from kumitate.review.rules import RULES, Rule
-
-__all__ = ["RULES", "Finding", "Review", "Rule", "review"]

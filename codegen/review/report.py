@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from kumitate.review.diff import Finding, Review
-from kumitate.review.rules import EXCEPTIONS_FILE, SURFACES, Exception_
+from codegen.review.diff import Finding, Review
+from codegen.review.rules import EXCEPTIONS_FILE, SURFACES, Exception_
 
-RULES_DOC = "kumitate/review/rules.yaml"
+RULES_DOC = "codegen/review/rules.yaml"
 
 
 def _cell(text: str) -> str:

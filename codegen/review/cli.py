@@ -11,21 +11,21 @@ Exit status:
      or HEAD's specs do not pass `python -m codegen --lint` (or misuse renamed_from) — the report
      lists the problems;
   2  a side cannot be read (not a directory with specs, not a git ref).
+
+The command line itself is defined in kumitate/commands.py (so `kumitate --help` loads no codegen).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
-from kumitate.review import report
-from kumitate.review.diff import review
-from kumitate.review.loader import LoadError, load_side, uncommitted_specs
-from kumitate.review.rules import load_exceptions
+from codegen.review import report
+from codegen.review.diff import review
+from codegen.review.loader import LoadError, load_side, uncommitted_specs
+from codegen.review.rules import load_exceptions
 
 
 def resolve_head(head: str | None, repo: Path | None) -> tuple[str, str, str | None]:
@@ -79,42 +79,3 @@ def run(
     else:
         sys.stdout.write(text)
     return result.exit_code
-
-
-def _run(args: argparse.Namespace) -> int:
-    return run(args.base, args.head, args.repo, args.format, args.output, args.exceptions)
-
-
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add `diff` to the `kumitate` command's subparsers."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(
-        "diff",
-        help="review spec changes between two git refs or directories (breaking / non-breaking / info)",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
-    parser.add_argument("base", metavar="BASE", help="git ref or directory (holding specs/, or a specs dir)")
-    parser.add_argument(
-        "head",
-        metavar="HEAD",
-        nargs="?",
-        default=None,
-        help="git ref or directory (default: the working tree when its specs/ differ from HEAD, else HEAD)",
-    )
-    parser.add_argument("--repo", type=Path, default=None, help="the git repository for refs (default: .)")
-    parser.add_argument(
-        "--format", choices=("markdown", "json"), default="markdown", help="report format (default: markdown)"
-    )
-    parser.add_argument("--output", "-o", type=Path, default=None, help="write the report here instead of stdout")
-    parser.add_argument(
-        "--exceptions", type=Path, default=None, help="exceptions file (default: HEAD's specs/review-exceptions.yaml)"
-    )
-    parser.set_defaults(run=_run)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kumitate")
-    sub = parser.add_subparsers(dest="command", required=True)
-    add_parser(sub)
-    args = parser.parse_args(argv)
-    return int(args.run(args))

@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from codegen import docs, lint, naming
+from codegen.review import surfaces
+from codegen.review.rules import RULES, Exception_
 from codegen.specs import Problem, ResourceSpec, ServiceSpec, SpecTree, ToolSpec
-from kumitate.review import surfaces
-from kumitate.review.rules import RULES, Exception_
 
 SEVERITY_ORDER = {"breaking": 0, "non-breaking": 1, "info": 2}
 KIND_ORDER = {"service": 0, "tool": 1, "resource": 2}
