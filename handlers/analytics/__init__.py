@@ -12,10 +12,12 @@ This module is the thin transport-facing layer: pydantic input -> dict -> core.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kumitate.context import Attachment, CallContext
 from kumitate.settings import Settings
+from kumitate.storage import open_database
 
 from .connection import DEFAULT_POOL_SIZE
 from .service import AnalyticsService, Limits, Sweeper
@@ -80,8 +82,11 @@ def create(settings: Settings) -> AnalyticsHandlers:
     Environment: KUMITATE_ANALYTICS_SCALE (default 1.0, only used when the database
     is generated), KUMITATE_ANALYTICS_TIMEOUT_S (query deadline, default 10),
     KUMITATE_ANALYTICS_POOL_SIZE (DuckDB connections, i.e. queries at once, default 4),
-    KUMITATE_ANALYTICS_EXPORT_MAX_MB (one export, default 100) and
-    KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB (one principal's live exports, default 500).
+    KUMITATE_ANALYTICS_EXPORT_MAX_MB (one export, default 100),
+    KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB (one principal's live exports, default 500) and
+    KUMITATE_EXPORT_DIR (export and view files, default var/analytics/exports: a volume every
+    instance shares). The registries of exports and views live in the storage layer's database
+    (KUMITATE_DATABASE_URL, or var/kumitate.sqlite3), so instances sharing both serve each other's.
     """
     env = os.environ
     scale = float(env.get("KUMITATE_ANALYTICS_SCALE", "1.0"))
@@ -91,10 +96,14 @@ def create(settings: Settings) -> AnalyticsHandlers:
         export_max_bytes=int(float(env.get("KUMITATE_ANALYTICS_EXPORT_MAX_MB", "100")) * 1_000_000),
         principal_export_bytes=int(float(env.get("KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB", "500")) * 1_000_000),
     )
+    export_dir = env.get("KUMITATE_EXPORT_DIR")
     service = AnalyticsService(
         settings.service_dir(SERVICE),
         scale=scale,
         limits=limits,
         public_base_url=settings.public_base_url,
+        database=open_database(settings.data_dir),
+        export_dir=Path(export_dir) if export_dir else None,
+        close_database=True,
     )
     return AnalyticsHandlers(service)

@@ -18,13 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from kumitate.context import Principal, progress, public_url
+from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
+from kumitate.storage import Database, open_database
 
 from .connection import DEFAULT_POOL_SIZE, QueryRunner, Sandbox
 from .exports import FORMATS, ExportQuota, ExportStore
 from .histogram import MAX_BINS, compute_histogram
 from .materialize import Materializer
 from .profile import PROFILE_MAX_BYTES, compute_profile
+from .registry import ExportRegistry, ViewRegistry
 from .sample_db import ensure_database
 from .schema import describe_database
 from .source import apply_date_range, resolve
@@ -92,7 +95,14 @@ class AnalyticsService:
         limits: Limits | None = None,
         clock: Callable[[], datetime] = utcnow,
         public_base_url: str = "",
+        database: Database | None = None,
+        export_dir: Path | None = None,
+        close_database: bool = False,
     ) -> None:
+        """`database` holds the export and view registries (default: a SQLite file of its own in
+        `service_dir`); `export_dir` their files (default `service_dir/exports`). Instances that
+        share both serve each other's exports and views. `close()` closes a database it opened, or
+        the given one when `close_database`."""
         self.limits = limits or Limits()
         self.clock = clock
         self.public_base_url = public_base_url.rstrip("/")
@@ -100,17 +110,30 @@ class AnalyticsService:
         started = time.perf_counter()
         if ensure_database(self.db_path, scale=scale, seed=seed):
             log.info("analytics sample database generated in %.2f s", time.perf_counter() - started)
-        exports_dir = Path(service_dir) / "exports"
+        self._own_database = database is None or close_database
+        self.database = database or open_database(Path(service_dir), DeploySettings.from_env({}))
+        exports_dir = Path(export_dir) if export_dir else Path(service_dir) / "exports"
         exports_dir.mkdir(parents=True, exist_ok=True)
         quota = ExportQuota(per_export=self.limits.export_max_bytes, per_principal=self.limits.principal_export_bytes)
-        self.exports = ExportStore(exports_dir, clock=clock, ttl_seconds=self.limits.export_ttl_s, quota=quota)
+        self.exports = ExportStore(
+            exports_dir,
+            ExportRegistry(self.database),
+            clock=clock,
+            ttl_seconds=self.limits.export_ttl_s,
+            quota=quota,
+            lease_seconds=max(900, int(self.limits.query_timeout_s * 10)),
+        )
         sandbox = Sandbox(
             self.db_path, exports_dir, memory_limit=self.limits.memory_limit, pool_size=self.limits.pool_size
         )
         scrub = (str(exports_dir.resolve()), str(Path(service_dir).resolve()), str(self.db_path.resolve()))
         self.runner = QueryRunner(sandbox, timeout_s=self.limits.query_timeout_s, scrub=scrub)
         self.views = Materializer(
-            clock=clock, max_views=self.limits.max_views, max_rows=self.limits.materialize_max_rows
+            exports_dir / "views",
+            ViewRegistry(self.database),
+            clock=clock,
+            max_views=self.limits.max_views,
+            max_rows=self.limits.materialize_max_rows,
         )
         with self.runner.session(timeout_s=60) as c:
             self.catalog = sandbox.catalog
@@ -122,12 +145,13 @@ class AnalyticsService:
 
     # -- helpers -----------------------------------------------------------------
 
-    def _known_tables(self) -> dict[str, str]:
-        return {**self.user_tables, **self.views.names()}
+    def _known_tables(self, con: Any) -> dict[str, str]:
+        """The database's tables and the live views (exposed on this instance first: see Materializer.sync)."""
+        return {**self.user_tables, **self.views.names(self.views.sync(con))}
 
     def _source(self, con: Any, params: dict[str, Any]) -> Any:
         source = resolve(
-            con, params["table_or_query"], tables=self._known_tables(), allowed_catalogs=self.allowed_catalogs
+            con, params["table_or_query"], tables=self._known_tables(con), allowed_catalogs=self.allowed_catalogs
         )
         return apply_date_range(source, params.get("date_range"), params.get("date_column"))
 
@@ -165,9 +189,8 @@ class AnalyticsService:
         self._maybe_sweep_exports()
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
             progress(0, 3, "checking the query")
-            self.views.drop_expired(con)
             sql = check_select(
-                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
+                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables(con)
             )
             progress(1, 3, "writing the export")
             meta = self.exports.write(
@@ -189,13 +212,11 @@ class AnalyticsService:
 
     def profile(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
-            self.views.drop_expired(con)
             source = self._source(con, params)
             return compute_profile(con, source, max_bytes=self.limits.profile_max_bytes, columns=params.get("columns"))
 
     def histogram(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
-            self.views.drop_expired(con)
             source = self._source(con, params)
             return compute_histogram(con, source, params["column"], int_param(params, "bins", 20, 1, MAX_BINS))
 
@@ -204,7 +225,7 @@ class AnalyticsService:
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
             progress(0, 3, "checking the query")
             sql = check_select(
-                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
+                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables(con)
             )
             progress(1, 3, "building the table")
             result = self.views.create(con, params["name"], sql, ttl_seconds=ttl, user_tables=set(self.user_tables))
@@ -220,9 +241,11 @@ class AnalyticsService:
     # -- resources ---------------------------------------------------------------
 
     def schema(self) -> dict[str, Any]:
+        with self.runner.session() as con:
+            materialized = self.views.live(con)
         return {
             "tables": self.tables,
-            "materialized": self.views.live(),
+            "materialized": materialized,
             "limits": {
                 "query_timeout_s": self.limits.query_timeout_s,
                 "export_max_rows": self.limits.export_max_rows,
@@ -245,11 +268,13 @@ class AnalyticsService:
         exports = self.exports.sweep()
         with self.runner.session(timeout_s=30) as con:
             views = self.views.drop_expired(con)
-        return {"exports": exports, "views": len(views)}
+        return {"exports": exports, "views": views}
 
     def close(self) -> None:
         self._closed.set()
         self.runner.close()
+        if self._own_database:
+            self.database.close()
 
 
 class Sweeper:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Float, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import BigInteger, Column, Float, Index, Integer, MetaData, String, Table, Text
 
 metadata = MetaData()
 
@@ -19,3 +19,31 @@ idempotency = Table(
     Column("expires_at", Float, nullable=False, comment="claim lease while running, then the key's TTL"),
 )
 Index("idempotency_expiry", idempotency.c.expires_at)
+
+analytics_exports = Table(
+    "analytics_exports",
+    metadata,
+    Column("handle", String(32), primary_key=True),
+    Column("owner", String(255), nullable=False),
+    Column("state", String(10), nullable=False, comment="writing (a byte reservation) or ready (the handle exists)"),
+    Column("format", String(16), nullable=False),
+    Column("mime_type", String(100), nullable=False),
+    Column("rows", BigInteger, nullable=False),
+    Column("size_bytes", BigInteger, nullable=False, comment="reserved bytes while writing, then the file's size"),
+    Column("columns", Text, nullable=False, comment="JSON list of column names"),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False, comment="reservation lease while writing, then the TTL"),
+)
+Index("analytics_exports_owner", analytics_exports.c.owner, analytics_exports.c.expires_at)
+Index("analytics_exports_expiry", analytics_exports.c.expires_at)
+
+analytics_views = Table(
+    "analytics_views",
+    metadata,
+    Column("view", String(64), primary_key=True),
+    Column("file", String(255), nullable=False, comment="Parquet file name under <export dir>/views"),
+    Column("rows", BigInteger, nullable=False),
+    Column("columns", Text, nullable=False, comment="JSON list of column names"),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
