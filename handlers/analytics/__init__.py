@@ -4,7 +4,7 @@ The server hands out handles and summaries, never raw rows: `export` writes a
 Parquet/CSV file and returns an opaque handle (fetched via `export://{handle}`),
 `profile` and `histogram` return ~1 KB summaries, `materialize` caches an
 intermediate result as a temp table. Code beside the LLM loads exports with the
-guarded helpers in `handlers.analytics.llm_helpers`.
+guarded helpers in `kumitate.clients.analytics`.
 
 This module is the thin transport-facing layer: pydantic input -> dict -> core.
 """

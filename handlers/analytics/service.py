@@ -17,10 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from generated.analytics.bindings import RESOURCE_EXPORT_FILE as EXPORT_FILE
+from kumitate.clients.analytics import export_url
 from kumitate.context import Principal, progress, public_url
 from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
 from kumitate.storage import Database, open_database
+from samples.analytics import ensure_database
 
 from .connection import DEFAULT_POOL_SIZE, QueryRunner, Sandbox
 from .exports import FORMATS, ExportQuota, ExportStore
@@ -28,7 +31,6 @@ from .histogram import MAX_BINS, compute_histogram
 from .materialize import Materializer
 from .profile import PROFILE_MAX_BYTES, compute_profile
 from .registry import ExportRegistry, ViewRegistry
-from .sample_db import ensure_database
 from .schema import describe_database
 from .source import apply_date_range, resolve
 from .sql_guard import check_select
@@ -206,8 +208,8 @@ class AnalyticsService:
             "format": fmt,
             "mime_type": meta["mime_type"],
             "expires_at": meta["expires_at"],
-            "resource_uri": f"export://{handle}",
-            "url": f"{public_url(self.public_base_url)}/v1/analytics/exports/{handle}",
+            "resource_uri": EXPORT_FILE.uri.replace("{handle}", handle),
+            "url": export_url(public_url(self.public_base_url), handle),
         }
 
     def profile(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
