@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from generated.analytics.bindings import RESOURCE_EXPORT_FILE as EXPORT_FILE
+from generated.errors import InvalidInputError, QueryTimeoutError
 from kumitate.clients.analytics import export_url
 from kumitate.context import Principal, progress, public_url
 from kumitate.deploy import DeploySettings
-from kumitate.errors import ToolError
 from kumitate.storage import Database, open_database
 from samples.analytics import ensure_database
 
@@ -62,9 +62,9 @@ def int_param(params: dict[str, Any], key: str, default: int, low: int, high: in
         try:
             value = int(str(value), 10)
         except ValueError:
-            raise ToolError(f"{key} must be an integer.", code="INVALID_INPUT") from None
+            raise InvalidInputError(f"{key} must be an integer.") from None
     if not low <= value <= high:
-        raise ToolError(f"{key} must be between {low:,} and {high:,}.", code="INVALID_INPUT")
+        raise InvalidInputError(f"{key} must be between {low:,} and {high:,}.")
     return value
 
 
@@ -168,7 +168,7 @@ class AnalyticsService:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:  # nothing may start: an interrupt sent before a query begins would be lost
-                raise ToolError("The call's deadline has passed; no query was run.", code="QUERY_TIMEOUT")
+                raise QueryTimeoutError("The call's deadline has passed; no query was run.")
             limit = min(limit, max(0.01, left))
         return round(limit, 2)
 
@@ -186,7 +186,7 @@ class AnalyticsService:
     ) -> dict[str, Any]:
         fmt = params.get("format", "parquet")
         if fmt not in FORMATS:
-            raise ToolError(f"format must be one of {', '.join(FORMATS)}.", code="INVALID_INPUT")
+            raise InvalidInputError(f"format must be one of {', '.join(FORMATS)}.")
         max_rows = int_param(params, "max_rows", 100_000, 1, self.limits.export_max_rows)
         self._maybe_sweep_exports()
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
