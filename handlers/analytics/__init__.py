@@ -6,15 +6,31 @@ Parquet/CSV file and returns an opaque handle (fetched via `export://{handle}`),
 intermediate result as a temp table. Code beside the LLM loads exports with the
 guarded helpers in `kumitate.clients.analytics`.
 
-This module is the thin transport-facing layer: pydantic input -> dict -> core.
+This module is the thin transport-facing layer: generated input model -> core -> generated
+output model.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pydantic import BaseModel
+
+from generated.analytics.models import (
+    DropMaterializedInput,
+    DropMaterializedOutput,
+    ExportInput,
+    ExportOutput,
+    HistogramInput,
+    HistogramOutput,
+    MaterializeInput,
+    MaterializeOutput,
+    ProfileInput,
+    ProfileOutput,
+    SchemaResource,
+)
 from kumitate.context import Attachment, CallContext
 from kumitate.settings import Settings
 from kumitate.storage import open_database
@@ -22,48 +38,47 @@ from kumitate.storage import open_database
 from .connection import DEFAULT_POOL_SIZE
 from .service import AnalyticsService, Limits, Sweeper
 
-if TYPE_CHECKING:  # generated later by codegen
-    from generated.analytics.models import (
-        DropMaterializedInput,
-        ExportInput,
-        HistogramInput,
-        MaterializeInput,
-        ProfileInput,
-    )
-
 SERVICE = "analytics"
 
 
-def _dump(model: Any) -> dict[str, Any]:
-    if isinstance(model, dict):
-        return {k: v for k, v in model.items() if v is not None}
+def _params(model: BaseModel) -> dict[str, Any]:
+    """The core's parameters: the fields the caller set (defaults left to the core, as before)."""
     return dict(model.model_dump(mode="json", exclude_none=True))
 
 
 class AnalyticsHandlers:
-    """One method per tool and resource; blocking, so the runtime runs them in a worker thread."""
+    """One method per tool and resource; blocking, so the runtime runs them in a worker thread.
+
+    Takes and returns the generated models (the spec is the contract); the core works on plain
+    JSON-shaped data, which the output model validates on the way out.
+    """
 
     def __init__(self, service: AnalyticsService, sweep_interval_s: float | None = 300.0) -> None:
         self.service = service
         self._sweeper = Sweeper(service, sweep_interval_s) if sweep_interval_s else None
 
-    def export(self, input: ExportInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.export(_dump(input), deadline=ctx.deadline, principal=ctx.principal)
+    def export(self, input: ExportInput, ctx: CallContext) -> ExportOutput:
+        return ExportOutput.model_validate(
+            self.service.export(_params(input), deadline=ctx.deadline, principal=ctx.principal)
+        )
 
-    def profile(self, input: ProfileInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.profile(_dump(input), deadline=ctx.deadline)  # size-trim warnings travel in the body
+    def profile(self, input: ProfileInput, ctx: CallContext) -> ProfileOutput:
+        # size-trim warnings travel in the body
+        return ProfileOutput.model_validate(self.service.profile(_params(input), deadline=ctx.deadline))
 
-    def histogram(self, input: HistogramInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.histogram(_dump(input), deadline=ctx.deadline)
+    def histogram(self, input: HistogramInput, ctx: CallContext) -> HistogramOutput:
+        return HistogramOutput.model_validate(self.service.histogram(_params(input), deadline=ctx.deadline))
 
-    def materialize(self, input: MaterializeInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.materialize(_dump(input), deadline=ctx.deadline)
+    def materialize(self, input: MaterializeInput, ctx: CallContext) -> MaterializeOutput:
+        return MaterializeOutput.model_validate(self.service.materialize(_params(input), deadline=ctx.deadline))
 
-    def drop_materialized(self, input: DropMaterializedInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.drop_materialized(_dump(input), deadline=ctx.deadline)
+    def drop_materialized(self, input: DropMaterializedInput, ctx: CallContext) -> DropMaterializedOutput:
+        return DropMaterializedOutput.model_validate(
+            self.service.drop_materialized(_params(input), deadline=ctx.deadline)
+        )
 
-    def read_schema(self, ctx: CallContext) -> dict[str, Any]:
-        return self.service.schema()
+    def read_schema(self, ctx: CallContext) -> SchemaResource:
+        return SchemaResource.model_validate(self.service.schema())
 
     def read_export_file(self, ctx: CallContext, handle: str) -> Attachment:
         """Binary resource `export_file` (export://{handle}), with the export's own MIME type (parquet or csv)."""
