@@ -133,8 +133,10 @@ class Materializer:
         """Live view names (lower -> real) for table_or_query resolution."""
         return {r.view: r.view for r in live}
 
-    def live(self, con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-        return [public(r) for r in self.sync(con)]
+    def live(self) -> list[dict[str, Any]]:
+        """The live views, from the registry alone (no DuckDB connection needed), oldest first."""
+        now = self._now()
+        return [public(r) for r in self.registry.all() if r.expires_at > now]
 
     def create(
         self,

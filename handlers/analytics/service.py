@@ -243,11 +243,9 @@ class AnalyticsService:
     # -- resources ---------------------------------------------------------------
 
     def schema(self) -> dict[str, Any]:
-        with self.runner.session() as con:
-            materialized = self.views.live(con)
         return {
             "tables": self.tables,
-            "materialized": materialized,
+            "materialized": self.views.live(),
             "limits": {
                 "query_timeout_s": self.limits.query_timeout_s,
                 "export_max_rows": self.limits.export_max_rows,

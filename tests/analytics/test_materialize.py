@@ -161,12 +161,12 @@ def test_a_failed_build_or_commit_keeps_the_old_view(service: AnalyticsService, 
         with pytest.raises(ToolError):
             failing.create(con, "x", "SELECT 2 AS a UNION ALL SELECT 3", ttl_seconds=60, user_tables=set())
         assert con.execute("SELECT a FROM mat_x").fetchall() == [(1,)]
-        assert [v["rows"] for v in registry.live(con)] == [1]
+        assert [v["rows"] for v in registry.live()] == [1]
         # No file left behind by the failed builds.
         assert _views(service) == ["mat_x"] and len(_files(service)) == 1
         with pytest.raises(ToolError):
             failing.create(con, "y", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())
-        assert len(_files(service)) == 1 and [v["view"] for v in registry.live(con)] == ["mat_x"]
+        assert len(_files(service)) == 1 and [v["view"] for v in registry.live()] == ["mat_x"]
         assert registry.create(con, "y", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())["view"] == "mat_y"
 
 
