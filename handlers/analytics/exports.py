@@ -28,7 +28,7 @@ import os
 import re
 import secrets
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -192,7 +192,10 @@ class ExportStore:
         except BaseException:
             data_path.unlink(missing_ok=True)
             meta_path.unlink(missing_ok=True)
-            self.registry.remove(handle)  # gives the reservation back
+            # Give the reservation back; if the database is gone too, its lease runs out instead, and the
+            # caller hears about the first failure, not this one.
+            with suppress(ToolError):
+                self.registry.remove(handle)
             raise
 
     def _commit(
