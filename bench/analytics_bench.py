@@ -35,9 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from handlers.analytics.llm_helpers import safe_load_export
-from handlers.analytics.sample_db import build_database
 from handlers.analytics.service import AnalyticsService
+from kumitate.clients.analytics import safe_load_export
+from samples.analytics import build_database
 
 
 def timed(fn: Callable[[], object], runs: int = 5) -> float:

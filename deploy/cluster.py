@@ -151,6 +151,7 @@ class Cluster:
             "KUMITATE_DATABASE_URL": self.database_url,
             "KUMITATE_REDIS_URL": self.redis_url,
             "KUMITATE_PUBLIC_URL": self.url,
+            "KUMITATE_EXPORT_DIR": str(self.dir / "shared" / "analytics-exports"),
             "PORT": str(port),
             "FASTMCP_LOG_LEVEL": env.get("FASTMCP_LOG_LEVEL", "WARNING"),
         }

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from handlers.analytics.sample_db import activity_count, build_database  # noqa: E402
+from samples.analytics import activity_count, build_database  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,8 +17,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from handlers.analytics.llm_helpers import estimate_tokens  # noqa: E402
 from handlers.analytics.service import AnalyticsService  # noqa: E402
+from kumitate.clients.analytics import estimate_tokens  # noqa: E402
 
 
 class Session:

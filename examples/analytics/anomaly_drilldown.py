@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 from _common import Session
 
-from handlers.analytics.llm_helpers import safe_json_output, safe_load_export, safe_summary_table
+from kumitate.clients.analytics import safe_json_output, safe_load_export, safe_summary_table
 
 SPIKES = """
 WITH t AS (

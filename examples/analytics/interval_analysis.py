@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 from _common import Session
 
-from handlers.analytics.llm_helpers import safe_json_output, safe_load_export, validate_output
+from kumitate.clients.analytics import safe_json_output, safe_load_export, validate_output
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt
 import polars as pl
 from _common import Session
 
-from handlers.analytics.llm_helpers import safe_load_export, safe_summary_table, validate_output
+from kumitate.clients.analytics import safe_load_export, safe_summary_table, validate_output
 
 LAST_FIVE = ("SELECT activity_id FROM activities WHERE distance_km BETWEEN 9 AND 11 "
              "ORDER BY start_time DESC LIMIT 5")

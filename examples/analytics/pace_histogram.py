@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from _common import Session
 
-from handlers.analytics.llm_helpers import safe_json_output, safe_load_export
+from kumitate.clients.analytics import safe_json_output, safe_load_export
 
 
 def fmt(seconds: float) -> str:

@@ -4,64 +4,81 @@ The server hands out handles and summaries, never raw rows: `export` writes a
 Parquet/CSV file and returns an opaque handle (fetched via `export://{handle}`),
 `profile` and `histogram` return ~1 KB summaries, `materialize` caches an
 intermediate result as a temp table. Code beside the LLM loads exports with the
-guarded helpers in `handlers.analytics.llm_helpers`.
+guarded helpers in `kumitate.clients.analytics`.
 
-This module is the thin transport-facing layer: pydantic input -> dict -> core.
+This module is the thin transport-facing layer: generated input model -> core -> generated
+output model.
 """
 
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
+from pydantic import BaseModel
+
+from generated.analytics.models import (
+    DropMaterializedInput,
+    DropMaterializedOutput,
+    ExportInput,
+    ExportOutput,
+    HistogramInput,
+    HistogramOutput,
+    MaterializeInput,
+    MaterializeOutput,
+    ProfileInput,
+    ProfileOutput,
+    SchemaResource,
+)
 from kumitate.context import Attachment, CallContext
 from kumitate.settings import Settings
+from kumitate.storage import open_database
 
 from .connection import DEFAULT_POOL_SIZE
 from .service import AnalyticsService, Limits, Sweeper
 
-if TYPE_CHECKING:  # generated later by codegen
-    from generated.analytics.models import (
-        DropMaterializedInput,
-        ExportInput,
-        HistogramInput,
-        MaterializeInput,
-        ProfileInput,
-    )
-
 SERVICE = "analytics"
 
 
-def _dump(model: Any) -> dict[str, Any]:
-    if isinstance(model, dict):
-        return {k: v for k, v in model.items() if v is not None}
+def _params(model: BaseModel) -> dict[str, Any]:
+    """The core's parameters: the fields the caller set (defaults left to the core, as before)."""
     return dict(model.model_dump(mode="json", exclude_none=True))
 
 
 class AnalyticsHandlers:
-    """One method per tool and resource; blocking, so the runtime runs them in a worker thread."""
+    """One method per tool and resource; blocking, so the runtime runs them in a worker thread.
+
+    Takes and returns the generated models (the spec is the contract); the core works on plain
+    JSON-shaped data, which the output model validates on the way out.
+    """
 
     def __init__(self, service: AnalyticsService, sweep_interval_s: float | None = 300.0) -> None:
         self.service = service
         self._sweeper = Sweeper(service, sweep_interval_s) if sweep_interval_s else None
 
-    def export(self, input: ExportInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.export(_dump(input), deadline=ctx.deadline, principal=ctx.principal)
+    def export(self, input: ExportInput, ctx: CallContext) -> ExportOutput:
+        return ExportOutput.model_validate(
+            self.service.export(_params(input), deadline=ctx.deadline, principal=ctx.principal)
+        )
 
-    def profile(self, input: ProfileInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.profile(_dump(input), deadline=ctx.deadline)  # size-trim warnings travel in the body
+    def profile(self, input: ProfileInput, ctx: CallContext) -> ProfileOutput:
+        # size-trim warnings travel in the body
+        return ProfileOutput.model_validate(self.service.profile(_params(input), deadline=ctx.deadline))
 
-    def histogram(self, input: HistogramInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.histogram(_dump(input), deadline=ctx.deadline)
+    def histogram(self, input: HistogramInput, ctx: CallContext) -> HistogramOutput:
+        return HistogramOutput.model_validate(self.service.histogram(_params(input), deadline=ctx.deadline))
 
-    def materialize(self, input: MaterializeInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.materialize(_dump(input), deadline=ctx.deadline)
+    def materialize(self, input: MaterializeInput, ctx: CallContext) -> MaterializeOutput:
+        return MaterializeOutput.model_validate(self.service.materialize(_params(input), deadline=ctx.deadline))
 
-    def drop_materialized(self, input: DropMaterializedInput, ctx: CallContext) -> dict[str, Any]:
-        return self.service.drop_materialized(_dump(input), deadline=ctx.deadline)
+    def drop_materialized(self, input: DropMaterializedInput, ctx: CallContext) -> DropMaterializedOutput:
+        return DropMaterializedOutput.model_validate(
+            self.service.drop_materialized(_params(input), deadline=ctx.deadline)
+        )
 
-    def read_schema(self, ctx: CallContext) -> dict[str, Any]:
-        return self.service.schema()
+    def read_schema(self, ctx: CallContext) -> SchemaResource:
+        return SchemaResource.model_validate(self.service.schema())
 
     def read_export_file(self, ctx: CallContext, handle: str) -> Attachment:
         """Binary resource `export_file` (export://{handle}), with the export's own MIME type (parquet or csv)."""
@@ -80,8 +97,11 @@ def create(settings: Settings) -> AnalyticsHandlers:
     Environment: KUMITATE_ANALYTICS_SCALE (default 1.0, only used when the database
     is generated), KUMITATE_ANALYTICS_TIMEOUT_S (query deadline, default 10),
     KUMITATE_ANALYTICS_POOL_SIZE (DuckDB connections, i.e. queries at once, default 4),
-    KUMITATE_ANALYTICS_EXPORT_MAX_MB (one export, default 100) and
-    KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB (one principal's live exports, default 500).
+    KUMITATE_ANALYTICS_EXPORT_MAX_MB (one export, default 100),
+    KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB (one principal's live exports, default 500) and
+    KUMITATE_EXPORT_DIR (export and view files, default var/analytics/exports: a volume every
+    instance shares). The registries of exports and views live in the storage layer's database
+    (KUMITATE_DATABASE_URL, or var/kumitate.sqlite3), so instances sharing both serve each other's.
     """
     env = os.environ
     scale = float(env.get("KUMITATE_ANALYTICS_SCALE", "1.0"))
@@ -91,10 +111,14 @@ def create(settings: Settings) -> AnalyticsHandlers:
         export_max_bytes=int(float(env.get("KUMITATE_ANALYTICS_EXPORT_MAX_MB", "100")) * 1_000_000),
         principal_export_bytes=int(float(env.get("KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB", "500")) * 1_000_000),
     )
+    export_dir = env.get("KUMITATE_EXPORT_DIR")
     service = AnalyticsService(
         settings.service_dir(SERVICE),
         scale=scale,
         limits=limits,
         public_base_url=settings.public_base_url,
+        database=open_database(settings.data_dir),
+        export_dir=Path(export_dir) if export_dir else None,
+        close_database=True,
     )
     return AnalyticsHandlers(service)

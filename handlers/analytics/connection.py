@@ -32,6 +32,7 @@ from pathlib import Path
 
 import duckdb
 
+from generated.errors import QueryTimeoutError, RequestTimeoutError, SqlErrorError, UnsafeQueryError
 from kumitate.context import CallCancelled, CallContext, current_call
 from kumitate.errors import ToolError
 
@@ -173,7 +174,7 @@ def _cancel_guard(call: CallContext | None) -> Guard | None:
     return lambda: _CANCELLED if call.cancelled() else None
 
 
-_CANCELLED = ToolError("the call was cancelled; nothing was saved", code="REQUEST_TIMEOUT")
+_CANCELLED = RequestTimeoutError("the call was cancelled; nothing was saved")
 """What the watchdog records for a cancelled call; `session` raises CallCancelled instead."""
 
 
@@ -217,10 +218,9 @@ class QueryRunner:
         try:
             slot = self._free.get(timeout=limit)
         except queue.Empty:
-            raise ToolError(
+            raise RequestTimeoutError(
                 f"All {self.pool_size} analytics connections are busy with other queries; retry in a few "
                 f"seconds (waited {limit:g} s).",
-                code="REQUEST_TIMEOUT",
             ) from None
         outer, self._local.slot = getattr(self._local, "slot", None), slot
         call = current_call()
@@ -235,10 +235,9 @@ class QueryRunner:
                     raise CallCancelled(call.run_id) from exc
                 if slot.watchdog.stopped_by is not None:
                     raise slot.watchdog.stopped_by from exc
-                raise ToolError(
+                raise QueryTimeoutError(
                     f"The query did not finish within {limit:g} s and was cancelled. Filter more (WHERE on "
                     "activity_id or a time range), aggregate in SQL, or materialize an intermediate result.",
-                    code="QUERY_TIMEOUT",
                 ) from exc
             except duckdb.Error as exc:
                 raise self.map_error(exc) from exc
@@ -278,11 +277,10 @@ class QueryRunner:
             text = text.replace(secret, "<server>")
         first = text.splitlines()[0] if text else type(exc).__name__
         if isinstance(exc, duckdb.PermissionException):
-            return ToolError(f"The query tried something the sandbox forbids: {first}", code="UNSAFE_QUERY")
+            return UnsafeQueryError(f"The query tried something the sandbox forbids: {first}")
         if isinstance(exc, duckdb.OutOfMemoryException):
-            return ToolError(
+            return SqlErrorError(
                 "The query needs more memory than the service allows; filter or aggregate first.",
-                code="SQL_ERROR",
             )
         detail = "\n".join(text.splitlines()[:4])
-        return ToolError(f"DuckDB rejected the query: {detail}", code="SQL_ERROR")
+        return SqlErrorError(f"DuckDB rejected the query: {detail}")

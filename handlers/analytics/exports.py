@@ -1,16 +1,17 @@
 """export: query results written to files under an opaque, expiring handle.
 
 A handle is 32 random hex digits (`secrets.token_hex(16)`), never a path: the
-caller fetches the bytes through the `export://{handle}` resource. On disk each
-export is `<handle>.<ext>` plus a `<handle>.json` sidecar with its metadata; the
-sidecar is written last (atomically), so a data file without one is an unfinished
-export. Metadata lives on disk rather than in memory so handles survive a restart
-and `safe_load_export` can open an export directly from the exports directory.
+caller fetches the bytes through the `export://{handle}` resource. The files live in
+the export directory (KUMITATE_EXPORT_DIR: a volume every instance shares), each
+export as `<handle>.<ext>` plus a `<handle>.json` descriptor for readers of the
+directory (`safe_load_export`'s local mode). What the server trusts is the handle
+registry in the database (registry.ExportRegistry): the handle exists once its row is
+published there, so every instance serves it, and it survives restarts.
 
 Expiry is checked on every access and by `sweep()`, which the service also runs
-periodically.
+periodically; files without a registered handle (a crash mid-export) go after the TTL.
 
-Each export belongs to the principal that created it (`owner` in the sidecar): only
+Each export belongs to the principal that created it (`owner` in the registry): only
 that principal, or one holding scope "admin" or "*", can read it; anyone else gets
 EXPORT_NOT_FOUND, as for a handle that never existed. Bytes on disk are bounded per
 export and per principal (ExportQuota): the running COPY is watched and interrupted as
@@ -26,20 +27,20 @@ import json
 import os
 import re
 import secrets
-import threading
-from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext, suppress
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from kumitate.context import Principal, commit_gate, progress
+from generated.errors import ExportNotFoundError, ExportQuotaExceededError, RowLimitExceededError
+from kumitate.context import Principal, progress
 from kumitate.errors import ToolError
 
+from .registry import ExportRegistry, ExportRow
 from .source import wrap_query
 
 HANDLE = re.compile(r"^[0-9a-f]{32}$")
@@ -56,6 +57,10 @@ def rfc3339(moment: datetime) -> str:
 
 def parse_rfc3339(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def epoch_rfc3339(seconds: float) -> str:
+    return rfc3339(datetime.fromtimestamp(seconds, UTC))
 
 
 READ_ALL_SCOPES = frozenset({"admin", "*"})
@@ -79,80 +84,58 @@ def _mb(n: int) -> str:
     return f"{n / 1_000_000:,.1f} MB"
 
 
-def quota_exceeded(quota: ExportQuota, used: int, allowed: int) -> ToolError:
+def quota_exceeded(quota: ExportQuota, used: int, allowed: int) -> ExportQuotaExceededError:
     """EXPORT_QUOTA_EXCEEDED naming the limit that bit (one export, or what is left of the principal's)."""
     if allowed >= quota.per_export:
-        return ToolError(
+        return ExportQuotaExceededError(
             f"The export would be larger than {_mb(quota.per_export)}, the limit for one export; nothing was "
             "stored. Select fewer columns or rows (WHERE activity_id / a time range), aggregate in SQL, or use "
             "format parquet (compressed).",
-            code="EXPORT_QUOTA_EXCEEDED",
             details={"limit_bytes": quota.per_export, "scope": "export"},
         )
-    return ToolError(
+    return ExportQuotaExceededError(
         f"Your live exports use {_mb(used)} of your {_mb(quota.per_principal)} on disk, and this export needs "
         f"more than the {_mb(max(allowed, 0))} left; nothing was stored. Exports are deleted when they expire "
         "(see expires_at); export less (fewer columns or rows, parquet) or retry after older exports expire.",
-        code="EXPORT_QUOTA_EXCEEDED",
         details={"limit_bytes": quota.per_principal, "used_bytes": used, "scope": "principal"},
     )
 
 
-def not_found(handle: str) -> ToolError:
-    return ToolError(
+def not_found(handle: str) -> ExportNotFoundError:
+    return ExportNotFoundError(
         "No export with that handle: it never existed or has expired (exports live for "
-        "a limited time). Run export again to get a fresh handle.",
-        code="EXPORT_NOT_FOUND",
+        "a limited time). Run export again to get a fresh handle."
     )
 
 
 class ExportStore:
-    """Exports on disk with TTL; all methods are safe to call from several threads."""
+    """Export files in the shared directory, their handles in the registry; safe from several threads."""
 
     def __init__(
         self,
         directory: Path,
+        registry: ExportRegistry,
         *,
         clock: Callable[[], datetime],
         ttl_seconds: int = 3600,
         quota: ExportQuota | None = None,
+        lease_seconds: int = 900,
     ):
         self.directory = directory
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.registry = registry
         self.clock = clock
         self.ttl_seconds = ttl_seconds
         self.quota = quota or ExportQuota()
-        self._reserved: Counter[str] = Counter()  # bytes granted to exports still being written
-        self._reserve_lock = threading.Lock()
+        self.lease_seconds = lease_seconds
+        """How long an export in progress holds its bytes if its instance dies before releasing them."""
+
+    def _now(self) -> float:
+        return self.clock().timestamp()
 
     def usage(self, owner: str) -> int:
-        """Bytes of `owner`'s live exports on disk."""
-        total = 0
-        for meta_path in self.directory.glob("*.json"):
-            try:
-                meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if meta.get("owner") == owner and parse_rfc3339(meta["expires_at"]) > self.clock():
-                total += int(meta.get("size_bytes", 0))
-        return total
-
-    @contextmanager
-    def _reserve(self, owner: str) -> Iterator[tuple[int, int]]:
-        """Grant this export what the quotas leave (bytes), counting other exports still being written."""
-        with self._reserve_lock:
-            used = self.usage(owner) + self._reserved[owner]
-            allowed = min(self.quota.per_export, self.quota.per_principal - used)
-            if allowed <= 0:
-                raise quota_exceeded(self.quota, used, allowed)
-            self._reserved[owner] += allowed
-        try:
-            yield used, allowed
-        finally:
-            with self._reserve_lock:
-                self._reserved[owner] -= allowed
-                if self._reserved[owner] <= 0:
-                    del self._reserved[owner]
+        """Bytes of `owner`'s live exports, plus what its exports in progress (on any instance) hold."""
+        return self.registry.usage(owner, self._now())
 
     def _paths(self, handle: str, ext: str) -> tuple[Path, Path]:
         return self.directory / f"{handle}.{ext}", self.directory / f"{handle}.json"
@@ -175,30 +158,45 @@ class ExportStore:
         """
         ext, _, options = FORMATS[fmt]
         handle = secrets.token_hex(16)
-        data_path, _ = self._paths(handle, ext)
+        data_path, meta_path = self._paths(handle, ext)
         columns = [str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {wrap_query(sql)} AS q").fetchall()]
         target = str(data_path).replace("'", "''")
         copy = f"COPY (SELECT * FROM {wrap_query(sql)} AS q LIMIT {int(max_rows) + 1}) TO '{target}' {options}"
-        with self._reserve(owner) as (used, allowed):
+        now = self._now()
+        used, allowed = self.registry.reserve(
+            handle,
+            owner,
+            now=now,
+            lease_until=now + self.lease_seconds,
+            per_export=self.quota.per_export,
+            per_principal=self.quota.per_principal,
+        )
+        if allowed <= 0:
+            raise quota_exceeded(self.quota, used, allowed)
 
-            def too_large() -> ToolError | None:
-                try:
-                    size = data_path.stat().st_size
-                except OSError:
-                    return None
-                return quota_exceeded(self.quota, used, allowed) if size > allowed else None
-
+        def too_large() -> ToolError | None:
             try:
-                with watch(too_large) if watch else nullcontext():
-                    rows = int(con.execute(copy).fetchall()[0][0])
-                error = too_large()
-                if error:
-                    raise error
-                progress(2, 3, "publishing the export")
-            except BaseException:
-                data_path.unlink(missing_ok=True)
-                raise
+                size = data_path.stat().st_size
+            except OSError:
+                return None
+            return quota_exceeded(self.quota, used, allowed) if size > allowed else None
+
+        try:
+            with watch(too_large) if watch else nullcontext():
+                rows = int(con.execute(copy).fetchall()[0][0])
+            error = too_large()
+            if error:
+                raise error
+            progress(2, 3, "publishing the export")
             return self._commit(con, sql, handle, fmt, rows, max_rows, columns, owner)
+        except BaseException:
+            data_path.unlink(missing_ok=True)
+            meta_path.unlink(missing_ok=True)
+            # Give the reservation back; if the database is gone too, its lease runs out instead, and the
+            # caller hears about the first failure, not this one.
+            with suppress(ToolError):
+                self.registry.remove(handle)
+            raise
 
     def _commit(
         self,
@@ -211,40 +209,38 @@ class ExportStore:
         columns: list[str],
         owner: str,
     ) -> dict[str, Any]:
-        """Check the row limit, then publish the sidecar (from here on the handle exists)."""
+        """Check the row limit, then publish the handle (from that commit on, every instance serves it)."""
         ext, mime, _ = FORMATS[fmt]
         data_path, meta_path = self._paths(handle, ext)
         if rows > max_rows:
             data_path.unlink(missing_ok=True)
             exact = self._count(con, sql)
             size = f"{exact:,} rows" if exact is not None else f"more than {max_rows:,} rows"
-            raise ToolError(
+            raise RowLimitExceededError(
                 f"The query returns {size}, over max_rows={max_rows:,}. Refine it with a WHERE clause "
                 "(activity_id, a time range) or a LIMIT, or aggregate in SQL (GROUP BY) before exporting.",
-                code="ROW_LIMIT_EXCEEDED",
                 details={"max_rows": max_rows, "rows": exact},
             )
-        now = self.clock()
-        meta = {
-            "handle": handle,
-            "format": fmt,
-            "mime_type": mime,
-            "rows": rows,
-            "size_bytes": data_path.stat().st_size,
-            "columns": columns,
-            "owner": owner,
-            "created_at": rfc3339(now),
-            "expires_at": rfc3339(now + timedelta(seconds=self.ttl_seconds)),
-        }
+        now = self._now()
+        row = ExportRow(
+            handle=handle,
+            owner=owner,
+            format=fmt,
+            mime_type=mime,
+            rows=rows,
+            size_bytes=data_path.stat().st_size,
+            columns=columns,
+            created_at=now,
+            expires_at=now + self.ttl_seconds,
+        )
+        meta = _public(row)
         tmp = meta_path.with_suffix(".json.tmp")
         try:
             tmp.write_text(json.dumps(meta), encoding="utf-8")
-            with commit_gate():
-                os.replace(tmp, meta_path)  # the handle exists from here on
-        except BaseException:
+            os.replace(tmp, meta_path)
+        finally:
             tmp.unlink(missing_ok=True)
-            data_path.unlink(missing_ok=True)
-            raise
+        self.registry.publish(row)  # under the call's commit gate: the handle exists from here on
         return meta
 
     @staticmethod
@@ -265,17 +261,15 @@ class ExportStore:
         """
         if not HANDLE.match(handle or ""):
             raise not_found(handle)
-        meta_path = self.directory / f"{handle}.json"
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise not_found(handle) from None
-        if parse_rfc3339(meta["expires_at"]) <= self.clock():
+        row = self.registry.get(handle)
+        if row is None:
+            raise not_found(handle)
+        if row.expires_at <= self._now():
             self._remove(handle)
             raise not_found(handle)
-        if meta.get("owner") != principal.id and not reads_all(principal):
+        if row.owner != principal.id and not reads_all(principal):
             raise not_found(handle)
-        return dict(meta)
+        return _public(row)
 
     def path(self, handle: str, principal: Principal) -> Path:
         meta = self.get(handle, principal)
@@ -294,28 +288,34 @@ class ExportStore:
             raise not_found(handle) from None
 
     def _remove(self, handle: str) -> None:
+        """Files first, then the row: a row without files reads as not found; files without a row are swept."""
         for path in self.directory.glob(f"{handle}.*"):
             path.unlink(missing_ok=True)
+        self.registry.remove(handle)
 
     def sweep(self) -> int:
-        """Delete expired exports and orphans older than the TTL; return how many handles went."""
-        now = self.clock()
-        removed = 0
-        seen: set[str] = set()
+        """Delete expired exports (and lapsed reservations), then files no handle owns that are older than
+        the TTL (an export whose instance died while writing); return how many handles went."""
+        expired = self.registry.expired(self._now())
+        for handle in expired:
+            self._remove(handle)
+        known = self.registry.handles()
+        cutoff = self._now() - self.ttl_seconds
         for path in self.directory.iterdir():
             handle = path.name.split(".", 1)[0]
-            if handle in seen or not HANDLE.match(handle):
+            if not HANDLE.match(handle) or handle in known:
                 continue
-            seen.add(handle)
-            meta_path = self.directory / f"{handle}.json"
             try:
-                expires = parse_rfc3339(json.loads(meta_path.read_text(encoding="utf-8"))["expires_at"])
-            except (OSError, ValueError, KeyError):
-                age = now.timestamp() - path.stat().st_mtime
-                if age <= self.ttl_seconds:
-                    continue  # possibly an export being written right now
-                expires = now
-            if expires <= now:
-                self._remove(handle)
-                removed += 1
-        return removed
+                if path.stat().st_mtime < cutoff:
+                    path.unlink(missing_ok=True)
+            except OSError:
+                continue
+        return len(expired)
+
+
+def _public(row: ExportRow) -> dict[str, Any]:
+    """The export's metadata as the service reports it (and as the directory's descriptor holds it)."""
+    meta = asdict(row)
+    meta["created_at"] = epoch_rfc3339(row.created_at)
+    meta["expires_at"] = epoch_rfc3339(row.expires_at)
+    return meta

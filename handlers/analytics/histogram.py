@@ -38,7 +38,7 @@ from typing import Any
 
 import duckdb
 
-from kumitate.errors import ToolError
+from generated.errors import InvalidInputError
 
 from .source import Source, is_numeric, quote_ident
 
@@ -137,15 +137,15 @@ def _counts_exact(
 
 def compute_histogram(con: duckdb.DuckDBPyConnection, source: Source, column: str, bins: int) -> dict[str, Any]:
     if not 1 <= bins <= MAX_BINS:
-        raise ToolError(f"bins must be between 1 and {MAX_BINS}.", code="INVALID_INPUT")
+        raise InvalidInputError(f"bins must be between 1 and {MAX_BINS}.")
     found = source.find_column(column)
     if found is None:
         names = ", ".join(n for n, _ in source.columns)
-        raise ToolError(f"No column named {column!r}. Columns: {names}.", code="INVALID_INPUT")
+        raise InvalidInputError(f"No column named {column!r}. Columns: {names}.")
     column = found
     type_name = source.column_type(column) or ""
     if not is_numeric(type_name):
-        raise ToolError(f"Column {column!r} is {type_name}; histogram needs a numeric column.", code="INVALID_INPUT")
+        raise InvalidInputError(f"Column {column!r} is {type_name}; histogram needs a numeric column.")
     c = quote_ident(column)
     value = f"CAST({c} AS DOUBLE)"
     valid = f"{c} IS NOT NULL AND NOT isnan({value})"
@@ -168,16 +168,14 @@ def compute_histogram(con: duckdb.DuckDBPyConnection, source: Source, column: st
         return result
     lo, hi = float(lo), float(hi)
     if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise ToolError(
+        raise InvalidInputError(
             f"Column {column!r} holds infinite values; filter them out first (WHERE isfinite({column})).",
-            code="INVALID_INPUT",
         )
     width = bin_width(lo, hi, bins)
     if not math.isfinite(width):  # only bins=1 over a range wider than the largest double
-        raise ToolError(
+        raise InvalidInputError(
             f"The range of {column!r} ({lo:g} .. {hi:g}) is wider than a double can hold in one bin; "
             "ask for at least 2 bins or rescale the column in SQL.",
-            code="INVALID_INPUT",
         )
     if hi == lo:
         result["bins"] = [{"min": lo, "max": hi, "count": int(non_null)}]

@@ -1,96 +1,142 @@
-"""materialize: named in-memory tables that later queries can reuse.
+"""materialize: named results that later queries reuse, on every instance and across restarts.
 
-Why a table rather than a view: a view re-runs its query every time, so it would not
-make anything faster; a table computes once. The database file is read-only; the
-tables live in the sandbox's in-memory catalog (connection.VIEWS_CATALOG), which every
-pooled connection sees (TEMP tables would be visible on one connection only), so they
-vanish with the process (the tool description says so).
+Why a stored result rather than a plain view: a view re-runs its query every time, so it
+would not make anything faster; this computes once. The result is written as a Parquet
+file under the shared export directory (`<export dir>/views/`), registered in the
+database (registry.ViewRegistry), and each instance exposes every registered file as a
+DuckDB view `mat_<name>` in the sandbox's in-memory catalog (connection.VIEWS_CATALOG,
+which every pooled connection sees). `sync` brings an instance's views in line with the
+registry at the start of every call, so a view built on one instance is usable on the
+next, and a restarted instance finds its views again.
 
-Names cannot collide with the database's tables: the table is called
-`mat_<name>` (name lower-cased, letters/digits/underscore), and a name whose
-prefixed form equals a database table is refused with CONFLICT. Materializing an
-existing name again replaces it (new data, new expiry). At most `max_views` live at
-once; the oldest is evicted (and named in the result) to make room. Expired ones
-are dropped on every call and by the periodic sweep.
+Names cannot collide with the database's tables: the view is called `mat_<name>` (name
+lower-cased, letters/digits/underscore), and a name whose prefixed form equals a
+database table is refused with CONFLICT. Materializing an existing name again replaces
+it (new data, new expiry). At most `max_views` live at once across all instances; the
+oldest is evicted (and named in the result) to make room. Expired ones are dropped on
+every call and by the periodic sweep.
 
-The table is built under a scratch name outside the user namespace
-(`_build_<random hex>`: a user name always starts with `mat_`, so no view can be
-clobbered by another's build), then swapped in. The swap (drop the old table,
-rename the new one) is one DuckDB transaction, so it either happens entirely or
-not at all, and the registry is only updated once it has committed. Swaps and drops
-are serialised by one lock (catalog changes from two connections at once could
-conflict); builds, which run the user's query, are not.
+Each build writes a new file (`<view>-<random hex>.parquet`), so no build can clobber
+another's or a file being read; the registry row is switched to it in one transaction
+under the call's commit gate (a call past its deadline registers nothing, and the file
+goes), and the file it replaced is deleted only after this instance's views point at the
+new one.
 """
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import re
 import secrets
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from kumitate.context import commit_gate, progress
-from kumitate.errors import ToolError
+from generated.errors import ConflictError, InvalidInputError, RowLimitExceededError
+from kumitate.context import progress
 
 from .connection import VIEWS_CATALOG
-from .exports import rfc3339
+from .exports import epoch_rfc3339
+from .registry import ViewRegistry, ViewRow
 from .source import quote_ident, wrap_query
 
+log = logging.getLogger("kumitate.analytics")
+
 PREFIX = "mat_"
-BUILD_PREFIX = "_build_"  # cannot start a user view name (those start with PREFIX)
 QUALIFIER = f"{VIEWS_CATALOG}.main."
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
+ORPHAN_AGE_S = 3600  # a view file no row names, older than this, was left by a build that died
 
 
-@dataclass(slots=True)
-class View:
-    view: str
-    rows: int
-    columns: list[str]
-    created_at: datetime
-    expires_at: datetime
-
-    def public(self) -> dict[str, Any]:
-        return {"view": self.view, "rows": self.rows, "columns": self.columns, "expires_at": rfc3339(self.expires_at)}
+def public(row: ViewRow) -> dict[str, Any]:
+    return {"view": row.view, "rows": row.rows, "columns": row.columns, "expires_at": epoch_rfc3339(row.expires_at)}
 
 
 def view_name(name: str) -> str:
     if not NAME.match(name or ""):
-        raise ToolError(
-            "name must start with a letter and hold only letters, digits and underscores (at most 40).",
-            code="INVALID_INPUT",
+        raise InvalidInputError(
+            "name must start with a letter and hold only letters, digits and underscores (at most 40)."
         )
     return PREFIX + name.lower()
 
 
-class Materializer:
-    """Registry of live materialized tables on the sandboxed connection."""
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
-    def __init__(self, *, clock: Callable[[], datetime], max_views: int = 10, max_rows: int = 5_000_000):
+
+class Materializer:
+    """The registered views, exposed on this instance's DuckDB."""
+
+    def __init__(
+        self,
+        directory: Path,
+        registry: ViewRegistry,
+        *,
+        clock: Callable[[], datetime],
+        max_views: int = 10,
+        max_rows: int = 5_000_000,
+    ):
+        self.directory = directory
+        self.registry = registry
         self.clock = clock
         self.max_views = max_views
         self.max_rows = max_rows
-        self._views: dict[str, View] = {}
-        self._mutex = threading.Lock()  # the registry
-        self._ddl = threading.Lock()  # swaps and drops in the views catalog
+        self._exposed: dict[str, str] = {}  # view -> file this instance's views read
+        self._ddl = threading.Lock()  # catalog changes from two connections at once could conflict
 
-    def names(self) -> dict[str, str]:
+    def _now(self) -> float:
+        return self.clock().timestamp()
+
+    def sync(self, con: duckdb.DuckDBPyConnection) -> list[ViewRow]:
+        """Drop expired views, expose the registered ones on this instance; return the live ones, oldest first."""
+        return self._sync(con)[0]
+
+    def _sync(self, con: duckdb.DuckDBPyConnection) -> tuple[list[ViewRow], int]:
+        rows = self.registry.all()
+        now = self._now()
+        expired = [r.view for r in rows if r.expires_at <= now]
+        dropped = self.registry.remove_expired(expired, now) if expired else []
+        for gone in dropped:
+            self._unlink(gone.file)
+        live = [r for r in rows if r.expires_at > now]
+        if {r.view: r.file for r in live} != self._exposed:
+            with self._ddl:  # read again under the lock: a stale snapshot must never undo a newer one
+                live = [r for r in self.registry.all() if r.expires_at > now]
+                self._expose(con, {r.view: r.file for r in live})
+        return [r for r in live if r.view in self._exposed], len(dropped)
+
+    def _expose(self, con: duckdb.DuckDBPyConnection, wanted: dict[str, str]) -> None:
+        for view in [v for v in self._exposed if v not in wanted]:
+            con.execute(f"DROP VIEW IF EXISTS {QUALIFIER}{quote_ident(view)}")
+            del self._exposed[view]
+        for view, file in wanted.items():
+            if self._exposed.get(view) == file:
+                continue
+            path = _literal(str(self.directory / file))
+            try:
+                con.execute(
+                    f"CREATE OR REPLACE VIEW {QUALIFIER}{quote_ident(view)} AS SELECT * FROM read_parquet({path})"
+                )
+            except duckdb.IOException:  # replaced or evicted by another instance since the registry was read
+                log.info("analytics view file gone while exposing it; the next call retries")
+                con.execute(f"DROP VIEW IF EXISTS {QUALIFIER}{quote_ident(view)}")
+                self._exposed.pop(view, None)
+                continue
+            self._exposed[view] = file
+
+    @staticmethod
+    def names(live: list[ViewRow]) -> dict[str, str]:
         """Live view names (lower -> real) for table_or_query resolution."""
-        now = self.clock()
-        with self._mutex:
-            return {v: v for v, item in self._views.items() if item.expires_at > now}
+        return {r.view: r.view for r in live}
 
     def live(self) -> list[dict[str, Any]]:
-        now = self.clock()
-        with self._mutex:
-            live = [v for v in self._views.values() if v.expires_at > now]
-        return [v.public() for v in sorted(live, key=lambda v: v.created_at)]
+        """The live views, from the registry alone (no DuckDB connection needed), oldest first."""
+        now = self._now()
+        return [public(r) for r in self.registry.all() if r.expires_at > now]
 
     def create(
         self,
@@ -101,107 +147,67 @@ class Materializer:
         ttl_seconds: int,
         user_tables: set[str],
     ) -> dict[str, Any]:
-        """Build the table (under a scratch name, then swap it in) and register it."""
+        """Write the result to a new Parquet file and register it (replacing a view of that name)."""
         view = view_name(name)
         if view in user_tables:
-            raise ToolError(f"{view!r} is a table of the database; choose another name.", code="CONFLICT")
-        self.drop_expired(con)
-        scratch = BUILD_PREFIX + secrets.token_hex(8)
-        con.execute(
-            f"CREATE TABLE {QUALIFIER}{quote_ident(scratch)} AS "
-            f"SELECT * FROM {wrap_query(sql)} AS q LIMIT {self.max_rows + 1}"
-        )
+            raise ConflictError(f"{view!r} is a table of the database; choose another name.")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        file = f"{view}-{secrets.token_hex(8)}.parquet"
+        path = self.directory / file
         try:
-            progress(2, 3, "publishing the table")
-            rows = int(con.execute(f"SELECT count(*) FROM {QUALIFIER}{quote_ident(scratch)}").fetchall()[0][0])
+            columns = [str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {wrap_query(sql)} AS q").fetchall()]
+            rows = int(
+                con.execute(
+                    f"COPY (SELECT * FROM {wrap_query(sql)} AS q LIMIT {self.max_rows + 1}) "
+                    f"TO {_literal(str(path))} (FORMAT parquet, COMPRESSION zstd)"
+                ).fetchall()[0][0]
+            )
             if rows > self.max_rows:
-                raise ToolError(
+                raise RowLimitExceededError(
                     f"The query returns more than {self.max_rows:,} rows, the materialize limit. "
                     "Aggregate or filter it (WHERE, GROUP BY) first.",
-                    code="ROW_LIMIT_EXCEEDED",
                     details={"max_rows": self.max_rows},
                 )
-            columns = [str(r[0]) for r in con.execute(f"DESCRIBE {QUALIFIER}{quote_ident(scratch)}").fetchall()]
-            with self._ddl:
-                with commit_gate():
-                    replaced, evicted, item = self._swap_in(con, view, scratch, rows, columns, ttl_seconds)
-                _drop_tables(con, evicted)
+            progress(2, 3, "publishing the table")
+            now = self._now()
+            row = ViewRow(view, file, rows, columns, now, now + ttl_seconds)
+            swap = self.registry.put(row, max_views=self.max_views, now=now)
         except BaseException:
-            con.execute(f"DROP TABLE IF EXISTS {QUALIFIER}{quote_ident(scratch)}")
+            path.unlink(missing_ok=True)
             raise
-        return {**item.public(), "replaced": replaced, "evicted": evicted}
-
-    def _swap_in(
-        self, con: duckdb.DuckDBPyConnection, view: str, scratch: str, rows: int, columns: list[str], ttl_seconds: int
-    ) -> tuple[bool, list[str], View]:
-        """Replace any view of the same name with the built table and register it (the commit).
-
-        Drop and rename run in one transaction: on any failure it rolls back, the old
-        view (if any) stays as it was, and the caller drops the scratch table. Nothing
-        is renamed without being registered.
-        """
-        with self._mutex:
-            replaced = view in self._views
-        now = self.clock()
-        item = View(view, rows, columns, now, now + timedelta(seconds=ttl_seconds))
-        con.execute("BEGIN TRANSACTION")
-        try:
-            # Unconditional: also clears a table of that name the registry does not know.
-            con.execute(f"DROP TABLE IF EXISTS {QUALIFIER}{quote_ident(view)}")
-            con.execute(f"ALTER TABLE {QUALIFIER}{quote_ident(scratch)} RENAME TO {quote_ident(view)}")
-            con.execute("COMMIT")
-        except BaseException:
-            _rollback(con)
-            raise
-        evicted: list[str] = []
-        with self._mutex:
-            self._views.pop(view, None)
-            self._views[view] = item
-            while len(self._views) > self.max_views:
-                oldest = min(self._views.values(), key=lambda v: v.created_at)
-                evicted.append(oldest.view)
-                del self._views[oldest.view]
-        return replaced, evicted, item
-
-    def _expired(self) -> list[str]:
-        now = self.clock()
-        with self._mutex:
-            return [v for v, item in self._views.items() if item.expires_at <= now]
-
-    def drop_expired(self, con: duckdb.DuckDBPyConnection) -> list[str]:
-        """Drop every expired table; return their names (cheap when none has expired)."""
-        if not self._expired():
-            return []
-        with self._ddl:
-            gone = self._expired()
-            with self._mutex:
-                for v in gone:
-                    del self._views[v]
-            _drop_tables(con, gone)
-        return gone
+        self.sync(con)
+        for old in swap.displaced:
+            self._unlink(old.file)
+        return {**public(row), "replaced": swap.replaced, "evicted": swap.evicted}
 
     def drop(self, con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:
         """Drop one view now (before its TTL); `dropped` is False when no live view has that name."""
         view = name.lower() if name.lower().startswith(PREFIX) and NAME.match(name[len(PREFIX) :]) else view_name(name)
-        self.drop_expired(con)
-        with self._ddl:
-            with self._mutex:
-                item = self._views.get(view)
-            if item is None:
-                return {"view": view, "dropped": False}
-            with commit_gate():
-                _drop_tables(con, [view])
-                with self._mutex:
-                    self._views.pop(view, None)
+        self.sync(con)
+        row = self.registry.remove(view)
+        if row is None:
+            return {"view": view, "dropped": False}
+        self.sync(con)
+        self._unlink(row.file)
         return {"view": view, "dropped": True}
 
+    def drop_expired(self, con: duckdb.DuckDBPyConnection) -> int:
+        """Drop every expired view and orphaned file; return how many views went."""
+        dropped = self._sync(con)[1]
+        self._sweep_orphans()
+        return dropped
 
-def _drop_tables(con: duckdb.DuckDBPyConnection, views: list[str]) -> None:
-    for v in views:
-        con.execute(f"DROP TABLE IF EXISTS {QUALIFIER}{quote_ident(v)}")
+    def _sweep_orphans(self) -> None:
+        if not self.directory.is_dir():
+            return
+        known = self.registry.files()
+        cutoff = self._now() - ORPHAN_AGE_S
+        for path in self.directory.glob(f"{PREFIX}*.parquet"):
+            try:
+                if path.name not in known and path.stat().st_mtime < cutoff:
+                    path.unlink(missing_ok=True)
+            except OSError:
+                continue
 
-
-def _rollback(con: duckdb.DuckDBPyConnection) -> None:
-    """Roll back the open transaction, if DuckDB still has one (an interrupt may have ended it)."""
-    with contextlib.suppress(duckdb.Error):
-        con.execute("ROLLBACK")
+    def _unlink(self, file: str) -> None:
+        (self.directory / file).unlink(missing_ok=True)

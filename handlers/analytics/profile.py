@@ -19,7 +19,7 @@ from typing import Any
 
 import duckdb
 
-from kumitate.errors import ToolError
+from generated.errors import InvalidInputError
 
 from .source import TIMESTAMPTZ, Source, is_numeric, is_temporal, quote_ident
 
@@ -268,9 +268,7 @@ def _select_columns(source: Source, columns: list[str] | None) -> list[tuple[str
     found = {c: source.find_column(c) for c in columns}
     missing = [c for c, name in found.items() if name is None]
     if missing:
-        raise ToolError(
-            f"No column(s) {', '.join(missing)} in the source. Columns: {', '.join(types)}.", code="INVALID_INPUT"
-        )
+        raise InvalidInputError(f"No column(s) {', '.join(missing)} in the source. Columns: {', '.join(types)}.")
     names = [name for name in found.values() if name is not None]
     return [(name, types[name]) for name in dict.fromkeys(names)]
 

@@ -17,15 +17,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from generated.analytics.bindings import RESOURCE_EXPORT_FILE as EXPORT_FILE
+from generated.errors import InvalidInputError, QueryTimeoutError
+from kumitate.clients.analytics import export_url
 from kumitate.context import Principal, progress, public_url
-from kumitate.errors import ToolError
+from kumitate.deploy import DeploySettings
+from kumitate.storage import Database, open_database
+from samples.analytics import ensure_database
 
 from .connection import DEFAULT_POOL_SIZE, QueryRunner, Sandbox
 from .exports import FORMATS, ExportQuota, ExportStore
 from .histogram import MAX_BINS, compute_histogram
 from .materialize import Materializer
 from .profile import PROFILE_MAX_BYTES, compute_profile
-from .sample_db import ensure_database
+from .registry import ExportRegistry, ViewRegistry
 from .schema import describe_database
 from .source import apply_date_range, resolve
 from .sql_guard import check_select
@@ -57,9 +62,9 @@ def int_param(params: dict[str, Any], key: str, default: int, low: int, high: in
         try:
             value = int(str(value), 10)
         except ValueError:
-            raise ToolError(f"{key} must be an integer.", code="INVALID_INPUT") from None
+            raise InvalidInputError(f"{key} must be an integer.") from None
     if not low <= value <= high:
-        raise ToolError(f"{key} must be between {low:,} and {high:,}.", code="INVALID_INPUT")
+        raise InvalidInputError(f"{key} must be between {low:,} and {high:,}.")
     return value
 
 
@@ -92,7 +97,14 @@ class AnalyticsService:
         limits: Limits | None = None,
         clock: Callable[[], datetime] = utcnow,
         public_base_url: str = "",
+        database: Database | None = None,
+        export_dir: Path | None = None,
+        close_database: bool = False,
     ) -> None:
+        """`database` holds the export and view registries (default: a SQLite file of its own in
+        `service_dir`); `export_dir` their files (default `service_dir/exports`). Instances that
+        share both serve each other's exports and views. `close()` closes a database it opened, or
+        the given one when `close_database`."""
         self.limits = limits or Limits()
         self.clock = clock
         self.public_base_url = public_base_url.rstrip("/")
@@ -100,17 +112,30 @@ class AnalyticsService:
         started = time.perf_counter()
         if ensure_database(self.db_path, scale=scale, seed=seed):
             log.info("analytics sample database generated in %.2f s", time.perf_counter() - started)
-        exports_dir = Path(service_dir) / "exports"
+        self._own_database = database is None or close_database
+        self.database = database or open_database(Path(service_dir), DeploySettings.from_env({}))
+        exports_dir = Path(export_dir) if export_dir else Path(service_dir) / "exports"
         exports_dir.mkdir(parents=True, exist_ok=True)
         quota = ExportQuota(per_export=self.limits.export_max_bytes, per_principal=self.limits.principal_export_bytes)
-        self.exports = ExportStore(exports_dir, clock=clock, ttl_seconds=self.limits.export_ttl_s, quota=quota)
+        self.exports = ExportStore(
+            exports_dir,
+            ExportRegistry(self.database),
+            clock=clock,
+            ttl_seconds=self.limits.export_ttl_s,
+            quota=quota,
+            lease_seconds=max(900, int(self.limits.query_timeout_s * 10)),
+        )
         sandbox = Sandbox(
             self.db_path, exports_dir, memory_limit=self.limits.memory_limit, pool_size=self.limits.pool_size
         )
         scrub = (str(exports_dir.resolve()), str(Path(service_dir).resolve()), str(self.db_path.resolve()))
         self.runner = QueryRunner(sandbox, timeout_s=self.limits.query_timeout_s, scrub=scrub)
         self.views = Materializer(
-            clock=clock, max_views=self.limits.max_views, max_rows=self.limits.materialize_max_rows
+            exports_dir / "views",
+            ViewRegistry(self.database),
+            clock=clock,
+            max_views=self.limits.max_views,
+            max_rows=self.limits.materialize_max_rows,
         )
         with self.runner.session(timeout_s=60) as c:
             self.catalog = sandbox.catalog
@@ -122,12 +147,13 @@ class AnalyticsService:
 
     # -- helpers -----------------------------------------------------------------
 
-    def _known_tables(self) -> dict[str, str]:
-        return {**self.user_tables, **self.views.names()}
+    def _known_tables(self, con: Any) -> dict[str, str]:
+        """The database's tables and the live views (exposed on this instance first: see Materializer.sync)."""
+        return {**self.user_tables, **self.views.names(self.views.sync(con))}
 
     def _source(self, con: Any, params: dict[str, Any]) -> Any:
         source = resolve(
-            con, params["table_or_query"], tables=self._known_tables(), allowed_catalogs=self.allowed_catalogs
+            con, params["table_or_query"], tables=self._known_tables(con), allowed_catalogs=self.allowed_catalogs
         )
         return apply_date_range(source, params.get("date_range"), params.get("date_column"))
 
@@ -142,7 +168,7 @@ class AnalyticsService:
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:  # nothing may start: an interrupt sent before a query begins would be lost
-                raise ToolError("The call's deadline has passed; no query was run.", code="QUERY_TIMEOUT")
+                raise QueryTimeoutError("The call's deadline has passed; no query was run.")
             limit = min(limit, max(0.01, left))
         return round(limit, 2)
 
@@ -160,14 +186,13 @@ class AnalyticsService:
     ) -> dict[str, Any]:
         fmt = params.get("format", "parquet")
         if fmt not in FORMATS:
-            raise ToolError(f"format must be one of {', '.join(FORMATS)}.", code="INVALID_INPUT")
+            raise InvalidInputError(f"format must be one of {', '.join(FORMATS)}.")
         max_rows = int_param(params, "max_rows", 100_000, 1, self.limits.export_max_rows)
         self._maybe_sweep_exports()
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
             progress(0, 3, "checking the query")
-            self.views.drop_expired(con)
             sql = check_select(
-                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
+                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables(con)
             )
             progress(1, 3, "writing the export")
             meta = self.exports.write(
@@ -183,19 +208,17 @@ class AnalyticsService:
             "format": fmt,
             "mime_type": meta["mime_type"],
             "expires_at": meta["expires_at"],
-            "resource_uri": f"export://{handle}",
-            "url": f"{public_url(self.public_base_url)}/v1/analytics/exports/{handle}",
+            "resource_uri": EXPORT_FILE.uri.replace("{handle}", handle),
+            "url": export_url(public_url(self.public_base_url), handle),
         }
 
     def profile(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
-            self.views.drop_expired(con)
             source = self._source(con, params)
             return compute_profile(con, source, max_bytes=self.limits.profile_max_bytes, columns=params.get("columns"))
 
     def histogram(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
-            self.views.drop_expired(con)
             source = self._source(con, params)
             return compute_histogram(con, source, params["column"], int_param(params, "bins", 20, 1, MAX_BINS))
 
@@ -204,7 +227,7 @@ class AnalyticsService:
         with self.runner.session(timeout_s=self._timeout(deadline)) as con:
             progress(0, 3, "checking the query")
             sql = check_select(
-                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables()
+                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables(con)
             )
             progress(1, 3, "building the table")
             result = self.views.create(con, params["name"], sql, ttl_seconds=ttl, user_tables=set(self.user_tables))
@@ -245,11 +268,13 @@ class AnalyticsService:
         exports = self.exports.sweep()
         with self.runner.session(timeout_s=30) as con:
             views = self.views.drop_expired(con)
-        return {"exports": exports, "views": len(views)}
+        return {"exports": exports, "views": views}
 
     def close(self) -> None:
         self._closed.set()
         self.runner.close()
+        if self._own_database:
+            self.database.close()
 
 
 class Sweeper:

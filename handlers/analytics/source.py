@@ -14,7 +14,7 @@ from datetime import date, timedelta
 
 import duckdb
 
-from kumitate.errors import ToolError
+from generated.errors import InvalidInputError, NotFoundError
 
 from .sql_guard import check_select
 
@@ -106,7 +106,7 @@ def resolve(
         real = tables.get(text.lower())
         if real is None:
             available = ", ".join(sorted(tables.values()))
-            raise ToolError(f"No table named {text!r}. Available: {available}.", code="NOT_FOUND")
+            raise NotFoundError(f"No table named {text!r}. Available: {available}.")
         from_sql = quote_ident(real)
         return Source(from_sql, "table", real, describe(con, from_sql))
     sql = check_select(con, text, allowed_catalogs=allowed_catalogs, tables=tables)
@@ -119,13 +119,13 @@ def parse_date_range(date_range: list[str] | None) -> tuple[date, date] | None:
     if not date_range:
         return None
     if len(date_range) != 2:
-        raise ToolError("date_range must be [start, end] as YYYY-MM-DD dates.", code="INVALID_INPUT")
+        raise InvalidInputError("date_range must be [start, end] as YYYY-MM-DD dates.")
     try:
         start, end = date.fromisoformat(date_range[0]), date.fromisoformat(date_range[1])
     except ValueError as exc:
-        raise ToolError(f"date_range must hold YYYY-MM-DD dates: {exc}", code="INVALID_INPUT") from exc
+        raise InvalidInputError(f"date_range must hold YYYY-MM-DD dates: {exc}") from exc
     if end < start:
-        raise ToolError("date_range end is before its start.", code="INVALID_INPUT")
+        raise InvalidInputError("date_range end is before its start.")
     return start, end
 
 
@@ -134,10 +134,10 @@ def pick_date_column(source: Source, requested: str | None) -> str | None:
     if requested:
         name = source.find_column(requested)
         if name is None:
-            raise ToolError(f"No column named {requested!r} in the source.", code="INVALID_INPUT")
+            raise InvalidInputError(f"No column named {requested!r} in the source.")
         type_name = source.column_type(name) or ""
         if not is_temporal(type_name):
-            raise ToolError(f"date_column {requested!r} is {type_name}, not a date or timestamp.", code="INVALID_INPUT")
+            raise InvalidInputError(f"date_column {requested!r} is {type_name}, not a date or timestamp.")
         return name
     for name, type_name in source.columns:
         if is_temporal(type_name):
@@ -170,9 +170,8 @@ def apply_date_range(source: Source, date_range: list[str] | None, date_column: 
     if bounds is None:
         return Source(source.from_sql, source.kind, source.name, source.columns, column)
     if column is None:
-        raise ToolError(
+        raise InvalidInputError(
             "date_range was given but the source has no DATE or TIMESTAMP column; filter in SQL instead.",
-            code="INVALID_INPUT",
         )
     start, end = bounds
     col = quote_ident(column)

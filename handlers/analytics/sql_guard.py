@@ -43,6 +43,7 @@ from typing import Any
 
 import duckdb
 
+from generated.errors import InvalidInputError, SqlErrorError, UnsafeQueryError
 from kumitate.errors import ToolError
 
 MAX_SQL_CHARS = 20_000
@@ -81,7 +82,7 @@ _NOT_BRACKETS = {c: None for c in range(128) if chr(c) not in "[]{}"}
 
 def unsafe(message: str) -> ToolError:
     """The catalogued refusal; the message says what to change."""
-    return ToolError(message, code="UNSAFE_QUERY")
+    return UnsafeQueryError(message)
 
 
 def check_select(
@@ -97,15 +98,15 @@ def check_select(
     database's tables and the live mat_* views).
     """
     if not sql or not sql.strip():
-        raise ToolError("The query is empty; send one SELECT statement.", code="INVALID_INPUT")
+        raise InvalidInputError("The query is empty; send one SELECT statement.")
     if len(sql) > MAX_SQL_CHARS:
-        raise ToolError(f"The query is longer than {MAX_SQL_CHARS} characters.", code="INVALID_INPUT")
+        raise InvalidInputError(f"The query is longer than {MAX_SQL_CHARS} characters.")
     if "\x00" in sql:
         raise unsafe("The query contains a NUL character.")
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
-        raise ToolError(f"The query does not parse: {_first_line(exc)}", code="SQL_ERROR") from exc
+        raise SqlErrorError(f"The query does not parse: {_first_line(exc)}") from exc
     if len(statements) != 1:
         raise unsafe(f"Send exactly one SELECT statement (got {len(statements)}).")
     statement = statements[0]
@@ -147,7 +148,7 @@ def _serialize(con: duckdb.DuckDBPyConnection, text: str) -> Any:
         kind = tree.get("error_type", "")
         message = tree.get("error_message", "")
         if kind == "parser":
-            raise ToolError(f"The query does not parse: {message}", code="SQL_ERROR")
+            raise SqlErrorError(f"The query does not parse: {message}")
         raise unsafe(
             "Only plain SELECT queries are allowed (DESCRIBE, SUMMARIZE, SHOW and PIVOT are not); "
             "read the analytics://schema resource for table and column names."
@@ -251,9 +252,8 @@ def _check_base_table(
     if (not catalog and not schema and name in ctes) or name in tables:
         return
     available = ", ".join(sorted(tables))
-    raise ToolError(
+    raise SqlErrorError(
         f"No table named {table!r}. Tables and live views: {available} (see analytics://schema).",
-        code="SQL_ERROR",
     )
 
 

@@ -13,6 +13,7 @@ import logging
 
 import duckdb
 
+from generated.errors import StorageUnavailableError
 from kumitate import faults
 from kumitate.errors import ToolError
 
@@ -35,9 +36,8 @@ def storage_unavailable(exc: BaseException | None = None) -> ToolError:
     if exc is not None:
         code = errno.errorcode.get(exc.errno or 0, "") if isinstance(exc, OSError) else ""
         log.warning("analytics storage failure class=%s errno=%s", type(exc).__name__, code or "-")
-    return ToolError(
+    return StorageUnavailableError(
         "The analytics service cannot write or read its storage right now (for example the disk is full). "
         "Nothing was saved; retry later.",
-        code="STORAGE_UNAVAILABLE",
         details={"retry_after_ms": RETRY_AFTER_MS},
     )

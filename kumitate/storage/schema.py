@@ -29,3 +29,31 @@ attendance_rules = Table(
     Column("saved_at", String(40), nullable=False, comment="UTC instant, RFC 3339 with milliseconds"),
     comment="attendance: append-only rule versions per thread; the current rule is the highest version",
 )
+
+analytics_exports = Table(
+    "analytics_exports",
+    metadata,
+    Column("handle", String(32), primary_key=True),
+    Column("owner", String(255), nullable=False),
+    Column("state", String(10), nullable=False, comment="writing (a byte reservation) or ready (the handle exists)"),
+    Column("format", String(16), nullable=False),
+    Column("mime_type", String(100), nullable=False),
+    Column("rows", BigInteger, nullable=False),
+    Column("size_bytes", BigInteger, nullable=False, comment="reserved bytes while writing, then the file's size"),
+    Column("columns", Text, nullable=False, comment="JSON list of column names"),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False, comment="reservation lease while writing, then the TTL"),
+)
+Index("analytics_exports_owner", analytics_exports.c.owner, analytics_exports.c.expires_at)
+Index("analytics_exports_expiry", analytics_exports.c.expires_at)
+
+analytics_views = Table(
+    "analytics_views",
+    metadata,
+    Column("view", String(64), primary_key=True),
+    Column("file", String(255), nullable=False, comment="Parquet file name under <export dir>/views"),
+    Column("rows", BigInteger, nullable=False),
+    Column("columns", Text, nullable=False, comment="JSON list of column names"),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)

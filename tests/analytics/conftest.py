@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from handlers.analytics.sample_db import build_database
 from handlers.analytics.service import AnalyticsService, Limits
+from samples.analytics import build_database
 
 SMALL_SCALE = 0.1  # 6 activities, ~20k per-second rows
 

@@ -91,5 +91,7 @@ def test_concurrent_materialize_drop_and_reads(service: AnalyticsService) -> Non
     with ThreadPoolExecutor(max_workers=8) as pool:
         assert list(pool.map(work, range(24))) == [1] * 24
     live = {v["view"] for v in service.schema()["materialized"]}
-    tables = service.runner.con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = 'memory'")
+    tables = service.runner.con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE database_name = 'memory' AND NOT internal"
+    )
     assert {t for (t,) in tables.fetchall()} == live

@@ -72,6 +72,7 @@ def test_the_callers_deadline_caps_the_query(service) -> None:  # type: ignore[n
 
 
 def test_handlers_pass_the_call_deadline(service) -> None:  # type: ignore[no-untyped-def]
+    from generated.analytics.models import ProfileInput
     from handlers.analytics import AnalyticsHandlers
     from kumitate.context import CallContext
 
@@ -80,5 +81,5 @@ def test_handlers_pass_the_call_deadline(service) -> None:  # type: ignore[no-un
     ctx.deadline = time.monotonic() + 0.4
     started = time.monotonic()
     with pytest.raises(ToolError) as info:
-        handlers.profile({"table_or_query": SLOW}, ctx)  # type: ignore[arg-type]
+        handlers.profile(ProfileInput(table_or_query=SLOW), ctx)
     assert info.value.code == "QUERY_TIMEOUT" and time.monotonic() - started < 3

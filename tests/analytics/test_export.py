@@ -8,6 +8,7 @@ import re
 import polars as pl
 import pytest
 
+from handlers.analytics.registry import ExportRegistry
 from handlers.analytics.service import AnalyticsService
 from kumitate.errors import ToolError
 
@@ -104,3 +105,17 @@ def test_periodic_sweep_removes_only_expired(service: AnalyticsService, clock: F
 def test_handles_are_unique(service: AnalyticsService) -> None:
     handles = {service.export({"query": "SELECT 1 AS x"})["handle"] for _ in range(5)}
     assert len(handles) == 5
+
+
+def test_a_failed_export_reports_its_own_error_when_the_registry_is_gone_too(service: AnalyticsService) -> None:
+    """Giving the reservation back is best effort (its lease runs out): the caller hears the first failure."""
+
+    class LostOnCleanup(ExportRegistry):
+        def remove(self, handle: str) -> None:
+            raise ToolError("storage is unavailable", code="STORAGE_UNAVAILABLE")
+
+    service.exports.registry = LostOnCleanup(service.database)
+    with pytest.raises(ToolError) as info:
+        service.export({"query": "SELECT * FROM time_series_metrics", "max_rows": 10})
+    assert info.value.code == "ROW_LIMIT_EXCEEDED"
+    assert not [p for p in service.exports.directory.iterdir() if p.is_file()]

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from generated.analytics.models import ExportInput, Format
 from handlers.analytics import AnalyticsHandlers
 from handlers.analytics.service import AnalyticsService
 from kumitate.context import CallContext, Principal
 from kumitate.errors import ToolError
 
-QUERY = {"query": "SELECT activity_id, distance_km FROM activities ORDER BY 1", "format": "csv"}
+QUERY = ExportInput(query="SELECT activity_id, distance_km FROM activities ORDER BY 1", format=Format.csv)
 
 
 def ctx(principal: Principal) -> CallContext:
@@ -30,7 +31,7 @@ def handlers(service: AnalyticsService) -> AnalyticsHandlers:
 
 
 def test_only_the_creator_and_admins_read_an_export(handlers: AnalyticsHandlers) -> None:
-    handle = handlers.export(QUERY, ctx(ALICE))["handle"]  # type: ignore[arg-type]
+    handle = handlers.export(QUERY, ctx(ALICE)).handle
     mine = handlers.read_export_file(ctx(ALICE), handle=handle)
     assert mine.data.startswith(b"activity_id,distance_km")
     for reader in (ADMIN, STAR):
@@ -45,7 +46,7 @@ def test_only_the_creator_and_admins_read_an_export(handlers: AnalyticsHandlers)
 
 
 def test_a_scope_named_like_admin_is_not_admin(handlers: AnalyticsHandlers) -> None:
-    handle = handlers.export(QUERY, ctx(ALICE))["handle"]  # type: ignore[arg-type]
+    handle = handlers.export(QUERY, ctx(ALICE)).handle
     for scopes in ({"analytics", "admins"}, {"analytics:admin"}, {"Admin"}):
         with pytest.raises(ToolError):
             handlers.read_export_file(ctx(Principal("eve", frozenset(scopes))), handle=handle)

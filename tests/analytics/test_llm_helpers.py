@@ -13,7 +13,8 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from handlers.analytics.llm_helpers import (
+from handlers.analytics.service import AnalyticsService
+from kumitate.clients.analytics import (
     ExportAccessError,
     ExportForbiddenError,
     ExportNotFoundError,
@@ -26,7 +27,6 @@ from handlers.analytics.llm_helpers import (
     safe_summary_table,
     validate_output,
 )
-from handlers.analytics.service import AnalyticsService
 
 from .conftest import FakeClock
 

@@ -1,4 +1,4 @@
-"""materialize: in-memory tables named mat_*, reusable, replaced, evicted, expired."""
+"""materialize: Parquet-backed views named mat_*, reusable, replaced, evicted, expired."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import duckdb
 import pytest
 
 from handlers.analytics.materialize import Materializer
+from handlers.analytics.registry import Swap, ViewRegistry, ViewRow
 from handlers.analytics.service import AnalyticsService
 from kumitate.errors import ToolError
 
@@ -56,10 +57,8 @@ def test_eviction_keeps_ten(service: AnalyticsService, clock: FakeClock) -> None
     with pytest.raises(ToolError) as info:
         service.export({"query": "SELECT * FROM mat_v0"})
     assert info.value.code == "SQL_ERROR"
-    tables = service.runner.con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'memory'"
-    ).fetchall()[0][0]
-    assert tables == 10
+    assert len(_views(service)) == 10
+    assert len(_files(service)) == 10  # the evicted view's file went too
 
 
 def test_ttl_drops_table(service: AnalyticsService, clock: FakeClock) -> None:
@@ -83,37 +82,47 @@ def test_names_cannot_collide_or_inject(service: AnalyticsService) -> None:
     assert service.profile({"table_or_query": "splits", "columns": ["split_index"]})["row_count"] > 1
 
 
+def _registry(service: AnalyticsService, clock: FakeClock, **limits: int) -> Materializer:
+    return Materializer(service.views.directory, service.views.registry, clock=clock, **limits)
+
+
 def test_conflict_with_a_user_table(service: AnalyticsService, clock: FakeClock) -> None:
-    registry = Materializer(clock=clock)
+    registry = _registry(service, clock)
     with service.runner.session() as con, pytest.raises(ToolError) as info:
         registry.create(con, "activities", "SELECT 1", ttl_seconds=60, user_tables={"mat_activities"})
     assert info.value.code == "CONFLICT"
 
 
 def test_row_cap(service: AnalyticsService, clock: FakeClock) -> None:
-    registry = Materializer(clock=clock, max_rows=100)
+    registry = _registry(service, clock, max_rows=100)
     with service.runner.session() as con:
         with pytest.raises(ToolError) as info:
             registry.create(con, "big", "SELECT * FROM range(101)", ttl_seconds=60, user_tables=set())
         assert info.value.code == "ROW_LIMIT_EXCEEDED"
-        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'memory'").fetchall()[0][0] == 0
+    assert _views(service) == [] and _files(service) == [] and registry.registry.all() == []
 
 
-def _temp_tables(service: AnalyticsService) -> list[str]:
+def _views(service: AnalyticsService) -> list[str]:
     rows = service.runner.con.execute(
-        "SELECT table_name FROM duckdb_tables() WHERE database_name = 'memory' ORDER BY 1"
+        "SELECT view_name FROM duckdb_views() WHERE database_name = 'memory' AND NOT internal ORDER BY 1"
     ).fetchall()
     return [str(r[0]) for r in rows]
 
 
-def test_build_table_cannot_clobber_a_view(service: AnalyticsService) -> None:
-    """The scratch table lives outside the mat_* namespace: `x__building` is just another view."""
+def _files(service: AnalyticsService) -> list[str]:
+    directory = service.views.directory
+    return sorted(p.name for p in directory.iterdir()) if directory.is_dir() else []
+
+
+def test_build_cannot_clobber_a_view(service: AnalyticsService) -> None:
+    """Every build writes a file of its own: `x__building` is just another view."""
     service.materialize({"name": "x__building", "query": "SELECT 1 AS a UNION ALL SELECT 2"})
     service.materialize({"name": "x", "query": "SELECT 3 AS a"})
     service.materialize({"name": "x", "query": "SELECT 4 AS a"})  # replace, too
     assert service.profile({"table_or_query": "mat_x__building"})["row_count"] == 2
     assert service.profile({"table_or_query": "mat_x"})["columns"]["a"]["min"] == 4
-    assert _temp_tables(service) == ["mat_x", "mat_x__building"]
+    assert _views(service) == ["mat_x", "mat_x__building"]
+    assert len(_files(service)) == 2  # the replaced file of mat_x went
 
 
 class FailingConnection:
@@ -129,28 +138,35 @@ class FailingConnection:
         return self._con.execute(sql, *args)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("fail_on", ["ALTER TABLE", "COMMIT"])
-def test_failed_swap_keeps_the_old_view(service: AnalyticsService, clock: FakeClock, fail_on: str) -> None:
-    registry = Materializer(clock=clock)
+class FailingRegistry(ViewRegistry):
+    """A registry whose commit fails (a call past its deadline, a lost database)."""
+
+    def put(self, row: ViewRow, *, max_views: int, now: float) -> Swap:
+        raise ToolError("storage is unavailable", code="STORAGE_UNAVAILABLE")
+
+
+def test_a_failed_build_or_commit_keeps_the_old_view(service: AnalyticsService, clock: FakeClock) -> None:
+    registry = _registry(service, clock)
+    failing = Materializer(service.views.directory, FailingRegistry(service.database), clock=clock)
     with service.runner.session() as con:
         registry.create(con, "x", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())
         with pytest.raises(duckdb.InterruptException):
             registry.create(
-                FailingConnection(con, fail_on),  # type: ignore[arg-type]
+                FailingConnection(con, "COPY"),  # type: ignore[arg-type]
                 "x",
                 "SELECT 2 AS a UNION ALL SELECT 3",
                 ttl_seconds=60,
                 user_tables=set(),
             )
+        with pytest.raises(ToolError):
+            failing.create(con, "x", "SELECT 2 AS a UNION ALL SELECT 3", ttl_seconds=60, user_tables=set())
         assert con.execute("SELECT a FROM mat_x").fetchall() == [(1,)]
         assert [v["rows"] for v in registry.live()] == [1]
-        # Nothing renamed-but-unregistered, no scratch table left behind.
-        assert _temp_tables(service) == ["mat_x"]
-        # A fresh build for a new name fails the same way without leaving anything.
-        with pytest.raises(duckdb.InterruptException):
-            registry.create(FailingConnection(con, fail_on), "y", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())  # type: ignore[arg-type]
-        assert _temp_tables(service) == ["mat_x"] and [v["view"] for v in registry.live()] == ["mat_x"]
-        # The connection is usable afterwards (no transaction left open).
+        # No file left behind by the failed builds.
+        assert _views(service) == ["mat_x"] and len(_files(service)) == 1
+        with pytest.raises(ToolError):
+            failing.create(con, "y", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())
+        assert len(_files(service)) == 1 and [v["view"] for v in registry.live()] == ["mat_x"]
         assert registry.create(con, "y", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())["view"] == "mat_y"
 
 
@@ -165,7 +181,6 @@ def test_drop_before_the_ttl(service: AnalyticsService) -> None:
     assert info.value.code == "NOT_FOUND"
     assert service.drop_materialized({"view": "mat_weekly"}) == {"view": "mat_weekly", "dropped": False}
     assert service.drop_materialized({"view": "OTHER"}) == {"view": "mat_other", "dropped": True}
-    tables = service.runner.con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = 'memory'")
-    assert tables.fetchall()[0][0] == 0
+    assert _views(service) == [] and _files(service) == []
     # The name is free again.
     assert service.materialize({"name": "weekly", "query": "SELECT 3 AS x"})["replaced"] is False

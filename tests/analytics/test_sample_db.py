@@ -6,7 +6,7 @@ from pathlib import Path
 
 import duckdb
 
-from handlers.analytics.sample_db import activity_count, build_database, ensure_database
+from samples.analytics import activity_count, build_database, ensure_database
 
 
 def _fingerprint(path: Path) -> list[tuple]:

@@ -2,9 +2,10 @@
 
 (a) idempotency: exactly once across instances, and replayed after both restart;
 (b) one rate limit across instances, within ±10%;
-(c) an MCP session over streamable HTTP while its requests alternate between instances.
-(d)–(f) of issue 17 (charts/exports/views, household and attendance rows, a killed instance) wait
-for the service stores to move onto the storage layer.
+(c) an MCP session over streamable HTTP while its requests alternate between instances;
+(d) analytics: an export handle and a materialized view made through one instance are served by the other.
+(d)'s chart and (e)–(f) of issue 17 (household and attendance rows, a killed instance) wait for those
+service stores to move onto the storage layer.
 """
 
 from __future__ import annotations
@@ -107,3 +108,32 @@ def _mcp_calls(cluster: Cluster) -> list[int]:
         log: Any = (cluster.instance_dir(index) / "kumitate.log").read_text(errors="replace")
         counts.append(sum('"event": "call"' in line and '"transport": "mcp"' in line for line in log.splitlines()))
     return counts
+
+
+async def test_an_analytics_export_and_view_are_served_by_every_instance(cluster: Cluster) -> None:
+    """Round robin: of consecutive requests, one lands on each instance; every one finds the handle and the view."""
+    async with httpx.AsyncClient(base_url=cluster.url, timeout=60) as http:
+        query = "SELECT activity_id, distance_km FROM activities ORDER BY 1"
+        made = await http.post("/v1/analytics/export", json={"query": query, "format": "csv"})
+        assert made.status_code == 200, made.text
+        export = made.json()
+        reads = [await http.get(f"/v1/analytics/exports/{export['handle']}") for _ in range(4)]
+        assert [r.status_code for r in reads] == [200] * 4, [r.text for r in reads]
+        assert len({upstream(r) for r in reads}) == 2
+        assert len({r.content for r in reads}) == 1 and reads[0].text.startswith("activity_id,distance_km")
+
+        view = await http.post("/v1/analytics/materialize", json={"name": "cluster_runs", "query": query})
+        assert view.status_code == 200, view.text
+        profiles = [
+            await http.post("/v1/analytics/profile", json={"table_or_query": "mat_cluster_runs"}) for _ in range(4)
+        ]
+        assert [p.status_code for p in profiles] == [200] * 4, [p.text for p in profiles]
+        assert {p.json()["row_count"] for p in profiles} == {view.json()["rows"]}
+        assert len({upstream(p) for p in profiles}) == 2
+        schemas = [await http.get("/v1/analytics/schema") for _ in range(2)]
+        assert all("mat_cluster_runs" in {v["view"] for v in s.json()["materialized"]} for s in schemas)
+
+        dropped = await http.post("/v1/analytics/drop_materialized", json={"view": "cluster_runs"})
+        assert dropped.json()["dropped"] is True
+        gone = [await http.post("/v1/analytics/profile", json={"table_or_query": "mat_cluster_runs"}) for _ in range(2)]
+        assert [g.status_code for g in gone] == [404, 404] and len({upstream(g) for g in gone}) == 2

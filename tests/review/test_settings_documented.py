@@ -51,6 +51,7 @@ def test_no_module_of_the_runtime_reads_the_environment_but_the_settings() -> No
         "cli.py",  # sets HOST/PORT/KUMITATE_SERVICES for worker processes, FASTMCP_LOG_LEVEL for fastmcp
         "client.py",  # passes the environment on to a stdio server it starts
         "yana.py",  # kumitate/clients/yana.py: SPEAKER_A_* of the duo-side client, not the server
+        "analytics.py",  # kumitate/clients/analytics.py: where exports are, for helpers run beside the LLM
     }
     readers = sorted(
         str(path.relative_to(REPO))

@@ -1,7 +1,9 @@
 """Every third-party import is declared, in the extra of the code that imports it (what deptry checks).
 
 kumitate/ (the runtime) may use only `dependencies`; codegen/ (generator, review, scaffolding) also
-the `codegen` extra; handlers/ (the bundled services) also the `services` extra.
+the `codegen` extra; handlers/ and samples/ (the bundled services and their sample data) and
+kumitate/clients/ (clients of the bundled services, run beside an LLM or a peer, never by the server)
+also the `services` extra.
 """
 
 from __future__ import annotations
@@ -16,8 +18,17 @@ import pytest
 
 from tests.conftest import REPO
 
-FIRST_PARTY = {"kumitate", "codegen", "handlers", "generated", "tests", "deploy", "bench"}
-EXTRAS = {"kumitate": (), "codegen": ("codegen",), "handlers": ("services",), "generated": ()}
+FIRST_PARTY = {"kumitate", "codegen", "handlers", "generated", "samples", "tests", "deploy", "bench"}
+EXTRAS = {
+    "kumitate": (),
+    "kumitate/clients": ("services",),
+    "codegen": ("codegen",),
+    "handlers": ("services",),
+    "samples": ("services",),
+    "generated": (),
+}
+NESTED = {"kumitate": ("clients",)}
+"""Sub-packages checked as roots of their own (with their own extras), not as part of the parent."""
 
 
 def _name(requirement: str) -> str:
@@ -34,7 +45,10 @@ def _declared(extras: tuple[str, ...]) -> set[str]:
 
 def _imports(root: str) -> set[str]:
     found: set[str] = set()
+    skip = tuple(REPO / root / nested for nested in NESTED.get(root, ()))
     for path in (REPO / root).rglob("*.py"):
+        if any(path.is_relative_to(nested) for nested in skip):
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 found |= {alias.name.split(".")[0] for alias in node.names}

@@ -19,8 +19,11 @@ enforces one limit, so raw rows never reach the LLM's context by accident:
   applies the 15-line table check to JSON, which would reject the indented JSON that
   `safe_json_output` itself produces within 1 KB; the byte budget is what bounds it.
 
-Only the standard library plus polars/pandas (and httpx for `base_url`) are used,
-so the module can be copied into a notebook or a code-execution sandbox.
+Only the standard library plus polars/pandas are used for local files (and, for
+`base_url`, httpx and the generated analytics bindings, which give the route from the spec).
+
+Moved here from handlers/analytics (issue 19): this is client-side code, run beside the
+LLM, never by the server; it imports nothing from handlers.
 """
 
 from __future__ import annotations
@@ -70,9 +73,19 @@ class ExportForbiddenError(ExportAccessError):
 
 
 def default_exports_dir() -> Path:
-    """Where the server keeps exports: $KUMITATE_DATA_DIR/analytics/exports (default var/...)."""
+    """Where the server keeps exports: $KUMITATE_EXPORT_DIR, else $KUMITATE_DATA_DIR/analytics/exports
+    (default var/...)."""
+    if os.environ.get("KUMITATE_EXPORT_DIR"):
+        return Path(os.environ["KUMITATE_EXPORT_DIR"])
     root = os.environ.get("KUMITATE_DATA_DIR") or str(Path(__file__).resolve().parents[2] / "var")
     return Path(root) / "analytics" / "exports"
+
+
+def export_url(base_url: str, handle: str) -> str:
+    """The HTTP address of an export: the spec's route of resource export_file (never a copy of it)."""
+    from generated.analytics.bindings import RESOURCE_EXPORT_FILE
+
+    return base_url.rstrip("/") + RESOURCE_EXPORT_FILE.http_path.replace("{handle}", handle)
 
 
 def _local_export(handle: str, exports_dir: Path) -> tuple[Path, str]:
@@ -101,7 +114,7 @@ def _server_message(response: Any) -> str:
 def _remote_export(handle: str, base_url: str, timeout: float, token: str | None) -> tuple[bytes, str]:
     import httpx
 
-    url = f"{base_url.rstrip('/')}/v1/analytics/exports/{handle}"
+    url = export_url(base_url, handle)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     response = httpx.get(url, timeout=timeout, headers=headers)
     status = response.status_code
