@@ -155,7 +155,7 @@ IDEMPOTENCY_ARGUMENT = "idempotency_key"
 
 def mcp_input_schema(binding: ToolBinding) -> dict[str, Any]:
     """The spec's input schema, plus `idempotency_key` for tools that accept one (HTTP takes a header)."""
-    if not binding.policy.get("idempotency"):
+    if not binding.rules.idempotency:
         return binding.input_schema
     schema = dict(binding.input_schema)
     schema["properties"] = {
