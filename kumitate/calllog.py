@@ -10,6 +10,8 @@ from typing import Any
 from kumitate.faults import describe, redacted_traceback
 
 LOGGER = logging.getLogger("kumitate.calls")
+_ENCODE = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+"""One encoder for every line: `json.dumps` with options builds a new one per call."""
 
 
 class JsonLineFormatter(logging.Formatter):
@@ -20,7 +22,7 @@ class JsonLineFormatter(logging.Formatter):
             "event": record.getMessage(),
         }
         payload.update(getattr(record, "fields", {}))
-        return json.dumps(payload, ensure_ascii=False, sort_keys=True)
+        return _ENCODE(payload)
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
