@@ -101,15 +101,7 @@ def create_app(
 
     body_cap = int(runtime.env.get("KUMITATE_MAX_REQUEST_BYTES") or MAX_BODY_BYTES)
     # one MCP endpoint serves every tool: its cap is the largest a tool declares
-    mcp_cap = max(
-        [body_cap]
-        + [
-            int(t.policy["max_request_bytes"])
-            for svc in runtime.services.values()
-            for t in svc.tools
-            if t.policy.get("max_request_bytes")
-        ]
-    )
+    mcp_cap = max([body_cap] + [t.rules.max_request_bytes or 0 for svc in runtime.services.values() for t in svc.tools])
     stateless = mcp_stateless(runtime.env)
     mcp_all = build_server(runtime).http_app(path="/", transport="http", stateless_http=stateless)
     mcp_services = {
