@@ -97,15 +97,7 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
 
     body_cap = settings.max_request_bytes  # enforced while the body streams in: 413 before it is buffered
     # one MCP endpoint serves every tool: its cap is the largest a tool declares
-    mcp_cap = max(
-        [body_cap]
-        + [
-            int(t.policy["max_request_bytes"])
-            for svc in runtime.services.values()
-            for t in svc.tools
-            if t.policy.get("max_request_bytes")
-        ]
-    )
+    mcp_cap = max([body_cap] + [t.rules.max_request_bytes or 0 for svc in runtime.services.values() for t in svc.tools])
     stateless = mcp_stateless(settings)
     mcp_all = build_server(runtime).http_app(path="/", transport="http", stateless_http=stateless)
     mcp_services = {

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from kumitate.policy import Policy, allowed_codes
 from kumitate.settings import Settings
 
 
@@ -21,6 +22,12 @@ def load_schemas(path: Path) -> dict[str, Any]:
     """Read a generated schemas.json (dereferenced input/output schemas and texts)."""
     data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
+
+
+def _parse_policy(binding: ToolBinding | ResourceBinding) -> None:
+    rules = Policy.parse(binding.policy)
+    object.__setattr__(binding, "rules", rules)  # frozen: set once, while the binding is built
+    object.__setattr__(binding, "allowed", allowed_codes(binding.errors, rules))
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +51,13 @@ class ToolBinding:
     schema_check: bool = True
     """Run the JSON Schema check on the success path: always for `data`; for `model` only where the
     model does not express the whole schema (codegen/fidelity.py)."""
+    rules: Policy = field(init=False, repr=False, compare=False)
+    """`policy`, parsed once here (at registry load): what the request path reads."""
+    allowed: frozenset[str] = field(init=False, repr=False, compare=False)
+    """Codes the handler may raise (kumitate.policy.allowed_codes); any other answers INTERNAL."""
+
+    def __post_init__(self) -> None:
+        _parse_policy(self)
 
     @property
     def key(self) -> str:
@@ -64,6 +78,11 @@ class ResourceBinding:
     http_path: str
     policy: dict[str, Any]
     enabled_by: str | None
+    rules: Policy = field(init=False, repr=False, compare=False)
+    allowed: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _parse_policy(self)
 
     @property
     def key(self) -> str:

@@ -34,6 +34,10 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
     return fields
 
 
+_ENCODE = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str).encode
+"""One encoder for every line: `json.dumps` with options builds a new one per call."""
+
+
 class JsonLineFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         payload: dict[str, Any] = {
@@ -42,7 +46,7 @@ class JsonLineFormatter(logging.Formatter):
             "event": record.getMessage(),
         }
         payload.update(_fields(record))
-        return json.dumps(payload, ensure_ascii=False, sort_keys=True, default=str)
+        return _ENCODE(payload)
 
 
 class TextFormatter(logging.Formatter):

@@ -93,10 +93,19 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_ScrapeTime(queue_depth))
+        self._children: dict[tuple[Any, ...], Any] = {}
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, looked up once: prometheus_client validates and locks on every call."""
+        key = (id(metric), *labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     @contextmanager
     def running(self, service: str, tool: str) -> Iterator[None]:
-        gauge = self.in_flight.labels(service, tool)
+        gauge = self._child(self.in_flight, service, tool)
         gauge.inc()
         try:
             yield
@@ -106,10 +115,10 @@ class Metrics:
     def observe(
         self, service: str, tool: str, transport: str, outcome: str, seconds: float, *, replayed: bool = False
     ) -> None:
-        self.calls.labels(service, tool, transport, outcome).inc()
-        self.duration.labels(service, tool, transport).observe(seconds)
+        self._child(self.calls, service, tool, transport, outcome).inc()
+        self._child(self.duration, service, tool, transport).observe(seconds)
         if replayed:
-            self.replays.labels(service, tool).inc()
+            self._child(self.replays, service, tool).inc()
 
     def exposition(self) -> bytes:
         """The text format Prometheus scrapes (summed over worker processes in multiprocess mode)."""

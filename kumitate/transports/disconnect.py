@@ -11,7 +11,6 @@ runs once instead of finding a half-done change.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -30,19 +29,28 @@ async def _disconnected(receive: Receive, body_read: asyncio.Event) -> None:
 
 
 async def unless_disconnected(receive: Receive, body_read: asyncio.Event, call: Coroutine[Any, Any, T]) -> T:
-    """`call`'s result, or ClientGone once the client disconnects (after `body_read` is set)."""
-    task = asyncio.ensure_future(call)
+    """`call`'s result, or ClientGone once the client disconnects (after `body_read` is set).
+
+    The call runs in the request's own task (no task of its own: this is on every request's
+    path); a watcher task cancels that task when the disconnect arrives."""
+    current = asyncio.current_task()
+    assert current is not None
+    gone = False
+
+    def on_watch_done(watch: asyncio.Future[None]) -> None:
+        nonlocal gone
+        if not watch.cancelled() and watch.exception() is None:
+            gone = True
+            current.cancel()
+
     watch = asyncio.ensure_future(_disconnected(receive, body_read))
+    watch.add_done_callback(on_watch_done)
     try:
-        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        return await call
     except asyncio.CancelledError:
-        task.cancel()
+        if gone and current.uncancel() == 0:  # our own cancellation, not the server's
+            raise ClientGone from None
         raise
     finally:
+        watch.remove_done_callback(on_watch_done)
         watch.cancel()
-    if not task.done():
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        raise ClientGone
-    return task.result()

@@ -188,14 +188,14 @@ def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
         return to_response(outcome)
 
     endpoint.__name__ = f"tool_{binding.service}_{binding.name}"
-    limit = binding.policy.get("max_request_bytes")
+    limit = binding.rules.max_request_bytes
     return route(
         binding.http_path,
         http_method=[HttpMethod(binding.http_method)],
         name=binding.key,
         include_in_schema=False,
         status_code=200,
-        request_max_body_size=int(limit) if limit else Empty,  # Empty: the app-wide cap
+        request_max_body_size=limit or Empty,  # Empty: the app-wide cap
     )(endpoint)
 
 

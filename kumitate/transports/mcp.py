@@ -134,7 +134,10 @@ class SpecTool(Tool):
             if not (isinstance(key, str) and 1 <= len(key) <= MAX_KEY_LENGTH):
                 return _tool_result(await self._refuse_key())
         request = current_request(key)
-        async with relaying(_progress_sender()) as relay:
+        sender = _progress_sender()
+        if sender is None:  # the common case: no relay task, no context manager
+            return _tool_result(await self.runtime.pipeline.call_tool(self.binding, arguments, request))
+        async with relaying(sender) as relay:
             request.progress = relay
             outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, request)
         return _tool_result(outcome)
@@ -155,7 +158,7 @@ IDEMPOTENCY_ARGUMENT = "idempotency_key"
 
 def mcp_input_schema(binding: ToolBinding) -> dict[str, Any]:
     """The spec's input schema, plus `idempotency_key` for tools that accept one (HTTP takes a header)."""
-    if not binding.policy.get("idempotency"):
+    if not binding.rules.idempotency:
         return binding.input_schema
     schema = dict(binding.input_schema)
     schema["properties"] = {

@@ -24,9 +24,9 @@ from kumitate.transports.asgi import IDS_KEY, Gate, Scope
 
 
 def _scopes(runtime: Runtime) -> set[str]:
-    policies = [b.policy for svc in runtime.services.values() for b in svc.tools]
-    policies += [b.policy for svc in runtime.services.values() for b in svc.resources]
-    return {scope for policy in policies for scope in policy.get("scopes") or ()}
+    rules = [b.rules for svc in runtime.services.values() for b in svc.tools]
+    rules += [b.rules for svc in runtime.services.values() for b in svc.resources]
+    return {scope for policy in rules for scope in policy.scopes}
 
 
 def discovery_routes(runtime: Runtime) -> list[Any]:

@@ -129,8 +129,11 @@ async def test_http_rate_limit_gives_429_with_retry_after(server: LiveServer) ->
 
 
 async def test_mcp_rate_limit_gives_retry_after_ms(server: LiveServer) -> None:
+    # past the burst of 50 however slow the calls are (a loaded machine refills the bucket meanwhile)
+    results = []
     async with mcp(server, "t-rate-mcp") as client:
-        results = [await client.call_tool("search", {"query_text": "酒"}, raise_on_error=False) for _ in range(60)]
+        while len(results) < 400 and not (results and results[-1].is_error):
+            results.append(await client.call_tool("search", {"query_text": "酒"}, raise_on_error=False))
     limited = [r.structured_content for r in results if r.is_error]
     assert limited and all(body["error"]["code"] == "RATE_LIMITED" for body in limited)
     assert all(0 < body["error"]["retry_after_ms"] <= 1000 for body in limited)

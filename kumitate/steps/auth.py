@@ -1,0 +1,55 @@
+"""Authentication and scopes: who calls, and whether the tool's scopes are theirs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kumitate.policies import discovery
+from kumitate.policies.auth import AuthError
+from kumitate.policy import Policy
+from kumitate.steps import Call, CallNext, CallRequest, Outcome
+
+if TYPE_CHECKING:
+    from kumitate.context import CallContext
+    from kumitate.pipeline import Policies
+
+
+def authenticate(policies: Policies, rules: Policy, ctx: CallContext, request: CallRequest) -> None:
+    """Set `ctx.principal` from the request's token (or the local principal), and check the
+    scopes unless the route is public. A refusal carries its RFC 6750 / RFC 9728 challenge.
+    Failed attempts are rate-limited per client address where an AuthGuard is configured."""
+    auth = policies.auth
+    try:
+        if policies.auth_guard is not None:
+            ctx.principal = policies.auth_guard.authenticate(
+                auth, request.authorization, request.client, local=request.local, public=rules.public
+            )
+        else:
+            ctx.principal = auth.authenticate(request.authorization, local=request.local, public=rules.public)
+        if not rules.public:
+            auth.authorize(ctx.principal, list(rules.scopes))
+    except AuthError as exc:
+        exc.headers["WWW-Authenticate"] = discovery.www_authenticate(exc.challenge, metadata_url(policies, request))
+        raise
+
+
+def metadata_url(policies: Policies, request: CallRequest) -> str | None:
+    """Where a refused client finds how to log in (RFC 9728), while OAuth is configured."""
+    base = policies.public_url or request.base_url
+    if policies.auth.oauth is None or base is None:
+        return None
+    return discovery.metadata_url(base, request.transport)
+
+
+class Authenticate:
+    """Runs first (after deprecation): nothing is read, parsed or counted for an unknown caller."""
+
+    def __init__(self, policies: Policies, rules: Policy) -> None:
+        self.policies = policies
+        self.rules = rules
+
+    async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
+        # an identity provider's keys are fetched off the loop, before the synchronous check
+        await self.policies.auth.prepare(call.request.authorization)
+        authenticate(self.policies, self.rules, call.ctx, call.request)
+        return await call_next(call)

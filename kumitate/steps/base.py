@@ -1,0 +1,61 @@
+"""What flows through the steps: the transport's request, the call's state, its outcome."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kumitate.bindings import ResourceBinding, ToolBinding
+from kumitate.context import Attachment, CallContext, ProgressSink
+
+
+@dataclass(slots=True)
+class CallRequest:
+    """What an adapter knows about a call, transport-neutral."""
+
+    transport: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    meta: Mapping[str, Any] | None = None
+    ids: tuple[str, str] | None = None
+    client: str | None = None
+    authorization: str | None = None
+    local: bool = False
+    """stdio / in-memory MCP: no network peer, runs as the configured local principal."""
+    idempotency_key: str | None = None
+    base_url: str | None = None
+    """`scheme://host[:port]` the caller used (HTTP and MCP over HTTP); None over stdio."""
+    progress: ProgressSink | None = None
+    """Where the handler's `CallContext.progress` reports go, when the caller asked for them."""
+
+
+@dataclass(slots=True)
+class Outcome:
+    """A call's result: a success body or an error envelope, with its status."""
+
+    ok: bool
+    status: int
+    code: str
+    body: Any
+    run_id: str
+    trace_id: str
+    retryable: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+    attachments: list[Attachment] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    media_type: str = "application/json"
+    replayed: bool = False
+
+
+@dataclass(slots=True)
+class Call:
+    """One call on its way through the steps."""
+
+    binding: ToolBinding | ResourceBinding
+    request: CallRequest
+    ctx: CallContext
+    arguments: Any = None
+    """A tool's arguments (a JsonBody, or data an adapter decoded); set by `read` once admitted."""
+    read: Callable[[], Awaitable[Any]] | None = None
+    params: Mapping[str, str] = field(default_factory=dict)
+    """A resource's URI parameters."""

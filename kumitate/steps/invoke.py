@@ -1,0 +1,117 @@
+"""The end of every chain: the handler, run on the loop (async) or on a worker thread (sync).
+
+A call whose caller went away (MCP notifications/cancelled, a closed connection) is
+cancelled here: an async handler is stopped, and a worker thread's commit gate refuses from
+then on and its next `ctx.progress` raises, so a cancelled call saves nothing.
+
+A handler may raise only the codes its tool declares (`binding.allowed`): any other code
+(a misspelt one, or one the spec never promised) is logged with the tool and the code and
+answers INTERNAL, so a client never meets a code the contract does not list.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+from collections.abc import Callable
+from concurrent.futures import Executor
+from functools import partial
+from typing import Any
+
+from pydantic import BaseModel
+
+from kumitate import calllog, faults
+from kumitate.bindings import ResourceBinding, ToolBinding
+from kumitate.context import Attachment, CallContext
+from kumitate.errors import ToolError
+from kumitate.intake import Intake
+from kumitate.steps import Call, Outcome
+from kumitate.steps.deadline import consume
+from kumitate.steps.errors import internal
+
+
+def json_data(result: Any) -> Any:
+    """A handler's result as JSON data: a generated model is dumped once, here; data passes as it is."""
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return result
+
+
+class Handler:
+    """One handler method, how to run it, and which codes it may raise; built once per tool."""
+
+    def __init__(self, method: Callable[..., Any], workers: Executor, allowed: frozenset[str]) -> None:
+        self.method = method
+        self.is_async = inspect.iscoroutinefunction(method)
+        self.workers = workers
+        self.allowed = allowed
+
+    async def __call__(self, ctx: CallContext, *args: Any, **kw: Any) -> Any:
+        try:
+            if self.is_async:
+                result = await self.method(*args, **kw)
+            else:
+                result = await self._in_thread(ctx, *args, **kw)
+            if inspect.isawaitable(result):
+                result = await result
+            return result
+        except asyncio.CancelledError:
+            if not ctx.expired():  # a time-out is the deadline step's; this is the caller going away
+                stopped = ctx.cancel()  # a worker thread's commit gate refuses from now on
+                calllog.log_event(
+                    "call_cancelled", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, committed=not stopped
+                )
+            raise
+        except ToolError as exc:
+            if exc.code in self.allowed or faults.storage_failure(exc) is not None:
+                raise
+            calllog.log_event("undeclared_code", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, code=exc.code)
+            raise internal(ctx) from None
+
+    def _in_thread(self, ctx: CallContext, *args: Any, **kw: Any) -> asyncio.Future[Any]:
+        # a plain executor: about half the hop cost of anyio.to_thread here
+        call = partial(contextvars.copy_context().run, self.method, *args, **kw)
+        future = asyncio.get_running_loop().run_in_executor(self.workers, call)
+        future.add_done_callback(consume)
+        return future
+
+
+class InvokeTool:
+    """Input validation (kumitate.intake), then the handler with its input and context."""
+
+    def __init__(self, binding: ToolBinding, handler: Handler, intake: Intake) -> None:
+        self.binding = binding
+        self.handler = handler
+        self.intake = intake
+
+    async def __call__(self, call: Call) -> Outcome:
+        ctx = call.ctx
+        handler_input = self.intake.prepare(self.binding, call.arguments)
+        body = json_data(await self.handler(ctx, handler_input, ctx))
+        return Outcome(
+            True, 200, "OK", body, ctx.run_id, ctx.trace_id, attachments=ctx.attachments, warnings=ctx.warnings
+        )
+
+
+class InvokeResource:
+    """A resource's reader with its URI parameters: JSON data, or bytes of its declared type."""
+
+    def __init__(self, binding: ResourceBinding, handler: Handler, disabled: Callable[[], bool]) -> None:
+        self.binding = binding
+        self.handler = handler
+        self.disabled = disabled
+
+    async def __call__(self, call: Call) -> Outcome:
+        ctx, binding = call.ctx, self.binding
+        if self.disabled():  # an opt-in resource not enabled here: NOT_FOUND, after auth like any route
+            raise ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND")
+        result = await self.handler(ctx, ctx, **call.params)
+        if binding.is_json:
+            return Outcome(True, 200, "OK", json_data(result), ctx.run_id, ctx.trace_id)
+        media_type = binding.mime_type
+        if isinstance(result, Attachment):  # the handler knows the exact type (csv vs parquet export)
+            media_type, result = result.mime_type, result.data
+        if not isinstance(result, bytes | bytearray):
+            raise TypeError(f"resource {binding.name} must return bytes")
+        return Outcome(True, 200, "OK", bytes(result), ctx.run_id, ctx.trace_id, media_type=media_type)

@@ -1,0 +1,54 @@
+"""The deadline step: REQUEST_TIMEOUT unless a commit has begun; the operator's cap wins."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kumitate.errors import ToolError
+from kumitate.steps import Call, Outcome
+from kumitate.steps.deadline import Deadline, timeout_s
+from tests.runtime.steps.helpers import make_call, ok
+
+pytestmark = pytest.mark.anyio
+
+
+def test_timeout_is_the_declared_one_capped_by_the_operator() -> None:
+    assert timeout_s(None, None) is None
+    assert timeout_s(2000, None) == 2.0
+    assert timeout_s(None, 500) == 0.5
+    assert timeout_s(2000, 500) == 0.5
+    assert timeout_s(200, 500) == 0.2
+
+
+async def test_fast_call_passes_and_knows_its_deadline() -> None:
+    call = make_call()
+    assert (await Deadline("echo", 5.0)(call, ok())).ok
+    assert call.ctx.deadline is not None
+
+
+async def test_slow_call_times_out_and_is_cancelled() -> None:
+    cancelled = asyncio.Event()
+
+    async def slow(call: Call) -> Outcome:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        raise AssertionError("not reached")
+
+    with pytest.raises(ToolError) as timed_out:
+        await Deadline("echo", 0.05)(make_call(), slow)
+    assert timed_out.value.code == "REQUEST_TIMEOUT" and "50 ms" in timed_out.value.message
+    await asyncio.wait_for(cancelled.wait(), 1)
+
+
+async def test_a_begun_commit_finishes_and_is_sent() -> None:
+    async def committing(call: Call) -> Outcome:
+        with call.ctx.committing():
+            await asyncio.sleep(0.2)  # past the deadline, inside the gate
+        return await ok()(call)
+
+    assert (await Deadline("echo", 0.05)(make_call(), committing)).ok

@@ -1,0 +1,53 @@
+"""The idempotency step: one run per key and arguments, replayed with this call's ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kumitate.errors import ToolError
+from kumitate.policies.idempotency import IdempotencyStore
+from kumitate.steps import Call, CallRequest, Outcome
+from kumitate.steps.idempotency import Idempotent, client_caused
+from kumitate.storage import open_database
+from tests.runtime.steps.helpers import make_call, ok
+
+pytestmark = pytest.mark.anyio
+
+
+def keyed(arguments: dict[str, int], key: str | None, run_id: str) -> Call:
+    call = make_call(arguments, CallRequest("http", idempotency_key=key))
+    call.ctx.run_id = run_id
+    return call
+
+
+async def test_replays_the_first_outcome_with_this_calls_ids(tmp_path: Path) -> None:
+    step = Idempotent(IdempotencyStore(open_database(tmp_path)), "demo.echo", 60)
+    rest = ok({"n": 1, "run_id": "run-1"})
+    first = await step(keyed({"n": 1}, "k", "run-1"), rest)
+    again = await step(keyed({"n": 1}, "k", "run-2"), rest)
+    assert rest.calls == 1  # type: ignore[attr-defined]
+    assert not first.replayed and again.replayed
+    assert again.headers["Idempotent-Replayed"] == "true"
+    assert again.body == {"n": 1, "run_id": "run-2"}
+    with pytest.raises(ToolError) as conflict:
+        await step(keyed({"n": 2}, "k", "run-3"), rest)
+    assert conflict.value.code == "CONFLICT"
+
+
+async def test_without_a_key_the_call_just_runs(tmp_path: Path) -> None:
+    step = Idempotent(IdempotencyStore(open_database(tmp_path)), "demo.echo", 60)
+    rest = ok()
+    for _ in range(2):
+        await step(keyed({"n": 1}, None, "run-1"), rest)
+    assert rest.calls == 2  # type: ignore[attr-defined]
+
+
+def test_only_client_caused_outcomes_are_kept() -> None:
+    def outcome(status: int, retryable: bool = False) -> Outcome:
+        return Outcome(status < 400, status, "X", {}, "r", "t", retryable=retryable)
+
+    assert client_caused(outcome(200)) and client_caused(outcome(404))
+    assert not client_caused(outcome(408)) and not client_caused(outcome(429, retryable=True))
+    assert not client_caused(outcome(500)) and not client_caused(outcome(503))

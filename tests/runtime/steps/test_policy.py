@@ -1,0 +1,57 @@
+"""A policy is parsed once, into a frozen dataclass, when its binding is built."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from generated.registry import SERVICES
+from kumitate.policy import GENERIC_CODES, Policy, RateLimit
+from tests.runtime.test_pipeline import binding
+
+
+def test_parse_reads_every_field() -> None:
+    declared = {
+        "scopes": ["a", "b"],
+        "public": True,
+        "rate_limit": {"rps": 5, "burst": 50},
+        "timeout_ms": 2000,
+        "idempotency": True,
+        "idempotency_ttl_s": 3600,
+        "max_output_bytes": 2048,
+        "on_oversize": "trim",
+        "max_request_bytes": 4096,
+    }
+    assert Policy.parse(declared) == Policy(
+        scopes=("a", "b"),
+        public=True,
+        rate_limit=RateLimit(5.0, 50),
+        timeout_ms=2000,
+        idempotency=True,
+        idempotency_ttl_s=3600,
+        max_output_bytes=2048,
+        on_oversize="trim",
+        max_request_bytes=4096,
+    )
+
+
+def test_defaults_and_frozen() -> None:
+    policy = Policy.parse(None)
+    assert policy == Policy() and policy.idempotency_ttl_s == 86400 and policy.on_oversize == "fail"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        policy.public = True  # type: ignore[misc]
+
+
+def test_binding_parses_its_policy_and_allowed_codes() -> None:
+    tool = binding("echo", scopes=["demo:read"], max_output_bytes=100, rate_limit={"rps": 1, "burst": 2})
+    assert tool.rules.scopes == ("demo:read",) and tool.rules.rate_limit == RateLimit(1.0, 2)
+    assert tool.allowed == {"NOT_FOUND", "OUTPUT_TOO_LARGE", "RATE_LIMITED"} | GENERIC_CODES
+    assert dataclasses.replace(tool, policy={}).rules == Policy()  # a copy parses its own
+
+
+def test_every_generated_binding_has_its_policy_typed() -> None:
+    for svc in SERVICES.values():
+        for b in (*svc.tools, *svc.resources):
+            assert b.rules == Policy.parse(b.policy)
+            assert set(b.errors) <= b.allowed
