@@ -148,7 +148,7 @@ def main() -> None:
 
     realistic_detection(tmp, ctx, fuzzy)
 
-    with svc.core.db.connect() as con:  # type: ignore[attr-defined]
+    with svc.core.store.read() as con:  # type: ignore[attr-defined]
         items = load_items(con, None)
     fuzzy_opts = Options(date_tolerance_days=2, amount_tolerance_abs=100, min_similarity_score=0.8)
     cases = [("exact", Options()), ("±2 days ±100 yen", fuzzy_opts)]

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kumitate.context import Attachment, CallContext
+from kumitate.deploy import DeploySettings
 from kumitate.settings import Settings
+from kumitate.storage import Database, open_database
 
 from .dupstore import MAX_STORED_CANDIDATES
 from .service import HouseholdCore, Result
@@ -41,8 +43,15 @@ def _with_extras(result: Result, ctx: CallContext) -> dict[str, Any]:
 class HouseholdHandlers:
     """One method per tool and per resource of specs/household."""
 
-    def __init__(self, core: HouseholdCore) -> None:
+    def __init__(self, core: HouseholdCore, owned: Database | None = None) -> None:
         self.core = core
+        self._owned = owned
+
+    def close(self) -> None:
+        """Release the database this service opened itself (not one it was given)."""
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
 
     # tools
     def import_household_data(self, input: Any, ctx: CallContext) -> dict[str, Any]:
@@ -101,12 +110,17 @@ def data_dirs(settings: Settings, env: dict[str, str] | None = None) -> list[Pat
     return [settings.sample_dir / SERVICE, *extra] if keep_samples else extra
 
 
-def create(settings: Settings, env: dict[str, str] | None = None) -> HouseholdHandlers:
-    """Open (or create) var/household/household.db and import every export found; fast on later starts."""
+def create(
+    settings: Settings, env: dict[str, str] | None = None, *, database: Database | None = None
+) -> HouseholdHandlers:
+    """Open the storage layer's database (KUMITATE_DATABASE_URL, else var/kumitate.sqlite3) unless one is
+    given, copy a household.db of an earlier release into it once, and import every export found."""
     env = dict(os.environ) if env is None else env
     ttl = float(env.get("HOUSEHOLD_CHART_TTL_SECONDS", "3600"))
     max_candidates = int(env.get("HOUSEHOLD_MAX_CANDIDATES", str(MAX_STORED_CANDIDATES)))
+    owned = None if database is not None else open_database(settings.data_dir, DeploySettings.from_env(env))
     core = HouseholdCore(
+        database if database is not None else owned,  # type: ignore[arg-type]  # one of the two is set
         settings.service_dir(SERVICE),
         data_dirs(settings, env),
         settings.public_base_url,
@@ -114,4 +128,4 @@ def create(settings: Settings, env: dict[str, str] | None = None) -> HouseholdHa
         sample_dir=settings.sample_dir / SERVICE,
         max_candidates=max_candidates,
     )
-    return HouseholdHandlers(core)
+    return HouseholdHandlers(core, owned)

@@ -1,151 +1,107 @@
-"""The SQLite store: the seed's `transactions` and `duplicate_checks` tables (stdlib sqlite3).
+"""The household store on kumitate's storage layer: its writes, its reads and the aggregates.
 
-Two columns are added to the seed's `transactions`: `is_transfer` (振替) so that
-transfers never count as spending, and `external_id` (the export's ID column).
-Amounts are whole yen, stored as integers in the DECIMAL-affinity column.
-Every aggregate reads through `ACTIVE` / `EXPENSE` so that a transaction marked
-as a duplicate disappears everywhere at once.
+The layer opens the connections (SQLite pragmas or the PostgreSQL pool) and commits under the
+call's commit gate; this module adds what is household's own:
+
+* every write is serialised with every other household write, on every instance: SQLite's
+  BEGIN IMMEDIATE does it for the embedded file, a transaction-scoped advisory lock for
+  PostgreSQL. An import reads what is stored and then writes the difference, so two imports at
+  once (two instances, or two callers) must not both see an empty month and both add it;
+* `ACTIVE` / `EXPENSE` / `INCOME`, through which every aggregate reads, so that a transaction
+  marked as a duplicate disappears everywhere at once;
+* `refresh_aggregates`, run inside every write that changes transactions.
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
+from typing import Any
 
-from kumitate.context import commit_gate
+from sqlalchemy import ColumnElement, Connection, and_, delete, func, insert, literal_column, select, true
+from sqlalchemy.dialects import postgresql, sqlite
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS transactions (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    source_file TEXT NOT NULL,
-    row_number INTEGER NOT NULL,
-    date DATE NOT NULL,
-    amount DECIMAL(12, 2) NOT NULL,
-    description TEXT,
-    category_major TEXT,
-    category_minor TEXT,
-    account TEXT,
-    memo TEXT,
-    is_target INTEGER DEFAULT 1,
-    is_transfer INTEGER DEFAULT 0,
-    external_id TEXT,
-    is_duplicate INTEGER DEFAULT 0,
-    duplicate_of INTEGER,
-    duplicate_checked INTEGER DEFAULT 0,
-    duplicate_checked_at TIMESTAMP,
-    created_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-    updated_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-    UNIQUE(source_file, row_number),
-    FOREIGN KEY(duplicate_of) REFERENCES transactions(id)
-);
-CREATE INDEX IF NOT EXISTS idx_date_amount ON transactions(date, amount);
-CREATE INDEX IF NOT EXISTS idx_is_duplicate ON transactions(is_duplicate);
-CREATE INDEX IF NOT EXISTS idx_duplicate_of ON transactions(duplicate_of);
-CREATE INDEX IF NOT EXISTS idx_date_range ON transactions(date);
+from kumitate.storage import Database
 
-CREATE TABLE IF NOT EXISTS duplicate_checks (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    transaction_id_1 INTEGER NOT NULL,
-    transaction_id_2 INTEGER NOT NULL,
-    detection_date_tolerance INTEGER,
-    detection_amount_tolerance_abs DECIMAL(12, 2),
-    detection_amount_tolerance_pct DECIMAL(5, 2),
-    similarity_score DECIMAL(5, 4),
-    detected_at TIMESTAMP DEFAULT CURRENT_TIMESTAMP,
-    user_decision TEXT,
-    decided_at TIMESTAMP,
-    FOREIGN KEY(transaction_id_1) REFERENCES transactions(id),
-    FOREIGN KEY(transaction_id_2) REFERENCES transactions(id),
-    UNIQUE(transaction_id_1, transaction_id_2)
-);
-CREATE INDEX IF NOT EXISTS idx_decision ON duplicate_checks(user_decision);
+from .tables import active_months, monthly_spending, transactions
 
--- beyond the seed: aggregates kept in step with every write (import, confirm, restore), so a
--- trend over years reads a few hundred rows instead of every transaction
-CREATE TABLE IF NOT EXISTS monthly_spending (
-    month TEXT NOT NULL,
-    category_major TEXT NOT NULL,
-    category_minor TEXT NOT NULL,
-    amount INTEGER NOT NULL,
-    PRIMARY KEY (month, category_major, category_minor)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS active_months (month TEXT PRIMARY KEY) WITHOUT ROWID;
-"""
+t = transactions
 
 #: rows that exist for every aggregate (not marked as a duplicate)
-ACTIVE = "is_duplicate = 0"
+ACTIVE: ColumnElement[bool] = t.c.is_duplicate == 0
 #: spending: counted (計算対象=1), money out, not a transfer (振替=1), not a duplicate
-EXPENSE = "is_duplicate = 0 AND is_target = 1 AND is_transfer = 0 AND amount < 0"
+EXPENSE: ColumnElement[bool] = and_(ACTIVE, t.c.is_target == 1, t.c.is_transfer == 0, t.c.amount < 0)
 #: income: counted, money in, not a transfer, not a duplicate
-INCOME = "is_duplicate = 0 AND is_target = 1 AND is_transfer = 0 AND amount > 0"
+INCOME: ColumnElement[bool] = and_(ACTIVE, t.c.is_target == 1, t.c.is_transfer == 0, t.c.amount > 0)
+#: 'YYYY-MM' of a transaction (literal positions: PostgreSQL matches GROUP BY expressions textually)
+MONTH = func.substr(t.c.date, literal_column("1"), literal_column("7"))
+
+#: one PostgreSQL advisory lock for household writes ("hous")
+WRITE_LOCK_ID = 0x686F7573
+#: ids per `IN (...)`: far below SQLite's 32,766 and psycopg's 65,535 bound parameters
+CHUNK = 5000
 
 
-def refresh_aggregates(con: sqlite3.Connection, month: str | None = None) -> None:
+class Store:
+    """The storage layer's `Database`, used the household way."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    @property
+    def dialect(self) -> str:
+        return self.database.dialect
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """One atomic household write, serialised with every other one (see the module docstring)."""
+        with self.database.transaction() as conn:
+            if self.dialect == "postgresql":
+                conn.execute(select(func.pg_advisory_xact_lock(WRITE_LOCK_ID)))
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self.database.read() as conn:
+            yield conn
+
+    def insert(self, table: Any) -> postgresql.Insert | sqlite.Insert:
+        """The dialect's INSERT, for ON CONFLICT clauses (the same SQL on both engines)."""
+        return (postgresql.insert if self.dialect == "postgresql" else sqlite.insert)(table)
+
+    def analyze(self, conn: Connection) -> None:
+        """Fresh planner statistics after a bulk change (PostgreSQL's autovacuum keeps its own)."""
+        if self.dialect == "sqlite":
+            conn.exec_driver_sql("PRAGMA analysis_limit=1000")
+            conn.exec_driver_sql("ANALYZE")  # keeps the planner off the low-selectivity is_duplicate index
+
+
+def chunks(ids: Sequence[int]) -> Iterable[Sequence[int]]:
+    for start in range(0, len(ids), CHUNK):
+        yield ids[start : start + CHUNK]
+
+
+def month_range(month: str) -> ColumnElement[bool]:
+    """Transactions of one month ('YYYY-MM'), as a range the date index answers."""
+    year, mon = int(month[:4]), int(month[5:7])
+    following = f"{year + mon // 12:04d}-{mon % 12 + 1:02d}-01"
+    return and_(t.c.date >= f"{month}-01", t.c.date < following)
+
+
+def refresh_aggregates(conn: Connection, month: str | None = None) -> None:
     """Rebuild monthly_spending / active_months, for one month ('YYYY-MM') or all; call inside the write."""
     if month is None:
-        where, params = "", []
-        con.execute("DELETE FROM monthly_spending")
-        con.execute("DELETE FROM active_months")
+        where: ColumnElement[bool] = true()
+        conn.execute(delete(monthly_spending))
+        conn.execute(delete(active_months))
     else:
-        year, mon = int(month[:4]), int(month[5:7])
-        nxt = f"{year + mon // 12:04d}-{mon % 12 + 1:02d}-01"
-        where, params = " AND date >= ? AND date < ?", [f"{month}-01", nxt]
-        con.execute("DELETE FROM monthly_spending WHERE month = ?", (month,))
-        con.execute("DELETE FROM active_months WHERE month = ?", (month,))
-    con.execute(
-        "INSERT INTO monthly_spending SELECT substr(date, 1, 7), category_major, category_minor, "
-        f"-SUM(amount) FROM transactions WHERE {EXPENSE}{where} GROUP BY 1, 2, 3",
-        params,
+        where = month_range(month)
+        conn.execute(delete(monthly_spending).where(monthly_spending.c.month == month))
+        conn.execute(delete(active_months).where(active_months.c.month == month))
+    spent = (
+        select(MONTH, t.c.category_major, t.c.category_minor, -func.sum(t.c.amount))
+        .where(EXPENSE, where)
+        .group_by(MONTH, t.c.category_major, t.c.category_minor)
     )
-    con.execute(
-        f"INSERT INTO active_months SELECT DISTINCT substr(date, 1, 7) FROM transactions WHERE {ACTIVE}{where}", params
-    )
-
-
-class Database:
-    """Opens short-lived connections; handlers run in worker threads, so none is shared."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with self.connect() as con:
-            con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(SCHEMA)
-            if (
-                con.execute("SELECT 1 FROM transactions LIMIT 1").fetchone()
-                and not con.execute("SELECT 1 FROM active_months LIMIT 1").fetchone()
-            ):
-                refresh_aggregates(con)  # a database from before the aggregates existed
-
-    @contextmanager
-    def connect(self) -> Iterator[sqlite3.Connection]:
-        con = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
-        con.row_factory = sqlite3.Row
-        con.execute("PRAGMA foreign_keys=ON")
-        con.execute("PRAGMA synchronous=NORMAL")
-        try:
-            yield con
-        finally:
-            con.close()
-
-    @contextmanager
-    def transaction(self, foreign_keys: bool = True) -> Iterator[sqlite3.Connection]:
-        """One atomic write: BEGIN IMMEDIATE … COMMIT, rolled back on any exception.
-
-        `foreign_keys=False` skips the reference checks, for a write that only refers to rows it has
-        itself read inside the same transaction (they cannot fail there).
-        """
-        with self.connect() as con:
-            if not foreign_keys:
-                con.execute("PRAGMA foreign_keys=OFF")  # only takes effect outside a transaction
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                yield con
-                with commit_gate():
-                    con.execute("COMMIT")
-            except BaseException:
-                if con.in_transaction:
-                    con.execute("ROLLBACK")
-                raise
+    conn.execute(insert(monthly_spending).from_select(["month", "category_major", "category_minor", "amount"], spent))
+    conn.execute(insert(active_months).from_select(["month"], select(MONTH).where(ACTIVE, where).distinct()))

@@ -13,11 +13,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from kumitate.context import public_url
+from sqlalchemy import func, select
 
-from . import dupstore, months, problems, queries
+from kumitate.context import public_url
+from kumitate.storage import Database
+
+from . import dupstore, legacy, months, problems, queries
 from .chart_cache import ChartCache
-from .db import Database
+from .db import Store, t
 from .duplicates import Options
 from .formatting import NA, pct, round_half_up, yen
 from .importer import find_files, import_files
@@ -55,6 +58,7 @@ def parse_image_size(text: str) -> tuple[int, int]:
 class HouseholdCore:
     def __init__(
         self,
+        database: Database,
         state_dir: Path,
         data_dirs: list[Path],
         public_base_url: str,
@@ -71,7 +75,8 @@ class HouseholdCore:
         self.data_dirs = data_dirs
         self.sample_dir = sample_dir
         self.public_base_url = public_base_url.rstrip("/")
-        self.db = Database(state_dir / "household.db")
+        self.store = Store(database)
+        legacy.migrate(self.store, state_dir)
         self.charts = ChartCache(state_dir / "charts", ttl_seconds=chart_ttl_seconds)
         self.startup_report = self.import_data()
 
@@ -79,10 +84,10 @@ class HouseholdCore:
     def import_data(self) -> dict[str, Any]:
         include_samples = self.sample_dir is None or self.sample_dir.resolve() in {d.resolve() for d in self.data_dirs}
         report = import_files(
-            self.db, find_files(self.data_dirs), sample_dir=self.sample_dir, include_samples=include_samples
+            self.store, find_files(self.data_dirs), sample_dir=self.sample_dir, include_samples=include_samples
         )
-        with self.db.connect() as con:
-            total = con.execute("SELECT COUNT(*) FROM transactions").fetchone()[0]
+        with self.store.read() as con:
+            total = int(con.scalar(select(func.count()).select_from(t)) or 0)
         out = report.as_dict(total)
         message = (
             f"{report.files_processed}ファイルを処理しました: {report.imported}件取り込み、"
@@ -100,11 +105,11 @@ class HouseholdCore:
 
     # ------------------------------------------------------------- resources
     def category_hierarchy(self) -> dict[str, list[str]]:
-        with self.db.connect() as con:
+        with self.store.read() as con:
             return queries.category_hierarchy(con)
 
     def available_months(self) -> dict[str, Any]:
-        with self.db.connect() as con:
+        with self.store.read() as con:
             found = queries.data_months(con)
         items = [
             {"year": months.year_month(m)[0], "month": months.year_month(m)[1], "label": months.label(m)} for m in found
@@ -117,7 +122,7 @@ class HouseholdCore:
         }
 
     def category_trend_summary(self) -> dict[str, Any]:
-        with self.db.connect() as con:
+        with self.store.read() as con:
             data_months = queries.data_months(con)
             if not data_months:
                 return {"start_month": None, "end_month": None, "categories": [], "notes": []}
@@ -147,7 +152,7 @@ class HouseholdCore:
         if not 1 <= month <= 12:
             raise problems.invalid(f"month は 1〜12 で指定してください: {month}")
         m = months.index(year, month)
-        with self.db.connect() as con:
+        with self.store.read() as con:
             if not queries.month_has_data(con, m):
                 raise problems.data_not_found(f"{months.jp(m)}")
             rows = queries.month_expenses(con, m)
@@ -206,7 +211,7 @@ class HouseholdCore:
 
     # -------------------------------------------------------------- trend
     def category_trend(self, params: dict[str, Any], owner: str) -> Result:
-        with self.db.connect() as con:
+        with self.store.read() as con:
             data_months = queries.data_months(con)
             if not data_months:
                 raise problems.data_not_found("取引データがありません")
@@ -403,7 +408,7 @@ class HouseholdCore:
             amount_tolerance_pct=float(params.get("amount_tolerance_pct", 0.0)),
             min_similarity_score=float(params.get("min_similarity_score", 0.8)),
         )
-        result = Result(dupstore.detect(self.db, opts, params.get("transaction_ids"), self.max_candidates))
+        result = Result(dupstore.detect(self.store, opts, params.get("transaction_ids"), self.max_candidates))
         if result.data["candidates_truncated"]:
             result.warnings.append(
                 f"重複候補が{result.data['candidates_count']}件見つかったため、スコアの高い"
@@ -413,19 +418,21 @@ class HouseholdCore:
         return result
 
     def list_duplicate_candidates(self, params: dict[str, Any]) -> dict[str, Any]:
-        return dupstore.list_candidates(self.db, int(params.get("limit", 10)), bool(params.get("skip_checked", True)))
+        return dupstore.list_candidates(
+            self.store, int(params.get("limit", 10)), bool(params.get("skip_checked", True))
+        )
 
     def get_duplicate_candidate_detail(self, params: dict[str, Any]) -> dict[str, Any]:
-        return dupstore.detail(self.db, int(params["check_id"]))
+        return dupstore.detail(self.store, int(params["check_id"]))
 
     def confirm_duplicate(self, params: dict[str, Any]) -> dict[str, Any]:
-        return dupstore.confirm(self.db, int(params["check_id"]), str(params["decision"]))
+        return dupstore.confirm(self.store, int(params["check_id"]), str(params["decision"]))
 
     def restore_duplicate(self, params: dict[str, Any]) -> dict[str, Any]:
-        return dupstore.restore(self.db, int(params["transaction_id"]))
+        return dupstore.restore(self.store, int(params["transaction_id"]))
 
     def get_duplicate_stats(self) -> dict[str, Any]:
-        return dupstore.stats(self.db)
+        return dupstore.stats(self.store)
 
 
 def _charts() -> Any:

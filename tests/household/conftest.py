@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import Row, text
 
 from handlers.household import HouseholdHandlers, create
 from kumitate.context import CallContext
 from kumitate.settings import Settings
+from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir  # noqa: F401  (fixtures)
 
 HEADER = ["計算対象", "日付", "内容", "金額（円）", "保有金融機関", "大項目", "中項目", "メモ", "振替", "ID"]
 
@@ -83,20 +86,44 @@ def ctx() -> CallContext:
     return CallContext(service="household", tool="test", transport="test", run_id="run", trace_id="trace")
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """'' (the embedded SQLite file under tmp_path/var) or a fresh PostgreSQL database per test."""
+    if request.param == "sqlite":
+        return ""
+    return fresh_pg_database(request.getfixturevalue("postgres_url"), tmp_path.name)
+
+
 @pytest.fixture
-def make_service(tmp_path: Path) -> Callable[..., HouseholdHandlers]:
-    """A service over an empty sample dir plus `data_dir` (HOUSEHOLD_DATA_DIR), state under tmp_path."""
+def make_service(tmp_path: Path, database_url: str) -> Iterator[Callable[..., HouseholdHandlers]]:
+    """A service over an empty sample dir plus `data_dir` (HOUSEHOLD_DATA_DIR), state under tmp_path, on the
+    engine of `database_url` (every service made in one test shares that database, as a restart would)."""
+    made: list[HouseholdHandlers] = []
 
     def _make(data_dir: Path | None = None, **env: str) -> HouseholdHandlers:
         samples = tmp_path / "samples"
         (samples / "household").mkdir(parents=True, exist_ok=True)
         settings = Settings(data_dir=tmp_path / "var", sample_dir=samples, public_base_url="http://127.0.0.1:8000")
-        full_env = dict(env)
+        full_env = {"KUMITATE_DATABASE_URL": database_url, **env}
         if data_dir is not None:
             full_env["HOUSEHOLD_DATA_DIR"] = str(data_dir)
-        return create(settings, env=full_env)
+        made.append(create(settings, env=full_env))
+        return made[-1]
 
-    return _make
+    yield _make
+    for service in made:
+        service.close()
+
+
+def sql(svc: HouseholdHandlers, statement: str, **params: Any) -> list[Row[Any]]:
+    """Run one SQL statement on the service's database, committed; the rows when it returns any."""
+    with svc.core.store.database.engine.begin() as conn:
+        result = conn.execute(text(statement), params)
+        return list(result.all()) if result.returns_rows else []
+
+
+def is_sqlite(svc: HouseholdHandlers) -> bool:
+    return svc.core.store.dialect == "sqlite"
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from handlers.household.duplicates import Item, Options, find_candidates, find_candidates_pairwise, similarity
 from kumitate.errors import ToolError
 
-from .conftest import row, write_export
+from .conftest import row, sql, write_export
 
 
 def test_similarity_scores() -> None:
@@ -161,12 +161,12 @@ def test_confirm_is_atomic_and_errors(dup_service, ctx) -> None:
     svc.detect_duplicates({}, ctx)
     svc.confirm_duplicate({"check_id": 1, "decision": "duplicate"}, ctx)
     # a second pair marking the same transaction → CONFLICT, and nothing of it is kept
-    with svc.core.db.connect() as con:
-        con.execute(
-            "INSERT INTO duplicate_checks (transaction_id_1, transaction_id_2, detection_date_tolerance, "
-            "detection_amount_tolerance_abs, detection_amount_tolerance_pct, similarity_score) "
-            "VALUES (3, 2, 5, 0, 0, 0.5)"
-        )
+    sql(
+        svc,
+        "INSERT INTO household_duplicate_checks (transaction_id_1, transaction_id_2, detection_date_tolerance, "
+        "detection_amount_tolerance_abs, detection_amount_tolerance_pct, similarity_score) "
+        "VALUES (3, 2, 5, 0, 0, 0.5)",
+    )
     with pytest.raises(ToolError) as err:
         svc.confirm_duplicate({"check_id": 2, "decision": "duplicate"}, ctx)
     assert err.value.code == "CONFLICT"
