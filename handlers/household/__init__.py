@@ -11,10 +11,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kumitate.cache import RedisCache, SharedCache
 from kumitate.context import Attachment, CallContext
 from kumitate.deploy import DeploySettings
 from kumitate.settings import Settings
 from kumitate.storage import Database, open_database
+from kumitate.storage import redis as shared_redis
 
 from .dupstore import MAX_STORED_CANDIDATES
 from .service import HouseholdCore, Result
@@ -43,15 +45,14 @@ def _with_extras(result: Result, ctx: CallContext) -> dict[str, Any]:
 class HouseholdHandlers:
     """One method per tool and per resource of specs/household."""
 
-    def __init__(self, core: HouseholdCore, owned: Database | None = None) -> None:
+    def __init__(self, core: HouseholdCore, owned: list[Any] | None = None) -> None:
         self.core = core
-        self._owned = owned
+        self._owned = owned or []
 
     def close(self) -> None:
-        """Release the database this service opened itself (not one it was given)."""
-        if self._owned is not None:
-            self._owned.close()
-            self._owned = None
+        """Release the database and Redis connections this service opened itself (not those it was given)."""
+        while self._owned:
+            self._owned.pop().close()
 
     # tools
     def import_household_data(self, input: Any, ctx: CallContext) -> dict[str, Any]:
@@ -111,21 +112,35 @@ def data_dirs(settings: Settings, env: dict[str, str] | None = None) -> list[Pat
 
 
 def create(
-    settings: Settings, env: dict[str, str] | None = None, *, database: Database | None = None
+    settings: Settings,
+    env: dict[str, str] | None = None,
+    *,
+    database: Database | None = None,
+    shared: SharedCache | None = None,
 ) -> HouseholdHandlers:
-    """Open the storage layer's database (KUMITATE_DATABASE_URL, else var/kumitate.sqlite3) unless one is
-    given, copy a household.db of an earlier release into it once, and import every export found."""
+    """Open the storage layer's database (KUMITATE_DATABASE_URL, else var/kumitate.sqlite3) and, with
+    KUMITATE_REDIS_URL, the shared chart cache, unless they are given; copy a household.db of an earlier
+    release into the database once, and import every export found."""
     env = dict(os.environ) if env is None else env
     ttl = float(env.get("HOUSEHOLD_CHART_TTL_SECONDS", "3600"))
     max_candidates = int(env.get("HOUSEHOLD_MAX_CANDIDATES", str(MAX_STORED_CANDIDATES)))
-    owned = None if database is not None else open_database(settings.data_dir, DeploySettings.from_env(env))
+    deploy = DeploySettings.from_env(env)
+    owned: list[Any] = []
+    if database is None:
+        database = open_database(settings.data_dir, deploy)
+        owned.append(database)
+    if shared is None and deploy.redis_url:
+        client = shared_redis.connect(deploy.redis_url)
+        owned.append(client)
+        shared = RedisCache(client)
     core = HouseholdCore(
-        database if database is not None else owned,  # type: ignore[arg-type]  # one of the two is set
+        database,
         settings.service_dir(SERVICE),
         data_dirs(settings, env),
         settings.public_base_url,
         chart_ttl_seconds=ttl,
         sample_dir=settings.sample_dir / SERVICE,
         max_candidates=max_candidates,
+        shared=shared,
     )
     return HouseholdHandlers(core, owned)

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from kumitate.cache import SharedCache
 from kumitate.context import public_url
 from kumitate.storage import Database
 
@@ -65,10 +66,12 @@ class HouseholdCore:
         chart_ttl_seconds: float = 3600.0,
         sample_dir: Path | None = None,
         max_candidates: int = dupstore.MAX_STORED_CANDIDATES,
+        shared: SharedCache | None = None,
     ) -> None:
         """`sample_dir`: the bundled samples; when it is not among `data_dirs` its stored rows are removed.
 
         `max_candidates`: duplicate candidates stored per detection run (the best by score).
+        `shared`: kumitate's shared cache (Redis), so that every instance serves every chart.
         """
         self.max_candidates = max(1, max_candidates)
         self.state_dir = state_dir
@@ -77,7 +80,7 @@ class HouseholdCore:
         self.public_base_url = public_base_url.rstrip("/")
         self.store = Store(database)
         legacy.migrate(self.store, state_dir)
-        self.charts = ChartCache(state_dir / "charts", ttl_seconds=chart_ttl_seconds)
+        self.charts = ChartCache(state_dir / "charts", ttl_seconds=chart_ttl_seconds, shared=shared)
         self.startup_report = self.import_data()
 
     # ---------------------------------------------------------------- import
