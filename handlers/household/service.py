@@ -37,6 +37,14 @@ PIE_SLICES = 8
 ADMIN_SCOPES = frozenset({"admin", "*"})
 
 
+@dataclass(frozen=True, slots=True)
+class ChartRequest:
+    """output_format=image: the chart type and size asked for (None: the tool's default)."""
+
+    kind: str | None = None
+    size: str | None = None
+
+
 @dataclass
 class Result:
     """A tool's structured output plus what the transport adds beside it."""
@@ -150,8 +158,7 @@ class HouseholdCore:
         return found[0]
 
     # ------------------------------------------------------------ monthly
-    def monthly_household(self, params: dict[str, Any], owner: str) -> Result:
-        year, month = int(params["year"]), int(params["month"])
+    def monthly_household(self, year: int, month: int, chart: ChartRequest | None, owner: str) -> Result:
         if not 1 <= month <= 12:
             raise problems.invalid(f"month は 1〜12 で指定してください: {month}")
         m = months.index(year, month)
@@ -189,9 +196,9 @@ class HouseholdCore:
             "text": "\n".join(lines),
         }
         result = Result(data)
-        if params.get("output_format") == "image":
-            kind = params.get("graph_type") or "pie"
-            width, height = parse_image_size(params.get("image_size") or "800x600")
+        if chart is not None:
+            kind = chart.kind or "pie"
+            width, height = parse_image_size(chart.size or "800x600")
             if total <= 0:  # e.g. a month with income only: nothing to draw (a pie of zeros cannot be drawn)
                 result.warnings.append(f"{months.jp(m)}は支出がないため、グラフは作成しませんでした")
                 return result
@@ -213,19 +220,25 @@ class HouseholdCore:
         return result
 
     # -------------------------------------------------------------- trend
-    def category_trend(self, params: dict[str, Any], owner: str) -> Result:
+    def category_trend(
+        self,
+        category: str | None,
+        start_month: str | None,
+        end_month: str | None,
+        chart: ChartRequest | None,
+        owner: str,
+    ) -> Result:
         with self.store.read() as con:
             data_months = queries.data_months(con)
             if not data_months:
                 raise problems.data_not_found("取引データがありません")
-            start, end, asked = self._window(params, data_months)
+            start, end, asked = self._window(start_month, end_month, data_months)
             present = set(data_months)
             if not any(start <= m <= end for m in present):
                 raise problems.insufficient(
                     f"{months.jp(start)}〜{months.jp(end)}（データがあるのは "
                     f"{months.jp(data_months[0])}〜{months.jp(data_months[-1])}）"
                 )
-            category = params.get("category")
             level = "major"
             if category is not None:
                 found = queries.expense_level(con, category)
@@ -250,9 +263,9 @@ class HouseholdCore:
             "text": text,
         }
         result = Result(data)
-        if params.get("output_format") == "image":
-            kind = params.get("graph_type") or "line"
-            width, height = parse_image_size(params.get("image_size") or "800x600")
+        if chart is not None:
+            kind = chart.kind or "line"
+            width, height = parse_image_size(chart.size or "800x600")
             if not blocks:
                 result.warnings.append("対象期間に支出がないため、グラフは作成しませんでした")
                 return result
@@ -272,11 +285,11 @@ class HouseholdCore:
             )
         return result
 
-    def _window(self, params: dict[str, Any], data_months: list[int]) -> tuple[int, int, int]:
+    def _window(self, start_month: str | None, end_month: str | None, data_months: list[int]) -> tuple[int, int, int]:
         """(start, end, months asked for). A default start is the 12th month back, clamped to the first data."""
         try:
-            end = months.parse(params["end_month"]) if params.get("end_month") else None
-            start = months.parse(params["start_month"]) if params.get("start_month") else None
+            end = months.parse(end_month) if end_month else None
+            start = months.parse(start_month) if start_month else None
         except ValueError as exc:
             raise problems.invalid(f"月は YYYY-MM 形式で指定してください: {exc}") from None
         if end is None:
@@ -404,14 +417,8 @@ class HouseholdCore:
         }
 
     # ---------------------------------------------------------- duplicates
-    def detect_duplicates(self, params: dict[str, Any]) -> Result:
-        opts = Options(
-            date_tolerance_days=int(params.get("date_tolerance_days", 0)),
-            amount_tolerance_abs=float(params.get("amount_tolerance_abs", 0.0)),
-            amount_tolerance_pct=float(params.get("amount_tolerance_pct", 0.0)),
-            min_similarity_score=float(params.get("min_similarity_score", 0.8)),
-        )
-        result = Result(dupstore.detect(self.store, opts, params.get("transaction_ids"), self.max_candidates))
+    def detect_duplicates(self, opts: Options, transaction_ids: list[int] | None) -> Result:
+        result = Result(dupstore.detect(self.store, opts, transaction_ids, self.max_candidates))
         if result.data["candidates_truncated"]:
             result.warnings.append(
                 f"重複候補が{result.data['candidates_count']}件見つかったため、スコアの高い"
@@ -419,23 +426,6 @@ class HouseholdCore:
                 "min_similarity_score を上げてください"
             )
         return result
-
-    def list_duplicate_candidates(self, params: dict[str, Any]) -> dict[str, Any]:
-        return dupstore.list_candidates(
-            self.store, int(params.get("limit", 10)), bool(params.get("skip_checked", True))
-        )
-
-    def get_duplicate_candidate_detail(self, params: dict[str, Any]) -> dict[str, Any]:
-        return dupstore.detail(self.store, int(params["check_id"]))
-
-    def confirm_duplicate(self, params: dict[str, Any]) -> dict[str, Any]:
-        return dupstore.confirm(self.store, int(params["check_id"]), str(params["decision"]))
-
-    def restore_duplicate(self, params: dict[str, Any]) -> dict[str, Any]:
-        return dupstore.restore(self.store, int(params["transaction_id"]))
-
-    def get_duplicate_stats(self) -> dict[str, Any]:
-        return dupstore.stats(self.store)
 
 
 def _charts() -> Any:

@@ -14,6 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from kumitate.context import commit_gate
 from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
+from kumitate.faults import STORAGE_RETRY_AFTER_MS
 from kumitate.storage import engine as engines
 from kumitate.storage import migrate
 
@@ -77,6 +78,7 @@ def _unavailable_as_tool_error() -> Iterator[None]:
         raise ToolError(
             f"storage is unavailable ({type(error.orig).__name__ if error.orig else 'connection lost'}); retry shortly",
             code="STORAGE_UNAVAILABLE",
+            details={"retry_after_ms": STORAGE_RETRY_AFTER_MS},  # Retry-After, as for any other storage failure
         ) from error
 
 
