@@ -20,10 +20,11 @@ from kumitate.settings import Settings
 from kumitate.storage import Database, open_database
 from kumitate.storage import redis as shared_redis
 
-from . import dupstore
+from . import dupstore, monthly, trend_report
+from .chartout import ChartRequest, Result
 from .duplicates import Options
 from .dupstore import MAX_STORED_CANDIDATES
-from .service import ChartRequest, HouseholdCore, Result
+from .service import HouseholdCore
 
 SERVICE = "household"
 
@@ -63,14 +64,14 @@ class HouseholdHandlers:
     def get_monthly_household(
         self, input: models.GetMonthlyHouseholdInput, ctx: CallContext
     ) -> models.GetMonthlyHouseholdOutput:
-        result = self.core.monthly_household(input.year, input.month, _chart(input), ctx.principal.id)
+        result = monthly.get_monthly_household(self.core, input.year, input.month, _chart(input), ctx.principal.id)
         return models.GetMonthlyHouseholdOutput.model_validate(_with_extras(result, ctx))
 
     def get_category_trend(
         self, input: models.GetCategoryTrendInput, ctx: CallContext
     ) -> models.GetCategoryTrendOutput:
-        result = self.core.category_trend(
-            input.category, input.start_month, input.end_month, _chart(input), ctx.principal.id
+        result = trend_report.get_category_trend(
+            self.core, input.category, input.start_month, input.end_month, _chart(input), ctx.principal.id
         )
         return models.GetCategoryTrendOutput.model_validate(_with_extras(result, ctx))
 
@@ -117,7 +118,7 @@ class HouseholdHandlers:
         return models.AvailableMonthsResource.model_validate(self.core.available_months())
 
     def read_category_trend_summary(self, ctx: CallContext) -> models.CategoryTrendSummaryResource:
-        return models.CategoryTrendSummaryResource.model_validate(self.core.category_trend_summary())
+        return models.CategoryTrendSummaryResource.model_validate(trend_report.category_trend_summary(self.core))
 
     def read_chart(self, ctx: CallContext, chart_id: str) -> bytes:
         return self.core.chart_png(chart_id, ctx.principal.id, ctx.principal.scopes)

@@ -14,8 +14,8 @@ import pytest
 from PIL import Image, ImageStat
 
 from handlers.household.chart_cache import ChartCache
+from handlers.household.chartout import parse_image_size
 from handlers.household.charts import font_path
-from handlers.household.service import parse_image_size
 from kumitate.context import CallContext, Principal
 from kumitate.errors import ToolError
 
