@@ -1,6 +1,6 @@
 """Duplicate checks in the household store: record candidates, user decisions, restore (seed §10.5–10.8).
 
-Confirming and restoring each run in one serialised write (db.Store.write),
+Confirming and restoring each run in one serialised write (store.Store.write),
 so a check's decision and the transaction's flag never disagree.
 
 Each detection run replaces the undecided candidates: pending checks (no
@@ -20,9 +20,9 @@ from sqlalchemy import Connection, RowMapping, delete, func, select, update
 from kumitate.context import progress
 
 from . import problems
-from .db import Store, chunks, refresh_aggregates, t
 from .duplicates import Item, Options, find_candidates, search
 from .queries import transaction
+from .store import Store, chunks, refresh_aggregates, t
 from .tables import checks, now
 
 c = checks

@@ -52,8 +52,8 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select,
 from kumitate.context import progress
 
 from .csvfile import RowError, RowTuple, read_tuples
-from .db import Store, chunks, refresh_aggregates, t
 from .identity import Plan, Stored, plan
+from .store import Store, chunks, refresh_aggregates, t
 from .tables import checks, now
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Read-side queries: months with data, the category tree, monthly sums, a month's rows.
 
-Every query goes through db.ACTIVE / db.EXPENSE / db.INCOME, so duplicates marked by the user
+Every query goes through store.ACTIVE / store.EXPENSE / store.INCOME, so duplicates marked by the user
 are excluded everywhere. Names are sorted in Python, not by the database: PostgreSQL's collation
 would order Japanese text differently from SQLite, and answers must not depend on the engine.
 """
@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, case, func, select
 
 from . import months
-from .db import ACTIVE, EXPENSE, INCOME, t
+from .store import ACTIVE, EXPENSE, INCOME, t
 from .tables import active_months
 from .tables import monthly_spending as ms
 

@@ -18,9 +18,9 @@ from kumitate.storage import Database
 from . import dupstore, legacy, months, problems, queries
 from .chart_cache import ChartCache
 from .chartout import Result
-from .db import Store, t
 from .duplicates import Options
 from .importer import find_files, import_files
+from .store import Store, t
 
 log = logging.getLogger(__name__)
 

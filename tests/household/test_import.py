@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import insert
 
 from handlers.household.csvfile import read_tuples
-from handlers.household.db import refresh_aggregates
 from handlers.household.importer import _values
+from handlers.household.store import refresh_aggregates
 from handlers.household.tables import transactions
 
 from .conftest import HEADER, row, sql, write_export
