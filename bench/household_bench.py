@@ -19,15 +19,41 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from handlers.household import create  # noqa: E402
+from generated.household.bindings import SERVICE  # noqa: E402
+from handlers.household import create as create_handlers  # noqa: E402
 from handlers.household.duplicates import Options, find_candidates, find_candidates_pairwise  # noqa: E402
 from handlers.household.dupstore import load_items  # noqa: E402
 from kumitate.context import CallContext  # noqa: E402
 from kumitate.settings import Settings  # noqa: E402
+
+TOOLS = {tool.name: tool for tool in SERVICE.tools}
+
+
+class Wire:
+    """The service as the pipeline drives it: JSON data in (validated into the tool's input model), the output
+    model dumped to JSON data out, so the figures include what every call pays for its types."""
+
+    def __init__(self, handlers: Any) -> None:
+        self.handlers, self.core = handlers, handlers.core
+
+    def __getattr__(self, tool: str) -> Any:
+        binding = TOOLS[tool]
+
+        def call(data: dict[str, Any], ctx: CallContext) -> Any:
+            out = getattr(self.handlers, tool)(binding.input_model.model_validate(data), ctx)
+            return out.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+        return call
+
+
+def create(settings: Settings, env: dict[str, str]) -> Wire:
+    return Wire(create_handlers(settings, env=env))
+
 
 spec = importlib.util.spec_from_file_location("hh_generate", ROOT / "data" / "household" / "generate.py")
 assert spec and spec.loader
@@ -148,7 +174,7 @@ def main() -> None:
 
     realistic_detection(tmp, ctx, fuzzy)
 
-    with svc.core.db.connect() as con:  # type: ignore[attr-defined]
+    with svc.core.store.read() as con:  # type: ignore[attr-defined]
         items = load_items(con, None)
     fuzzy_opts = Options(date_tolerance_days=2, amount_tolerance_abs=100, min_similarity_score=0.8)
     cases = [("exact", Options()), ("±2 days ±100 yen", fuzzy_opts)]

@@ -1,34 +1,39 @@
 """household: 家計簿 analysis over MoneyForward ME CSV exports (seed 003).
 
-The thin adapter between the generated models / CallContext and the domain core
-(service.HouseholdCore). Tool inputs are never logged: they can hold a
-person's spending.
+The thin adapter between the generated models / CallContext and the domain code: it takes each
+tool's generated input model, calls the core (service.HouseholdCore, dupstore) with plain typed
+arguments, and returns the tool's generated output model; failures are generated error classes
+(problems.py). Tool inputs are never logged: they can hold a person's spending.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from generated.household import models
+from kumitate.cache import RedisCache, SharedCache
 from kumitate.context import Attachment, CallContext
+from kumitate.deploy import DeploySettings
 from kumitate.settings import Settings
+from kumitate.storage import Database, open_database
+from kumitate.storage import redis as shared_redis
 
+from . import dupstore, monthly, trend_report
+from .chartout import ChartRequest, Result
+from .duplicates import Options
 from .dupstore import MAX_STORED_CANDIDATES
-from .service import HouseholdCore, Result
-
-if TYPE_CHECKING:  # generated later by the lead's codegen
-    from pydantic import BaseModel
+from .service import HouseholdCore
 
 SERVICE = "household"
 
 
-def _args(model: BaseModel | dict[str, Any] | None) -> dict[str, Any]:
-    if model is None:
-        return {}
-    if isinstance(model, dict):
-        return {k: v for k, v in model.items() if v is not None}
-    return model.model_dump(mode="json", exclude_none=True)
+def _chart(input: models.GetMonthlyHouseholdInput | models.GetCategoryTrendInput) -> ChartRequest | None:
+    """The chart asked for, or None for a text answer."""
+    if input.output_format is None or input.output_format.value != "image":
+        return None
+    return ChartRequest(input.graph_type.value if input.graph_type else None, input.image_size)
 
 
 def _with_extras(result: Result, ctx: CallContext) -> dict[str, Any]:
@@ -39,48 +44,81 @@ def _with_extras(result: Result, ctx: CallContext) -> dict[str, Any]:
 
 
 class HouseholdHandlers:
-    """One method per tool and per resource of specs/household."""
+    """One method per tool and per resource of specs/household, named as the tool."""
 
-    def __init__(self, core: HouseholdCore) -> None:
+    def __init__(self, core: HouseholdCore, owned: list[Any] | None = None) -> None:
         self.core = core
+        self._owned = owned or []
+
+    def close(self) -> None:
+        """Release the database and Redis connections this service opened itself (not those it was given)."""
+        while self._owned:
+            self._owned.pop().close()
 
     # tools
-    def import_household_data(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return self.core.import_data()
+    def import_household_data(
+        self, input: models.ImportHouseholdDataInput, ctx: CallContext
+    ) -> models.ImportHouseholdDataOutput:
+        return models.ImportHouseholdDataOutput.model_validate(self.core.import_data())
 
-    def get_monthly_household(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return _with_extras(self.core.monthly_household(_args(input), ctx.principal.id), ctx)
+    def get_monthly_household(
+        self, input: models.GetMonthlyHouseholdInput, ctx: CallContext
+    ) -> models.GetMonthlyHouseholdOutput:
+        result = monthly.get_monthly_household(self.core, input.year, input.month, _chart(input), ctx.principal.id)
+        return models.GetMonthlyHouseholdOutput.model_validate(_with_extras(result, ctx))
 
-    def get_category_trend(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return _with_extras(self.core.category_trend(_args(input), ctx.principal.id), ctx)
+    def get_category_trend(
+        self, input: models.GetCategoryTrendInput, ctx: CallContext
+    ) -> models.GetCategoryTrendOutput:
+        result = trend_report.get_category_trend(
+            self.core, input.category, input.start_month, input.end_month, _chart(input), ctx.principal.id
+        )
+        return models.GetCategoryTrendOutput.model_validate(_with_extras(result, ctx))
 
-    def detect_duplicates(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return _with_extras(self.core.detect_duplicates(_args(input)), ctx)
+    def detect_duplicates(self, input: models.DetectDuplicatesInput, ctx: CallContext) -> models.DetectDuplicatesOutput:
+        opts = Options(
+            date_tolerance_days=input.date_tolerance_days,
+            amount_tolerance_abs=input.amount_tolerance_abs,
+            amount_tolerance_pct=input.amount_tolerance_pct,
+            min_similarity_score=input.min_similarity_score,
+        )
+        ids = [i.root for i in input.transaction_ids] if input.transaction_ids else None
+        result = self.core.detect_duplicates(opts, ids)
+        return models.DetectDuplicatesOutput.model_validate(_with_extras(result, ctx))
 
-    def list_duplicate_candidates(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return self.core.list_duplicate_candidates(_args(input))
+    def list_duplicate_candidates(
+        self, input: models.ListDuplicateCandidatesInput, ctx: CallContext
+    ) -> models.ListDuplicateCandidatesOutput:
+        listed = dupstore.list_candidates(self.core.store, input.limit, input.skip_checked)
+        return models.ListDuplicateCandidatesOutput.model_validate(listed)
 
-    def get_duplicate_candidate_detail(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return self.core.get_duplicate_candidate_detail(_args(input))
+    def get_duplicate_candidate_detail(
+        self, input: models.GetDuplicateCandidateDetailInput, ctx: CallContext
+    ) -> models.GetDuplicateCandidateDetailOutput:
+        detail = dupstore.detail(self.core.store, input.check_id)
+        return models.GetDuplicateCandidateDetailOutput.model_validate(detail)
 
-    def confirm_duplicate(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return self.core.confirm_duplicate(_args(input))
+    def confirm_duplicate(self, input: models.ConfirmDuplicateInput, ctx: CallContext) -> models.ConfirmDuplicateOutput:
+        confirmed = dupstore.confirm(self.core.store, input.check_id, input.decision.value)
+        return models.ConfirmDuplicateOutput.model_validate(confirmed)
 
-    def restore_duplicate(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return self.core.restore_duplicate(_args(input))
+    def restore_duplicate(self, input: models.RestoreDuplicateInput, ctx: CallContext) -> models.RestoreDuplicateOutput:
+        return models.RestoreDuplicateOutput.model_validate(dupstore.restore(self.core.store, input.transaction_id))
 
-    def get_duplicate_stats(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return self.core.get_duplicate_stats()
+    def get_duplicate_stats(
+        self, input: models.GetDuplicateStatsInput, ctx: CallContext
+    ) -> models.GetDuplicateStatsOutput:
+        return models.GetDuplicateStatsOutput.model_validate(dupstore.stats(self.core.store))
 
     # resources
-    def read_category_hierarchy(self, ctx: CallContext) -> dict[str, Any]:
-        return self.core.category_hierarchy()
+    def read_category_hierarchy(self, ctx: CallContext) -> models.CategoryHierarchyResource:
+        return models.CategoryHierarchyResource.model_validate(self.core.category_hierarchy())
 
-    def read_available_months(self, ctx: CallContext) -> dict[str, Any]:
-        return self.core.available_months()
+    def read_available_months(self, ctx: CallContext) -> models.AvailableMonthsResource:
+        return models.AvailableMonthsResource.model_validate(self.core.available_months())
 
-    def read_category_trend_summary(self, ctx: CallContext) -> dict[str, Any]:
-        return self.core.category_trend_summary()
+    def read_category_trend_summary(self, ctx: CallContext) -> models.CategoryTrendSummaryResource:
+        return models.CategoryTrendSummaryResource.model_validate(trend_report.category_trend_summary(self.core))
 
     def read_chart(self, ctx: CallContext, chart_id: str) -> bytes:
         return self.core.chart_png(chart_id, ctx.principal.id, ctx.principal.scopes)
@@ -101,17 +139,36 @@ def data_dirs(settings: Settings, env: dict[str, str] | None = None) -> list[Pat
     return [settings.sample_dir / SERVICE, *extra] if keep_samples else extra
 
 
-def create(settings: Settings, env: dict[str, str] | None = None) -> HouseholdHandlers:
-    """Open (or create) var/household/household.db and import every export found; fast on later starts."""
+def create(
+    settings: Settings,
+    env: dict[str, str] | None = None,
+    *,
+    database: Database | None = None,
+    shared: SharedCache | None = None,
+) -> HouseholdHandlers:
+    """Open the storage layer's database (KUMITATE_DATABASE_URL, else var/kumitate.sqlite3) and, with
+    KUMITATE_REDIS_URL, the shared chart cache, unless they are given; copy a household.db of an earlier
+    release into the database once, and import every export found."""
     env = dict(os.environ) if env is None else env
     ttl = float(env.get("HOUSEHOLD_CHART_TTL_SECONDS", "3600"))
     max_candidates = int(env.get("HOUSEHOLD_MAX_CANDIDATES", str(MAX_STORED_CANDIDATES)))
+    deploy = DeploySettings.from_env(env)
+    owned: list[Any] = []
+    if database is None:
+        database = open_database(settings.data_dir, deploy)
+        owned.append(database)
+    if shared is None and deploy.redis_url:
+        client = shared_redis.connect(deploy.redis_url)
+        owned.append(client)
+        shared = RedisCache(client)
     core = HouseholdCore(
+        database,
         settings.service_dir(SERVICE),
         data_dirs(settings, env),
         settings.public_base_url,
         chart_ttl_seconds=ttl,
         sample_dir=settings.sample_dir / SERVICE,
         max_candidates=max_candidates,
+        shared=shared,
     )
-    return HouseholdHandlers(core)
+    return HouseholdHandlers(core, owned)

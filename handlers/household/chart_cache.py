@@ -1,4 +1,6 @@
-"""A TTL cache for chart PNGs: in memory, mirrored to files so a restart or another worker can serve them.
+"""A TTL cache for chart PNGs: in memory, mirrored to files so a restart or another worker can serve them,
+and, when Redis is configured (KUMITATE_REDIS_URL), to kumitate's shared cache, so that a chart rendered
+by one instance is served by every other (each instance has its own data directory).
 
 Each chart belongs to the principals whose calls rendered it (issue 21): their ids
 are kept beside the PNG (`<id>.owners`, a JSON list) and returned with it. Ids are
@@ -17,13 +19,22 @@ import threading
 import time
 from pathlib import Path
 
+from kumitate.cache import SharedCache
+
 ID_RE = re.compile(r"^[0-9a-f]{32}$")
+SHARED_PREFIX = "household:chart:"
 
 
 class ChartCache:
     def __init__(
-        self, directory: Path, ttl_seconds: float = 3600.0, max_items: int = 200, clock: object = time.time
+        self,
+        directory: Path,
+        ttl_seconds: float = 3600.0,
+        max_items: int = 200,
+        clock: object = time.time,
+        shared: SharedCache | None = None,
     ) -> None:
+        self.shared = shared
         self.directory = directory
         self.ttl = ttl_seconds
         self.max_items = max_items
@@ -45,6 +56,8 @@ class ChartCache:
             self._write(self.directory / f"{chart_id}.owners", json.dumps(sorted(owners)).encode())
             self._write(self.directory / f"{chart_id}.png", png)
             self._evict(now)
+        if self.shared is not None:  # one value: the owners travel with the PNG, never apart
+            self.shared.set(SHARED_PREFIX + chart_id, _pack(owners, png), self.ttl)
         return chart_id
 
     def _owners_locked(self, chart_id: str, now: float) -> frozenset[str]:
@@ -52,6 +65,9 @@ class ChartCache:
         hit = self._memory.get(chart_id)
         if hit is not None and now - hit[0] <= self.ttl:
             return hit[2]
+        found = self._shared_get(chart_id)
+        if found is not None:
+            return found[1]
         try:
             if now - (self.directory / f"{chart_id}.png").stat().st_mtime > self.ttl:
                 return frozenset()
@@ -82,6 +98,10 @@ class ChartCache:
                 if now - hit[0] <= self.ttl:
                     return hit[1], hit[2]
                 self._memory.pop(chart_id, None)
+            found = self._shared_get(chart_id)
+            if found is not None:
+                self._memory[chart_id] = (now, *found)
+                return found
             path = self.directory / f"{chart_id}.png"
             try:
                 created = path.stat().st_mtime
@@ -94,6 +114,16 @@ class ChartCache:
                 return None
             self._memory[chart_id] = (created, data, owners)
             return data, owners
+
+    def _shared_get(self, chart_id: str) -> tuple[bytes, frozenset[str]] | None:
+        """(PNG, owners) from the shared cache (Redis expires it), or None."""
+        if self.shared is None:
+            return None
+        value = self.shared.get(SHARED_PREFIX + chart_id)
+        try:
+            return _unpack(value) if value is not None else None
+        except ValueError:
+            return None
 
     def _unlink(self, chart_id: str) -> None:
         for suffix in (".png", ".owners"):
@@ -111,3 +141,16 @@ class ChartCache:
                     self._unlink(path.stem)
             except OSError:
                 continue
+
+
+def _pack(owners: frozenset[str], png: bytes) -> bytes:
+    """The owners as one JSON line (JSON never holds a raw newline), then the PNG."""
+    return json.dumps(sorted(owners)).encode() + b"\n" + png
+
+
+def _unpack(value: bytes) -> tuple[bytes, frozenset[str]]:
+    head, sep, png = value.partition(b"\n")
+    owners = json.loads(head) if sep else None
+    if not isinstance(owners, list) or not all(isinstance(o, str) for o in owners):
+        raise ValueError("not a packed chart")
+    return png, frozenset(owners)

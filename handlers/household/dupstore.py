@@ -1,6 +1,6 @@
-"""Duplicate checks in SQLite: record candidates, user decisions, restore (seed §10.5–10.8).
+"""Duplicate checks in the household store: record candidates, user decisions, restore (seed §10.5–10.8).
 
-Confirming and restoring each run in one SQLite transaction (BEGIN IMMEDIATE),
+Confirming and restoring each run in one serialised write (store.Store.write),
 so a check's decision and the transaction's flag never disagree.
 
 Each detection run replaces the undecided candidates: pending checks (no
@@ -12,20 +12,22 @@ of an earlier, looser run disappear once a stricter one is run. Decided checks
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import date
-from itertools import repeat
 from typing import Any
+
+from sqlalchemy import Connection, RowMapping, delete, func, select, update
 
 from kumitate.context import progress
 
 from . import problems
-from .db import Database, refresh_aggregates
 from .duplicates import Item, Options, find_candidates, search
 from .queries import transaction
+from .store import Store, chunks, refresh_aggregates, t
+from .tables import checks, now
 
+c = checks
 DECISIONS = ("duplicate", "not_duplicate", "skip")
-#: SQLite INTEGER: an id outside this range names no row (and sqlite3 would raise OverflowError binding it)
+#: a 64-bit INTEGER: an id outside this range names no row (and the drivers refuse to bind it)
 MAX_ID = 2**63 - 1
 
 
@@ -36,64 +38,47 @@ def _stored_id(value: int, kind: str) -> int:
     return value
 
 
-UPSERT = """
-INSERT INTO duplicate_checks (transaction_id_1, transaction_id_2, detection_date_tolerance,
-    detection_amount_tolerance_abs, detection_amount_tolerance_pct, similarity_score)
-VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT(transaction_id_1, transaction_id_2) DO UPDATE SET
-    detection_date_tolerance = excluded.detection_date_tolerance,
-    detection_amount_tolerance_abs = excluded.detection_amount_tolerance_abs,
-    detection_amount_tolerance_pct = excluded.detection_amount_tolerance_pct,
-    similarity_score = excluded.similarity_score,
-    detected_at = CURRENT_TIMESTAMP
-WHERE duplicate_checks.user_decision IS NULL
-"""
-
-
-def _refresh_month_of(con: sqlite3.Connection, tid: int) -> None:
-    day = con.execute("SELECT date FROM transactions WHERE id = ?", (tid,)).fetchone()[0]
+def _refresh_month_of(con: Connection, tid: int) -> None:
+    day = con.scalar(select(t.c.date).where(t.c.id == tid))
     refresh_aggregates(con, str(day)[:7])
 
 
-def load_columns(con: sqlite3.Connection, ids: list[int] | None) -> tuple[list[int], list[int], list[int], list[int]]:
+def load_columns(con: Connection, ids: list[int] | None) -> tuple[list[int], list[int], list[int], list[int]]:
     """(ids, days as date.toordinal(), amounts, is_transfer) of the transactions not marked as duplicates.
 
     is_transfer is the kind the search pairs within: a 振替 row is only compared with 振替 rows.
     """
-    cur = con.cursor()
-    cur.row_factory = None  # plain tuples
-    rows = cur.execute(
-        "SELECT id, date, amount, COALESCE(is_transfer, 0) FROM transactions WHERE is_duplicate = 0"
-    ).fetchall()
+    rows = con.execute(
+        select(t.c.id, t.c.date, t.c.amount, func.coalesce(t.c.is_transfer, 0)).where(t.c.is_duplicate == 0)
+    ).all()
     if ids:
         wanted = set(ids)
         rows = [r for r in rows if r[0] in wanted]
     if not rows:
         return [], [], [], []
-    tids, dates, amounts, kinds = (list(c) for c in zip(*rows, strict=True))
+    tids, dates, amounts, kinds = (list(col) for col in zip(*rows, strict=True))
     ordinals = {d: date.fromisoformat(d).toordinal() for d in set(dates)}  # a few thousand distinct dates
     return tids, [ordinals[d] for d in dates], [int(a) for a in amounts], [int(k) for k in kinds]
 
 
-def load_items(con: sqlite3.Connection, ids: list[int] | None) -> list[Item]:
-    return [Item(*t) for t in zip(*load_columns(con, ids), strict=True)]
+def load_items(con: Connection, ids: list[int] | None) -> list[Item]:
+    return [Item(*row) for row in zip(*load_columns(con, ids), strict=True)]
 
 
-def _remove_stale(con: sqlite3.Connection, ids: list[int] | None, id_1: list[int], id_2: list[int]) -> int:
+def _remove_stale(con: Connection, ids: list[int] | None, id_1: list[int], id_2: list[int]) -> int:
     """Delete the pending checks (within the scanned transactions) that are not among the found pairs."""
     if not ids and not id_1:
-        return int(con.execute("DELETE FROM duplicate_checks WHERE user_decision IS NULL").rowcount)
-    cur = con.cursor()
-    cur.row_factory = None
-    pending = cur.execute(
-        "SELECT id, transaction_id_1, transaction_id_2 FROM duplicate_checks WHERE user_decision IS NULL"
-    ).fetchall()
+        return int(con.execute(delete(c).where(c.c.user_decision.is_(None))).rowcount)
+    pending = con.execute(
+        select(c.c.id, c.c.transaction_id_1, c.c.transaction_id_2).where(c.c.user_decision.is_(None))
+    ).all()
     if ids:
         wanted = set(ids)
         pending = [r for r in pending if r[1] in wanted and r[2] in wanted]
     found = set(zip(id_1, id_2, strict=True))
-    stale = [(r[0],) for r in pending if (r[1], r[2]) not in found]
-    con.executemany("DELETE FROM duplicate_checks WHERE id = ?", stale)
+    stale = [r[0] for r in pending if (r[1], r[2]) not in found]
+    for part in chunks(stale):
+        con.execute(delete(c).where(c.c.id.in_(part)))
     return len(stale)
 
 
@@ -101,43 +86,58 @@ def _remove_stale(con: sqlite3.Connection, ids: list[int] | None, id_1: list[int
 MAX_STORED_CANDIDATES = 10_000
 
 
+def _upsert(store: Store) -> Any:
+    """Record a candidate pair, or refresh a pending one; a decided pair keeps its decision and score."""
+    ins = store.insert(c)
+    refreshed = ("detection_date_tolerance", "detection_amount_tolerance_abs", "detection_amount_tolerance_pct")
+    return ins.on_conflict_do_update(
+        index_elements=[c.c.transaction_id_1, c.c.transaction_id_2],
+        set_={name: ins.excluded[name] for name in (*refreshed, "similarity_score", "detected_at")},
+        where=c.c.user_decision.is_(None),
+    )
+
+
 def detect(
-    db: Database, opts: Options, ids: list[int] | None, max_stored: int = MAX_STORED_CANDIDATES
+    store: Store, opts: Options, ids: list[int] | None, max_stored: int = MAX_STORED_CANDIDATES
 ) -> dict[str, Any]:
     """Search and store the candidates: the best `max_stored` by score (then ids) when a run finds more.
 
     The cap keeps a loose search (±31 days, a wide amount band: 100k+ pairs) from filling the table with
     pairs nobody can review; `candidates_truncated` says it happened, and the caller warns.
     """
-    # Foreign keys off for this write: every pair is made of ids read inside this same transaction,
-    # so the two lookups per inserted row could never fail (they cost ~40% of the upsert).
-    with db.transaction(foreign_keys=False) as con:
+    with store.write() as con:
         progress(0, 3, "取引を読み込んでいます")
         tids, days, amounts, kinds = load_columns(con, ids)
         progress(1, 3, "重複候補を探しています")
         found = search(tids, days, amounts, opts, kinds)
         if found is None:  # outside the vectorised search's exact range
-            pairs = find_candidates([Item(*t) for t in zip(tids, days, amounts, kinds, strict=True)], opts)
-            found = ([c.id_1 for c in pairs], [c.id_2 for c in pairs], [c.score for c in pairs])
+            pairs = find_candidates([Item(*row) for row in zip(tids, days, amounts, kinds, strict=True)], opts)
+            found = ([p.id_1 for p in pairs], [p.id_2 for p in pairs], [p.score for p in pairs])
         id_1, id_2, scores = found
         count = len(scores)
         if count > max_stored:  # best first already: keep the head
             id_1, id_2, scores = id_1[:max_stored], id_2[:max_stored], scores[:max_stored]
         progress(2, 3, "重複候補を記録しています")
         removed = _remove_stale(con, ids, id_1, id_2)
-        existing = con.execute("SELECT COUNT(*) FROM duplicate_checks").fetchone()[0]
-        con.executemany(
-            UPSERT,
-            zip(
-                id_1,
-                id_2,
-                repeat(opts.date_tolerance_days),
-                repeat(opts.amount_tolerance_abs),
-                repeat(opts.amount_tolerance_pct),
-                scores,
-            ),
-        )
-        new = con.execute("SELECT COUNT(*) FROM duplicate_checks").fetchone()[0] - existing
+        existing = con.scalar(select(func.count()).select_from(c)) or 0
+        if scores:
+            stamp = now()
+            con.execute(
+                _upsert(store),
+                [
+                    {
+                        "transaction_id_1": int(a),
+                        "transaction_id_2": int(b),
+                        "detection_date_tolerance": opts.date_tolerance_days,
+                        "detection_amount_tolerance_abs": opts.amount_tolerance_abs,
+                        "detection_amount_tolerance_pct": opts.amount_tolerance_pct,
+                        "similarity_score": float(score),
+                        "detected_at": stamp,
+                    }
+                    for a, b, score in zip(id_1, id_2, scores, strict=True)
+                ],
+            )
+        new = (con.scalar(select(func.count()).select_from(c)) or 0) - existing
     message = f"{count}件の重複候補が見つかりました" if count else "重複候補は見つかりませんでした"
     if count > len(scores):
         message += f"（スコアの高い{len(scores)}件だけを記録しました）"
@@ -152,7 +152,7 @@ def detect(
     }
 
 
-def _check_dict(con: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
+def _check_dict(con: Connection, row: RowMapping) -> dict[str, Any]:
     t1 = transaction(con, row["transaction_id_1"])
     t2 = transaction(con, row["transaction_id_2"])
     assert t1 is not None and t2 is not None  # foreign keys
@@ -163,30 +163,37 @@ def _check_dict(con: sqlite3.Connection, row: sqlite3.Row) -> dict[str, Any]:
         "transaction_2": t2,
         "similarity_score": float(row["similarity_score"]),
         "date_diff_days": days,
-        "amount_diff": abs(int(t1["amount"]) - int(t2["amount"])),  # type: ignore[call-overload]
+        "amount_diff": abs(int(t1["amount"]) - int(t2["amount"])),
         "user_decision": row["user_decision"],
     }
 
 
-def list_candidates(db: Database, limit: int, skip_checked: bool) -> dict[str, Any]:
-    sql = "SELECT c.* FROM duplicate_checks c"
+def list_candidates(store: Store, limit: int, skip_checked: bool) -> dict[str, Any]:
+    query = select(c)
     if skip_checked:
-        sql += (
-            " JOIN transactions a ON a.id = c.transaction_id_1 JOIN transactions b ON b.id = c.transaction_id_2"
-            " WHERE c.user_decision IS NULL AND a.is_duplicate = 0 AND b.is_duplicate = 0"
+        a, b = t.alias("a"), t.alias("b")
+        query = (
+            query.join(a, a.c.id == c.c.transaction_id_1)
+            .join(b, b.c.id == c.c.transaction_id_2)
+            .where(c.c.user_decision.is_(None), a.c.is_duplicate == 0, b.c.is_duplicate == 0)
         )
-    with db.connect() as con:
-        total = con.execute(sql.replace("SELECT c.*", "SELECT COUNT(*)", 1)).fetchone()[0]
-        rows = con.execute(sql + " ORDER BY c.similarity_score DESC, c.id LIMIT ?", (limit,)).fetchall()
+    with store.read() as con:
+        total = con.scalar(select(func.count()).select_from(query.subquery())) or 0
+        rows = con.execute(query.order_by(c.c.similarity_score.desc(), c.c.id).limit(limit)).mappings().all()
         return {"candidates": [_check_dict(con, r) for r in rows], "total": total}
 
 
-def detail(db: Database, check_id: int) -> dict[str, Any]:
+def _check(con: Connection, check_id: int) -> RowMapping:
+    row = con.execute(select(c).where(c.c.id == check_id)).mappings().first()
+    if row is None:
+        raise problems.not_found("duplicate_not_found", check_id)
+    return row
+
+
+def detail(store: Store, check_id: int) -> dict[str, Any]:
     _stored_id(check_id, "duplicate_not_found")
-    with db.connect() as con:
-        row = con.execute("SELECT * FROM duplicate_checks WHERE id = ?", (check_id,)).fetchone()
-        if row is None:
-            raise problems.not_found("duplicate_not_found", check_id)
+    with store.read() as con:
+        row = _check(con, check_id)
         out = _check_dict(con, row)
     out["detection_params"] = {
         "date_tolerance_days": row["detection_date_tolerance"],
@@ -198,7 +205,24 @@ def detail(db: Database, check_id: int) -> dict[str, Any]:
     return out
 
 
-def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
+def _set_mark(con: Connection, tid: int, duplicate_of: int | None) -> None:
+    """Mark `tid` as a duplicate of `duplicate_of`, or un-mark it (None); the user has now checked it."""
+    stamp = now()
+    con.execute(
+        update(t)
+        .where(t.c.id == tid)
+        .values(
+            is_duplicate=int(duplicate_of is not None),
+            duplicate_of=duplicate_of,
+            duplicate_checked=1,
+            duplicate_checked_at=stamp,
+            updated_at=stamp,
+        )
+    )
+    _refresh_month_of(con, tid)
+
+
+def confirm(store: Store, check_id: int, decision: str) -> dict[str, Any]:
     """Record a decision; 'duplicate' marks transaction_id_2 as a duplicate of transaction_id_1.
 
     Changing a 'duplicate' decision to anything else un-marks the transaction again.
@@ -206,25 +230,15 @@ def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
     if decision not in DECISIONS:
         raise problems.invalid("判定値が不正です（duplicate/not_duplicate/skipのいずれか）")
     _stored_id(check_id, "duplicate_not_found")
-    with db.transaction() as con:
-        row = con.execute("SELECT * FROM duplicate_checks WHERE id = ?", (check_id,)).fetchone()
-        if row is None:
-            raise problems.not_found("duplicate_not_found", check_id)
+    with store.write() as con:
+        row = _check(con, check_id)
         keep, mark = row["transaction_id_1"], row["transaction_id_2"]
-        marked = con.execute("SELECT is_duplicate, duplicate_of FROM transactions WHERE id = ?", (mark,)).fetchone()
-        con.execute(
-            "UPDATE duplicate_checks SET user_decision = ?, decided_at = CURRENT_TIMESTAMP WHERE id = ?",
-            (decision, check_id),
-        )
+        marked = con.execute(select(t.c.is_duplicate, t.c.duplicate_of).where(t.c.id == mark)).one()
+        con.execute(update(c).where(c.c.id == check_id).values(user_decision=decision, decided_at=now()))
         if decision == "duplicate":
-            if marked["is_duplicate"]:
+            if marked.is_duplicate:
                 raise problems.conflict("already_marked", mark)
-            con.execute(
-                "UPDATE transactions SET is_duplicate = 1, duplicate_of = ?, duplicate_checked = 1, "
-                "duplicate_checked_at = CURRENT_TIMESTAMP, updated_at = CURRENT_TIMESTAMP WHERE id = ?",
-                (keep, mark),
-            )
-            _refresh_month_of(con, mark)
+            _set_mark(con, mark, keep)
             return {
                 "success": True,
                 "check_id": check_id,
@@ -233,18 +247,13 @@ def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
                 "message": f"重複として記録しました。取引ID {mark} にフラグが設定されました。",
             }
         unmarked = None
-        if row["user_decision"] == "duplicate" and marked["is_duplicate"] and marked["duplicate_of"] == keep:
-            con.execute(
-                "UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, duplicate_checked = 1, "
-                "duplicate_checked_at = CURRENT_TIMESTAMP, updated_at = CURRENT_TIMESTAMP WHERE id = ?",
-                (mark,),
-            )
+        if row["user_decision"] == "duplicate" and marked.is_duplicate and marked.duplicate_of == keep:
+            _set_mark(con, mark, None)
             unmarked = mark
-            _refresh_month_of(con, mark)
         con.execute(
-            "UPDATE transactions SET duplicate_checked = 1, duplicate_checked_at = CURRENT_TIMESTAMP "
-            "WHERE id IN (?, ?) AND is_duplicate = 0",
-            (keep, mark),
+            update(t)
+            .where(t.c.id.in_([keep, mark]), t.c.is_duplicate == 0)
+            .values(duplicate_checked=1, duplicate_checked_at=now())
         )
         label = "重複ではない" if decision == "not_duplicate" else "保留"
         message = f"「{label}」として記録しました。"
@@ -259,39 +268,39 @@ def confirm(db: Database, check_id: int, decision: str) -> dict[str, Any]:
         }
 
 
-def restore(db: Database, transaction_id: int) -> dict[str, Any]:
+def restore(store: Store, transaction_id: int) -> dict[str, Any]:
     """Un-mark a transaction; the checks that marked it become 'not_duplicate' (the user said it was wrong)."""
     _stored_id(transaction_id, "transaction_not_found")
-    with db.transaction() as con:
-        row = con.execute(
-            "SELECT is_duplicate, duplicate_of FROM transactions WHERE id = ?", (transaction_id,)
-        ).fetchone()
+    with store.write() as con:
+        row = con.execute(select(t.c.is_duplicate, t.c.duplicate_of).where(t.c.id == transaction_id)).first()
         if row is None:
             raise problems.not_found("transaction_not_found", transaction_id)
-        if not row["is_duplicate"]:
+        if not row.is_duplicate:
             raise problems.conflict("not_marked", transaction_id)
         con.execute(
-            "UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, updated_at = CURRENT_TIMESTAMP "
-            "WHERE id = ?",
-            (transaction_id,),
+            update(t).where(t.c.id == transaction_id).values(is_duplicate=0, duplicate_of=None, updated_at=now())
         )
         con.execute(
-            "UPDATE duplicate_checks SET user_decision = 'not_duplicate', decided_at = CURRENT_TIMESTAMP "
-            "WHERE transaction_id_2 = ? AND transaction_id_1 = ? AND user_decision = 'duplicate'",
-            (transaction_id, row["duplicate_of"]),
+            update(c)
+            .where(
+                c.c.transaction_id_2 == transaction_id,
+                c.c.transaction_id_1 == row.duplicate_of,
+                c.c.user_decision == "duplicate",
+            )
+            .values(user_decision="not_duplicate", decided_at=now())
         )
         _refresh_month_of(con, transaction_id)
     return {"success": True, "transaction_id": transaction_id, "message": f"取引ID {transaction_id} を復元しました。"}
 
 
-def stats(db: Database) -> dict[str, Any]:
-    with db.connect() as con:
-        total, marked = con.execute("SELECT COUNT(*), COALESCE(SUM(is_duplicate), 0) FROM transactions").fetchone()
-        counts = dict(
-            con.execute(
-                "SELECT COALESCE(user_decision, 'pending'), COUNT(*) FROM duplicate_checks GROUP BY 1"
-            ).fetchall()
-        )
+def stats(store: Store) -> dict[str, Any]:
+    with store.read() as con:
+        total, marked = con.execute(
+            select(func.count(), func.coalesce(func.sum(t.c.is_duplicate), 0)).select_from(t)
+        ).one()
+        decided = con.execute(select(c.c.user_decision, func.count()).group_by(c.c.user_decision)).all()
+        counts = {k or "pending": int(v) for k, v in decided}
+    total, marked = int(total), int(marked)
     rate = round(marked * 100 / total, 2) if total else 0.0
     return {
         "total_transactions": total,

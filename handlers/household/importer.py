@@ -39,45 +39,54 @@ One bad file or row is reported and never stops the rest.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select, update
 
 from kumitate.context import progress
 
 from .csvfile import RowError, RowTuple, read_tuples
-from .db import Database, refresh_aggregates
 from .identity import Plan, Stored, plan
+from .store import Store, chunks, refresh_aggregates, t
+from .tables import checks, now
 
 log = logging.getLogger(__name__)
 
 FILE_GLOB = "収入・支出詳細_*.csv"
 MAX_REPORTED_ERRORS = 100
 SAMPLE_PREFIX = "sample:"
-#: every sample source sorts inside [SAMPLE_PREFIX, _SAMPLE_END): a range the UNIQUE index answers
-_SAMPLE_END = "sample;"
 
-INSERT = """
-INSERT INTO transactions
-    (source_file, row_number, date, amount, description, category_major, category_minor,
-     account, memo, is_target, is_transfer, external_id)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-"""
-STORED_ROW = (
-    "SELECT id, row_number, date, amount, description, category_major, category_minor, account, memo, is_target, "
-    "is_transfer, external_id FROM transactions WHERE source_file = ?"
+#: the stored columns a RowTuple holds, in its order
+ROW_COLUMNS = (
+    "row_number",
+    "date",
+    "amount",
+    "description",
+    "category_major",
+    "category_minor",
+    "account",
+    "memo",
+    "is_target",
+    "is_transfer",
+    "external_id",
 )
-UPDATE_ROW = """
-UPDATE transactions SET source_file = ?, row_number = ?, date = ?, amount = ?, description = ?, category_major = ?,
-    category_minor = ?, account = ?, memo = ?, is_target = ?, is_transfer = ?, external_id = ?,
-    updated_at = CURRENT_TIMESTAMP
-WHERE id = ?
-"""
+_TEXT = {"description", "category_major", "category_minor", "account", "memo", "external_id"}
+#: (id, *RowTuple) of stored rows; NULL text (a row written by other code) reads as the parser's "" for an empty cell
+STORED_ROW = select(
+    t.c.id, *(func.coalesce(t.c[name], "").label(name) if name in _TEXT else t.c[name] for name in ROW_COLUMNS)
+)
+
+
+def _values(source: str, row: RowTuple) -> dict[str, Any]:
+    return {"source_file": source, **dict(zip(ROW_COLUMNS, row, strict=True))}
+
+
 #: an export's name, or a copy of it as a browser or file manager names one: `… (1).csv`, `… - コピー.csv`;
 #: any other suffix (`…_card.csv`) is a file of its own
 PERIOD_RE = re.compile(
@@ -185,86 +194,72 @@ def _orphans(source: str, name: str, known: set[str], current: set[str]) -> list
     return found
 
 
-def _adopt(con: sqlite3.Connection, source: str, orphans: list[str], rows: list[RowTuple]) -> int:
+def _adopt(con: Connection, source: str, orphans: list[str], rows: list[RowTuple]) -> int:
     """Move stored rows that equal this file's rows (same number, same fields) to `source`; returns how many."""
     by_number = {r[0]: r for r in rows}
     taken: set[int] = set()
-    moves: list[tuple[str, int]] = []
+    moves: list[dict[str, Any]] = []
     for orphan in orphans:
-        for stored in con.execute(STORED_ROW, (orphan,)).fetchall():
+        for stored in con.execute(STORED_ROW.where(t.c.source_file == orphan)).all():
             number = stored[1]
             mine = by_number.get(number)
             if mine is not None and number not in taken and tuple(stored[1:]) == mine:
                 taken.add(number)
-                moves.append((source, stored[0]))
-    con.executemany("UPDATE transactions SET source_file = ? WHERE id = ?", moves)
+                moves.append({"tid": stored[0], "source": source})
+    if moves:
+        con.execute(update(t).where(t.c.id == bindparam("tid")).values(source_file=bindparam("source")), moves)
     return len(moves)
 
 
-def _stored(con: sqlite3.Connection, sources: list[str]) -> list[Stored]:
-    cur = con.cursor()
-    cur.row_factory = None
+def _stored(con: Connection, sources: list[str]) -> list[Stored]:
     out: list[Stored] = []
     for source in sources:
-        rows = cur.execute(STORED_ROW + " ORDER BY row_number", (source,)).fetchall()
-        # NULL text (a row written by other code) compares as the parser's "" for an empty cell
-        out += [Stored(r[0], source, tuple("" if v is None else v for v in r[1:])) for r in rows]  # type: ignore[arg-type]
+        query = STORED_ROW.where(t.c.source_file == source).order_by(t.c.row_number)
+        out += [Stored(r[0], source, r[1:]) for r in map(tuple, con.execute(query))]
     return out
 
 
-def _delete_transactions(con: sqlite3.Connection, ids: list[int]) -> None:
-    """Delete rows, the duplicate checks that refer to them, and the marks that point at them (one scan each)."""
-    if not ids:
-        return
-    listed = (json.dumps(ids),)
-    within = "IN (SELECT value FROM json_each(?))"
-    con.execute(
-        f"DELETE FROM duplicate_checks WHERE transaction_id_1 {within} OR transaction_id_2 {within}", listed * 2
-    )
-    con.execute(
-        "UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, updated_at = CURRENT_TIMESTAMP "
-        f"WHERE duplicate_of {within}",
-        listed,
-    )
-    con.execute(f"DELETE FROM transactions WHERE id {within}", listed)
+def _delete_transactions(con: Connection, ids: list[int]) -> None:
+    """Delete rows, the duplicate checks that refer to them, and the marks that point at them."""
+    for part in chunks(ids):
+        con.execute(delete(checks).where(or_(checks.c.transaction_id_1.in_(part), checks.c.transaction_id_2.in_(part))))
+        con.execute(
+            update(t).where(t.c.duplicate_of.in_(part)).values(is_duplicate=0, duplicate_of=None, updated_at=now())
+        )
+    for part in chunks(ids):
+        con.execute(delete(t).where(t.c.id.in_(part)))
 
 
-def _apply(con: sqlite3.Connection, source: str, change: Plan, rows: list[RowTuple]) -> None:
+def _apply(con: Connection, source: str, change: Plan, rows: list[RowTuple]) -> None:
     """Write a plan: removals, then every moved or changed row parked on a free row number, then placed."""
     _delete_transactions(con, [s.id for s in change.removed])
-    if change.changed:  # their pending pairs were scored on other figures; decided pairs stay
-        changed = (json.dumps([s.id for s, _ in change.changed]),) * 2
-        con.execute(
-            "DELETE FROM duplicate_checks WHERE user_decision IS NULL AND (transaction_id_1 IN "
-            "(SELECT value FROM json_each(?)) OR transaction_id_2 IN (SELECT value FROM json_each(?)))",
-            changed,
-        )
+    # the pending pairs of changed rows were scored on other figures; decided pairs stay
+    for part in chunks([s.id for s, _ in change.changed]):
+        pairs_of = or_(checks.c.transaction_id_1.in_(part), checks.c.transaction_id_2.in_(part))
+        con.execute(delete(checks).where(checks.c.user_decision.is_(None), pairs_of))
     placed = change.changed + change.moved
     last = max((r[0] for r in rows), default=1)
     # kept rows (a file with errors) that are no longer in the file go after its last row
     placed += [(s, (last + n, *s.row[1:])) for n, s in enumerate(change.kept, 1) if s.source == source]
     if placed:
-        con.executemany("UPDATE transactions SET row_number = -id WHERE id = ?", [(s.id,) for s, _ in placed])
-        con.executemany(UPDATE_ROW, [(source, *r, s.id) for s, r in placed])
-    con.executemany(INSERT, [(source, *r) for r in change.added])
+        by_id = t.c.id == bindparam("tid")
+        con.execute(update(t).where(by_id).values(row_number=-t.c.id), [{"tid": s.id} for s, _ in placed])
+        fields: dict[str, Any] = {name: bindparam(f"new_{name}") for name in ("source_file", *ROW_COLUMNS)}
+        placing = update(t).where(by_id).values(**fields, updated_at=now())
+        con.execute(
+            placing, [{"tid": s.id, **{f"new_{k}": v for k, v in _values(source, r).items()}} for s, r in placed]
+        )
+    if change.added:
+        stamp = now()
+        con.execute(insert(t), [_values(source, r) | {"created_at": stamp, "updated_at": stamp} for r in change.added])
 
 
-def _remove_samples(con: sqlite3.Connection) -> int:
+def _remove_samples(con: Connection) -> int:
     """Delete every stored sample row, its duplicate checks, and marks that point at it; returns rows deleted."""
-    samples = "SELECT id FROM transactions WHERE source_file >= ? AND source_file < ?"
-    bounds = (SAMPLE_PREFIX, _SAMPLE_END)
-    if con.execute(samples + " LIMIT 1", bounds).fetchone() is None:
-        return 0
-    con.execute(
-        f"DELETE FROM duplicate_checks WHERE transaction_id_1 IN ({samples}) OR transaction_id_2 IN ({samples})",
-        bounds * 2,
-    )
-    con.execute(
-        "UPDATE transactions SET is_duplicate = 0, duplicate_of = NULL, updated_at = CURRENT_TIMESTAMP "
-        f"WHERE duplicate_of IN ({samples})",
-        bounds,
-    )
-    return con.execute("DELETE FROM transactions WHERE source_file >= ? AND source_file < ?", bounds).rowcount
+    samples = select(t.c.id).where(t.c.source_file.startswith(SAMPLE_PREFIX, autoescape=True))
+    ids = list(con.scalars(samples))
+    _delete_transactions(con, ids)
+    return len(ids)
 
 
 #: a re-export touches a month or two: refresh those; a bulk import rebuilds the aggregates at once
@@ -274,7 +269,7 @@ ANALYZE_AFTER_ROWS = 1000
 
 
 def _import_file(
-    con: sqlite3.Connection,
+    con: Connection,
     report: ImportReport,
     path: Path,
     source: str,
@@ -323,14 +318,14 @@ def _import_file(
 
 
 def import_files(
-    db: Database, paths: list[Path], *, sample_dir: Path | None = None, include_samples: bool = True
+    store: Store, paths: list[Path], *, sample_dir: Path | None = None, include_samples: bool = True
 ) -> ImportReport:
     """Import `paths`; with `include_samples=False`, first drop every stored row of the bundled samples."""
     report = ImportReport()
     started = time.perf_counter()
     chosen, report.superseded = latest_exports(paths)
-    with db.transaction() as con:
-        known = {r[0] for r in con.execute("SELECT DISTINCT source_file FROM transactions")}
+    with store.write() as con:
+        known = set(con.scalars(select(t.c.source_file).distinct()))
         sources = [
             (path, source_id(path, sample_dir), [source_id(o, sample_dir) for o in older]) for path, older in chosen
         ]
@@ -356,8 +351,7 @@ def import_files(
             for month in sorted(touched):
                 refresh_aggregates(con, month)
         if report.imported >= ANALYZE_AFTER_ROWS or report.samples_removed:
-            con.execute("PRAGMA analysis_limit=1000")
-            con.execute("ANALYZE")  # keeps the planner off the low-selectivity idx_is_duplicate
+            store.analyze(con)
     log.info(
         "household import: files=%d imported=%d changed=%d removed=%d skipped=%d superseded=%d adopted=%d "
         "samples_removed=%d errors=%d in %.0f ms",

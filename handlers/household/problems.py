@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from kumitate.errors import ToolError
+from generated.errors import ChartNotFoundError, ConflictError, DataNotFoundError, NotFoundError, ValidationErrorError
 
 MESSAGES = {
     "data_not_found": "データファイルが見つかりません",
@@ -29,19 +29,19 @@ NOT_SPENDING = {
 }
 
 
-def data_not_found(detail: str) -> ToolError:
+def data_not_found(detail: str) -> DataNotFoundError:
     """No export at all, or no data for the month asked (seed §4.5: the CSV is missing)."""
-    return ToolError(f"{MESSAGES['data_not_found']}: {detail}", code="DATA_NOT_FOUND")
+    return DataNotFoundError(f"{MESSAGES['data_not_found']}: {detail}")
 
 
-def insufficient(detail: str) -> ToolError:
+def insufficient(detail: str) -> DataNotFoundError:
     """Data exists, but none in the period asked (seed §4.5: データ不足で指標計算不可)."""
-    return ToolError(f"{MESSAGES['insufficient']}: {detail}", code="DATA_NOT_FOUND")
+    return DataNotFoundError(f"{MESSAGES['insufficient']}: {detail}")
 
 
 def unknown_category(
     name: str, known: list[str], fallback: list[str] | None = None, kind: str | None = None
-) -> ToolError:
+) -> ValidationErrorError:
     """VALIDATION_ERROR naming the nearest spending categories, so the caller can retry.
 
     `known`: the spending categories; `fallback`: what to offer when none is near (e.g. the largest ones);
@@ -55,24 +55,23 @@ def unknown_category(
     elif suggestions:
         parts.append(f"支出カテゴリの例: {', '.join(suggestions)}")
     hint = f"（{'。'.join(parts)}）" if parts else ""
-    return ToolError(
+    return ValidationErrorError(
         f"{MESSAGES['category_not_found']}: {name}{hint}",
-        code="VALIDATION_ERROR",
         details={"category": name, "suggestions": suggestions, "not_spending": kind},
     )
 
 
-def invalid(message: str) -> ToolError:
-    return ToolError(message, code="VALIDATION_ERROR")
+def invalid(message: str) -> ValidationErrorError:
+    return ValidationErrorError(message)
 
 
-def not_found(key: str, ident: object) -> ToolError:
-    return ToolError(f"{MESSAGES[key]}（ID {ident}）", code="NOT_FOUND")
+def not_found(key: str, ident: object) -> NotFoundError:
+    return NotFoundError(f"{MESSAGES[key]}（ID {ident}）")
 
 
-def conflict(key: str, ident: object) -> ToolError:
-    return ToolError(f"{MESSAGES[key]}（取引ID {ident}）", code="CONFLICT")
+def conflict(key: str, ident: object) -> ConflictError:
+    return ConflictError(f"{MESSAGES[key]}（取引ID {ident}）")
 
 
-def chart_not_found(chart_id: str) -> ToolError:
-    return ToolError(f"{MESSAGES['chart_not_found']}: {chart_id}", code="CHART_NOT_FOUND")
+def chart_not_found(chart_id: str) -> ChartNotFoundError:
+    return ChartNotFoundError(f"{MESSAGES['chart_not_found']}: {chart_id}")

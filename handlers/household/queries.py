@@ -1,60 +1,66 @@
-"""Read-side SQL: months with data, the category tree, monthly sums, a month's rows.
+"""Read-side queries: months with data, the category tree, monthly sums, a month's rows.
 
-Every query goes through db.ACTIVE / db.EXPENSE / db.INCOME, so duplicates
-marked by the user are excluded everywhere.
+Every query goes through store.ACTIVE / store.EXPENSE / store.INCOME, so duplicates marked by the user
+are excluded everywhere. Names are sorted in Python, not by the database: PostgreSQL's collation
+would order Japanese text differently from SQLite, and answers must not depend on the engine.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
+from sqlalchemy import Connection, case, func, select
+
 from . import months
-from .db import ACTIVE, EXPENSE, INCOME
+from .store import ACTIVE, EXPENSE, INCOME, t
+from .tables import active_months
+from .tables import monthly_spending as ms
 
 
-def data_months(con: sqlite3.Connection) -> list[int]:
+def data_months(con: Connection) -> list[int]:
     """Months holding any non-duplicate row (from the active_months aggregate)."""
-    return [months.parse(r[0]) for r in con.execute("SELECT month FROM active_months ORDER BY 1")]
+    return sorted(months.parse(m) for m in con.scalars(select(active_months.c.month)))
 
 
-def category_hierarchy(con: sqlite3.Connection) -> dict[str, list[str]]:
+def category_hierarchy(con: Connection) -> dict[str, list[str]]:
     tree: dict[str, list[str]] = {}
-    for major, minor in con.execute(
-        f"SELECT DISTINCT category_major, category_minor FROM transactions WHERE {ACTIVE} ORDER BY 1, 2"
-    ):
+    pairs = con.execute(select(t.c.category_major, t.c.category_minor).where(ACTIVE).distinct()).all()
+    for major, minor in sorted(pairs, key=lambda p: (p[0] or "", p[1] or "")):
         tree.setdefault(major, []).append(minor)
     return tree
 
 
-def expense_level(con: sqlite3.Connection, name: str) -> str | None:
+def expense_level(con: Connection, name: str) -> str | None:
     """'major' if `name` is a 大項目 that held spending, else 'minor' if a 中項目 did, else None."""
-    for level, column in (("major", "category_major"), ("minor", "category_minor")):
-        if con.execute(f"SELECT 1 FROM monthly_spending WHERE {column} = ? LIMIT 1", (name,)).fetchone():
+    for level, column in (("major", ms.c.category_major), ("minor", ms.c.category_minor)):
+        if con.execute(select(column).where(column == name).limit(1)).first() is not None:
             return level
     return None
 
 
-def expense_categories(con: sqlite3.Connection) -> tuple[list[str], list[str]]:
+def expense_categories(con: Connection) -> tuple[list[str], list[str]]:
     """(大項目 names, 中項目 names) that ever held spending."""
-    majors = [r[0] for r in con.execute("SELECT DISTINCT category_major FROM monthly_spending ORDER BY 1")]
-    minors = [r[0] for r in con.execute("SELECT DISTINCT category_minor FROM monthly_spending ORDER BY 1")]
+    majors = sorted(con.scalars(select(ms.c.category_major).distinct()))
+    minors = sorted(con.scalars(select(ms.c.category_minor).distinct()))
     return majors, minors
 
 
-def top_spending_majors(con: sqlite3.Connection, limit: int) -> list[str]:
+def top_spending_majors(con: Connection, limit: int) -> list[str]:
     """The 大項目 with the most spending over all data, largest first."""
-    sql = "SELECT category_major FROM monthly_spending GROUP BY 1 ORDER BY SUM(amount) DESC, 1 LIMIT ?"
-    return [r[0] for r in con.execute(sql, (limit,))]
+    totals = con.execute(select(ms.c.category_major, func.sum(ms.c.amount)).group_by(ms.c.category_major)).all()
+    return [name for name, _ in sorted(totals, key=lambda r: (-int(r[1]), r[0]))[:limit]]
 
 
-def category_kind(con: sqlite3.Connection, name: str) -> str | None:
+def category_kind(con: Connection, name: str) -> str | None:
     """For a name without spending: 'income', 'transfer' or 'other' if some row carries it, else None."""
+    is_income = (t.c.is_target == 1) & (t.c.is_transfer == 0) & (t.c.amount > 0)
     income, transfer, count = con.execute(
-        "SELECT COALESCE(SUM(is_target = 1 AND is_transfer = 0 AND amount > 0), 0), COALESCE(SUM(is_transfer = 1), 0), "
-        f"COUNT(*) FROM transactions WHERE {ACTIVE} AND (category_major = ? OR category_minor = ?)",
-        (name, name),
-    ).fetchone()
+        select(
+            func.coalesce(func.sum(case((is_income, 1), else_=0)), 0),
+            func.coalesce(func.sum(case((t.c.is_transfer == 1, 1), else_=0)), 0),
+            func.count(),
+        ).where(ACTIVE, (t.c.category_major == name) | (t.c.category_minor == name))
+    ).one()
     if not count:
         return None
     if income and not transfer:
@@ -65,32 +71,45 @@ def category_kind(con: sqlite3.Connection, name: str) -> str | None:
 
 
 def monthly_spending(
-    con: sqlite3.Connection, start: int, end: int, *, level: str = "major", category: str | None = None
+    con: Connection, start: int, end: int, *, level: str = "major", category: str | None = None
 ) -> dict[str, dict[int, int]]:
     """{category → {month → yen spent}} for months in [start, end] (positive yen), from the aggregate."""
-    column = "category_major" if level == "major" else "category_minor"
-    sql = f"SELECT {column}, month, SUM(amount) FROM monthly_spending WHERE month >= ? AND month <= ?"
-    params: list[object] = [months.label(start), months.label(end)]
+    column = ms.c.category_major if level == "major" else ms.c.category_minor
+    query = select(column, ms.c.month, func.sum(ms.c.amount)).where(
+        ms.c.month >= months.label(start), ms.c.month <= months.label(end)
+    )
     if category is not None:
-        sql += f" AND {column} = ?"
-        params.append(category)
-    sql += " GROUP BY 1, 2"
+        query = query.where(column == category)
     out: dict[str, dict[int, int]] = {}
-    for name, month, total in con.execute(sql, params):
+    for name, month, total in con.execute(query.group_by(column, ms.c.month)):
         out.setdefault(name, {})[months.parse(month)] = int(total)
     return out
 
 
-def month_has_data(con: sqlite3.Connection, month: int) -> bool:
-    return con.execute("SELECT 1 FROM active_months WHERE month = ?", (months.label(month),)).fetchone() is not None
+def month_has_data(con: Connection, month: int) -> bool:
+    found = select(active_months.c.month).where(active_months.c.month == months.label(month))
+    return con.execute(found).first() is not None
 
 
-def month_expenses(con: sqlite3.Connection, month: int) -> list[dict[str, Any]]:
+def _in_month(month: int) -> Any:
+    return (t.c.date >= months.first_day(month)) & (t.c.date < months.first_day(month + 1))
+
+
+def month_expenses(con: Connection, month: int) -> list[dict[str, Any]]:
     rows = con.execute(
-        f"SELECT id, date, description, amount, category_major, category_minor, account, memo FROM transactions "
-        f"WHERE {EXPENSE} AND date >= ? AND date < ? ORDER BY date, id",
-        (months.first_day(month), months.first_day(month + 1)),
-    ).fetchall()
+        select(
+            t.c.id,
+            t.c.date,
+            t.c.description,
+            t.c.amount,
+            t.c.category_major,
+            t.c.category_minor,
+            t.c.account,
+            t.c.memo,
+        )
+        .where(EXPENSE, _in_month(month))
+        .order_by(t.c.date, t.c.id)
+    ).mappings()
     return [
         {
             "id": r["id"],
@@ -106,20 +125,31 @@ def month_expenses(con: sqlite3.Connection, month: int) -> list[dict[str, Any]]:
     ]
 
 
-def month_income(con: sqlite3.Connection, month: int) -> int:
-    row = con.execute(
-        f"SELECT COALESCE(SUM(amount), 0) FROM transactions WHERE {INCOME} AND date >= ? AND date < ?",
-        (months.first_day(month), months.first_day(month + 1)),
-    ).fetchone()
-    return int(row[0])
+def month_income(con: Connection, month: int) -> int:
+    total = con.scalar(select(func.coalesce(func.sum(t.c.amount), 0)).where(INCOME, _in_month(month)))
+    return int(total or 0)
 
 
-def transaction(con: sqlite3.Connection, tid: int) -> dict[str, Any] | None:
-    row = con.execute(
-        "SELECT id, date, amount, description, category_major, category_minor, account, source_file, row_number, "
-        "is_duplicate, duplicate_of FROM transactions WHERE id = ?",
-        (tid,),
-    ).fetchone()
+def transaction(con: Connection, tid: int) -> dict[str, Any] | None:
+    row = (
+        con.execute(
+            select(
+                t.c.id,
+                t.c.date,
+                t.c.amount,
+                t.c.description,
+                t.c.category_major,
+                t.c.category_minor,
+                t.c.account,
+                t.c.source_file,
+                t.c.row_number,
+                t.c.is_duplicate,
+                t.c.duplicate_of,
+            ).where(t.c.id == tid)
+        )
+        .mappings()
+        .first()
+    )
     if row is None:
         return None
     return {

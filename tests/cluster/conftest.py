@@ -29,7 +29,10 @@ def cluster() -> Iterator[Cluster]:
         )
     directory = Path(tempfile.mkdtemp(prefix="kumitate-cluster-"))
     directory.chmod(0o755)
-    running = Cluster(directory, servers.free_port(), instances=2, python=sys.executable)
+    household_exports = directory / "household-exports"  # one folder both instances import (test (e))
+    household_exports.mkdir()
+    env = {"HOUSEHOLD_DATA_DIR": str(household_exports), "HOUSEHOLD_INCLUDE_SAMPLES": "1"}
+    running = Cluster(directory, servers.free_port(), instances=2, python=sys.executable, env=env)
     try:
         running.start()
     except (servers.ClusterError, OSError) as exc:

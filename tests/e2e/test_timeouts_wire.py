@@ -29,9 +29,9 @@ GENERATE_TEN_YEARS = ["--start", "2010-01", "--end", "2019-12", "--scale", "30"]
 
 def rows_of_2015(var: Path) -> int:
     """Waits for the timed-out worker: its write transaction holds SQLite's lock until it ends."""
-    with closing(sqlite3.connect(var / "household" / "household.db", timeout=60, isolation_level=None)) as con:
+    with closing(sqlite3.connect(var / "kumitate.sqlite3", timeout=60, isolation_level=None)) as con:
         con.execute("BEGIN IMMEDIATE")
-        count = con.execute("SELECT count(*) FROM transactions WHERE date LIKE '2015-%'").fetchone()[0]
+        count = con.execute("SELECT count(*) FROM household_transactions WHERE date LIKE '2015-%'").fetchone()[0]
         con.execute("ROLLBACK")
     return int(count)
 

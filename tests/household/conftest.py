@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
+from sqlalchemy import Row, text
 
+from generated.household.bindings import SERVICE
 from handlers.household import HouseholdHandlers, create
 from kumitate.context import CallContext
+from kumitate.intake import Intake
 from kumitate.settings import Settings
+from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir  # noqa: F401  (fixtures)
 
 HEADER = ["計算対象", "日付", "内容", "金額（円）", "保有金融機関", "大項目", "中項目", "メモ", "振替", "ID"]
 
@@ -83,24 +89,79 @@ def ctx() -> CallContext:
     return CallContext(service="household", tool="test", transport="test", run_id="run", trace_id="trace")
 
 
-@pytest.fixture
-def make_service(tmp_path: Path) -> Callable[..., HouseholdHandlers]:
-    """A service over an empty sample dir plus `data_dir` (HOUSEHOLD_DATA_DIR), state under tmp_path."""
+TOOLS = {tool.name: tool for tool in SERVICE.tools}
+INTAKE = Intake()
 
-    def _make(data_dir: Path | None = None, **env: str) -> HouseholdHandlers:
+
+class WireCalls:
+    """The service as the pipeline drives it: a tool takes JSON data (checked and turned into its generated
+    input model by the pipeline's own intake: schema-invalid data is BAD_REQUEST) and answers JSON data (its
+    output model dumped as the pipeline dumps it), so that the tests assert what goes on the wire.
+    Everything else (`core`, `close`) is the service's own."""
+
+    def __init__(self, handlers: HouseholdHandlers) -> None:
+        self.handlers = handlers
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.handlers, name)
+        tool = TOOLS.get(name)
+        if tool is None and not name.startswith("read_"):
+            return method
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if tool is not None:
+                data, ctx = args
+                args = (INTAKE.prepare(tool, data), ctx)
+            result = method(*args, **kwargs)
+            if isinstance(result, BaseModel):
+                return result.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            return result
+
+        return call
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """'' (the embedded SQLite file under tmp_path/var) or a fresh PostgreSQL database per test."""
+    if request.param == "sqlite":
+        return ""
+    return fresh_pg_database(request.getfixturevalue("postgres_url"), tmp_path.name)
+
+
+@pytest.fixture
+def make_service(tmp_path: Path, database_url: str) -> Iterator[Callable[..., Any]]:
+    """A service over an empty sample dir plus `data_dir` (HOUSEHOLD_DATA_DIR), state under tmp_path, on the
+    engine of `database_url` (every service made in one test shares that database, as a restart would)."""
+    made: list[HouseholdHandlers] = []
+
+    def _make(data_dir: Path | None = None, **env: str) -> Any:
         samples = tmp_path / "samples"
         (samples / "household").mkdir(parents=True, exist_ok=True)
         settings = Settings(data_dir=tmp_path / "var", sample_dir=samples, public_base_url="http://127.0.0.1:8000")
-        full_env = dict(env)
+        full_env = {"KUMITATE_DATABASE_URL": database_url, **env}
         if data_dir is not None:
             full_env["HOUSEHOLD_DATA_DIR"] = str(data_dir)
-        return create(settings, env=full_env)
+        made.append(create(settings, env=full_env))
+        return WireCalls(made[-1])
 
-    return _make
+    yield _make
+    for service in made:
+        service.close()
+
+
+def sql(svc: Any, statement: str, **params: Any) -> list[Row[Any]]:
+    """Run one SQL statement on the service's database, committed; the rows when it returns any."""
+    with svc.core.store.database.engine.begin() as conn:
+        result = conn.execute(text(statement), params)
+        return list(result.all()) if result.returns_rows else []
+
+
+def is_sqlite(svc: Any) -> bool:
+    return svc.core.store.dialect == "sqlite"
 
 
 @pytest.fixture
-def trend_service(tmp_path: Path, make_service: Callable[..., HouseholdHandlers]) -> HouseholdHandlers:
+def trend_service(tmp_path: Path, make_service: Callable[..., Any]) -> Any:
     data = tmp_path / "exports"
     data.mkdir()
     for month, rows in trend_rows().items():

@@ -14,6 +14,7 @@ import pytest
 from PIL import Image, ImageStat
 
 from handlers.household.chart_cache import ChartCache
+from handlers.household.chartout import parse_image_size
 from handlers.household.charts import font_path
 from kumitate.context import CallContext, Principal
 from kumitate.errors import ToolError
@@ -75,10 +76,13 @@ def test_text_output_has_no_chart(trend_service, ctx) -> None:
 
 def test_image_size_limits(trend_service, ctx) -> None:
     for bad in ["1921x1080", "800x1081", "100x100", "800*600", "399x300", "400x299", "200x150"]:
-        with pytest.raises(ToolError) as err:
+        with pytest.raises(ToolError) as err:  # the schema's pattern refuses them before the handler runs
             trend_service.get_monthly_household(
                 {"year": 2025, "month": 1, "output_format": "image", "image_size": bad}, ctx
             )
+        assert err.value.code == "BAD_REQUEST"
+        with pytest.raises(ToolError) as err:  # and the handler's own check, should the pattern ever loosen
+            parse_image_size(bad)
         assert err.value.code == "VALIDATION_ERROR"
 
 

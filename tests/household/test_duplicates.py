@@ -10,7 +10,7 @@ import pytest
 from handlers.household.duplicates import Item, Options, find_candidates, find_candidates_pairwise, similarity
 from kumitate.errors import ToolError
 
-from .conftest import row, write_export
+from .conftest import row, sql, write_export
 
 
 def test_similarity_scores() -> None:
@@ -161,12 +161,12 @@ def test_confirm_is_atomic_and_errors(dup_service, ctx) -> None:
     svc.detect_duplicates({}, ctx)
     svc.confirm_duplicate({"check_id": 1, "decision": "duplicate"}, ctx)
     # a second pair marking the same transaction → CONFLICT, and nothing of it is kept
-    with svc.core.db.connect() as con:
-        con.execute(
-            "INSERT INTO duplicate_checks (transaction_id_1, transaction_id_2, detection_date_tolerance, "
-            "detection_amount_tolerance_abs, detection_amount_tolerance_pct, similarity_score) "
-            "VALUES (3, 2, 5, 0, 0, 0.5)"
-        )
+    sql(
+        svc,
+        "INSERT INTO household_duplicate_checks (transaction_id_1, transaction_id_2, detection_date_tolerance, "
+        "detection_amount_tolerance_abs, detection_amount_tolerance_pct, similarity_score, detected_at) "
+        "VALUES (3, 2, 5, 0, 0, 0.5, '2025-01-01 00:00:00')",
+    )
     with pytest.raises(ToolError) as err:
         svc.confirm_duplicate({"check_id": 2, "decision": "duplicate"}, ctx)
     assert err.value.code == "CONFLICT"
@@ -181,10 +181,11 @@ def test_confirm_is_atomic_and_errors(dup_service, ctx) -> None:
         (svc.get_duplicate_candidate_detail, {"check_id": 99}, "NOT_FOUND"),
         (svc.restore_duplicate, {"transaction_id": 99}, "NOT_FOUND"),
         (svc.restore_duplicate, {"transaction_id": 1}, "CONFLICT"),
-        # ids past SQLite's 64 bits name no row (they used to crash the driver: INTERNAL)
-        (svc.restore_duplicate, {"transaction_id": 2**64}, "NOT_FOUND"),
-        (svc.get_duplicate_candidate_detail, {"check_id": 2**64}, "NOT_FOUND"),
-        (svc.confirm_duplicate, {"check_id": 2**64, "decision": "skip"}, "NOT_FOUND"),
+        # ids past 64 bits (they used to crash the driver: INTERNAL) are refused by the schema, as on the wire;
+        # the store's own guard (NOT_FOUND) is tested in test_id_bounds.py
+        (svc.restore_duplicate, {"transaction_id": 2**64}, "BAD_REQUEST"),
+        (svc.get_duplicate_candidate_detail, {"check_id": 2**64}, "BAD_REQUEST"),
+        (svc.confirm_duplicate, {"check_id": 2**64, "decision": "skip"}, "BAD_REQUEST"),
     ]:
         with pytest.raises(ToolError) as err:
             call(args, ctx)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from handlers.household import dupstore
 from kumitate.errors import ToolError
 
 SPECS = Path(__file__).resolve().parents[2] / "specs" / "household"
@@ -47,7 +48,11 @@ def test_every_integer_input_declares_its_bounds() -> None:
 
 @pytest.mark.parametrize("value", [INT64_MAX, INT64_MAX + 1, 2**70])
 def test_huge_ids_are_not_found_never_a_crash(make_service, ctx, value: int) -> None:
+    """The largest id is NOT_FOUND; past it the schema refuses (BAD_REQUEST), and the store, should it ever
+    be handed one, answers NOT_FOUND too, never an overflow."""
     service = make_service()
+    expected = "NOT_FOUND" if value <= INT64_MAX else "BAD_REQUEST"
+    store = service.core.store
     calls = [
         lambda: service.get_duplicate_candidate_detail({"check_id": value}, ctx),
         lambda: service.confirm_duplicate({"check_id": value, "decision": "duplicate"}, ctx),
@@ -56,6 +61,14 @@ def test_huge_ids_are_not_found_never_a_crash(make_service, ctx, value: int) -> 
     for call in calls:
         with pytest.raises(ToolError) as raised:
             call()
+        assert raised.value.code == expected
+    for direct in (
+        lambda: dupstore.detail(store, value),
+        lambda: dupstore.confirm(store, value, "duplicate"),
+        lambda: dupstore.restore(store, value),
+    ):
+        with pytest.raises(ToolError) as raised:
+            direct()
         assert raised.value.code == "NOT_FOUND"
-    out = service.detect_duplicates({"transaction_ids": [value]}, ctx)
-    assert out["candidates_count"] == 0
+    if value <= INT64_MAX:
+        assert service.detect_duplicates({"transaction_ids": [value]}, ctx)["candidates_count"] == 0

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
-import sqlite3
-from contextlib import closing
 from pathlib import Path
 
 import pytest
+from sqlalchemy import insert
 
 from handlers.household.csvfile import read_tuples
-from handlers.household.db import refresh_aggregates
-from handlers.household.importer import INSERT
+from handlers.household.importer import _values
+from handlers.household.store import refresh_aggregates
+from handlers.household.tables import transactions
 
-from .conftest import HEADER, row, write_export
+from .conftest import HEADER, row, sql, write_export
 
 
 def good_rows() -> list[list[str]]:
@@ -29,7 +29,6 @@ def test_first_start_creates_db_and_reimport_is_idempotent(tmp_path: Path, make_
     data.mkdir()
     write_export(data, "2025-01-01_2025-01-31", good_rows())
     svc = make_service(data)
-    assert (tmp_path / "var" / "household" / "household.db").is_file()
     assert svc.core.startup_report["total_imported"] == 3
     again = svc.import_household_data({}, ctx)
     assert (again["total_imported"], again["total_skipped"], again["total_errors"]) == (0, 3, 0)
@@ -167,8 +166,7 @@ def test_real_export_does_not_collide_with_a_sample_of_the_same_name(tmp_path: P
     both = make_service(data, HOUSEHOLD_INCLUDE_SAMPLES="1")
     assert june_total(both, ctx) == 10600
     assert both.import_household_data({}, ctx)["total_skipped"] == 7
-    with both.core.db.connect() as con:
-        stored = {r[0] for r in con.execute("SELECT DISTINCT source_file FROM transactions")}
+    stored = {r[0] for r in sql(both, "SELECT DISTINCT source_file FROM household_transactions")}
     assert stored == {f"sample:収入・支出詳細_{JUNE}.csv", str((data / f"収入・支出詳細_{JUNE}.csv").resolve())}
 
 
@@ -201,16 +199,20 @@ def test_a_moved_export_directory_is_not_imported_twice(tmp_path: Path, make_ser
     assert detail["transaction_1"]["source_file"] == str((new / f"収入・支出詳細_{JUNE}.csv").resolve())
 
 
-def legacy_database(tmp_path: Path, make_service, files: list[Path]) -> None:
-    """A database as the old importer left it: rows keyed by bare file name; the first file wins a row number."""
-    make_service()  # creates the schema
-    db = tmp_path / "var" / "household" / "household.db"
-    with closing(sqlite3.connect(db, isolation_level=None)) as con:
-        con.execute("DELETE FROM transactions")
+def legacy_database(make_service, files: list[Path]):
+    """A store as the old importer left it: rows keyed by bare file name; the first file wins a row number."""
+    svc = make_service()  # creates the schema
+    with svc.core.store.write() as con:
+        con.execute(transactions.delete())
+        taken: set[int] = set()
         for path in files:
             rows, _ = read_tuples(path)
-            con.executemany(INSERT.replace("INSERT", "INSERT OR IGNORE", 1), [(path.name, *r) for r in rows])
+            fresh = [r for r in rows if r[0] not in taken]
+            taken |= {r[0] for r in rows}
+            if fresh:
+                con.execute(insert(transactions), [_values(path.name, r) for r in fresh])
         refresh_aggregates(con)
+    return svc
 
 
 @pytest.mark.parametrize("include_samples", [False, True], ids=["samples_off", "samples_on"])
@@ -222,14 +224,13 @@ def test_legacy_rows_keyed_by_file_name_are_migrated(
     data = tmp_path / "exports"
     data.mkdir()
     real = write_export(data, JUNE, june_rows([-1000, -2000, -3000, -4000, -5000]))
-    legacy_database(tmp_path, make_service, [sample, real] if sample_first else [real, sample])
-    with closing(sqlite3.connect(tmp_path / "var" / "household" / "household.db")) as con:
-        # the old collision: whichever came first owns rows 2-4; the real file alone has rows 5 and 6
-        assert con.execute("SELECT -SUM(amount), COUNT(*) FROM transactions").fetchone() == (
-            (9600 if sample_first else 15000),
-            5,
-        )
-        real_ids = [r[0] for r in con.execute("SELECT id FROM transactions WHERE amount <= -1000 ORDER BY id")]
+    old = legacy_database(make_service, [sample, real] if sample_first else [real, sample])
+    # the old collision: whichever came first owns rows 2-4; the real file alone has rows 5 and 6
+    assert tuple(sql(old, "SELECT -SUM(amount), COUNT(*) FROM household_transactions")[0]) == (
+        (9600 if sample_first else 15000),
+        5,
+    )
+    real_ids = [r[0] for r in sql(old, "SELECT id FROM household_transactions WHERE amount <= -1000 ORDER BY id")]
     env = {"HOUSEHOLD_INCLUDE_SAMPLES": "1"} if include_samples else {}
     svc = make_service(data, **env)
     report = svc.core.startup_report
@@ -237,15 +238,10 @@ def test_legacy_rows_keyed_by_file_name_are_migrated(
     assert report["total_transactions"] == (8 if include_samples else 5)
     # rows that came from the real file are adopted (not imported again); only the missing ones are imported
     assert report["total_imported"] == (3 if sample_first or include_samples else 0)
-    with svc.core.db.connect() as con:
-        adopted = [
-            r[0]
-            for r in con.execute(
-                "SELECT id FROM transactions WHERE source_file = ? ORDER BY id", (str(real.resolve()),)
-            )
-        ]
-        assert adopted[: len(real_ids)] == real_ids  # the same ids (and so the same duplicate decisions)
-        assert con.execute("SELECT COUNT(*) FROM transactions WHERE source_file = ?", (real.name,)).fetchone()[0] == 0
+    query = "SELECT id FROM household_transactions WHERE source_file = :source ORDER BY id"
+    adopted = [r[0] for r in sql(svc, query, source=str(real.resolve()))]
+    assert adopted[: len(real_ids)] == real_ids  # the same ids (and so the same duplicate decisions)
+    assert sql(svc, query, source=real.name) == []
     assert svc.import_household_data({}, ctx)["total_imported"] == 0
 
 

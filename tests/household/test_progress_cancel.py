@@ -45,7 +45,7 @@ def _count(db: Path) -> int:
     con = sqlite3.connect(db, timeout=60)
     try:
         con.execute("BEGIN IMMEDIATE")  # waits for the importer's transaction to end
-        count = int(con.execute("SELECT COUNT(*) FROM transactions").fetchone()[0])
+        count = int(con.execute("SELECT COUNT(*) FROM household_transactions").fetchone()[0])
         con.execute("ROLLBACK")
         return count
     finally:
@@ -118,7 +118,7 @@ async def _cancel_on_first_progress(client: Client) -> Progress:
 
 
 async def test_a_cancelled_import_saves_nothing_in_memory(runtime: Runtime, tmp_path: Path) -> None:
-    db = tmp_path / "var" / "household" / "household.db"
+    db = tmp_path / "var" / "kumitate.sqlite3"
     before = _count(db)
     _exports(tmp_path / "exports", BIG_FILES, ROWS_PER_BIG_FILE)
     async with Client(build_server(runtime, ["household"])) as client:
@@ -139,7 +139,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServe
 @pytest.mark.slow
 async def test_progress_and_cancellation_over_streamable_http(server: tuple[LiveServer, Path]) -> None:
     live, root = server
-    db = root / "var" / "household" / "household.db"
+    db = root / "var" / "kumitate.sqlite3"
     _exports(root / "exports", FILES, 20)
     url = f"{live.url}/mcp"
     async with Client(StreamableHttpTransport(url)) as client:
@@ -159,7 +159,7 @@ async def test_progress_and_cancellation_over_streamable_http(server: tuple[Live
 @pytest.mark.slow
 async def test_an_http_client_that_disconnects_mid_import_saves_nothing(server: tuple[LiveServer, Path]) -> None:
     live, root = server
-    db = root / "var" / "household" / "household.db"
+    db = root / "var" / "kumitate.sqlite3"
     before = _count(db)
     _exports(root / "exports", BIG_FILES, ROWS_PER_BIG_FILE, first=FILES + BIG_FILES)  # more new months
     async with httpx.AsyncClient(base_url=live.url) as http:
@@ -183,8 +183,8 @@ async def test_progress_and_cancellation_over_stdio(tmp_path: Path) -> None:
         seen = Progress()
         await client.call_tool("import_household_data", {}, progress_handler=seen)
         _assert_increasing(seen.seen, FILES + 1)
-        before = _count(var / "household" / "household.db")
+        before = _count(var / "kumitate.sqlite3")
         _exports(exports, BIG_FILES, ROWS_PER_BIG_FILE, first=FILES)
         progress = await _cancel_on_first_progress(client)
         assert progress.seen
-        assert _count(var / "household" / "household.db") == before == FILES * 20
+        assert _count(var / "kumitate.sqlite3") == before == FILES * 20

@@ -12,9 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import row, write_export
+from .conftest import is_sqlite, row, sql, write_export
 
 JAN = "2025-01-01_2025-01-31"
+#: a trigger that makes every INSERT into the transactions fail, per engine
+BOOM = {
+    "sqlite": [
+        "CREATE TRIGGER boom BEFORE INSERT ON household_transactions BEGIN SELECT RAISE(ABORT, 'disk trouble'); END"
+    ],
+    "postgresql": [
+        "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'disk trouble'; END $$",
+        "CREATE TRIGGER boom BEFORE INSERT ON household_transactions FOR EACH ROW EXECUTE FUNCTION boom()",
+    ],
+}
 
 
 def january(*, with_ids: bool) -> list[list[str]]:
@@ -65,15 +75,13 @@ def test_a_new_row_on_top_shifts_nothing(tmp_path: Path, make_service, ctx, with
     rows = january(with_ids=with_ids)
     write_export(data, JAN, rows)
     svc = make_service(data)
-    with svc.core.db.connect() as con:
-        ids_before = dict(con.execute("SELECT description, id FROM transactions").fetchall())
+    ids_before = {r[0]: r[1] for r in sql(svc, "SELECT description, id FROM household_transactions")}
     new = row("2025/01/31", -800, "食費", "カフェ", content="新しいカフェ", rid="mf-d" if with_ids else "")
     write_export(data, JAN, [new, *rows])  # MoneyForward lists the newest first
     report = svc.import_household_data({}, ctx)
     assert counts(report) == (1, 0, 0, 3)
     assert month(svc, ctx) == (7000, 300000, 3)  # the salary once, the new purchase in
-    with svc.core.db.connect() as con:
-        stored = {r[0]: (r[1], r[2]) for r in con.execute("SELECT description, id, row_number FROM transactions")}
+    stored = {r[0]: (r[1], r[2]) for r in sql(svc, "SELECT description, id, row_number FROM household_transactions")}
     assert {k: v[0] for k, v in stored.items() if k in ids_before} == ids_before  # same ids: decisions survive
     assert stored["新しいカフェ"][1] == 2 and stored["給与"][1] == 3  # row numbers follow the file
 
@@ -143,13 +151,12 @@ def test_a_failed_import_changes_nothing(tmp_path: Path, make_service, ctx) -> N
     svc = make_service(data)
     rows[1] = row("2025/01/10", -5500, "食費", "食料品", content="スーパー", rid="mf-b")
     write_export(data, JAN, [row("2025/01/31", -1, "食費", "カフェ", rid="mf-new"), *rows])
-    with svc.core.db.connect() as con:  # make the INSERT fail after the updates ran
-        con.execute("CREATE TRIGGER boom BEFORE INSERT ON transactions BEGIN SELECT RAISE(ABORT, 'disk trouble'); END")
+    for statement in BOOM[svc.core.store.dialect]:  # make the INSERT fail after the updates ran
+        sql(svc, statement)
     with pytest.raises(Exception, match="disk trouble"):
         svc.import_household_data({}, ctx)
     assert month(svc, ctx) == (6200, 300000, 2)
-    with svc.core.db.connect() as con:
-        con.execute("DROP TRIGGER boom")
+    sql(svc, "DROP TRIGGER boom" + (" ON household_transactions" if not is_sqlite(svc) else ""))
     assert counts(svc.import_household_data({}, ctx)) == (1, 1, 0, 2)
 
 
@@ -167,8 +174,7 @@ def test_a_reexport_with_a_bad_row_removes_nothing(tmp_path: Path, make_service,
     report = svc.import_household_data({}, ctx)
     assert counts(report) == (1, 0, 0, 2) and report["total_errors"] == 1
     assert month(svc, ctx) == (6900, 300000, 3)
-    with svc.core.db.connect() as con:
-        numbers = sorted(r[0] for r in con.execute("SELECT row_number FROM transactions"))
+    numbers = sorted(r[0] for r in sql(svc, "SELECT row_number FROM household_transactions"))
     assert numbers == [2, 4, 5, 6]  # the kept row is placed after the file's last row
 
 
@@ -215,11 +221,9 @@ def test_a_file_resaved_without_its_id_column_is_the_same_month(tmp_path: Path, 
     rows = january(with_ids=True)
     write_export(data, JAN, rows)
     svc = make_service(data)
-    with svc.core.db.connect() as con:
-        before = sorted(r[0] for r in con.execute("SELECT id FROM transactions"))
+    before = sorted(r[0] for r in sql(svc, "SELECT id FROM household_transactions"))
     header = ["計算対象", "日付", "内容", "金額（円）", "保有金融機関", "大項目", "中項目", "メモ", "振替"]
     write_export(data, JAN, [r[:9] for r in reversed(rows)], header=header, encoding="utf-8")
     assert counts(svc.import_household_data({}, ctx)) == (0, 0, 0, 3)
-    with svc.core.db.connect() as con:
-        assert sorted(r[0] for r in con.execute("SELECT id FROM transactions")) == before
+    assert sorted(r[0] for r in sql(svc, "SELECT id FROM household_transactions")) == before
     assert month(svc, ctx) == (6200, 300000, 2)

@@ -16,6 +16,8 @@ from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.settings import Settings
 
+from .conftest import WireCalls
+
 SPECS = Path(__file__).resolve().parents[2] / "specs" / "household"
 TYPES = json.loads((SPECS / "types" / "household.json").read_text(encoding="utf-8"))
 REGISTRY = Registry().with_resource("household.json", Resource.from_contents(TYPES))
@@ -42,7 +44,8 @@ def subset(expected: Any, actual: Any) -> bool:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("spec")
-    return create(Settings(data_dir=tmp, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000"), env={})
+    settings = Settings(data_dir=tmp, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
+    return WireCalls(create(settings, env={}))
 
 
 def test_schema_file_is_valid() -> None:

@@ -1,0 +1,84 @@
+"""Charts as tool output: the size asked for, rendering, caching and the `chart` block of the answer."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kumitate.context import public_url
+
+from . import problems
+from .chart_cache import ChartCache
+
+log = logging.getLogger("handlers.household.service")
+
+SIZE_RE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
+MIN_W, MAX_W, MIN_H, MAX_H = 400, 1920, 300, 1080
+
+
+@dataclass(frozen=True, slots=True)
+class ChartRequest:
+    """output_format=image: the chart type and size asked for (None: the tool's default)."""
+
+    kind: str | None = None
+    size: str | None = None
+
+
+@dataclass
+class Result:
+    """A tool's structured output plus what the transport adds beside it."""
+
+    data: dict[str, Any]
+    png: bytes | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_image_size(text: str) -> tuple[int, int]:
+    match = SIZE_RE.match(text)
+    if not match:
+        raise problems.invalid(f"image_size は「幅x高さ」の形式で指定してください（例: 800x600）: {text}")
+    width, height = int(match.group(1)), int(match.group(2))
+    if not (MIN_W <= width <= MAX_W and MIN_H <= height <= MAX_H):
+        raise problems.invalid(f"image_size は {MIN_W}x{MIN_H} から {MAX_W}x{MAX_H} の範囲で指定してください: {text}")
+    return width, height
+
+
+def attach_chart(
+    charts: ChartCache,
+    public_base_url: str,
+    result: Result,
+    owner: str,
+    kind: str,
+    width: int,
+    height: int,
+    alt: str,
+    render: Callable[[], bytes],
+) -> None:
+    """Render, cache and describe a chart; on a rendering failure keep the text answer (seed §10.7.2)."""
+    try:
+        png = render()
+    except Exception:
+        log.exception("household chart rendering failed")
+        result.warnings.append("グラフの生成に失敗したため、テキストで回答しました")
+        return
+    chart_id = charts.put(png, owner)
+    result.png = png
+    result.data["chart"] = {
+        "chart_id": chart_id,
+        "url": f"{public_url(public_base_url)}/api/charts/{chart_id}",
+        "mime_type": "image/png",
+        "width": width,
+        "height": height,
+        "graph_type": kind,
+        "alt_text": alt,
+    }
+
+
+def renderer() -> Any:
+    """Import matplotlib lazily: text answers and the server start never pay for it."""
+    from . import charts
+
+    return charts

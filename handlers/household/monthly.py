@@ -1,0 +1,80 @@
+"""get_monthly_household: one month's spending per 大項目, its rows and income, optionally as a chart."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from . import months, problems, queries
+from .chartout import ChartRequest, Result, attach_chart, parse_image_size, renderer
+from .formatting import round_half_up, yen
+
+if TYPE_CHECKING:
+    from .service import HouseholdCore
+
+PIE_SLICES = 8
+
+
+def get_monthly_household(core: HouseholdCore, year: int, month: int, chart: ChartRequest | None, owner: str) -> Result:
+    """One month: totals per 大項目, the expense rows, income; with `chart`, a pie or bar of the totals."""
+    if not 1 <= month <= 12:
+        raise problems.invalid(f"month は 1〜12 で指定してください: {month}")
+    m = months.index(year, month)
+    with core.store.read() as con:
+        if not queries.month_has_data(con, m):
+            raise problems.data_not_found(f"{months.jp(m)}")
+        rows = queries.month_expenses(con, m)
+        income = queries.month_income(con, m)
+    totals: dict[str, list[int]] = {}
+    for r in rows:
+        entry = totals.setdefault(str(r["category_major"]), [0, 0])
+        entry[0] += -int(r["amount"])
+        entry[1] += 1
+    total = sum(v[0] for v in totals.values())
+    categories: list[dict[str, Any]] = [
+        {
+            "category_major": name,
+            "amount": amount,
+            "count": count,
+            "share_pct": float(round_half_up(Decimal(amount * 100) / Decimal(total), "0.1")) if total else 0.0,
+        }
+        for name, (amount, count) in sorted(totals.items(), key=lambda kv: (-kv[1][0], kv[0]))
+    ]
+    lines = [f"{months.jp(m)}の支出合計: {yen(total)}（{len(rows)}件）"]
+    lines += [f"- {c['category_major']}: {yen(int(c['amount']))} ({c['share_pct']:.1f}%)" for c in categories]
+    lines.append(f"収入合計: {yen(income)}")
+    data: dict[str, Any] = {
+        "year": year,
+        "month": month,
+        "total_expense": total,
+        "total_income": income,
+        "transaction_count": len(rows),
+        "categories": categories,
+        "transactions": rows,
+        "text": "\n".join(lines),
+    }
+    result = Result(data)
+    if chart is not None:
+        kind = chart.kind or "pie"
+        width, height = parse_image_size(chart.size or "800x600")
+        if total <= 0:  # e.g. a month with income only: nothing to draw (a pie of zeros cannot be drawn)
+            result.warnings.append(f"{months.jp(m)}は支出がないため、グラフは作成しませんでした")
+            return result
+        labels = [str(c["category_major"]) for c in categories]
+        values = [int(c["amount"]) for c in categories]
+        if kind == "pie" and len(labels) > PIE_SLICES:
+            labels = [*labels[: PIE_SLICES - 1], "その他"]
+            values = [*values[: PIE_SLICES - 1], sum(values[PIE_SLICES - 1 :])]
+        title = f"{months.jp(m)} 支出内訳（合計 {yen(total)}）"
+        attach_chart(
+            core.charts,
+            core.public_base_url,
+            result,
+            owner,
+            kind,
+            width,
+            height,
+            f"家計簿グラフ - {year}年{month}月",
+            lambda: renderer().category_chart(title, labels, values, kind, width, height),
+        )
+    return result
