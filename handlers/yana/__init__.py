@@ -14,14 +14,17 @@ Environment (read once at create()):
   YANA_INGEST_URL_ALLOW       hosts http(s) image URIs may be fetched from (none by default)
   YANA_INGEST_FETCH_TIMEOUT_MS (5000)  deadline of one image fetch
   YANA_EXPOSE_LOGS=1          serve logs://today (else NOT_FOUND)
+  YANA_UPLOADS_DIR            where ingested images go (default <data dir>/yana/uploads; a shared
+                              volume when several instances serve one database)
+  KUMITATE_DATABASE_URL       the knowledge base's database (kumitate.storage; default the SQLite file)
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from handlers.yana.chat import chat as chat_core
@@ -29,15 +32,17 @@ from handlers.yana.fetch import ImageFetcher
 from handlers.yana.generate import LlmConfig, OpenAIChat
 from handlers.yana.ingest import MAX_BYTES, allowed_roots
 from handlers.yana.ingest import ingest as ingest_core
-from handlers.yana.kb import KnowledgeBase
+from handlers.yana.kb import KnowledgeBase, rag_unavailable
 from handlers.yana.search import search as search_core
 from handlers.yana.status import POLICY_VERSION, SERVER_VERSION, Journal
 from handlers.yana.voice import apply_policy
 from kumitate import datadir, faults
 from kumitate.context import CallContext
 from kumitate.correlation import clean
+from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
 from kumitate.settings import Settings
+from kumitate.storage import open_database
 
 if TYPE_CHECKING:
     from generated.yana.models import ChatInput, IngestInput, SearchInput
@@ -72,13 +77,14 @@ class YanaHandlers:
 
     def __init__(self, settings: Settings, env: Mapping[str, str]) -> None:
         self.state_dir = settings.service_dir("yana")
-        self.kb = KnowledgeBase(self.state_dir / "yana.db", settings.sample_dir)
+        self.database = open_database(settings.data_dir, DeploySettings.from_env(env))
+        self.kb = KnowledgeBase(self.database, settings.sample_dir, self.state_dir)
         config = LlmConfig.from_env(env)
         self.llm = OpenAIChat(config) if config else None
         self.model = config.model if config else "template"
         self.phash_threshold = int(env.get("YANA_DEDUP_PHASH", "4"))
         self.expose_logs = env.get("YANA_EXPOSE_LOGS") == "1"
-        self.uploads = self.state_dir / "uploads"
+        self.uploads = Path(env.get("YANA_UPLOADS_DIR") or self.state_dir / "uploads")
         self.roots = allowed_roots(settings.sample_dir, self.uploads, dict(env))
         self.fetcher = ImageFetcher.from_env(env, MAX_BYTES)
         self.journal = Journal(self.state_dir / "logs")
@@ -137,10 +143,8 @@ class YanaHandlers:
 
     def search(self, input: SearchInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         def call() -> dict[str, Any]:
-            try:
+            with rag_unavailable("the label knowledge base cannot be read"):
                 return search_core(self.kb, _as_dict(input), phash_threshold=self.phash_threshold)
-            except sqlite3.Error as exc:  # query syntax problems are BAD_REQUEST inside search_core
-                raise ToolError("the label knowledge base cannot be read", code="RAG_UNAVAILABLE") from exc
 
         return self._run("search", ctx, call)
 
@@ -188,6 +192,9 @@ class YanaHandlers:
         if not self.expose_logs:
             raise ToolError("logs://today is not enabled (set YANA_EXPOSE_LOGS=1)", code="NOT_FOUND")
         return self.journal.today()
+
+    def close(self) -> None:
+        self.database.close()
 
 
 def create(settings: Settings, env: Mapping[str, str] | None = None) -> YanaHandlers:

@@ -10,12 +10,11 @@ and a query the FTS parser still refused would be BAD_REQUEST, not RAG_UNAVAILAB
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from typing import Any
 
 from handlers.yana.generate import LlmUnavailable, OpenAIChat, template_reply
-from handlers.yana.kb import KnowledgeBase
+from handlers.yana.kb import KnowledgeBase, rag_unavailable
 from handlers.yana.search import search
 from handlers.yana.text import strip_controls
 from handlers.yana.voice import apply_policy
@@ -26,7 +25,7 @@ def retrieve(
     kb: KnowledgeBase, user_text: str, top_k: int, filters: dict[str, Any] | None, phash_threshold: int
 ) -> list[dict[str, Any]]:
     """Top-k hits for the user's text; with filters and no text match, the first filtered labels."""
-    try:
+    with rag_unavailable("the label knowledge base cannot be read; retry with use_rag=false"):
         hits = search(
             kb,
             {"query_text": user_text, "filters": filters, "k": top_k, "page_size": top_k},
@@ -38,10 +37,6 @@ def retrieve(
                 {"query_text": "", "filters": filters, "k": top_k, "page_size": top_k},
                 phash_threshold=phash_threshold,
             )["hits"]
-    except sqlite3.Error as exc:  # the database itself (search raises BAD_REQUEST for a bad query)
-        raise ToolError(
-            "the label knowledge base cannot be read; retry with use_rag=false", code="RAG_UNAVAILABLE"
-        ) from exc
     return hits
 
 

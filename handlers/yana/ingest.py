@@ -39,7 +39,7 @@ from PIL import Image, UnidentifiedImageError
 
 from handlers.yana.fetch import ImageFetcher
 from handlers.yana.kb import ImageHashes, KnowledgeBase, hash_image, insert_label
-from kumitate.context import commit_gate, progress
+from kumitate.context import progress
 from kumitate.errors import ToolError
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -182,46 +182,43 @@ def ingest(
     progress(1, 3, "checking the image")
     ext, hashes = inspect_image(data)
     progress(2, 3, "storing the label")
-    with kb.write_lock, kb.connect() as conn:
-        existing = conn.execute("SELECT id, phash FROM labels WHERE hash_sha1 = ?", (hashes.sha1,)).fetchone()
-        if existing:
-            return {
-                "id": existing["id"],
-                "dedup": True,
-                "hash_sha1": hashes.sha1,
-                "phash": existing["phash"],
-                "near_duplicates": [],
-                "warnings": [],
-            }
-        mine = int(hashes.phash, 16)
-        near = [
-            r["id"]
-            for r in conn.execute("SELECT id, phash FROM labels WHERE phash IS NOT NULL ORDER BY id")
-            if (int(r["phash"], 16) ^ mine).bit_count() <= phash_threshold
-        ]
-        label_id = f"label_u_{hashes.sha1[:16]}"
-        uploads.mkdir(parents=True, exist_ok=True)
-        target = uploads / f"{hashes.sha1}.{ext}"
-        fresh = not target.exists()
-        target.write_bytes(data)
-        label = {
-            "id": label_id,
-            "brand_name": brand,
-            "product_name": (params.get("product_name") or "").strip(),
-            "brewery": (params.get("brewery") or "").strip(),
-            "region": (params.get("region") or "").strip(),
-            "category": params.get("category") or "sake",
-            "label_features": [f.strip() for f in params.get("label_features") or [] if f.strip()],
-            "file_path": f"uploads/{target.name}",
+    label_id = f"label_u_{hashes.sha1[:16]}"
+    target = uploads / f"{hashes.sha1}.{ext}"
+    label = {
+        "id": label_id,
+        "brand_name": brand,
+        "product_name": (params.get("product_name") or "").strip(),
+        "brewery": (params.get("brewery") or "").strip(),
+        "region": (params.get("region") or "").strip(),
+        "category": params.get("category") or "sake",
+        "label_features": [f.strip() for f in params.get("label_features") or [] if f.strip()],
+        "file_path": f"uploads/{target.name}",
+    }
+    fresh = False
+    try:
+        with kb.transaction() as conn:  # the commit waits for the call's commit gate
+            existing = kb.store.by_sha1(conn, hashes.sha1)
+            if existing is None:
+                mine = int(hashes.phash, 16)
+                near = [i for i, ph in kb.store.phashes(conn) if (int(ph, 16) ^ mine).bit_count() <= phash_threshold]
+                uploads.mkdir(parents=True, exist_ok=True)
+                fresh = not target.exists()
+                target.write_bytes(data)
+                if insert_label(kb.store, conn, label, hashes, source="ingest") is None:
+                    existing = kb.store.by_sha1(conn, hashes.sha1)  # stored by another instance meanwhile
+    except BaseException:
+        if fresh:
+            target.unlink(missing_ok=True)
+        raise
+    if existing is not None:
+        return {
+            "id": existing["id"],
+            "dedup": True,
+            "hash_sha1": hashes.sha1,
+            "phash": existing["phash"],
+            "near_duplicates": [],
+            "warnings": [],
         }
-        try:
-            insert_label(conn, label, hashes, source="ingest")
-            with commit_gate():
-                conn.commit()
-        except BaseException:
-            if fresh:
-                target.unlink(missing_ok=True)
-            raise
     return {
         "id": label_id,
         "dedup": False,
