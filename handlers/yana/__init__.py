@@ -25,8 +25,20 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from generated.errors import NotFoundError
+from generated.yana.models import (
+    ChatInput,
+    ChatOutput,
+    HealthzResource,
+    IngestInput,
+    IngestOutput,
+    LogsTodayResource,
+    SearchInput,
+    SearchOutput,
+    VersionResource,
+)
 from handlers.yana.chat import chat as chat_core
 from handlers.yana.fetch import ImageFetcher
 from handlers.yana.generate import LlmConfig, OpenAIChat
@@ -44,9 +56,6 @@ from kumitate.errors import ToolError
 from kumitate.settings import Settings
 from kumitate.storage import open_database
 
-if TYPE_CHECKING:
-    from generated.yana.models import ChatInput, IngestInput, SearchInput
-
 
 def caller_ids(context: Any) -> dict[str, str]:
     """The caller's ids from chat's `context`, for the journal: `session_id` and `caller_run_id`.
@@ -63,6 +72,16 @@ def caller_ids(context: Any) -> dict[str, str]:
         "caller_run_id": clean(context.get("runId")) or clean(context.get("run_id")),
     }
     return {key: value for key, value in found.items() if value}
+
+
+def _envelope(ctx: CallContext) -> dict[str, str]:
+    """The success envelope every tool output declares (the pipeline sets the same values on the wire)."""
+    return {
+        "run_id": ctx.run_id,
+        "trace_id": ctx.trace_id,
+        "server_version": SERVER_VERSION,
+        "policy_version": POLICY_VERSION,
+    }
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
@@ -130,7 +149,7 @@ class YanaHandlers:
 
     # tools ---------------------------------------------------------------------------------------
 
-    def chat(self, input: ChatInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    def chat(self, input: ChatInput | dict[str, Any], ctx: CallContext) -> ChatOutput:
         params = _as_dict(input)
 
         def call() -> dict[str, Any]:
@@ -139,17 +158,18 @@ class YanaHandlers:
                 self.last_error = f"llm_fallback:{fallback}"
             return body
 
-        return self._run("chat", ctx, call, ids=caller_ids(params.get("context")))
+        body = self._run("chat", ctx, call, ids=caller_ids(params.get("context")))
+        return ChatOutput.model_validate({**body, **_envelope(ctx)})
 
-    def search(self, input: SearchInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    def search(self, input: SearchInput | dict[str, Any], ctx: CallContext) -> SearchOutput:
         def call() -> dict[str, Any]:
             with rag_unavailable("the label knowledge base cannot be read"):
                 return search_core(self.kb, _as_dict(input), phash_threshold=self.phash_threshold)
 
-        return self._run("search", ctx, call)
+        return SearchOutput.model_validate({**self._run("search", ctx, call), **_envelope(ctx)})
 
-    def ingest(self, input: IngestInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        return self._run(
+    def ingest(self, input: IngestInput | dict[str, Any], ctx: CallContext) -> IngestOutput:
+        body = self._run(
             "ingest",
             ctx,
             lambda: ingest_core(
@@ -161,10 +181,11 @@ class YanaHandlers:
                 fetcher=self.fetcher,
             ),
         )
+        return IngestOutput.model_validate({**body, **_envelope(ctx)})
 
     # resources -----------------------------------------------------------------------------------
 
-    def read_healthz(self, ctx: CallContext) -> dict[str, Any]:
+    def read_healthz(self, ctx: CallContext) -> HealthzResource:
         storage_problem = datadir.probe(self.state_dir)
         if storage_problem is not None:  # a full or read-only disk is not healthy: 503, retryable
             raise faults.storage_error()
@@ -183,15 +204,15 @@ class YanaHandlers:
         }
         if self.last_error:
             body["last_error"] = self.last_error
-        return body
+        return HealthzResource.model_validate(body)
 
-    def read_version(self, ctx: CallContext) -> dict[str, Any]:
-        return {"server_version": SERVER_VERSION, "policy_version": POLICY_VERSION, "model": self.model}
+    def read_version(self, ctx: CallContext) -> VersionResource:
+        return VersionResource(server_version=SERVER_VERSION, policy_version=POLICY_VERSION, model=self.model)
 
-    def read_logs_today(self, ctx: CallContext) -> dict[str, Any]:
+    def read_logs_today(self, ctx: CallContext) -> LogsTodayResource:
         if not self.expose_logs:
-            raise ToolError("logs://today is not enabled (set YANA_EXPOSE_LOGS=1)", code="NOT_FOUND")
-        return self.journal.today()
+            raise NotFoundError("logs://today is not enabled (set YANA_EXPOSE_LOGS=1)")
+        return LogsTodayResource.model_validate(self.journal.today())
 
     def close(self) -> None:
         self.database.close()

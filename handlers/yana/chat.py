@@ -13,12 +13,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from generated.errors import BadRequestError
 from handlers.yana.generate import LlmUnavailable, OpenAIChat, template_reply
 from handlers.yana.kb import KnowledgeBase, rag_unavailable
 from handlers.yana.search import search
 from handlers.yana.text import strip_controls
 from handlers.yana.voice import apply_policy
-from kumitate.errors import ToolError
 
 
 def retrieve(
@@ -47,7 +47,7 @@ def chat(
     started = time.perf_counter()
     user_text: str = params["user_text"]
     if not strip_controls(user_text).strip():
-        raise ToolError("user_text must not be blank", code="BAD_REQUEST")
+        raise BadRequestError("user_text must not be blank")
     use_rag = bool(params.get("use_rag", True))
     top_k = int(params.get("top_k", 5))
     context = params.get("context") or {}

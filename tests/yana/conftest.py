@@ -6,17 +6,50 @@ import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_upstream, helpers (any pytest import mode)
 
-from handlers.yana import YanaHandlers, create
+from pydantic import BaseModel
+
+from handlers.yana import YanaHandlers
+from handlers.yana import create as create_handlers
 from kumitate.context import CallContext
 from kumitate.settings import Settings
 from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir  # noqa: F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
+WIRE_METHODS = {"chat", "search", "ingest", "read_healthz", "read_version", "read_logs_today"}
+
+
+class Wire:
+    """The handlers as a caller sees their results: each model dumped as the pipeline dumps it
+    (JSON mode, only the fields set), so tests read the wire's data; everything else passes through."""
+
+    def __init__(self, handlers: YanaHandlers) -> None:
+        self.handlers = handlers
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self.handlers, name)
+        if name not in WIRE_METHODS:
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = value(*args, **kwargs)
+            return (
+                result.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                if isinstance(result, BaseModel)
+                else result
+            )
+
+        return call
+
+
+def create(settings: Settings, env: dict[str, str] | None = None) -> Any:
+    """handlers.yana.create, behind `Wire`."""
+    return Wire(create_handlers(settings, env=env))
 
 
 def make_settings(tmp: Path) -> Settings:

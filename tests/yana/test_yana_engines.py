@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ctx, make_settings
+from conftest import create, ctx, make_settings
 from PIL import Image
 
-from handlers.yana import YanaHandlers, create
+from handlers.yana import YanaHandlers
 from tests.storage.conftest import fresh_pg_database
 
 pytestmark = pytest.mark.postgres

@@ -13,10 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, ctx, make_settings
+from conftest import REPO, create, ctx, make_settings
 from sqlalchemy import create_engine, text
 
-from handlers.yana import create
 from handlers.yana.kb import INDEX_VERSION
 from tests.storage.conftest import fresh_pg_database
 
