@@ -44,7 +44,8 @@ from handlers.yana.fetch import ImageFetcher
 from handlers.yana.generate import LlmConfig, OpenAIChat
 from handlers.yana.ingest import MAX_BYTES, allowed_roots
 from handlers.yana.ingest import ingest as ingest_core
-from handlers.yana.kb import KnowledgeBase, rag_unavailable
+from handlers.yana.kb import KnowledgeBase
+from handlers.yana.search import rag_unavailable
 from handlers.yana.search import search as search_core
 from handlers.yana.status import POLICY_VERSION, SERVER_VERSION, Journal
 from handlers.yana.voice import apply_policy

@@ -15,8 +15,8 @@ from typing import Any
 
 from generated.errors import BadRequestError
 from handlers.yana.generate import LlmUnavailable, OpenAIChat, template_reply
-from handlers.yana.kb import KnowledgeBase, rag_unavailable
-from handlers.yana.search import search
+from handlers.yana.kb import KnowledgeBase
+from handlers.yana.search import rag_unavailable, search
 from handlers.yana.text import strip_controls
 from handlers.yana.voice import apply_policy
 

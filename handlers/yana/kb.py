@@ -28,13 +28,10 @@ from typing import Any
 import imagehash
 from PIL import Image
 from sqlalchemy import Connection
-from sqlalchemy.exc import SQLAlchemyError
 
-from generated.errors import RagUnavailableError
 from handlers.yana.japanese import fold, reading
 from handlers.yana.store import DOC_COLUMNS, LabelStore, features_of
 from handlers.yana.text import region_terms
-from kumitate.errors import ToolError
 from kumitate.storage import Database
 
 INDEX_VERSION = 3
@@ -120,20 +117,6 @@ class KnowledgeBase:
     def count(self) -> int:
         with self.db.read() as conn:
             return self.store.count(conn)
-
-
-@contextmanager
-def rag_unavailable(message: str) -> Iterator[None]:
-    """A knowledge base that cannot be read (database lost, locked, broken) is RAG_UNAVAILABLE:
-    the seed's client then resends chat with use_rag=false."""
-    try:
-        yield
-    except ToolError as error:
-        if error.code != "STORAGE_UNAVAILABLE":
-            raise
-        raise RagUnavailableError(message) from error
-    except SQLAlchemyError as error:
-        raise RagUnavailableError(message) from error
 
 
 def insert_label(

@@ -32,18 +32,22 @@ used: distinct products differ by one character (作 玄乃智 / 穂乃智 score
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
-from generated.errors import BadRequestError
+from generated.errors import BadRequestError, RagUnavailableError
 from handlers.yana.bm25 import bm25 as bm25_scores
 from handlers.yana.japanese import QueryWord, fold, query_words
 from handlers.yana.kb import READING_FIELDS, TEXT_FIELDS, KnowledgeBase, row_to_hit
 from handlers.yana.ranking import field_scores
 from handlers.yana.store import LabelStore, UnsearchableQuery
 from handlers.yana.text import normalize, text_fingerprint
+from kumitate.errors import ToolError
 
 # brand, product, brewery, region, features, category words; then the reading columns
 BM25_WEIGHTS = dict(
@@ -54,6 +58,20 @@ SORT_KEYS = ("relevance", "brand_name", "brewery", "region", "id", "recency")
 FTS_COLUMNS = TEXT_FIELDS + READING_FIELDS
 FEW = 5
 CONTENT_COLUMNS = tuple(c for c in FTS_COLUMNS if c != "category_words")
+
+
+@contextmanager
+def rag_unavailable(message: str) -> Iterator[None]:
+    """A knowledge base that cannot be read (database lost, locked, broken) is RAG_UNAVAILABLE:
+    the seed's client then resends chat with use_rag=false."""
+    try:
+        yield
+    except ToolError as error:
+        if error.code != "STORAGE_UNAVAILABLE":
+            raise
+        raise RagUnavailableError(message) from error
+    except SQLAlchemyError as error:
+        raise RagUnavailableError(message) from error
 
 
 @dataclass(frozen=True, slots=True)
