@@ -46,7 +46,7 @@ def evaluate(root: Path) -> dict[str, float]:
         for rnd in range(6):
             for q in queries:
                 started = time.perf_counter()
-                hits = [h["id"] for h in yana.search({"query_text": q["query"], "k": 10}, ctx)["hits"]]
+                hits = [h.id for h in yana.search({"query_text": q["query"], "k": 10}, ctx).hits]
                 if rnd:
                     times.append((time.perf_counter() - started) * 1000)
                     continue

@@ -14,33 +14,48 @@ Environment (read once at create()):
   YANA_INGEST_URL_ALLOW       hosts http(s) image URIs may be fetched from (none by default)
   YANA_INGEST_FETCH_TIMEOUT_MS (5000)  deadline of one image fetch
   YANA_EXPOSE_LOGS=1          serve logs://today (else NOT_FOUND)
+  YANA_UPLOADS_DIR            where ingested images go (default <data dir>/yana/uploads; a shared
+                              volume when several instances serve one database)
+  KUMITATE_DATABASE_URL       the knowledge base's database (kumitate.storage; default the SQLite file)
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
+from generated.errors import NotFoundError
+from generated.yana.models import (
+    ChatInput,
+    ChatOutput,
+    HealthzResource,
+    IngestInput,
+    IngestOutput,
+    LogsTodayResource,
+    SearchInput,
+    SearchOutput,
+    VersionResource,
+)
 from handlers.yana.chat import chat as chat_core
 from handlers.yana.fetch import ImageFetcher
 from handlers.yana.generate import LlmConfig, OpenAIChat
 from handlers.yana.ingest import MAX_BYTES, allowed_roots
 from handlers.yana.ingest import ingest as ingest_core
 from handlers.yana.kb import KnowledgeBase
+from handlers.yana.search import rag_unavailable
 from handlers.yana.search import search as search_core
 from handlers.yana.status import POLICY_VERSION, SERVER_VERSION, Journal
 from handlers.yana.voice import apply_policy
 from kumitate import datadir, faults
 from kumitate.context import CallContext
 from kumitate.correlation import clean
+from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
 from kumitate.settings import Settings
-
-if TYPE_CHECKING:
-    from generated.yana.models import ChatInput, IngestInput, SearchInput
+from kumitate.storage import open_database
 
 
 def caller_ids(context: Any) -> dict[str, str]:
@@ -60,6 +75,16 @@ def caller_ids(context: Any) -> dict[str, str]:
     return {key: value for key, value in found.items() if value}
 
 
+def _envelope(ctx: CallContext) -> dict[str, str]:
+    """The success envelope every tool output declares (the pipeline sets the same values on the wire)."""
+    return {
+        "run_id": ctx.run_id,
+        "trace_id": ctx.trace_id,
+        "server_version": SERVER_VERSION,
+        "policy_version": POLICY_VERSION,
+    }
+
+
 def _as_dict(value: Any) -> dict[str, Any]:
     """Generated pydantic input → the JSON-shaped dict the core works on (dicts pass through)."""
     if isinstance(value, dict):
@@ -72,13 +97,14 @@ class YanaHandlers:
 
     def __init__(self, settings: Settings, env: Mapping[str, str]) -> None:
         self.state_dir = settings.service_dir("yana")
-        self.kb = KnowledgeBase(self.state_dir / "yana.db", settings.sample_dir)
+        self.database = open_database(settings.data_dir, DeploySettings.from_env(env))
+        self.kb = KnowledgeBase(self.database, settings.sample_dir, self.state_dir)
         config = LlmConfig.from_env(env)
         self.llm = OpenAIChat(config) if config else None
         self.model = config.model if config else "template"
         self.phash_threshold = int(env.get("YANA_DEDUP_PHASH", "4"))
         self.expose_logs = env.get("YANA_EXPOSE_LOGS") == "1"
-        self.uploads = self.state_dir / "uploads"
+        self.uploads = Path(env.get("YANA_UPLOADS_DIR") or self.state_dir / "uploads")
         self.roots = allowed_roots(settings.sample_dir, self.uploads, dict(env))
         self.fetcher = ImageFetcher.from_env(env, MAX_BYTES)
         self.journal = Journal(self.state_dir / "logs")
@@ -124,7 +150,7 @@ class YanaHandlers:
 
     # tools ---------------------------------------------------------------------------------------
 
-    def chat(self, input: ChatInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    def chat(self, input: ChatInput | dict[str, Any], ctx: CallContext) -> ChatOutput:
         params = _as_dict(input)
 
         def call() -> dict[str, Any]:
@@ -133,19 +159,18 @@ class YanaHandlers:
                 self.last_error = f"llm_fallback:{fallback}"
             return body
 
-        return self._run("chat", ctx, call, ids=caller_ids(params.get("context")))
+        body = self._run("chat", ctx, call, ids=caller_ids(params.get("context")))
+        return ChatOutput.model_validate({**body, **_envelope(ctx)})
 
-    def search(self, input: SearchInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+    def search(self, input: SearchInput | dict[str, Any], ctx: CallContext) -> SearchOutput:
         def call() -> dict[str, Any]:
-            try:
+            with rag_unavailable("the label knowledge base cannot be read"):
                 return search_core(self.kb, _as_dict(input), phash_threshold=self.phash_threshold)
-            except sqlite3.Error as exc:  # query syntax problems are BAD_REQUEST inside search_core
-                raise ToolError("the label knowledge base cannot be read", code="RAG_UNAVAILABLE") from exc
 
-        return self._run("search", ctx, call)
+        return SearchOutput.model_validate({**self._run("search", ctx, call), **_envelope(ctx)})
 
-    def ingest(self, input: IngestInput | dict[str, Any], ctx: CallContext) -> dict[str, Any]:
-        return self._run(
+    def ingest(self, input: IngestInput | dict[str, Any], ctx: CallContext) -> IngestOutput:
+        body = self._run(
             "ingest",
             ctx,
             lambda: ingest_core(
@@ -157,10 +182,11 @@ class YanaHandlers:
                 fetcher=self.fetcher,
             ),
         )
+        return IngestOutput.model_validate({**body, **_envelope(ctx)})
 
     # resources -----------------------------------------------------------------------------------
 
-    def read_healthz(self, ctx: CallContext) -> dict[str, Any]:
+    def read_healthz(self, ctx: CallContext) -> HealthzResource:
         storage_problem = datadir.probe(self.state_dir)
         if storage_problem is not None:  # a full or read-only disk is not healthy: 503, retryable
             raise faults.storage_error()
@@ -179,15 +205,18 @@ class YanaHandlers:
         }
         if self.last_error:
             body["last_error"] = self.last_error
-        return body
+        return HealthzResource.model_validate(body)
 
-    def read_version(self, ctx: CallContext) -> dict[str, Any]:
-        return {"server_version": SERVER_VERSION, "policy_version": POLICY_VERSION, "model": self.model}
+    def read_version(self, ctx: CallContext) -> VersionResource:
+        return VersionResource(server_version=SERVER_VERSION, policy_version=POLICY_VERSION, model=self.model)
 
-    def read_logs_today(self, ctx: CallContext) -> dict[str, Any]:
+    def read_logs_today(self, ctx: CallContext) -> LogsTodayResource:
         if not self.expose_logs:
-            raise ToolError("logs://today is not enabled (set YANA_EXPOSE_LOGS=1)", code="NOT_FOUND")
-        return self.journal.today()
+            raise NotFoundError("logs://today is not enabled (set YANA_EXPOSE_LOGS=1)")
+        return LogsTodayResource.model_validate(self.journal.today())
+
+    def close(self) -> None:
+        self.database.close()
 
 
 def create(settings: Settings, env: Mapping[str, str] | None = None) -> YanaHandlers:

@@ -10,23 +10,22 @@ and a query the FTS parser still refused would be BAD_REQUEST, not RAG_UNAVAILAB
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from typing import Any
 
+from generated.errors import BadRequestError
 from handlers.yana.generate import LlmUnavailable, OpenAIChat, template_reply
 from handlers.yana.kb import KnowledgeBase
-from handlers.yana.search import search
+from handlers.yana.search import rag_unavailable, search
 from handlers.yana.text import strip_controls
 from handlers.yana.voice import apply_policy
-from kumitate.errors import ToolError
 
 
 def retrieve(
     kb: KnowledgeBase, user_text: str, top_k: int, filters: dict[str, Any] | None, phash_threshold: int
 ) -> list[dict[str, Any]]:
     """Top-k hits for the user's text; with filters and no text match, the first filtered labels."""
-    try:
+    with rag_unavailable("the label knowledge base cannot be read; retry with use_rag=false"):
         hits = search(
             kb,
             {"query_text": user_text, "filters": filters, "k": top_k, "page_size": top_k},
@@ -38,10 +37,6 @@ def retrieve(
                 {"query_text": "", "filters": filters, "k": top_k, "page_size": top_k},
                 phash_threshold=phash_threshold,
             )["hits"]
-    except sqlite3.Error as exc:  # the database itself (search raises BAD_REQUEST for a bad query)
-        raise ToolError(
-            "the label knowledge base cannot be read; retry with use_rag=false", code="RAG_UNAVAILABLE"
-        ) from exc
     return hits
 
 
@@ -52,7 +47,7 @@ def chat(
     started = time.perf_counter()
     user_text: str = params["user_text"]
     if not strip_controls(user_text).strip():
-        raise ToolError("user_text must not be blank", code="BAD_REQUEST")
+        raise BadRequestError("user_text must not be blank")
     use_rag = bool(params.get("use_rag", True))
     top_k = int(params.get("top_k", 5))
     context = params.get("context") or {}

@@ -17,7 +17,13 @@ import threading
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from kumitate.errors import ToolError
+from generated.errors import (
+    NotFoundError,
+    PayloadTooLargeError,
+    UpstreamErrorError,
+    UpstreamTimeoutError,
+    UriNotAllowedError,
+)
 from kumitate.outbound import CircuitBreaker, OutboundClient, OutboundError, RetryPolicy
 
 
@@ -62,11 +68,10 @@ class ImageFetcher:
         host = (parts.hostname or "").lower()
         netloc = f"{host}:{parts.port}" if parts.port else host
         if parts.username or parts.password or not host:
-            raise ToolError("the image URL must name a host and no user info", code="URI_NOT_ALLOWED")
+            raise UriNotAllowedError("the image URL must name a host and no user info")
         if not self.allowed(netloc, host):
-            raise ToolError(
-                "this host is not on the image allow-list (YANA_INGEST_URL_ALLOW); send the image as base64",
-                code="URI_NOT_ALLOWED",
+            raise UriNotAllowedError(
+                "this host is not on the image allow-list (YANA_INGEST_URL_ALLOW); send the image as base64"
             )
         path = parts.path or "/"
         if parts.query:
@@ -77,15 +82,12 @@ class ImageFetcher:
             )
         except OutboundError as exc:
             if exc.kind == "too_large":
-                raise ToolError(f"the image is larger than {self.max_bytes} bytes", code="PAYLOAD_TOO_LARGE") from None
+                raise PayloadTooLargeError(f"the image is larger than {self.max_bytes} bytes") from None
             if exc.status in (404, 410):
-                raise ToolError("no image at this URL (HTTP 404)", code="NOT_FOUND") from None
+                raise NotFoundError("no image at this URL (HTTP 404)") from None
             if exc.kind == "timeout":
-                raise ToolError("the image URL did not answer in time", code="UPSTREAM_TIMEOUT") from None
-            raise ToolError(f"the image could not be fetched ({exc.kind})", code="UPSTREAM_ERROR") from None
+                raise UpstreamTimeoutError("the image URL did not answer in time") from None
+            raise UpstreamErrorError(f"the image could not be fetched ({exc.kind})") from None
         if response.status_code != 200:
-            raise ToolError(
-                f"the image URL answered HTTP {response.status_code} (redirects are not followed)",
-                code="UPSTREAM_ERROR",
-            )
+            raise UpstreamErrorError(f"the image URL answered HTTP {response.status_code} (redirects are not followed)")
         return response.content

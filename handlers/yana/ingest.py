@@ -37,9 +37,10 @@ from urllib.parse import unquote, urlsplit
 
 from PIL import Image, UnidentifiedImageError
 
+from generated.errors import BadRequestError, InvalidImageError, NotFoundError, PayloadTooLargeError, UriNotAllowedError
 from handlers.yana.fetch import ImageFetcher
 from handlers.yana.kb import ImageHashes, KnowledgeBase, hash_image, insert_label
-from kumitate.context import commit_gate, progress
+from kumitate.context import progress
 from kumitate.errors import ToolError
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -62,36 +63,35 @@ def read_uri(uri: str, roots: list[Path], base: Path, fetcher: ImageFetcher | No
     parts = urlsplit(uri)
     if parts.scheme.lower() in ("http", "https") and fetcher is not None:
         if _CONTROL.search(uri):
-            raise ToolError("the URI contains control characters", code="URI_NOT_ALLOWED")
+            raise UriNotAllowedError("the URI contains control characters")
         return fetcher.fetch(uri)
     if parts.scheme.lower() != "file":
-        raise ToolError(
-            "only file: URIs inside the data directory and http(s) URLs on allowed hosts are accepted",
-            code="URI_NOT_ALLOWED",
+        raise UriNotAllowedError(
+            "only file: URIs inside the data directory and http(s) URLs on allowed hosts are accepted"
         )
     if parts.netloc not in ("", "localhost"):
-        raise ToolError("file: URIs must not name a host", code="URI_NOT_ALLOWED")
+        raise UriNotAllowedError("file: URIs must not name a host")
     decoded = unquote(parts.path)
     if _CONTROL.search(uri) or _CONTROL.search(decoded):
-        raise ToolError("the file: URI contains control characters", code="URI_NOT_ALLOWED")
+        raise UriNotAllowedError("the file: URI contains control characters")
     raw = Path(decoded)
     joined = raw if raw.is_absolute() else base / raw
     try:
         path = joined.resolve()
     except (OSError, RuntimeError, ValueError):  # name too long, symlink loop …: cannot be an allowed file
         if any(Path(os.path.normpath(joined)).is_relative_to(root) for root in roots):
-            raise ToolError("no such file", code="NOT_FOUND") from None
-        raise ToolError("the file is outside the allowed directories", code="URI_NOT_ALLOWED") from None
+            raise NotFoundError("no such file") from None
+        raise UriNotAllowedError("the file is outside the allowed directories") from None
     if not any(path.is_relative_to(root) for root in roots):
-        raise ToolError("the file is outside the allowed directories", code="URI_NOT_ALLOWED")
+        raise UriNotAllowedError("the file is outside the allowed directories")
     try:
         if not path.is_file():
-            raise ToolError("no such file", code="NOT_FOUND")
+            raise NotFoundError("no such file")
         if path.stat().st_size > MAX_BYTES:
-            raise ToolError(f"the image is larger than {MAX_BYTES} bytes", code="PAYLOAD_TOO_LARGE")
+            raise PayloadTooLargeError(f"the image is larger than {MAX_BYTES} bytes")
         return path.read_bytes()
     except (OSError, ValueError):  # ENAMETOOLONG, EACCES, removed meanwhile …
-        raise ToolError("no such file (or it cannot be read)", code="NOT_FOUND") from None
+        raise NotFoundError("no such file (or it cannot be read)") from None
 
 
 def decode_image_field(value: str) -> bytes:
@@ -99,17 +99,17 @@ def decode_image_field(value: str) -> bytes:
     if value.startswith("data:") and "," in value:
         value = value.split(",", 1)[1]
     if len(value) > (MAX_BYTES * 4) // 3 + 8:
-        raise ToolError(f"the image is larger than {MAX_BYTES} bytes", code="PAYLOAD_TOO_LARGE")
+        raise PayloadTooLargeError(f"the image is larger than {MAX_BYTES} bytes")
     try:
         return base64.b64decode("".join(value.split()), validate=True)
     except (binascii.Error, ValueError):
-        raise ToolError("image is not valid base64", code="INVALID_IMAGE") from None
+        raise InvalidImageError("image is not valid base64") from None
 
 
 def inspect_image(data: bytes) -> tuple[str, ImageHashes]:
     """(file extension, hashes) of a valid image; INVALID_IMAGE otherwise."""
     if len(data) > MAX_BYTES:
-        raise ToolError(f"the image is larger than {MAX_BYTES} bytes", code="PAYLOAD_TOO_LARGE")
+        raise PayloadTooLargeError(f"the image is larger than {MAX_BYTES} bytes")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -118,13 +118,9 @@ def inspect_image(data: bytes) -> tuple[str, ImageHashes]:
                 width, height = probe.size
                 probe.verify()  # structure check without decoding pixels
             if fmt not in FORMATS:
-                raise ToolError(
-                    f"unsupported image type {fmt or 'unknown'}: use PNG, JPEG or WebP", code="INVALID_IMAGE"
-                )
+                raise InvalidImageError(f"unsupported image type {fmt or 'unknown'}: use PNG, JPEG or WebP")
             if not (MIN_SIDE <= width <= MAX_SIDE and MIN_SIDE <= height <= MAX_SIDE):
-                raise ToolError(
-                    f"image is {width}x{height}; each side must be {MIN_SIDE}..{MAX_SIDE} px", code="INVALID_IMAGE"
-                )
+                raise InvalidImageError(f"image is {width}x{height}; each side must be {MIN_SIDE}..{MAX_SIDE} px")
             with Image.open(io.BytesIO(data)) as img:
                 img.load()
                 return FORMATS[fmt], hash_image(data, img)
@@ -138,7 +134,7 @@ def inspect_image(data: bytes) -> tuple[str, ImageHashes]:
         Image.DecompressionBombError,
         Image.DecompressionBombWarning,
     ):
-        raise ToolError("the data is not a readable PNG, JPEG or WebP image", code="INVALID_IMAGE") from None
+        raise InvalidImageError("the data is not a readable PNG, JPEG or WebP image") from None
 
 
 def image_bytes(
@@ -147,7 +143,7 @@ def image_bytes(
     """The image from `image` (base64, or a URI / upload handle) or `uri`; exactly one must be given."""
     image, uri = params.get("image") or "", params.get("uri") or ""
     if bool(image) == bool(uri):
-        raise ToolError("send exactly one of image (base64, a URI or an upload handle) or uri", code="BAD_REQUEST")
+        raise BadRequestError("send exactly one of image (base64, a URI or an upload handle) or uri")
     handle = _UPLOAD_HANDLE.match((image or uri).strip())
     if handle:
         uri, image = (uploads / handle.group(1)).resolve().as_uri(), ""
@@ -155,10 +151,9 @@ def image_bytes(
         if _SCHEME.match(image):
             uri = image
         elif "." in image or "\\" in image:  # never in base64: a server path, which is never opened
-            raise ToolError(
+            raise UriNotAllowedError(
                 "server paths are not opened; send base64, a file: URI inside the data directory,"
-                " an upload handle (uploads/<sha1>.<ext>) or an http(s) URL on an allowed host",
-                code="URI_NOT_ALLOWED",
+                " an upload handle (uploads/<sha1>.<ext>) or an http(s) URL on an allowed host"
             )
     if uri:
         return read_uri(uri, roots, base, fetcher)
@@ -182,46 +177,43 @@ def ingest(
     progress(1, 3, "checking the image")
     ext, hashes = inspect_image(data)
     progress(2, 3, "storing the label")
-    with kb.write_lock, kb.connect() as conn:
-        existing = conn.execute("SELECT id, phash FROM labels WHERE hash_sha1 = ?", (hashes.sha1,)).fetchone()
-        if existing:
-            return {
-                "id": existing["id"],
-                "dedup": True,
-                "hash_sha1": hashes.sha1,
-                "phash": existing["phash"],
-                "near_duplicates": [],
-                "warnings": [],
-            }
-        mine = int(hashes.phash, 16)
-        near = [
-            r["id"]
-            for r in conn.execute("SELECT id, phash FROM labels WHERE phash IS NOT NULL ORDER BY id")
-            if (int(r["phash"], 16) ^ mine).bit_count() <= phash_threshold
-        ]
-        label_id = f"label_u_{hashes.sha1[:16]}"
-        uploads.mkdir(parents=True, exist_ok=True)
-        target = uploads / f"{hashes.sha1}.{ext}"
-        fresh = not target.exists()
-        target.write_bytes(data)
-        label = {
-            "id": label_id,
-            "brand_name": brand,
-            "product_name": (params.get("product_name") or "").strip(),
-            "brewery": (params.get("brewery") or "").strip(),
-            "region": (params.get("region") or "").strip(),
-            "category": params.get("category") or "sake",
-            "label_features": [f.strip() for f in params.get("label_features") or [] if f.strip()],
-            "file_path": f"uploads/{target.name}",
+    label_id = f"label_u_{hashes.sha1[:16]}"
+    target = uploads / f"{hashes.sha1}.{ext}"
+    label = {
+        "id": label_id,
+        "brand_name": brand,
+        "product_name": (params.get("product_name") or "").strip(),
+        "brewery": (params.get("brewery") or "").strip(),
+        "region": (params.get("region") or "").strip(),
+        "category": params.get("category") or "sake",
+        "label_features": [f.strip() for f in params.get("label_features") or [] if f.strip()],
+        "file_path": f"uploads/{target.name}",
+    }
+    fresh = False
+    try:
+        with kb.transaction() as conn:  # the commit waits for the call's commit gate
+            existing = kb.store.by_sha1(conn, hashes.sha1)
+            if existing is None:
+                mine = int(hashes.phash, 16)
+                near = [i for i, ph in kb.store.phashes(conn) if (int(ph, 16) ^ mine).bit_count() <= phash_threshold]
+                uploads.mkdir(parents=True, exist_ok=True)
+                fresh = not target.exists()
+                target.write_bytes(data)
+                if insert_label(kb.store, conn, label, hashes, source="ingest") is None:
+                    existing = kb.store.by_sha1(conn, hashes.sha1)  # stored by another instance meanwhile
+    except BaseException:
+        if fresh:
+            target.unlink(missing_ok=True)
+        raise
+    if existing is not None:
+        return {
+            "id": existing["id"],
+            "dedup": True,
+            "hash_sha1": hashes.sha1,
+            "phash": existing["phash"],
+            "near_duplicates": [],
+            "warnings": [],
         }
-        try:
-            insert_label(conn, label, hashes, source="ingest")
-            with commit_gate():
-                conn.commit()
-        except BaseException:
-            if fresh:
-                target.unlink(missing_ok=True)
-            raise
     return {
         "id": label_id,
         "dedup": False,

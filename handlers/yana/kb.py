@@ -1,16 +1,17 @@
-"""The label knowledge base: SQLite with an FTS5 trigram index over folded text and readings.
+"""The label knowledge base on the storage layer: labels, their search documents, first-start loading.
 
 Each label is indexed twice per field: its folded text (NFKC, casefold, katakana → hiragana:
 see handlers.yana.japanese) and its folded hiragana reading (獺祭 → だっさい, 林檎 → りんご),
-so kana variants, kanji forms and readings of a name all find it. Trigram tokenisation needs
-no word breaks; 1–2 character terms go through LIKE (which the trigram tokenizer also serves).
-One connection per call keeps the worker threads independent; WAL lets readers run while an
-ingest writes.
+so kana variants, kanji forms and readings of a name all find it. The tables live in the
+storage layer's database (kumitate.storage: the SQLite file under the data directory, or
+PostgreSQL with KUMITATE_DATABASE_URL); handlers.yana.store holds the SQL.
 
-First start is safe with several processes on one data directory: the bundled labels are
-upserted (ON CONFLICT DO NOTHING) inside one BEGIN IMMEDIATE transaction, so the second
-process waits for the first and then finds nothing left to add. An index built by an older
-version (PRAGMA user_version < INDEX_VERSION) is rebuilt from the labels table in the same way.
+First start is safe with several processes on one database: the bundled labels are upserted
+(ON CONFLICT DO NOTHING) inside one transaction that holds the setup lock (SQLite's BEGIN
+IMMEDIATE, a PostgreSQL advisory lock), so the second process waits for the first and then
+finds nothing left to add. Documents built by an older version (index_version in yana_meta
+below INDEX_VERSION) are rebuilt from the labels in the same way. Ingested labels of a
+pre-storage-layer `yana.db` (SQLite, under the yana state directory) are imported once.
 """
 
 from __future__ import annotations
@@ -18,53 +19,28 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import imagehash
 from PIL import Image
+from sqlalchemy import Connection
 
 from handlers.yana.japanese import fold, reading
+from handlers.yana.store import DOC_COLUMNS, LabelStore, features_of
 from handlers.yana.text import region_terms
-from kumitate.context import commit_gate
+from kumitate.storage import Database
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS labels (
-    rowid INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    brand_name TEXT NOT NULL,
-    product_name TEXT NOT NULL,
-    brewery TEXT NOT NULL,
-    region TEXT NOT NULL,
-    category TEXT NOT NULL CHECK (category IN ('sake', 'juice')),
-    label_features TEXT NOT NULL,          -- JSON array of strings
-    file_path TEXT NOT NULL,
-    hash_sha1 TEXT,
-    phash TEXT,
-    source TEXT NOT NULL                   -- 'bundled' | 'ingest'
-);
-CREATE UNIQUE INDEX IF NOT EXISTS labels_sha1 ON labels(hash_sha1) WHERE hash_sha1 IS NOT NULL;
-CREATE TABLE IF NOT EXISTS region_terms (
-    label_rowid INTEGER NOT NULL REFERENCES labels(rowid),
-    term TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS region_terms_label ON region_terms(label_rowid);
-"""
-FTS_SCHEMA = """
-CREATE VIRTUAL TABLE labels_fts USING fts5(
-    brand_name, product_name, brewery, region, features, category_words,
-    brand_r, product_r, brewery_r, region_r, features_r, tokenize = 'trigram'
-);
-"""
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 TEXT_FIELDS = ("brand_name", "product_name", "brewery", "region", "features", "category_words")
 READING_FIELDS = ("brand_r", "product_r", "brewery_r", "region_r", "features_r")
+assert TEXT_FIELDS + READING_FIELDS == DOC_COLUMNS
 CATEGORY_WORDS = {"sake": "日本酒 清酒 酒 お酒 地酒 sake", "juice": "ジュース 果汁 飲料 ドリンク juice"}
 HIT_FIELDS = ("id", "brand_name", "product_name", "brewery", "region", "category", "label_features", "file_path")
+LEGACY_DB = "yana.db"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,50 +55,39 @@ def hash_image(data: bytes, image: Image.Image) -> ImageHashes:
 
 
 class KnowledgeBase:
-    """Owns the SQLite file; loads the bundled labels on first open."""
+    """The labels in the storage layer's database; loads the bundled labels on first open."""
 
-    def __init__(self, db_path: Path, sample_dir: Path) -> None:
-        self.db_path = db_path
+    def __init__(self, db: Database, sample_dir: Path, state_dir: Path | None = None) -> None:
+        self.db = db
+        self.store = LabelStore(db)
         self.sample_dir = sample_dir  # data/ (the parent of data/yana)
-        self.write_lock = threading.Lock()
-        self._prepare()
+        self._prepare(state_dir / LEGACY_DB if state_dir else None)
 
-    def _prepare(self) -> None:
-        """Create the schema, rebuild an outdated index and load missing bundled labels (idempotent)."""
-        conn = sqlite3.connect(self.db_path, timeout=60.0, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            if self._ready(conn):
+    def _prepare(self, legacy: Path | None) -> None:
+        """Rebuild outdated documents, load missing bundled labels, import a legacy file (idempotent)."""
+        if not (legacy and legacy.is_file()):
+            legacy = None
+        with self.db.read() as conn:
+            if legacy is None and self._ready(conn):
                 return
-            bundled = self._bundled()  # images are hashed before the write lock is taken
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        conn.execute(statement)
-                if conn.execute("PRAGMA user_version").fetchone()[0] < INDEX_VERSION:
-                    conn.execute("DROP TABLE IF EXISTS labels_fts")
-                    conn.execute(FTS_SCHEMA)
-                    for row in conn.execute("SELECT * FROM labels").fetchall():
-                        index_label(conn, int(row["rowid"]), row_to_label(row))
-                    conn.execute(f"PRAGMA user_version = {INDEX_VERSION}")
-                for label, hashes in bundled:
-                    insert_label(conn, label, hashes, source="bundled")
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        finally:
-            conn.close()
+        bundled = self._bundled()  # images are hashed before the setup lock is taken
+        with self.db.transaction() as conn:
+            self.store.lock_for_setup(conn)
+            if self.store.meta(conn, "index_version") != str(INDEX_VERSION):
+                rows = self.store.labels(conn)
+                self.store.replace_documents(conn, {r["pk"]: index_document(row_to_label(r)) for r in rows})
+                self.store.set_meta(conn, "index_version", str(INDEX_VERSION))
+            for label, hashes in bundled:
+                insert_label(self.store, conn, label, hashes, source="bundled")
+            for label, found in legacy_labels(legacy) if legacy is not None else []:
+                insert_label(self.store, conn, label, found, source="ingest")
+        if legacy is not None:
+            with suppress(FileNotFoundError):  # another process imported it at the same time
+                legacy.rename(legacy.with_name(LEGACY_DB + ".imported"))
 
-    def _ready(self, conn: sqlite3.Connection) -> bool:
-        """True when the index is current and at least one label exists (nothing to load)."""
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            return version >= INDEX_VERSION and conn.execute("SELECT count(*) FROM labels").fetchone()[0] > 0
-        except sqlite3.OperationalError:  # no table yet
-            return False
+    def _ready(self, conn: Connection) -> bool:
+        """True when the documents are current and at least one label exists (nothing to load)."""
+        return self.store.meta(conn, "index_version") == str(INDEX_VERSION) and self.store.count(conn) > 0
 
     def _bundled(self) -> list[tuple[dict[str, Any], ImageHashes]]:
         doc = json.loads((self.sample_dir / "yana" / "labels.json").read_text(encoding="utf-8"))
@@ -135,69 +100,52 @@ class KnowledgeBase:
         return out
 
     @contextmanager
-    def connect(self) -> Iterator[sqlite3.Connection]:
-        """A connection whose writes commit together at the end (through the call's commit gate)."""
-        conn = sqlite3.connect(self.db_path, timeout=5.0)
-        conn.row_factory = sqlite3.Row
-        try:
+    def read(self) -> Iterator[Connection]:
+        with self.db.read() as conn:
             yield conn
-            if conn.in_transaction:
-                with commit_gate():
-                    conn.commit()
-        except BaseException:
-            conn.rollback()
-            raise
-        finally:
-            conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """Writes that commit together at the end, through the call's commit gate."""
+        with self.db.transaction() as conn:
+            yield conn
 
     def bundled_file(self, file_path: str) -> Path:
         """data/yana/images/x.png (as stored) → the file under the configured sample_dir."""
         return self.sample_dir / Path(file_path).relative_to("data")
 
     def count(self) -> int:
-        with self.connect() as conn:
-            return int(conn.execute("SELECT count(*) FROM labels").fetchone()[0])
+        with self.db.read() as conn:
+            return self.store.count(conn)
 
 
 def insert_label(
-    conn: sqlite3.Connection, label: dict[str, Any], hashes: ImageHashes | None, *, source: str
+    store: LabelStore, conn: Connection, label: dict[str, Any], hashes: ImageHashes | None, *, source: str
 ) -> int | None:
-    """Insert one label into the table, the FTS index and the region-term side table.
+    """Insert one label with its search document and region terms.
 
     An upsert that does nothing when the id or the image hash is already there (returns None),
     so loading the bundled labels twice, or from two processes at once, is harmless.
     """
     features = [str(f) for f in label.get("label_features", [])]
-    cur = conn.execute(
-        "INSERT INTO labels (id, brand_name, product_name, brewery, region, category, label_features, file_path,"
-        " hash_sha1, phash, source) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT DO NOTHING",
-        (
-            label["id"],
-            label["brand_name"],
-            label.get("product_name", ""),
-            label.get("brewery", ""),
-            label.get("region", ""),
-            label["category"],
-            json.dumps(features, ensure_ascii=False),
-            label["file_path"],
-            hashes.sha1 if hashes else None,
-            hashes.phash if hashes else None,
-            source,
-        ),
-    )
-    if cur.rowcount == 0:
-        return None
-    rowid = int(cur.lastrowid or 0)
-    index_label(conn, rowid, label)
-    conn.executemany(
-        "INSERT INTO region_terms (label_rowid, term) VALUES (?, ?)",
-        [(rowid, term) for term in region_terms(label.get("region", ""))],
-    )
-    return rowid
+    values = {
+        "id": label["id"],
+        "brand_name": label["brand_name"],
+        "product_name": label.get("product_name", ""),
+        "brewery": label.get("brewery", ""),
+        "region": label.get("region", ""),
+        "category": label["category"],
+        "label_features": json.dumps(features, ensure_ascii=False),
+        "file_path": label["file_path"],
+        "hash_sha1": hashes.sha1 if hashes else None,
+        "phash": hashes.phash if hashes else None,
+        "source": source,
+    }
+    return store.insert_label(conn, values, index_document(label), region_terms(label.get("region", "")))
 
 
 def index_document(label: dict[str, Any]) -> dict[str, str]:
-    """The FTS columns of a label: folded text and folded reading of each field."""
+    """The search document of a label: folded text and folded reading of each field."""
     features = " ".join(str(f) for f in label.get("label_features", []))
     text = {
         "brand_name": label["brand_name"],
@@ -215,22 +163,30 @@ def index_document(label: dict[str, Any]) -> dict[str, str]:
     return doc
 
 
-def index_label(conn: sqlite3.Connection, rowid: int, label: dict[str, Any]) -> None:
-    doc = index_document(label)
-    columns = TEXT_FIELDS + READING_FIELDS
-    conn.execute(
-        f"INSERT INTO labels_fts (rowid, {', '.join(columns)}) VALUES (?{', ?' * len(columns)})",
-        (rowid, *(doc[c] for c in columns)),
-    )
-
-
-def row_to_label(row: sqlite3.Row) -> dict[str, Any]:
+def row_to_label(row: dict[str, Any]) -> dict[str, Any]:
     """A labels row as the label dict `index_document` reads."""
-    return {**dict(row), "label_features": json.loads(row["label_features"])}
+    return {**row, "label_features": features_of(row)}
 
 
-def row_to_hit(row: sqlite3.Row) -> dict[str, Any]:
+def row_to_hit(row: dict[str, Any]) -> dict[str, Any]:
     """A labels row as the `Hit` object of the API (see types/yana.json)."""
     hit = {field: row[field] for field in HIT_FIELDS}
-    hit["label_features"] = json.loads(row["label_features"])
+    hit["label_features"] = features_of(row)
     return hit
+
+
+def legacy_labels(path: Path) -> list[tuple[dict[str, Any], ImageHashes | None]]:
+    """The ingested labels of a `yana.db` from before the storage layer (the bundled ones reload anyway)."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    try:
+        rows = conn.execute("SELECT * FROM labels WHERE source = 'ingest' ORDER BY rowid").fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+    out: list[tuple[dict[str, Any], ImageHashes | None]] = []
+    for row in rows:
+        hashes = ImageHashes(row["hash_sha1"], row["phash"]) if row["hash_sha1"] and row["phash"] else None
+        out.append((row_to_label(dict(row)), hashes))
+    return out

@@ -1,14 +1,15 @@
 """Ranked, de-duplicated, paged label search (the domain core behind /v1/search and chat's RAG).
 
 The query is analysed into content words (handlers.yana.japanese: folding, readings,
-morphological analysis); candidates come from SQLite FTS5 (trigram phrases over folded text
-and readings for words of ≥ 3 characters, LIKE for shorter ones) plus rows whose brand,
-brewery or region is named in the query. Ranking (figures rounded to 4 decimals, in `debug`):
+morphological analysis); candidates come from the storage engine (handlers.yana.store:
+substring tests over folded text and readings, an FTS5 trigram index on SQLite, pg_trgm on
+PostgreSQL, LIKE for words under 3 characters) plus rows whose brand, brewery or region is
+named in the query. Everything after that is Python, so both engines give the same hits. Ranking (figures rounded to 4 decimals, in `debug`):
 
 * text_score = 0.9 * field score (handlers.yana.ranking: field-weighted word matches, brand
   and brewery above features, product and region; idf-weighted over the words)
-  + 0.1 * bm25_norm (FTS5 bm25 over the text and reading columns, relative to the best
-  candidate: a tie-breaker);
+  + 0.1 * bm25_norm (handlers.yana.bm25 over the text and reading columns, as FTS5 computes
+  it, relative to the best candidate: a tie-breaker);
 * meta_bonus = 0.2 if the brand, 0.15 if the brewery, 0.1 if a region name (prefecture or
   municipality, with or without 県/市/町…) is named in the query (as text or, for names of
   three kana or more, as a reading) or equals a filter value. Brands of one character count
@@ -31,18 +32,27 @@ used: distinct products differ by one character (作 玄乃智 / 穂乃智 score
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Connection
+from sqlalchemy.exc import SQLAlchemyError
+
+from generated.errors import BadRequestError, RagUnavailableError
+from handlers.yana.bm25 import bm25 as bm25_scores
 from handlers.yana.japanese import QueryWord, fold, query_words
 from handlers.yana.kb import READING_FIELDS, TEXT_FIELDS, KnowledgeBase, row_to_hit
 from handlers.yana.ranking import field_scores
+from handlers.yana.store import LabelStore, UnsearchableQuery
 from handlers.yana.text import normalize, text_fingerprint
 from kumitate.errors import ToolError
 
 # brand, product, brewery, region, features, category words; then the reading columns
-BM25_WEIGHTS = (5.0, 2.0, 3.0, 2.0, 1.0, 0.5, 4.0, 1.5, 2.5, 1.5, 1.0)
+BM25_WEIGHTS = dict(
+    zip(TEXT_FIELDS + READING_FIELDS, (5.0, 2.0, 3.0, 2.0, 1.0, 0.5, 4.0, 1.5, 2.5, 1.5, 1.0), strict=True)
+)
 BONUS = {"brand": 0.2, "brewery": 0.15, "region": 0.1}
 SORT_KEYS = ("relevance", "brand_name", "brewery", "region", "id", "recency")
 FTS_COLUMNS = TEXT_FIELDS + READING_FIELDS
@@ -50,9 +60,23 @@ FEW = 5
 CONTENT_COLUMNS = tuple(c for c in FTS_COLUMNS if c != "category_words")
 
 
+@contextmanager
+def rag_unavailable(message: str) -> Iterator[None]:
+    """A knowledge base that cannot be read (database lost, locked, broken) is RAG_UNAVAILABLE:
+    the seed's client then resends chat with use_rag=false."""
+    try:
+        yield
+    except ToolError as error:
+        if error.code != "STORAGE_UNAVAILABLE":
+            raise
+        raise RagUnavailableError(message) from error
+    except SQLAlchemyError as error:
+        raise RagUnavailableError(message) from error
+
+
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    row: sqlite3.Row
+    row: dict[str, Any]
     text_score: float
     meta_bonus: float
 
@@ -61,25 +85,26 @@ class Ranked:
         return round(self.text_score + self.meta_bonus, 4)
 
 
-_FTS_QUERY_ERRORS = ("fts5: syntax error", "unterminated string", "unknown special query", "parser stack overflow")
+@dataclass(slots=True)
+class Candidates:
+    """What the engine found: labels containing a long value (per fetch, for bm25) or found otherwise."""
 
+    fetches: list[tuple[list[str], tuple[str, ...], set[int]]]
+    other: set[int]
 
-def is_fts_query_error(exc: sqlite3.Error) -> bool:
-    """An FTS5 complaint about the MATCH expression (client input), as opposed to a broken database."""
-    message = str(exc).lower()
-    return any(marker in message for marker in _FTS_QUERY_ERRORS)
+    @property
+    def matched(self) -> set[int]:
+        return set().union(*(found for _, _, found in self.fetches))
 
-
-def _fts_expression(terms: list[str]) -> str:
-    """OR of quoted phrases: each ≥3-char term must occur as a substring (trigram)."""
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    def all(self) -> set[int]:
+        return self.matched | self.other
 
 
 def _clean_filters(filters: dict[str, Any] | None) -> dict[str, str]:
     return {k: fold(str(v)).strip() for k, v in (filters or {}).items() if v is not None and str(v).strip()}
 
 
-def _passes(row: sqlite3.Row, filters: dict[str, str]) -> bool:
+def _passes(row: dict[str, Any], filters: dict[str, str]) -> bool:
     if "category" in filters and row["category"] != filters["category"]:
         return False
     if "region" in filters and filters["region"] not in fold(row["region"]):
@@ -87,44 +112,22 @@ def _passes(row: sqlite3.Row, filters: dict[str, str]) -> bool:
     return not ("brewery" in filters and filters["brewery"] not in fold(row["brewery"]))
 
 
-def _like(value: str) -> str:
-    return "%" + value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-def _fetch(conn: sqlite3.Connection, values: list[str], columns: tuple[str, ...]) -> tuple[dict[int, float], set[int]]:
-    """Rows where one of `values` occurs in one of `columns`: (bm25 of FTS matches, LIKE matches)."""
-    bm25: dict[int, float] = {}
+def _fetch(
+    store: LabelStore, conn: Connection, values: list[str], columns: tuple[str, ...], into: Candidates
+) -> set[int]:
+    """Labels where one of `values` occurs in one of `columns` (recorded in `into`); returns them."""
     long_values = [v for v in values if len(v) >= 3]
-    if long_values:
-        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        expression = "{" + " ".join(columns) + "} : (" + _fts_expression(long_values) + ")"
-        try:
-            matches = conn.execute(
-                f"SELECT rowid, bm25(labels_fts, {weights}) FROM labels_fts WHERE labels_fts MATCH ?", (expression,)
-            ).fetchall()
-        except sqlite3.OperationalError as exc:
-            if is_fts_query_error(exc):  # the client's text, not the knowledge base: never RAG_UNAVAILABLE
-                raise ToolError(
-                    "the query text cannot be searched; remove special characters", code="BAD_REQUEST"
-                ) from None
-            raise
-        for rowid, rank in matches:
-            bm25[int(rowid)] = -float(rank)  # bm25() is lower-is-better; flip so higher is better
-    other: set[int] = set()
-    any_column = " OR ".join(f"{c} LIKE ?1 ESCAPE '\\'" for c in columns)
+    found = store.containing(conn, long_values, columns)
+    if found:
+        into.fetches.append((long_values, columns, found))
     # a one-character value only ever matches a whole token (ranking.py), so fetch only those
-    whole_token = " OR ".join(f"(' ' || {c} || ' ') LIKE ?1 ESCAPE '\\'" for c in columns)
-    for value in (v for v in values if len(v) < 3):
-        if len(value) == 1:
-            sql, arg = whole_token, "% " + _like(value)[1:-1] + " %"
-        else:
-            sql, arg = any_column, _like(value)
-        other.update(r[0] for r in conn.execute(f"SELECT rowid FROM labels_fts WHERE {sql}", (arg,)))
-    return bm25, other
+    short = set().union(*(store.containing_short(conn, v, columns) for v in values if len(v) < 3))
+    into.other.update(short)
+    return found | short
 
 
-def _candidates(conn: sqlite3.Connection, query: str, words: list[QueryWord]) -> tuple[dict[int, float], set[int]]:
-    """(bm25 by rowid for FTS matches, rowids found by LIKE or by names contained in the query).
+def _candidates(store: LabelStore, conn: Connection, query: str, words: list[QueryWord]) -> Candidates:
+    """Labels containing a query word (by variant, or by an uncommon part) or naming a brand/brewery/region.
 
     Each word fetches by its variants, and by its parts only when the variants find little
     (朝日酒造 must not fetch every 酒造): with fewer than FEW hits whole, a word also fetches by
@@ -136,40 +139,22 @@ def _candidates(conn: sqlite3.Connection, query: str, words: list[QueryWord]) ->
     fetching = [w for w in words if len(w.text) > 1] or words
     # a word inside a longer one (純米 of 特別純米) is scored, but fetches nothing of its own
     fetching = [w for w in fetching if not any(w.text != o.text and w.text in o.text for o in fetching)]
-    common = max(FEW, int(conn.execute("SELECT count(*) FROM labels").fetchone()[0]) // 10)
-    bm25: dict[int, float] = {}
-    other: set[int] = set()
-
-    def add(found_bm25: dict[int, float], found: set[int]) -> None:
-        for rowid, value in found_bm25.items():
-            bm25[rowid] = max(value, bm25.get(rowid, value))
-        other.update(found)
-
+    common = max(FEW, store.count(conn) // 10)
     for columns in (CONTENT_COLUMNS, FTS_COLUMNS):
+        found = Candidates([], set())
         for word in fetching:
-            found_bm25, found = _fetch(conn, list(word.variants), columns)
-            add(found_bm25, found)
-            if len(set(found_bm25) | found) >= FEW:
+            if len(_fetch(store, conn, list(word.variants), columns, found)) >= FEW:
                 continue
             for part in word.parts:  # a compound found rarely whole widens to its (uncommon) parts
-                part_bm25, part_found = _fetch(conn, [part], columns)
-                if len(set(part_bm25) | part_found) <= common:
-                    add(part_bm25, part_found)
-        if bm25 or other:
+                trial = Candidates([], set())
+                if len(_fetch(store, conn, [part], columns, trial)) <= common:
+                    found.fetches += trial.fetches
+                    found.other |= trial.other
+        if found.all():
             break
     spoken = " ".join(v for w in words for v in w.variants)
-    other.update(
-        r[0]
-        for r in conn.execute(
-            "SELECT rowid FROM labels_fts WHERE (length(brand_name) >= 2 AND instr(?1, brand_name) > 0)"
-            " OR (length(brewery) >= 2 AND instr(?1, brewery) > 0)"
-            " OR (length(brand_r) >= 3 AND instr(?2, brand_r) > 0)"
-            " OR (length(brewery_r) >= 3 AND instr(?2, brewery_r) > 0)"
-            " UNION SELECT label_rowid FROM region_terms WHERE instr(?1, term) > 0",
-            (query, spoken),
-        )
-    )
-    return bm25, other
+    found.other |= store.named_in(conn, query, spoken)
+    return found
 
 
 def _named(name: str, name_reading: str, query: str, spoken: str, words: set[str]) -> bool:
@@ -192,45 +177,55 @@ def _meta_bonus(
     return round(bonus, 4)
 
 
-def rank(conn: sqlite3.Connection, query_text: str, filters: dict[str, Any] | None) -> list[Ranked]:
+def rank(store: LabelStore, conn: Connection, query_text: str, filters: dict[str, Any] | None) -> list[Ranked]:
     """Every matching row, best first (relevance order, id tie-break), before de-duplication."""
     query = fold(query_text or "").strip()
     flt = _clean_filters(filters)
     if not query:
-        rows = conn.execute("SELECT * FROM labels ORDER BY id").fetchall()
+        rows = sorted(store.labels(conn), key=lambda r: r["id"])
         return [Ranked(r, 0.0, 0.0) for r in rows if _passes(r, flt)]
     words = query_words(query_text)
-    bm25, other = _candidates(conn, query, words)
-    ids = sorted(set(bm25) | other)
-    if not ids:
+    candidates = _candidates(store, conn, query, words)
+    pks = candidates.all()
+    if not pks:
         return []
-    marks = ",".join("?" * len(ids))
-    rows = [r for r in conn.execute(f"SELECT * FROM labels WHERE rowid IN ({marks})", ids) if _passes(r, flt)]
+    rows = [r for r in store.labels(conn, pks) if _passes(r, flt)]
     if not rows:
         return []
-    docs = {
-        int(d["rowid"]): {c: d[c] for c in FTS_COLUMNS}
-        for d in conn.execute(f"SELECT rowid, * FROM labels_fts WHERE rowid IN ({marks})", ids)
-    }
-    regions: dict[int, list[str]] = {}
-    for rowid, term in conn.execute(f"SELECT label_rowid, term FROM region_terms WHERE label_rowid IN ({marks})", ids):
-        regions.setdefault(int(rowid), []).append(term)
-    fields = field_scores(words, {r["rowid"]: docs[r["rowid"]] for r in rows})
-    best = max((bm25[r["rowid"]] for r in rows if r["rowid"] in bm25), default=0.0)
+    docs = store.documents(conn, pks)
+    regions = store.region_terms(conn, pks)
+    n_labels, mean_length = store.stats(conn)
+    lengths = {r["pk"]: int(r["doc_len"]) for r in rows}
+    matched = {r["pk"] for r in rows} & candidates.matched
+    bm25: dict[int, float] = {}
+    for values, columns, found in candidates.fetches:
+        scored = bm25_scores(
+            values,
+            {c: BM25_WEIGHTS[c] for c in columns},
+            {pk: docs[pk] for pk in found},
+            {pk: lengths.get(pk, 0) for pk in found},
+            n_labels,
+            mean_length,
+        )
+        for pk, value in scored.items():
+            if pk in matched:
+                bm25[pk] = max(value, bm25.get(pk, value))
+    fields = field_scores(words, {r["pk"]: docs[r["pk"]] for r in rows})
+    best = max(bm25.values(), default=0.0)
     spoken = " ".join(v for w in words for v in w.variants)
     texts = {w.text for w in words}
     ranked = []
     for row in rows:
-        norm_bm25 = bm25.get(row["rowid"], 0.0) / best if best > 0 else 0.0
-        text_score = round(0.9 * fields[row["rowid"]] + 0.1 * norm_bm25, 4)
-        bonus = _meta_bonus(docs[row["rowid"]], query, spoken, texts, flt, regions.get(row["rowid"], []))
+        norm_bm25 = bm25.get(row["pk"], 0.0) / best if best > 0 else 0.0
+        text_score = round(0.9 * fields[row["pk"]] + 0.1 * norm_bm25, 4)
+        bonus = _meta_bonus(docs[row["pk"]], query, spoken, texts, flt, regions.get(row["pk"], []))
         if text_score > 0 or bonus > 0:
             ranked.append(Ranked(row, text_score, bonus))
     ranked.sort(key=lambda r: (-r.score, r.row["id"]))
     return ranked
 
 
-def _text_key(row: sqlite3.Row) -> tuple[str, str, str]:
+def _text_key(row: dict[str, Any]) -> tuple[str, str, str]:
     """brand, product, brewery as `text_fingerprint`s: equal keys are near-identical label texts."""
     return (
         text_fingerprint(row["brand_name"]),
@@ -274,12 +269,15 @@ def search(kb: KnowledgeBase, params: dict[str, Any], *, phash_threshold: int = 
     page = int(params.get("page") or 1)  # null reads as "not given", as the duo-talk client sends it
     page_size = int(params.get("page_size") or 10)
     sort_by = params.get("sort_by") or "relevance"
-    with kb.connect() as conn:
-        ranked = rank(conn, params.get("query_text") or "", params.get("filters"))
+    try:
+        with kb.read() as conn:
+            ranked = rank(kb.store, conn, params.get("query_text") or "", params.get("filters"))
+    except UnsearchableQuery:  # the client's text, not the knowledge base: never RAG_UNAVAILABLE
+        raise BadRequestError("the query text cannot be searched; remove special characters") from None
     unique, suppressed = suppress_near_duplicates(ranked, phash_threshold, k)
     top = unique[:k]
     if sort_by == "recency":  # most recently added first: rowids grow with every insert
-        top = sorted(top, key=lambda r: -int(r.row["rowid"]))
+        top = sorted(top, key=lambda r: -int(r.row["pk"]))
     elif sort_by != "relevance":
         top = sorted(top, key=lambda r: (normalize(r.row[sort_by]), r.row["id"]))
     start = (page - 1) * page_size

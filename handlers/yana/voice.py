@@ -25,6 +25,8 @@ import re
 import unicodedata
 from typing import Any
 
+from kumitate.clients.yana.sentences import split_sentences
+
 AIZUCHI_AGREE = "せやせや"
 AIZUCHI_THINK = "せやなー"
 _AIZUCHI_ANY = re.compile(r"(?:せやせや|せやな[ーあぁ〜~]*)[、,，!！。]*\s*")
@@ -51,8 +53,6 @@ _PROVENANCE = re.compile(r"[（(]\s*参考\s*[:：][^）)]*[）)]")
 _AGREEMENT = re.compile(
     r"(?:よね|よな|やんな|やんか|やろ|でしょ|だろ|やね|だね|ですね|じゃない|ちゃう|やな)[うかぁあー〜~]*[？?!！。…\s]*$"
 )
-_TERMINATORS = "。！？!?"
-_CLOSERS = "」』）)】"
 MAX_SENTENCES = 5
 
 
@@ -110,41 +110,6 @@ def strip_urls(text: str) -> tuple[str, bool]:
         return text, False
     cleaned = _EMPTY_BRACKETS.sub("", cleaned)
     return re.sub(r"[ \t　]{2,}", " ", cleaned), True
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences ending at 。！？!? (closing brackets stay with them) or a line break.
-
-    A fragment that is only a parenthesis （…） joins the sentence before it, so an
-    appended provenance never counts as a sentence of its own.
-    """
-    sentences: list[str] = []
-    buf = ""
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\n":
-            if buf.strip():
-                sentences.append(buf.strip())
-            buf = ""
-        else:
-            buf += ch
-            if ch in _TERMINATORS:
-                while i + 1 < len(text) and (text[i + 1] in _TERMINATORS or text[i + 1] in _CLOSERS):
-                    i += 1
-                    buf += text[i]
-                sentences.append(buf.strip())
-                buf = ""
-        i += 1
-    if buf.strip():
-        sentences.append(buf.strip())
-    merged: list[str] = []
-    for sentence in sentences:
-        if merged and sentence[:1] in "（(" and sentence[-1:] in "）)":
-            merged[-1] += sentence
-        elif sentence:
-            merged.append(sentence)
-    return merged
 
 
 def provenance(hits: list[dict[str, Any]], limit: int = 2) -> str:

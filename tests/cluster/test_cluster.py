@@ -4,8 +4,9 @@
 (b) one rate limit across instances, within ±10%;
 (c) an MCP session over streamable HTTP while its requests alternate between instances;
 (d) analytics: an export handle and a materialized view made through one instance are served by the other.
-(d)'s chart and (e)–(f) of issue 17 (household and attendance rows, a killed instance) wait for those
-service stores to move onto the storage layer.
+yana: a label ingested on one instance is found and de-duplicated by the other (one knowledge base).
+Household charts and rows, attendance rows and a killed instance: test_cluster_household.py and
+test_attendance_cluster.py.
 """
 
 from __future__ import annotations
@@ -137,3 +138,29 @@ async def test_an_analytics_export_and_view_are_served_by_every_instance(cluster
         assert dropped.json()["dropped"] is True
         gone = [await http.post("/v1/analytics/profile", json={"table_or_query": "mat_cluster_runs"}) for _ in range(2)]
         assert [g.status_code for g in gone] == [404, 404] and len({upstream(g) for g in gone}) == 2
+
+
+def _png_b64(color: tuple[int, int, int]) -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 80), color).save(buf, format="PNG")
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+async def test_a_yana_label_ingested_on_one_instance_is_found_by_the_other(cluster: Cluster) -> None:
+    """yana's knowledge base lives in PostgreSQL: every instance searches the same labels."""
+    first, second = (f"http://127.0.0.1:{port}" for port in cluster.ports.instances[:2])
+    label = {"image": _png_b64((13, 200, 77)), "brand_name": "クラスタ試験", "brewery": "試験酒造"}
+    async with httpx.AsyncClient(timeout=30) as http:
+        stored = await http.post(f"{first}/v1/ingest", json=label)
+        assert stored.status_code == 200 and stored.json()["dedup"] is False
+        found = await http.post(f"{second}/v1/search", json={"query_text": "クラスタ試験"})
+        assert found.json()["hits"][0]["id"] == stored.json()["id"]
+        again = await http.post(f"{second}/v1/ingest", json=label)
+        assert (again.json()["dedup"], again.json()["id"]) == (True, stored.json()["id"])
+        counts = [(await http.get(f"{base}/v1/healthz")).json()["rag_ok"] for base in (first, second)]
+    assert counts == [True, True]

@@ -224,14 +224,14 @@ def test_breaker_ignores_429_opens_on_timeouts_and_recovers(
     fragile_upstream.default = "429"  # "slow down" is not "down": the breaker stays closed
     for i in range(3):
         assert turn(f"b-429-{i}")["warnings"] == ["llm_fallback:rate_limited"]
-    health = client.healthz()
+    health = client.read_healthz().model_dump(mode="json")
     assert (health["breaker"], health["llm_ok"], health["last_error"]) == ("closed", True, "llm_fallback:rate_limited")
 
     fragile_upstream.default = "slow"  # each call spends its 500 ms deadline on one attempt: one failure each
     assert turn("b-slow-1")["warnings"] == ["llm_fallback:upstream_timeout"]
-    assert client.healthz()["breaker"] == "closed"
+    assert client.read_healthz().model_dump(mode="json")["breaker"] == "closed"
     assert turn("b-slow-2")["warnings"] == ["llm_fallback:upstream_timeout"]
-    health = client.healthz()
+    health = client.read_healthz().model_dump(mode="json")
     assert (health["breaker"], health["llm_ok"], health["last_error"]) == (
         "open",
         False,
@@ -246,7 +246,7 @@ def test_breaker_ignores_429_opens_on_timeouts_and_recovers(
 
     fragile_upstream.default = "normal"
     time.sleep(1.1)  # cooldown → half-open: one trial call goes out, succeeds, closes the breaker
-    assert client.healthz()["breaker"] == "half_open"
+    assert client.read_healthz().model_dump(mode="json")["breaker"] == "half_open"
     meta = turn("b-recovered")
     assert meta["llm"] == "on" and meta["warnings"] == []
-    assert client.healthz()["breaker"] == "closed"
+    assert client.read_healthz().model_dump(mode="json")["breaker"] == "closed"

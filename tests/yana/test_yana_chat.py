@@ -98,8 +98,8 @@ def test_blank_text_is_bad_request(yana: YanaHandlers) -> None:
 
 
 def test_broken_knowledge_base_is_rag_unavailable_but_chat_without_rag_works(fresh: YanaHandlers) -> None:
-    with fresh.kb.connect() as conn:
-        conn.execute("DROP TABLE labels_fts")
+    with fresh.kb.transaction() as conn:
+        conn.exec_driver_sql("DROP TABLE yana_label_docs")
     with pytest.raises(ToolError) as err:
         fresh.chat({"user_text": "獺祭について教えて"}, ctx())
     assert err.value.code == "RAG_UNAVAILABLE"
@@ -168,9 +168,10 @@ def test_only_control_characters_is_blank(yana: YanaHandlers) -> None:
 def test_fts_query_errors_are_bad_request_not_rag_unavailable(
     fresh: YanaHandlers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import handlers.yana.search as search_module
+    import handlers.yana.store as store_module
 
-    monkeypatch.setattr(search_module, "_fts_expression", lambda terms: '"unterminated')  # as a NUL used to do
+    # as a NUL used to do (SQLite only: PostgreSQL's LIKE has no query syntax to get wrong)
+    monkeypatch.setattr(store_module, "fts_expression", lambda values, columns: '"unterminated')
     for call in (
         lambda: fresh.search({"query_text": "純米大吟醸"}, ctx()),
         lambda: fresh.chat({"user_text": "純米大吟醸"}, ctx()),

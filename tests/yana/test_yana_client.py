@@ -1,25 +1,21 @@
-"""The typed client and the Speaker provider over HTTP (real loopback server), MCP (in-memory) and local."""
+"""The Speaker provider over the generated yana client: HTTP (real loopback server) and local (the pipeline in process)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ctx
+from conftest import copy_sqlite, ctx, make_settings
 from yana_http_stub import YanaHttpStub
 
+from generated import errors
+from generated.yana.client import YanaClient
+from generated.yana.models import ChatInput, IngestInput, SearchInput
 from handlers.yana import YanaHandlers
-from kumitate.clients.yana import (
-    HttpTransport,
-    LocalTransport,
-    McpTransport,
-    SpeakerConfig,
-    YanaClient,
-    YanaError,
-    YanaSpeaker,
-    shape_text,
-)
+from kumitate.clients.yana import SpeakerConfig, YanaError, YanaSpeaker, shape_text
+from kumitate.runtime import Runtime
 
 
 @pytest.fixture()
@@ -35,15 +31,15 @@ def speaker(stub: YanaHttpStub, **cfg: Any) -> tuple[YanaSpeaker, list[float]]:
 
 
 def test_http_client_typed_calls(stub: YanaHttpStub) -> None:
-    client = YanaClient(HttpTransport(stub.base_url, "dev-token"))
-    chat = client.chat("獺祭について教えて", top_k=1, run_id="run-42")
-    assert chat["run_id"] == "run-42" and chat["llm"] == "off" and chat["hits"][0]["id"] == "label_0001"
-    assert client.search("獺祭", k=2)["total"] == 2
-    assert client.ingest(brand_name="獺祭", uri="file:data/yana/images/label_0001.png")["dedup"] is True
-    assert client.version()["server_version"] == "1.0.0"
-    assert client.healthz()["rag_ok"] is True
-    with pytest.raises(YanaError) as err:
-        client.ingest(brand_name="x", uri="https://example.com/a.png")
+    with YanaClient.http(stub.base_url, token="dev-token") as client:
+        chat = client.chat(ChatInput(user_text="獺祭について教えて", top_k=1), run_id="run-42")
+        assert chat.run_id == "run-42" and chat.llm == "off" and chat.hits[0].id == "label_0001"
+        assert client.search(SearchInput(query_text="獺祭", k=2)).total == 2
+        assert client.ingest(IngestInput(brand_name="獺祭", uri="file:data/yana/images/label_0001.png")).dedup is True
+        assert client.read_version().server_version == "1.0.0"
+        assert client.read_healthz().rag_ok is True
+        with pytest.raises(errors.UriNotAllowedError) as err:
+            client.ingest(IngestInput(brand_name="x", uri="https://example.com/a.png"))
     assert (err.value.code, err.value.status, err.value.retryable) == ("URI_NOT_ALLOWED", 400, False)
 
 
@@ -77,26 +73,38 @@ def test_speaker_passes_run_and_session_ids_in_context(stub: YanaHttpStub, fresh
     assert [e.get("caller_run_id") for e in entries] == ["run-7", "run-8", None]
 
 
-class _Replies:
-    """Handlers stand-in for LocalTransport: chat answers with the given replies in turn."""
+@pytest.fixture()
+def runtime(tmp_path: Path, seeded_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+    """yana in process (the pipeline and the handlers, no server) on a copy of the loaded database."""
+    copy_sqlite(seeded_db, tmp_path / seeded_db.name)
+    monkeypatch.setenv("YANA_EXPOSE_LOGS", "1")  # the handlers read the process environment
+    runtime = Runtime(make_settings(tmp_path), ["yana"])
+    yield runtime
+    runtime.close()
 
-    def __init__(self, *replies: str) -> None:
-        self.replies = list(replies)
-        self.calls = 0
 
-    def chat(self, args: dict[str, Any], ctx: Any) -> dict[str, Any]:
-        self.calls += 1
-        return {"reply": self.replies.pop(0), "hits": [], "llm": "on", "elapsed_ms": 1, "warnings": []}
+def replying(runtime: Runtime, monkeypatch: pytest.MonkeyPatch, *replies: str) -> list[int]:
+    """chat answers with the given replies in turn (a stand-in LLM); returns the call counter."""
+    calls = [0]
+    pending = list(replies)
+
+    def chat(input: Any, ctx: Any) -> dict[str, Any]:
+        calls[0] += 1
+        reply = pending.pop(0)
+        return {"reply": reply, "hits": [], "llm": "on", "elapsed_ms": 1, "rag_hit_count": 0, "warnings": []}
+
+    monkeypatch.setattr(runtime.handlers["yana"], "chat", chat)
+    return calls
 
 
 @pytest.mark.parametrize("reply", ["", "   ", "せやなー、", "せやせや。せやなー！"])
-def test_empty_reply_after_shaping_is_a_failure(reply: str) -> None:
-    fake = _Replies(reply)
+def test_empty_reply_after_shaping_is_a_failure(runtime: Runtime, monkeypatch: pytest.MonkeyPatch, reply: str) -> None:
+    calls = replying(runtime, monkeypatch, reply, reply)
     config = SpeakerConfig(mode="local", fallback_text="せやなー、また後でな。")
-    text, meta = YanaSpeaker(config.build_client(fake), config).generate(
+    text, meta = YanaSpeaker(config.build_client(runtime), config).generate(
         "獺祭", run_id="r", top_k=1, filters={}, timeout_ms=1000
     )
-    assert (text, meta["fallback"], meta["error"], meta["attempts"], fake.calls) == (
+    assert (text, meta["fallback"], meta["error"], meta["attempts"], calls[0]) == (
         "せやなー、また後でな。",
         True,
         "EMPTY_REPLY",
@@ -104,7 +112,7 @@ def test_empty_reply_after_shaping_is_a_failure(reply: str) -> None:
         1,
     )  # not retried: the same question would get the same answer
     skip = SpeakerConfig(mode="local", on_failure="skip")
-    text, meta = YanaSpeaker(skip.build_client(_Replies(reply)), skip).generate(
+    text, meta = YanaSpeaker(skip.build_client(runtime), skip).generate(
         "獺祭", run_id="r", top_k=1, filters={}, timeout_ms=1000
     )
     assert (text, meta["skipped"], meta["error"]) == ("", True, "EMPTY_REPLY")
@@ -177,46 +185,33 @@ def test_config_from_env() -> None:
         "dev-token",
         "skip",
     )
+
+
+def test_local_mode_goes_through_the_pipeline(runtime: Runtime) -> None:
+    config = SpeakerConfig(mode="local")
+    client = config.build_client(runtime)
+    provider = YanaSpeaker(client, config)
+    text, meta = provider.generate("小樽のお酒ってええよね", run_id="r-local", top_k=1, filters={}, timeout_ms=1000)
+    assert text.startswith("せやせや、宝川") and meta["source"] == "local" and meta["run_id"] == "r-local"
+    with pytest.raises(errors.UriNotAllowedError):
+        client.ingest({"brand_name": "x", "uri": "ftp://x"})
+    # what only the pipeline does: the schema check (a closed filters object), the success envelope,
+    # the idempotency key of ingest, the journal of a resource the runtime enables
+    with pytest.raises(errors.BadRequestError) as err:
+        client.chat({"user_text": "獺祭", "filters": {"colour": "red"}})
+    assert "colour" in err.value.message
+    out = client.search({"query_text": "獺祭", "k": 1}, run_id="r-search")
+    assert (out.run_id, out.server_version, out.policy_version) == ("r-search", "1.0.0", "say-2025-09-23")
+    image = {"brand_name": "獺祭", "uri": "file:data/yana/images/label_0001.png"}
+    first = client.ingest(image, idempotency_key="k-1")
+    replay = client.ingest(image, idempotency_key="k-1")  # the stored result, not a second run
+    assert (replay.id, replay.dedup, replay.hash_sha1) == (first.id, first.dedup, first.hash_sha1)
+    journal = client.read_logs_today()  # a resource, through the pipeline too
+    assert {"chat", "search", "ingest"} <= {e["tool"] for e in journal.model_dump(mode="json")["entries"]}
+    client.close()
+
+
+def test_ask_for_an_unknown_mode() -> None:
     with pytest.raises(ValueError):
         SpeakerConfig(mode="carrier-pigeon").build_client()
-
-
-def test_local_mode(fresh: YanaHandlers) -> None:
-    config = SpeakerConfig(mode="local")
-    provider = YanaSpeaker(config.build_client(fresh), config)
-    text, meta = provider.generate("小樽のお酒ってええよね", run_id="r", top_k=1, filters={}, timeout_ms=1000)
-    assert text.startswith("せやせや、宝川") and meta["source"] == "local"
-    with pytest.raises(YanaError) as err:
-        YanaClient(LocalTransport(fresh)).ingest(brand_name="x", uri="ftp://x")
-    assert err.value.code == "URI_NOT_ALLOWED"
-
-
-def test_mcp_transport_in_memory(fresh: YanaHandlers) -> None:
-    from fastmcp import FastMCP
-    from fastmcp.tools import ToolResult
-    from mcp_types import TextContent
-
-    from kumitate.context import CallContext
-    from kumitate.errors import ToolError
-
-    mcp = FastMCP("yana-test")
-
-    @mcp.tool
-    def chat(user_text: str, use_rag: bool = True, top_k: int = 5, filters: dict | None = None) -> Any:
-        ctx = CallContext(service="yana", tool="chat", transport="mcp", run_id="m", trace_id="t")
-        try:
-            return fresh.chat(
-                {"user_text": user_text, "use_rag": use_rag, "top_k": top_k, "filters": filters or {}}, ctx
-            )
-        except ToolError as exc:
-            body = {"error": {"code": exc.code, "message": exc.message, "retryable": False}}
-            return ToolResult(
-                content=[TextContent(type="text", text=exc.message)], structured_content=body, is_error=True
-            )
-
-    client = YanaClient(McpTransport(mcp))
-    out = client.chat("獺祭について教えて", top_k=1)
-    assert out["hits"][0]["id"] == "label_0001" and out["reply"].startswith("せやなー")
-    with pytest.raises(YanaError) as err:
-        client.chat("   ")
-    assert err.value.code == "BAD_REQUEST"
+    assert issubclass(errors.RagUnavailableError, YanaError)

@@ -1,7 +1,9 @@
-"""First start on one data directory: concurrent processes (issue 20) and an index from an older version."""
+"""First start on one database: concurrent processes (issue 20, on both engines), documents from an
+older version, and the ingested labels of a yana.db from before the storage layer."""
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -10,10 +12,12 @@ import textwrap
 import time
 from pathlib import Path
 
-from conftest import REPO, ctx, make_settings
+import pytest
+from conftest import REPO, create, ctx, make_settings
+from sqlalchemy import create_engine, text
 
-from handlers.yana import create
 from handlers.yana.kb import INDEX_VERSION
+from tests.storage.conftest import fresh_pg_database
 
 CHILD = textwrap.dedent(
     """
@@ -25,15 +29,32 @@ CHILD = textwrap.dedent(
     from handlers.yana import create
     from kumitate.settings import Settings
     settings = Settings(data_dir=Path(sys.argv[1]), sample_dir=Path(sys.argv[3]), public_base_url="http://127.0.0.1")
-    print(create(settings, env={}).kb.count())
+    print(create(settings, env={k: v for k, v in [a.split("=", 1) for a in sys.argv[4:]]}).kb.count())
     """
 )
 
 
-def test_two_processes_starting_at_once_load_the_labels_once(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """No variable (the SQLite file under the data dir) or KUMITATE_DATABASE_URL of a fresh database."""
+    if request.param == "sqlite":
+        return {}
+    return {"KUMITATE_DATABASE_URL": fresh_pg_database(request.getfixturevalue("postgres_url"), tmp_path.name)}
+
+
+def _engine_url(tmp_path: Path, env: dict[str, str]) -> str:
+    url = env.get("KUMITATE_DATABASE_URL")
+    return (
+        url.replace("postgresql://", "postgresql+psycopg://")
+        if url
+        else f"sqlite:///{tmp_path / 'data' / 'kumitate.sqlite3'}"
+    )
+
+
+def test_processes_starting_at_once_load_the_labels_once(tmp_path: Path, database_env: dict[str, str]) -> None:
     go = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    args = [str(tmp_path / "data"), str(go), str(REPO / "data")]
+    args = [str(tmp_path / "data"), str(go), str(REPO / "data"), *(f"{k}={v}" for k, v in database_env.items())]
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", CHILD, *args], cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -46,23 +67,73 @@ def test_two_processes_starting_at_once_load_the_labels_once(tmp_path: Path) -> 
     for proc, (out, err) in zip(procs, outputs, strict=True):
         assert proc.returncode == 0, err.decode()[-2000:]
         assert out.decode().strip() == "234"
-    with sqlite3.connect(tmp_path / "data" / "yana" / "yana.db") as conn:
-        assert conn.execute("SELECT count(*), count(DISTINCT hash_sha1) FROM labels").fetchone() == (234, 234)
-        assert conn.execute("SELECT count(*) FROM labels_fts").fetchone()[0] == 234
+    engine = create_engine(_engine_url(tmp_path, database_env))
+    with engine.connect() as conn:
+        counts = conn.execute(text("SELECT count(*), count(DISTINCT hash_sha1) FROM yana_labels")).one()
+        assert tuple(counts) == (234, 234)
+        assert conn.execute(text("SELECT count(*) FROM yana_label_docs")).scalar_one() == 234
+        assert conn.execute(text("SELECT count(*) FROM yana_region_terms")).scalar_one() >= 234
+    engine.dispose()
 
 
-def test_an_index_from_an_older_version_is_rebuilt_and_labels_kept(tmp_path: Path) -> None:
+def test_documents_from_an_older_version_are_rebuilt_and_labels_kept(tmp_path: Path) -> None:
     first = create(make_settings(tmp_path), env={})
-    with first.kb.connect() as conn:  # what version 1 left: its FTS table and no user_version
-        conn.execute("DROP TABLE labels_fts")
-        conn.execute(
-            "CREATE VIRTUAL TABLE labels_fts USING fts5(brand_name, product_name, brewery, region, features,"
-            " category_words, tokenize = 'trigram')"
-        )
-        conn.execute("PRAGMA user_version = 1")
+    with first.kb.transaction() as conn:  # what an older version left: other documents, its version
+        conn.exec_driver_sql("UPDATE yana_label_docs SET brand_r = '', brewery_r = ''")
+        conn.exec_driver_sql("UPDATE yana_meta SET value = '2' WHERE key = 'index_version'")
+    first.close()
     again = create(make_settings(tmp_path), env={})
     assert again.kb.count() == 234  # the bundled labels are upserted, not duplicated
-    with again.kb.connect() as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == INDEX_VERSION
+    with again.kb.read() as conn:
+        assert again.kb.store.meta(conn, "index_version") == str(INDEX_VERSION)
     hits = again.search({"query_text": "はっかいさん"}, ctx())["hits"]
-    assert [h["id"] for h in hits] == ["label_0009", "label_0010"]  # readings are indexed now
+    assert [h["id"] for h in hits] == ["label_0009", "label_0010"]  # readings are indexed again
+
+
+def test_ingested_labels_of_a_legacy_yana_db_are_imported_once(tmp_path: Path) -> None:
+    legacy = tmp_path / "yana" / "yana.db"
+    legacy.parent.mkdir(parents=True)
+    with sqlite3.connect(legacy) as conn:  # the tables of the SQLite-only version (bundled rows are reloaded)
+        conn.execute(
+            "CREATE TABLE labels (rowid INTEGER PRIMARY KEY, id TEXT, brand_name TEXT, product_name TEXT,"
+            " brewery TEXT, region TEXT, category TEXT, label_features TEXT, file_path TEXT, hash_sha1 TEXT,"
+            " phash TEXT, source TEXT)"
+        )
+        rows = [
+            (
+                "label_0001",
+                "獺祭",
+                "",
+                "旭酒造",
+                "山口県岩国市",
+                "sake",
+                "[]",
+                "data/yana/images/label_0001.png",
+                "x" * 40,
+                "0" * 16,
+                "bundled",
+            ),
+            (
+                "label_u_0123456789abcdef",
+                "試験銘柄",
+                "特別純米",
+                "試験酒造",
+                "新潟県長岡市",
+                "sake",
+                json.dumps(["辛口"], ensure_ascii=False),
+                "uploads/" + "a" * 40 + ".png",
+                "a" * 40,
+                "f" * 16,
+                "ingest",
+            ),
+        ]
+        conn.executemany("INSERT INTO labels VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    yana = create(make_settings(tmp_path), env={})
+    assert yana.kb.count() == 235
+    assert not legacy.exists() and legacy.with_name("yana.db.imported").is_file()
+    hits = yana.search({"query_text": "試験銘柄"}, ctx())["hits"]
+    assert [(h["id"], h["brewery"], h["label_features"]) for h in hits] == [
+        ("label_u_0123456789abcdef", "試験酒造", ["辛口"])
+    ]
+    yana.close()
+    assert create(make_settings(tmp_path), env={}).kb.count() == 235  # imported once

@@ -45,11 +45,13 @@ def test_every_label_has_a_small_png_and_distinct_phash() -> None:
 def test_first_start_loads_then_reopen_keeps_the_db(tmp_path: Path) -> None:
     first = create(make_settings(tmp_path), env={})
     assert first.kb.count() == 234
-    assert (tmp_path / "yana" / "yana.db").is_file()
-    with first.kb.connect() as conn:
-        conn.execute("DELETE FROM labels_fts WHERE rowid = (SELECT rowid FROM labels WHERE id = 'label_0234')")
-        conn.execute("DELETE FROM region_terms WHERE label_rowid = (SELECT rowid FROM labels WHERE id = 'label_0234')")
-        conn.execute("DELETE FROM labels WHERE id = 'label_0234'")
+    assert (tmp_path / "kumitate.sqlite3").is_file()  # the storage layer's file; no yana.db of its own
+    assert not (tmp_path / "yana" / "yana.db").exists()
+    with first.kb.transaction() as conn:
+        label = "(SELECT pk FROM yana_labels WHERE id = 'label_0234')"
+        conn.exec_driver_sql(f"DELETE FROM yana_label_docs WHERE rowid = {label}")
+        conn.exec_driver_sql(f"DELETE FROM yana_region_terms WHERE label_pk = {label}")
+        conn.exec_driver_sql("DELETE FROM yana_labels WHERE id = 'label_0234'")
     second = create(make_settings(tmp_path), env={})
     assert second.kb.count() == 233  # not reloaded: the existing DB is kept as it is
 

@@ -14,6 +14,12 @@ from handlers.yana.japanese import fold, query_words, reading
 QUERIES = json.loads((Path(__file__).with_name("relevance.json")).read_text(encoding="utf-8"))["queries"]
 
 
+@pytest.fixture()
+def yana(yana_each_engine: YanaHandlers) -> YanaHandlers:
+    """Every test here runs on SQLite and on PostgreSQL (the shared read-only service of each)."""
+    return yana_each_engine
+
+
 def top(yana: YanaHandlers, query: str, k: int = 5) -> list[str]:
     return [h["id"] for h in yana.search({"query_text": query, "k": k}, ctx())["hits"]]
 

@@ -6,10 +6,17 @@ import base64
 import io
 from typing import Any
 
+import pytest
 from conftest import REPO, ctx
 from PIL import Image
 
 from handlers.yana import YanaHandlers
+
+
+@pytest.fixture()
+def yana(yana_each_engine: YanaHandlers) -> YanaHandlers:
+    """Every test here runs on SQLite and on PostgreSQL (the shared read-only service of each)."""
+    return yana_each_engine
 
 
 def ids(result: dict[str, Any]) -> list[str]:
