@@ -148,7 +148,7 @@ def create_app(
         return outcome.status, msgspec.json.encode(outcome.body)
 
     origins = OriginPolicy.from_env(runtime.env, bound_host=urlsplit(runtime.settings.public_base_url).hostname)
-    app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse, gate=mcp_gate(runtime))
+    app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse, gate=mcp_gate(runtime, mcp_cap))
     app.runtime = runtime  # type: ignore[attr-defined]
     return app
 

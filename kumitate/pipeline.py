@@ -300,14 +300,15 @@ class Pipeline:
             return None
         return discovery.metadata_url(base, request.transport)
 
-    async def admit_connection(self, request: CallRequest) -> Outcome | None:
+    async def admit_connection(self, request: CallRequest, scopes: list[str] | None = None) -> Outcome | None:
         """Admission of a connection before any tool is named (MCP over HTTP while OAuth is on):
-        None for a valid token, else the 401 (or 429) whose challenge starts the client's login."""
+        None for a valid token, else the 401 (or 429) whose challenge starts the client's login;
+        with `scopes` (those of the tool a request names), a token without them gets the 403."""
         started = time.perf_counter()
         ctx = self._context("-", "connect", request)
         try:
             await self.policies.auth.prepare(request.authorization)
-            self._admit("-", "connect", {"scopes": []}, ctx, request)
+            self._admit("-", "connect", {"scopes": scopes or []}, ctx, request)
         except ToolError as exc:
             return self._finish(self.error_outcome(exc, ctx.run_id, ctx.trace_id), ctx, request.transport, started)
         return None
