@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from kumitate import calllog, correlation, faults
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
-from kumitate.context import Attachment, CallContext, Principal, ProgressSink, bound
+from kumitate.context import Asker, Attachment, CallContext, Principal, ProgressSink, bound
 from kumitate.errors import ToolError
 from kumitate.intake import MAX_REPORTED_ERRORS, Intake, data_of
 from kumitate.metrics import Metrics
@@ -52,6 +52,8 @@ class CallRequest:
     """`scheme://host[:port]` the caller used (HTTP and MCP over HTTP); None over stdio."""
     progress: ProgressSink | None = None
     """Where the handler's `CallContext.progress` reports go, when the caller asked for them."""
+    asker: Asker | None = None
+    """How `CallContext.ask` reaches the user, when the transport and the client can ask."""
 
 
 @dataclass(slots=True)
@@ -169,6 +171,7 @@ class Pipeline:
             principal=Principal(),
             public_url=self.policies.public_url or request.base_url,
             progress_sink=request.progress,
+            asker=request.asker,
         )
 
     def _envelope(self, service: str, body: dict[str, Any], ctx: CallContext) -> dict[str, Any]:

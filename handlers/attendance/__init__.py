@@ -12,6 +12,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+from handlers.attendance import clarify
 from handlers.attendance.evaluate import evaluate_attendance
 from handlers.attendance.keys import invitee_key
 from handlers.attendance.llm import llm_fallback
@@ -51,7 +52,7 @@ class AttendanceHandlers:
     def parse_attendance_intent(self, input: ParseAttendanceIntentInput, ctx: CallContext) -> dict[str, Any]:
         """Rule-based parse; the optional LLM hook only runs when configured and unsure."""
         request = _data(input)
-        result = parse_attendance_intent(request)
+        result = parse_attendance_intent(request, clarify.chooser(ctx))
         if result["confidence"] < 0.7 and os.environ.get("ATTENDANCE_LLM_BASE_URL"):
             keys = set(Directory(request["invitees"]).keys)
             result = llm_fallback(request, result, keys, os.environ, ctx.deadline)

@@ -8,12 +8,14 @@ person's spending.
 from __future__ import annotations
 
 import os
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kumitate.context import Attachment, CallContext
 from kumitate.settings import Settings
 
+from . import clarify
 from .dupstore import MAX_STORED_CANDIDATES
 from .service import HouseholdCore, Result
 
@@ -52,7 +54,8 @@ class HouseholdHandlers:
         return _with_extras(self.core.monthly_household(_args(input), ctx.principal.id), ctx)
 
     def get_category_trend(self, input: Any, ctx: CallContext) -> dict[str, Any]:
-        return _with_extras(self.core.category_trend(_args(input), ctx.principal.id), ctx)
+        trend = partial(self.core.category_trend, owner=ctx.principal.id)
+        return _with_extras(clarify.retrying_category(ctx, _args(input), trend), ctx)
 
     def detect_duplicates(self, input: Any, ctx: CallContext) -> dict[str, Any]:
         return _with_extras(self.core.detect_duplicates(_args(input)), ctx)
