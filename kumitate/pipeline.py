@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kumitate import calllog, correlation, faults
+from kumitate import calllog, correlation, faults, tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import Asker, Attachment, CallContext, Principal, ProgressSink, bound
@@ -336,13 +336,16 @@ class Pipeline:
 
     async def _execute(self, binding: ToolBinding, arguments: Any, ctx: CallContext) -> Outcome:
         try:
-            handler_input = self.intake.prepare(binding, arguments)
+            with tracing.stage("validate"):
+                handler_input = self.intake.prepare(binding, arguments)
             method = getattr(self.handlers[binding.service], binding.name)
-            result = await self._run(binding.name, binding.policy, ctx, method, handler_input, ctx)
-            body = _json_data(result)
-            body = self._envelope(binding.service, body, ctx) if isinstance(body, dict) else body
-            self._check_output(binding.output_schema, body, ctx)
-            body = self._guard(binding, body, ctx)
+            with tracing.stage("handler"):
+                result = await self._run(binding.name, binding.policy, ctx, method, handler_input, ctx)
+            with tracing.stage("output"):
+                body = _json_data(result)
+                body = self._envelope(binding.service, body, ctx) if isinstance(body, dict) else body
+                self._check_output(binding.output_schema, body, ctx)
+                body = self._guard(binding, body, ctx)
             return Outcome(
                 True, 200, "OK", body, ctx.run_id, ctx.trace_id, attachments=ctx.attachments, warnings=ctx.warnings
             )
@@ -393,14 +396,24 @@ class Pipeline:
         *,
         read: Callable[[], Awaitable[Any]] | None = None,
     ) -> Outcome:
-        """Run one tool call (see `_call_tool`), counted as in flight while it runs."""
-        with self.metrics.running(binding.service, binding.name):
-            return await self._call_tool(binding, arguments, request, read=read)
+        """Run one tool call (see `_call_tool`), counted as in flight while it runs, in its span."""
+        with (
+            self.metrics.running(binding.service, binding.name),
+            tracing.call(binding.key, request.transport, request.headers, request.meta) as span,
+        ):
+            outcome = await self._call_tool(binding, arguments, request, read=read)
+            tracing.finish(span, outcome.run_id, outcome.trace_id, outcome.code, outcome.status)
+            return outcome
 
     async def read_resource(self, binding: ResourceBinding, params: Mapping[str, str], request: CallRequest) -> Outcome:
-        """Read one resource (see `_read_resource`), counted as in flight while it runs."""
-        with self.metrics.running(binding.service, binding.name):
-            return await self._read_resource(binding, params, request)
+        """Read one resource (see `_read_resource`), counted as in flight while it runs, in its span."""
+        with (
+            self.metrics.running(binding.service, binding.name),
+            tracing.call(binding.key, request.transport, request.headers, request.meta) as span,
+        ):
+            outcome = await self._read_resource(binding, params, request)
+            tracing.finish(span, outcome.run_id, outcome.trace_id, outcome.code, outcome.status)
+            return outcome
 
     async def _call_tool(
         self,
@@ -416,8 +429,9 @@ class Pipeline:
         started = time.perf_counter()
         ctx = self._context(binding.service, binding.name, request)
         try:
-            await self.policies.auth.prepare(request.authorization)
-            self._admit(binding.service, binding.name, binding.policy, ctx, request)
+            with tracing.stage("admit"):
+                await self.policies.auth.prepare(request.authorization)
+                self._admit(binding.service, binding.name, binding.policy, ctx, request)
             if read is not None:
                 arguments = await read()
             if binding.policy.get("idempotency") and request.idempotency_key is not None:
@@ -455,12 +469,14 @@ class Pipeline:
         started = time.perf_counter()
         ctx = self._context(binding.service, binding.name, request)
         try:
-            await self.policies.auth.prepare(request.authorization)
-            self._admit(binding.service, binding.name, binding.policy, ctx, request)
+            with tracing.stage("admit"):
+                await self.policies.auth.prepare(request.authorization)
+                self._admit(binding.service, binding.name, binding.policy, ctx, request)
             if binding.key in self.disabled:
                 raise ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND")
             method = getattr(self.handlers[binding.service], binding.method_name)
-            result = await self._run(binding.name, binding.policy, ctx, method, ctx, **params)
+            with tracing.stage("handler"):
+                result = await self._run(binding.name, binding.policy, ctx, method, ctx, **params)
             if binding.is_json:
                 body = _json_data(result)
                 body = self._envelope(binding.service, body, ctx) if isinstance(body, dict) else body

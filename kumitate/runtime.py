@@ -6,6 +6,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from kumitate import tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding
 from kumitate.cache import SharedCache, make_cache
 from kumitate.deploy import DeploySettings
@@ -94,6 +95,7 @@ class Runtime:
             worker_threads=int(self.env.get("KUMITATE_WORKER_THREADS") or 40),
         )
         self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies)
+        tracing.configure(self.env)
         self.pipeline.disabled = {
             r.key for svc in self.services.values() for r in svc.resources if not self.resource_enabled(r)
         }
