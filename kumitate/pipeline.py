@@ -451,6 +451,27 @@ class Pipeline:
             outcome.headers["Idempotent-Replayed"] = "true"
         return self._finish(outcome, ctx, request.transport, started)
 
+    async def complete(
+        self, binding: ResourceBinding, source: str, prefix: str, arguments: Mapping[str, str], request: CallRequest
+    ) -> list[str]:
+        """Values for a resource parameter (MCP completion/complete) from the handlers'
+        `complete_<source>`, as the caller: admitted like a read of the resource, and nothing
+        (an empty list, not an error) for a caller who may not read it."""
+        ctx = self._context(binding.service, f"complete_{source}", request)
+        try:
+            await self.policies.auth.prepare(request.authorization)
+            self._admit(binding.service, binding.name, binding.policy, ctx, request)
+            if binding.key in self.disabled:
+                return []
+            method = getattr(self.handlers[binding.service], f"complete_{source}")
+            values = await self._run(ctx.tool, binding.policy, ctx, method, ctx, prefix, dict(arguments))
+        except ToolError:
+            return []
+        except Exception as exc:
+            self._unexpected(exc, ctx)
+            return []
+        return [v for v in values if isinstance(v, str)]
+
     def refuse(self, what: str, error: ToolError, request: CallRequest) -> Outcome:
         """A request no tool or resource takes (`what`: e.g. `unknown_tool`; the name asked for is
         not logged). The caller is still authenticated first: without a valid token it learns nothing."""

@@ -68,6 +68,10 @@ class AnalyticsHandlers:
         data, mime = self.service.read_export(handle, ctx.principal)
         return Attachment(mime, data)
 
+    def complete_export_handles(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        """Completion of export://{handle} (specs/analytics/resources/export_file.yaml): the caller's live exports."""
+        return self.service.exports.handles(ctx.principal, prefix)
+
     def close(self) -> None:
         if self._sweeper is not None:
             self._sweeper.stop()

@@ -17,7 +17,7 @@ from kumitate.settings import Settings
 
 from . import clarify
 from .dupstore import MAX_STORED_CANDIDATES
-from .service import HouseholdCore, Result
+from .service import ADMIN_SCOPES, HouseholdCore, Result
 
 if TYPE_CHECKING:  # generated later by the lead's codegen
     from pydantic import BaseModel
@@ -87,6 +87,12 @@ class HouseholdHandlers:
 
     def read_chart(self, ctx: CallContext, chart_id: str) -> bytes:
         return self.core.chart_png(chart_id, ctx.principal.id, ctx.principal.scopes)
+
+    # completions (specs/household/resources/chart.yaml)
+    def complete_chart_ids(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        """The caller's live charts (everyone's for admin): the ids it could read."""
+        every = bool(ctx.principal.scopes & ADMIN_SCOPES)
+        return self.core.charts.ids(ctx.principal.id, prefix, every=every)
 
 
 TRUE_VALUES = ("1", "true", "yes", "on")

@@ -34,6 +34,7 @@ from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
+from kumitate.transports.mcp_completions import complete_params as complete_params  # used by generated bindings
 from kumitate.transports.mcp_elicit import InputRequired, asker
 from kumitate.transports.progress import Send, relaying
 

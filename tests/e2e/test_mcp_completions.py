@@ -1,0 +1,74 @@
+"""Completions (issue 15 item 5): `completion/complete` for resource-template parameters whose
+values come from data, declared in the spec (`completions:` of a resource) and served as the caller.
+
+chart://{chart_id} offers the caller's live charts, export://{handle} the caller's live exports;
+another principal's are never offered, a prefix narrows the list, and anything that cannot start
+an id gets nothing. Over streamable HTTP (two principals) and stdio.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import mcp_types as mt
+import pytest
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
+
+from tests.conftest import REPO, LiveServer, server_env, start_server, stop_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+TOKENS = {
+    "tok-alice": {"principal": "alice", "scopes": ["household", "analytics"]},
+    "tok-bob": {"principal": "bob", "scopes": ["household", "analytics"]},
+}
+CHART = mt.ResourceTemplateReference(uri="chart://{chart_id}")
+EXPORT = mt.ResourceTemplateReference(uri="export://{handle}")
+JUNE_CHART = {"year": 2025, "month": 6, "output_format": "image", "graph_type": "pie"}
+EXPORT_QUERY = {"query": "SELECT activity_id FROM activities LIMIT 3", "format": "csv"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    root = tmp_path_factory.mktemp("complete")
+    live = start_server(root / "var", root / "server.log", KUMITATE_TOKENS=json.dumps(TOKENS))
+    yield live
+    stop_server(live)
+
+
+def client(server: LiveServer, token: str) -> Client:
+    return Client(StreamableHttpTransport(f"{server.url}/mcp", auth=token))
+
+
+async def values(client: Client, ref: mt.ResourceTemplateReference, name: str, prefix: str) -> list[str]:
+    return list((await client.complete(ref, {"name": name, "value": prefix})).values)
+
+
+async def test_chart_ids_and_export_handles_complete_for_their_owner_only(server: LiveServer) -> None:
+    async with client(server, "tok-alice") as alice:
+        chart = (await alice.call_tool("get_monthly_household", JUNE_CHART)).structured_content["chart"]["chart_id"]
+        handle = (await alice.call_tool("export", EXPORT_QUERY)).structured_content["handle"]
+        assert chart in await values(alice, CHART, "chart_id", "")
+        assert await values(alice, CHART, "chart_id", chart[:4]) == [chart]
+        assert await values(alice, CHART, "chart_id", "../") == []
+        assert handle in await values(alice, EXPORT, "handle", "")
+        assert await values(alice, EXPORT, "handle", handle[:6]) == [handle]
+        assert await values(alice, EXPORT, "handle", "*") == []
+        assert await values(alice, CHART, "not_a_parameter", "") == []
+        read = await alice.read_resource(f"chart://{chart}")  # what is offered can be read
+        assert read
+    async with client(server, "tok-bob") as bob:
+        assert chart not in await values(bob, CHART, "chart_id", "")
+        assert handle not in await values(bob, EXPORT, "handle", "")
+
+
+async def test_completion_over_stdio(tmp_path: Path) -> None:
+    env = server_env(tmp_path / "var")
+    stdio = StdioTransport(sys.executable, ["-m", "kumitate", "mcp", "--stdio"], cwd=str(REPO), env=env)
+    async with Client(stdio) as local:
+        chart = (await local.call_tool("get_monthly_household", JUNE_CHART)).structured_content["chart"]["chart_id"]
+        assert await values(local, CHART, "chart_id", chart[:5]) == [chart]
