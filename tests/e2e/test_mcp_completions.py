@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import mcp_types as mt
 import pytest
 from fastmcp import Client
@@ -28,6 +29,8 @@ TOKENS = {
 }
 CHART = mt.ResourceTemplateReference(uri="chart://{chart_id}")
 EXPORT = mt.ResourceTemplateReference(uri="export://{handle}")
+TABLE = mt.ResourceTemplateReference(uri="analytics://tables/{table}")
+COLUMN = mt.ResourceTemplateReference(uri="analytics://tables/{table}/columns/{column}")
 JUNE_CHART = {"year": 2025, "month": 6, "output_format": "image", "graph_type": "pie"}
 EXPORT_QUERY = {"query": "SELECT activity_id FROM activities LIMIT 3", "format": "csv"}
 
@@ -64,6 +67,24 @@ async def test_chart_ids_and_export_handles_complete_for_their_owner_only(server
     async with client(server, "tok-bob") as bob:
         assert chart not in await values(bob, CHART, "chart_id", "")
         assert handle not in await values(bob, EXPORT, "handle", "")
+
+
+async def test_table_and_column_names_complete_from_the_database(server: LiveServer) -> None:
+    async with client(server, "tok-bob") as bob:
+        tables = await values(bob, TABLE, "table", "")
+        assert "activities" in tables and "time_series_metrics" in tables
+        assert await values(bob, TABLE, "table", "time_") == ["time_series_metrics"]
+        assert await values(bob, COLUMN, "table", "act") == ["activities"]
+        assert await values(bob, COLUMN, "column", "") == []  # no table chosen yet
+        done = await bob.complete(COLUMN, {"name": "column", "value": "heart"}, {"table": "time_series_metrics"})
+        assert done.values == ["heart_rate"]
+        read = await bob.read_resource("analytics://tables/time_series_metrics/columns/heart_rate")
+        assert json.loads(read[0].text)["name"] == "heart_rate"  # type: ignore[union-attr]
+    async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": "Bearer tok-bob"}) as http:
+        table = await http.get("/v1/analytics/tables/activities")
+        missing = await http.get("/v1/analytics/tables/nope/columns/x")
+    assert table.status_code == 200 and table.json()["name"] == "activities" and table.json()["columns"]
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
 
 
 async def test_completion_over_stdio(tmp_path: Path) -> None:
