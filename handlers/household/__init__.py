@@ -88,7 +88,13 @@ class HouseholdHandlers:
     def read_chart(self, ctx: CallContext, chart_id: str) -> bytes:
         return self.core.chart_png(chart_id, ctx.principal.id, ctx.principal.scopes)
 
-    # completions (specs/household/resources/chart.yaml)
+    def read_category(self, ctx: CallContext, category: str) -> dict[str, Any]:
+        return self.core.category_info(category)
+
+    # completions (the `completions:` of specs/household/resources/)
+    def complete_category_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        return self.core.category_names(prefix)
+
     def complete_chart_ids(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
         """The caller's live charts (everyone's for admin): the ids it could read."""
         every = bool(ctx.principal.scopes & ADMIN_SCOPES)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 
+from generated.errors import NotFoundError
 from kumitate.errors import ToolError
 
 MESSAGES = {
@@ -60,6 +61,11 @@ def unknown_category(
         code="VALIDATION_ERROR",
         details={"category": name, "suggestions": suggestions, "not_spending": kind},
     )
+
+
+def not_found_category(name: str) -> ToolError:
+    """A category no stored transaction carries (the resource data://categories/{category})."""
+    return NotFoundError(f"{MESSAGES['category_not_found']}: {name}（data://category_hierarchy に一覧があります）")
 
 
 def invalid(message: str) -> ToolError:

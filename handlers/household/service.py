@@ -103,6 +103,31 @@ class HouseholdCore:
         with self.db.connect() as con:
             return queries.category_hierarchy(con)
 
+    def category_names(self, prefix: str = "") -> list[str]:
+        """Every category name (大項目 first, then 中項目), each once, that starts with `prefix`."""
+        tree = self.category_hierarchy()
+        names = list(dict.fromkeys([*tree, *sorted({m for minors in tree.values() for m in minors})]))
+        return [n for n in names if n.startswith(prefix)]
+
+    def category_info(self, name: str) -> dict[str, Any]:
+        """Where `name` sits in the category tree and what it holds; NOT_FOUND if no row carries it."""
+        with self.db.connect() as con:
+            tree = queries.category_hierarchy(con)
+            spending = queries.expense_level(con, name) is not None
+            kind = "spending" if spending else queries.category_kind(con, name)
+        majors = sorted(major for major, minors in tree.items() if name in minors)
+        levels = (["major"] if name in tree else []) + (["minor"] if majors else [])
+        if kind is None or not levels:
+            raise problems.not_found_category(name)
+        return {
+            "category": name,
+            "levels": levels,
+            "majors": majors,
+            "minors": list(tree.get(name, [])),
+            "kind": kind,
+            "trend_accepted": spending,
+        }
+
     def available_months(self) -> dict[str, Any]:
         with self.db.connect() as con:
             found = queries.data_months(con)

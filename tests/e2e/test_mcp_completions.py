@@ -31,6 +31,7 @@ CHART = mt.ResourceTemplateReference(uri="chart://{chart_id}")
 EXPORT = mt.ResourceTemplateReference(uri="export://{handle}")
 TABLE = mt.ResourceTemplateReference(uri="analytics://tables/{table}")
 COLUMN = mt.ResourceTemplateReference(uri="analytics://tables/{table}/columns/{column}")
+CATEGORY = mt.ResourceTemplateReference(uri="data://categories/{category}")
 JUNE_CHART = {"year": 2025, "month": 6, "output_format": "image", "graph_type": "pie"}
 EXPORT_QUERY = {"query": "SELECT activity_id FROM activities LIMIT 3", "format": "csv"}
 
@@ -84,6 +85,23 @@ async def test_table_and_column_names_complete_from_the_database(server: LiveSer
         table = await http.get("/v1/analytics/tables/activities")
         missing = await http.get("/v1/analytics/tables/nope/columns/x")
     assert table.status_code == 200 and table.json()["name"] == "activities" and table.json()["columns"]
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
+
+
+async def test_household_category_names_complete_from_the_stored_data(server: LiveServer) -> None:
+    async with client(server, "tok-alice") as alice:
+        await alice.call_tool("get_monthly_household", {"year": 2025, "month": 6})  # the samples are imported
+        names = await values(alice, CATEGORY, "category", "")
+        assert "食費" in names and "収入" in names and len(names) == len(set(names))
+        assert set(await values(alice, CATEGORY, "category", "食")) >= {"食費", "食料品"}
+        food = json.loads((await alice.read_resource("data://categories/食費"))[0].text)  # type: ignore[union-attr]
+        income = json.loads((await alice.read_resource("data://categories/収入"))[0].text)  # type: ignore[union-attr]
+    assert food["levels"] == ["major"] and food["kind"] == "spending" and food["trend_accepted"] and food["minors"]
+    assert income["kind"] == "income" and not income["trend_accepted"]
+    async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": "Bearer tok-alice"}) as http:
+        minor = await http.get("/v1/household/categories/食料品")
+        missing = await http.get("/v1/household/categories/存在しない")
+    assert minor.status_code == 200 and minor.json()["majors"] == ["食費"] and minor.json()["levels"] == ["minor"]
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
 
 
