@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from generated.errors import NotFoundError
 from handlers.yana.chat import chat as chat_core
 from handlers.yana.fetch import ImageFetcher
 from handlers.yana.generate import LlmConfig, OpenAIChat
@@ -183,6 +184,25 @@ class YanaHandlers:
 
     def read_version(self, ctx: CallContext) -> dict[str, Any]:
         return {"server_version": SERVER_VERSION, "policy_version": POLICY_VERSION, "model": self.model}
+
+    def read_brand(self, ctx: CallContext, brand: str) -> dict[str, Any]:
+        return self._group("brand_name", brand, "brand")
+
+    def read_brewery(self, ctx: CallContext, brewery: str) -> dict[str, Any]:
+        return self._group("brewery", brewery, "brewery")
+
+    def _group(self, field: str, value: str, what: str) -> dict[str, Any]:
+        labels = self.kb.group(field, value)
+        if not labels:
+            raise NotFoundError(f"no label of the {what} {value!r}; search finds near names")
+        return {"field": field, "value": value, "labels": labels}
+
+    # completions (the `completions:` of specs/yana/resources/)
+    def complete_brand_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        return self.kb.names("brand_name", prefix)
+
+    def complete_brewery_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        return self.kb.names("brewery", prefix)
 
     def read_logs_today(self, ctx: CallContext) -> dict[str, Any]:
         if not self.expose_logs:

@@ -158,6 +158,27 @@ class KnowledgeBase:
         with self.connect() as conn:
             return int(conn.execute("SELECT count(*) FROM labels").fetchone()[0])
 
+    def names(self, field: str, prefix: str = "") -> list[str]:
+        """Distinct non-empty values of `field` (brand_name or brewery) that start with `prefix`, sorted."""
+        column = GROUP_FIELDS[field]
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        sql = f"SELECT DISTINCT {column} FROM labels WHERE {column} != '' AND {column} LIKE ? ESCAPE '\\' ORDER BY 1"
+        with self.connect() as conn:
+            return [str(r[0]) for r in conn.execute(sql, (pattern,))]
+
+    def group(self, field: str, value: str) -> list[dict[str, Any]]:
+        """The labels whose `field` is exactly `value`, by id (the fields of a LabelGroup entry)."""
+        column = GROUP_FIELDS[field]
+        sql = (
+            f"SELECT id, brand_name, product_name, brewery, region, category FROM labels WHERE {column} = ? ORDER BY id"
+        )
+        with self.connect() as conn:
+            return [dict(r) for r in conn.execute(sql, (value,))]
+
+
+GROUP_FIELDS = {"brand_name": "brand_name", "brewery": "brewery"}
+"""The label fields a LabelGroup is formed by (a whitelist: column names go into SQL)."""
+
 
 def insert_label(
     conn: sqlite3.Connection, label: dict[str, Any], hashes: ImageHashes | None, *, source: str

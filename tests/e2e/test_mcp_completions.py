@@ -24,7 +24,7 @@ from tests.conftest import REPO, LiveServer, server_env, start_server, stop_serv
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 TOKENS = {
-    "tok-alice": {"principal": "alice", "scopes": ["household", "analytics"]},
+    "tok-alice": {"principal": "alice", "scopes": ["household", "analytics", "yana"]},
     "tok-bob": {"principal": "bob", "scopes": ["household", "analytics"]},
 }
 CHART = mt.ResourceTemplateReference(uri="chart://{chart_id}")
@@ -32,6 +32,8 @@ EXPORT = mt.ResourceTemplateReference(uri="export://{handle}")
 TABLE = mt.ResourceTemplateReference(uri="analytics://tables/{table}")
 COLUMN = mt.ResourceTemplateReference(uri="analytics://tables/{table}/columns/{column}")
 CATEGORY = mt.ResourceTemplateReference(uri="data://categories/{category}")
+BRAND = mt.ResourceTemplateReference(uri="yana://brands/{brand}")
+BREWERY = mt.ResourceTemplateReference(uri="yana://breweries/{brewery}")
 JUNE_CHART = {"year": 2025, "month": 6, "output_format": "image", "graph_type": "pie"}
 EXPORT_QUERY = {"query": "SELECT activity_id FROM activities LIMIT 3", "format": "csv"}
 
@@ -102,6 +104,25 @@ async def test_household_category_names_complete_from_the_stored_data(server: Li
         minor = await http.get("/v1/household/categories/食料品")
         missing = await http.get("/v1/household/categories/存在しない")
     assert minor.status_code == 200 and minor.json()["majors"] == ["食費"] and minor.json()["levels"] == ["minor"]
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
+
+
+async def test_yana_brands_and_breweries_complete_from_the_knowledge_base(server: LiveServer) -> None:
+    async with client(server, "tok-alice") as alice:
+        every = await alice.complete(BRAND, {"name": "brand", "value": ""})
+        assert len(every.values) == 100 and every.has_more and (every.total or 0) > 100  # the MCP cap, counted
+        assert every.values == sorted(set(every.values))
+        assert "獺祭" in await values(alice, BRAND, "brand", "獺")
+        assert await values(alice, BRAND, "brand", "%") == []  # a LIKE wildcard is a plain character here
+        assert "旭酒造" in await values(alice, BREWERY, "brewery", "旭")
+        group = json.loads((await alice.read_resource("yana://brands/獺祭"))[0].text)  # type: ignore[union-attr]
+    assert group["field"] == "brand_name" and {label["brand_name"] for label in group["labels"]} == {"獺祭"}
+    async with client(server, "tok-bob") as bob:  # no yana scope: nothing offered
+        assert await values(bob, BRAND, "brand", "") == []
+    async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": "Bearer tok-alice"}) as http:
+        brewery = await http.get("/v1/breweries/旭酒造")
+        missing = await http.get("/v1/brands/存在しない銘柄")
+    assert brewery.status_code == 200 and all(x["brewery"] == "旭酒造" for x in brewery.json()["labels"])
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
 
 
