@@ -9,7 +9,8 @@ A call span (`kumitate.call <service>.<tool>`, kind SERVER) is the child of the 
 when the call starts (fastmcp's `tools/call` span, an instrumented ASGI server) or else of
 the caller's W3C `traceparent` (an HTTP header, or MCP `_meta`). Its stages are `admit`
 (authentication, authorization, rate limit), `validate` (input), `handler` and `output`
-(schema check and size guard). Attributes carry ids, names and the outcome code, never what
+(schema check and size guard); an outbound HTTP attempt made by the handler (kumitate.outbound) is
+a CLIENT span under `handler` and sends its `traceparent` upstream. Attributes carry ids, names and the outcome code, never what
 the caller sent: a tool's inputs stay out of traces as they stay out of logs.
 """
 
@@ -109,12 +110,29 @@ def stage(name: str) -> Any:
     return _stage_span(_tracer, name)
 
 
+def outbound(method: str, host: str) -> Any:
+    """A CLIENT span around one outbound HTTP attempt (kumitate.outbound); the host, never the path or body."""
+    if _tracer is None:
+        return _OFF
+    attributes = {"http.request.method": method, "server.address": host}
+    return _stage_span(_tracer, f"outbound {method} {host}", SpanKind.CLIENT, attributes)
+
+
+def inject(headers: dict[str, str]) -> dict[str, str]:
+    """`headers` plus the current span's `traceparent`, so an upstream joins the trace (while tracing is on)."""
+    if _tracer is not None:
+        propagate.inject(headers)
+    return headers
+
+
 @contextlib.contextmanager
-def _stage_span(tracer: Tracer, name: str) -> Iterator[trace.Span]:
+def _stage_span(
+    tracer: Tracer, name: str, kind: SpanKind = SpanKind.INTERNAL, attributes: dict[str, str] | None = None
+) -> Iterator[trace.Span]:
     """An exception is recorded by its type and catalogue code only: its message may quote the
     input (a validation error names the offending value), so OpenTelemetry's own recording is off."""
     with tracer.start_as_current_span(
-        name, kind=SpanKind.INTERNAL, record_exception=False, set_status_on_exception=False
+        name, kind=kind, attributes=attributes, record_exception=False, set_status_on_exception=False
     ) as span:
         try:
             yield span

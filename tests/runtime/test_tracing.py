@@ -159,3 +159,40 @@ def test_a_server_with_an_otlp_endpoint_exports_its_spans(tmp_path: Path) -> Non
         stop_server(server)
         receiver.shutdown()
     assert {"kumitate.call stays.summarize_stays", "admit", "validate", "handler", "output"} <= set(Collector.names)
+
+
+class Upstream(BaseHTTPRequestHandler):
+    """Answers 200 and keeps the traceparent each request carried."""
+
+    seen: ClassVar[list[str | None]] = []
+
+    def do_GET(self) -> None:
+        Upstream.seen.append(self.headers.get("traceparent"))
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+def test_an_outbound_request_is_a_client_span_and_carries_the_traceparent(spans: InMemorySpanExporter) -> None:
+    from kumitate.outbound import OutboundClient
+
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    try:
+        with (
+            OutboundClient(f"http://127.0.0.1:{upstream.server_address[1]}") as http,
+            tracing.call("yana.chat", "http", {"traceparent": TRACEPARENT}, None),
+        ):
+            assert http.request("GET", "/secret-path?q=秘密").status_code == 200
+    finally:
+        upstream.shutdown()
+    found = by_name(spans)
+    call, out = found["kumitate.call yana.chat"], found["outbound GET 127.0.0.1"]
+    assert out.parent is not None and out.parent.span_id == call.context.span_id
+    assert (out.attributes or {})["http.response.status_code"] == 200
+    assert "secret" not in str(out.attributes) and out.kind.name == "CLIENT"
+    assert Upstream.seen[-1] is not None and TRACE in Upstream.seen[-1]
