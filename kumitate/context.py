@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kumitate import tracing
+
 
 @dataclass(frozen=True, slots=True)
 class Principal:
@@ -190,12 +192,13 @@ def public_url(default: str) -> str:
 @contextmanager
 def commit_gate() -> Iterator[None]:
     """Wrap a storage layer's COMMIT in this: the current call's `committing()` gate, or nothing
-    outside a call. Lets stores honour deadlines without every function taking a context."""
+    outside a call. Lets stores honour deadlines without every function taking a context; with
+    tracing on, each commit is a `storage.commit` span under the call's `handler` span."""
     call = _current.get()
     if call is None:
         yield
         return
-    with call.committing():
+    with tracing.stage("storage.commit"), call.committing():
         yield
 
 

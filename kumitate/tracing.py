@@ -10,7 +10,8 @@ when the call starts (fastmcp's `tools/call` span, an instrumented ASGI server) 
 the caller's W3C `traceparent` (an HTTP header, or MCP `_meta`). Its stages are `admit`
 (authentication, authorization, rate limit), `validate` (input), `handler` and `output`
 (schema check and size guard); an outbound HTTP attempt made by the handler (kumitate.outbound) is
-a CLIENT span under `handler` and sends its `traceparent` upstream. Attributes carry ids, names and the outcome code, never what
+a CLIENT span under `handler` and sends its `traceparent` upstream, and a storage commit
+(`context.commit_gate`) is a `storage.commit` span. Attributes carry ids, names and the outcome code, never what
 the caller sent: a tool's inputs stay out of traces as they stay out of logs.
 """
 

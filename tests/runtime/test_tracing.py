@@ -86,6 +86,28 @@ async def test_an_mcp_call_has_a_span_with_its_stages_and_no_inputs(
     assert_no_inputs(spans)
 
 
+async def test_a_commit_is_a_storage_span_under_the_handler(tmp_path: Path, spans: InMemorySpanExporter) -> None:
+    settings = Settings(data_dir=tmp_path / "var", sample_dir=tmp_path / "s", public_base_url="http://x")
+    runtime = Runtime(settings, ["attendance"])
+    try:
+        async with Client(build_server(runtime, ["attendance"])) as client:
+            invitees = [{"user_id": "1", "display_name": "山田 太郎"}, {"user_id": "2", "display_name": "佐藤 花子"}]
+            parsed = await client.call_tool("parse_attendance_intent", {"text": "全員必須", "invitees": invitees})
+            rule = parsed.structured_content["attendance_rule"]
+            saved = await client.call_tool("save_attendance_rule", {"thread_id": "t-1", "rule": rule})
+    finally:
+        runtime.close()
+    assert not saved.is_error
+    commit = by_name(spans)["storage.commit"]
+    handlers = {s.context.span_id: s for s in spans.get_finished_spans() if s.name == "handler"}
+    assert commit.parent is not None and commit.parent.span_id in handlers
+    call = handlers[commit.parent.span_id].parent
+    assert call is not None
+    assert next(s for s in spans.get_finished_spans() if s.context.span_id == call.span_id).name == (
+        "kumitate.call attendance.save_attendance_rule"
+    )
+
+
 async def test_an_mcp_call_joins_the_traceparent_in_meta(runtime: Runtime, spans: InMemorySpanExporter) -> None:
     async with Client(build_server(runtime, ["stays"])) as client:
         await client.call_tool("summarize_stays", STAYS, meta={"traceparent": TRACEPARENT})
