@@ -12,7 +12,9 @@ key; answers of earlier rounds travel in `requestState`, so a handler asking twi
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import time
 from typing import Any
 
 import mcp_types as mt
@@ -21,9 +23,13 @@ from fastmcp.tools.base import InputRequiredToolResult
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kumitate import calllog
-from kumitate.context import Asker
+from kumitate.context import Asker, CallCancelled, current_call
+from kumitate.errors import ToolError
 
 ELICITATION = mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
+POLL_S = 0.25
+MAX_WAIT_S = 600.0
+"""How long a call without a deadline waits for the user before it answers without asking."""
 
 
 class InputRequired(BaseException):
@@ -63,13 +69,36 @@ def asker() -> Asker | None:
         if _on_loop(loop):
             raise RuntimeError("CallContext.ask blocks; call it from a sync handler (a worker thread)")
         form = session.elicit_form(message, schema, related_request_id=request_id)  # type: ignore[arg-type]
+        future = asyncio.run_coroutine_threadsafe(form, loop)
         try:
-            return _content(asyncio.run_coroutine_threadsafe(form, loop).result())
+            return _content(_wait(future))
+        except ToolError:  # the call's deadline passed while the user thought
+            raise
         except Exception as exc:  # no back-channel (stateless HTTP), the client went away: not asked
             calllog.log_event("elicitation_failed", error_type=type(exc).__name__)
             return None
+        finally:
+            future.cancel()
 
     return ask
+
+
+def _wait(future: concurrent.futures.Future[Any]) -> Any:
+    """The answer; meanwhile the worker thread stops like a handler at a progress step: CallCancelled
+    once the caller went away, REQUEST_TIMEOUT past the call's deadline. TimeoutError (not asked)
+    after MAX_WAIT_S without an answer, where the call has no deadline of its own."""
+    call = current_call()
+    give_up = time.monotonic() + MAX_WAIT_S
+    while True:
+        try:
+            return future.result(timeout=POLL_S)
+        except concurrent.futures.TimeoutError:
+            if call is not None:
+                if call.cancelled():
+                    raise CallCancelled(call.run_id) from None
+                call.check_deadline()
+            if time.monotonic() >= give_up:
+                raise TimeoutError("no answer") from None
 
 
 def _retrying() -> Asker:

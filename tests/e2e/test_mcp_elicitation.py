@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from fastmcp import Client
@@ -114,6 +115,22 @@ async def test_a_client_without_elicitation_gets_the_question_in_the_result(runt
         result = await client.call_tool("parse_attendance_intent", AMBIGUOUS)
     assert not result.is_error
     assert_asked_back(result.structured_content)
+
+
+async def test_an_unanswered_question_ends_at_the_call_deadline(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "var", sample_dir=tmp_path / "samples", public_base_url="http://x")
+    runtime = Runtime(settings, services=["attendance"], env={"KUMITATE_MAX_TIMEOUT_MS": "800"})
+
+    async def never(message: str, response_type: Any, params: Any, context: Any) -> Any:
+        await anyio.sleep(30)
+
+    try:
+        async with Client(build_server(runtime, ["attendance"]), elicitation_handler=never, mode="legacy") as client:
+            with anyio.fail_after(10):
+                result = await client.call_tool("parse_attendance_intent", AMBIGUOUS, raise_on_error=False)
+    finally:
+        runtime.close()
+    assert result.is_error and result.structured_content["error"]["code"] == "REQUEST_TIMEOUT"
 
 
 async def test_an_unambiguous_parse_asks_nothing(runtime: Runtime) -> None:
