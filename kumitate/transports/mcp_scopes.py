@@ -30,7 +30,11 @@ class ScopeMap:
 
     @classmethod
     def of(cls, runtime: Runtime) -> ScopeMap:
-        tools = {t.name: frozenset(t.policy.get("scopes") or ()) for s in runtime.services.values() for t in s.tools}
+        tools = {
+            t.name: frozenset(() if t.policy.get("public") else t.policy.get("scopes") or ())
+            for s in runtime.services.values()
+            for t in s.tools
+        }
         resources = [
             (_uri_pattern(r.uri), frozenset(r.policy.get("scopes") or ()))
             for s in runtime.services.values()
