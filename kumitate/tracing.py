@@ -39,10 +39,16 @@ def configure(env: Mapping[str, str]) -> bool:
         return True
     if not any(env.get(name) for name in ENDPOINT_VARIABLES):
         return False
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError:
+        raise RuntimeError(
+            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed: "
+            "pip install 'kumitate[otel]' (or unset the variable)"
+        ) from None
 
     provider = TracerProvider(resource=Resource.create({"service.name": env.get("OTEL_SERVICE_NAME") or "kumitate"}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
