@@ -91,7 +91,13 @@ class HouseholdHandlers:
     def read_category(self, ctx: CallContext, category: str) -> dict[str, Any]:
         return self.core.category_info(category)
 
+    def read_month(self, ctx: CallContext, month: str) -> dict[str, Any]:
+        return self.core.month_summary(month)
+
     # completions (the `completions:` of specs/household/resources/)
+    def complete_months(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        return self.core.month_labels(prefix)
+
     def complete_category_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
         return self.core.category_names(prefix)
 

@@ -128,6 +128,29 @@ class HouseholdCore:
             "trend_accepted": spending,
         }
 
+    def month_labels(self, prefix: str = "") -> list[str]:
+        """The months with data (YYYY-MM) that start with `prefix`, newest first."""
+        with self.db.connect() as con:
+            found = queries.data_months(con)
+        return [label for label in (months.label(m) for m in reversed(found)) if label.startswith(prefix)]
+
+    def month_summary(self, label: str) -> dict[str, Any]:
+        try:
+            m = months.parse(label)
+        except ValueError:
+            raise problems.data_not_found(label) from None
+        with self.db.connect() as con:
+            if not queries.month_has_data(con, m):
+                raise problems.data_not_found(months.jp(m))
+            rows = queries.month_expenses(con, m)
+            income = queries.month_income(con, m)
+        return {
+            "month": months.label(m),
+            "total_expense": sum(-int(r["amount"]) for r in rows),
+            "total_income": income,
+            "transaction_count": len(rows),
+        }
+
     def available_months(self) -> dict[str, Any]:
         with self.db.connect() as con:
             found = queries.data_months(con)

@@ -32,6 +32,7 @@ EXPORT = mt.ResourceTemplateReference(uri="export://{handle}")
 TABLE = mt.ResourceTemplateReference(uri="analytics://tables/{table}")
 COLUMN = mt.ResourceTemplateReference(uri="analytics://tables/{table}/columns/{column}")
 CATEGORY = mt.ResourceTemplateReference(uri="data://categories/{category}")
+MONTH = mt.ResourceTemplateReference(uri="data://months/{month}")
 BRAND = mt.ResourceTemplateReference(uri="yana://brands/{brand}")
 BREWERY = mt.ResourceTemplateReference(uri="yana://breweries/{brewery}")
 JUNE_CHART = {"year": 2025, "month": 6, "output_format": "image", "graph_type": "pie"}
@@ -98,11 +99,20 @@ async def test_household_category_names_complete_from_the_stored_data(server: Li
         assert set(await values(alice, CATEGORY, "category", "食")) >= {"食費", "食料品"}
         food = json.loads((await alice.read_resource("data://categories/食費"))[0].text)  # type: ignore[union-attr]
         income = json.loads((await alice.read_resource("data://categories/収入"))[0].text)  # type: ignore[union-attr]
+        recent = await values(alice, MONTH, "month", "")
+        assert "2025-06" in recent and recent == sorted(recent, reverse=True)
+        assert set(await values(alice, MONTH, "month", "2025-0")) >= {"2025-06"}
+        june = json.loads((await alice.read_resource("data://months/2025-06"))[0].text)  # type: ignore[union-attr]
+    assert june["month"] == "2025-06" and june["total_expense"] == 295266 and june["transaction_count"] > 0
     assert food["levels"] == ["major"] and food["kind"] == "spending" and food["trend_accepted"] and food["minors"]
     assert income["kind"] == "income" and not income["trend_accepted"]
     async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": "Bearer tok-alice"}) as http:
         minor = await http.get("/v1/household/categories/食料品")
         missing = await http.get("/v1/household/categories/存在しない")
+        no_month = await http.get("/v1/household/months/2030-01")
+        not_a_month = await http.get("/v1/household/months/June")
+    assert no_month.status_code == not_a_month.status_code == 404
+    assert not_a_month.json()["error"]["code"] == "DATA_NOT_FOUND"
     assert minor.status_code == 200 and minor.json()["majors"] == ["食費"] and minor.json()["levels"] == ["minor"]
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
 

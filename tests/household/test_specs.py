@@ -121,4 +121,5 @@ def test_resources_have_http_paths() -> None:
         "category_hierarchy": "/v1/household/category_hierarchy",
         "category_trend_summary": "/v1/household/category_trend_summary",
         "chart": "/api/charts/{chart_id}",
+        "month": "/v1/household/months/{month}",
     }
