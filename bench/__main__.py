@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark and write docs/BENCHMARKS.md (with the commands and the machine).
 
-python -m bench [NAME ...]     NAME in: foundation pipeline stays household attendance analytics yana yana_search yana_load cluster
+python -m bench [NAME ...]     NAME in: foundation pipeline stays household attendance analytics yana yana_search yana_load cluster tracing
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ SUITES = [
     "yana_search",
     "yana_load",
     "cluster",
+    "tracing",
 ]
 
 

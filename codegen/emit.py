@@ -89,7 +89,17 @@ def _resource_ctx(res: ResourceSpec) -> dict[str, Any]:
         "returns": returns,
         "client_returns": client_returns,
         "client_model": client_model,
+        "completions": _completions(res),
     }
+
+
+def _completions(res: ResourceSpec) -> dict[str, str]:
+    """URI parameter -> the handler's completion source (`complete_<source>`), from the spec."""
+    declared = res.raw.get("completions") or {}
+    unknown = sorted(set(declared) - set(res.params))
+    if unknown:
+        raise ValueError(f"{res.source}: completions for {unknown}, which are not parameters of {res.uri}")
+    return {param: str(spec["source"]) for param, spec in sorted(declared.items())}
 
 
 def _schemas_json(svc: ServiceSpec) -> str:

@@ -138,7 +138,7 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         return outcome.status, msgspec.json.encode(outcome.body)
 
     origins = OriginPolicy.from_settings(settings, bound_host=urlsplit(settings.public_base_url).hostname)
-    app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse, gate=mcp_gate(runtime))
+    app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse, gate=mcp_gate(runtime, mcp_cap))
     app.runtime = runtime  # type: ignore[attr-defined]
     return app
 

@@ -9,6 +9,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
+
+from kumitate import tracing
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +36,13 @@ class Attachment:
 
 ProgressSink = Callable[[float, "float | None", "str | None"], None]
 """Where a call's progress goes (the MCP adapter's notifications/progress); callable from any thread."""
+
+
+Asker = Callable[[str, str, dict[str, Any]], "dict[str, Any] | None"]
+"""How a transport asks the user a question mid-call: (key, message, schema) -> the answer, or None.
+
+`key` names the question stably (the same question gets the same key when a call is run again);
+`schema` is a flat JSON Schema object of primitive properties (the form MCP elicitation takes)."""
 
 
 class CallCancelled(BaseException):
@@ -67,6 +77,8 @@ class CallContext:
     """Where the caller reached this server (`http://host:port`), for URLs in results; see public_url()."""
     progress_sink: ProgressSink | None = field(default=None, repr=False, compare=False)
     """Set by a transport whose caller asked for progress (an MCP progressToken)."""
+    asker: Asker | None = field(default=None, repr=False, compare=False)
+    """Set by a transport that can put a question to the user (MCP elicitation); see `ask`."""
     _gate: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _timed_out: bool = field(default=False, repr=False, compare=False)
     _cancelled: bool = field(default=False, repr=False, compare=False)
@@ -97,6 +109,23 @@ class CallContext:
             self.check_deadline()
         if self.progress_sink is not None:
             self.progress_sink(done, total, message)
+
+    def ask(self, key: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+        """Put a question to the user and wait for the answer (the content of a form of `schema`).
+
+        None when the transport cannot ask (HTTP, an MCP client without elicitation) or the user
+        declined: the handler then answers as it would without asking (e.g. with the question in
+        its result). For sync handlers (they run in a worker thread, which waits for the answer);
+        the call's deadline keeps running while the user thinks. Over MCP 2026-07-28 the answer
+        arrives with a retry of the call, so a handler that asks must be safe to run again up to
+        the question (it is: nothing is committed before it asks).
+        """
+        if self.asker is None:
+            return None
+        if self._cancelled:
+            raise CallCancelled(self.run_id)
+        self.check_deadline()
+        return self.asker(key, message, schema)
 
     @contextmanager
     def committing(self) -> Iterator[None]:
@@ -163,12 +192,13 @@ def public_url(default: str) -> str:
 @contextmanager
 def commit_gate() -> Iterator[None]:
     """Wrap a storage layer's COMMIT in this: the current call's `committing()` gate, or nothing
-    outside a call. Lets stores honour deadlines without every function taking a context."""
+    outside a call. Lets stores honour deadlines without every function taking a context; with
+    tracing on, each commit is a `storage.commit` span under the call's `handler` span."""
     call = _current.get()
     if call is None:
         yield
         return
-    with call.committing():
+    with tracing.stage("storage.commit"), call.committing():
         yield
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from kumitate import tracing
 from kumitate.context import current_call
 from kumitate.metrics import track_breaker
 
@@ -305,16 +306,19 @@ class OutboundClient:
         max_bytes: int | None = None,
     ) -> httpx.Response:
         """One attempt: send, then read the whole body under the deadline (and the size limit)."""
-        request = self._http.build_request(
-            method, path, json=json, headers=dict(headers or {}), timeout=httpx.Timeout(remaining)
-        )
-        response = self._http.send(request, stream=True)
-        try:
-            assert isinstance(response.stream, httpx.SyncByteStream)  # a sync client's response
-            response.stream = _DeadlineStream(response.stream, deadline, max_bytes)
-            response.read()
-        finally:
-            response.close()
+        with tracing.outbound(method, self._http.base_url.host) as span:
+            request = self._http.build_request(
+                method, path, json=json, headers=tracing.inject(dict(headers or {})), timeout=httpx.Timeout(remaining)
+            )
+            response = self._http.send(request, stream=True)
+            if span is not None:
+                span.set_attribute("http.response.status_code", response.status_code)
+            try:
+                assert isinstance(response.stream, httpx.SyncByteStream)  # a sync client's response
+                response.stream = _DeadlineStream(response.stream, deadline, max_bytes)
+                response.read()
+            finally:
+                response.close()
         return response
 
     def post_json(

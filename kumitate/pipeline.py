@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from kumitate import calllog, correlation
+from kumitate import calllog, correlation, tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import CallContext, Principal, bound
@@ -160,6 +160,7 @@ class Pipeline:
             principal=Principal(),
             public_url=self.policies.public_url or request.base_url,
             progress_sink=request.progress,
+            asker=request.asker,
         )
 
     def _finish(self, outcome: Outcome, ctx: CallContext, transport: str, started: float) -> Outcome:
@@ -181,9 +182,15 @@ class Pipeline:
     async def _through(self, call: Call) -> Outcome:
         started = time.perf_counter()
         binding, ctx = call.binding, call.ctx
-        with self.metrics.running(binding.service, binding.name), bound(ctx):
+        request = call.request
+        with (
+            self.metrics.running(binding.service, binding.name),
+            bound(ctx),
+            tracing.call(binding.key, request.transport, request.headers, request.meta) as span,
+        ):
             outcome = await self._chain(binding)(call)
-        return self._finish(outcome, ctx, call.request.transport, started)
+            tracing.finish(span, outcome.run_id, outcome.trace_id, outcome.code, outcome.status)
+        return self._finish(outcome, ctx, request.transport, started)
 
     # -- entry points ----------------------------------------------------------------------
     async def call_tool(
@@ -216,14 +223,37 @@ class Pipeline:
             error = exc
         return self._finish(self.error_outcome(error, ctx.run_id, ctx.trace_id), ctx, request.transport, started)
 
-    async def admit_connection(self, request: CallRequest) -> Outcome | None:
+    async def admit_connection(self, request: CallRequest, scopes: list[str] | None = None) -> Outcome | None:
         """Admission of a connection before any tool is named (MCP over HTTP while OAuth is on):
-        None for a valid token, else the 401 (or 429) whose challenge starts the client's login."""
+        None for a valid token, else the 401 (or 429) whose challenge starts the client's login;
+        with `scopes` (those of the tool a request names), a token without them gets the 403."""
         started = time.perf_counter()
         ctx = self._context("-", "connect", request)
         try:
             await self.policies.auth.prepare(request.authorization)
-            authenticate(self.policies, CONNECT, ctx, request)
+            authenticate(self.policies, Policy(scopes=tuple(scopes)) if scopes else CONNECT, ctx, request)
         except ToolError as exc:
             return self._finish(self.error_outcome(exc, ctx.run_id, ctx.trace_id), ctx, request.transport, started)
         return None
+
+    async def complete(
+        self, binding: ResourceBinding, source: str, prefix: str, arguments: Mapping[str, str], request: CallRequest
+    ) -> list[str]:
+        """Values for a resource parameter (MCP completion/complete) from the handlers'
+        `complete_<source>`, as the caller: admitted like a read of the resource, and nothing
+        (an empty list, not an error) for a caller who may not read it."""
+        ctx = self._context(binding.service, f"complete_{source}", request)
+        try:
+            await self.policies.auth.prepare(request.authorization)
+            authenticate(self.policies, binding.rules, ctx, request)
+            if binding.key in self.disabled:
+                return []
+            handler = Handler(getattr(self.handlers[binding.service], f"complete_{source}"), self._workers, frozenset())
+            with bound(ctx):
+                values = await handler(ctx, ctx, prefix, dict(arguments))
+        except ToolError:
+            return []
+        except Exception as exc:  # a completion is a hint: never an error to the client
+            self.errors.unexpected(exc, ctx)  # logged with its traceback
+            return []
+        return [v for v in values if isinstance(v, str)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kumitate import tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding
 from kumitate.cache import SharedCache, make_cache
 from kumitate.pipeline import Pipeline, Policies
@@ -90,6 +91,7 @@ class Runtime:
             worker_threads=settings.worker_threads,
         )
         self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies)
+        tracing.configure(settings.env)
         self.pipeline.disabled = {
             r.key for svc in self.services.values() for r in svc.resources if not self.resource_enabled(r)
         }

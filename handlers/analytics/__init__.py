@@ -85,6 +85,25 @@ class AnalyticsHandlers:
         data, mime = self.service.read_export(handle, ctx.principal)
         return Attachment(mime, data)
 
+    def read_table(self, ctx: CallContext, table: str) -> dict[str, Any]:
+        return self.service.table(table)
+
+    def read_column(self, ctx: CallContext, table: str, column: str) -> dict[str, Any]:
+        return self.service.column(table, column)
+
+    def complete_table_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        return [t["name"] for t in self.service.tables if t["name"].lower().startswith(prefix.lower())]
+
+    def complete_column_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        """The columns of the `table` already given (none before it is)."""
+        known = self.service.find_table(arguments.get("table", ""))
+        columns = known["columns"] if known is not None else []
+        return [c["name"] for c in columns if c["name"].lower().startswith(prefix.lower())]
+
+    def complete_export_handles(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        """Completion of export://{handle} (specs/analytics/resources/export_file.yaml): the caller's live exports."""
+        return self.service.exports.handles(ctx.principal, prefix)
+
     def close(self) -> None:
         if self._sweeper is not None:
             self._sweeper.stop()

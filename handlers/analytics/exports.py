@@ -253,6 +253,22 @@ class ExportStore:
         except duckdb.Error:
             return None
 
+    def handles(self, principal: Principal, prefix: str = "", limit: int = 100) -> list[str]:
+        """Live handles the principal may read that start with `prefix`, newest first (argument completion)."""
+        if not HANDLE.match(prefix.ljust(32, "0")):  # a handle is hex: nothing else can start one
+            return []
+        found: list[tuple[str, str]] = []
+        now = self.clock()
+        for meta_path in self.directory.glob(f"{prefix}*.json"):
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                alive = parse_rfc3339(meta["expires_at"]) > now
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+            if alive and (meta.get("owner") == principal.id or reads_all(principal)):
+                found.append((str(meta["expires_at"]), meta_path.stem))
+        return [handle for _, handle in sorted(found, reverse=True)[:limit]]
+
     def get(self, handle: str, principal: Principal) -> dict[str, Any]:
         """Metadata of a live export the principal may read; expired ones are deleted and reported as not found.
 

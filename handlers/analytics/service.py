@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from generated.analytics.bindings import RESOURCE_EXPORT_FILE as EXPORT_FILE
-from generated.errors import InvalidInputError, QueryTimeoutError
+from generated.errors import InvalidInputError, NotFoundError, QueryTimeoutError
 from kumitate.clients.analytics import export_url
 from kumitate.context import Principal, progress, public_url
 from kumitate.deploy import DeploySettings
@@ -256,6 +256,23 @@ class AnalyticsService:
                 "max_materialized": self.limits.max_views,
             },
         }
+
+    def find_table(self, name: str) -> dict[str, Any] | None:
+        """A table's schema entry by name, case-insensitive (as DuckDB resolves names)."""
+        actual = self.user_tables.get(name.lower())
+        return next((t for t in self.tables if t["name"] == actual), None)
+
+    def table(self, name: str) -> dict[str, Any]:
+        found = self.find_table(name)
+        if found is None:
+            raise NotFoundError(f"no table {name!r}; analytics://schema lists them")
+        return dict(found)
+
+    def column(self, table: str, name: str) -> dict[str, Any]:
+        found = next((c for c in self.table(table)["columns"] if c["name"].lower() == name.lower()), None)
+        if found is None:
+            raise NotFoundError(f"no column {name!r} in {table!r}; analytics://schema lists them")
+        return dict(found)
 
     def read_export(self, handle: str, principal: Principal = LOCAL) -> tuple[bytes, str]:
         """Bytes and MIME type of a live export `principal` may read (EXPORT_NOT_FOUND otherwise)."""

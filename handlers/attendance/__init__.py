@@ -26,6 +26,7 @@ from generated.attendance.models import (
     SaveAttendanceRuleInput,
     SaveAttendanceRuleOutput,
 )
+from handlers.attendance import clarify
 from handlers.attendance.evaluate import evaluate_attendance
 from handlers.attendance.keys import invitee_key
 from handlers.attendance.legacy import import_legacy
@@ -62,7 +63,7 @@ class AttendanceHandlers:
     ) -> ParseAttendanceIntentOutput:
         """Rule-based parse; the optional LLM hook only runs when configured and unsure."""
         request = _data(input)
-        result = parse_attendance_intent(request)
+        result = parse_attendance_intent(request, clarify.chooser(ctx))
         if self.llm is not None and result["confidence"] < THRESHOLD:
             keys = set(Directory(request["invitees"]).keys)
             result = llm_fallback(request, result, keys, self.llm, ctx.deadline)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from handlers.attendance.clarify import Chooser, settle
 from handlers.attendance.contradiction import settle_contradiction
 from handlers.attendance.grammar import Grammar
 from handlers.attendance.hints import apply_policy_words, share_intent, slot_hint
@@ -21,14 +22,17 @@ from handlers.attendance.timeutil import zone
 CLARIFY_CEILING = 0.65
 
 
-def parse_attendance_intent(request: dict[str, Any]) -> dict[str, Any]:
-    """Parse one utterance; see docs/attendance.md for the grammar."""
+def parse_attendance_intent(request: dict[str, Any], choose: Chooser | None = None) -> dict[str, Any]:
+    """Parse one utterance; see docs/attendance.md for the grammar. `choose`, when given, is asked
+    which invitee an ambiguous name means (clarify.py) instead of leaving a question."""
     defaults = request.get("defaults") or {}
     if "timezone" in defaults:
         zone(defaults["timezone"], "defaults.timezone")
     directory = Directory(request["invitees"])
     text = Folded.of(request["text"])
     mentions = directory.find_mentions(text)
+    if choose is not None:
+        settle(mentions, directory, choose)
     grammar = Grammar(text, directory, mentions)
     reading = grammar.parse(len(directory.keys))
     reading = settle_contradiction(grammar, reading, len(directory.keys) - len(reading.excluded))

@@ -20,11 +20,11 @@ from kumitate.settings import Settings
 from kumitate.storage import Database, open_database
 from kumitate.storage import redis as shared_redis
 
-from . import dupstore, monthly, trend_report
+from . import clarify, dupstore, monthly, trend_report
 from .chartout import ChartRequest, Result
 from .duplicates import Options
 from .dupstore import MAX_STORED_CANDIDATES
-from .service import HouseholdCore
+from .service import ADMIN_SCOPES, HouseholdCore
 
 SERVICE = "household"
 
@@ -70,9 +70,12 @@ class HouseholdHandlers:
     def get_category_trend(
         self, input: models.GetCategoryTrendInput, ctx: CallContext
     ) -> models.GetCategoryTrendOutput:
-        result = trend_report.get_category_trend(
-            self.core, input.category, input.start_month, input.end_month, _chart(input), ctx.principal.id
-        )
+        def trend(category: str | None) -> Result:
+            return trend_report.get_category_trend(
+                self.core, category, input.start_month, input.end_month, _chart(input), ctx.principal.id
+            )
+
+        result = clarify.retrying_category(ctx, input.category, trend)
         return models.GetCategoryTrendOutput.model_validate(_with_extras(result, ctx))
 
     def detect_duplicates(self, input: models.DetectDuplicatesInput, ctx: CallContext) -> models.DetectDuplicatesOutput:
@@ -122,6 +125,24 @@ class HouseholdHandlers:
 
     def read_chart(self, ctx: CallContext, chart_id: str) -> bytes:
         return self.core.chart_png(chart_id, ctx.principal.id, ctx.principal.scopes)
+
+    def read_category(self, ctx: CallContext, category: str) -> dict[str, Any]:
+        return self.core.category_info(category)
+
+    def read_month(self, ctx: CallContext, month: str) -> dict[str, Any]:
+        return self.core.month_summary(month)
+
+    # completions (the `completions:` of specs/household/resources/)
+    def complete_months(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        return self.core.month_labels(prefix)
+
+    def complete_category_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        return self.core.category_names(prefix)
+
+    def complete_chart_ids(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        """The caller's live charts (everyone's for admin): the ids it could read."""
+        every = bool(ctx.principal.scopes & ADMIN_SCOPES)
+        return self.core.charts.ids(ctx.principal.id, prefix, every=every)
 
 
 TRUE_VALUES = ("1", "true", "yes", "on")

@@ -87,6 +87,23 @@ class ChartCache:
         tmp.write_bytes(data)
         tmp.replace(path)
 
+    def ids(self, owner: str, prefix: str = "", *, every: bool = False, limit: int = 100) -> list[str]:
+        """Live chart ids `owner` rendered (`every`: anyone's) that start with `prefix`, newest first."""
+        if prefix and not ID_RE.match(prefix.ljust(32, "0")):
+            return []
+        now = self.now()
+        found: list[tuple[float, str]] = []
+        for path in self.directory.glob(f"{prefix}*.png"):
+            chart_id = path.stem
+            try:
+                created = path.stat().st_mtime
+                if now - created > self.ttl or not (every or owner in self._read_owners(chart_id)):
+                    continue
+            except (OSError, ValueError):
+                continue
+            found.append((created, chart_id))
+        return [chart_id for _, chart_id in sorted(found, reverse=True)[:limit]]
+
     def get(self, chart_id: str) -> tuple[bytes, frozenset[str]] | None:
         """(PNG, owners), or None when unknown, expired, or stored without owners."""
         if not ID_RE.match(chart_id):

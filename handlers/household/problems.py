@@ -61,6 +61,11 @@ def unknown_category(
     )
 
 
+def not_found_category(name: str) -> NotFoundError:
+    """A category no stored transaction carries (the resource data://categories/{category})."""
+    return NotFoundError(f"{MESSAGES['category_not_found']}: {name}（data://category_hierarchy に一覧があります）")
+
+
 def invalid(message: str) -> ValidationErrorError:
     return ValidationErrorError(message)
 

@@ -83,6 +83,54 @@ class HouseholdCore:
         with self.store.read() as con:
             return queries.category_hierarchy(con)
 
+    def category_names(self, prefix: str = "") -> list[str]:
+        """Every category name (大項目 first, then 中項目), each once, that starts with `prefix`."""
+        tree = self.category_hierarchy()
+        names = list(dict.fromkeys([*tree, *sorted({m for minors in tree.values() for m in minors})]))
+        return [n for n in names if n.startswith(prefix)]
+
+    def category_info(self, name: str) -> dict[str, Any]:
+        """Where `name` sits in the category tree and what it holds; NOT_FOUND if no row carries it."""
+        with self.store.read() as con:
+            tree = queries.category_hierarchy(con)
+            spending = queries.expense_level(con, name) is not None
+            kind = "spending" if spending else queries.category_kind(con, name)
+        majors = sorted(major for major, minors in tree.items() if name in minors)
+        levels = (["major"] if name in tree else []) + (["minor"] if majors else [])
+        if kind is None or not levels:
+            raise problems.not_found_category(name)
+        return {
+            "category": name,
+            "levels": levels,
+            "majors": majors,
+            "minors": list(tree.get(name, [])),
+            "kind": kind,
+            "trend_accepted": spending,
+        }
+
+    def month_labels(self, prefix: str = "") -> list[str]:
+        """The months with data (YYYY-MM) that start with `prefix`, newest first."""
+        with self.store.read() as con:
+            found = queries.data_months(con)
+        return [label for label in (months.label(m) for m in reversed(found)) if label.startswith(prefix)]
+
+    def month_summary(self, label: str) -> dict[str, Any]:
+        try:
+            m = months.parse(label)
+        except ValueError:
+            raise problems.data_not_found(label) from None
+        with self.store.read() as con:
+            if not queries.month_has_data(con, m):
+                raise problems.data_not_found(months.jp(m))
+            rows = queries.month_expenses(con, m)
+            income = queries.month_income(con, m)
+        return {
+            "month": months.label(m),
+            "total_expense": sum(-int(r["amount"]) for r in rows),
+            "total_income": income,
+            "transaction_count": len(rows),
+        }
+
     def available_months(self) -> dict[str, Any]:
         with self.store.read() as con:
             found = queries.data_months(con)

@@ -210,6 +210,25 @@ class YanaHandlers:
     def read_version(self, ctx: CallContext) -> VersionResource:
         return VersionResource(server_version=SERVER_VERSION, policy_version=POLICY_VERSION, model=self.model)
 
+    def read_brand(self, ctx: CallContext, brand: str) -> dict[str, Any]:
+        return self._group("brand_name", brand, "brand")
+
+    def read_brewery(self, ctx: CallContext, brewery: str) -> dict[str, Any]:
+        return self._group("brewery", brewery, "brewery")
+
+    def _group(self, field: str, value: str, what: str) -> dict[str, Any]:
+        labels = self.kb.group(field, value)
+        if not labels:
+            raise NotFoundError(f"no label of the {what} {value!r}; search finds near names")
+        return {"field": field, "value": value, "labels": labels}
+
+    # completions (the `completions:` of specs/yana/resources/)
+    def complete_brand_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        return self.kb.names("brand_name", prefix)
+
+    def complete_brewery_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        return self.kb.names("brewery", prefix)
+
     def read_logs_today(self, ctx: CallContext) -> LogsTodayResource:
         if not self.expose_logs:
             raise NotFoundError("logs://today is not enabled (set YANA_EXPOSE_LOGS=1)")

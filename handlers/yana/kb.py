@@ -118,6 +118,16 @@ class KnowledgeBase:
         with self.db.read() as conn:
             return self.store.count(conn)
 
+    def names(self, field: str, prefix: str = "") -> list[str]:
+        """Distinct non-empty values of `field` (brand_name or brewery) that start with `prefix`, sorted."""
+        with self.read() as conn:
+            return self.store.names(conn, field, prefix)
+
+    def group(self, field: str, value: str) -> list[dict[str, Any]]:
+        """The labels whose `field` is exactly `value`, by id (the fields of a LabelGroup entry)."""
+        with self.read() as conn:
+            return self.store.group(conn, field, value)
+
 
 def insert_label(
     store: LabelStore, conn: Connection, label: dict[str, Any], hashes: ImageHashes | None, *, source: str

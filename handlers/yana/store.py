@@ -85,6 +85,10 @@ meta = Table("yana_meta", metadata, Column("key", String, primary_key=True), Col
 _FTS_QUERY_ERRORS = ("fts5: syntax error", "unterminated string", "unknown special query", "parser stack overflow")
 
 
+GROUP_FIELDS = {"brand_name": "brand_name", "brewery": "brewery"}
+"""The label fields a LabelGroup is formed by (a whitelist: they name columns)."""
+
+
 class UnsearchableQuery(Exception):
     """FTS5 refused the MATCH expression built from the query (client input, not a broken database)."""
 
@@ -154,6 +158,23 @@ class LabelStore:
         if pks is None:
             return [dict(r._mapping) for r in conn.execute(self._labels)]
         return [dict(r._mapping) for r in conn.execute(self._labels_in, {"pks": list(pks)})]
+
+    def names(self, conn: Connection, field: str, prefix: str) -> list[str]:
+        """Distinct non-empty values of `field` (brand_name or brewery) that start with `prefix`, sorted."""
+        column = labels.c[GROUP_FIELDS[field]]
+        pattern = _escape_like(prefix) + "%"
+        found = select(column).distinct().where(column != "", column.like(pattern, escape="\\")).order_by(column)
+        return [str(v) for v in conn.execute(found).scalars()]
+
+    def group(self, conn: Connection, field: str, value: str) -> list[dict[str, Any]]:
+        """The labels whose `field` is exactly `value`, by id (the fields of a LabelGroup entry)."""
+        c = labels.c
+        rows = conn.execute(
+            select(c.id, c.brand_name, c.product_name, c.brewery, c.region, c.category)
+            .where(c[GROUP_FIELDS[field]] == value)
+            .order_by(c.id)
+        )
+        return [dict(r._mapping) for r in rows]
 
     def documents(self, conn: Connection, pks: Iterable[int]) -> dict[int, dict[str, str]]:
         rows = conn.execute(self._docs_in, {"pks": list(pks)})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kumitate import tracing
 from kumitate.policies import discovery
 from kumitate.policies.auth import AuthError
 from kumitate.policy import Policy
@@ -50,6 +51,7 @@ class Authenticate:
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
         # an identity provider's keys are fetched off the loop, before the synchronous check
-        await self.policies.auth.prepare(call.request.authorization)
-        authenticate(self.policies, self.rules, call.ctx, call.request)
+        with tracing.stage("admit"):
+            await self.policies.auth.prepare(call.request.authorization)
+            authenticate(self.policies, self.rules, call.ctx, call.request)
         return await call_next(call)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kumitate.bindings import ResourceBinding, ToolBinding
-from kumitate.context import Attachment, CallContext, ProgressSink
+from kumitate.context import Asker, Attachment, CallContext, ProgressSink
 
 
 @dataclass(slots=True)
@@ -27,6 +27,8 @@ class CallRequest:
     """`scheme://host[:port]` the caller used (HTTP and MCP over HTTP); None over stdio."""
     progress: ProgressSink | None = None
     """Where the handler's `CallContext.progress` reports go, when the caller asked for them."""
+    asker: Asker | None = None
+    """How `CallContext.ask` reaches the user, when the transport and the client can ask."""
 
 
 @dataclass(slots=True)

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kumitate import calllog, faults
+from kumitate import calllog, faults, tracing
 from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.context import Attachment, CallContext
 from kumitate.errors import ToolError
@@ -87,8 +87,11 @@ class InvokeTool:
 
     async def __call__(self, call: Call) -> Outcome:
         ctx = call.ctx
-        handler_input = self.intake.prepare(self.binding, call.arguments)
-        body = json_data(await self.handler(ctx, handler_input, ctx))
+        with tracing.stage("validate"):
+            handler_input = self.intake.prepare(self.binding, call.arguments)
+        with tracing.stage("handler"):
+            result = await self.handler(ctx, handler_input, ctx)
+        body = json_data(result)
         return Outcome(
             True, 200, "OK", body, ctx.run_id, ctx.trace_id, attachments=ctx.attachments, warnings=ctx.warnings
         )
@@ -106,7 +109,8 @@ class InvokeResource:
         ctx, binding = call.ctx, self.binding
         if self.disabled():  # an opt-in resource not enabled here: NOT_FOUND, after auth like any route
             raise ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND")
-        result = await self.handler(ctx, ctx, **call.params)
+        with tracing.stage("handler"):
+            result = await self.handler(ctx, ctx, **call.params)
         if binding.is_json:
             return Outcome(True, 200, "OK", json_data(result), ctx.run_id, ctx.trace_id)
         media_type = binding.mime_type

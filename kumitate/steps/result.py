@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kumitate import calllog
+from kumitate import calllog, tracing
 from kumitate.bindings import ServiceBinding
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
@@ -42,10 +42,11 @@ class Result:
         body = outcome.body
         if isinstance(body, bytes):
             return outcome
-        if self.envelope and isinstance(body, dict):
-            ctx = call.ctx
-            values = {"run_id": ctx.run_id, "trace_id": ctx.trace_id, **self.versions}
-            outcome.body = body = {**body, **{k: values[k] for k in self.envelope if k in values}}
-        if self.check is not None:
-            self.check(body, call.ctx)
+        with tracing.stage("output"):
+            if self.envelope and isinstance(body, dict):
+                ctx = call.ctx
+                values = {"run_id": ctx.run_id, "trace_id": ctx.trace_id, **self.versions}
+                outcome.body = body = {**body, **{k: values[k] for k in self.envelope if k in values}}
+            if self.check is not None:
+                self.check(body, call.ctx)
         return outcome

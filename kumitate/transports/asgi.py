@@ -27,8 +27,10 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[..., Awaitable[None]]
 Refuse = Callable[[str, tuple[str, str]], tuple[int, bytes]]
 """(message, (run_id, trace_id)) -> (status, JSON body) of the catalogue's ORIGIN_NOT_ALLOWED."""
-Gate = Callable[[Scope], Awaitable[tuple[int, dict[str, str], bytes] | None]]
-"""An MCP request's admission before the MCP app sees it: None, or (status, headers, JSON body)."""
+Refusal = tuple[int, dict[str, str], bytes]
+Gate = Callable[[Scope, Receive], Awaitable[tuple[Refusal | None, Receive]]]
+"""An MCP request's admission before the MCP app sees it: None or (status, headers, JSON body),
+and the `receive` to go on with (a gate that read the body hands it on through it)."""
 EXPOSED_HEADERS = (
     "X-Run-Id",
     "X-Trace-Id",
@@ -121,7 +123,9 @@ class KumitateASGI:
         target = self._mcp_target(scope["path"])
         if target is not None:
             app, path = target
-            refusal = await self.gate(scope) if self.gate is not None and scope["method"] != "OPTIONS" else None
+            refusal = None
+            if self.gate is not None and scope["method"] != "OPTIONS":
+                refusal, receive = await self.gate(scope, receive)
             if refusal is not None:
                 await _respond(send, *refusal)
                 return

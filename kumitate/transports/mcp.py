@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ImageContent, TextContent, ToolAnnotations
 from pydantic import Field
 
-from kumitate import __version__, correlation
+from kumitate import __version__, calllog, correlation
 from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome
@@ -34,6 +34,8 @@ from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
+from kumitate.transports.mcp_completions import complete_params as complete_params  # used by generated bindings
+from kumitate.transports.mcp_elicit import InputRequired, asker
 from kumitate.transports.progress import Send, relaying
 
 ANNOTATION_FIELDS = {
@@ -134,12 +136,17 @@ class SpecTool(Tool):
             if not (isinstance(key, str) and 1 <= len(key) <= MAX_KEY_LENGTH):
                 return _tool_result(await self._refuse_key())
         request = current_request(key)
-        sender = _progress_sender()
-        if sender is None:  # the common case: no relay task, no context manager
-            return _tool_result(await self.runtime.pipeline.call_tool(self.binding, arguments, request))
-        async with relaying(sender) as relay:
-            request.progress = relay
-            outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, request)
+        request.asker = asker()
+        try:
+            sender = _progress_sender()
+            if sender is None:  # the common case: no relay task, no context manager
+                return _tool_result(await self.runtime.pipeline.call_tool(self.binding, arguments, request))
+            async with relaying(sender) as relay:
+                request.progress = relay
+                outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, request)
+        except InputRequired as question:  # 2026-07-28: the question is this round's result (mcp_elicit)
+            calllog.log_event("input_required", service=self.binding.service, tool=self.binding.name)
+            return question.result()
         return _tool_result(outcome)
 
     async def _refuse_key(self) -> Outcome:

@@ -18,9 +18,11 @@ from kumitate import correlation
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest
 from kumitate.policies import discovery
+from kumitate.policies.auth import ALL_SCOPES
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
-from kumitate.transports.asgi import IDS_KEY, Gate, Scope
+from kumitate.transports.asgi import IDS_KEY, Gate, Receive, Refusal, Scope
+from kumitate.transports.mcp_scopes import ScopeMap, read_body
 
 
 def _scopes(runtime: Runtime) -> set[str]:
@@ -61,12 +63,17 @@ def discovery_routes(runtime: Runtime) -> list[Any]:
     return [http_api, mcp_all, mcp_service]
 
 
-def mcp_gate(runtime: Runtime) -> Gate | None:
-    """The token check in front of the MCP apps (None while OAuth is off)."""
+def mcp_gate(runtime: Runtime, body_cap: int) -> Gate | None:
+    """The token check in front of the MCP apps (None while OAuth is off): 401 without a valid
+    token; 403 `insufficient_scope` when the request calls a tool (or reads a resource) whose
+    scope the token lacks, as the MCP authorization specification asks (mcp_scopes)."""
     if runtime.policies.auth.oauth is None:
         return None
+    auth = runtime.policies.auth
+    scopes = ScopeMap.of(runtime)
+    every = scopes.every
 
-    async def gate(scope: Scope) -> tuple[int, dict[str, str], bytes] | None:
+    async def gate(scope: Scope, receive: Receive) -> tuple[Refusal | None, Receive]:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         client = scope.get("client")
         request = CallRequest(
@@ -78,8 +85,16 @@ def mcp_gate(runtime: Runtime) -> Gate | None:
             base_url=Settings.base_url_of(scope),
         )
         outcome = await runtime.pipeline.admit_connection(request)
+        if outcome is None and scope["method"] == "POST":
+            principal = auth.lookup_bearer(request.authorization)
+            held = principal.scopes if principal is not None else frozenset()
+            if ALL_SCOPES not in held and not every <= held:
+                body, receive = await read_body(receive, body_cap)
+                required = scopes.required(body) if body is not None else frozenset()
+                if not required <= held:
+                    outcome = await runtime.pipeline.admit_connection(request, sorted(required))
         if outcome is None:
-            return None
-        return outcome.status, outcome.headers, msgspec.json.encode(outcome.body)
+            return None, receive
+        return (outcome.status, outcome.headers, msgspec.json.encode(outcome.body)), receive
 
     return gate

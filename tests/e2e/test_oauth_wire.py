@@ -2,7 +2,7 @@
 
 Every kind of bad token is refused the same way on both transports (401, `invalid_token`, a
 `resource_metadata` pointer a client can follow), a token without the tool's scope gets 403
-`insufficient_scope` on HTTP and FORBIDDEN on MCP, the static token table still works beside
+`insufficient_scope` on both (MCP: before the MCP app, as its authorization spec asks), the static token table still works beside
 OAuth, a key rotation is picked up without a restart, and a real fastmcp client completes a session.
 """
 
@@ -16,6 +16,7 @@ import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
+from mcp.shared.exceptions import MCPError
 
 from tests.conftest import LiveServer, start_server, stop_server
 from tests.idp import AUDIENCE, IdentityProvider, SigningKey, running_idp
@@ -144,20 +145,58 @@ async def test_a_valid_token_works_on_http_and_a_real_mcp_session(server: LiveSe
     assert "stays" in json.loads(versions[0].text)  # type: ignore[union-attr]
 
 
-async def test_a_missing_scope_is_insufficient_scope_on_http_and_forbidden_on_mcp(
+async def open_session(http: httpx.AsyncClient, path: str, token: str) -> dict[str, str]:
+    """initialize + notifications/initialized over raw HTTP: the headers a later request needs."""
+    response = await http.post(path, json=INITIALIZE, headers={**MCP_HEADERS, **bearer(token)})
+    assert response.status_code == 200
+    headers = {**MCP_HEADERS, **bearer(token), "Mcp-Protocol-Version": "2025-06-18"}
+    if "mcp-session-id" in response.headers:
+        headers["Mcp-Session-Id"] = response.headers["mcp-session-id"]
+    notified = await http.post(path, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    assert notified.status_code == 202
+    return headers
+
+
+def call(name: str, arguments: dict[str, object]) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+
+def assert_insufficient_scope(response: httpx.Response, server: LiveServer, path: str, scope: str) -> None:
+    assert response.status_code == 403 and response.json()["error"]["code"] == "FORBIDDEN"
+    params = challenge(response)
+    assert params["error"] == "insufficient_scope" and params["scope"] == scope
+    assert params["resource_metadata"] == f"{server.url}/.well-known/oauth-protected-resource{path}"
+    assert response.headers["x-run-id"] == response.json()["run_id"]
+
+
+async def test_a_missing_scope_is_403_insufficient_scope_on_http_and_mcp(
     server: LiveServer, idp: IdentityProvider
 ) -> None:
     token = idp.token(scope="yana")
     async with httpx.AsyncClient(base_url=server.url) as http:
         response = await http.post("/v1/stays/summarize_stays", json=STAYS, headers=bearer(token))
-    assert response.status_code == 403 and response.json()["error"]["code"] == "FORBIDDEN"
-    params = challenge(response)
-    assert params["error"] == "insufficient_scope" and params["scope"] == "stays"
-    assert params["resource_metadata"] == f"{server.url}/.well-known/oauth-protected-resource"
+        assert_insufficient_scope(response, server, "", "stays")
+        for path in ("/mcp", "/mcp/stays"):
+            headers = await open_session(http, path, token)  # listing is allowed: no tool named yet
+            listed = await http.post(path, json={"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, headers=headers)
+            assert listed.status_code == 200 and "summarize_stays" in listed.text
+            refused = await http.post(path, json=call("summarize_stays", STAYS), headers=headers)
+            assert_insufficient_scope(refused, server, "/mcp", "stays")
+        read = {"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {"uri": "chart://c1"}}
+        headers = await open_session(http, "/mcp", token)
+        assert_insufficient_scope(await http.post("/mcp", json=read, headers=headers), server, "/mcp", "household")
+    async with mcp_client(server, token) as client:  # a real client sees the refusal, and the session lives on
+        with pytest.raises(MCPError):
+            await client.call_tool("summarize_stays", STAYS)
+        assert "yana" in json.loads((await client.read_resource("kumitate://versions"))[0].text)  # type: ignore[union-attr]
+
+
+async def test_a_token_with_the_scope_is_not_refused_for_another_tools_scope(
+    server: LiveServer, idp: IdentityProvider
+) -> None:
+    token = idp.token(scope="stays")
     async with mcp_client(server, token) as client:
-        result = await client.call_tool("summarize_stays", STAYS, raise_on_error=False)
-    assert result.is_error and result.structured_content["error"]["code"] == "FORBIDDEN"
-    assert "stays" in result.structured_content["error"]["message"]
+        assert not (await client.call_tool("summarize_stays", STAYS)).is_error
 
 
 async def test_the_static_token_table_works_beside_oauth(server: LiveServer) -> None:

@@ -120,7 +120,9 @@ def test_resources_have_http_paths() -> None:
     paths = {load(p)["name"]: load(p)["http"]["path"] for p in RESOURCES}
     assert paths == {
         "available_months": "/v1/household/available_months",
+        "category": "/v1/household/categories/{category}",
         "category_hierarchy": "/v1/household/category_hierarchy",
         "category_trend_summary": "/v1/household/category_trend_summary",
         "chart": "/api/charts/{chart_id}",
+        "month": "/v1/household/months/{month}",
     }

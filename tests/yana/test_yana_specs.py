@@ -61,7 +61,13 @@ def test_spec_files_match_the_meta_schemas() -> None:
         meta("resource").validate(resource)
     assert set(TOOLS) == {"chat", "search", "ingest"}
     assert {t["http"]["path"] for t in TOOLS.values()} == {"/v1/chat", "/v1/search", "/v1/ingest"}
-    assert {r["http"]["path"] for r in RESOURCES.values()} == {"/v1/healthz", "/v1/version", "/v1/logs/today"}
+    assert {r["http"]["path"] for r in RESOURCES.values()} == {
+        "/v1/healthz",
+        "/v1/version",
+        "/v1/logs/today",
+        "/v1/brands/{brand}",
+        "/v1/breweries/{brewery}",
+    }
 
 
 def test_every_error_code_is_catalogued() -> None:
