@@ -80,8 +80,12 @@ async def main() -> None:
     best_off, best_on = min(off), min(on)
     print("| What | Measured |")
     print("|---|---|")
-    print(f"| tracing off: the hooks of one call (1 call span + 4 stages, no-op) | {hooks:.2f} µs, {hooks / best_off:.1%} of a call |")
-    print(f"| in-process call of a tiny tool, tracing off / on (SDK, 5 spans) | {best_off:.0f} / {best_on:.0f} µs per call, on/off **{best_on / best_off:.2f}** |")
+    print(
+        f"| tracing off: the hooks of one call (1 call span + 4 stages, no-op) | {hooks:.2f} µs, {hooks / best_off:.1%} of a call |"
+    )
+    print(
+        f"| in-process call of a tiny tool, tracing off / on (SDK, 5 spans) | {best_off:.0f} / {best_on:.0f} µs per call, on/off **{best_on / best_off:.2f}** |"
+    )
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ def _resource_ctx(res: ResourceSpec) -> dict[str, Any]:
     if not res.is_json:
         returns, client_returns = "bytes | Attachment", "bytes"
     elif res.output_schema is not None:
-        returns = f"models.{naming.resource_model(res.name)} | dict[str, Any]"
+        returns = f"models.{naming.resource_model(res.name)}"
         client_returns = client_model = f"models.{naming.resource_model(res.name)}"
     else:
         returns = client_returns = "dict[str, Any]"

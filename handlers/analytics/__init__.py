@@ -29,7 +29,9 @@ from generated.analytics.models import (
     MaterializeOutput,
     ProfileInput,
     ProfileOutput,
+    SchemaColumn,
     SchemaResource,
+    SchemaTable,
 )
 from kumitate.context import Attachment, CallContext
 from kumitate.settings import Settings
@@ -85,11 +87,11 @@ class AnalyticsHandlers:
         data, mime = self.service.read_export(handle, ctx.principal)
         return Attachment(mime, data)
 
-    def read_table(self, ctx: CallContext, table: str) -> dict[str, Any]:
-        return self.service.table(table)
+    def read_table(self, ctx: CallContext, table: str) -> SchemaTable:
+        return SchemaTable.model_validate(self.service.table(table))
 
-    def read_column(self, ctx: CallContext, table: str, column: str) -> dict[str, Any]:
-        return self.service.column(table, column)
+    def read_column(self, ctx: CallContext, table: str, column: str) -> SchemaColumn:
+        return SchemaColumn.model_validate(self.service.column(table, column))
 
     def complete_table_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
         return [t["name"] for t in self.service.tables if t["name"].lower().startswith(prefix.lower())]

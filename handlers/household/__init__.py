@@ -126,11 +126,11 @@ class HouseholdHandlers:
     def read_chart(self, ctx: CallContext, chart_id: str) -> bytes:
         return self.core.chart_png(chart_id, ctx.principal.id, ctx.principal.scopes)
 
-    def read_category(self, ctx: CallContext, category: str) -> dict[str, Any]:
-        return self.core.category_info(category)
+    def read_category(self, ctx: CallContext, category: str) -> models.CategoryInfo:
+        return models.CategoryInfo.model_validate(self.core.category_info(category))
 
-    def read_month(self, ctx: CallContext, month: str) -> dict[str, Any]:
-        return self.core.month_summary(month)
+    def read_month(self, ctx: CallContext, month: str) -> models.MonthSummary:
+        return models.MonthSummary.model_validate(self.core.month_summary(month))
 
     # completions (the `completions:` of specs/household/resources/)
     def complete_months(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:

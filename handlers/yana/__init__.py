@@ -34,6 +34,7 @@ from generated.yana.models import (
     HealthzResource,
     IngestInput,
     IngestOutput,
+    LabelGroup,
     LogsTodayResource,
     SearchInput,
     SearchOutput,
@@ -210,17 +211,17 @@ class YanaHandlers:
     def read_version(self, ctx: CallContext) -> VersionResource:
         return VersionResource(server_version=SERVER_VERSION, policy_version=POLICY_VERSION, model=self.model)
 
-    def read_brand(self, ctx: CallContext, brand: str) -> dict[str, Any]:
+    def read_brand(self, ctx: CallContext, brand: str) -> LabelGroup:
         return self._group("brand_name", brand, "brand")
 
-    def read_brewery(self, ctx: CallContext, brewery: str) -> dict[str, Any]:
+    def read_brewery(self, ctx: CallContext, brewery: str) -> LabelGroup:
         return self._group("brewery", brewery, "brewery")
 
-    def _group(self, field: str, value: str, what: str) -> dict[str, Any]:
+    def _group(self, field: str, value: str, what: str) -> LabelGroup:
         labels = self.kb.group(field, value)
         if not labels:
             raise NotFoundError(f"no label of the {what} {value!r}; search finds near names")
-        return {"field": field, "value": value, "labels": labels}
+        return LabelGroup.model_validate({"field": field, "value": value, "labels": labels})
 
     # completions (the `completions:` of specs/yana/resources/)
     def complete_brand_names(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:

@@ -23,12 +23,13 @@ from generated.registry import SERVICES
 REPO = Path(__file__).resolve().parents[2]
 CLASS_CODES = {cls.__name__: code for code, cls in ERRORS.items()}
 
-NOT_CONVERTED = {
-    "household": "being converted to typed returns and generated errors in parallel (issue 19)",
-    "attendance": "being converted to typed returns and generated errors in parallel (issue 19)",
-    "analytics": "being converted to typed returns and generated errors in parallel (issue 19)",
-    "yana": "being converted to typed returns and generated errors in parallel (issue 19)",
+OVER_REPORTED = "the name-based call closure reaches functions the tool never calls (same-named helpers); "
+NOT_CONVERTED: dict[str, str] = {
+    "analytics": OVER_REPORTED + "tests/analytics/test_declared_errors.py drives every failure path instead",
+    "attendance": OVER_REPORTED + "tests/attendance/test_declared_codes.py drives every failure path instead",
+    "yana": OVER_REPORTED + "tests/yana/test_yana_declared_codes.py drives every failure path instead",
 }
+"""Services this static check over-reports for (xfail with the reason); the pipeline fails closed at run time."""
 
 
 def _service(name: str) -> pytest.param:  # type: ignore[valid-type]
