@@ -47,7 +47,8 @@ def test_tool_spec_shape(name: str) -> None:
     assert spec["name"] == name
     assert spec["http"]["path"] == f"/v1/analytics/{name}"
     hints = spec["mcp"]["annotations"]
-    assert set(hints) == {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+    assert set(hints) == {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+    assert len(hints["title"]) <= 30  # a short label for a client's tool list, not a sentence
     if hints["readOnlyHint"]:
         assert hints["destructiveHint"] is False
     assert set(spec["errors"]) <= known_codes()

@@ -49,7 +49,7 @@ def test_types_and_tools() -> None:
         assert tool["name"] == name
         assert tool["http"] == {"method": "POST", "path": f"/v1/attendance/{name}"}
         ann = tool["mcp"]["annotations"]
-        assert set(ann) == {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+        assert set(ann) == {"title", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
         assert ann["readOnlyHint"] is (name != "save_attendance_rule")
         assert not (ann["readOnlyHint"] and ann["destructiveHint"])
         assert 1 <= len(tool["examples"]) <= 4

@@ -45,6 +45,7 @@ def test_tool_metadata() -> None:
     assert TOOL["http"] == {"method": "POST", "path": "/v1/stays/summarize_stays"}
     assert TOOL["errors"] == ["BAD_REQUEST"]
     assert TOOL["mcp"]["annotations"] == {
+        "title": "Summarize stays",
         "readOnlyHint": True,
         "destructiveHint": False,
         "idempotentHint": True,
