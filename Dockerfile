@@ -29,6 +29,7 @@ COPY pyproject.toml ./
 COPY specs specs
 COPY generated generated
 COPY handlers handlers
+COPY samples samples
 COPY data data
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \

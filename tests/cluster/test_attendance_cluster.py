@@ -99,9 +99,11 @@ async def test_killing_an_instance_mid_load_leaves_the_other_answering_and_no_pa
     results: list[tuple[float, int, str]] = []  # (started, status, upstream)
     killed_at: list[float] = []
 
+    stopping = asyncio.Event()
+
     async def worker(http: httpx.AsyncClient, worker_id: int, stop_at: float) -> None:
         n = 0
-        while time.monotonic() < stop_at:
+        while time.monotonic() < stop_at and not stopping.is_set():
             n += 1
             started = time.monotonic()
             body = {"thread_id": thread, "rule": rule(worker_id * 10_000 + n)}
@@ -126,9 +128,10 @@ async def test_killing_an_instance_mid_load_leaves_the_other_answering_and_no_pa
             await killer()
             # keep the load on for a while after the kill, then stop the workers
             await asyncio.sleep(grace_s + 6)
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            # let each worker finish the save it is waiting for: a save cancelled on the client side
+            # may still be committed by the server, and it would be counted nowhere
+            stopping.set()
+            await asyncio.gather(*workers)
             after = [
                 await http.post("/v1/attendance/get_attendance_rule", json={"thread_id": thread}) for _ in range(6)
             ]
