@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from generated.household.bindings import RESOURCE_CHART
 from kumitate.context import public_url
 
 from . import problems
@@ -68,7 +69,7 @@ def attach_chart(
     result.png = png
     result.data["chart"] = {
         "chart_id": chart_id,
-        "url": f"{public_url(public_base_url)}/api/charts/{chart_id}",
+        "url": public_url(public_base_url) + RESOURCE_CHART.http_path.replace("{chart_id}", chart_id),
         "mime_type": "image/png",
         "width": width,
         "height": height,
