@@ -27,6 +27,7 @@ import httpx
 from pydantic import BaseModel
 
 from kumitate.errors import ToolError
+from kumitate.outbound import retry_after_s
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -170,9 +171,7 @@ def _http_reply(response: httpx.Response) -> Reply:
         body = response.json()
     except ValueError:
         body = None
-    retry_after = response.headers.get("retry-after")
-    seconds = float(retry_after) if retry_after and retry_after.isdigit() else None
-    return Reply(ok=ok, body=body, status=response.status_code, retry_after_s=seconds)
+    return Reply(ok=ok, body=body, status=response.status_code, retry_after_s=retry_after_s(response.headers))
 
 
 class HttpBackend:

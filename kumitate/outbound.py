@@ -136,8 +136,10 @@ class CircuitBreaker:
             self._trial_in_flight = False
 
 
-def _retry_after_s(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After")
+def retry_after_s(headers: Mapping[str, str]) -> float | None:
+    """A Retry-After header in seconds; None when absent or in the HTTP-date form (the caller
+    then backs off on its own). Pass httpx's headers (any case) or an Outcome's."""
+    value = headers.get("Retry-After") or headers.get("retry-after")
     if value is None:
         return None
     try:
@@ -282,7 +284,7 @@ class OutboundClient:
                     last = OutboundError(
                         "upstream_error", f"upstream failed: HTTP {status}", status=status, attempts=attempt
                     )
-                wait_hint = _retry_after_s(response)
+                wait_hint = retry_after_s(response.headers)
             if attempt >= self.retry.attempts:
                 break
             delay = self.retry.delay(attempt - 1, self._rng)

@@ -9,9 +9,8 @@ It runs as the local principal (like stdio: no network peer).
 
 from __future__ import annotations
 
-from typing import Any
-
 from kumitate.client import Call, Reply
+from kumitate.outbound import retry_after_s
 from kumitate.pipeline import CallRequest
 from kumitate.runtime import Runtime
 
@@ -45,13 +44,8 @@ class LocalBackend:
         else:
             tool = next(t for t in service.tools if t.name == call.op.name)
             outcome = await pipeline.call_tool(tool, call.arguments or {}, request)
-        return Reply(ok=outcome.ok, body=outcome.body, status=outcome.status, retry_after_s=_seconds(outcome.headers))
+        return Reply(ok=outcome.ok, body=outcome.body, status=outcome.status, retry_after_s=retry_after_s(outcome.headers))
 
     async def aclose(self) -> None:
         if self._owns:
             self.runtime.close()
-
-
-def _seconds(headers: dict[str, Any]) -> float | None:
-    value = str(headers.get("Retry-After", ""))
-    return float(value) if value.isdigit() else None
