@@ -7,10 +7,11 @@ assembled from them, so a tool's wire surface is decided by the spec alone.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel
 
@@ -64,6 +65,13 @@ class ToolBinding:
         return f"{self.service}.{self.name}"
 
 
+def fill_path(template: str, params: Mapping[str, str]) -> str:
+    """A spec route (`/api/charts/{chart_id}`) with each `{name}` replaced by its percent-encoded value."""
+    for name, value in params.items():
+        template = template.replace(f"{{{name}}}", quote(value, safe=""))
+    return template
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceBinding:
     service: str
@@ -95,6 +103,10 @@ class ResourceBinding:
     @property
     def method_name(self) -> str:
         return f"read_{self.name}"
+
+    def url(self, base: str, **params: str) -> str:
+        """The resource's HTTP address under `base`: the spec's route with `params` filled in."""
+        return base.rstrip("/") + fill_path(self.http_path, params)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,11 +21,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, Self, TypeVar
-from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
 
+from kumitate.bindings import fill_path
 from kumitate.errors import ToolError
 from kumitate.outbound import retry_after_s
 
@@ -149,9 +149,7 @@ def _headers(token: str | None) -> dict[str, str]:
 
 
 def _http_request(call: Call) -> tuple[str, str, dict[str, Any]]:
-    path = call.op.http_path
-    for name, value in call.params.items():
-        path = path.replace(f"{{{name}}}", quote(value, safe=""))
+    path = fill_path(call.op.http_path, call.params)
     headers = {}
     if call.run_id:
         headers["X-Run-Id"] = call.run_id

@@ -69,7 +69,7 @@ def attach_chart(
     result.png = png
     result.data["chart"] = {
         "chart_id": chart_id,
-        "url": public_url(public_base_url) + RESOURCE_CHART.http_path.replace("{chart_id}", chart_id),
+        "url": RESOURCE_CHART.url(public_url(public_base_url), chart_id=chart_id),
         "mime_type": "image/png",
         "width": width,
         "height": height,

@@ -85,7 +85,7 @@ def export_url(base_url: str, handle: str) -> str:
     """The HTTP address of an export: the spec's route of resource export_file (never a copy of it)."""
     from generated.analytics.bindings import RESOURCE_EXPORT_FILE
 
-    return base_url.rstrip("/") + RESOURCE_EXPORT_FILE.http_path.replace("{handle}", handle)
+    return RESOURCE_EXPORT_FILE.url(base_url, handle=handle)
 
 
 def _local_export(handle: str, exports_dir: Path) -> tuple[Path, str]:
