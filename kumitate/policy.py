@@ -50,6 +50,11 @@ class Policy:
             max_request_bytes=int(data["max_request_bytes"]) if data.get("max_request_bytes") else None,
         )
 
+    @property
+    def required_scopes(self) -> tuple[str, ...]:
+        """The scopes a caller's token must hold: none on a public route."""
+        return () if self.public else self.scopes
+
     def codes(self) -> frozenset[str]:
         """The codes this policy itself can answer, so a handler may raise them undeclared too."""
         codes = set()

@@ -27,8 +27,7 @@ def authenticate(policies: Policies, rules: Policy, ctx: CallContext, request: C
             )
         else:
             ctx.principal = auth.authenticate(request.authorization, local=request.local, public=rules.public)
-        if not rules.public:
-            auth.authorize(ctx.principal, list(rules.scopes))
+        auth.authorize(ctx.principal, list(rules.required_scopes))
     except AuthError as exc:
         exc.headers["WWW-Authenticate"] = discovery.www_authenticate(exc.challenge, metadata_url(policies, request))
         raise

@@ -44,7 +44,9 @@ class LocalBackend:
         else:
             tool = next(t for t in service.tools if t.name == call.op.name)
             outcome = await pipeline.call_tool(tool, call.arguments or {}, request)
-        return Reply(ok=outcome.ok, body=outcome.body, status=outcome.status, retry_after_s=retry_after_s(outcome.headers))
+        return Reply(
+            ok=outcome.ok, body=outcome.body, status=outcome.status, retry_after_s=retry_after_s(outcome.headers)
+        )
 
     async def aclose(self) -> None:
         if self._owns:
