@@ -10,13 +10,15 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from pydantic import BaseModel
 
 from kumitate.policy import Policy, allowed_codes
-from kumitate.settings import Settings
+
+if TYPE_CHECKING:
+    from kumitate.service import ServiceSetup
 
 
 def load_schemas(path: Path) -> dict[str, Any]:
@@ -120,4 +122,4 @@ class ServiceBinding:
     success_envelope: list[str]
     tools: tuple[ToolBinding, ...]
     resources: tuple[ResourceBinding, ...]
-    create_handlers: Callable[[Settings], Any]
+    create_handlers: Callable[[ServiceSetup], Any]

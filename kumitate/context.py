@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kumitate import tracing
+
+if TYPE_CHECKING:
+    from kumitate.bindings import ResourceBinding
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +77,9 @@ class CallContext:
     deadline: float | None = None
     """time.monotonic() after which the caller is told REQUEST_TIMEOUT."""
     public_url: str | None = None
-    """Where the caller reached this server (`http://host:port`), for URLs in results; see public_url()."""
+    """Where the caller reached this server (`http://host:port`), for URLs in results; see `url_for`."""
+    routes: Mapping[str, ResourceBinding] = field(default_factory=dict, repr=False, compare=False)
+    """This service's resources by name (from its generated bindings), for `url_for`."""
     progress_sink: ProgressSink | None = field(default=None, repr=False, compare=False)
     """Set by a transport whose caller asked for progress (an MCP progressToken)."""
     asker: Asker | None = field(default=None, repr=False, compare=False)
@@ -83,6 +88,24 @@ class CallContext:
     _timed_out: bool = field(default=False, repr=False, compare=False)
     _cancelled: bool = field(default=False, repr=False, compare=False)
     _committed: bool = field(default=False, repr=False, compare=False)
+
+    def url_for(self, resource: str, **params: str) -> str:
+        """The HTTP address of one of this service's resources, as this caller reaches the server.
+
+        `resource` is the resource's name in the spec (specs/<service>/resources/<name>.yaml) and
+        `params` fill its URI template's variables, percent-encoded: the route comes from the spec,
+        so a handler never spells one. The base is KUMITATE_PUBLIC_URL when the operator set it,
+        else the address of this call (Host, and X-Forwarded-Proto behind a trusted proxy), else the
+        address served. A resource the service does not have, or a parameter missing or extra, is a
+        programming error (LookupError, TypeError), never an answer to the caller.
+        """
+        route = self.routes.get(resource)
+        if route is None:
+            known = ", ".join(sorted(self.routes)) or "none"
+            raise LookupError(f"service {self.service!r} has no resource {resource!r} (it has: {known})")
+        if set(params) != set(route.params):
+            raise TypeError(f"resource {resource!r} takes {sorted(route.params)}, not {sorted(params)}")
+        return route.url(self.public_url or "", **params)
 
     def expired(self) -> bool:
         return self._timed_out or (self.deadline is not None and time.monotonic() >= self.deadline)
@@ -181,12 +204,12 @@ def current_call() -> CallContext | None:
     return _current.get()
 
 
-def public_url(default: str) -> str:
-    """The base of URLs a result hands out: KUMITATE_PUBLIC_URL if the operator set it, else the
-    address the caller used for this call (Host and, behind a trusted proxy, X-Forwarded-Proto),
-    else `default` (the address served, for stdio and scripts)."""
+def url_for(resource: str, **params: str) -> str:
+    """`CallContext.url_for` of the current call, for domain code that is not handed the context."""
     call = _current.get()
-    return (call.public_url if call is not None and call.public_url else default).rstrip("/")
+    if call is None:
+        raise LookupError(f"url_for({resource!r}) outside a call: there is no caller to address")
+    return call.url_for(resource, **params)
 
 
 @contextmanager

@@ -57,6 +57,8 @@ class Policies:
     """Failed authentication rate-limited per client address (KUMITATE_AUTH_FAILURES)."""
     public_url: str | None = None
     """KUMITATE_PUBLIC_URL: when set, every URL a tool returns starts with it; else each call's own address."""
+    served_url: str = ""
+    """The address served (`http://host:port`): the base of URLs for a call that came with none (stdio)."""
     max_timeout_ms: int | None = None
     """Operator cap on every tool's deadline (KUMITATE_MAX_TIMEOUT_MS), e.g. under a proxy's own time-out."""
     worker_threads: int = 40
@@ -85,6 +87,7 @@ class Pipeline:
         self._workers = ThreadPoolExecutor(self.policies.worker_threads, thread_name_prefix="kumitate-handler")
         self.metrics = Metrics(queue_depth=lambda: self._workers._work_queue.qsize())
         self._chains: dict[int, tuple[ToolBinding | ResourceBinding, CallNext]] = {}
+        self._routes = {name: {r.name: r for r in svc.resources} for name, svc in services.items()}
 
     def close(self) -> None:
         """Stop taking sync work; calls already running finish on their own threads."""
@@ -158,7 +161,8 @@ class Pipeline:
             run_id=run_id,
             trace_id=trace_id,
             principal=Principal(),
-            public_url=self.policies.public_url or request.base_url,
+            public_url=self.policies.public_url or request.base_url or self.policies.served_url,
+            routes=self._routes.get(service, {}),
             progress_sink=request.progress,
             asker=request.asker,
         )

@@ -14,6 +14,7 @@ from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
 from kumitate.project import Project, load_generated, load_toolsets
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 from kumitate.storage import Database, open_database
 from kumitate.storage import redis as shared_redis
@@ -70,7 +71,8 @@ class Runtime:
         handlers: dict[str, Any] = {}
         for name, svc in self.services.items():
             try:
-                handlers[name] = svc.create_handlers(settings)
+                setup = ServiceSetup(name, settings, self.database, self.cache, self.redis is not None)
+                handlers[name] = svc.create_handlers(setup)
             except ModuleNotFoundError as exc:
                 if (exc.name and exc.name.startswith(f"handlers.{name}")) or exc.name == "handlers":
                     tools = ", ".join(t.name for t in svc.tools)
@@ -86,6 +88,7 @@ class Runtime:
             limiter=limiter,
             auth_guard=AuthGuard.from_settings(limiter, settings),
             public_url=(settings.public_url or "").rstrip("/") or None,
+            served_url=settings.public_base_url,
             idempotency=IdempotencyStore(self.database),
             max_timeout_ms=settings.max_timeout_ms,
             worker_threads=settings.worker_threads,

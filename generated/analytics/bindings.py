@@ -6,7 +6,7 @@
 from pathlib import Path
 
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding, load_schemas
-from kumitate.settings import Settings
+from kumitate.service import ServiceSetup
 
 from . import models
 from .protocols import AnalyticsHandlers
@@ -14,11 +14,11 @@ from .protocols import AnalyticsHandlers
 _SCHEMAS = load_schemas(Path(__file__).with_name("schemas.json"))
 
 
-def create_handlers(settings: Settings) -> AnalyticsHandlers:
+def create_handlers(setup: ServiceSetup) -> AnalyticsHandlers:
     """Build the hand-written handlers; mypy checks them against AnalyticsHandlers here."""
     from handlers.analytics import create
 
-    return create(settings)
+    return create(setup)
 
 
 DROP_MATERIALIZED = ToolBinding(

@@ -6,7 +6,7 @@
 from pathlib import Path
 
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding, load_schemas
-from kumitate.settings import Settings
+from kumitate.service import ServiceSetup
 
 from . import models
 from .protocols import AttendanceHandlers
@@ -14,11 +14,11 @@ from .protocols import AttendanceHandlers
 _SCHEMAS = load_schemas(Path(__file__).with_name("schemas.json"))
 
 
-def create_handlers(settings: Settings) -> AttendanceHandlers:
+def create_handlers(setup: ServiceSetup) -> AttendanceHandlers:
     """Build the hand-written handlers; mypy checks them against AttendanceHandlers here."""
     from handlers.attendance import create
 
-    return create(settings)
+    return create(setup)
 
 
 EVALUATE_ATTENDANCE = ToolBinding(

@@ -6,7 +6,7 @@
 from pathlib import Path
 
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding, load_schemas
-from kumitate.settings import Settings
+from kumitate.service import ServiceSetup
 
 from . import models
 from .protocols import StaysHandlers
@@ -14,11 +14,11 @@ from .protocols import StaysHandlers
 _SCHEMAS = load_schemas(Path(__file__).with_name("schemas.json"))
 
 
-def create_handlers(settings: Settings) -> StaysHandlers:
+def create_handlers(setup: ServiceSetup) -> StaysHandlers:
     """Build the hand-written handlers; mypy checks them against StaysHandlers here."""
     from handlers.stays import create
 
-    return create(settings)
+    return create(setup)
 
 
 SUMMARIZE_STAYS = ToolBinding(

@@ -6,7 +6,7 @@
 from pathlib import Path
 
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding, load_schemas
-from kumitate.settings import Settings
+from kumitate.service import ServiceSetup
 
 from . import models
 from .protocols import YanaHandlers
@@ -14,11 +14,11 @@ from .protocols import YanaHandlers
 _SCHEMAS = load_schemas(Path(__file__).with_name("schemas.json"))
 
 
-def create_handlers(settings: Settings) -> YanaHandlers:
+def create_handlers(setup: ServiceSetup) -> YanaHandlers:
     """Build the hand-written handlers; mypy checks them against YanaHandlers here."""
     from handlers.yana import create
 
-    return create(settings)
+    return create(setup)
 
 
 CHAT = ToolBinding(

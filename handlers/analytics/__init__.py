@@ -12,7 +12,6 @@ output model.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +33,7 @@ from generated.analytics.models import (
     SchemaTable,
 )
 from kumitate.context import Attachment, CallContext
-from kumitate.settings import Settings
-from kumitate.storage import open_database
+from kumitate.service import ServiceSetup
 
 from .connection import DEFAULT_POOL_SIZE
 from .service import AnalyticsService, Limits, Sweeper
@@ -112,7 +110,7 @@ class AnalyticsHandlers:
         self.service.close()
 
 
-def create(settings: Settings) -> AnalyticsHandlers:
+def create(setup: ServiceSetup) -> AnalyticsHandlers:
     """Open (generating on first start) var/analytics/activities.duckdb and serve it.
 
     Environment: KUMITATE_ANALYTICS_SCALE (default 1.0, only used when the database
@@ -124,7 +122,8 @@ def create(settings: Settings) -> AnalyticsHandlers:
     instance shares). The registries of exports and views live in the storage layer's database
     (KUMITATE_DATABASE_URL, or var/kumitate.sqlite3), so instances sharing both serve each other's.
     """
-    env = os.environ
+    settings = setup.settings
+    env = settings.env
     scale = float(env.get("KUMITATE_ANALYTICS_SCALE", "1.0"))
     limits = Limits(
         query_timeout_s=float(env.get("KUMITATE_ANALYTICS_TIMEOUT_S", "10")),
@@ -138,8 +137,8 @@ def create(settings: Settings) -> AnalyticsHandlers:
         scale=scale,
         limits=limits,
         public_base_url=settings.public_base_url,
-        database=open_database(settings.data_dir),
+        database=setup.database,
         export_dir=Path(export_dir) if export_dir else None,
-        close_database=True,
+        close_database=False,
     )
     return AnalyticsHandlers(service)

@@ -19,8 +19,7 @@ from typing import Any
 
 from generated.analytics.bindings import RESOURCE_EXPORT_FILE as EXPORT_FILE
 from generated.errors import InvalidInputError, NotFoundError, QueryTimeoutError
-from kumitate.clients.analytics import export_url
-from kumitate.context import Principal, progress, public_url
+from kumitate.context import Principal, progress, url_for
 from kumitate.deploy import DeploySettings
 from kumitate.storage import Database, open_database
 from samples.analytics import ensure_database
@@ -209,7 +208,7 @@ class AnalyticsService:
             "mime_type": meta["mime_type"],
             "expires_at": meta["expires_at"],
             "resource_uri": EXPORT_FILE.uri.replace("{handle}", handle),
-            "url": export_url(public_url(self.public_base_url), handle),
+            "url": url_for("export_file", handle=handle),
         }
 
     def profile(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:

@@ -35,8 +35,9 @@ from handlers.attendance.names import Directory
 from handlers.attendance.parse import parse_attendance_intent
 from handlers.attendance.store import RuleStore
 from kumitate.context import CallContext
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
-from kumitate.storage import open_database
+from kumitate.storage import Database
 
 log = logging.getLogger("kumitate.attendance")
 
@@ -49,12 +50,12 @@ def _data(model: BaseModel) -> dict[str, Any]:
 class AttendanceHandlers:
     """One method per tool of specs/attendance/."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, database: Database) -> None:
         self.settings = settings
         config = LlmConfig.from_env(os.environ)
         self.llm = OpenAIChat(config) if config is not None else None
         """The optional fallback model (ATTENDANCE_LLM_BASE_URL), one client and breaker for every call."""
-        self.store = RuleStore(open_database(settings.data_dir))
+        self.store = RuleStore(database)
         import_legacy(self.store, settings.data_dir / "attendance")
         self.store.seed_if_empty(settings.sample_dir / "attendance" / "sample_rules.json")
 
@@ -115,11 +116,10 @@ class AttendanceHandlers:
         return GetAttendanceRuleOutput.model_validate(found)
 
     def close(self) -> None:
-        self.store.db.close()
         if self.llm is not None:
             self.llm.close()
 
 
-def create(settings: Settings) -> AttendanceHandlers:
+def create(setup: ServiceSetup) -> AttendanceHandlers:
     """Entry point the runtime calls once at start-up (imports a pre-storage-layer file, seeds an empty table)."""
-    return AttendanceHandlers(settings)
+    return AttendanceHandlers(setup.settings, setup.database)

@@ -16,6 +16,7 @@ from generated.household import models
 from kumitate.cache import RedisCache, SharedCache
 from kumitate.context import Attachment, CallContext
 from kumitate.deploy import DeploySettings
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 from kumitate.storage import Database, open_database
 from kumitate.storage import redis as shared_redis
@@ -160,7 +161,14 @@ def data_dirs(settings: Settings, env: dict[str, str] | None = None) -> list[Pat
     return [settings.sample_dir / SERVICE, *extra] if keep_samples else extra
 
 
-def create(
+def create(setup: ServiceSetup) -> HouseholdHandlers:
+    """The service on the runtime's database and shared cache."""
+    return build(
+        setup.settings, dict(setup.settings.env), database=setup.database, shared=setup.cache if setup.shared else None
+    )
+
+
+def build(
     settings: Settings,
     env: dict[str, str] | None = None,
     *,

@@ -8,8 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from generated.household.bindings import RESOURCE_CHART
-from kumitate.context import public_url
+from kumitate.context import url_for
 
 from . import problems
 from .chart_cache import ChartCache
@@ -69,7 +68,7 @@ def attach_chart(
     result.png = png
     result.data["chart"] = {
         "chart_id": chart_id,
-        "url": RESOURCE_CHART.url(public_url(public_base_url), chart_id=chart_id),
+        "url": url_for("chart", chart_id=chart_id),
         "mime_type": "image/png",
         "width": width,
         "height": height,

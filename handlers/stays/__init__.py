@@ -18,6 +18,7 @@ from typing import Any
 
 from handlers.stays.core import summarize
 from kumitate.context import CallContext
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 
 log = logging.getLogger("kumitate.stays")
@@ -47,6 +48,6 @@ class StaysHandlers:
         return result
 
 
-def create(settings: Settings) -> StaysHandlers:
+def create(setup: ServiceSetup) -> StaysHandlers:
     """Entry point the runtime calls once at start-up."""
-    return StaysHandlers(settings)
+    return StaysHandlers(setup.settings)

@@ -21,7 +21,6 @@ Environment (read once at create()):
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -53,10 +52,10 @@ from handlers.yana.voice import apply_policy
 from kumitate import datadir, faults
 from kumitate.context import CallContext
 from kumitate.correlation import clean
-from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
-from kumitate.storage import open_database
+from kumitate.storage import Database
 
 
 def caller_ids(context: Any) -> dict[str, str]:
@@ -96,9 +95,9 @@ def _as_dict(value: Any) -> dict[str, Any]:
 class YanaHandlers:
     """One instance per process; methods are plain `def` (blocking SQLite/HTTP run in worker threads)."""
 
-    def __init__(self, settings: Settings, env: Mapping[str, str]) -> None:
+    def __init__(self, settings: Settings, env: Mapping[str, str], database: Database) -> None:
         self.state_dir = settings.service_dir("yana")
-        self.database = open_database(settings.data_dir, DeploySettings.from_env(env))
+        self.database = database
         self.kb = KnowledgeBase(self.database, settings.sample_dir, self.state_dir)
         config = LlmConfig.from_env(env)
         self.llm = OpenAIChat(config) if config else None
@@ -236,9 +235,9 @@ class YanaHandlers:
         return LogsTodayResource.model_validate(self.journal.today())
 
     def close(self) -> None:
-        self.database.close()
+        """Nothing to release: the database is the runtime's."""
 
 
-def create(settings: Settings, env: Mapping[str, str] | None = None) -> YanaHandlers:
-    """Build the handlers; `env` defaults to os.environ (tests pass their own)."""
-    return YanaHandlers(settings, os.environ if env is None else env)
+def create(setup: ServiceSetup) -> YanaHandlers:
+    """Build the handlers on the runtime's database; the service's variables come from its settings."""
+    return YanaHandlers(setup.settings, setup.settings.env, setup.database)

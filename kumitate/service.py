@@ -1,0 +1,62 @@
+"""What a service's `create()` is given: its name, the process settings and the shared state.
+
+The runtime opens storage once (the database, Redis) and hands every service the same
+connections, so a process holds one pool per store, not one per service. Scripts, tests and
+benchmarks that build one service without a runtime use `ServiceSetup.open(name, settings)`,
+which opens its own and closes them in `close()`.
+
+A service's own variables are a `ServiceSettings` subclass read with `setup.read(...)`:
+validated at start-up, named in the error when a value is bad, listed in the README table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kumitate.cache import SharedCache, make_cache
+from kumitate.settings import EnvSettings, Settings
+from kumitate.storage import Database, open_database
+from kumitate.storage import redis as shared_redis
+
+S = TypeVar("S", bound=EnvSettings)
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSetup:
+    name: str
+    settings: Settings
+    database: Database
+    cache: SharedCache
+    """Bytes with a TTL that every instance sees (Redis with KUMITATE_REDIS_URL, else process memory)."""
+    shared: bool = False
+    """True when `cache` is Redis: state kept there is seen by every instance."""
+    _owned: list[Any] = field(default_factory=list, repr=False, compare=False)
+
+    @classmethod
+    def open(cls, name: str, settings: Settings) -> ServiceSetup:
+        """A setup with its own database and cache, for one service outside a runtime."""
+        database = open_database(settings.data_dir, settings)
+        redis = shared_redis.connect(settings.redis_url) if settings.redis_url else None
+        owned: list[Any] = [database] + ([redis] if redis is not None else [])
+        return cls(name, settings, database, make_cache(redis), redis is not None, owned)
+
+    @property
+    def data_dir(self) -> Path:
+        """This service's own directory under the data dir (created on first use)."""
+        return self.settings.service_dir(self.name)
+
+    @property
+    def sample_dir(self) -> Path:
+        """This service's bundled sample data."""
+        return self.settings.sample_dir / self.name
+
+    def read(self, model: type[S]) -> S:
+        """The service's own settings, from the variables the runtime's settings came from."""
+        return model.from_env(self.settings.env)
+
+    def close(self) -> None:
+        """Close what `open` opened (nothing for a runtime's setup: the runtime closes its own)."""
+        while self._owned:
+            self._owned.pop().close()
