@@ -35,9 +35,9 @@ def test_the_module_function_answers_for_the_current_call() -> None:
 
 def test_an_unknown_resource_or_a_wrong_parameter_is_a_programming_error() -> None:
     ctx = _ctx()
-    with pytest.raises(LookupError, match="no resource 'charts'.*chart"):
+    with pytest.raises(LookupError, match=r"no resource .charts.*chart"):
         ctx.url_for("charts", chart_id="x")
-    with pytest.raises(TypeError, match="takes \\['chart_id'\\]"):
+    with pytest.raises(TypeError, match=r"takes \[.chart_id.\]"):
         ctx.url_for("chart", id="x")
     with pytest.raises(TypeError):
         ctx.url_for("chart")
