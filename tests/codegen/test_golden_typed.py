@@ -28,6 +28,7 @@ from pathlib import Path
 from pydantic import BaseModel
 from kumitate.context import CallContext
 from kumitate.intake import Intake
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 
 svc, examples = sys.argv[1], eval(sys.argv[2])
@@ -36,7 +37,8 @@ for name in ("models", "protocols", "bindings", "mcp", "http", "client"):
 importlib.import_module("generated.registry")
 bindings = importlib.import_module(f"generated.{svc}.bindings")
 assert bindings.__file__.startswith(str(Path.cwd())), bindings.__file__
-handlers = bindings.SERVICE.create_handlers(Settings(data_dir=Path.cwd(), sample_dir=Path.cwd(), public_base_url="http://x"))
+settings = Settings(data_dir=Path.cwd() / "var", sample_dir=Path.cwd(), public_base_url="http://x")
+handlers = bindings.SERVICE.create_handlers(ServiceSetup.open(svc, settings))
 intake, calls = Intake(), 0
 for tool in bindings.SERVICE.tools:
     for arguments in examples.get(tool.name) or [None]:
@@ -62,7 +64,7 @@ def _stub(svc: specs.ServiceSpec) -> str:
         "from generated.{0} import models",
         "from generated.{0}.protocols import {1}",
         "from kumitate.context import CallContext",
-        "from kumitate.settings import Settings",
+        "from kumitate.service import ServiceSetup",
         "",
         "",
         "class Stub:",
@@ -82,7 +84,7 @@ def _stub(svc: specs.ServiceSpec) -> str:
         returns = r["client_returns"]
         body = "b''" if returns == "bytes" else "{}" if returns.startswith("dict") else f"{returns}.model_construct()"
         lines += [f"    def {r['method']}(self, ctx: CallContext, /{params}) -> {returns}:", f"        return {body}"]
-    lines += ["", "", "def create(settings: Settings) -> {1}:", "    return Stub()", ""]
+    lines += ["", "", "def create(setup: ServiceSetup) -> {1}:", "    return Stub()", ""]
     return "\n".join(lines).replace("{0}", svc.name).replace("{1}", f"{emit.naming.bundle_name(svc.name)}")
 
 
