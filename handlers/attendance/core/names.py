@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generated.errors import InvalidInputError
-from handlers.attendance.keys import key_of_invitee
-from handlers.attendance.text import Folded, fold_plain
+from handlers.attendance.core.keys import key_of_invitee
+from handlers.attendance.core.text import Folded, fold_plain
 
 HONORIFICS = ("さん", "さま", "様", "くん", "君", "ちゃん", "氏", "殿", "先生")
 HONORIFIC_RE = re.compile("(?:" + "|".join(HONORIFICS) + ")")
