@@ -157,3 +157,16 @@ def test_a_database_of_the_previous_release_is_upgraded_and_keeps_its_rows(
         assert call(shell, "get_attendance_rule", {"thread_id": "demo-k-of-n"})["version"] == 1
         with shell.store.db.read() as conn:
             assert conn.execute(text("SELECT count(*) FROM idempotency")).scalar_one() == 1
+
+
+def test_the_service_uses_the_setups_database_and_leaves_it_open(tmp_path: Path) -> None:
+    """The runtime shares one database among the services and closes it itself: close() ends only the LLM client."""
+    setup = ServiceSetup.open("attendance", settings_in(tmp_path))
+    try:
+        shell = attendance.create(setup)
+        assert shell.store.db is setup.database
+        pool = setup.database.engine.pool
+        shell.close()
+        assert setup.database.engine.pool is pool  # Database.close() disposes the engine, which replaces the pool
+    finally:
+        setup.close()
