@@ -17,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from handlers.attendance.evaluate import evaluate_attendance
-from handlers.attendance.parse import parse_attendance_intent
+from handlers.attendance.core.evaluate import evaluate_attendance
+from handlers.attendance.core.parse import parse_attendance_intent
 
 INVITEES = [
     {"user_id": "1", "display_name": "山田 太郎", "reading": "やまだ たろう", "groups": ["営業部", "Team A"]},

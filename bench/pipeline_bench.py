@@ -38,7 +38,7 @@ from bench.foundation_bench import PAYLOAD, _free_port, http_throughput
 from bench.stays_bench import records
 from generated.attendance.bindings import EVALUATE_ATTENDANCE
 from generated.stays.bindings import SUMMARIZE_STAYS
-from handlers.attendance.evaluate import evaluate_attendance
+from handlers.attendance.core.evaluate import evaluate_attendance
 from handlers.stays.core import summarize
 
 REPO = Path(__file__).resolve().parent.parent

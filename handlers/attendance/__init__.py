@@ -1,6 +1,6 @@
 """attendance service: organiser intent → AttendanceRule, evaluation and storage.
 
-Thin shell over the pure core (parse.py, evaluate.py, keys.py, store.py). It takes
+Thin adapter over the core (core/: parse, evaluate, keys, …) and the rule store (store.py). It takes
 the generated input models, returns the generated output models (the pipeline dumps
 them once), raises generated error classes (only codes each tool declares) and logs only
 counts, types, codes and the call's own ids (run_id, trace_id) — never a value the
@@ -10,7 +10,6 @@ caller sent: no thread id, slot id, name, email or utterance.
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 from pydantic import BaseModel
@@ -26,18 +25,16 @@ from generated.attendance.models import (
     SaveAttendanceRuleInput,
     SaveAttendanceRuleOutput,
 )
-from handlers.attendance import clarify
-from handlers.attendance.evaluate import evaluate_attendance
-from handlers.attendance.keys import invitee_key
-from handlers.attendance.legacy import import_legacy
-from handlers.attendance.llm import THRESHOLD, LlmConfig, OpenAIChat, llm_fallback
-from handlers.attendance.names import Directory
-from handlers.attendance.parse import parse_attendance_intent
-from handlers.attendance.store import RuleStore
+from handlers.attendance.core import clarify
+from handlers.attendance.core.evaluate import evaluate_attendance
+from handlers.attendance.core.keys import invitee_key
+from handlers.attendance.core.llm import THRESHOLD, LlmConfig, OpenAIChat, llm_fallback
+from handlers.attendance.core.names import Directory
+from handlers.attendance.core.parse import parse_attendance_intent
+from handlers.attendance.settings import AttendanceSettings
+from handlers.attendance.store import RuleStore, import_legacy
 from kumitate.context import CallContext
 from kumitate.service import ServiceSetup
-from kumitate.settings import Settings
-from kumitate.storage import Database
 
 log = logging.getLogger("kumitate.attendance")
 
@@ -50,14 +47,10 @@ def _data(model: BaseModel) -> dict[str, Any]:
 class AttendanceHandlers:
     """One method per tool of specs/attendance/."""
 
-    def __init__(self, settings: Settings, database: Database) -> None:
-        self.settings = settings
-        config = LlmConfig.from_env(os.environ)
-        self.llm = OpenAIChat(config) if config is not None else None
+    def __init__(self, store: RuleStore, llm: LlmConfig | None) -> None:
+        self.store = store
+        self.llm = OpenAIChat(llm) if llm is not None else None
         """The optional fallback model (ATTENDANCE_LLM_BASE_URL), one client and breaker for every call."""
-        self.store = RuleStore(database)
-        import_legacy(self.store, settings.data_dir / "attendance")
-        self.store.seed_if_empty(settings.sample_dir / "attendance" / "sample_rules.json")
 
     def parse_attendance_intent(
         self, input: ParseAttendanceIntentInput, ctx: CallContext
@@ -112,14 +105,19 @@ class AttendanceHandlers:
         return SaveAttendanceRuleOutput.model_validate(result)
 
     def get_attendance_rule(self, input: GetAttendanceRuleInput, ctx: CallContext) -> GetAttendanceRuleOutput:
-        found = self.store.get(input.thread_id, input.include_history)
+        found = self.store.load(input.thread_id, input.include_history)
         return GetAttendanceRuleOutput.model_validate(found)
 
     def close(self) -> None:
+        """Closes the LLM client; the database is the runtime's (or the setup's owner's) to close."""
         if self.llm is not None:
             self.llm.close()
 
 
 def create(setup: ServiceSetup) -> AttendanceHandlers:
     """Entry point the runtime calls once at start-up (imports a pre-storage-layer file, seeds an empty table)."""
-    return AttendanceHandlers(setup.settings, setup.database)
+    settings = setup.read(AttendanceSettings)
+    store = RuleStore(setup.database)
+    import_legacy(store, setup.data_dir)
+    store.seed_if_empty(setup.sample_dir / "sample_rules.json")
+    return AttendanceHandlers(store, settings.llm_config())

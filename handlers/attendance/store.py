@@ -6,11 +6,18 @@ took it first (on SQLite the writer's IMMEDIATE transaction already serialises s
 two instances may race), so concurrent saves never lose or duplicate a version. An empty table is
 filled from the bundled sample rules (data/attendance/sample_rules.json) with fixed versions, so
 instances starting together seed it once.
+
+Releases before the storage layer kept rules in `<data dir>/attendance/attendance.sqlite3` (table
+`thread_attendance_rules`, same columns). `import_legacy` copies its rows into `attendance_rules` at
+start-up (rows already there are kept, so an interrupted or concurrent import is harmless) and renames
+the file to `attendance.sqlite3.imported`, which is then no longer read.
 """
 
 from __future__ import annotations
 
 import json
+import sqlite3
+from contextlib import closing, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,12 +25,14 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from generated.errors import NotFoundError, StorageUnavailableError
-from handlers.attendance.validate import check_rule
+from handlers.attendance.core.validate import check_rule
 from kumitate.storage import Database
 from kumitate.storage.schema import attendance_rules as rules
 
 MAX_ATTEMPTS = 50
 """Concurrent saves of one thread that may overtake a save before it gives up (each costs one round trip)."""
+LEGACY_FILE = "attendance.sqlite3"
+IMPORTED_SUFFIX = ".imported"
 
 
 def now_iso() -> str:
@@ -77,7 +86,7 @@ class RuleStore:
                 raise StorageUnavailableError("too many concurrent saves of this thread's rule; retry shortly")
         return {"thread_id": thread_id, "version": version, "saved_at": when, "attendance_rule": stored}
 
-    def get(self, thread_id: str, include_history: bool = False) -> dict[str, Any]:
+    def load(self, thread_id: str, include_history: bool = False) -> dict[str, Any]:
         """The current version (and optionally all versions, oldest first); NOT_FOUND if never saved."""
         query = select(rules.c.version, rules.c.rule_json, rules.c.saved_at).where(rules.c.thread_id == thread_id)
         query = query.order_by(rules.c.version) if include_history else query.order_by(rules.c.version.desc()).limit(1)
@@ -95,3 +104,26 @@ class RuleStore:
         if include_history:
             out["history"] = [{"version": v, "saved_at": s, "attendance_rule": json.loads(t)} for v, t, s in rows]
         return out
+
+
+def import_legacy(store: RuleStore, service_dir: Path) -> int:
+    """Copy the pre-storage-layer file's rows into the store and retire the file; returns the rows written."""
+    path = service_dir / LEGACY_FILE
+    if not path.exists():
+        return 0
+    # Read-write, so a write-ahead log left beside it is applied (and folded in when it closes).
+    with closing(sqlite3.connect(path)) as old:
+        try:
+            rows = old.execute(
+                "SELECT thread_id, version, rule_json, saved_at FROM thread_attendance_rules ORDER BY thread_id, version"
+            ).fetchall()
+        except sqlite3.OperationalError:
+            rows = []  # an empty file (no table yet)
+    written = 0
+    with store.db.transaction() as conn:
+        for thread_id, version, rule_json, saved_at in rows:
+            written += store.insert(conn, thread_id, version, rule_json, saved_at)
+    # FileNotFoundError: another instance sharing the data directory retired it at the same moment.
+    with suppress(FileNotFoundError):
+        path.rename(path.with_name(LEGACY_FILE + IMPORTED_SUFFIX))
+    return written

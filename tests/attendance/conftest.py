@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,9 @@ import pytest
 import handlers.attendance as attendance
 from generated.attendance.bindings import SERVICE
 from kumitate.context import CallContext
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
+from tests.conftest import REPO
 from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir
 
 __all__ = ["postgres_url", "server_dir"]  # the session's PostgreSQL server (tests/storage/conftest.py)
@@ -55,26 +58,37 @@ def team() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def engine(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Runs a test on the embedded SQLite file and on a fresh PostgreSQL database (KUMITATE_DATABASE_URL)."""
-    monkeypatch.delenv("KUMITATE_DATABASE_URL", raising=False)
-    if request.param == "postgresql":
-        monkeypatch.setenv(
-            "KUMITATE_DATABASE_URL", fresh_pg_database(request.getfixturevalue("postgres_url"), tmp_path.name)
-        )
-    return str(request.param)
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
+    """The variables that put a test's storage on the embedded SQLite file or on a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        return {}
+    return {"KUMITATE_DATABASE_URL": fresh_pg_database(request.getfixturevalue("postgres_url"), tmp_path.name)}
 
 
-def settings_in(data_dir: Path) -> Settings:
-    return Settings(data_dir=data_dir, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
+def settings_in(data_dir: Path, env: Mapping[str, str] | None = None) -> Settings:
+    """Settings from these variables alone (never the process environment): state in `data_dir`."""
+    return Settings.from_env(
+        {"KUMITATE_DATA_DIR": str(data_dir), "KUMITATE_SAMPLE_DIR": str(REPO / "data"), **(env or {})}
+    )
+
+
+@contextmanager
+def opened(data_dir: Path, env: Mapping[str, str] | None = None) -> Iterator[attendance.AttendanceHandlers]:
+    """The attendance handlers as a script builds them (their own ServiceSetup), closed with it."""
+    setup = ServiceSetup.open("attendance", settings_in(data_dir, env))
+    made = attendance.create(setup)
+    try:
+        yield made
+    finally:
+        made.close()
+        setup.close()
 
 
 @pytest.fixture
-def handlers(engine: str, tmp_path: Path) -> Iterator[attendance.AttendanceHandlers]:
+def handlers(engine: dict[str, str], tmp_path: Path) -> Iterator[attendance.AttendanceHandlers]:
     """The attendance handlers on a fresh database of each engine, closed after the test."""
-    made = attendance.create(settings_in(tmp_path))
-    yield made
-    made.close()
+    with opened(tmp_path, engine) as made:
+        yield made
 
 
 def typed_input(tool: str, args: dict[str, Any]) -> Any:

@@ -16,7 +16,7 @@ import handlers.attendance as attendance
 from generated import errors
 from kumitate.errors import ToolError
 from kumitate.storage import Database
-from tests.attendance.conftest import call, settings_in
+from tests.attendance.conftest import call, opened
 from tests.attendance.test_store_validate import base
 
 SPECS = Path(__file__).resolve().parents[2] / "specs" / "attendance" / "tools"
@@ -54,9 +54,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
 
 @pytest.fixture
 def shell(tmp_path: Path) -> Iterator[attendance.AttendanceHandlers]:
-    made = attendance.create(settings_in(tmp_path))
-    yield made
-    made.close()
+    with opened(tmp_path) as made:
+        yield made
 
 
 @pytest.mark.parametrize(("tool", "args", "code"), CASES, ids=[f"{t}-{c}-{i}" for i, (t, _, c) in enumerate(CASES)])

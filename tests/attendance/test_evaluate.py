@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handlers.attendance.evaluate import evaluate_attendance
+from handlers.attendance.core.evaluate import evaluate_attendance
 from kumitate.errors import ToolError
 
 KEYS = [f"u:{i}" for i in range(1, 7)]

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from handlers.attendance.evaluate import evaluate_attendance
+from handlers.attendance.core.evaluate import evaluate_attendance
 from kumitate.errors import ToolError
 from tests.attendance.test_evaluate import KEYS, SLOTS, rule, run, sel
 

@@ -1,4 +1,4 @@
-"""The grammar's lexicon is data (handlers/attendance/lexicon.yaml): every entry compiles, every entry is
+"""The grammar's lexicon is data (handlers/attendance/core/lexicon.yaml): every entry compiles, every entry is
 used by the grammar, and the grammar's code holds no word list or pattern of its own."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import ast
 import re
 from pathlib import Path
 
-import handlers.attendance.grammar as grammar
-from handlers.attendance.lexicon import joined, lexicon
+import handlers.attendance.core.grammar as grammar
+from handlers.attendance.core.lexicon import joined, lexicon
 
 GRAMMAR_SOURCE = Path(grammar.__file__).read_text(encoding="utf-8")
 ENTRY_LISTS = ("fractions", "explicit_k_of_n")

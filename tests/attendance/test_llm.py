@@ -13,13 +13,12 @@ from typing import Any
 
 import pytest
 
-import handlers.attendance as attendance
-from handlers.attendance.llm import LlmConfig, OpenAIChat, llm_fallback, output_schema, validate_llm_output
-from handlers.attendance.names import Directory
-from handlers.attendance.parse import parse_attendance_intent
+from handlers.attendance.core.llm import LlmConfig, OpenAIChat, llm_fallback, output_schema, validate_llm_output
+from handlers.attendance.core.names import Directory
+from handlers.attendance.core.parse import parse_attendance_intent
+from handlers.attendance.settings import AttendanceSettings
 from kumitate.context import CallContext
-from kumitate.settings import Settings
-from tests.attendance.conftest import TEAM, call
+from tests.attendance.conftest import TEAM, call, opened
 
 INVITEES: list[dict[str, Any]] = [
     *TEAM,
@@ -63,13 +62,28 @@ class FakeLLM:
         }
 
     def client(self) -> OpenAIChat:
-        config = LlmConfig.from_env(self.env)
+        config = AttendanceSettings.from_env(self.env).llm_config()
         assert config is not None
         return OpenAIChat(config)
 
     def prompt(self) -> str:
         content: str = self.calls[-1]["body"]["messages"][0]["content"]
         return content
+
+
+def test_the_settings_build_the_config_once_and_keep_the_key_secret(llm: FakeLLM) -> None:
+    settings = AttendanceSettings.from_env(llm.env)
+    assert settings.llm_config() == LlmConfig(
+        base_url=llm.env["ATTENDANCE_LLM_BASE_URL"].rstrip("/"), model="fake-model", api_key=settings.llm_api_key
+    )
+    assert "test-key" not in repr(settings) and "test-key" not in repr(settings.llm_config())
+    assert AttendanceSettings.from_env({}).llm_config() is None  # unset: rules only
+    assert AttendanceSettings.from_env({"ATTENDANCE_LLM_BASE_URL": ""}).llm_config() is None  # empty means unset
+
+
+def test_a_base_url_that_is_not_http_stops_the_start_naming_the_variable() -> None:
+    with pytest.raises(ValueError, match="ATTENDANCE_LLM_BASE_URL"):
+        AttendanceSettings.from_env({"ATTENDANCE_LLM_BASE_URL": "localhost:8080/v1"})
 
 
 @pytest.fixture
@@ -181,33 +195,23 @@ def test_not_called_when_confident_or_unconfigured(llm: FakeLLM) -> None:
     assert llm.calls == []
 
 
-def test_handler_uses_the_configured_endpoint(llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name, value in llm.env.items():
-        monkeypatch.setenv(name, value)
-    handlers = attendance.create(
-        Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
-    )
+def test_handler_uses_the_configured_endpoint(llm: FakeLLM, tmp_path: Path) -> None:
     ctx = CallContext(service="attendance", tool="t", transport="test", run_id="r", trace_id="t")
     llm.reply = answer("3人以上")
-    out = call(handlers, "parse_attendance_intent", request(), ctx)
+    with opened(tmp_path, llm.env) as handlers:
+        out = call(handlers, "parse_attendance_intent", request(), ctx)
     assert (out["matched_pattern"], out["attendance_rule"]["rule"]) == ("llm.fallback", {"k": 3, "n": 7})
 
 
-def test_a_slow_model_never_outlasts_the_call_deadline(
-    llm: FakeLLM, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_a_slow_model_never_outlasts_the_call_deadline(llm: FakeLLM, tmp_path: Path) -> None:
     """The model answers after 30 s; the call has 1.5 s: the rule-based result comes back before the deadline."""
-    for name, value in llm.env.items():
-        monkeypatch.setenv(name, value)
-    handlers = attendance.create(
-        Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
-    )
     llm.reply = answer("3人以上")
     llm.delay = 30
-    ctx = CallContext(
-        service="attendance", tool="t", transport="test", run_id="r", trace_id="t", deadline=time.monotonic() + 1.5
-    )
-    out = call(handlers, "parse_attendance_intent", request(), ctx)
+    with opened(tmp_path, llm.env) as handlers:
+        ctx = CallContext(
+            service="attendance", tool="t", transport="test", run_id="r", trace_id="t", deadline=time.monotonic() + 1.5
+        )
+        out = call(handlers, "parse_attendance_intent", request(), ctx)
     assert not ctx.expired()  # answered inside the deadline, with time to spare for the transport
     assert out == parse_attendance_intent(request())
     assert 1 <= len(llm.calls) <= 2  # asked (and perhaps retried), then abandoned

@@ -9,10 +9,8 @@ from typing import Any
 
 import pytest
 
-import handlers.attendance as attendance
 from kumitate.context import CallContext
-from kumitate.settings import Settings
-from tests.attendance.conftest import call
+from tests.attendance.conftest import call, opened
 
 THREAD = "thread-zq7x-secret"
 SLOT = "slot-zq7x-secret"
@@ -30,30 +28,28 @@ def test_no_input_value_in_stderr_or_log_records(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    handlers = attendance.create(
-        Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
-    )
-    invitees = [
-        {"user_id": "1", "display_name": NAME},
-        {"email": EMAIL, "display_name": "外部 花子"},
-        {"user_id": "3", "display_name": "佐藤 次郎"},
-    ]
-    parsed = call(handlers, "parse_attendance_intent", {"text": TEXT, "invitees": invitees}, ctx("parse"))
-    rule = parsed["attendance_rule"]
-    assert rule["type"] == "REQUIRED_PLUS_QUORUM"
-    call(handlers, "save_attendance_rule", {"thread_id": THREAD, "rule": rule}, ctx("save"))
-    call(handlers, "get_attendance_rule", {"thread_id": THREAD, "include_history": True}, ctx("get"))
-    call(
-        handlers,
-        "evaluate_attendance",
-        {
-            "rule": rule,
-            "slots": [{"slot_id": SLOT, "start": "2030-01-01T10:00:00+09:00"}],
-            "selections": [{"invitee_key": "u:1", "slot_id": SLOT, "status": "selected"}],
-        },
-        ctx("evaluate"),
-    )
-    call(handlers, "invitee_key", {"kind": "email", "value": EMAIL}, ctx("key"))
+    with opened(tmp_path) as handlers:
+        invitees = [
+            {"user_id": "1", "display_name": NAME},
+            {"email": EMAIL, "display_name": "外部 花子"},
+            {"user_id": "3", "display_name": "佐藤 次郎"},
+        ]
+        parsed = call(handlers, "parse_attendance_intent", {"text": TEXT, "invitees": invitees}, ctx("parse"))
+        rule = parsed["attendance_rule"]
+        assert rule["type"] == "REQUIRED_PLUS_QUORUM"
+        call(handlers, "save_attendance_rule", {"thread_id": THREAD, "rule": rule}, ctx("save"))
+        call(handlers, "get_attendance_rule", {"thread_id": THREAD, "include_history": True}, ctx("get"))
+        call(
+            handlers,
+            "evaluate_attendance",
+            {
+                "rule": rule,
+                "slots": [{"slot_id": SLOT, "start": "2030-01-01T10:00:00+09:00"}],
+                "selections": [{"invitee_key": "u:1", "slot_id": SLOT, "status": "selected"}],
+            },
+            ctx("evaluate"),
+        )
+        call(handlers, "invitee_key", {"kind": "email", "value": EMAIL}, ctx("key"))
 
     assert [r for r in caplog.records if r.name == "kumitate.attendance"], "the handlers log each call"
     seen: list[Any] = [capfd.readouterr().err]

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from handlers.attendance.names import Directory
-from handlers.attendance.numbers import fraction_of, half_of, kanji_to_int, majority_of, normalize
-from handlers.attendance.parse import parse_attendance_intent
+from handlers.attendance.core.names import Directory
+from handlers.attendance.core.numbers import fraction_of, half_of, kanji_to_int, majority_of, normalize
+from handlers.attendance.core.parse import parse_attendance_intent
 from kumitate.errors import ToolError
 from tests.attendance.conftest import TEAM, users
 

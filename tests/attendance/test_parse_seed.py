@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from handlers.attendance.parse import parse_attendance_intent
+from handlers.attendance.core.parse import parse_attendance_intent
 from tests.attendance.conftest import TEAM, users
 
 FIVE = users(5)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from handlers.attendance.parse import parse_attendance_intent
+from handlers.attendance.core.parse import parse_attendance_intent
 from tests.attendance.conftest import TEAM
 
 A = ["u:1", "u:2", "u:3"]

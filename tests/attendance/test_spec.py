@@ -12,13 +12,11 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-import handlers.attendance as attendance
-from handlers.attendance.llm import validate_llm_output
-from handlers.attendance.parse import parse_attendance_intent
+from handlers.attendance.core.llm import validate_llm_output
+from handlers.attendance.core.parse import parse_attendance_intent
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
-from kumitate.settings import Settings
-from tests.attendance.conftest import TEAM, call
+from tests.attendance.conftest import TEAM, call, opened
 
 SPEC_DIR = Path(__file__).resolve().parents[2] / "specs" / "attendance"
 TYPES_FILE = SPEC_DIR / "types" / "attendance.json"
@@ -79,21 +77,18 @@ def test_every_property_is_described_and_inputs_are_closed() -> None:
 def test_examples_validate_and_match(tool: str, index: int, tmp_path: Path) -> None:
     example = TOOLS[tool]["examples"][index]
     assert not list(validator(tool, "input").iter_errors(example["input"]))
-    handlers = attendance.create(
-        Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
-    )
-    try:
-        result = call(handlers, tool, example["input"], CTX)
-    except ToolError as exc:
-        assert example.get("error") == exc.code
-        return
+    with opened(tmp_path) as handlers:
+        try:
+            result = call(handlers, tool, example["input"], CTX)
+        except ToolError as exc:
+            assert example.get("error") == exc.code
+            return
     assert "error" not in example
     assert not list(validator(tool, "output").iter_errors(result))
     if example.get("match") == "subset":
         assert {k: result[k] for k in example["output"]} == example["output"]
     else:
         assert result == example["output"]
-    handlers.close()
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,6 @@ concurrent saves, sample seeding, and the import of a file from before the stora
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,11 +13,14 @@ from alembic import command
 from sqlalchemy import inspect, text
 
 import handlers.attendance as attendance
+from handlers.attendance.core.validate import check_rule
+from handlers.attendance.store import canonical
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.service import ServiceSetup
 from kumitate.storage import engine as engines
 from kumitate.storage import migrate
-from tests.attendance.conftest import call, settings_in
+from tests.attendance.conftest import call, opened, settings_in
 from tests.attendance.test_store_validate import FIVE, base
 
 CTX = CallContext(service="attendance", tool="t", transport="test", run_id="r", trace_id="t")
@@ -67,48 +69,43 @@ def test_invalid_save_stores_nothing_and_unknown_thread(handlers: attendance.Att
     assert (err.value.code, err.value.message) == ("NOT_FOUND", "no attendance rule is stored for thread 't-2'")
 
 
-def test_store_survives_restart(handlers: attendance.AttendanceHandlers, tmp_path: Path) -> None:
-    call(handlers, "save_attendance_rule", {"thread_id": "keep", "rule": base()}, CTX)
-    handlers.close()
-    again = attendance.create(settings_in(tmp_path))
-    try:
+def test_store_survives_restart(engine: dict[str, str], tmp_path: Path) -> None:
+    with opened(tmp_path, engine) as first:
+        call(first, "save_attendance_rule", {"thread_id": "keep", "rule": base()}, CTX)
+    with opened(tmp_path, engine) as again:
         assert call(again, "get_attendance_rule", {"thread_id": "keep"}, CTX)["version"] == 1
         assert call(again, "get_attendance_rule", {"thread_id": "demo-required"}, CTX)["version"] == 2  # seeded once
-    finally:
-        again.close()
 
 
 def test_concurrent_saves_of_one_thread_get_distinct_consecutive_versions(
-    handlers: attendance.AttendanceHandlers, tmp_path: Path
+    handlers: attendance.AttendanceHandlers, engine: dict[str, str], tmp_path: Path
 ) -> None:
-    """Two handler instances (two engines, as two server instances would have) save one thread at once."""
-    other = attendance.create(settings_in(tmp_path))
+    """Two handler instances (two setups, two engines, as two server instances would have) save one thread at once."""
     rules = [base(params={"k": k, "n": 5}) for k in range(1, 6)] * 4
+    with opened(tmp_path, engine) as other:
 
-    def save(i: int) -> int:
-        shell = handlers if i % 2 else other
-        return int(call(shell, "save_attendance_rule", {"thread_id": "busy", "rule": rules[i]}, CTX)["version"])
+        def save(i: int) -> int:
+            shell = handlers if i % 2 else other
+            return int(call(shell, "save_attendance_rule", {"thread_id": "busy", "rule": rules[i]}, CTX)["version"])
 
-    try:
         with ThreadPoolExecutor(8) as pool:
             versions = sorted(pool.map(save, range(len(rules))))
-    finally:
-        other.close()
     assert versions == list(range(1, len(rules) + 1))
     history = call(handlers, "get_attendance_rule", {"thread_id": "busy", "include_history": True}, CTX)["history"]
     assert [h["version"] for h in history] == versions
     assert sorted(h["attendance_rule"]["rule"]["k"] for h in history) == sorted(r["rule"]["k"] for r in rules)
 
 
-def test_instances_starting_together_seed_the_samples_once(engine: str, tmp_path: Path) -> None:
-    with ThreadPoolExecutor(3) as pool:
-        shells = list(pool.map(lambda _: attendance.create(settings_in(tmp_path)), range(3)))
+def test_instances_starting_together_seed_the_samples_once(engine: dict[str, str], tmp_path: Path) -> None:
+    setups = [ServiceSetup.open("attendance", settings_in(tmp_path, engine)) for _ in range(3)]
     try:
+        with ThreadPoolExecutor(3) as pool:
+            shells = list(pool.map(attendance.create, setups))
         got = call(shells[0], "get_attendance_rule", {"thread_id": "demo-required", "include_history": True}, CTX)
         assert [h["version"] for h in got["history"]] == [1, 2]
     finally:
-        for shell in shells:
-            shell.close()
+        for setup in setups:
+            setup.close()
 
 
 def legacy_file(data_dir: Path, rows: list[tuple[str, int, str, str]]) -> Path:
@@ -126,12 +123,11 @@ def legacy_file(data_dir: Path, rows: list[tuple[str, int, str, str]]) -> Path:
     return path
 
 
-def test_a_file_from_before_the_storage_layer_is_imported_once(engine: str, tmp_path: Path) -> None:
-    stored = attendance.store.canonical(attendance.validate.check_rule(base()))
+def test_a_file_from_before_the_storage_layer_is_imported_once(engine: dict[str, str], tmp_path: Path) -> None:
+    stored = canonical(check_rule(base()))
     old = [("old-thread", 1, stored, "2024-05-01T00:00:00.000Z"), ("old-thread", 2, stored, "2024-05-02T00:00:00.000Z")]
     path = legacy_file(tmp_path, old)
-    shell = attendance.create(settings_in(tmp_path))
-    try:
+    with opened(tmp_path, engine) as shell:
         got = call(shell, "get_attendance_rule", {"thread_id": "old-thread", "include_history": True}, CTX)
         assert [(h["version"], h["saved_at"]) for h in got["history"]] == [(1, old[0][3]), (2, old[1][3])]
         assert got["attendance_rule"] == json.loads(stored)
@@ -139,19 +135,16 @@ def test_a_file_from_before_the_storage_layer_is_imported_once(engine: str, tmp_
         # the old database had its own data: the samples are not added beside it
         with pytest.raises(ToolError):
             call(shell, "get_attendance_rule", {"thread_id": "demo-required"}, CTX)
-    finally:
-        shell.close()
     assert not path.exists() and path.with_name("attendance.sqlite3.imported").exists()
-    again = attendance.create(settings_in(tmp_path))  # the retired file is not read again
-    try:
+    with opened(tmp_path, engine) as again:  # the retired file is not read again
         assert call(again, "get_attendance_rule", {"thread_id": "old-thread"}, CTX)["version"] == 3
-    finally:
-        again.close()
 
 
-def test_a_database_of_the_previous_release_is_upgraded_and_keeps_its_rows(engine: str, tmp_path: Path) -> None:
+def test_a_database_of_the_previous_release_is_upgraded_and_keeps_its_rows(
+    engine: dict[str, str], tmp_path: Path
+) -> None:
     """A database at revision 0001 (idempotency keys only) gains attendance_rules at start-up, rows kept."""
-    old = engines.create(engines.database_url(os.environ.get("KUMITATE_DATABASE_URL"), tmp_path))
+    old = engines.create(engines.database_url(engine.get("KUMITATE_DATABASE_URL"), tmp_path))
     with old.connect() as conn:
         command.upgrade(migrate.config(conn), "0001")
         conn.execute(text("INSERT INTO idempotency VALUES ('t', 'p', 'k', 'f', 200, '{}', 0, 9e18)"))
@@ -159,11 +152,21 @@ def test_a_database_of_the_previous_release_is_upgraded_and_keeps_its_rows(engin
     assert "attendance_rules" not in inspect(old).get_table_names()
     old.dispose()
 
-    shell = attendance.create(settings_in(tmp_path))
-    try:
+    with opened(tmp_path, engine) as shell:
         assert migrate.current(shell.store.db.engine) == migrate.head()
         assert call(shell, "get_attendance_rule", {"thread_id": "demo-k-of-n"})["version"] == 1
         with shell.store.db.read() as conn:
             assert conn.execute(text("SELECT count(*) FROM idempotency")).scalar_one() == 1
-    finally:
+
+
+def test_the_service_uses_the_setups_database_and_leaves_it_open(tmp_path: Path) -> None:
+    """The runtime shares one database among the services and closes it itself: close() ends only the LLM client."""
+    setup = ServiceSetup.open("attendance", settings_in(tmp_path))
+    try:
+        shell = attendance.create(setup)
+        assert shell.store.db is setup.database
+        pool = setup.database.engine.pool
         shell.close()
+        assert setup.database.engine.pool is pool  # Database.close() disposes the engine, which replaces the pool
+    finally:
+        setup.close()

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 import handlers.attendance as attendance
-from handlers.attendance.keys import invitee_key
-from handlers.attendance.parse import parse_attendance_intent
-from handlers.attendance.validate import check_rule, rule_problems
+from handlers.attendance.core.keys import invitee_key
+from handlers.attendance.core.parse import parse_attendance_intent
+from handlers.attendance.core.validate import check_rule, rule_problems
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from handlers.attendance.numbers import normalize
+from handlers.attendance.core.numbers import normalize
 
 _KATA_START, _KATA_END = 0x30A1, 0x30F6
 _NUMBER = r"(\d+)"

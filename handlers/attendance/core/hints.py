@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from handlers.attendance.keys import email_key
-from handlers.attendance.text import rx
+from handlers.attendance.core.keys import email_key
+from handlers.attendance.core.text import rx
 
 DEFAULT_HOURS = [10, 11, 14, 15, 16]
 _COUNT = [

@@ -19,9 +19,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from handlers.attendance.names import Mention
-from handlers.attendance.reading import Reading
-from handlers.attendance.text import rx
+from handlers.attendance.core.names import Mention
+from handlers.attendance.core.reading import Reading
+from handlers.attendance.core.text import rx
 
 _AND = rx(r"[、,]?(?:と|&|and|・|および|及び|かつ)[、,]?")
 _OR = rx(r"[、,]?(?:か|または|もしくは|あるいは|or)[、,]?")

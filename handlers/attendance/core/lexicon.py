@@ -14,13 +14,13 @@ from typing import Any
 
 import yaml
 
-from handlers.attendance.text import rx
+from handlers.attendance.core.text import rx
 
 
 @cache
 def lexicon() -> dict[str, Any]:
     data: dict[str, Any] = yaml.safe_load(
-        resources.files(__package__ or "handlers.attendance").joinpath("lexicon.yaml").read_text(encoding="utf-8")
+        resources.files(__package__ or "handlers.attendance.core").joinpath("lexicon.yaml").read_text(encoding="utf-8")
     )
     return data
 

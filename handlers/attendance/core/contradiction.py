@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from handlers.attendance.grammar import (
+from handlers.attendance.core.grammar import (
     _ALL_STRONG,
     _ANY_WORDS,
     _CLAUSE_BREAK,
@@ -22,7 +22,7 @@ from handlers.attendance.grammar import (
     Grammar,
     Reading,
 )
-from handlers.attendance.text import rx
+from handlers.attendance.core.text import rx
 
 # Readings that come from one of the two kinds of statement; others (concessions, names, groups) are left alone.
 _CHECKED = frozenset(

@@ -12,7 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from generated.errors import ValidationErrorError
-from handlers.attendance.schema import schema_errors
+from handlers.attendance.core.schema import schema_errors
 
 _TYPE_FIELDS = {
     "ALL": set(),
@@ -81,11 +81,11 @@ def findings(rule: Any) -> list[tuple[str, bool]]:
     ]
     scope_set = set(effective)
     if kind == "K_OF_N":
-        out += _k_of_n(params, len(effective))
+        out += _k_of_n_problems(params, len(effective))
     elif kind == "REQUIRED_PLUS_QUORUM":
-        out += _required(params, scope_set)
+        out += _required_problems(params, scope_set)
     elif kind == "GROUP_ANY":
-        out += _groups(params, scope_set)
+        out += _group_problems(params, scope_set)
     return out
 
 
@@ -124,7 +124,7 @@ def _duplicates(field: str, keys: list[str]) -> list[str]:
     return out
 
 
-def _k_of_n(params: dict[str, Any], size: int) -> list[tuple[str, bool]]:
+def _k_of_n_problems(params: dict[str, Any], size: int) -> list[tuple[str, bool]]:
     missing = [(f"rule.{f} is required for type K_OF_N", False) for f in ("k", "n") if f not in params]
     if missing:
         return missing
@@ -137,7 +137,7 @@ def _k_of_n(params: dict[str, Any], size: int) -> list[tuple[str, bool]]:
     return out
 
 
-def _required(params: dict[str, Any], scope: set[str]) -> list[tuple[str, bool]]:
+def _required_problems(params: dict[str, Any], scope: set[str]) -> list[tuple[str, bool]]:
     out = [
         (f"rule.{f} is required for type REQUIRED_PLUS_QUORUM", False)
         for f in ("required_invitee_keys", "min_additional")
@@ -159,7 +159,7 @@ def _required(params: dict[str, Any], scope: set[str]) -> list[tuple[str, bool]]
     return out + [(n, True) for n in notes]
 
 
-def _groups(params: dict[str, Any], scope: set[str]) -> list[tuple[str, bool]]:
+def _group_problems(params: dict[str, Any], scope: set[str]) -> list[tuple[str, bool]]:
     if "groups" not in params:
         return [("rule.groups is required for type GROUP_ANY", False)]
     groups = params["groups"]

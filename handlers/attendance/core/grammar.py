@@ -35,13 +35,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from handlers.attendance.alternatives import named_groups
-from handlers.attendance.lexicon import entries, joined, words
-from handlers.attendance.lexicon import pattern as lexicon_pattern
-from handlers.attendance.names import Directory, Mention
-from handlers.attendance.numbers import fraction_of, half_of, majority_of
-from handlers.attendance.reading import Reading
-from handlers.attendance.text import Folded, rx
+from handlers.attendance.core.alternatives import named_groups
+from handlers.attendance.core.lexicon import entries, joined, words
+from handlers.attendance.core.lexicon import pattern as lexicon_pattern
+from handlers.attendance.core.names import Directory, Mention
+from handlers.attendance.core.numbers import fraction_of, half_of, majority_of
+from handlers.attendance.core.reading import Reading
+from handlers.attendance.core.text import Folded, rx
 
 # Every word and pattern below comes from lexicon.yaml (the lexicon is data; see lexicon.py).
 _REQUIRED_AFTER = lexicon_pattern("required_after")

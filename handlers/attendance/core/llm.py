@@ -1,8 +1,8 @@
 """Optional LLM fallback for utterances the grammar could not read (confidence < 0.7).
 
 Off unless ATTENDANCE_LLM_BASE_URL is set (with ATTENDANCE_LLM_MODEL and, if the
-endpoint needs one, ATTENDANCE_LLM_API_KEY); the endpoint must speak the OpenAI
-chat-completions protocol.
+endpoint needs one, ATTENDANCE_LLM_API_KEY; handlers/attendance/settings.py reads them
+into an `LlmConfig`); the endpoint must speak the OpenAI chat-completions protocol.
 
 What is sent: the utterance with email addresses masked, the invitees reduced to
 invitee_key, display_name, reading, aliases and groups (never an email), the
@@ -16,7 +16,7 @@ rule-based result stands. share_intent always comes from the rule-based parse.
 Nothing of the utterance is logged.
 
 The request goes through kumitate.outbound in the shape of yana's LLM client
-(handlers/yana/generate.py): a config read once from the environment, one client per
+(handlers/yana/generate.py): a config built once from the typed settings, one client per
 handler with its own circuit breaker and one retry on 5xx/timeouts, and a budget that
 ends RESERVE_S before the call's deadline: a slow model never turns a parse into
 REQUEST_TIMEOUT, the caller gets the rule-based result.
@@ -29,13 +29,14 @@ import logging
 import re
 import time
 import unicodedata
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from handlers.attendance.keys import key_of_invitee
-from handlers.attendance.schema import schema, schema_errors
-from handlers.attendance.validate import rule_problems
+from pydantic import SecretStr
+
+from handlers.attendance.core.keys import key_of_invitee
+from handlers.attendance.core.schema import schema, schema_errors
+from handlers.attendance.core.validate import rule_problems
 from kumitate.outbound import CircuitBreaker, OutboundClient, OutboundError, RetryPolicy
 
 log = logging.getLogger("kumitate.attendance")
@@ -50,26 +51,15 @@ MIN_WAIT_S = 0.05  # below this a request cannot complete: do not send it
 
 @dataclass(frozen=True, slots=True)
 class LlmConfig:
-    """ATTENDANCE_LLM_BASE_URL (+ ATTENDANCE_LLM_MODEL, optional ATTENDANCE_LLM_API_KEY), read once at start-up."""
+    """Where the fallback model is and how long it is waited for (AttendanceSettings.llm_config builds it)."""
 
     base_url: str
     model: str
-    api_key: str = ""
+    api_key: SecretStr | None = None
     deadline_s: float = MAX_WAIT_S
     reserve_s: float = RESERVE_S
     breaker_failures: int = 5
     breaker_cooldown_s: float = 30.0
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> LlmConfig | None:
-        base = env.get("ATTENDANCE_LLM_BASE_URL", "").strip()
-        if not base:
-            return None
-        return cls(
-            base_url=base.rstrip("/"),
-            model=env.get("ATTENDANCE_LLM_MODEL", ""),
-            api_key=env.get("ATTENDANCE_LLM_API_KEY", ""),
-        )
 
 
 def output_schema() -> dict[str, Any]:
@@ -160,9 +150,10 @@ class OpenAIChat:
     def __init__(self, config: LlmConfig) -> None:
         self.config = config
         self.breaker = CircuitBreaker(config.breaker_failures, config.breaker_cooldown_s)
+        key = config.api_key.get_secret_value() if config.api_key is not None else ""
         self.client = OutboundClient(
             config.base_url,
-            headers={"Authorization": f"Bearer {config.api_key}"} if config.api_key else {},
+            headers={"Authorization": f"Bearer {key}"} if key else {},
             retry=RetryPolicy(attempts=2, base_delay_s=0.2, max_delay_s=1.0),
             breaker=self.breaker,
             default_deadline_s=config.deadline_s,

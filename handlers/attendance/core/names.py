@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generated.errors import InvalidInputError
-from handlers.attendance.keys import key_of_invitee
-from handlers.attendance.text import Folded, fold_plain
+from handlers.attendance.core.keys import key_of_invitee
+from handlers.attendance.core.text import Folded, fold_plain
 
 HONORIFICS = ("さん", "さま", "様", "くん", "君", "ちゃん", "氏", "殿", "先生")
 HONORIFIC_RE = re.compile("(?:" + "|".join(HONORIFICS) + ")")
@@ -67,7 +67,7 @@ class Group:
     keys: list[str] = field(default_factory=list)
 
 
-def _person(invitee: dict[str, Any]) -> tuple[Any, ...]:
+def _identity(invitee: dict[str, Any]) -> tuple[Any, ...]:
     """What makes an invitee who they are, besides the key: two entries with one key must agree on it."""
     return (
         invitee["display_name"],
@@ -96,7 +96,7 @@ class Directory:
         first: dict[str, tuple[int, tuple[Any, ...]]] = {}
         for index, inv in enumerate(invitees):
             key = key_of_invitee(inv, index)
-            person = _person(inv)
+            person = _identity(inv)
             if key in first:
                 if first[key][1] != person:
                     raise InvalidInputError(

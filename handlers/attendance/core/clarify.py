@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 
-from handlers.attendance.names import Directory, Mention
+from handlers.attendance.core.names import Directory, Mention
 from kumitate.context import CallContext
 
 Chooser = Callable[[str, dict[str, str]], "str | None"]

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from handlers.attendance.clarify import Chooser, settle
-from handlers.attendance.contradiction import settle_contradiction
-from handlers.attendance.grammar import Grammar
-from handlers.attendance.hints import apply_policy_words, share_intent, slot_hint
-from handlers.attendance.names import Directory
-from handlers.attendance.policy import default_policy
-from handlers.attendance.text import Folded
-from handlers.attendance.timeutil import zone
+from handlers.attendance.core.clarify import Chooser, settle
+from handlers.attendance.core.contradiction import settle_contradiction
+from handlers.attendance.core.grammar import Grammar
+from handlers.attendance.core.hints import apply_policy_words, share_intent, slot_hint
+from handlers.attendance.core.names import Directory
+from handlers.attendance.core.policy import default_policy
+from handlers.attendance.core.text import Folded
+from handlers.attendance.core.timeutil import zone
 
 CLARIFY_CEILING = 0.65
 

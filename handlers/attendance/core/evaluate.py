@@ -24,8 +24,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from generated.errors import InvalidInputError
-from handlers.attendance.timeutil import instant, utc_text, zone
-from handlers.attendance.validate import check_for_evaluation
+from handlers.attendance.core.timeutil import instant, utc_text, zone
+from handlers.attendance.core.validate import check_for_evaluation
 
 SELECTED, DECLINED, PENDING = -1, -2, -3
 
@@ -43,7 +43,7 @@ def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
     scope_rule = rule["invitee_scope"]
     excluded = set(scope_rule["exclude_invitee_keys"])
     scope = [k for k in dict.fromkeys(scope_rule["include_invitee_keys"]) if k not in excluded]
-    attendees, answered, ignored = _count(request["selections"], set(scope), slot_index, slot_policy)
+    attendees, answered, ignored = _attendees(request["selections"], set(scope), slot_index, slot_policy)
 
     group_sets = [frozenset(g["any_of_invitee_keys"]) & set(scope) for g in rule["rule"].get("groups", [])]
     reachable = _reachable(rule, scope, group_sets)
@@ -96,7 +96,7 @@ def _ordered(selections: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return selections
 
 
-def _count(
+def _attendees(
     selections: list[dict[str, Any]], scope: set[str], slot_index: dict[str, int], slot_policy: dict[str, Any]
 ) -> tuple[list[set[str]], set[str], int]:
     """Per slot, the set of invitees whose selection counts; who answered; how many records were ignored."""
