@@ -31,12 +31,14 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import re
+from collections.abc import Mapping
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
+
+from kumitate.settings import ServiceSettings, Settings, var
 
 MAX_JSON_SIZE = 1024
 MAX_TABLE_ROWS = 10
@@ -72,13 +74,30 @@ class ExportForbiddenError(ExportAccessError):
     """HTTP 403: the token is valid but lacks the `analytics` scope."""
 
 
-def default_exports_dir() -> Path:
+class ExportLocation(ServiceSettings):
+    """Where the analytics server keeps export files, read the same way here and by the server.
+
+    The server's `handlers.analytics.settings.AnalyticsSettings` extends this class, so the
+    variable is declared (and parsed) once, and these helpers need nothing from handlers/.
+    """
+
+    export_dir: Path | None = var(
+        "KUMITATE_EXPORT_DIR",
+        None,
+        "analytics export and materialized-view files; one shared volume for every instance",
+        "`<data dir>/analytics/exports`",
+    )
+
+    def exports_dir(self, data_dir: Path) -> Path:
+        """KUMITATE_EXPORT_DIR, else the analytics directory under the data dir."""
+        return self.export_dir or data_dir / "analytics" / "exports"
+
+
+def default_exports_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where the server keeps exports: $KUMITATE_EXPORT_DIR, else $KUMITATE_DATA_DIR/analytics/exports
-    (default var/...)."""
-    if os.environ.get("KUMITATE_EXPORT_DIR"):
-        return Path(os.environ["KUMITATE_EXPORT_DIR"])
-    root = os.environ.get("KUMITATE_DATA_DIR") or str(Path(__file__).resolve().parents[2] / "var")
-    return Path(root) / "analytics" / "exports"
+    (the data dir defaults to the project's var/). `env` defaults to the process environment."""
+    settings = Settings.from_env(env)
+    return ExportLocation.from_env(settings.env).exports_dir(settings.data_dir)
 
 
 def export_url(base_url: str, handle: str) -> str:

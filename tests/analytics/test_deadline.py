@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from handlers.analytics.connection import QueryRunner
+from handlers.analytics.core.connection import QueryRunner
 from kumitate.errors import ToolError
 
 from .conftest import FakeClock, make_service

@@ -1,4 +1,4 @@
-"""The thin handler: create(settings) on an empty data dir generates the database and serves."""
+"""The thin handler: create(setup) on an empty data dir generates the database and serves."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from generated.analytics.bindings import SERVICE
 from generated.analytics.models import (
     DropMaterializedInput,
     DropMaterializedOutput,
@@ -18,16 +19,25 @@ from generated.analytics.models import (
 from handlers.analytics import create
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 
 
-def test_first_start_generates_and_answers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KUMITATE_ANALYTICS_SCALE", "0.05")
-    settings = Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
-    handlers = create(settings)
+def test_first_start_generates_and_answers(tmp_path: Path) -> None:
+    env = {"KUMITATE_DATA_DIR": str(tmp_path), "KUMITATE_ANALYTICS_SCALE": "0.05"}
+    setup = ServiceSetup.open("analytics", Settings.from_env(env))
+    handlers = create(setup)
     try:
         assert (tmp_path / "analytics" / "activities.duckdb").exists()
-        ctx = CallContext(service="analytics", tool="export", transport="test", run_id="r", trace_id="t")
+        ctx = CallContext(
+            service="analytics",
+            tool="export",
+            transport="test",
+            run_id="r",
+            trace_id="t",
+            public_url=setup.settings.public_base_url,
+            routes={r.name: r for r in SERVICE.resources},
+        )
         out = handlers.export(ExportInput(query="SELECT activity_id FROM activities"), ctx)
         assert isinstance(out, ExportOutput) and out.rows == 3
         assert out.url == f"http://127.0.0.1:8000/v1/analytics/exports/{out.handle}"
@@ -48,10 +58,13 @@ def test_first_start_generates_and_answers(tmp_path: Path, monkeypatch: pytest.M
         assert info.value.code == "EXPORT_NOT_FOUND"
     finally:
         handlers.close()
+        setup.close()
     # A restart reuses the database and still serves the earlier (unexpired) export.
-    again = create(settings)
+    setup = ServiceSetup.open("analytics", Settings.from_env(env))
+    again = create(setup)
     try:
         ctx = CallContext(service="analytics", tool="export", transport="test", run_id="r", trace_id="t")
         assert again.read_export_file(ctx, handle=out.handle).data[:4] == b"PAR1"
     finally:
         again.close()
+        setup.close()

@@ -39,9 +39,9 @@ import duckdb
 from generated.errors import ConflictError, InvalidInputError, RowLimitExceededError
 from kumitate.context import progress
 
+from ..store import ViewRegistry, ViewRow
 from .connection import VIEWS_CATALOG
 from .exports import epoch_rfc3339
-from .registry import ViewRegistry, ViewRow
 from .source import quote_ident, wrap_query
 
 log = logging.getLogger("kumitate.analytics")

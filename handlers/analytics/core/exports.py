@@ -40,7 +40,7 @@ from generated.errors import ExportNotFoundError, ExportQuotaExceededError, RowL
 from kumitate.context import Principal, progress
 from kumitate.errors import ToolError
 
-from .registry import ExportRegistry, ExportRow
+from ..store import ExportRegistry, ExportRow
 from .source import wrap_query
 
 HANDLE = re.compile(r"^[0-9a-f]{32}$")
