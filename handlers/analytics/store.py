@@ -146,7 +146,7 @@ class ExportRegistry:
                 )
             )
 
-    def get(self, handle: str) -> ExportRow | None:
+    def published(self, handle: str) -> ExportRow | None:
         """A published export (live or expired), or None."""
         with _read(self.db) as conn:
             found = conn.execute(
