@@ -23,7 +23,7 @@ class AnalyticsSettings(ExportLocation):
         "size of the sample DuckDB generated on first start (1 = 60 activities, ~200k per-second rows)",
         "`1`",
         gt=0,
-        le=1000,
+        allow_inf_nan=False,
     )
     timeout_s: float = var(
         "KUMITATE_ANALYTICS_TIMEOUT_S",
@@ -31,12 +31,18 @@ class AnalyticsSettings(ExportLocation):
         "analytics query deadline, seconds (the call's deadline caps it)",
         "`10`",
         gt=0,
+        allow_inf_nan=False,
     )
     pool_size: int = var(
-        "KUMITATE_ANALYTICS_POOL_SIZE", 4, "DuckDB connections, i.e. analytics queries running at once", ge=1, le=64
+        "KUMITATE_ANALYTICS_POOL_SIZE", 4, "DuckDB connections, i.e. analytics queries running at once", ge=1
     )
     export_max_mb: float = var(
-        "KUMITATE_ANALYTICS_EXPORT_MAX_MB", 100.0, "bytes on disk one export may write, MB", "`100`", gt=0
+        "KUMITATE_ANALYTICS_EXPORT_MAX_MB",
+        100.0,
+        "bytes on disk one export may write, MB",
+        "`100`",
+        gt=0,
+        allow_inf_nan=False,
     )
     principal_export_mb: float = var(
         "KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB",
@@ -44,6 +50,7 @@ class AnalyticsSettings(ExportLocation):
         "bytes on disk one principal's live exports may hold, MB",
         "`500`",
         gt=0,
+        allow_inf_nan=False,
     )
 
     @property

@@ -115,6 +115,7 @@ def test_create_reads_every_setting_from_the_setups_environment(small_db_templat
         ("KUMITATE_ANALYTICS_TIMEOUT_S", "-1"),
         ("KUMITATE_ANALYTICS_EXPORT_MAX_MB", "0"),
         ("KUMITATE_ANALYTICS_SCALE", "0"),
+        ("KUMITATE_ANALYTICS_TIMEOUT_S", "inf"),
     ],
 )
 def test_a_bad_setting_is_refused_naming_its_variable(variable: str, value: str) -> None:
