@@ -19,11 +19,13 @@ enforces one limit, so raw rows never reach the LLM's context by accident:
   applies the 15-line table check to JSON, which would reject the indented JSON that
   `safe_json_output` itself produces within 1 KB; the byte budget is what bounds it.
 
-Only the standard library plus polars/pandas are used for local files (and, for
-`base_url`, httpx and the generated analytics bindings, which give the route from the spec).
+Only the standard library plus polars/pandas are used for local files, and the runtime's typed
+settings to find them (`ExportLocation`, which the server's AnalyticsSettings extends, so both read
+KUMITATE_EXPORT_DIR the same way); for `base_url`, httpx and the generated analytics bindings,
+which give the route from the spec.
 
 Moved here from handlers/analytics (issue 19): this is client-side code, run beside the
-LLM, never by the server; it imports nothing from handlers.
+LLM, never by the server; it imports nothing from handlers (the server's settings import it).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ caller fetches the bytes through the `export://{handle}` resource. The files liv
 the export directory (KUMITATE_EXPORT_DIR: a volume every instance shares), each
 export as `<handle>.<ext>` plus a `<handle>.json` descriptor for readers of the
 directory (`safe_load_export`'s local mode). What the server trusts is the handle
-registry in the database (registry.ExportRegistry): the handle exists once its row is
+registry in the database (store.ExportRegistry): the handle exists once its row is
 published there, so every instance serves it, and it survives restarts.
 
 Expiry is checked on every access and by `sweep()`, which the service also runs

@@ -2,8 +2,10 @@
 
 Wires the pieces together: the database (generated on first start), the sandboxed
 read-only connection and its deadline runner, the export store, the materialized
-views and the schema description. Transport-free; `handlers/analytics/__init__.py`
-only converts pydantic inputs to dicts and back.
+views and the schema description. Transport-free and environment-free: the adapter
+(`handlers/analytics/__init__.py`) hands it typed settings and the runtime's database,
+converts the generated input models to dicts and back, and adds the export's `url`
+(the caller's address, which only the call context knows).
 """
 
 from __future__ import annotations
