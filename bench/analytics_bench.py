@@ -35,8 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.clients.analytics import safe_load_export
+from kumitate.service import ServiceSetup
+from kumitate.settings import Settings
 from samples.analytics import build_database
 
 
@@ -164,7 +166,8 @@ def peak_rss_mb() -> float:
 def export_memory_child(db_path: Path) -> None:
     """Run in a fresh process: open the service on `db_path`, export 100k rows, print the memory figures."""
     with tempfile.TemporaryDirectory() as tmp:
-        svc = AnalyticsService(Path(tmp) / "analytics", db_path=db_path)
+        setup = ServiceSetup.open("analytics", Settings.from_env({"KUMITATE_DATA_DIR": tmp}))
+        svc = AnalyticsService(setup.database, setup.data_dir, db_path=db_path)
         svc.export({"query": "SELECT * FROM time_series_metrics LIMIT 10"})  # one-time setup (COPY, parquet writer)
         rss_before, peak_before = rss_mb(), peak_rss_mb()
         tracemalloc.start()
@@ -180,6 +183,7 @@ def export_memory_child(db_path: Path) -> None:
             "baseline_rss_mb": rss_before,
         }
         svc.close()
+        setup.close()
     print(json.dumps(figures))
 
 
@@ -231,7 +235,8 @@ def main() -> None:
             )
             (Path(tmp) / "big.duckdb").unlink()
 
-        svc = AnalyticsService(service_dir, limits=None)
+        setup = ServiceSetup.open("analytics", Settings.from_env({"KUMITATE_DATA_DIR": tmp}))
+        svc = AnalyticsService(setup.database, setup.data_dir)
 
         alone, beside, n_alone, n_beside, how = slow_neighbour(svc)
         ratio = beside / alone
@@ -348,6 +353,7 @@ def main() -> None:
             )
         )
         svc.close()
+        setup.close()
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"analytics bench ({os.cpu_count()} CPUs, Python {sys.version.split()[0]}, load average {load})\n")

@@ -17,8 +17,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from handlers.analytics.service import AnalyticsService  # noqa: E402
+from handlers.analytics.core.service import AnalyticsService  # noqa: E402
 from kumitate.clients.analytics import estimate_tokens  # noqa: E402
+from kumitate.service import ServiceSetup  # noqa: E402
+from kumitate.settings import Settings  # noqa: E402
 
 
 class Session:
@@ -27,7 +29,8 @@ class Session:
     def __init__(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="analytics-example-")
         self.dir = Path(self._tmp.name)
-        self.service = AnalyticsService(self.dir / "analytics")
+        self.setup = ServiceSetup.open("analytics", Settings.from_env({"KUMITATE_DATA_DIR": str(self.dir)}))
+        self.service = AnalyticsService(self.setup.database, self.setup.data_dir)
         self.exports_dir = self.service.exports.directory
         self.context: list[str] = []  # everything the LLM reads
         self.charts = Path(tempfile.gettempdir()) / "analytics-examples"  # survives the run
@@ -57,4 +60,5 @@ class Session:
 
     def close(self) -> None:
         self.service.close()
+        self.setup.close()
         self._tmp.cleanup()

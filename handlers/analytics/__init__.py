@@ -12,7 +12,6 @@ output model.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -35,10 +34,8 @@ from generated.analytics.models import (
 from kumitate.context import Attachment, CallContext
 from kumitate.service import ServiceSetup
 
-from .connection import DEFAULT_POOL_SIZE
-from .service import AnalyticsService, Limits, Sweeper
-
-SERVICE = "analytics"
+from .core.service import AnalyticsService, Limits, Sweeper
+from .settings import AnalyticsSettings
 
 
 def _params(model: BaseModel) -> dict[str, Any]:
@@ -58,9 +55,9 @@ class AnalyticsHandlers:
         self._sweeper = Sweeper(service, sweep_interval_s) if sweep_interval_s else None
 
     def export(self, input: ExportInput, ctx: CallContext) -> ExportOutput:
-        return ExportOutput.model_validate(
-            self.service.export(_params(input), deadline=ctx.deadline, principal=ctx.principal)
-        )
+        """The core's export plus its HTTP address as this caller reaches the server (ctx.url_for)."""
+        result = self.service.export(_params(input), deadline=ctx.deadline, principal=ctx.principal)
+        return ExportOutput.model_validate({**result, "url": ctx.url_for("export_file", handle=result["handle"])})
 
     def profile(self, input: ProfileInput, ctx: CallContext) -> ProfileOutput:
         # size-trim warnings travel in the body
@@ -111,34 +108,24 @@ class AnalyticsHandlers:
 
 
 def create(setup: ServiceSetup) -> AnalyticsHandlers:
-    """Open (generating on first start) var/analytics/activities.duckdb and serve it.
+    """Open (generating on first start) <data dir>/analytics/activities.duckdb and serve it.
 
-    Environment: KUMITATE_ANALYTICS_SCALE (default 1.0, only used when the database
-    is generated), KUMITATE_ANALYTICS_TIMEOUT_S (query deadline, default 10),
-    KUMITATE_ANALYTICS_POOL_SIZE (DuckDB connections, i.e. queries at once, default 4),
-    KUMITATE_ANALYTICS_EXPORT_MAX_MB (one export, default 100),
-    KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB (one principal's live exports, default 500) and
-    KUMITATE_EXPORT_DIR (export and view files, default var/analytics/exports: a volume every
-    instance shares). The registries of exports and views live in the storage layer's database
-    (KUMITATE_DATABASE_URL, or var/kumitate.sqlite3), so instances sharing both serve each other's.
+    The variables are AnalyticsSettings'. The registries of exports and views live in the
+    runtime's database (`setup.database`), their files in the export directory, so instances
+    sharing both serve each other's.
     """
-    settings = setup.settings
-    env = settings.env
-    scale = float(env.get("KUMITATE_ANALYTICS_SCALE", "1.0"))
+    settings = setup.read(AnalyticsSettings)
     limits = Limits(
-        query_timeout_s=float(env.get("KUMITATE_ANALYTICS_TIMEOUT_S", "10")),
-        pool_size=int(env.get("KUMITATE_ANALYTICS_POOL_SIZE", str(DEFAULT_POOL_SIZE))),
-        export_max_bytes=int(float(env.get("KUMITATE_ANALYTICS_EXPORT_MAX_MB", "100")) * 1_000_000),
-        principal_export_bytes=int(float(env.get("KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB", "500")) * 1_000_000),
+        query_timeout_s=settings.timeout_s,
+        pool_size=settings.pool_size,
+        export_max_bytes=settings.export_max_bytes,
+        principal_export_bytes=settings.principal_export_bytes,
     )
-    export_dir = env.get("KUMITATE_EXPORT_DIR")
     service = AnalyticsService(
-        settings.service_dir(SERVICE),
-        scale=scale,
+        setup.database,
+        setup.data_dir,
+        scale=settings.scale,
         limits=limits,
-        public_base_url=settings.public_base_url,
-        database=setup.database,
-        export_dir=Path(export_dir) if export_dir else None,
-        close_database=False,
+        export_dir=settings.exports_dir(setup.settings.data_dir),
     )
     return AnalyticsHandlers(service)

@@ -19,11 +19,13 @@ enforces one limit, so raw rows never reach the LLM's context by accident:
   applies the 15-line table check to JSON, which would reject the indented JSON that
   `safe_json_output` itself produces within 1 KB; the byte budget is what bounds it.
 
-Only the standard library plus polars/pandas are used for local files (and, for
-`base_url`, httpx and the generated analytics bindings, which give the route from the spec).
+Only the standard library plus polars/pandas are used for local files, and the runtime's typed
+settings to find them (`ExportLocation`, which the server's AnalyticsSettings extends, so both read
+KUMITATE_EXPORT_DIR the same way); for `base_url`, httpx and the generated analytics bindings,
+which give the route from the spec.
 
 Moved here from handlers/analytics (issue 19): this is client-side code, run beside the
-LLM, never by the server; it imports nothing from handlers.
+LLM, never by the server; it imports nothing from handlers (the server's settings import it).
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from __future__ import annotations
 import io
 import json
 import math
-import os
 import re
+from collections.abc import Mapping
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
+
+from kumitate.settings import ServiceSettings, Settings, var
 
 MAX_JSON_SIZE = 1024
 MAX_TABLE_ROWS = 10
@@ -72,13 +76,30 @@ class ExportForbiddenError(ExportAccessError):
     """HTTP 403: the token is valid but lacks the `analytics` scope."""
 
 
-def default_exports_dir() -> Path:
+class ExportLocation(ServiceSettings):
+    """Where the analytics server keeps export files, read the same way here and by the server.
+
+    The server's `handlers.analytics.settings.AnalyticsSettings` extends this class, so the
+    variable is declared (and parsed) once, and these helpers need nothing from handlers/.
+    """
+
+    export_dir: Path | None = var(
+        "KUMITATE_EXPORT_DIR",
+        None,
+        "analytics export and materialized-view files; one shared volume for every instance",
+        "`<data dir>/analytics/exports`",
+    )
+
+    def exports_dir(self, data_dir: Path) -> Path:
+        """KUMITATE_EXPORT_DIR, else the analytics directory under the data dir."""
+        return self.export_dir or data_dir / "analytics" / "exports"
+
+
+def default_exports_dir(env: Mapping[str, str] | None = None) -> Path:
     """Where the server keeps exports: $KUMITATE_EXPORT_DIR, else $KUMITATE_DATA_DIR/analytics/exports
-    (default var/...)."""
-    if os.environ.get("KUMITATE_EXPORT_DIR"):
-        return Path(os.environ["KUMITATE_EXPORT_DIR"])
-    root = os.environ.get("KUMITATE_DATA_DIR") or str(Path(__file__).resolve().parents[2] / "var")
-    return Path(root) / "analytics" / "exports"
+    (the data dir defaults to the project's var/). `env` defaults to the process environment."""
+    settings = Settings.from_env(env)
+    return ExportLocation.from_env(settings.env).exports_dir(settings.data_dir)
 
 
 def export_url(base_url: str, handle: str) -> str:

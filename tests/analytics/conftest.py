@@ -1,6 +1,9 @@
 """Shared fixtures: a small generated database per test (copied from one template).
 
-Each AnalyticsService needs its own database file: DuckDB shares one database
+A service is built as a script builds one: `ServiceSetup.open("analytics", Settings.from_env(env))`
+(its own registry database under the test's data dir), closed with the service.
+
+Each AnalyticsService needs its own DuckDB file: DuckDB shares one database
 instance (and its locked sandbox settings) between connections to the same file
 in a process, and each service allows a different exports directory.
 """
@@ -11,10 +14,15 @@ import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from handlers.analytics.service import AnalyticsService, Limits
+from generated.analytics.bindings import SERVICE
+from handlers.analytics.core.service import AnalyticsService, Limits
+from kumitate.context import CallContext, Principal
+from kumitate.service import ServiceSetup
+from kumitate.settings import Settings
 from samples.analytics import build_database
 
 SMALL_SCALE = 0.1  # 6 activities, ~20k per-second rows
@@ -33,6 +41,24 @@ class FakeClock:
         self.now += timedelta(seconds=seconds)
 
 
+ROUTES = {r.name: r for r in SERVICE.resources}
+BASE_URL = "http://127.0.0.1:8000"
+
+
+def call_context(tool: str, principal: Principal | None = None) -> CallContext:
+    """A call's context as the pipeline makes one: the service's routes and a base URL (for url_for)."""
+    return CallContext(
+        service="analytics",
+        tool=tool,
+        transport="test",
+        run_id="r",
+        trace_id="t",
+        principal=principal or Principal(),
+        public_url=BASE_URL,
+        routes=ROUTES,
+    )
+
+
 @pytest.fixture(scope="session")
 def small_db_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("template") / "activities.duckdb"
@@ -45,11 +71,34 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-def make_service(template: Path, root: Path, clock: FakeClock, **limits: object) -> AnalyticsService:
-    service_dir = root / "analytics"
-    service_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copy(template, service_dir / "activities.duckdb")
-    return AnalyticsService(service_dir, limits=Limits(**limits), clock=clock)  # type: ignore[arg-type]
+def open_setup(root: Path, **env: str) -> ServiceSetup:
+    """The setup a script builds for one service: its own database under the data dir `root`."""
+    return ServiceSetup.open("analytics", Settings.from_env({"KUMITATE_DATA_DIR": str(root), **env}))
+
+
+class OwnedService(AnalyticsService):
+    """An AnalyticsService on a setup of its own, which `close()` closes too (a runtime closes its own)."""
+
+    def __init__(self, setup: ServiceSetup, service_dir: Path | None = None, **options: Any) -> None:
+        self.setup = setup
+        try:
+            super().__init__(setup.database, service_dir or setup.data_dir, **options)
+        except BaseException:
+            setup.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.setup.close()
+
+
+def make_service(template: Path, root: Path, clock: FakeClock | None = None, **limits: Any) -> OwnedService:
+    """A service on a copy of `template` under the data dir `root` (`limits`: Limits fields)."""
+    setup = open_setup(root)
+    shutil.copy(template, setup.data_dir / "activities.duckdb")
+    return OwnedService(setup, limits=Limits(**limits), **({"clock": clock} if clock else {}))
 
 
 @pytest.fixture
@@ -62,7 +111,7 @@ def service(small_db_template: Path, tmp_path: Path, clock: FakeClock) -> Iterat
 @pytest.fixture(scope="module")
 def sample_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnalyticsService]:
     """The default-scale sample database, exactly as a fresh server generates it."""
-    svc = AnalyticsService(tmp_path_factory.mktemp("sample") / "analytics")
+    svc = OwnedService(open_setup(tmp_path_factory.mktemp("sample")))
     yield svc
     svc.close()
 
@@ -70,9 +119,6 @@ def sample_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Analyti
 @pytest.fixture
 def live_service(small_db_template: Path, tmp_path: Path) -> Iterator[AnalyticsService]:
     """Like `service` but on the real clock (the helpers compare expiry with real time)."""
-    service_dir = tmp_path / "analytics"
-    service_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copy(small_db_template, service_dir / "activities.duckdb")
-    svc = AnalyticsService(service_dir)
+    svc = make_service(small_db_template, tmp_path)
     yield svc
     svc.close()

@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.errors import ToolError
+from kumitate.service import ServiceSetup
+from kumitate.settings import Settings
 
 BIG = "SELECT * FROM time_series_metrics"
 SMALL = "SELECT activity_id, distance_km FROM activities"
@@ -26,7 +28,8 @@ def attempt(fn: Any) -> dict[str, Any]:
 
 def main() -> None:
     db_path, service_dir = Path(sys.argv[1]), Path(sys.argv[2])
-    svc = AnalyticsService(service_dir, db_path=db_path)
+    setup = ServiceSetup.open("analytics", Settings.from_env({"KUMITATE_DATA_DIR": str(service_dir.parent)}))
+    svc = AnalyticsService(setup.database, service_dir, db_path=db_path)
     out: dict[str, Any] = {}
     try:
         exports = svc.exports.directory
@@ -56,6 +59,7 @@ def main() -> None:
         out["read_back"] = svc.read_export(handle)[0].decode()[:40] if handle else None
     finally:
         svc.close()
+        setup.close()
     print(json.dumps(out))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.errors import ToolError
 
 SLOW = "SELECT count(*) AS n FROM range(100000000000) r(i) WHERE hash(i) % 1000003 = 0"

@@ -6,9 +6,10 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+import duckdb
 import pytest
 
-from handlers.analytics.connection import QueryRunner
+from handlers.analytics.core.connection import QueryRunner
 from kumitate.errors import ToolError
 
 from .conftest import FakeClock, make_service
@@ -83,3 +84,14 @@ def test_handlers_pass_the_call_deadline(service) -> None:  # type: ignore[no-un
     with pytest.raises(ToolError) as info:
         handlers.profile(ProfileInput(table_or_query=SLOW), ctx)
     assert info.value.code == "QUERY_TIMEOUT" and time.monotonic() - started < 3
+
+
+def test_only_a_session_for_the_callers_sql_answers_sql_error(service) -> None:  # type: ignore[no-untyped-def]
+    """drop_materialized, the sweep and start-up run fixed SQL: a DuckDB error there is the server's
+    (INTERNAL), never SQL_ERROR or UNSAFE_QUERY, which only the tools running the caller's SQL declare."""
+    runner: QueryRunner = service.runner
+    with pytest.raises(duckdb.CatalogException), runner.session() as con:
+        con.execute("SELECT * FROM no_such_table")
+    with pytest.raises(ToolError) as info, runner.user_session() as con:
+        con.execute("SELECT * FROM no_such_table")
+    assert info.value.code == "SQL_ERROR"

@@ -21,9 +21,11 @@ from generated.analytics.models import (
     ProfileInput,
 )
 from handlers.analytics import AnalyticsHandlers
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
+
+from .conftest import call_context
 
 BIG = "SELECT * FROM time_series_metrics"
 PAST = -1.0  # a deadline already passed
@@ -62,7 +64,7 @@ def test_refusals_use_only_declared_codes(
     service: AnalyticsService, name: str, call: Callable[[AnalyticsHandlers, CallContext], Any], deadline: float | None
 ) -> None:
     handlers = AnalyticsHandlers(service, sweep_interval_s=None)
-    ctx = CallContext(service="analytics", tool=name, transport="test", run_id="r", trace_id="t")
+    ctx = call_context(name)
     if deadline is not None:
         ctx.deadline = time.monotonic() + deadline
     with pytest.raises(ToolError) as info:

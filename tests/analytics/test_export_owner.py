@@ -6,17 +6,17 @@ import pytest
 
 from generated.analytics.models import ExportInput, Format
 from handlers.analytics import AnalyticsHandlers
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.context import CallContext, Principal
 from kumitate.errors import ToolError
+
+from .conftest import call_context
 
 QUERY = ExportInput(query="SELECT activity_id, distance_km FROM activities ORDER BY 1", format=Format.csv)
 
 
 def ctx(principal: Principal) -> CallContext:
-    return CallContext(
-        service="analytics", tool="export", transport="test", run_id="r", trace_id="t", principal=principal
-    )
+    return call_context("export", principal)
 
 
 ALICE = Principal("alice", frozenset({"analytics"}))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.context import Principal
 from kumitate.errors import ToolError
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from handlers.analytics.histogram import bin_edges
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.histogram import bin_edges
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.errors import ToolError
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.clients.analytics import (
     ExportAccessError,
     ExportForbiddenError,

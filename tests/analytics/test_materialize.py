@@ -7,9 +7,9 @@ import re
 import duckdb
 import pytest
 
-from handlers.analytics.materialize import Materializer
-from handlers.analytics.registry import Swap, ViewRegistry, ViewRow
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.materialize import Materializer
+from handlers.analytics.core.service import AnalyticsService
+from handlers.analytics.store import Swap, ViewRegistry, ViewRow
 from kumitate.errors import ToolError
 
 from .conftest import FakeClock

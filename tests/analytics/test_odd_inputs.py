@@ -16,8 +16,12 @@ import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from handlers.analytics.service import AnalyticsService
+from generated.analytics.models import ExportInput
+from handlers.analytics import AnalyticsHandlers
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.errors import ToolError
+
+from .conftest import call_context
 
 SPECS = Path(__file__).resolve().parents[2] / "specs" / "analytics"
 TYPES = json.loads((SPECS / "types" / "analytics.json").read_text())
@@ -51,7 +55,8 @@ def test_profile_of_every_odd_type(service: AnalyticsService) -> None:
 
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 def test_export_of_every_odd_type(service: AnalyticsService, fmt: str) -> None:
-    result = service.export({"query": ODD_TYPES, "format": fmt})
+    out = AnalyticsHandlers(service, None).export(ExportInput(query=ODD_TYPES, format=fmt), call_context("export"))
+    result = out.model_dump(mode="json", exclude_unset=True)
     valid("ExportOutput", result)
     assert result["rows"] == 1 and len(result["columns"]) == 13
 

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from handlers.analytics.profile import json_size, round_sig
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.profile import json_size, round_sig
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.errors import ToolError
 
 VALUES = "SELECT * FROM (VALUES (1, 2.0, 'a'), (2, NULL, 'b'), (3, 4.0, 'b'), (4, 9.0, NULL)) t(a, b, c)"
@@ -120,7 +120,7 @@ def test_requested_columns_keep_the_callers_priority(service: AnalyticsService) 
 
 
 def test_small_budget_still_valid_json(service: AnalyticsService) -> None:
-    from handlers.analytics.profile import trim_profile
+    from handlers.analytics.core.profile import trim_profile
 
     big = service.profile({"table_or_query": VALUES})
     trimmed = trim_profile(big, 200)
@@ -251,7 +251,7 @@ def test_timestamptz_date_range_uses_utc_days(service: AnalyticsService) -> None
 def test_date_range_bounds_sql() -> None:
     from datetime import date
 
-    from handlers.analytics.source import date_bounds_sql
+    from handlers.analytics.core.source import date_bounds_sql
 
     assert date_bounds_sql("TIMESTAMP", date(2025, 3, 1), date(2025, 3, 31)) == (
         "TIMESTAMP '2025-03-01'",

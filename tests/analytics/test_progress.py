@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from handlers.analytics.service import AnalyticsService
+from handlers.analytics.core.service import AnalyticsService
 from kumitate.context import CallCancelled, CallContext, bound
 
 from .test_materialize import PER_RUN

@@ -13,14 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from handlers.analytics.service import AnalyticsService, Limits
+from handlers.analytics.core.service import AnalyticsService, Limits
 from kumitate.context import Principal
-from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
-from kumitate.storage import Database, open_database
 from tests.storage.conftest import database_url, fresh_pg_database, postgres_url, server_dir  # noqa: F401
 
-from .conftest import FakeClock
+from .conftest import FakeClock, OwnedService, open_setup
 
 ALICE = Principal("alice", frozenset({"analytics"}))
 BOB = Principal("bob", frozenset({"analytics"}))
@@ -33,32 +31,32 @@ class Instances:
     def __init__(self, template: Path, root: Path, url: str | None, clock: FakeClock) -> None:
         self.template, self.root, self.url, self.clock = template, root, url, clock
         self.shared = root / "shared-exports"
-        self.running: list[tuple[AnalyticsService, Database]] = []
+        self.running: list[AnalyticsService] = []
 
     def start(self, name: str, **limits: object) -> AnalyticsService:
+        """An instance with its own DuckDB file and its own engine on the shared database."""
         service_dir = self.root / name
         service_dir.mkdir(parents=True, exist_ok=True)
         if not (service_dir / "activities.duckdb").exists():
             shutil.copy(self.template, service_dir / "activities.duckdb")
-        database = open_database(self.root, DeploySettings.from_env({"KUMITATE_DATABASE_URL": self.url or ""}))
-        service = AnalyticsService(
+        setup = open_setup(self.root, KUMITATE_DATABASE_URL=self.url or "")
+        service = OwnedService(
+            setup,
             service_dir,
             limits=Limits(**limits),  # type: ignore[arg-type]
             clock=self.clock,
-            database=database,
             export_dir=self.shared,
         )
-        self.running.append((service, database))
+        self.running.append(service)
         return service
 
     def stop(self, service: AnalyticsService) -> None:
-        for item in [i for i in self.running if i[0] is service]:
-            self.running.remove(item)
-            item[0].close()
-            item[1].close()
+        if service in self.running:
+            self.running.remove(service)
+            service.close()
 
     def stop_all(self) -> None:
-        for service, _ in list(self.running):
+        for service in list(self.running):
             self.stop(service)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import duckdb
 import pytest
 
-from handlers.analytics.sql_guard import MAX_TREE_DEPTH, check_select, tree_depth
+from handlers.analytics.core.sql_guard import MAX_TREE_DEPTH, check_select, tree_depth
 from kumitate.errors import ToolError
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from handlers.analytics.service import AnalyticsService
-from handlers.analytics.source import IDENTIFIER
+from handlers.analytics.core.service import AnalyticsService
+from handlers.analytics.core.source import IDENTIFIER
 from kumitate.errors import ToolError
 
 from .conftest import FakeClock

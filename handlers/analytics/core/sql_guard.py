@@ -44,7 +44,6 @@ from typing import Any
 import duckdb
 
 from generated.errors import InvalidInputError, SqlErrorError, UnsafeQueryError
-from kumitate.errors import ToolError
 
 MAX_SQL_CHARS = 20_000
 ALLOWED_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
@@ -80,7 +79,7 @@ _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _NOT_BRACKETS = {c: None for c in range(128) if chr(c) not in "[]{}"}
 
 
-def unsafe(message: str) -> ToolError:
+def unsafe(message: str) -> UnsafeQueryError:
     """The catalogued refusal; the message says what to change."""
     return UnsafeQueryError(message)
 
@@ -90,7 +89,7 @@ def check_select(
 ) -> str:
     """Return `sql` stripped of trailing semicolons if it is one safe SELECT.
 
-    Raises ToolError(UNSAFE_QUERY) for anything else, or SQL_ERROR when DuckDB
+    Raises UNSAFE_QUERY for anything else, or SQL_ERROR when DuckDB
     cannot parse it at all or it names a table that does not exist. `con` is only
     used to parse (no query is run against user tables). `allowed_catalogs` holds
     the catalog names a table reference may use explicitly (the database's own

@@ -29,7 +29,7 @@ from kumitate.storage import Database
 from kumitate.storage.schema import analytics_exports as exports_table
 from kumitate.storage.schema import analytics_views as views_table
 
-from .storage_errors import storage_unavailable
+from .core.storage_errors import storage_unavailable
 
 WRITING, READY = "writing", "ready"
 VIEWS_LOCK = "analytics.views"
@@ -146,7 +146,7 @@ class ExportRegistry:
                 )
             )
 
-    def get(self, handle: str) -> ExportRow | None:
+    def published(self, handle: str) -> ExportRow | None:
         """A published export (live or expired), or None."""
         with _read(self.db) as conn:
             found = conn.execute(

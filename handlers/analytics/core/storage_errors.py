@@ -15,7 +15,6 @@ import duckdb
 
 from generated.errors import StorageUnavailableError
 from kumitate import faults
-from kumitate.errors import ToolError
 
 log = logging.getLogger("kumitate.analytics")
 
@@ -31,7 +30,7 @@ def is_storage_failure(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.IOException) or faults.storage_failure(exc) is not None
 
 
-def storage_unavailable(exc: BaseException | None = None) -> ToolError:
+def storage_unavailable(exc: BaseException | None = None) -> StorageUnavailableError:
     """The catalogued answer; logs the failure's class (and errno name) only."""
     if exc is not None:
         code = errno.errorcode.get(exc.errno or 0, "") if isinstance(exc, OSError) else ""

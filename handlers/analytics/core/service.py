@@ -2,8 +2,10 @@
 
 Wires the pieces together: the database (generated on first start), the sandboxed
 read-only connection and its deadline runner, the export store, the materialized
-views and the schema description. Transport-free; `handlers/analytics/__init__.py`
-only converts pydantic inputs to dicts and back.
+views and the schema description. Transport-free and environment-free: the adapter
+(`handlers/analytics/__init__.py`) hands it typed settings and the runtime's database,
+converts the generated input models to dicts and back, and adds the export's `url`
+(the caller's address, which only the call context knows).
 """
 
 from __future__ import annotations
@@ -19,17 +21,16 @@ from typing import Any
 
 from generated.analytics.bindings import RESOURCE_EXPORT_FILE as EXPORT_FILE
 from generated.errors import InvalidInputError, NotFoundError, QueryTimeoutError
-from kumitate.context import Principal, progress, url_for
-from kumitate.deploy import DeploySettings
-from kumitate.storage import Database, open_database
+from kumitate.context import Principal, progress
+from kumitate.storage import Database
 from samples.analytics import ensure_database
 
+from ..store import ExportRegistry, ViewRegistry
 from .connection import DEFAULT_POOL_SIZE, QueryRunner, Sandbox
 from .exports import FORMATS, ExportQuota, ExportStore
 from .histogram import MAX_BINS, compute_histogram
 from .materialize import Materializer
 from .profile import PROFILE_MAX_BYTES, compute_profile
-from .registry import ExportRegistry, ViewRegistry
 from .schema import describe_database
 from .source import apply_date_range, resolve
 from .sql_guard import check_select
@@ -84,10 +85,11 @@ class Limits:
 
 
 class AnalyticsService:
-    """One per process: owns the sandboxed connection. Call `close()` when done."""
+    """One per process: owns the sandboxed DuckDB connections (not the database it is given). Call `close()` when done."""
 
     def __init__(
         self,
+        database: Database,
         service_dir: Path,
         *,
         db_path: Path | None = None,
@@ -95,24 +97,18 @@ class AnalyticsService:
         seed: int = 42,
         limits: Limits | None = None,
         clock: Callable[[], datetime] = utcnow,
-        public_base_url: str = "",
-        database: Database | None = None,
         export_dir: Path | None = None,
-        close_database: bool = False,
     ) -> None:
-        """`database` holds the export and view registries (default: a SQLite file of its own in
-        `service_dir`); `export_dir` their files (default `service_dir/exports`). Instances that
-        share both serve each other's exports and views. `close()` closes a database it opened, or
-        the given one when `close_database`."""
+        """`database` (the runtime's, `setup.database`) holds the export and view registries;
+        `export_dir` their files (default `service_dir/exports`). Instances that share both serve
+        each other's exports and views. The database belongs to the caller: `close()` leaves it open."""
         self.limits = limits or Limits()
         self.clock = clock
-        self.public_base_url = public_base_url.rstrip("/")
         self.db_path = Path(db_path) if db_path else Path(service_dir) / DB_FILE
         started = time.perf_counter()
         if ensure_database(self.db_path, scale=scale, seed=seed):
             log.info("analytics sample database generated in %.2f s", time.perf_counter() - started)
-        self._own_database = database is None or close_database
-        self.database = database or open_database(Path(service_dir), DeploySettings.from_env({}))
+        self.database = database
         exports_dir = Path(export_dir) if export_dir else Path(service_dir) / "exports"
         exports_dir.mkdir(parents=True, exist_ok=True)
         quota = ExportQuota(per_export=self.limits.export_max_bytes, per_principal=self.limits.principal_export_bytes)
@@ -188,7 +184,7 @@ class AnalyticsService:
             raise InvalidInputError(f"format must be one of {', '.join(FORMATS)}.")
         max_rows = int_param(params, "max_rows", 100_000, 1, self.limits.export_max_rows)
         self._maybe_sweep_exports()
-        with self.runner.session(timeout_s=self._timeout(deadline)) as con:
+        with self.runner.user_session(timeout_s=self._timeout(deadline)) as con:
             progress(0, 3, "checking the query")
             sql = check_select(
                 con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables(con)
@@ -208,22 +204,21 @@ class AnalyticsService:
             "mime_type": meta["mime_type"],
             "expires_at": meta["expires_at"],
             "resource_uri": EXPORT_FILE.uri.replace("{handle}", handle),
-            "url": url_for("export_file", handle=handle),
         }
 
     def profile(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
-        with self.runner.session(timeout_s=self._timeout(deadline)) as con:
+        with self.runner.user_session(timeout_s=self._timeout(deadline)) as con:
             source = self._source(con, params)
             return compute_profile(con, source, max_bytes=self.limits.profile_max_bytes, columns=params.get("columns"))
 
     def histogram(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
-        with self.runner.session(timeout_s=self._timeout(deadline)) as con:
+        with self.runner.user_session(timeout_s=self._timeout(deadline)) as con:
             source = self._source(con, params)
             return compute_histogram(con, source, params["column"], int_param(params, "bins", 20, 1, MAX_BINS))
 
     def materialize(self, params: dict[str, Any], *, deadline: float | None = None) -> dict[str, Any]:
         ttl = int_param(params, "ttl_seconds", 3600, MIN_VIEW_TTL_S, MAX_VIEW_TTL_S)
-        with self.runner.session(timeout_s=self._timeout(deadline)) as con:
+        with self.runner.user_session(timeout_s=self._timeout(deadline)) as con:
             progress(0, 3, "checking the query")
             sql = check_select(
                 con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables(con)
@@ -289,8 +284,6 @@ class AnalyticsService:
     def close(self) -> None:
         self._closed.set()
         self.runner.close()
-        if self._own_database:
-            self.database.close()
 
 
 class Sweeper:

@@ -3,7 +3,7 @@
 Why a stored result rather than a plain view: a view re-runs its query every time, so it
 would not make anything faster; this computes once. The result is written as a Parquet
 file under the shared export directory (`<export dir>/views/`), registered in the
-database (registry.ViewRegistry), and each instance exposes every registered file as a
+database (store.ViewRegistry), and each instance exposes every registered file as a
 DuckDB view `mat_<name>` in the sandbox's in-memory catalog (connection.VIEWS_CATALOG,
 which every pooled connection sees). `sync` brings an instance's views in line with the
 registry at the start of every call, so a view built on one instance is usable on the
@@ -39,9 +39,9 @@ import duckdb
 from generated.errors import ConflictError, InvalidInputError, RowLimitExceededError
 from kumitate.context import progress
 
+from ..store import ViewRegistry, ViewRow
 from .connection import VIEWS_CATALOG
 from .exports import epoch_rfc3339
-from .registry import ViewRegistry, ViewRow
 from .source import quote_ident, wrap_query
 
 log = logging.getLogger("kumitate.analytics")

@@ -32,7 +32,13 @@ from pathlib import Path
 
 import duckdb
 
-from generated.errors import QueryTimeoutError, RequestTimeoutError, SqlErrorError, UnsafeQueryError
+from generated.errors import (
+    QueryTimeoutError,
+    RequestTimeoutError,
+    SqlErrorError,
+    StorageUnavailableError,
+    UnsafeQueryError,
+)
 from kumitate.context import CallCancelled, CallContext, current_call
 from kumitate.errors import ToolError
 
@@ -212,7 +218,8 @@ class QueryRunner:
 
     @contextmanager
     def session(self, timeout_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Hold one pooled connection for one tool call; map DuckDB failures to catalogued errors."""
+        """Hold one pooled connection for one tool call: the deadline becomes QUERY_TIMEOUT, a full pool
+        REQUEST_TIMEOUT, a failing disk STORAGE_UNAVAILABLE (see `user_session` for the caller's SQL)."""
         limit = self.timeout_s if timeout_s is None else timeout_s
         started = time.monotonic()
         try:
@@ -240,7 +247,9 @@ class QueryRunner:
                     "activity_id or a time range), aggregate in SQL, or materialize an intermediate result.",
                 ) from exc
             except duckdb.Error as exc:
-                raise self.map_error(exc) from exc
+                if is_storage_failure(exc):
+                    raise storage_unavailable(exc) from exc
+                raise
             except OSError as exc:
                 if is_storage_failure(exc):
                     raise storage_unavailable(exc) from exc
@@ -249,6 +258,19 @@ class QueryRunner:
             slot.watchdog.disarm()
             self._local.slot, self._local.guard = outer, outer_guard
             self._free.put(slot)
+
+    @contextmanager
+    def user_session(self, timeout_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """`session()` for a call that runs the caller's SQL: the engine's refusals become SQL_ERROR or
+        UNSAFE_QUERY (scrubbed). Only the tools that declare those codes use it; elsewhere a DuckDB error
+        is the server's fault (INTERNAL)."""
+        with self.session(timeout_s) as con:
+            try:
+                yield con
+            except duckdb.InterruptException:
+                raise  # the session's: deadline, cancellation, a watchdog guard
+            except duckdb.Error as exc:
+                raise self.map_error(exc) from exc
 
     @contextmanager
     def guarded(self, check: Guard) -> Iterator[None]:
@@ -268,7 +290,7 @@ class QueryRunner:
             slot.watchdog.stop()
         self.sandbox.close()
 
-    def map_error(self, exc: duckdb.Error) -> ToolError:
+    def map_error(self, exc: duckdb.Error) -> SqlErrorError | UnsafeQueryError | StorageUnavailableError:
         """Turn a DuckDB exception into a catalogued error with a scrubbed message."""
         if is_storage_failure(exc):
             return storage_unavailable(exc)

@@ -5,7 +5,7 @@ caller fetches the bytes through the `export://{handle}` resource. The files liv
 the export directory (KUMITATE_EXPORT_DIR: a volume every instance shares), each
 export as `<handle>.<ext>` plus a `<handle>.json` descriptor for readers of the
 directory (`safe_load_export`'s local mode). What the server trusts is the handle
-registry in the database (registry.ExportRegistry): the handle exists once its row is
+registry in the database (store.ExportRegistry): the handle exists once its row is
 published there, so every instance serves it, and it survives restarts.
 
 Expiry is checked on every access and by `sweep()`, which the service also runs
@@ -40,7 +40,7 @@ from generated.errors import ExportNotFoundError, ExportQuotaExceededError, RowL
 from kumitate.context import Principal, progress
 from kumitate.errors import ToolError
 
-from .registry import ExportRegistry, ExportRow
+from ..store import ExportRegistry, ExportRow
 from .source import wrap_query
 
 HANDLE = re.compile(r"^[0-9a-f]{32}$")
@@ -269,7 +269,7 @@ class ExportStore:
                 found.append((str(meta["expires_at"]), meta_path.stem))
         return [handle for _, handle in sorted(found, reverse=True)[:limit]]
 
-    def get(self, handle: str, principal: Principal) -> dict[str, Any]:
+    def readable(self, handle: str, principal: Principal) -> dict[str, Any]:
         """Metadata of a live export the principal may read; expired ones are deleted and reported as not found.
 
         Another principal's export is reported as not found too: a handle reveals nothing
@@ -277,7 +277,7 @@ class ExportStore:
         """
         if not HANDLE.match(handle or ""):
             raise not_found(handle)
-        row = self.registry.get(handle)
+        row = self.registry.published(handle)
         if row is None:
             raise not_found(handle)
         if row.expires_at <= self._now():
@@ -287,16 +287,9 @@ class ExportStore:
             raise not_found(handle)
         return _public(row)
 
-    def path(self, handle: str, principal: Principal) -> Path:
-        meta = self.get(handle, principal)
-        data_path, _ = self._paths(handle, FORMATS[meta["format"]][0])
-        if not data_path.exists():
-            raise not_found(handle)
-        return data_path
-
     def read_bytes(self, handle: str, principal: Principal) -> tuple[bytes, str]:
         """The file's bytes and its MIME type."""
-        meta = self.get(handle, principal)
+        meta = self.readable(handle, principal)
         data_path, _ = self._paths(handle, FORMATS[meta["format"]][0])
         try:
             return data_path.read_bytes(), meta["mime_type"]

@@ -1,0 +1,62 @@
+"""Every environment variable the analytics service reads, typed and checked at start-up.
+
+Built once in `create()` with `setup.read(AnalyticsSettings)`; the core is handed typed values
+(`Limits`, the scale, the export directory) and reads no environment of its own. The export
+directory's variable is declared by `kumitate.clients.analytics.ExportLocation`, which the
+helpers beside the LLM read too: one declaration, one parse, for the server and its readers.
+"""
+
+from __future__ import annotations
+
+from kumitate.clients.analytics import ExportLocation
+from kumitate.settings import var
+
+MB = 1_000_000
+
+
+class AnalyticsSettings(ExportLocation):
+    """The analytics service's variables (KUMITATE_EXPORT_DIR comes from ExportLocation)."""
+
+    scale: float = var(
+        "KUMITATE_ANALYTICS_SCALE",
+        1.0,
+        "size of the sample DuckDB generated on first start (1 = 60 activities, ~200k per-second rows)",
+        "`1`",
+        gt=0,
+        allow_inf_nan=False,
+    )
+    timeout_s: float = var(
+        "KUMITATE_ANALYTICS_TIMEOUT_S",
+        10.0,
+        "analytics query deadline, seconds (the call's deadline caps it)",
+        "`10`",
+        gt=0,
+        allow_inf_nan=False,
+    )
+    pool_size: int = var(
+        "KUMITATE_ANALYTICS_POOL_SIZE", 4, "DuckDB connections, i.e. analytics queries running at once", ge=1
+    )
+    export_max_mb: float = var(
+        "KUMITATE_ANALYTICS_EXPORT_MAX_MB",
+        100.0,
+        "bytes on disk one export may write, MB",
+        "`100`",
+        gt=0,
+        allow_inf_nan=False,
+    )
+    principal_export_mb: float = var(
+        "KUMITATE_ANALYTICS_PRINCIPAL_EXPORT_MB",
+        500.0,
+        "bytes on disk one principal's live exports may hold, MB",
+        "`500`",
+        gt=0,
+        allow_inf_nan=False,
+    )
+
+    @property
+    def export_max_bytes(self) -> int:
+        return int(self.export_max_mb * MB)
+
+    @property
+    def principal_export_bytes(self) -> int:
+        return int(self.principal_export_mb * MB)
