@@ -24,44 +24,44 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RELEVANCE = REPO / "tests" / "yana" / "relevance.json"
 BASELINE = os.environ.get("YANA_SEARCH_BASELINE", "6249b52")
 
 
-def _open(root: Path, tmp: Path) -> tuple[Any, Callable[[dict[str, Any]], Any], Callable[[], None]]:
-    """yana of the checkout under `root`: (handlers, input builder, close). An older checkout (the
-    baseline) has no ServiceSetup: its `create(settings, env)` takes dicts."""
+def _open(root: Path, tmp: Path) -> tuple[Callable[[str], list[str]], Callable[[], None]]:
+    """The search of the checkout under `root` as (query → the ids of its top 10, close). An older
+    checkout (the baseline) has no ServiceSetup: its `create(settings, env)` takes and returns dicts."""
     from handlers.yana import create
+    from kumitate.context import CallContext
     from kumitate.settings import Settings
 
+    ctx = CallContext(service="yana", tool="bench", transport="bench", run_id="bench", trace_id="bench")
     try:
         from generated.yana.models import SearchInput
         from kumitate.service import ServiceSetup
     except ImportError:
         settings = Settings(data_dir=tmp, sample_dir=root / "data", public_base_url="http://127.0.0.1:8000")
-        return create(settings, env={}), dict, lambda: None  # type: ignore[call-arg]
+        old = create(settings, env={})  # type: ignore[call-arg]
+        return lambda q: [h["id"] for h in old.search({"query_text": q, "k": 10}, ctx)["hits"]], lambda: None
     setup = ServiceSetup.open("yana", Settings.from_env({}, data_dir=tmp, sample_dir=root / "data"))
-    return create(setup), SearchInput.model_validate, setup.close
+    yana = create(setup)
+    return lambda q: [h.id for h in yana.search(SearchInput(query_text=q, k=10), ctx).hits], setup.close
 
 
 def evaluate(root: Path) -> dict[str, float]:
     """Metrics of the search code under `root` (imported from there) over the relevance set."""
     sys.path.insert(0, str(root))
-    from kumitate.context import CallContext
-
     queries = json.loads(RELEVANCE.read_text(encoding="utf-8"))["queries"]
     with tempfile.TemporaryDirectory() as tmp:
-        yana, request, close = _open(root, Path(tmp))
-        ctx = CallContext(service="yana", tool="bench", transport="bench", run_id="bench", trace_id="bench")
+        search, close = _open(root, Path(tmp))
         recalls, reciprocal, times = [], [], []
         misses: list[str] = []
         for rnd in range(6):
             for q in queries:
                 started = time.perf_counter()
-                hits = [h.id for h in yana.search(request({"query_text": q["query"], "k": 10}), ctx).hits]
+                hits = search(q["query"])
                 if rnd:
                     times.append((time.perf_counter() - started) * 1000)
                     continue
