@@ -25,9 +25,9 @@ def _one_or_zero(value: Any) -> Any:
     """`1` on, `0` or unset off: the runtime serves an `enabled_by` resource only for exactly `1`, so any
     other spelling (`true`, `yes`) is refused at start-up instead of silently leaving it off."""
     if isinstance(value, str):
-        if value.strip() not in ("0", "1"):
+        if value not in ("0", "1"):
             raise ValueError("set 1 to serve logs://today, or 0 (or leave unset) not to")
-        return value.strip() == "1"
+        return value == "1"
     return value
 
 

@@ -73,6 +73,7 @@ def test_values_are_parsed_and_the_key_stays_secret() -> None:
         ("YANA_LLM_RESERVE_MS", "-1"),
         ("YANA_INGEST_FETCH_TIMEOUT_MS", "soon"),
         ("YANA_EXPOSE_LOGS", "yes"),  # the runtime serves logs://today only for exactly 1
+        ("YANA_EXPOSE_LOGS", " 1"),
     ],
 )
 def test_a_bad_value_is_refused_naming_the_variable(name: str, value: str) -> None:
