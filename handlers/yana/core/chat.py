@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from generated.errors import BadRequestError
+from generated.yana.errors import BadRequestError
 from handlers.yana.core.generate import LlmUnavailable, OpenAIChat, template_reply
 from handlers.yana.core.search import rag_unavailable, search
 from handlers.yana.core.text import strip_controls

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from urllib.parse import urlsplit
 
-from generated.errors import (
+from generated.yana.errors import (
     NotFoundError,
     PayloadTooLargeError,
     UpstreamErrorError,

@@ -38,7 +38,13 @@ from urllib.parse import unquote, urlsplit
 
 from PIL import Image, UnidentifiedImageError
 
-from generated.errors import BadRequestError, InvalidImageError, NotFoundError, PayloadTooLargeError, UriNotAllowedError
+from generated.yana.errors import (
+    BadRequestError,
+    InvalidImageError,
+    NotFoundError,
+    PayloadTooLargeError,
+    UriNotAllowedError,
+)
 from handlers.yana.core.fetch import ImageFetcher
 from handlers.yana.store.kb import ImageHashes, KnowledgeBase, hash_image, insert_label
 from kumitate.context import progress

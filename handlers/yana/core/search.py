@@ -40,7 +40,7 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from generated.errors import BadRequestError, RagUnavailableError
+from generated.yana.errors import BadRequestError, RagUnavailableError
 from handlers.yana.core.bm25 import bm25 as bm25_scores
 from handlers.yana.core.japanese import QueryWord, fold, query_words
 from handlers.yana.core.ranking import field_scores
