@@ -38,32 +38,14 @@ from handlers.yana.core.ingest import MAX_BYTES, allowed_roots
 from handlers.yana.core.ingest import ingest as ingest_core
 from handlers.yana.core.search import rag_unavailable
 from handlers.yana.core.search import search as search_core
-from handlers.yana.core.status import POLICY_VERSION, SERVER_VERSION, Journal
+from handlers.yana.core.status import POLICY_VERSION, SERVER_VERSION, Journal, caller_ids
 from handlers.yana.core.voice import apply_policy
 from handlers.yana.settings import YanaSettings
 from handlers.yana.store.kb import KnowledgeBase
 from kumitate import datadir, faults
 from kumitate.context import CallContext
-from kumitate.correlation import clean
 from kumitate.errors import ToolError
 from kumitate.service import ServiceSetup
-
-
-def caller_ids(context: Any) -> dict[str, str]:
-    """The caller's ids from chat's `context`, for the journal: `session_id` and `caller_run_id`.
-
-    The seed passes context.sessionId/runId through as they are; the call keeps its own run_id
-    (X-Run-Id or MCP _meta), so the caller's run id is journaled beside it. Only ids that pass the
-    correlation rule (kumitate.correlation: [A-Za-z0-9._:@/+=-]{1,128}) are kept; anything else is
-    left out rather than logged, since it could be arbitrary user text.
-    """
-    if not isinstance(context, dict):
-        return {}
-    found = {
-        "session_id": clean(context.get("sessionId")) or clean(context.get("session_id")),
-        "caller_run_id": clean(context.get("runId")) or clean(context.get("run_id")),
-    }
-    return {key: value for key, value in found.items() if value}
 
 
 def _envelope(ctx: CallContext) -> dict[str, str]:
