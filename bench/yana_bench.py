@@ -16,8 +16,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from generated.yana.models import ChatInput, SearchInput  # noqa: E402
 from handlers.yana import create  # noqa: E402
 from kumitate.context import CallContext  # noqa: E402
+from kumitate.service import ServiceSetup  # noqa: E402
 from kumitate.settings import Settings  # noqa: E402
 
 
@@ -37,21 +39,22 @@ def main() -> None:
             queries.append({"query_text": f"{label['brand_name']}ってどんなお酒？", "k": 5, "page": 1, "page_size": 5})
     queries += [{"query_text": "", "filters": {"category": "juice"}, "k": 20}, {"query_text": "純米", "k": 20}]
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp), sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000")
+        setup = ServiceSetup.open("yana", Settings.from_env({}, data_dir=Path(tmp), sample_dir=REPO / "data"))
         started = time.perf_counter()
-        yana = create(settings, env={})
+        yana = create(setup)
         load_ms = (time.perf_counter() - started) * 1000
         ctx = CallContext(service="yana", tool="bench", transport="bench", run_id="bench", trace_id="bench")
         search_ms = []
         for q in queries:
             t = time.perf_counter()
-            yana.search(q, ctx)
+            yana.search(SearchInput.model_validate(q), ctx)
             search_ms.append((time.perf_counter() - t) * 1000)
         chat_ms = []
         for label in labels:
             t = time.perf_counter()
-            yana.chat({"user_text": f"{label['brand_name']}について教えて", "top_k": 5}, ctx)
+            yana.chat(ChatInput(user_text=f"{label['brand_name']}について教えて", top_k=5), ctx)
             chat_ms.append((time.perf_counter() - t) * 1000)
+        setup.close()
     print("| measure | n | p50 ms | p95 ms | max ms |")
     print("|---|---:|---:|---:|---:|")
     print(f"| first start (create DB, load {len(labels)} labels + hashes) | 1 | {load_ms:.0f} | | |")

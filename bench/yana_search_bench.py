@@ -22,6 +22,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,24 +30,38 @@ RELEVANCE = REPO / "tests" / "yana" / "relevance.json"
 BASELINE = os.environ.get("YANA_SEARCH_BASELINE", "6249b52")
 
 
-def evaluate(root: Path) -> dict[str, float]:
-    """Metrics of the search code under `root` (imported from there) over the relevance set."""
-    sys.path.insert(0, str(root))
+def _open(root: Path, tmp: Path) -> tuple[Callable[[str], list[str]], Callable[[], None]]:
+    """The search of the checkout under `root` as (query → the ids of its top 10, close). An older
+    checkout (the baseline) has no ServiceSetup: its `create(settings, env)` takes and returns dicts."""
     from handlers.yana import create
     from kumitate.context import CallContext
     from kumitate.settings import Settings
 
+    ctx = CallContext(service="yana", tool="bench", transport="bench", run_id="bench", trace_id="bench")
+    try:
+        from generated.yana.models import SearchInput
+        from kumitate.service import ServiceSetup
+    except ImportError:
+        settings = Settings(data_dir=tmp, sample_dir=root / "data", public_base_url="http://127.0.0.1:8000")
+        old = create(settings, env={})  # type: ignore[call-arg]
+        return lambda q: [h["id"] for h in old.search({"query_text": q, "k": 10}, ctx)["hits"]], lambda: None
+    setup = ServiceSetup.open("yana", Settings.from_env({}, data_dir=tmp, sample_dir=root / "data"))
+    yana = create(setup)
+    return lambda q: [h.id for h in yana.search(SearchInput(query_text=q, k=10), ctx).hits], setup.close
+
+
+def evaluate(root: Path) -> dict[str, float]:
+    """Metrics of the search code under `root` (imported from there) over the relevance set."""
+    sys.path.insert(0, str(root))
     queries = json.loads(RELEVANCE.read_text(encoding="utf-8"))["queries"]
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp), sample_dir=root / "data", public_base_url="http://127.0.0.1:8000")
-        yana = create(settings, env={})
-        ctx = CallContext(service="yana", tool="bench", transport="bench", run_id="bench", trace_id="bench")
+        search, close = _open(root, Path(tmp))
         recalls, reciprocal, times = [], [], []
         misses: list[str] = []
         for rnd in range(6):
             for q in queries:
                 started = time.perf_counter()
-                hits = [h.id for h in yana.search({"query_text": q["query"], "k": 10}, ctx).hits]
+                hits = search(q["query"])
                 if rnd:
                     times.append((time.perf_counter() - started) * 1000)
                     continue
@@ -57,6 +72,7 @@ def evaluate(root: Path) -> dict[str, float]:
                 reciprocal.append(1 / rank if rank else 0.0)
                 if found < min(5, len(relevant)) or rank != 1:
                     misses.append(q["query"])
+        close()
     ordered = sorted(times)
     return {
         "queries": len(queries),

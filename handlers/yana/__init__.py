@@ -5,28 +5,20 @@ core (kb, search, chat, ingest, voice, generate). It owns process-wide state:
 the knowledge base (loaded from data/yana/ on first start), the LLM client and
 its circuit breaker, the call journal, and `last_error` for /v1/healthz.
 
-Environment (read once at create()):
-  OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL   all three → LLM replies (llm "on"); else template
-  YANA_LLM_DEADLINE_MS (8000), YANA_LLM_BREAKER_FAILURES (3), YANA_LLM_BREAKER_COOLDOWN_S (30)
-  YANA_LLM_RESERVE_MS (1000)  time kept free at the end of a chat call for the template fallback
-  YANA_DEDUP_PHASH (4)        pHash bits within which hits count as the same label
-  YANA_INGEST_ALLOW_DIRS      extra directories `file:` URIs may point into
-  YANA_INGEST_URL_ALLOW       hosts http(s) image URIs may be fetched from (none by default)
-  YANA_INGEST_FETCH_TIMEOUT_MS (5000)  deadline of one image fetch
-  YANA_EXPOSE_LOGS=1          serve logs://today (else NOT_FOUND)
-  YANA_UPLOADS_DIR            where ingested images go (default <data dir>/yana/uploads; a shared
-                              volume when several instances serve one database)
-  KUMITATE_DATABASE_URL       the knowledge base's database (kumitate.storage; default the SQLite file)
+Layout: settings.py (YanaSettings: every variable yana reads), store/ (the knowledge base on the
+runtime's database: store/labels.py the tables and SQL, store/kb.py first-start loading and the
+search documents), core/ (chat, search, ingest, the reply policy, the LLM, text analysis).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-from generated.errors import NotFoundError
+from pydantic import BaseModel
+
+from generated.yana.errors import NotFoundError
 from generated.yana.models import (
     ChatInput,
     ChatOutput,
@@ -39,40 +31,21 @@ from generated.yana.models import (
     SearchOutput,
     VersionResource,
 )
-from handlers.yana.chat import chat as chat_core
-from handlers.yana.fetch import ImageFetcher
-from handlers.yana.generate import LlmConfig, OpenAIChat
-from handlers.yana.ingest import MAX_BYTES, allowed_roots
-from handlers.yana.ingest import ingest as ingest_core
-from handlers.yana.kb import KnowledgeBase
-from handlers.yana.search import rag_unavailable
-from handlers.yana.search import search as search_core
-from handlers.yana.status import POLICY_VERSION, SERVER_VERSION, Journal
-from handlers.yana.voice import apply_policy
+from handlers.yana.core.chat import chat as chat_core
+from handlers.yana.core.fetch import ImageFetcher
+from handlers.yana.core.generate import LlmConfig, OpenAIChat
+from handlers.yana.core.ingest import MAX_BYTES, allowed_roots
+from handlers.yana.core.ingest import ingest as ingest_core
+from handlers.yana.core.search import rag_unavailable
+from handlers.yana.core.search import search as search_core
+from handlers.yana.core.status import POLICY_VERSION, SERVER_VERSION, Journal, caller_ids
+from handlers.yana.core.voice import apply_policy
+from handlers.yana.settings import YanaSettings
+from handlers.yana.store.kb import KnowledgeBase
 from kumitate import datadir, faults
 from kumitate.context import CallContext
-from kumitate.correlation import clean
 from kumitate.errors import ToolError
 from kumitate.service import ServiceSetup
-from kumitate.settings import Settings
-from kumitate.storage import Database
-
-
-def caller_ids(context: Any) -> dict[str, str]:
-    """The caller's ids from chat's `context`, for the journal: `session_id` and `caller_run_id`.
-
-    The seed passes context.sessionId/runId through as they are; the call keeps its own run_id
-    (X-Run-Id or MCP _meta), so the caller's run id is journaled beside it. Only ids that pass the
-    correlation rule (kumitate.correlation: [A-Za-z0-9._:@/+=-]{1,128}) are kept; anything else is
-    left out rather than logged, since it could be arbitrary user text.
-    """
-    if not isinstance(context, dict):
-        return {}
-    found = {
-        "session_id": clean(context.get("sessionId")) or clean(context.get("session_id")),
-        "caller_run_id": clean(context.get("runId")) or clean(context.get("run_id")),
-    }
-    return {key: value for key, value in found.items() if value}
 
 
 def _envelope(ctx: CallContext) -> dict[str, str]:
@@ -85,28 +58,28 @@ def _envelope(ctx: CallContext) -> dict[str, str]:
     }
 
 
-def _as_dict(value: Any) -> dict[str, Any]:
-    """Generated pydantic input → the JSON-shaped dict the core works on (dicts pass through)."""
-    if isinstance(value, dict):
-        return value
-    return value.model_dump(mode="json", exclude_none=True)  # type: ignore[no-any-return]
+def _as_dict(value: BaseModel) -> dict[str, Any]:
+    """Generated pydantic input → the JSON-shaped dict the core works on."""
+    return value.model_dump(mode="json", exclude_none=True)
 
 
 class YanaHandlers:
     """One instance per process; methods are plain `def` (blocking SQLite/HTTP run in worker threads)."""
 
-    def __init__(self, settings: Settings, env: Mapping[str, str], database: Database) -> None:
-        self.state_dir = settings.service_dir("yana")
-        self.database = database
-        self.kb = KnowledgeBase(self.database, settings.sample_dir, self.state_dir)
-        config = LlmConfig.from_env(env)
+    def __init__(self, setup: ServiceSetup) -> None:
+        settings = setup.read(YanaSettings)
+        self.state_dir = setup.data_dir
+        self.database = setup.database
+        samples = setup.settings.sample_dir  # data/: stored file_paths read data/yana/…
+        self.kb = KnowledgeBase(self.database, samples, self.state_dir)
+        config = LlmConfig.from_settings(settings)
         self.llm = OpenAIChat(config) if config else None
         self.model = config.model if config else "template"
-        self.phash_threshold = int(env.get("YANA_DEDUP_PHASH", "4"))
-        self.expose_logs = env.get("YANA_EXPOSE_LOGS") == "1"
-        self.uploads = Path(env.get("YANA_UPLOADS_DIR") or self.state_dir / "uploads")
-        self.roots = allowed_roots(settings.sample_dir, self.uploads, dict(env))
-        self.fetcher = ImageFetcher.from_env(env, MAX_BYTES)
+        self.phash_threshold = settings.dedup_phash
+        self.expose_logs = settings.expose_logs
+        self.uploads = settings.uploads_dir or self.state_dir / "uploads"
+        self.roots = allowed_roots(samples, self.uploads, settings.ingest_allow_dirs)
+        self.fetcher = ImageFetcher.from_settings(settings, MAX_BYTES)
         self.journal = Journal(self.state_dir / "logs")
         self.started = time.monotonic()
         self.last_error: str | None = None
@@ -150,7 +123,7 @@ class YanaHandlers:
 
     # tools ---------------------------------------------------------------------------------------
 
-    def chat(self, input: ChatInput | dict[str, Any], ctx: CallContext) -> ChatOutput:
+    def chat(self, input: ChatInput, ctx: CallContext) -> ChatOutput:
         params = _as_dict(input)
 
         def call() -> dict[str, Any]:
@@ -162,14 +135,14 @@ class YanaHandlers:
         body = self._run("chat", ctx, call, ids=caller_ids(params.get("context")))
         return ChatOutput.model_validate({**body, **_envelope(ctx)})
 
-    def search(self, input: SearchInput | dict[str, Any], ctx: CallContext) -> SearchOutput:
+    def search(self, input: SearchInput, ctx: CallContext) -> SearchOutput:
         def call() -> dict[str, Any]:
             with rag_unavailable("the label knowledge base cannot be read"):
                 return search_core(self.kb, _as_dict(input), phash_threshold=self.phash_threshold)
 
         return SearchOutput.model_validate({**self._run("search", ctx, call), **_envelope(ctx)})
 
-    def ingest(self, input: IngestInput | dict[str, Any], ctx: CallContext) -> IngestOutput:
+    def ingest(self, input: IngestInput, ctx: CallContext) -> IngestOutput:
         body = self._run(
             "ingest",
             ctx,
@@ -239,5 +212,5 @@ class YanaHandlers:
 
 
 def create(setup: ServiceSetup) -> YanaHandlers:
-    """Build the handlers on the runtime's database; the service's variables come from its settings."""
-    return YanaHandlers(setup.settings, setup.settings.env, setup.database)
+    """Build the handlers on the runtime's database (never closed here) with yana's own settings."""
+    return YanaHandlers(setup)

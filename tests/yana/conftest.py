@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,24 +12,35 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_upstream, helpers (any pytest import mode)
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from generated.yana.models import ChatInput, IngestInput, SearchInput
 from handlers.yana import YanaHandlers
 from handlers.yana import create as create_handlers
 from kumitate.context import CallContext
+from kumitate.errors import ToolError
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir  # noqa: F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
-WIRE_METHODS = {"chat", "search", "ingest", "read_healthz", "read_version", "read_logs_today"}
+INPUTS: dict[str, type[BaseModel]] = {"chat": ChatInput, "search": SearchInput, "ingest": IngestInput}
+WIRE_METHODS = {*INPUTS, "read_healthz", "read_version", "read_logs_today"}
 
 
 class Wire:
-    """The handlers as a caller sees their results: each model dumped as the pipeline dumps it
-    (JSON mode, only the fields set), so tests read the wire's data; everything else passes through."""
+    """yana built as the runtime builds it (`ServiceSetup.open` + `create`), called as a caller sees it:
+    a tool's dict input is validated into its generated model (as the pipeline does: BAD_REQUEST when
+    it does not fit) and each result
+    model dumped as the pipeline dumps it (JSON mode, only the fields set), so tests read the wire's
+    data; everything else passes through. `close()` closes the setup (the database)."""
 
-    def __init__(self, handlers: YanaHandlers) -> None:
-        self.handlers = handlers
+    def __init__(self, setup: ServiceSetup) -> None:
+        self.setup = setup
+        self.handlers = create_handlers(setup)
+
+    def close(self) -> None:
+        self.setup.close()
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self.handlers, name)
@@ -37,6 +48,11 @@ class Wire:
             return value
 
         def call(*args: Any, **kwargs: Any) -> Any:
+            if name in INPUTS and args and isinstance(args[0], dict):
+                try:
+                    args = (INPUTS[name].model_validate(args[0]), *args[1:])
+                except ValidationError as exc:  # as the pipeline's intake answers it
+                    raise ToolError(f"input does not match the schema: {exc}", code="BAD_REQUEST") from None
             result = value(*args, **kwargs)
             return (
                 result.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -47,30 +63,49 @@ class Wire:
         return call
 
 
-def create(settings: Settings, env: dict[str, str] | None = None) -> Any:
-    """handlers.yana.create, behind `Wire`."""
-    return Wire(create_handlers(settings, env=env))
+def make_settings(tmp: Path, env: Mapping[str, str] | None = None) -> Settings:
+    """The runtime's settings for a test: from `env` alone (never the process environment), state in `tmp`."""
+    return Settings.from_env(env or {}, data_dir=tmp, sample_dir=REPO / "data")
 
 
-def make_settings(tmp: Path) -> Settings:
-    return Settings(data_dir=tmp, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000")
+def create(settings: Settings) -> Any:
+    """yana on a setup of its own (`ServiceSetup.open`), behind `Wire`; the caller closes it."""
+    return Wire(ServiceSetup.open("yana", settings))
 
 
 def ctx(tool: str = "test") -> CallContext:
     return CallContext(service="yana", tool=tool, transport="test", run_id="run-test", trace_id="trace-test")
 
 
+@pytest.fixture()
+def open_yana() -> Iterator[Callable[..., Any]]:
+    """`open_yana(settings)`: `create` that closes every service it made at teardown."""
+    made: list[Wire] = []
+
+    def build(settings: Settings) -> Any:
+        made.append(create(settings))
+        return made[-1]
+
+    yield build
+    for yana in made:
+        yana.close()
+
+
 @pytest.fixture(scope="session")
-def yana_sqlite(tmp_path_factory: pytest.TempPathFactory) -> YanaHandlers:
+def yana_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[YanaHandlers]:
     """Template mode, bundled data only, on the embedded SQLite file. Tests using it must not write."""
-    return create(make_settings(tmp_path_factory.mktemp("yana_shared")), env={})
+    yana = create(make_settings(tmp_path_factory.mktemp("yana_shared")))
+    yield yana
+    yana.close()
 
 
 @pytest.fixture(scope="session")
-def yana_pg(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> YanaHandlers:
+def yana_pg(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[YanaHandlers]:
     """The same on PostgreSQL (a database of its own). Tests using it must not write."""
     url = fresh_pg_database(request.getfixturevalue("postgres_url"), "yana_shared")
-    return create(make_settings(tmp_path_factory.mktemp("yana_shared_pg")), env={"KUMITATE_DATABASE_URL": url})
+    yana = create(make_settings(tmp_path_factory.mktemp("yana_shared_pg"), {"KUMITATE_DATABASE_URL": url}))
+    yield yana
+    yana.close()
 
 
 @pytest.fixture(scope="session")
@@ -99,13 +134,13 @@ def copy_sqlite(source: Path, target: Path) -> None:
 
 
 @pytest.fixture()
-def make_fresh(tmp_path: Path, seeded_db: Path) -> Callable[..., YanaHandlers]:
-    """Build a private service in tmp_path with the given environment."""
+def make_fresh(tmp_path: Path, seeded_db: Path, open_yana: Callable[..., Any]) -> Callable[..., YanaHandlers]:
+    """Build a private service in tmp_path with the given environment (logs://today on)."""
 
     def build(env: dict[str, str] | None = None) -> YanaHandlers:
         if not (tmp_path / seeded_db.name).exists():
             copy_sqlite(seeded_db, tmp_path / seeded_db.name)
-        return create(make_settings(tmp_path), env={"YANA_EXPOSE_LOGS": "1", **(env or {})})
+        return open_yana(make_settings(tmp_path, {"YANA_EXPOSE_LOGS": "1", **(env or {})}))  # type: ignore[no-any-return]
 
     return build
 

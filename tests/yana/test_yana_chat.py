@@ -6,7 +6,9 @@ import re
 
 import pytest
 from conftest import ctx
+from pydantic import ValidationError
 
+from generated.yana.models import ChatInput, SearchInput
 from handlers.yana import YanaHandlers
 from kumitate.errors import ToolError
 
@@ -150,13 +152,20 @@ def test_health_and_version(yana: YanaHandlers) -> None:
     }
 
 
-@pytest.mark.parametrize("text", ["獺祭\x00について教えて", "獺祭\x00", '"獺祭\x00"', "\x01獺祭\x7f\x9f", "獺\ud800祭"])
+@pytest.mark.parametrize("text", ["獺祭\x00について教えて", "獺祭\x00", '"獺祭\x00"', "\x01獺祭\x7f\x9f"])
 def test_control_characters_never_look_like_a_broken_knowledge_base(yana: YanaHandlers, text: str) -> None:
     """SQLite cuts an FTS5 expression at a NUL: such text must be cleaned, not reported as RAG_UNAVAILABLE."""
     out = yana.chat({"user_text": text, "top_k": 3}, ctx())
     assert out["reply"].startswith("せやなー")
     assert yana.search({"query_text": text, "k": 3}, ctx())["total"] >= 0
     assert "label_0001" in [h["id"] for h in yana.search({"query_text": "獺祭\x00純米", "k": 3}, ctx())["hits"]]
+
+
+def test_a_lone_surrogate_is_refused_before_the_handlers() -> None:
+    """The pipeline validates the input model first, so a lone surrogate is BAD_REQUEST, never RAG_UNAVAILABLE."""
+    for model, field in ((ChatInput, "user_text"), (SearchInput, "query_text")):
+        with pytest.raises(ValidationError):
+            model.model_validate({field: "獺\ud800祭"})
 
 
 def test_only_control_characters_is_blank(yana: YanaHandlers) -> None:
@@ -168,7 +177,7 @@ def test_only_control_characters_is_blank(yana: YanaHandlers) -> None:
 def test_fts_query_errors_are_bad_request_not_rag_unavailable(
     fresh: YanaHandlers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import handlers.yana.store as store_module
+    import handlers.yana.store.labels as store_module
 
     # as a NUL used to do (SQLite only: PostgreSQL's LIKE has no query syntax to get wrong)
     monkeypatch.setattr(store_module, "fts_expression", lambda values, columns: '"unterminated')

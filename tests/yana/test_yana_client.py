@@ -74,11 +74,10 @@ def test_speaker_passes_run_and_session_ids_in_context(stub: YanaHttpStub, fresh
 
 
 @pytest.fixture()
-def runtime(tmp_path: Path, seeded_db: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+def runtime(tmp_path: Path, seeded_db: Path) -> Iterator[Runtime]:
     """yana in process (the pipeline and the handlers, no server) on a copy of the loaded database."""
     copy_sqlite(seeded_db, tmp_path / seeded_db.name)
-    monkeypatch.setenv("YANA_EXPOSE_LOGS", "1")  # the handlers read the process environment
-    runtime = Runtime(make_settings(tmp_path), ["yana"])
+    runtime = Runtime(make_settings(tmp_path, {"YANA_EXPOSE_LOGS": "1"}), ["yana"])
     yield runtime
     runtime.close()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import create, ctx, make_settings
+from conftest import ctx, make_settings
 from PIL import Image
 
 from handlers.yana import YanaHandlers
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.postgres
 
 QUERIES = [q["query"] for q in json.loads(Path(__file__).with_name("relevance.json").read_text("utf-8"))["queries"]]
 MORE: list[dict[str, Any]] = [
-    {"query_text": "純米", "k": 50, "page_size": 50},
-    {"query_text": "お酒", "k": 30, "page_size": 30},
+    {"query_text": "純米", "k": 20, "page_size": 20},
+    {"query_text": "お酒", "k": 20, "page_size": 7, "page": 2},
     {"query_text": "八海", "k": 10},
     {"query_text": "作", "k": 5},
     {"query_text": "りんご", "filters": {"category": "juice"}},
@@ -53,17 +53,9 @@ def test_chat_grounds_on_the_same_hits(yana_sqlite: YanaHandlers, yana_pg: YanaH
 
 
 @pytest.fixture()
-def fresh_pg(tmp_path: Path, postgres_url: str) -> Callable[[], YanaHandlers]:
+def fresh_pg(tmp_path: Path, postgres_url: str, open_yana: Callable[..., YanaHandlers]) -> Callable[[], YanaHandlers]:
     url = fresh_pg_database(postgres_url, tmp_path.name)
-    made: list[YanaHandlers] = []
-
-    def build() -> YanaHandlers:
-        made.append(create(make_settings(tmp_path), env={"KUMITATE_DATABASE_URL": url}))
-        return made[-1]
-
-    yield build
-    for yana in made:
-        yana.close()
+    return lambda: open_yana(make_settings(tmp_path, {"KUMITATE_DATABASE_URL": url}))
 
 
 def test_ingest_on_postgresql_is_stored_deduplicated_and_found_by_another_instance(

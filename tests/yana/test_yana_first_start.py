@@ -10,14 +10,18 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from conftest import REPO, create, ctx, make_settings
+from conftest import REPO, ctx, make_settings
 from sqlalchemy import create_engine, text
 
-from handlers.yana.kb import INDEX_VERSION
+from handlers.yana.store.kb import INDEX_VERSION
 from tests.storage.conftest import fresh_pg_database
+
+OpenYana = Callable[..., Any]
 
 CHILD = textwrap.dedent(
     """
@@ -27,9 +31,12 @@ CHILD = textwrap.dedent(
     while not go.exists():
         time.sleep(0.005)
     from handlers.yana import create
+    from kumitate.service import ServiceSetup
     from kumitate.settings import Settings
-    settings = Settings(data_dir=Path(sys.argv[1]), sample_dir=Path(sys.argv[3]), public_base_url="http://127.0.0.1")
-    print(create(settings, env={k: v for k, v in [a.split("=", 1) for a in sys.argv[4:]]}).kb.count())
+    env = dict(a.split("=", 1) for a in sys.argv[4:])
+    setup = ServiceSetup.open("yana", Settings.from_env(env, data_dir=sys.argv[1], sample_dir=sys.argv[3]))
+    print(create(setup).kb.count())
+    setup.close()
     """
 )
 
@@ -76,13 +83,13 @@ def test_processes_starting_at_once_load_the_labels_once(tmp_path: Path, databas
     engine.dispose()
 
 
-def test_documents_from_an_older_version_are_rebuilt_and_labels_kept(tmp_path: Path) -> None:
-    first = create(make_settings(tmp_path), env={})
+def test_documents_from_an_older_version_are_rebuilt_and_labels_kept(tmp_path: Path, open_yana: OpenYana) -> None:
+    first = open_yana(make_settings(tmp_path))
     with first.kb.transaction() as conn:  # what an older version left: other documents, its version
         conn.exec_driver_sql("UPDATE yana_label_docs SET brand_r = '', brewery_r = ''")
         conn.exec_driver_sql("UPDATE yana_meta SET value = '2' WHERE key = 'index_version'")
     first.close()
-    again = create(make_settings(tmp_path), env={})
+    again = open_yana(make_settings(tmp_path))
     assert again.kb.count() == 234  # the bundled labels are upserted, not duplicated
     with again.kb.read() as conn:
         assert again.kb.store.meta(conn, "index_version") == str(INDEX_VERSION)
@@ -90,7 +97,7 @@ def test_documents_from_an_older_version_are_rebuilt_and_labels_kept(tmp_path: P
     assert [h["id"] for h in hits] == ["label_0009", "label_0010"]  # readings are indexed again
 
 
-def test_ingested_labels_of_a_legacy_yana_db_are_imported_once(tmp_path: Path) -> None:
+def test_ingested_labels_of_a_legacy_yana_db_are_imported_once(tmp_path: Path, open_yana: OpenYana) -> None:
     legacy = tmp_path / "yana" / "yana.db"
     legacy.parent.mkdir(parents=True)
     with sqlite3.connect(legacy) as conn:  # the tables of the SQLite-only version (bundled rows are reloaded)
@@ -128,7 +135,7 @@ def test_ingested_labels_of_a_legacy_yana_db_are_imported_once(tmp_path: Path) -
             ),
         ]
         conn.executemany("INSERT INTO labels VALUES (NULL,?,?,?,?,?,?,?,?,?,?,?)", rows)
-    yana = create(make_settings(tmp_path), env={})
+    yana = open_yana(make_settings(tmp_path))
     assert yana.kb.count() == 235
     assert not legacy.exists() and legacy.with_name("yana.db.imported").is_file()
     hits = yana.search({"query_text": "試験銘柄"}, ctx())["hits"]
@@ -136,4 +143,4 @@ def test_ingested_labels_of_a_legacy_yana_db_are_imported_once(tmp_path: Path) -
         ("label_u_0123456789abcdef", "試験酒造", ["辛口"])
     ]
     yana.close()
-    assert create(make_settings(tmp_path), env={}).kb.count() == 235  # imported once
+    assert open_yana(make_settings(tmp_path)).kb.count() == 235  # imported once

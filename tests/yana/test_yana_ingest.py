@@ -143,7 +143,7 @@ def test_control_characters_and_unusable_paths_are_catalogued_errors(fresh: Yana
     long_name = "file:data/yana/" + "a" * 300 + ".png"  # ENAMETOOLONG inside the data directory
     assert code_of(fresh, {"uri": long_name, "brand_name": "x"}) == "NOT_FOUND"
     deep = "file:data/yana/" + "/".join(["b" * 250] * 20) + ".png"  # PATH too long as a whole
-    assert code_of(fresh, {"uri": deep, "brand_name": "x"}) == "NOT_FOUND"
+    assert code_of(fresh, {"uri": deep, "brand_name": "x"}) == "BAD_REQUEST"  # over the schema's 2048 first
     assert code_of(fresh, {"uri": "file:///" + "a" * 300 + ".png", "brand_name": "x"}) == "URI_NOT_ALLOWED"
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import imagehash
-from conftest import REPO, create, make_settings
+from conftest import REPO, make_settings
 from PIL import Image
 
 from handlers.yana import YanaHandlers
@@ -42,8 +44,8 @@ def test_every_label_has_a_small_png_and_distinct_phash() -> None:
     assert closest >= 10  # far above the search de-duplication threshold (4)
 
 
-def test_first_start_loads_then_reopen_keeps_the_db(tmp_path: Path) -> None:
-    first = create(make_settings(tmp_path), env={})
+def test_first_start_loads_then_reopen_keeps_the_db(tmp_path: Path, open_yana: Callable[..., Any]) -> None:
+    first = open_yana(make_settings(tmp_path))
     assert first.kb.count() == 234
     assert (tmp_path / "kumitate.sqlite3").is_file()  # the storage layer's file; no yana.db of its own
     assert not (tmp_path / "yana" / "yana.db").exists()
@@ -52,7 +54,7 @@ def test_first_start_loads_then_reopen_keeps_the_db(tmp_path: Path) -> None:
         conn.exec_driver_sql(f"DELETE FROM yana_label_docs WHERE rowid = {label}")
         conn.exec_driver_sql(f"DELETE FROM yana_region_terms WHERE label_pk = {label}")
         conn.exec_driver_sql("DELETE FROM yana_labels WHERE id = 'label_0234'")
-    second = create(make_settings(tmp_path), env={})
+    second = open_yana(make_settings(tmp_path))
     assert second.kb.count() == 233  # not reloaded: the existing DB is kept as it is
 
 

@@ -11,7 +11,7 @@ from conftest import REPO, ctx
 from jsonschema import Draft202012Validator
 
 from handlers.yana import YanaHandlers
-from handlers.yana.status import POLICY_VERSION, SERVER_VERSION
+from handlers.yana.core.status import POLICY_VERSION, SERVER_VERSION
 from kumitate.errors import ToolError
 
 SPECS = REPO / "specs" / "yana"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from handlers.yana.voice import apply_policy, choose_aizuchi, provenance, split_sentences, strip_urls
+from handlers.yana.core.voice import apply_policy, choose_aizuchi, provenance, split_sentences, strip_urls
 
 HIT = {"brand_name": "獺祭", "brewery": "旭酒造", "region": "山口県岩国市"}
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from generated.errors import BadRequestError
-from handlers.yana.generate import LlmUnavailable, OpenAIChat, template_reply
-from handlers.yana.kb import KnowledgeBase
-from handlers.yana.search import rag_unavailable, search
-from handlers.yana.text import strip_controls
-from handlers.yana.voice import apply_policy
+from generated.yana.errors import BadRequestError
+from handlers.yana.core.generate import LlmUnavailable, OpenAIChat, template_reply
+from handlers.yana.core.search import rag_unavailable, search
+from handlers.yana.core.text import strip_controls
+from handlers.yana.core.voice import apply_policy
+from handlers.yana.store.kb import KnowledgeBase
 
 
 def retrieve(

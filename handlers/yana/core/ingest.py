@@ -4,7 +4,7 @@
   duo-talk client's shape — a URI or an upload handle, read as if given in `uri`.
   An upload handle is uploads/<sha1>.<ext>, the file_path of an earlier ingest.
   A http(s) `uri` is fetched only from hosts in YANA_INGEST_URL_ALLOW, with size and
-  time limits (handlers.yana.fetch). A `file:` URI must resolve (symlinks followed)
+  time limits (handlers.yana.core.fetch). A `file:` URI must resolve (symlinks followed)
   inside an allowed directory: the bundled data/yana/, the service's uploads/, or a
   directory listed in YANA_INGEST_ALLOW_DIRS (os.pathsep-separated). Plain server
   paths (/home/…/x.png) and every other scheme are URI_NOT_ALLOWED, and so is a URI
@@ -31,15 +31,22 @@ import io
 import os
 import re
 import warnings
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from PIL import Image, UnidentifiedImageError
 
-from generated.errors import BadRequestError, InvalidImageError, NotFoundError, PayloadTooLargeError, UriNotAllowedError
-from handlers.yana.fetch import ImageFetcher
-from handlers.yana.kb import ImageHashes, KnowledgeBase, hash_image, insert_label
+from generated.yana.errors import (
+    BadRequestError,
+    InvalidImageError,
+    NotFoundError,
+    PayloadTooLargeError,
+    UriNotAllowedError,
+)
+from handlers.yana.core.fetch import ImageFetcher
+from handlers.yana.store.kb import ImageHashes, KnowledgeBase, hash_image, insert_label
 from kumitate.context import progress
 from kumitate.errors import ToolError
 
@@ -52,10 +59,9 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _UPLOAD_HANDLE = re.compile(r"^uploads/([0-9a-f]{40}\.(?:png|jpg|webp))$")
 
 
-def allowed_roots(sample_dir: Path, uploads: Path, env: dict[str, str]) -> list[Path]:
-    roots = [(sample_dir / "yana").resolve(), uploads.resolve()]
-    roots += [Path(p).resolve() for p in env.get("YANA_INGEST_ALLOW_DIRS", "").split(os.pathsep) if p.strip()]
-    return roots
+def allowed_roots(sample_dir: Path, uploads: Path, extra: Iterable[Path] = ()) -> list[Path]:
+    """The directories `file:` URIs may point into: the bundled labels, the uploads, the operator's extra ones."""
+    return [(sample_dir / "yana").resolve(), uploads.resolve(), *(Path(p).resolve() for p in extra)]
 
 
 def read_uri(uri: str, roots: list[Path], base: Path, fetcher: ImageFetcher | None = None) -> bytes:

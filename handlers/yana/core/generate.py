@@ -1,7 +1,7 @@
 """Reply generators: a deterministic template (always there) and an OpenAI-compatible LLM (optional).
 
 The LLM is configured by OPENAI_BASE_URL + OPENAI_API_KEY + OPENAI_MODEL (all
-three). Calls go through kumitate.outbound: one deadline for the whole call
+three; handlers.yana.settings). Calls go through kumitate.outbound: one deadline for the whole call
 (YANA_LLM_DEADLINE_MS, default 8000, so a fallback still fits in chat's 12 s),
 one retry on retryable failures, and a circuit breaker shared by all calls
 (opens after YANA_LLM_BREAKER_FAILURES=3 consecutive failures, half-opens after
@@ -21,10 +21,10 @@ anyone with the scope, so their text is untrusted).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from handlers.yana.settings import YanaSettings
 from kumitate.context import current_call
 from kumitate.outbound import CircuitBreaker, OutboundClient, OutboundError, RetryPolicy
 
@@ -99,18 +99,19 @@ class LlmConfig:
     reserve_s: float = 1.0
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> LlmConfig | None:
-        base, key, model = env.get("OPENAI_BASE_URL"), env.get("OPENAI_API_KEY"), env.get("OPENAI_MODEL")
-        if not (base and key and model):
+    def from_settings(cls, settings: YanaSettings) -> LlmConfig | None:
+        """The LLM's configuration, or None (template replies) unless its address, key and model are all set."""
+        base, key, model = settings.openai_base_url, settings.openai_api_key, settings.openai_model
+        if not (base and key and key.get_secret_value() and model):
             return None
         return cls(
             base_url=base.rstrip("/"),
-            api_key=key,
+            api_key=key.get_secret_value(),
             model=model,
-            deadline_s=int(env.get("YANA_LLM_DEADLINE_MS", "8000")) / 1000,
-            breaker_failures=int(env.get("YANA_LLM_BREAKER_FAILURES", "3")),
-            breaker_cooldown_s=float(env.get("YANA_LLM_BREAKER_COOLDOWN_S", "30")),
-            reserve_s=int(env.get("YANA_LLM_RESERVE_MS", "1000")) / 1000,
+            deadline_s=settings.llm_deadline_ms / 1000,
+            breaker_failures=settings.llm_breaker_failures,
+            breaker_cooldown_s=settings.llm_breaker_cooldown_s,
+            reserve_s=settings.llm_reserve_ms / 1000,
         )
 
 

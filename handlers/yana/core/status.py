@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kumitate.correlation import clean
+
 SERVER_VERSION = "1.0.0"  # must equal specs/yana/service.yaml versions (a test checks)
 POLICY_VERSION = "say-2025-09-23"
 MAX_LOG_ENTRIES = 500
@@ -41,3 +43,20 @@ class Journal:
         lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
         entries = [json.loads(x) for x in lines[-MAX_LOG_ENTRIES:] if x.strip()]
         return {"date": day, "count": len(lines), "entries": entries}
+
+
+def caller_ids(context: Any) -> dict[str, str]:
+    """The caller's ids from chat's `context`, for the journal: `session_id` and `caller_run_id`.
+
+    The seed passes context.sessionId/runId through as they are; the call keeps its own run_id
+    (X-Run-Id or MCP _meta), so the caller's run id is journaled beside it. Only ids that pass the
+    correlation rule (kumitate.correlation: [A-Za-z0-9._:@/+=-]{1,128}) are kept; anything else is
+    left out rather than logged, since it could be arbitrary user text.
+    """
+    if not isinstance(context, dict):
+        return {}
+    found = {
+        "session_id": clean(context.get("sessionId")) or clean(context.get("session_id")),
+        "caller_run_id": clean(context.get("runId")) or clean(context.get("run_id")),
+    }
+    return {key: value for key, value in found.items() if value}

@@ -1,14 +1,14 @@
 """Ranked, de-duplicated, paged label search (the domain core behind /v1/search and chat's RAG).
 
-The query is analysed into content words (handlers.yana.japanese: folding, readings,
-morphological analysis); candidates come from the storage engine (handlers.yana.store:
+The query is analysed into content words (handlers.yana.core.japanese: folding, readings,
+morphological analysis); candidates come from the storage engine (handlers.yana.store.labels:
 substring tests over folded text and readings, an FTS5 trigram index on SQLite, pg_trgm on
 PostgreSQL, LIKE for words under 3 characters) plus rows whose brand, brewery or region is
 named in the query. Everything after that is Python, so both engines give the same hits. Ranking (figures rounded to 4 decimals, in `debug`):
 
-* text_score = 0.9 * field score (handlers.yana.ranking: field-weighted word matches, brand
+* text_score = 0.9 * field score (handlers.yana.core.ranking: field-weighted word matches, brand
   and brewery above features, product and region; idf-weighted over the words)
-  + 0.1 * bm25_norm (handlers.yana.bm25 over the text and reading columns, as FTS5 computes
+  + 0.1 * bm25_norm (handlers.yana.core.bm25 over the text and reading columns, as FTS5 computes
   it, relative to the best candidate: a tie-breaker);
 * meta_bonus = 0.2 if the brand, 0.15 if the brewery, 0.1 if a region name (prefecture or
   municipality, with or without 県/市/町…) is named in the query (as text or, for names of
@@ -40,13 +40,13 @@ from typing import Any
 from sqlalchemy import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from generated.errors import BadRequestError, RagUnavailableError
-from handlers.yana.bm25 import bm25 as bm25_scores
-from handlers.yana.japanese import QueryWord, fold, query_words
-from handlers.yana.kb import READING_FIELDS, TEXT_FIELDS, KnowledgeBase, row_to_hit
-from handlers.yana.ranking import field_scores
-from handlers.yana.store import LabelStore, UnsearchableQuery
-from handlers.yana.text import normalize, text_fingerprint
+from generated.yana.errors import BadRequestError, RagUnavailableError
+from handlers.yana.core.bm25 import bm25 as bm25_scores
+from handlers.yana.core.japanese import QueryWord, fold, query_words
+from handlers.yana.core.ranking import field_scores
+from handlers.yana.core.text import normalize, text_fingerprint
+from handlers.yana.store.kb import READING_FIELDS, TEXT_FIELDS, KnowledgeBase, row_to_hit
+from handlers.yana.store.labels import LabelStore, UnsearchableQuery
 from kumitate.errors import ToolError
 
 # brand, product, brewery, region, features, category words; then the reading columns

@@ -14,16 +14,16 @@ allow-list). URLs with user info are refused. Failures become catalogued errors:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-from generated.errors import (
+from generated.yana.errors import (
     NotFoundError,
     PayloadTooLargeError,
     UpstreamErrorError,
     UpstreamTimeoutError,
     UriNotAllowedError,
 )
+from handlers.yana.settings import YanaSettings
 from kumitate.outbound import CircuitBreaker, OutboundClient, OutboundError, RetryPolicy
 
 
@@ -36,11 +36,9 @@ class ImageFetcher:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], max_bytes: int) -> ImageFetcher:
+    def from_settings(cls, settings: YanaSettings, max_bytes: int) -> ImageFetcher:
         return cls(
-            env.get("YANA_INGEST_URL_ALLOW", "").split(","),
-            timeout_s=int(env.get("YANA_INGEST_FETCH_TIMEOUT_MS", "5000")) / 1000,
-            max_bytes=max_bytes,
+            list(settings.ingest_url_allow), timeout_s=settings.ingest_fetch_timeout_ms / 1000, max_bytes=max_bytes
         )
 
     def allowed(self, netloc: str, host: str) -> bool:
