@@ -32,7 +32,8 @@ subclass of one) is named anywhere but in an `except` clause or an isinstance/is
 
 Conservative where names cannot say it (a call through a variable): a module- or class-level variable,
 or an attribute assigned `self.x = ...` in the package, is assumed to hold what its assignments refer to
-(functions named but not called there, lambdas, error classes); reading it counts as reaching them.
+(functions named but not called there, functions a factory called there returns, lambdas, error
+classes); reading it counts as reaching them.
 Not followed, by design: calls into kumitate, generated and libraries (their codes are the runtime's, not
 the tool's), operators' dunder methods, and calls the types leave open (`Any`, a callable parameter handed
 in from outside the package). Unreachable code after a check mypy proves is followed too (a raise there
@@ -533,8 +534,9 @@ class Body(Walker):
 
 class Held(Walker):
     """What an assigned value leaves to be called later, read into the body that reads the variable:
-    functions named but not called there (what a call returns is a value, followed by its type), lambdas
-    whole, and error classes however they appear."""
+    functions named but not called there (what a call returns is a value, followed by its type, unless
+    it is itself a function: then the factory, whose body holds it), lambdas whole, and error classes
+    however they appear."""
 
     def __init__(self, body: Body, path: str) -> None:
         self.body = body
@@ -552,8 +554,11 @@ class Held(Walker):
 
     def visit_call_expr(self, o: CallExpr) -> None:
         callee = o.callee
+        kind = get_proper_type(self.body.types.get(callee))
         if isinstance(callee, RefExpr) and isinstance(callee.node, TypeInfo):
             self.body.refer(callee, callee.node)  # an error made here may be raised later
+        elif isinstance(kind, CallableType) and isinstance(get_proper_type(kind.ret_type), CallableType | Overloaded):
+            self.body.refer(o, kind.definition)  # a factory: the function it returns is in its body
         elif isinstance(callee, MemberExpr):
             self.walk(callee.expr)  # called now, not later: only what it is called on
         elif not isinstance(callee, NameExpr):

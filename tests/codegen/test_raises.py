@@ -25,6 +25,7 @@ ENTRIES = (
     "table",
     "override",
     "decorated",
+    "stored",
 )
 
 
@@ -105,3 +106,9 @@ def test_the_wrapper_of_a_decorator_is_followed(findings: dict[str, list[raises.
         "CONFLICT",
         ("FakeHandlers.decorated", "helpers.quiet", "helpers.guarded"),
     )
+
+
+def test_a_function_stored_on_the_object_is_followed(findings: dict[str, list[raises.Finding]]) -> None:
+    """`self.checker = make_checker(3)` at start-up, `self.checker(4)` in the tool: the factory's body."""
+    finding = only(findings["stored"])
+    assert (finding.site.code, finding.chain) == ("CONFLICT", ("FakeHandlers.stored", "helpers.make_checker"))
