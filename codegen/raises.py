@@ -101,7 +101,8 @@ from mypy.types import (
 )
 from mypy.typevars import fill_typevars_with_any
 
-REPO = Path(__file__).resolve().parents[1]
+from kumitate.project import Project
+
 TOOL_ERROR = "kumitate.errors.ToolError"
 TYPE_TESTS = frozenset({"builtins.isinstance", "builtins.issubclass"})
 ENTER_EXIT = ("__enter__", "__exit__", "__aenter__", "__aexit__")
@@ -152,13 +153,20 @@ def error_classes() -> dict[str, str]:
     return {f"{cls.__module__}.{cls.__qualname__}": code for code, cls in ERRORS.items()}
 
 
+def project() -> Project:
+    """The project checked (kumitate.project: the working directory's, else this checkout), importable."""
+    found = Project.discover()
+    found.activate()
+    return found
+
+
 def services() -> list[str]:
     """Every service with generated error declarations (generated/<svc>/errors.py)."""
-    return sorted(path.parent.name for path in (REPO / "generated").glob("*/errors.py"))
+    return sorted(path.parent.name for path in project().generated.glob("*/errors.py"))
 
 
 def service_package(service: str) -> Package:
-    """The real service's package, with the codes its spec declares per entry."""
+    """A service's handler package, with the codes its spec declares per entry."""
     declared = importlib.import_module(f"generated.{service}.errors").DECLARED
     return Package(service, f"handlers.{service}", dict(declared), error_classes())
 
@@ -185,12 +193,15 @@ def shown(path: Path | str) -> str:
 
 def typed_build(sources: list[BuildSource]) -> BuildResult:
     """mypy's build of the sources with the project's configuration and cache, every type kept."""
-    _, options = process_options(["--config-file", str(REPO / "pyproject.toml")], require_targets=False)
+    where = project()
+    config = where.root / "pyproject.toml"
+    _, options = process_options(["--config-file", str(config)] if config.is_file() else [], require_targets=False)
     options.export_types = True
     options.preserve_asts = True
     if not Path(options.cache_dir).is_absolute():
-        options.cache_dir = str(REPO / options.cache_dir)
-    options.mypy_path = [*options.mypy_path, str(REPO)]
+        options.cache_dir = str(where.root / options.cache_dir)
+    roots = dict.fromkeys(str(p) for p in (where.root, where.handlers.parent, where.generated.parent))
+    options.mypy_path = [*options.mypy_path, *roots]
     result = build(sources, options)
     if result.errors:
         raise SystemExit("mypy reports errors; fix them first (make types runs mypy):\n" + "\n".join(result.errors))
@@ -583,8 +594,9 @@ def check(packages: Iterable[tuple[Path, Package]]) -> list[Finding]:
 
 
 def check_services(services: Iterable[str]) -> list[Finding]:
-    """The check on this repository's services: handlers/<svc>/ against generated.<svc>.errors.DECLARED."""
-    return check((REPO / "handlers" / name, service_package(name)) for name in services)
+    """The check on the project's services: handlers/<svc>/ against generated.<svc>.errors.DECLARED."""
+    handlers = project().handlers
+    return check((handlers / name, service_package(name)) for name in services)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
