@@ -7,7 +7,7 @@ mypy checks the return types (the generated protocols), this checks the raises, 
     handlers/x/core/find.py:12: x.get can raise NOT_FOUND (via XHandlers.get -> core.find.lookup), which
     its spec does not declare
 
-and exits 1. Developer tooling (it imports mypy, a dev dependency); the runtime never imports it.
+and exits 1. Developer tooling (mypy is in the `codegen` extra); the runtime never imports it.
 
 How: one mypy build of handlers/ with the project's config and cache (only the handler modules are
 checked again; the rest comes from the cache `mypy` just wrote), keeping every expression's inferred
@@ -38,9 +38,6 @@ Not followed, by design: calls into kumitate, generated and libraries (their cod
 the tool's), operators' dunder methods, and calls the types leave open (`Any`, a callable parameter handed
 in from outside the package). Unreachable code after a check mypy proves is followed too (a raise there
 is reported), and an error caught again inside the chain still counts: both over-report, never under.
-
-mypy's own tree visitors cannot be subclassed outside mypy (compiled traits, python/mypy#19456), so
-`Walker` below walks the tree by the nodes' attributes instead.
 """
 
 from __future__ import annotations
@@ -320,7 +317,7 @@ class Graph:
         """Each declared entry's method on the handler class (None when it has none)."""
         holder = self.handler_class()
         methods = {name: holder.get_method(name) if holder else None for name in self.package.declared}
-        return {name: next(iter(functions(method)), None) for name, method in methods.items()}
+        return {name: next(reversed(functions(method)), None) for name, method in methods.items()}
 
     def name(self, fn: FuncDef) -> str:
         return fn.fullname.removeprefix(self.prefix)
