@@ -49,8 +49,9 @@ lint: venv  ## ruff, the LLM-readiness lint, the format check, hadolint on the D
 drift: venv  ## generated/ matches specs/ (python -m codegen --check)
 	$(PY) -m codegen --check
 
-types: venv  ## mypy
+types: venv  ## mypy, then codegen.raises (each tool raises only the error codes its spec declares)
 	$(BIN)/mypy
+	$(PY) -m codegen.raises
 
 fast: venv  ## the tests not marked slow
 	$(PY) -m pytest -q -m "not slow"

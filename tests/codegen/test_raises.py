@@ -1,0 +1,114 @@
+"""codegen.raises on a fake service package (tests/fixtures/raises/fakesvc): each case is one tool.
+
+The checker resolves every call through mypy's typed tree, so it follows a helper, a method of an
+attribute object and a function imported from a sibling module, and it does not follow a function that
+only shares a name with the one called (the name-based closure it replaces over-reported that).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codegen import raises
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "raises" / "fakesvc"
+ALWAYS = frozenset({"BAD_REQUEST", "INTERNAL"})
+ENTRIES = (
+    "helper_raise",
+    "attribute_method",
+    "sibling_function",
+    "same_name",
+    "declared",
+    "caught",
+    "table",
+    "override",
+    "decorated",
+    "stored",
+)
+
+
+@pytest.fixture(scope="module")
+def findings() -> dict[str, list[raises.Finding]]:
+    declared = {entry: ALWAYS for entry in ENTRIES} | {"declared": ALWAYS | {"NOT_FOUND"}}
+    package = raises.Package("fake", "fakesvc", declared, raises.error_classes())
+    by_entry: dict[str, list[raises.Finding]] = {entry: [] for entry in ENTRIES}
+    for finding in raises.check([(FIXTURE, package)]):
+        by_entry[finding.entry].append(finding)
+    return by_entry
+
+
+def line_of(path: Path, text: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if text in line)
+
+
+def only(findings: list[raises.Finding]) -> raises.Finding:
+    assert len(findings) == 1, [str(f) for f in findings]
+    return findings[0]
+
+
+def test_a_raise_in_a_helper_is_found_with_its_chain(findings: dict[str, list[raises.Finding]]) -> None:
+    finding = only(findings["helper_raise"])
+    assert finding.site.code == "CONFLICT"
+    assert finding.chain == ("FakeHandlers.helper_raise", "helpers.load", "helpers._parse")
+    line = line_of(FIXTURE / "helpers.py", "is taken")
+    assert finding.site.path.endswith("fakesvc/helpers.py") and finding.site.line == line
+    assert str(finding) == (
+        f"{finding.site.path}:{line}: fake.helper_raise can raise CONFLICT "
+        "(via FakeHandlers.helper_raise -> helpers.load -> helpers._parse), which its spec does not declare"
+    )
+
+
+def test_a_raise_in_a_method_of_an_attribute_object_is_found(findings: dict[str, list[raises.Finding]]) -> None:
+    finding = only(findings["attribute_method"])
+    assert (finding.site.code, finding.chain) == (
+        "NOT_FOUND",
+        ("FakeHandlers.attribute_method", "core.finder.Core.find"),
+    )
+    assert finding.site.path.endswith("fakesvc/core/finder.py")
+
+
+def test_a_raise_in_a_function_imported_from_a_sibling_module_is_found(
+    findings: dict[str, list[raises.Finding]],
+) -> None:
+    finding = only(findings["sibling_function"])
+    assert (finding.site.code, finding.chain) == (
+        "RATE_LIMITED",
+        ("FakeHandlers.sibling_function", "core.rules.check_rule"),
+    )
+
+
+def test_a_function_that_only_shares_the_name_is_not_followed(findings: dict[str, list[raises.Finding]]) -> None:
+    assert findings["same_name"] == []
+
+
+def test_a_declared_code_and_a_caught_class_are_not_reported(findings: dict[str, list[raises.Finding]]) -> None:
+    assert findings["declared"] == []
+    assert findings["caught"] == []
+
+
+def test_a_function_called_through_a_module_level_table_is_followed(
+    findings: dict[str, list[raises.Finding]],
+) -> None:
+    finding = only(findings["table"])
+    assert (finding.site.code, finding.chain) == ("CONFLICT", ("FakeHandlers.table", "helpers.step"))
+
+
+def test_an_override_in_a_subclass_is_followed(findings: dict[str, list[raises.Finding]]) -> None:
+    finding = only(findings["override"])
+    assert (finding.site.code, finding.chain) == ("CONFLICT", ("FakeHandlers.override", "core.shapes.Broken.area"))
+
+
+def test_the_wrapper_of_a_decorator_is_followed(findings: dict[str, list[raises.Finding]]) -> None:
+    finding = only(findings["decorated"])
+    assert (finding.site.code, finding.chain) == (
+        "CONFLICT",
+        ("FakeHandlers.decorated", "helpers.quiet", "helpers.guarded"),
+    )
+
+
+def test_a_function_stored_on_the_object_is_followed(findings: dict[str, list[raises.Finding]]) -> None:
+    """`self.checker = make_checker(3)` at start-up, `self.checker(4)` in the tool: the factory's body."""
+    finding = only(findings["stored"])
+    assert (finding.site.code, finding.chain) == ("CONFLICT", ("FakeHandlers.stored", "helpers.make_checker"))
