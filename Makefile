@@ -15,7 +15,7 @@ CLUSTER_DIR  ?= var/cluster
 .DEFAULT_GOAL := help
 
 help:  ## list the targets (this text)
-	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-9s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 	@echo "  variables: PYTHON=$(PYTHON) HOST=$(HOST) PORT=$(PORT) BASE=$(BASE) FUZZ_PORT=$(FUZZ_PORT) FUZZ_SEED=$(FUZZ_SEED)"
 
 venv: $(VENV)/.installed  ## .venv with kumitate and its dev tools (pip install -e '.[dev]')

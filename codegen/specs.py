@@ -18,7 +18,7 @@ import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from codegen import naming, shared
+from codegen import advertised, naming, shared
 from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
 
 GENERIC_ERRORS = ("BAD_REQUEST", "INTERNAL")
@@ -390,6 +390,7 @@ def _load_tool(
     output_schema = _deref(doc["output"], path, root, "/output", rel, problems, names)
     if input_schema is None or output_schema is None:
         return None
+    wire_input = shared.hoist(input_schema, names)
     http = doc.get("http", {})
     examples = [
         Example(
@@ -421,8 +422,8 @@ def _load_tool(
         raw=doc,
         handler_input=doc.get("handler_input", "model"),
         handler_output=doc.get("handler_output", "model"),
-        wire_input=shared.hoist(input_schema, names),
-        wire_output=shared.hoist(output_schema, names),
+        wire_input=wire_input,
+        wire_output=shared.hoist(advertised.output_schema(shared.hoist(output_schema, names), wire_input), names),
     )
 
 

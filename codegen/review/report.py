@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-from codegen.review.diff import Finding, Review
+from codegen.review.findings import Finding, Review
 from codegen.review.rules import EXCEPTIONS_FILE, SURFACES, Exception_
 
 RULES_DOC = "codegen/review/rules.yaml"

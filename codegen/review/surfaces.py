@@ -2,7 +2,7 @@
 
 - HTTP wire: method, path, content types, the status codes a route can return (declared
   errors plus the generic ones, mapped through the catalogue), auth scopes, request and
-  response bodies (the JSON Schemas, compared in diff.py).
+  response bodies (the JSON Schemas, compared in schemas.py).
 - MCP: tool names, inputSchema/outputSchema (the same schemas), annotations, resource URIs.
 - MCP as served: the `tools/list` entry (codegen.docs.tool_list_entry), which adds what policy
   derives from the spec: `idempotency_key` in the inputSchema, the deprecation note in the

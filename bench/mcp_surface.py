@@ -1,0 +1,63 @@
+"""The MCP surface as clients receive it: `tools/list` bytes and estimated tokens per endpoint.
+
+python -m bench.mcp_surface [--json]
+
+Lists the tools of every service endpoint (/mcp/<service>), every named toolset (/mcp/<toolset>) and
+the combined /mcp through a real fastmcp client against in-process servers, and measures the compact
+JSON of the `tools` array (the same estimate as the reference docs: codegen.docs.estimate_tokens).
+Not part of `make bench` (it times nothing): it is the figure issue 22 tracks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fastmcp import Client
+
+from codegen.docs import estimate_tokens
+from kumitate.runtime import Runtime
+from kumitate.settings import Settings
+from kumitate.transports.mcp import build_server
+
+
+async def _list(server: Any) -> str:
+    async with Client(server) as client:
+        tools = await client.list_tools()
+    entries = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
+    return json.dumps(entries, ensure_ascii=False, separators=(",", ":"))
+
+
+async def measure() -> list[tuple[str, int, int, int]]:
+    """(endpoint, tools, bytes, tokens) per endpoint."""
+    with tempfile.TemporaryDirectory() as tmp:
+        runtime = Runtime(Settings(data_dir=Path(tmp) / "var"))
+        try:
+            rows = []
+            endpoints: list[tuple[str, dict[str, Any]]] = [(f"/mcp/{s}", {"services": [s]}) for s in runtime.services]
+            endpoints += [(f"/mcp/{t}", {"toolset": t}) for t in runtime.toolsets]
+            endpoints.append(("/mcp", {}))
+            for path, kwargs in endpoints:
+                text = await _list(build_server(runtime, **kwargs))
+                rows.append((path, len(json.loads(text)), len(text.encode()), estimate_tokens(text)))
+            return rows
+        finally:
+            runtime.close()
+
+
+def main() -> None:
+    rows = asyncio.run(measure())
+    if "--json" in sys.argv:
+        print(json.dumps([dict(zip(("endpoint", "tools", "bytes", "tokens"), r, strict=True)) for r in rows]))
+        return
+    print(f"{'endpoint':28} {'tools':>5} {'bytes':>8} {'tokens':>7}")
+    for path, n, size, tokens in rows:
+        print(f"{path:28} {n:5} {size:8} {tokens:7}")
+
+
+if __name__ == "__main__":
+    main()
