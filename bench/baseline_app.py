@@ -8,9 +8,10 @@ from litestar import Litestar, post
 from generated.stays.models import SummarizeStaysInput
 from handlers.stays import create
 from kumitate.context import CallContext
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 
-HANDLER = create(Settings.from_env())
+HANDLER = create(ServiceSetup.open("stays", Settings.from_env()))  # open for the process's life
 
 
 @post("/v1/stays/summarize_stays", status_code=200, sync_to_thread=True)

@@ -119,6 +119,7 @@ def mcp_in_memory(calls: int = 400) -> dict[str, Any]:
     from handlers.stays import create
     from kumitate.context import CallContext
     from kumitate.runtime import Runtime
+    from kumitate.service import ServiceSetup
     from kumitate.settings import Settings
     from kumitate.transports.mcp import build_server
 
@@ -126,7 +127,8 @@ def mcp_in_memory(calls: int = 400) -> dict[str, Any]:
         settings = Settings(data_dir=Path(tmp), sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000")
         runtime = Runtime(settings, ["stays"])
         generated_server = build_server(runtime, ["stays"])
-        handler = create(settings)
+        setup = ServiceSetup.open("stays", settings)
+        handler = create(setup)
 
         def run_handler(stays: list[dict[str, Any]], granularity: str, mode: str) -> SummarizeStaysOutput:
             ctx = CallContext(service="stays", tool="summarize_stays", transport="mcp", run_id="r", trace_id="t")
@@ -168,6 +170,7 @@ def mcp_in_memory(calls: int = 400) -> dict[str, Any]:
             for name, server in (("generated", generated_server), ("threaded", threaded), ("inline", inline)):
                 times[name].append(asyncio.run(timed(server)))
         runtime.close()
+        setup.close()
     g, t, i = (statistics.median(times[name]) for name in ("generated", "threaded", "inline"))
     return {"generated_ms": g * 1000, "hand_ms": t * 1000, "ratio": g / t, "inline_ms": i * 1000, "inline_ratio": g / i}
 

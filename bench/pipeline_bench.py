@@ -200,9 +200,10 @@ from fastmcp import FastMCP
 from generated.stays.models import SummarizeStaysInput, SummarizeStaysOutput
 from handlers.stays import create
 from kumitate.context import CallContext
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 
-HANDLER = create(Settings.from_env())
+HANDLER = create(ServiceSetup.open("stays", Settings.from_env()))
 mcp = FastMCP("hand-written")
 
 

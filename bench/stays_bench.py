@@ -21,6 +21,7 @@ from generated.stays.models import SummarizeStaysInput  # noqa: E402
 from handlers.stays import create  # noqa: E402
 from handlers.stays.core import summarize  # noqa: E402
 from kumitate.context import CallContext  # noqa: E402
+from kumitate.service import ServiceSetup  # noqa: E402
 from kumitate.settings import Settings  # noqa: E402
 
 N = 100_000
@@ -62,7 +63,10 @@ def timings_ms(fn: Callable[[], object]) -> tuple[float, float]:
 
 def main() -> None:
     data = records()
-    service = create(Settings(data_dir=Path(tempfile.mkdtemp()), sample_dir=ROOT / "data", public_base_url=""))
+    setup = ServiceSetup.open(
+        "stays", Settings(data_dir=Path(tempfile.mkdtemp()), sample_dir=ROOT / "data", public_base_url="")
+    )
+    service = create(setup)
     ctx = CallContext(service="stays", tool="summarize_stays", transport="bench", run_id="b", trace_id="b")
     seq_input = {"stays": data}
     agg_input = {"stays": data, "mode": "aggregate"}
@@ -78,6 +82,7 @@ def main() -> None:
             False,
         ),
     ]
+    setup.close()
     print(f"summarize_stays, {N:,} records (1 % invalid), {RUNS} runs each, Python {sys.version.split()[0]}\n")
     print("| what | median ms | best ms | target (median) |")
     print("|---|---:|---:|---|")

@@ -1,7 +1,8 @@
 """python -m codegen [--check | --lint] [--specs DIR] [--out DIR]
 
-Without flags: lint the specs, then write generated/ (removing orphans); a service over its
-token budget (specs/token-budget.yaml) is reported as a warning.
+Without flags: lint the specs, then write generated/ (removing orphans) and the settings table of
+the project's README.md (codegen/settings_doc.py, when the README has its markers); a service over
+its token budget (specs/token-budget.yaml) is reported as a warning.
 --check: exit 1 and list stale and orphan files, with a unified diff of each stale one, instead of writing, or when a service's MCP
   tools/list is over its token budget (KT205, unless specs/readiness-baseline.yaml accepts it).
 --lint: only report spec problems.
@@ -11,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import sys
 import time
 from pathlib import Path
 
-from codegen import docs, emit, lint, locate, readiness, specs
+from codegen import docs, emit, lint, locate, readiness, settings_doc, specs
 from kumitate.project import Project
 
 GENERATED_DIRS = ("generated", "docs/reference")
@@ -58,6 +60,15 @@ def budget_problems(tree: specs.SpecTree) -> list[specs.Problem]:
     return [p for p in accepted if p.rule == docs.BUDGET_RULE]
 
 
+def readme_table(project: Project, out: Path) -> dict[str, str]:
+    """The project's README.md with its settings table regenerated, keyed like `emit.render_all`
+    (relative to `out`); nothing when the README has no table."""
+    readme = project.root / "README.md"
+    text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
+    wanted = settings_doc.rewrite(text, project.handlers)
+    return {} if wanted is None else {os.path.relpath(readme, out): wanted}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
@@ -66,10 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--specs", type=Path, help="the specs directory (default: the project's)")
     parser.add_argument("--out", type=Path, help="directory that holds generated/ (default: the project's)")
     args = parser.parse_args(argv)
-    if args.specs is None or args.out is None:
-        project = Project.discover()
-        args.specs = args.specs or project.specs
-        args.out = args.out or project.out
+    project = Project.discover() if args.specs is None or args.out is None else Project.at(args.out)
+    args.specs = args.specs or project.specs
+    args.out = args.out or project.out
 
     started = time.perf_counter()
     tree = specs.load(args.specs)
@@ -86,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     over_budget = budget_problems(tree)
     for problem in over_budget:
         print(f"{'' if args.check else 'warning: '}{problem}", file=sys.stderr)
-    wanted = emit.render_all(tree)
+    wanted = emit.render_all(tree) | readme_table(project, args.out)
     existing = _existing(args.out)
     stale = [
         p

@@ -25,11 +25,12 @@ def _start(settings: Any, build: Any) -> Any:
     from kumitate import datadir
     from kumitate.project import ProjectError
     from kumitate.runtime import MissingHandlerError
+    from kumitate.settings import SettingsError
 
     try:
         datadir.check(settings.data_dir)
         return build()
-    except (MissingHandlerError, ProjectError) as exc:
+    except (MissingHandlerError, ProjectError, SettingsError) as exc:
         message: str | None = str(exc)
     except Exception as exc:
         message = datadir.startup_error(settings.data_dir, exc)
@@ -82,14 +83,13 @@ def _settings(**overrides: Any) -> Any:
     exits with one line per variable, no traceback."""
     from pydantic import ValidationError
 
-    from kumitate.settings import Settings
+    from kumitate.settings import Settings, invalid_variables
 
     try:
         return Settings.from_env(**overrides)
     except ValidationError as exc:
-        for error in exc.errors():
-            where = ".".join(str(part) for part in error["loc"])
-            print(f"kumitate: {where}: {error['msg']}", file=sys.stderr)
+        for line in invalid_variables(exc):
+            print(f"kumitate: {line}", file=sys.stderr)
         raise SystemExit(2) from None
 
 

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pydantic import ValidationError
+
 from kumitate.cache import SharedCache, make_cache
-from kumitate.settings import EnvSettings, Settings
+from kumitate.settings import EnvSettings, Settings, SettingsError
 from kumitate.storage import Database, open_database
 from kumitate.storage import redis as shared_redis
 
@@ -53,8 +55,13 @@ class ServiceSetup:
         return self.settings.sample_dir / self.name
 
     def read(self, model: type[S]) -> S:
-        """The service's own settings, from the variables the runtime's settings came from."""
-        return model.from_env(self.settings.env)
+        """The service's own settings, from the variables the runtime's settings came from; a value
+        its declaration refuses is a SettingsError naming the service and the variable (the
+        command line prints it as one line and exits, no traceback)."""
+        try:
+            return model.from_env(self.settings.env)
+        except ValidationError as error:
+            raise SettingsError(self.name, error) from None
 
     def close(self) -> None:
         """Close what `open` opened (nothing for a runtime's setup: the runtime closes its own)."""

@@ -3,24 +3,24 @@
 `Settings.from_env()` validates the whole process environment at start-up (a bad value stops the
 server with the variable's name); the result is passed to `create_app()` / `Runtime`, and nothing in
 kumitate/ reads `os.environ` after that. Each field's `validation_alias` is its variable's name, so
-an error names the variable and `python -m kumitate.settings README.md` regenerates the README's
-settings table from these declarations (tests/review/test_settings_documented.py checks it).
+an error names the variable, and `make generate` writes the README's settings table from these
+declarations (codegen/settings_doc.py; `codegen --check` fails when it is stale).
 
-A service declares its own variables the same way: a `ServiceSettings` subclass (e.g.
-`class YanaSettings(ServiceSettings)` with `llm_deadline_ms: int = var("YANA_LLM_DEADLINE_MS", 8000, "…")`)
-built in its `create(settings)` with `YanaSettings.from_env(settings.env)`: `settings.env` is the
-mapping the runtime's settings came from (the process environment, or a test's dict).
+A service declares its own variables the same way: a `ServiceSettings` subclass in
+`handlers/<svc>/settings.py` (e.g. `class YanaSettings(ServiceSettings)` with
+`llm_deadline_ms: int = var("YANA_LLM_DEADLINE_MS", 8000, "…")`), read once in its `create(setup)`
+with `setup.read(YanaSettings)`: from the mapping the runtime's settings came from (the process
+environment, or a test's dict). The README's table has a section per service from these classes.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BeforeValidator, Field, PrivateAttr, SecretStr, model_validator
+from pydantic import BeforeValidator, Field, PrivateAttr, SecretStr, ValidationError, model_validator
 from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -46,6 +46,18 @@ def var(name: str, default: Any, doc: str, shown: str | None = None, **constrain
     """A setting read from the variable `name`; `shown` is the default as the README table says it."""
     extra: JsonDict | None = {"shown": shown} if shown is not None else None
     return Field(default, validation_alias=name, description=doc, json_schema_extra=extra, **constraints)
+
+
+def invalid_variables(error: ValidationError) -> list[str]:
+    """`VARIABLE: what is wrong`, one per refused value (the loc of a settings error is the variable)."""
+    return [f"{'.'.join(str(part) for part in e['loc'])}: {e['msg']}" for e in error.errors()]
+
+
+class SettingsError(ValueError):
+    """A service's settings refused a value: one line naming the service and each variable."""
+
+    def __init__(self, service: str, error: ValidationError) -> None:
+        super().__init__(f"service {service!r}: {'; '.join(invalid_variables(error))}")
 
 
 class EnvSettings(BaseSettings):
@@ -257,31 +269,3 @@ class Settings(DeploySettings):
         path = self.data_dir / service
         path.mkdir(parents=True, exist_ok=True)
         return path
-
-
-def markdown_table() -> str:
-    """The README's table of the runtime's settings, from the declarations above."""
-    lines = ["| variable | default | what |", "|---|---|---|"]
-    lines += [f"| `{name}` | {shown} | {doc} |" for name, shown, doc in Settings.variables()]
-    return "\n".join(lines) + "\n"
-
-
-BEGIN, END = "<!-- settings table: python -m kumitate.settings README.md -->\n", "<!-- end of settings table -->\n"
-
-
-def main(argv: list[str]) -> int:
-    """`python -m kumitate.settings [README.md]`: print the table, or rewrite it in place in the file."""
-    table = markdown_table()
-    if not argv:
-        sys.stdout.write(table)
-        return 0
-    path = Path(argv[0])
-    text = path.read_text(encoding="utf-8")
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
-    path.write_text(head + BEGIN + table + END + tail, encoding="utf-8")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -4,6 +4,11 @@ Everything written here is hand-owned from then on (specs and handlers): scaffol
 file only when it does not exist yet, and regenerates generated/ afterwards so the new project or
 tool is served at once. A new tool is a stub that answers NOT_IMPLEMENTED (with an example that
 says so), so the project's tests pass until the handler is written.
+
+A service is written in the layout every service of this repository has (docs/writing-a-service.md):
+`handlers/<svc>/__init__.py` the adapter (one method per tool, `create(setup)`), `settings.py` its
+environment variables, `core/` its domain logic. No `store.py`: a new service keeps nothing; one
+that does adds it, on `setup.database`.
 """
 
 from __future__ import annotations
@@ -73,12 +78,13 @@ def init_project(
         ("ci_run.jinja", ".ci/run"),
         ("test_examples.py.jinja", "tests/test_examples.py"),
     ):
-        _write(target / path, TEMPLATES.get_template(template).render(**values), written)
+        _write(target / path, _render(template, **values), written)
     (target / ".ci/run").chmod(0o755)
     _write(target / "tests/__init__.py", "", written)
     _write(target / "handlers/__init__.py", '"""Hand-written domain logic, one package per service."""\n', written)
     _write(target / "specs/errors.yaml", BASE_ERRORS.read_text(encoding="utf-8"), written)
     written += _service_files(target / "specs", target / "handlers", service, first_tool=tool)
+    _write(target / f"tests/test_{service}_core.py", _render("test_core.py.jinja", service=service), written)
     return written
 
 
@@ -94,25 +100,40 @@ def _service_files(specs: Path, handlers: Path, service: str, *, first_tool: str
     written: list[Written] = []
     _write(
         specs / service / "service.yaml",
-        TEMPLATES.get_template("service.yaml.jinja").render(service=service, title=_title(service)),
+        _render("service.yaml.jinja", service=service, title=_title(service)),
         written,
     )
     _write(specs / service / "tools" / f"{first_tool}.yaml", _tool_spec(service, first_tool, stub=stub), written)
     method = (
-        _stub_method(service, first_tool, f"{_title(first_tool)}.", resource=False)
+        _tool_method(service, first_tool)
         if stub
-        else TEMPLATES.get_template("greet_method.py.jinja").render(tool=first_tool)
+        else _render(
+            "greet_method.py.jinja",
+            tool=first_tool,
+            input_model=naming.input_model(first_tool),
+            output_model=naming.output_model(first_tool),
+        )
     )
-    module = TEMPLATES.get_template("handlers.py.jinja").render(
-        service=service, bundle=naming.bundle_name(service), methods=method
+    names = {"service": service, "settings_class": f"{naming.pascal(service)}Settings"}
+    package = handlers / service
+    _write(
+        package / "__init__.py",
+        _render("handlers.py.jinja", **names, bundle=naming.bundle_name(service), methods=method),
+        written,
     )
-    _write(handlers / service / "__init__.py", module, written)
+    _write(package / "settings.py", _render("settings.py.jinja", **names), written)
+    _write(package / "core" / "__init__.py", _render("core.py.jinja", service=service, greet=not stub), written)
     return written
+
+
+def _render(template: str, **values: object) -> str:
+    return TEMPLATES.get_template(template).render(**values)
 
 
 def _tool_spec(service: str, tool: str, *, stub: bool) -> str:
     summary = f"{_title(tool)}." if stub else "Greet someone by name."
-    return TEMPLATES.get_template("tool.yaml.jinja").render(
+    return _render(
+        "tool.yaml.jinja",
         service=service,
         tool=tool,
         title=_title(tool),
@@ -129,9 +150,28 @@ def _tool_spec(service: str, tool: str, *, stub: bool) -> str:
     )
 
 
-def _stub_method(service: str, method: str, summary: str, *, resource: bool) -> str:
-    return TEMPLATES.get_template("stub_method.py.jinja").render(
-        service=service, method=method, summary=summary, resource=resource
+def _tool_method(service: str, tool: str) -> str:
+    """A stub for a tool: the generated input model in, the output model out."""
+    return _render(
+        "stub_method.py.jinja",
+        service=service,
+        method=tool,
+        summary=f"{_title(tool)}.",
+        resource=False,
+        input_model=naming.input_model(tool),
+        output_model=naming.output_model(tool),
+    )
+
+
+def _resource_method(service: str, resource: str) -> str:
+    """A stub for a resource: `read_<name>(ctx)` returning the resource's generated model."""
+    return _render(
+        "stub_method.py.jinja",
+        service=service,
+        method=naming.resource_method(resource),
+        summary=f"{_title(resource)}.",
+        resource=True,
+        output_model=naming.resource_model(resource),
     )
 
 
@@ -141,9 +181,7 @@ def new_tool(specs: Path, handlers: Path, service: str, tool: str) -> list[Writt
     _require_service(specs, service)
     written: list[Written] = []
     _write(specs / service / "tools" / f"{tool}.yaml", _tool_spec(service, tool, stub=True), written)
-    written.append(
-        _add_method(handlers / service / "__init__.py", _stub_method(service, tool, f"{_title(tool)}.", resource=False))
-    )
+    written.append(_add_method(handlers / service / "__init__.py", _tool_method(service, tool)))
     return written
 
 
@@ -152,12 +190,9 @@ def new_resource(specs: Path, handlers: Path, service: str, resource: str) -> li
     _check_name("resource", resource)
     _require_service(specs, service)
     written: list[Written] = []
-    text = TEMPLATES.get_template("resource.yaml.jinja").render(
-        service=service, resource=resource, summary=f"{_title(resource)}."
-    )
+    text = _render("resource.yaml.jinja", service=service, resource=resource, summary=f"{_title(resource)}.")
     _write(specs / service / "resources" / f"{resource}.yaml", text, written)
-    method = _stub_method(service, f"read_{resource}", f"{_title(resource)}.", resource=True)
-    written.append(_add_method(handlers / service / "__init__.py", method))
+    written.append(_add_method(handlers / service / "__init__.py", _resource_method(service, resource)))
     return written
 
 

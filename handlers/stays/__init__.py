@@ -1,6 +1,6 @@
 """stays service: summarize_stays turns GPS stay records into a Japanese travel summary.
 
-The handler is a thin shell around the pure core (handlers/stays/core.py): the spec
+The adapter is a thin shell around the pure domain in core/ (`core.summarize`): the spec
 declares `handler_input: data`, so it receives the request's JSON data as validated
 against the schema (no model is built for 100,000 records that the core judges one by
 one anyway), calls the core, returns its result as JSON data (the spec declares `handler_output: data`:
@@ -8,7 +8,8 @@ the pipeline checks it against the output schema; a model of 100k entries would 
 the core), and logs
 statistics only (counts and total duration; never refs, names or timestamps). It raises
 nothing: a bad record is reported in `errors`, a bad request never reaches it.
-The service keeps no state, so there is no database to create.
+The service keeps no state and reads no environment variable, so it has no store.py and no
+settings.py.
 """
 
 from __future__ import annotations
@@ -19,16 +20,12 @@ from typing import Any
 from handlers.stays.core import summarize
 from kumitate.context import CallContext
 from kumitate.service import ServiceSetup
-from kumitate.settings import Settings
 
 log = logging.getLogger("kumitate.stays")
 
 
 class StaysHandlers:
     """One method per tool of specs/stays/."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
 
     def summarize_stays(self, input: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         """Summarise stay records; per-record problems come back in `errors`, never as a failure."""
@@ -49,5 +46,5 @@ class StaysHandlers:
 
 
 def create(setup: ServiceSetup) -> StaysHandlers:
-    """Entry point the runtime calls once at start-up."""
-    return StaysHandlers(setup.settings)
+    """Entry point the runtime calls once at start-up (stays needs nothing from `setup`)."""
+    return StaysHandlers()

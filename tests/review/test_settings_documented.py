@@ -1,21 +1,24 @@
 """Every environment variable the code reads is in the README's settings table (issue 22: none undocumented),
-and the runtime's part of that table is the one generated from the typed settings (kumitate/settings.py)."""
+and that table is the one generated from the typed settings: the runtime's (kumitate/settings.py) and each
+service's (handlers/<svc>/settings.py), by codegen/settings_doc.py."""
 
 from __future__ import annotations
 
 import re
 
+from codegen import settings_doc
 from kumitate import settings
 from tests.conftest import REPO
+from tests.review.test_service_layout import HANDLERS, NOT_YET_CONVERTED
 
 READS = re.compile(r"""(?:environ|env)(?:\.get)?\s*(?:\(|\[)\s*["']([A-Z][A-Z0-9_]+)["']""")
 NAMED = re.compile(r"""["']((?:KUMITATE|YANA|HOUSEHOLD|ATTENDANCE|OPENAI|PROMETHEUS|FASTMCP)_[A-Z0-9_]+)["']""")
 PREFIXES = ("KUMITATE_", "YANA_", "HOUSEHOLD_", "ATTENDANCE_", "OPENAI_", "PROMETHEUS_", "FASTMCP_")
 
 
-def read_variables() -> set[str]:
+def read_variables(roots: tuple[str, ...] = ("kumitate", "handlers")) -> set[str]:
     found: set[str] = set()
-    for root in ("kumitate", "handlers"):
+    for root in roots:
         for path in (REPO / root).rglob("*.py"):
             text = path.read_text(encoding="utf-8")
             found |= set(READS.findall(text)) | set(NAMED.findall(text))
@@ -27,17 +30,20 @@ def test_every_variable_is_in_the_settings_table() -> None:
     table = readme.split("## Settings", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"`([A-Z][A-Z0-9_]+)\*?`", table))
     wildcard = tuple(name.rstrip("*") for name in re.findall(r"`([A-Z][A-Z0-9_]+_)\*`", table))
+    # A service not yet converted to settings.py has no generated section: its variables wait for it.
+    waiting = read_variables(tuple(f"handlers/{service}" for service in NOT_YET_CONVERTED))
     missing = sorted(
-        name for name in read_variables() if name not in documented and not name.startswith(wildcard or ("\0",))
+        name
+        for name in read_variables() - waiting
+        if name not in documented and not name.startswith(wildcard or ("\0",))
     )
-    assert missing == [], f"add these to the README's settings table: {missing}"
+    assert missing == [], f"declare these in a settings class (or the README's library table): {missing}"
     assert len(read_variables()) > 30  # the scan itself finds what the code reads
 
 
-def test_the_runtime_table_is_generated_from_the_settings() -> None:
+def test_the_table_is_generated_from_the_settings() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    generated = readme.split(settings.BEGIN, 1)[1].split(settings.END, 1)[0]
-    assert generated == settings.markdown_table(), "run: python -m kumitate.settings README.md"
+    assert settings_doc.rewrite(readme, HANDLERS) == readme, "run: make generate"
     declared = {name for name, _, _ in settings.Settings.variables()}
     assert {"HOST", "KUMITATE_DATA_DIR", "KUMITATE_DATABASE_URL", "KUMITATE_LOG_FORMAT"} <= declared
 

@@ -25,16 +25,21 @@ def kumitate(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def project_tests(project: Path) -> subprocess.CompletedProcess[str]:
+def in_project(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`python -m <argv>` in the project, as its Makefile runs it (no KUMITATE_* from this process)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KUMITATE_")} | {"PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        [sys.executable, "-m", *argv], cwd=project, env=env, capture_output=True, text=True, timeout=600
     )
+
+
+def project_tests(project: Path) -> subprocess.CompletedProcess[str]:
+    return in_project(project, "pytest", "-q", "-p", "no:cacheprovider")
+
+
+def type_check(project: Path) -> subprocess.CompletedProcess[str]:
+    """The project's mypy (its pyproject's [tool.mypy]): the handlers against the generated protocols."""
+    return in_project(project, "mypy", "--cache-dir", str(project.parent / ".mypy_cache"))
 
 
 @pytest.fixture
@@ -54,7 +59,10 @@ def test_init_writes_a_project_that_passes_its_own_tests(project: Path) -> None:
         "specs/errors.yaml",
         "specs/hello/tools/greet.yaml",
         "handlers/hello/__init__.py",
+        "handlers/hello/settings.py",
+        "handlers/hello/core/__init__.py",
         "tests/test_examples.py",
+        "tests/test_hello_core.py",
         "generated/hello/models.py",
         "generated/openapi.json",
     ):
@@ -62,9 +70,33 @@ def test_init_writes_a_project_that_passes_its_own_tests(project: Path) -> None:
     assert os.access(project / ".ci/run", os.X_OK)
     assert kumitate(project, "generate", "--check").returncode == 0
     assert kumitate(project, "lint").returncode == 0
+    checked = type_check(project)
+    assert checked.returncode == 0, checked.stdout[-3000:]
     done = project_tests(project)
     assert done.returncode == 0, done.stdout[-3000:]
-    assert "3 passed" in done.stdout
+    assert "4 passed" in done.stdout
+
+
+def test_mypy_and_the_readme_follow_the_handlers(project: Path) -> None:
+    """A handler returning something else than the generated model fails mypy; uncommenting the
+    example in settings.py declares HELLO_GREETING, which `generate` lists in the README under the
+    service (and the drift check holds the README to it). One project for both: an init costs."""
+    handler = project / "handlers/hello/__init__.py"
+    correct = handler.read_text()
+    handler.write_text(correct.replace("-> models.GreetOutput:", "-> dict[str, str]:"))
+    checked = type_check(project)
+    assert checked.returncode == 1 and "HelloHandlers" in checked.stdout, checked.stdout[-3000:]
+    handler.write_text(correct)
+
+    settings = project / "handlers/hello/settings.py"
+    settings.write_text(settings.read_text().replace("    # greeting: str = var(", "    greeting: str = var("))
+    assert kumitate(project, "generate", "--check").returncode == 1  # the README's table is stale
+    assert kumitate(project, "generate").returncode == 0
+    readme = (project / "README.md").read_text()
+    runtime, _, section = readme.partition("### `hello` (`handlers/hello/settings.py`)")
+    assert "| `HELLO_GREETING` | `Hello` | the word a greeting starts with |" in section
+    assert "| `KUMITATE_DATA_DIR` |" in runtime
+    assert kumitate(project, "generate", "--check").returncode == 0
 
 
 def test_new_service_tool_and_resource_keep_the_tests_green(project: Path) -> None:
@@ -74,8 +106,15 @@ def test_new_service_tool_and_resource_keep_the_tests_green(project: Path) -> No
     tools = {p.stem for p in (project / "specs").glob("*/tools/*.yaml")}
     assert tools == {"greet", "lookup_word", "notes_status"}
     handler = (project / "handlers/hello/__init__.py").read_text()
-    assert "def lookup_word(" in handler and "def read_word_list(" in handler
+    assert "def lookup_word(self, input: models.LookupWordInput, ctx: CallContext) -> models.LookupWordOutput:" in (
+        handler
+    )
+    assert "def read_word_list(self, ctx: CallContext) -> models.WordListResource:" in handler
+    for path in ("__init__.py", "settings.py", "core/__init__.py"):
+        assert (project / "handlers/notes" / path).is_file(), path
     assert kumitate(project, "generate", "--check").returncode == 0
+    checked = type_check(project)
+    assert checked.returncode == 0, checked.stdout[-3000:]
     done = project_tests(project)
     assert done.returncode == 0, done.stdout[-3000:]
     called = kumitate(project, "call", "hello", "lookup_word", "--json", '{"name": "x"}')

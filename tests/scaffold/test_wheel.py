@@ -41,7 +41,7 @@ def test_a_new_team_starts_from_the_wheel(tmp_path: Path) -> None:
     run([str(tool_venv / "bin/kumitate"), "init", "team_tools", "--kumitate", f"{wheel}[codegen]"], tmp_path, env)
     project = tmp_path / "team_tools"
     out = run(["make", "test"], project, env)
-    assert "3 passed" in out
+    assert "4 passed" in out
 
     port = free_port()
     log = (tmp_path / "serve.log").open("wb")

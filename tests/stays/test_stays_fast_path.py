@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from handlers.stays.timestamps import _RFC3339, parse_rfc3339
-from handlers.stays.validate import check_record, check_records
+from handlers.stays.core.timestamps import _RFC3339, parse_rfc3339
+from handlers.stays.core.validate import check_record, check_records
 
 TIMESTAMPS = st.one_of(
     st.sampled_from(

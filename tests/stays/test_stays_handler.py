@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -18,6 +19,7 @@ import handlers.stays
 from generated.stays import models as generated_models
 from handlers.stays.core import summarize
 from kumitate.context import CallContext
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 
 TYPES_FILE = Path(__file__).resolve().parents[2] / "specs" / "stays" / "types" / "stays.json"
@@ -53,9 +55,13 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> Any:
+def service(tmp_path: Path) -> Iterator[Any]:
     settings = Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
-    return handlers.stays.create(settings)
+    setup = ServiceSetup.open("stays", settings)
+    try:
+        yield handlers.stays.create(setup)
+    finally:
+        setup.close()
 
 
 def ctx() -> CallContext:

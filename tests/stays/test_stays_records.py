@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from handlers.stays.core import summarize
-from handlers.stays.timestamps import parse_rfc3339
-from handlers.stays.validate import ref_is_valid
+from handlers.stays.core.timestamps import parse_rfc3339
+from handlers.stays.core.validate import ref_is_valid
 
 T9 = "2024-05-01T09:00:00+09:00"
 T10 = "2024-05-01T10:00:00+09:00"

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from handlers.stays.core import summarize
-from handlers.stays.wording import format_duration
+from handlers.stays.core.wording import format_duration
 
 
 def stay(code: str, name: str, start: str | None = None, end: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from operator import itemgetter
 from typing import Any, TypeGuard
 
-from handlers.stays.timestamps import OFFSET_SHAPES, parse_rfc3339
+from handlers.stays.core.timestamps import OFFSET_SHAPES, parse_rfc3339
 
 INVALID_INPUT = "INVALID_INPUT"
 INVALID_REF = "INVALID_REF"

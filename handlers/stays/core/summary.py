@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from handlers.stays.validate import INVALID_REF, ResultRow, check_records
-from handlers.stays.wording import SUMMARY_LIMIT, aggregate_clause, join_clauses, sequence_clause
+from handlers.stays.core.validate import INVALID_REF, ResultRow, check_records
+from handlers.stays.core.wording import SUMMARY_LIMIT, aggregate_clause, join_clauses, sequence_clause
 
 SEQUENCE = "sequence"
 AGGREGATE = "aggregate"
