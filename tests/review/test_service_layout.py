@@ -14,11 +14,6 @@ from tests.conftest import REPO
 
 HANDLERS = REPO / "handlers"
 SERVICES = sorted(p.parent.name for p in HANDLERS.glob("*/__init__.py"))
-NOT_YET_CONVERTED = {"analytics", "attendance", "household", "yana"}
-"""Services still reading variables outside settings.py on this branch (round 4: converted by their
-own engineers in parallel). The lead empties this set as their branches merge."""
-
-
 def environment_reads(path: Path, root: Path = REPO) -> list[str]:
     """`file:line what` for each read of the environment, in line order: `os.environ`, `os.getenv`,
     `from os import environ/getenv`, and any `.env` (`settings.env`, `setup.settings.env.get(...)`)."""
@@ -34,12 +29,7 @@ def environment_reads(path: Path, root: Path = REPO) -> list[str]:
     return [f"{path.relative_to(root)}:{line} {what}" for line, what in sorted(found)]
 
 
-def _marks(service: str) -> list[pytest.MarkDecorator]:
-    reason = f"{service} is converted to settings.py on its own branch (round 4)"
-    return [pytest.mark.xfail(reason=reason, strict=True)] if service in NOT_YET_CONVERTED else []
-
-
-@pytest.mark.parametrize("service", [pytest.param(s, marks=_marks(s)) for s in SERVICES])
+@pytest.mark.parametrize("service", SERVICES)
 def test_a_service_reads_the_environment_only_in_its_settings(service: str) -> None:
     reads = [
         read
@@ -75,8 +65,6 @@ def enabled_by() -> dict[str, set[str]]:
 
 @pytest.mark.parametrize("service", sorted(enabled_by()))
 def test_every_enabled_by_variable_is_a_declared_setting(service: str) -> None:
-    if not (HANDLERS / service / "settings.py").is_file():
-        pytest.skip(f"handlers/{service} has no settings.py yet (converted on its own branch in round 4)")
     classes = settings_doc.service_settings(HANDLERS).get(service, [])
     declared = {name for cls in classes for name, _, _ in cls.variables()}
     missing = enabled_by()[service] - declared
