@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert
 
-from handlers.household.csvfile import read_tuples
-from handlers.household.importer import _values
+from handlers.household.core.csvfile import read_tuples
+from handlers.household.core.importer import _values
 from handlers.household.store import refresh_aggregates
-from handlers.household.tables import transactions
+from handlers.household.store.tables import transactions
+from kumitate.service import ServiceSetup
+from kumitate.settings import Settings
 
-from .conftest import HEADER, row, sql, write_export
+from .conftest import HEADER, open_service, row, sql, write_export
 
 
 def good_rows() -> list[list[str]]:
@@ -121,11 +123,11 @@ def test_alternative_headers_and_utf8_resave(tmp_path: Path, make_service, ctx) 
 
 
 def test_bundled_sample_loads(tmp_path: Path) -> None:
-    from handlers.household import create
-    from kumitate.settings import Settings
-
-    svc = create(Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000"), env={})
-    report = svc.core.startup_report
+    setup = ServiceSetup.open("household", Settings.from_env({"KUMITATE_DATA_DIR": str(tmp_path)}))
+    try:
+        report = open_service(setup).core.startup_report
+    finally:
+        setup.close()
     assert (report["files_processed"], report["total_errors"]) == (48, 0)
     assert report["total_imported"] == 3093
 

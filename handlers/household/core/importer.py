@@ -51,10 +51,10 @@ from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select,
 
 from kumitate.context import progress
 
+from ..store import Store, chunks, refresh_aggregates, t
+from ..store.tables import checks, now
 from .csvfile import RowError, RowTuple, read_tuples
 from .identity import Plan, Stored, plan
-from .store import Store, chunks, refresh_aggregates, t
-from .tables import checks, now
 
 log = logging.getLogger(__name__)
 
