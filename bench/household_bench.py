@@ -28,7 +28,7 @@ from generated.household.bindings import SERVICE  # noqa: E402
 from handlers.household import create as create_handlers  # noqa: E402
 from handlers.household.core.duplicates import Options, find_candidates, find_candidates_pairwise  # noqa: E402
 from handlers.household.store.checks import load_items  # noqa: E402
-from kumitate.context import CallContext  # noqa: E402
+from kumitate.context import CallContext, bound  # noqa: E402
 from kumitate.service import ServiceSetup  # noqa: E402
 from kumitate.settings import Settings  # noqa: E402
 
@@ -46,7 +46,8 @@ class Wire:
         binding = TOOLS[tool]
 
         def call(data: dict[str, Any], ctx: CallContext) -> Any:
-            out = getattr(self.handlers, tool)(binding.input_model.model_validate(data), ctx)
+            with bound(ctx):  # the current call, as the pipeline sets it (chart URLs)
+                out = getattr(self.handlers, tool)(binding.input_model.model_validate(data), ctx)
             return out.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
         return call
@@ -132,7 +133,15 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="household_bench_"))
     exports = tmp / "exports"
     generate_mod.generate(exports, start="2020-01", end="2024-12", seed=1, scale=34.0)
-    ctx = CallContext(service="household", tool="bench", transport="bench", run_id="b", trace_id="b")
+    ctx = CallContext(
+        service="household",
+        tool="bench",
+        transport="bench",
+        run_id="b",
+        trace_id="b",
+        public_url="http://127.0.0.1:8000",
+        routes={resource.name: resource for resource in SERVICE.resources},
+    )
 
     seconds, svc = timed(lambda: create(tmp / "var", tmp / "samples", exports))
     report = svc.core.startup_report  # type: ignore[attr-defined]
