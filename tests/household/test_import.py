@@ -39,6 +39,21 @@ def test_first_start_creates_db_and_reimport_is_idempotent(tmp_path: Path, make_
     assert make_service(data).core.startup_report["total_imported"] == 0
 
 
+def test_imported_rows_carry_every_default(tmp_path: Path, make_service) -> None:
+    """The bulk insert goes through the driver, not SQLAlchemy: the table's defaults are still written."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    write_export(data, "2025-01-01_2025-01-31", good_rows())
+    svc = make_service(data)
+    stored = sql(
+        svc,
+        "SELECT is_duplicate, duplicate_checked, duplicate_of, created_at = updated_at, length(created_at), source_file"
+        " FROM household_transactions",
+    )
+    assert [tuple(r[:5]) for r in stored] == [(0, 0, None, True, 19)] * 3
+    assert {r[5] for r in stored} == {str((data / "収入・支出詳細_2025-01-01_2025-01-31.csv").resolve())}
+
+
 def test_bad_files_and_rows_are_reported_not_fatal(tmp_path: Path, make_service, ctx) -> None:
     data = tmp_path / "exports"
     data.mkdir()
