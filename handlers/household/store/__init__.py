@@ -85,25 +85,27 @@ class Store:
     def insert_rows(
         self, conn: Connection, table: Table, columns: Sequence[str], rows: Iterable[Sequence[Any]]
     ) -> None:
-        """INSERT `rows` (tuples in `columns` order) in the write of `conn`, through the driver's executemany.
+        """INSERT `rows` (tuples in `columns` order) in the write of `conn`, through the driver.
 
         SQLAlchemy's executemany builds and processes a parameter dict per row (with the dicts themselves,
-        most of the storage time of a 100k-row import); the driver takes the tuples as they are (psycopg
-        pipelines them). The Python-side defaults of the table's other columns are filled once per call,
-        as SQLAlchemy would fill them per row.
+        most of the storage time of a 100k-row import); the driver takes the tuples as they are: SQLite's
+        executemany, PostgreSQL's COPY. The Python-side defaults of the table's other columns are filled
+        once per call, as SQLAlchemy would fill them per row.
         """
         defaults = {c.name: _default(c) for c in table.columns if c.name not in columns and c.default is not None}
-        names = [*columns, *defaults]
         quote = conn.dialect.identifier_preparer.quote
-        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
-        sql = (
-            f"INSERT INTO {quote(table.name)} ({', '.join(quote(n) for n in names)}) "
-            f"VALUES ({', '.join([mark] * len(names))})"
-        )
+        names = ", ".join(quote(n) for n in [*columns, *defaults])
         tail = tuple(defaults.values())
         cursor = conn.connection.cursor()
         try:
-            cursor.executemany(sql, [(*row, *tail) for row in rows] if tail else list(rows))
+            if self.dialect == "postgresql":
+                with cursor.copy(f"COPY {quote(table.name)} ({names}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row((*row, *tail))
+            else:
+                marks = ", ".join("?" * (len(columns) + len(tail)))
+                sql = f"INSERT INTO {quote(table.name)} ({names}) VALUES ({marks})"
+                cursor.executemany(sql, [(*row, *tail) for row in rows])
         finally:
             cursor.close()
 
