@@ -26,9 +26,10 @@ sys.path.insert(0, str(ROOT))
 
 from generated.household.bindings import SERVICE  # noqa: E402
 from handlers.household import create as create_handlers  # noqa: E402
-from handlers.household.duplicates import Options, find_candidates, find_candidates_pairwise  # noqa: E402
-from handlers.household.dupstore import load_items  # noqa: E402
-from kumitate.context import CallContext  # noqa: E402
+from handlers.household.core.duplicates import Options, find_candidates, find_candidates_pairwise  # noqa: E402
+from handlers.household.store.checks import load_items  # noqa: E402
+from kumitate.context import CallContext, bound  # noqa: E402
+from kumitate.service import ServiceSetup  # noqa: E402
 from kumitate.settings import Settings  # noqa: E402
 
 TOOLS = {tool.name: tool for tool in SERVICE.tools}
@@ -45,14 +46,22 @@ class Wire:
         binding = TOOLS[tool]
 
         def call(data: dict[str, Any], ctx: CallContext) -> Any:
-            out = getattr(self.handlers, tool)(binding.input_model.model_validate(data), ctx)
+            with bound(ctx):  # the current call, as the pipeline sets it (chart URLs)
+                out = getattr(self.handlers, tool)(binding.input_model.model_validate(data), ctx)
             return out.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
         return call
 
 
-def create(settings: Settings, env: dict[str, str]) -> Wire:
-    return Wire(create_handlers(settings, env=env))
+SETUPS: list[ServiceSetup] = []
+
+
+def create(var: Path, samples: Path, exports: Path) -> Wire:
+    """The service with its state under `var`, no samples, importing `exports` (closed at the end of the run)."""
+    (samples / "household").mkdir(parents=True, exist_ok=True)
+    env = {"KUMITATE_DATA_DIR": str(var), "KUMITATE_SAMPLE_DIR": str(samples), "HOUSEHOLD_DATA_DIR": str(exports)}
+    SETUPS.append(ServiceSetup.open("household", Settings.from_env(env)))
+    return Wire(create_handlers(SETUPS[-1]))
 
 
 spec = importlib.util.spec_from_file_location("hh_generate", ROOT / "data" / "household" / "generate.py")
@@ -93,11 +102,7 @@ def realistic_detection(tmp: Path, ctx: CallContext, fuzzy: dict[str, object]) -
     """The tolerant detection on ~100k rows at a real household's density (scale 1, 128 years)."""
     exports = tmp / "exports_realistic"
     generate_mod.generate(exports, start="2022-01", end="2149-12", seed=2, scale=1.0)
-    empty_samples = tmp / "samples"
-    settings = Settings(
-        data_dir=tmp / "var_realistic", sample_dir=empty_samples, public_base_url="http://127.0.0.1:8000"
-    )
-    svc = create(settings, env={"HOUSEHOLD_DATA_DIR": str(exports)})
+    svc = create(tmp / "var_realistic", tmp / "samples", exports)
     seconds, det = timed(lambda: svc.detect_duplicates(fuzzy, ctx))  # type: ignore[attr-defined]
     add(
         f"detect_duplicates, ±2 days ±100 yen, realistic density: {det['checked_transactions']:,} tx at ~65/month "
@@ -112,7 +117,7 @@ COLD_CHART = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 t0 = time.perf_counter()
-from handlers.household import charts
+from handlers.household.core import charts
 charts.category_chart("2024年6月 支出内訳", ["食費", "住居", "交通費", "その他"], [5, 4, 3, 2], "pie", 800, 600)
 print(time.perf_counter() - t0)
 """
@@ -128,12 +133,17 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="household_bench_"))
     exports = tmp / "exports"
     generate_mod.generate(exports, start="2020-01", end="2024-12", seed=1, scale=34.0)
-    empty_samples = tmp / "samples"
-    (empty_samples / "household").mkdir(parents=True)
-    settings = Settings(data_dir=tmp / "var", sample_dir=empty_samples, public_base_url="http://127.0.0.1:8000")
-    ctx = CallContext(service="household", tool="bench", transport="bench", run_id="b", trace_id="b")
+    ctx = CallContext(
+        service="household",
+        tool="bench",
+        transport="bench",
+        run_id="b",
+        trace_id="b",
+        public_url="http://127.0.0.1:8000",
+        routes={resource.name: resource for resource in SERVICE.resources},
+    )
 
-    seconds, svc = timed(lambda: create(settings, env={"HOUSEHOLD_DATA_DIR": str(exports)}))
+    seconds, svc = timed(lambda: create(tmp / "var", tmp / "samples", exports))
     report = svc.core.startup_report  # type: ignore[attr-defined]
     n = report["total_imported"]
     add(f"import {n:,} rows / {report['files_processed']} files (fresh DB)", f"{seconds:.2f} s", "< 3 s", seconds < 3)
@@ -255,4 +265,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        for setup in SETUPS:
+            setup.close()

@@ -1,33 +1,29 @@
 """household: 家計簿 analysis over MoneyForward ME CSV exports (seed 003).
 
 The thin adapter between the generated models / CallContext and the domain code: it takes each
-tool's generated input model, calls the core (service.HouseholdCore, dupstore) with plain typed
-arguments, and returns the tool's generated output model; failures are generated error classes
-(problems.py). Tool inputs are never logged: they can hold a person's spending.
+tool's generated input model, calls the domain (core/: core.service.HouseholdCore and one module
+per tool) or the stored duplicate checks (store.checks) with plain typed arguments, and returns the
+tool's generated output model; failures are generated error classes (core/problems.py). Tool
+inputs are never logged: they can hold a person's spending.
+
+Layout: settings.py (every variable household reads), store/ (its tables and queries on the
+runtime's database), core/ (the domain).
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from generated.household import models
-from kumitate.cache import RedisCache, SharedCache
 from kumitate.context import Attachment, CallContext
-from kumitate.deploy import DeploySettings
 from kumitate.service import ServiceSetup
-from kumitate.settings import Settings
-from kumitate.storage import Database, open_database
-from kumitate.storage import redis as shared_redis
 
-from . import clarify, dupstore, monthly, trend_report
-from .chartout import ChartRequest, Result
-from .duplicates import Options
-from .dupstore import MAX_STORED_CANDIDATES
-from .service import ADMIN_SCOPES, HouseholdCore
-
-SERVICE = "household"
+from .core import clarify, monthly, trend_report
+from .core.chartout import ChartRequest, Result
+from .core.duplicates import Options
+from .core.service import ADMIN_SCOPES, HouseholdCore
+from .settings import HouseholdSettings
+from .store import checks
 
 
 def _chart(input: models.GetMonthlyHouseholdInput | models.GetCategoryTrendInput) -> ChartRequest | None:
@@ -47,14 +43,8 @@ def _with_extras(result: Result, ctx: CallContext) -> dict[str, Any]:
 class HouseholdHandlers:
     """One method per tool and per resource of specs/household, named as the tool."""
 
-    def __init__(self, core: HouseholdCore, owned: list[Any] | None = None) -> None:
+    def __init__(self, core: HouseholdCore) -> None:
         self.core = core
-        self._owned = owned or []
-
-    def close(self) -> None:
-        """Release the database and Redis connections this service opened itself (not those it was given)."""
-        while self._owned:
-            self._owned.pop().close()
 
     # tools
     def import_household_data(
@@ -93,26 +83,26 @@ class HouseholdHandlers:
     def list_duplicate_candidates(
         self, input: models.ListDuplicateCandidatesInput, ctx: CallContext
     ) -> models.ListDuplicateCandidatesOutput:
-        listed = dupstore.list_candidates(self.core.store, input.limit, input.skip_checked)
+        listed = checks.list_candidates(self.core.store, input.limit, input.skip_checked)
         return models.ListDuplicateCandidatesOutput.model_validate(listed)
 
     def get_duplicate_candidate_detail(
         self, input: models.GetDuplicateCandidateDetailInput, ctx: CallContext
     ) -> models.GetDuplicateCandidateDetailOutput:
-        detail = dupstore.detail(self.core.store, input.check_id)
+        detail = checks.detail(self.core.store, input.check_id)
         return models.GetDuplicateCandidateDetailOutput.model_validate(detail)
 
     def confirm_duplicate(self, input: models.ConfirmDuplicateInput, ctx: CallContext) -> models.ConfirmDuplicateOutput:
-        confirmed = dupstore.confirm(self.core.store, input.check_id, input.decision.value)
+        confirmed = checks.confirm(self.core.store, input.check_id, input.decision.value)
         return models.ConfirmDuplicateOutput.model_validate(confirmed)
 
     def restore_duplicate(self, input: models.RestoreDuplicateInput, ctx: CallContext) -> models.RestoreDuplicateOutput:
-        return models.RestoreDuplicateOutput.model_validate(dupstore.restore(self.core.store, input.transaction_id))
+        return models.RestoreDuplicateOutput.model_validate(checks.restore(self.core.store, input.transaction_id))
 
     def get_duplicate_stats(
         self, input: models.GetDuplicateStatsInput, ctx: CallContext
     ) -> models.GetDuplicateStatsOutput:
-        return models.GetDuplicateStatsOutput.model_validate(dupstore.stats(self.core.store))
+        return models.GetDuplicateStatsOutput.model_validate(checks.stats(self.core.store))
 
     # resources
     def read_category_hierarchy(self, ctx: CallContext) -> models.CategoryHierarchyResource:
@@ -146,58 +136,10 @@ class HouseholdHandlers:
         return self.core.charts.ids(ctx.principal.id, prefix, every=every)
 
 
-TRUE_VALUES = ("1", "true", "yes", "on")
-
-
-def data_dirs(settings: Settings, env: dict[str, str] | None = None) -> list[Path]:
-    """Every directory in HOUSEHOLD_DATA_DIR (os.pathsep-separated); the bundled samples only without it.
-
-    With HOUSEHOLD_DATA_DIR set, the samples are left out (and sample rows already stored are removed on the
-    next import) so that a user's real exports never mix with them; HOUSEHOLD_INCLUDE_SAMPLES=1 keeps them.
-    """
-    env = dict(os.environ) if env is None else env
-    extra = [Path(p).expanduser() for p in env.get("HOUSEHOLD_DATA_DIR", "").split(os.pathsep) if p.strip()]
-    keep_samples = not extra or env.get("HOUSEHOLD_INCLUDE_SAMPLES", "").strip().lower() in TRUE_VALUES
-    return [settings.sample_dir / SERVICE, *extra] if keep_samples else extra
-
-
 def create(setup: ServiceSetup) -> HouseholdHandlers:
-    """The service on the runtime's database and shared cache."""
-    return build(
-        setup.settings, dict(setup.settings.env), database=setup.database, shared=setup.cache if setup.shared else None
-    )
+    """The service on the runtime's database and shared cache (it closes neither: their owner does).
 
-
-def build(
-    settings: Settings,
-    env: dict[str, str] | None = None,
-    *,
-    database: Database | None = None,
-    shared: SharedCache | None = None,
-) -> HouseholdHandlers:
-    """Open the storage layer's database (KUMITATE_DATABASE_URL, else var/kumitate.sqlite3) and, with
-    KUMITATE_REDIS_URL, the shared chart cache, unless they are given; copy a household.db of an earlier
-    release into the database once, and import every export found."""
-    env = dict(os.environ) if env is None else env
-    ttl = float(env.get("HOUSEHOLD_CHART_TTL_SECONDS", "3600"))
-    max_candidates = int(env.get("HOUSEHOLD_MAX_CANDIDATES", str(MAX_STORED_CANDIDATES)))
-    deploy = DeploySettings.from_env(env)
-    owned: list[Any] = []
-    if database is None:
-        database = open_database(settings.data_dir, deploy)
-        owned.append(database)
-    if shared is None and deploy.redis_url:
-        client = shared_redis.connect(deploy.redis_url)
-        owned.append(client)
-        shared = RedisCache(client)
-    core = HouseholdCore(
-        database,
-        settings.service_dir(SERVICE),
-        data_dirs(settings, env),
-        settings.public_base_url,
-        chart_ttl_seconds=ttl,
-        sample_dir=settings.sample_dir / SERVICE,
-        max_candidates=max_candidates,
-        shared=shared,
-    )
-    return HouseholdHandlers(core, owned)
+    Copies a household.db of an earlier release into the database once, and imports every export found.
+    """
+    core = HouseholdCore(setup.database, setup.cache, setup.data_dir, setup.sample_dir, setup.read(HouseholdSettings))
+    return HouseholdHandlers(core)

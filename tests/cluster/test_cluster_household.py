@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from deploy.cluster import REPO, Cluster
-from handlers.household.csvfile import read_tuples
-from handlers.household.importer import find_files, source_id
+from handlers.household.core.csvfile import read_tuples
+from handlers.household.core.importer import find_files, source_id
 from kumitate.storage import engine as engines
 from tests.household.conftest import row, write_export
 

@@ -14,8 +14,9 @@ from sqlalchemy import Row, text
 
 from generated.household.bindings import SERVICE
 from handlers.household import HouseholdHandlers, create
-from kumitate.context import CallContext
+from kumitate.context import CallContext, bound
 from kumitate.intake import Intake
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir  # noqa: F401  (fixtures)
 
@@ -84,9 +85,26 @@ def trend_rows() -> dict[str, list[list[str]]]:
     return files
 
 
+ROUTES = {resource.name: resource for resource in SERVICE.resources}
+
+
+def call_context(tool: str = "test", **fields: Any) -> CallContext:
+    """A call as the pipeline makes one: the service's routes, the address served (for chart URLs)."""
+    return CallContext(
+        service="household",
+        tool=tool,
+        transport="test",
+        run_id="run",
+        trace_id="trace",
+        public_url="http://127.0.0.1:8000",
+        routes=ROUTES,
+        **fields,
+    )
+
+
 @pytest.fixture
 def ctx() -> CallContext:
-    return CallContext(service="household", tool="test", transport="test", run_id="run", trace_id="trace")
+    return call_context()
 
 
 TOOLS = {tool.name: tool for tool in SERVICE.tools}
@@ -97,7 +115,7 @@ class WireCalls:
     """The service as the pipeline drives it: a tool takes JSON data (checked and turned into its generated
     input model by the pipeline's own intake: schema-invalid data is BAD_REQUEST) and answers JSON data (its
     output model dumped as the pipeline dumps it), so that the tests assert what goes on the wire.
-    Everything else (`core`, `close`) is the service's own."""
+    Everything else (`core`) is the service's own."""
 
     def __init__(self, handlers: HouseholdHandlers) -> None:
         self.handlers = handlers
@@ -112,7 +130,9 @@ class WireCalls:
             if tool is not None:
                 data, ctx = args
                 args = (INTAKE.prepare(tool, data), ctx)
-            result = method(*args, **kwargs)
+            call_ctx = next(a for a in (*args, *kwargs.values()) if isinstance(a, CallContext))
+            with bound(call_ctx):  # the current call, as the pipeline sets it (for url_for, progress)
+                result = method(*args, **kwargs)
             if isinstance(result, BaseModel):
                 return result.model_dump(mode="json", by_alias=True, exclude_unset=True)
             return result
@@ -128,25 +148,33 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return fresh_pg_database(request.getfixturevalue("postgres_url"), tmp_path.name)
 
 
+def open_service(setup: ServiceSetup) -> WireCalls:
+    """The service as the runtime builds it: `create(setup)` over the setup's database and cache."""
+    return WireCalls(create(setup))
+
+
+def service_env(var: Path, samples: Path, **env: str) -> dict[str, str]:
+    """The variables of a service with its state under `var` and its bundled samples in `samples`/household."""
+    (samples / "household").mkdir(parents=True, exist_ok=True)
+    return {"KUMITATE_DATA_DIR": str(var), "KUMITATE_SAMPLE_DIR": str(samples), **env}
+
+
 @pytest.fixture
 def make_service(tmp_path: Path, database_url: str) -> Iterator[Callable[..., Any]]:
     """A service over an empty sample dir plus `data_dir` (HOUSEHOLD_DATA_DIR), state under tmp_path, on the
     engine of `database_url` (every service made in one test shares that database, as a restart would)."""
-    made: list[HouseholdHandlers] = []
+    setups: list[ServiceSetup] = []
 
     def _make(data_dir: Path | None = None, **env: str) -> Any:
-        samples = tmp_path / "samples"
-        (samples / "household").mkdir(parents=True, exist_ok=True)
-        settings = Settings(data_dir=tmp_path / "var", sample_dir=samples, public_base_url="http://127.0.0.1:8000")
-        full_env = {"KUMITATE_DATABASE_URL": database_url, **env}
+        full_env = service_env(tmp_path / "var", tmp_path / "samples", KUMITATE_DATABASE_URL=database_url, **env)
         if data_dir is not None:
             full_env["HOUSEHOLD_DATA_DIR"] = str(data_dir)
-        made.append(create(settings, env=full_env))
-        return WireCalls(made[-1])
+        setups.append(ServiceSetup.open("household", Settings.from_env(full_env)))
+        return open_service(setups[-1])
 
     yield _make
-    for service in made:
-        service.close()
+    for setup in setups:
+        setup.close()
 
 
 def sql(svc: Any, statement: str, **params: Any) -> list[Row[Any]]:

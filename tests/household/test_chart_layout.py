@@ -14,8 +14,8 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
-from handlers.household import charts
-from handlers.household.chartout import MAX_H, MAX_W, MIN_H, MIN_W
+from handlers.household.core import charts
+from handlers.household.core.chartout import MAX_H, MAX_W, MIN_H, MIN_W
 
 CATEGORIES = ["食費", "住宅", "水道・光熱費", "通信費", "交通費", "趣味・娯楽", "日用品", "その他"]
 MONTHS = [f"{2016 + i // 12}-{i % 12 + 1:02d}" for i in range(120)]

@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageStat
 
-from handlers.household.chart_cache import ChartCache
-from handlers.household.chartout import parse_image_size
-from handlers.household.charts import font_path
+from handlers.household.core.chart_cache import ChartCache
+from handlers.household.core.chartout import parse_image_size
+from handlers.household.core.charts import font_path
+from kumitate.cache import MemoryCache
 from kumitate.context import CallContext, Principal
 from kumitate.errors import ToolError
 
-from .conftest import row, write_export
+from .conftest import call_context, row, write_export
 
 
 def check_png(png: bytes, size: tuple[int, int]) -> None:
@@ -93,10 +94,14 @@ def test_unknown_and_expired_chart(tmp_path: Path, trend_service, ctx) -> None:
     with pytest.raises(ToolError):
         trend_service.read_chart(ctx, chart_id="../../etc/passwd")
     offset = [0.0]
-    cache = ChartCache(tmp_path / "c", ttl_seconds=60, clock=lambda: time.time() + offset[0])
+    clock = lambda: time.time() + offset[0]  # noqa: E731
+    cache = ChartCache(tmp_path / "c", MemoryCache(clock=clock), ttl_seconds=60, clock=clock)
     chart_id = cache.put(b"\x89PNG fake", "alice")
     assert cache.get(chart_id) == (b"\x89PNG fake", {"alice"})
-    assert ChartCache(tmp_path / "c", ttl_seconds=60).get(chart_id) == (b"\x89PNG fake", {"alice"})  # from the file
+    assert ChartCache(tmp_path / "c", MemoryCache(), ttl_seconds=60).get(chart_id) == (
+        b"\x89PNG fake",
+        {"alice"},
+    )  # from the file
     offset[0] = 61
     assert cache.get(chart_id) is None
     assert not (tmp_path / "c" / f"{chart_id}.png").exists()
@@ -158,21 +163,14 @@ def test_month_with_income_but_no_spending_has_no_pie(tmp_path: Path, make_servi
 
 
 def test_pie_of_zeros_is_refused_by_the_renderer() -> None:
-    from handlers.household.charts import category_chart
+    from handlers.household.core.charts import category_chart
 
     with pytest.raises(ValueError):
         category_chart("t", ["食費"], [0], "pie", 400, 300)
 
 
 def _as(principal: str, *scopes: str) -> CallContext:
-    return CallContext(
-        service="household",
-        tool="test",
-        transport="test",
-        run_id="run",
-        trace_id="trace",
-        principal=Principal(principal, frozenset(scopes)),
-    )
+    return call_context(principal=Principal(principal, frozenset(scopes)))
 
 
 def test_a_chart_is_readable_by_its_creator_and_admin_only(trend_service) -> None:
@@ -199,9 +197,9 @@ def test_a_chart_is_readable_by_its_creator_and_admin_only(trend_service) -> Non
 
 
 def test_chart_owners_survive_a_restart(tmp_path: Path) -> None:
-    ChartCache(tmp_path / "c").put(b"\x89PNG fake", "alice")
-    ChartCache(tmp_path / "c").put(b"\x89PNG fake", "bob")  # another worker: adds to the owners on disk
+    ChartCache(tmp_path / "c", MemoryCache()).put(b"\x89PNG fake", "alice")
+    ChartCache(tmp_path / "c", MemoryCache()).put(b"\x89PNG fake", "bob")  # another worker: adds to the owners on disk
     chart_id = next((tmp_path / "c").glob("*.png")).stem
-    assert ChartCache(tmp_path / "c").get(chart_id) == (b"\x89PNG fake", {"alice", "bob"})
+    assert ChartCache(tmp_path / "c", MemoryCache()).get(chart_id) == (b"\x89PNG fake", {"alice", "bob"})
     (tmp_path / "c" / f"{chart_id}.owners").unlink()
-    assert ChartCache(tmp_path / "c").get(chart_id) is None  # no owners on disk: nobody's chart
+    assert ChartCache(tmp_path / "c", MemoryCache()).get(chart_id) is None  # no owners on disk: nobody's chart

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from handlers.household import dupstore
+from handlers.household.store import checks
 from kumitate.errors import ToolError
 
 SPECS = Path(__file__).resolve().parents[2] / "specs" / "household"
@@ -63,9 +63,9 @@ def test_huge_ids_are_not_found_never_a_crash(make_service, ctx, value: int) -> 
             call()
         assert raised.value.code == expected
     for direct in (
-        lambda: dupstore.detail(store, value),
-        lambda: dupstore.confirm(store, value, "duplicate"),
-        lambda: dupstore.restore(store, value),
+        lambda: checks.detail(store, value),
+        lambda: checks.confirm(store, value, "duplicate"),
+        lambda: checks.restore(store, value),
     ):
         with pytest.raises(ToolError) as raised:
             direct()

@@ -8,12 +8,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import insert
 
-from handlers.household.csvfile import read_tuples
-from handlers.household.importer import _values
+from handlers.household.core.csvfile import read_tuples
+from handlers.household.core.importer import _values
 from handlers.household.store import refresh_aggregates
-from handlers.household.tables import transactions
+from handlers.household.store.tables import transactions
+from kumitate.service import ServiceSetup
+from kumitate.settings import Settings
 
-from .conftest import HEADER, row, sql, write_export
+from .conftest import HEADER, open_service, row, sql, write_export
 
 
 def good_rows() -> list[list[str]]:
@@ -35,6 +37,21 @@ def test_first_start_creates_db_and_reimport_is_idempotent(tmp_path: Path, make_
     assert again["total_transactions"] == 3
     # a restart scans again and still imports nothing new
     assert make_service(data).core.startup_report["total_imported"] == 0
+
+
+def test_imported_rows_carry_every_default(tmp_path: Path, make_service) -> None:
+    """The bulk insert goes through the driver, not SQLAlchemy: the table's defaults are still written."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    write_export(data, "2025-01-01_2025-01-31", good_rows())
+    svc = make_service(data)
+    stored = sql(
+        svc,
+        "SELECT is_duplicate, duplicate_checked, duplicate_of, created_at = updated_at, length(created_at), source_file"
+        " FROM household_transactions",
+    )
+    assert [tuple(r[:5]) for r in stored] == [(0, 0, None, True, 19)] * 3
+    assert {r[5] for r in stored} == {str((data / "収入・支出詳細_2025-01-01_2025-01-31.csv").resolve())}
 
 
 def test_bad_files_and_rows_are_reported_not_fatal(tmp_path: Path, make_service, ctx) -> None:
@@ -121,11 +138,11 @@ def test_alternative_headers_and_utf8_resave(tmp_path: Path, make_service, ctx) 
 
 
 def test_bundled_sample_loads(tmp_path: Path) -> None:
-    from handlers.household import create
-    from kumitate.settings import Settings
-
-    svc = create(Settings(data_dir=tmp_path, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000"), env={})
-    report = svc.core.startup_report
+    setup = ServiceSetup.open("household", Settings.from_env({"KUMITATE_DATA_DIR": str(tmp_path)}))
+    try:
+        report = open_service(setup).core.startup_report
+    finally:
+        setup.close()
     assert (report["files_processed"], report["total_errors"]) == (48, 0)
     assert report["total_imported"] == 3093
 

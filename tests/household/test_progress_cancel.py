@@ -22,7 +22,7 @@ from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server
 from tests.conftest import REPO, LiveServer, server_env, start_server, stop_server
-from tests.household.conftest import row, write_export
+from tests.household.conftest import row, service_env, write_export
 
 pytestmark = pytest.mark.anyio
 
@@ -53,11 +53,9 @@ def _count(db: Path) -> int:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
-    (tmp_path / "samples" / "household").mkdir(parents=True)
-    monkeypatch.setenv("HOUSEHOLD_DATA_DIR", str(tmp_path / "exports"))
-    settings = Settings(data_dir=tmp_path / "var", sample_dir=tmp_path / "samples", public_base_url="http://x")
-    rt = Runtime(settings, services=["household"])
+def runtime(tmp_path: Path) -> Iterator[Runtime]:
+    env = service_env(tmp_path / "var", tmp_path / "samples", HOUSEHOLD_DATA_DIR=str(tmp_path / "exports"))
+    rt = Runtime(Settings.from_env({**env, "KUMITATE_PUBLIC_URL": "http://x"}), services=["household"])
     yield rt
     rt.close()
 

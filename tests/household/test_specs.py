@@ -11,12 +11,11 @@ import yaml
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from handlers.household import create
-from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 
-from .conftest import WireCalls
+from .conftest import call_context, open_service
 
 SPECS = Path(__file__).resolve().parents[2] / "specs" / "household"
 TYPES = json.loads((SPECS / "types" / "household.json").read_text(encoding="utf-8"))
@@ -44,8 +43,9 @@ def subset(expected: Any, actual: Any) -> bool:
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("spec")
-    settings = Settings(data_dir=tmp, sample_dir=Path("data"), public_base_url="http://127.0.0.1:8000")
-    return WireCalls(create(settings, env={}))
+    setup = ServiceSetup.open("household", Settings.from_env({"KUMITATE_DATA_DIR": str(tmp)}))
+    yield open_service(setup)
+    setup.close()
 
 
 def test_schema_file_is_valid() -> None:
@@ -79,7 +79,7 @@ def test_examples_validate_and_hold(path: Path, service) -> None:
     inp, out = validator(spec["input"]), validator(spec["output"])
     assert spec["examples"], "every tool has examples"
     for example in spec["examples"]:
-        ctx = CallContext(service="household", tool=spec["name"], transport="test", run_id="r", trace_id="t")
+        ctx = call_context(spec["name"])
         inp.validate(example["input"])
         method = getattr(service, spec["name"])
         if "error" in example:
@@ -97,7 +97,7 @@ def test_examples_validate_and_hold(path: Path, service) -> None:
 
 
 def test_outputs_validate_in_richer_states(service) -> None:
-    ctx = CallContext(service="household", tool="t", transport="test", run_id="r", trace_id="t")
+    ctx = call_context()
     checks = {
         "DetectDuplicatesOutput": service.detect_duplicates(
             {"date_tolerance_days": 1, "amount_tolerance_abs": 50}, ctx

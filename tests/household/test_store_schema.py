@@ -7,7 +7,7 @@ from pathlib import Path
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from handlers.household import tables
+from handlers.household.store import tables
 from kumitate.deploy import DeploySettings
 from kumitate.storage import open_database
 

@@ -4,7 +4,7 @@ Revision ID: 0004_household
 Revises: 0003_analytics
 Create Date: 2026-11-24
 
-The table definitions the household store queries are handlers/household/tables.py; this script is
+The table definitions the household store queries are handlers/household/store/tables.py; this script is
 self-contained (the runtime imports nothing from handlers) and tests/household/test_store_schema.py
 checks that the two agree.
 """

@@ -48,7 +48,6 @@ def parse_image_size(text: str) -> tuple[int, int]:
 
 def attach_chart(
     charts: ChartCache,
-    public_base_url: str,
     result: Result,
     owner: str,
     kind: str,

@@ -3,7 +3,7 @@
 Confirming and restoring each run in one serialised write (store.Store.write),
 so a check's decision and the transaction's flag never disagree.
 
-Each detection run replaces the undecided candidates: pending checks (no
+Each detection run (core.detection) replaces the undecided candidates: pending checks (no
 user_decision) that the run does not find again are deleted, so the candidates
 of an earlier, looser run disappear once a stricter one is run. Decided checks
 (duplicate / not_duplicate / skip) are always kept. A run limited to
@@ -17,12 +17,10 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, func, select, update
 
-from kumitate.context import progress
-
-from . import problems
-from .duplicates import Item, Options, find_candidates, search
+from ..core import problems
+from ..core.duplicates import Item, Options
+from . import Store, chunks, refresh_aggregates, t
 from .queries import transaction
-from .store import Store, chunks, refresh_aggregates, t
 from .tables import checks, now
 
 c = checks
@@ -82,10 +80,6 @@ def _remove_stale(con: Connection, ids: list[int] | None, id_1: list[int], id_2:
     return len(stale)
 
 
-#: candidates stored per run by default: far more than anyone reviews one by one
-MAX_STORED_CANDIDATES = 10_000
-
-
 def _upsert(store: Store) -> Any:
     """Record a candidate pair, or refresh a pending one; a decided pair keeps its decision and score."""
     ins = store.insert(c)
@@ -97,59 +91,34 @@ def _upsert(store: Store) -> Any:
     )
 
 
-def detect(
-    store: Store, opts: Options, ids: list[int] | None, max_stored: int = MAX_STORED_CANDIDATES
-) -> dict[str, Any]:
-    """Search and store the candidates: the best `max_stored` by score (then ids) when a run finds more.
+def replace_candidates(
+    store: Store, con: Connection, opts: Options, ids: list[int] | None, found: tuple[list[int], list[int], list[float]]
+) -> tuple[int, int]:
+    """Store the found pairs (id_1, id_2, score) as pending checks, replacing the pending ones not found again.
 
-    The cap keeps a loose search (±31 days, a wide amount band: 100k+ pairs) from filling the table with
-    pairs nobody can review; `candidates_truncated` says it happened, and the caller warns.
+    Returns (checks removed, checks added). Call inside `store.write()`.
     """
-    with store.write() as con:
-        progress(0, 3, "取引を読み込んでいます")
-        tids, days, amounts, kinds = load_columns(con, ids)
-        progress(1, 3, "重複候補を探しています")
-        found = search(tids, days, amounts, opts, kinds)
-        if found is None:  # outside the vectorised search's exact range
-            pairs = find_candidates([Item(*row) for row in zip(tids, days, amounts, kinds, strict=True)], opts)
-            found = ([p.id_1 for p in pairs], [p.id_2 for p in pairs], [p.score for p in pairs])
-        id_1, id_2, scores = found
-        count = len(scores)
-        if count > max_stored:  # best first already: keep the head
-            id_1, id_2, scores = id_1[:max_stored], id_2[:max_stored], scores[:max_stored]
-        progress(2, 3, "重複候補を記録しています")
-        removed = _remove_stale(con, ids, id_1, id_2)
-        existing = con.scalar(select(func.count()).select_from(c)) or 0
-        if scores:
-            stamp = now()
-            con.execute(
-                _upsert(store),
-                [
-                    {
-                        "transaction_id_1": int(a),
-                        "transaction_id_2": int(b),
-                        "detection_date_tolerance": opts.date_tolerance_days,
-                        "detection_amount_tolerance_abs": opts.amount_tolerance_abs,
-                        "detection_amount_tolerance_pct": opts.amount_tolerance_pct,
-                        "similarity_score": float(score),
-                        "detected_at": stamp,
-                    }
-                    for a, b, score in zip(id_1, id_2, scores, strict=True)
-                ],
-            )
-        new = (con.scalar(select(func.count()).select_from(c)) or 0) - existing
-    message = f"{count}件の重複候補が見つかりました" if count else "重複候補は見つかりませんでした"
-    if count > len(scores):
-        message += f"（スコアの高い{len(scores)}件だけを記録しました）"
-    return {
-        "candidates_count": count,
-        "new_candidates": new,
-        "removed_candidates": removed,
-        "checked_transactions": len(tids),
-        "stored_candidates": len(scores),
-        "candidates_truncated": count > len(scores),
-        "message": message,
-    }
+    id_1, id_2, scores = found
+    removed = _remove_stale(con, ids, id_1, id_2)
+    existing = con.scalar(select(func.count()).select_from(c)) or 0
+    if scores:
+        stamp = now()
+        con.execute(
+            _upsert(store),
+            [
+                {
+                    "transaction_id_1": int(a),
+                    "transaction_id_2": int(b),
+                    "detection_date_tolerance": opts.date_tolerance_days,
+                    "detection_amount_tolerance_abs": opts.amount_tolerance_abs,
+                    "detection_amount_tolerance_pct": opts.amount_tolerance_pct,
+                    "similarity_score": float(score),
+                    "detected_at": stamp,
+                }
+                for a, b, score in zip(id_1, id_2, scores, strict=True)
+            ],
+        )
+    return removed, (con.scalar(select(func.count()).select_from(c)) or 0) - existing
 
 
 def _check_dict(con: Connection, row: RowMapping) -> dict[str, Any]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import months, problems, queries
+from ..store import queries
+from . import months, problems
 from .chartout import ChartRequest, Result, attach_chart, parse_image_size, renderer
 from .formatting import NA, pct, yen
 from .trends import MonthMetric, compute_metrics
@@ -72,7 +73,6 @@ def get_category_trend(
         name = f"{category}の月次推移" if category else "支出上位カテゴリの月次推移"
         attach_chart(
             core.charts,
-            core.public_base_url,
             result,
             owner,
             kind,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from . import months, problems, queries
+from ..store import queries
+from . import months, problems
 from .chartout import ChartRequest, Result, attach_chart, parse_image_size, renderer
 from .formatting import round_half_up, yen
 
@@ -68,7 +69,6 @@ def get_monthly_household(core: HouseholdCore, year: int, month: int, chart: Cha
         title = f"{months.jp(m)} 支出内訳（合計 {yen(total)}）"
         attach_chart(
             core.charts,
-            core.public_base_url,
             result,
             owner,
             kind,

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, bindparam, inspect, select, text, update
 
 from kumitate.storage import engine as engines
 
-from .store import Store, refresh_aggregates
+from . import Store, refresh_aggregates
 from .tables import checks, transactions
 
 log = logging.getLogger(__name__)

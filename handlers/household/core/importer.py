@@ -47,14 +47,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, bindparam, delete, func, or_, select, update
 
 from kumitate.context import progress
 
+from ..store import Store, chunks, refresh_aggregates, t
+from ..store.tables import checks, now
 from .csvfile import RowError, RowTuple, read_tuples
 from .identity import Plan, Stored, plan
-from .store import Store, chunks, refresh_aggregates, t
-from .tables import checks, now
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +230,7 @@ def _delete_transactions(con: Connection, ids: list[int]) -> None:
         con.execute(delete(t).where(t.c.id.in_(part)))
 
 
-def _apply(con: Connection, source: str, change: Plan, rows: list[RowTuple]) -> None:
+def _apply(store: Store, con: Connection, source: str, change: Plan, rows: list[RowTuple]) -> None:
     """Write a plan: removals, then every moved or changed row parked on a free row number, then placed."""
     _delete_transactions(con, [s.id for s in change.removed])
     # the pending pairs of changed rows were scored on other figures; decided pairs stay
@@ -250,8 +250,7 @@ def _apply(con: Connection, source: str, change: Plan, rows: list[RowTuple]) -> 
             placing, [{"tid": s.id, **{f"new_{k}": v for k, v in _values(source, r).items()}} for s, r in placed]
         )
     if change.added:
-        stamp = now()
-        con.execute(insert(t), [_values(source, r) | {"created_at": stamp, "updated_at": stamp} for r in change.added])
+        store.insert_rows(con, t, ("source_file", *ROW_COLUMNS), [(source, *r) for r in change.added])
 
 
 def _remove_samples(con: Connection) -> int:
@@ -269,6 +268,7 @@ ANALYZE_AFTER_ROWS = 1000
 
 
 def _import_file(
+    store: Store,
     con: Connection,
     report: ImportReport,
     path: Path,
@@ -298,7 +298,7 @@ def _import_file(
         report.skipped += len(rows)  # the common case: the same file again
         return set()
     change = plan(source, stored, rows, clean=not errors) if stored else Plan(added=rows)
-    _apply(con, source, change, rows)
+    _apply(store, con, source, change, rows)
     report.imported += len(change.added)
     report.changed += len(change.changed)
     report.removed += len(change.removed)
@@ -343,7 +343,7 @@ def import_files(
         steps = len(sources) + 1  # every file, then the aggregates
         for done, (path, source, older) in enumerate(sources):
             progress(done, steps, f"{done}/{len(sources)}ファイル")  # stops here once the call is cancelled
-            touched |= _import_file(con, report, path, source, older, known, current)
+            touched |= _import_file(store, con, report, path, source, older, known, current)
         progress(len(sources), steps, "集計を更新しています")
         if report.samples_removed or len(touched) > MONTHS_REFRESHED_ONE_BY_ONE:
             refresh_aggregates(con)

@@ -1,7 +1,8 @@
 """The household service's state: its store, chart cache and data directories, and the import.
 
-The tools' own logic lives beside it, one module each (monthly, trend_report, dupstore); knows
-nothing about transports. `HouseholdHandlers` in __init__.py adapts it to the generated models.
+The tools' own logic lives beside it, one module each (monthly, trend_report, detection; the
+duplicate checks in store.checks); knows nothing about transports. `HouseholdHandlers` in
+handlers/household/__init__.py adapts it to the generated models.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from sqlalchemy import func, select
 from kumitate.cache import SharedCache
 from kumitate.storage import Database
 
-from . import dupstore, legacy, months, problems, queries
+from ..settings import HouseholdSettings
+from ..store import Store, legacy, queries, t
+from . import detection, months, problems
 from .chart_cache import ChartCache
 from .chartout import Result
 from .duplicates import Options
 from .importer import find_files, import_files
-from .store import Store, t
 
 log = logging.getLogger(__name__)
 
@@ -32,32 +34,26 @@ class HouseholdCore:
     def __init__(
         self,
         database: Database,
+        cache: SharedCache,
         state_dir: Path,
-        data_dirs: list[Path],
-        public_base_url: str,
-        chart_ttl_seconds: float = 3600.0,
-        sample_dir: Path | None = None,
-        max_candidates: int = dupstore.MAX_STORED_CANDIDATES,
-        shared: SharedCache | None = None,
+        sample_dir: Path,
+        settings: HouseholdSettings,
     ) -> None:
-        """`sample_dir`: the bundled samples; when it is not among `data_dirs` its stored rows are removed.
-
-        `max_candidates`: duplicate candidates stored per detection run (the best by score).
-        `shared`: kumitate's shared cache (Redis), so that every instance serves every chart.
-        """
-        self.max_candidates = max(1, max_candidates)
+        """On the runtime's `database` and shared `cache`; `state_dir`: the service's own directory
+        (charts mirrored to files, a household.db of an earlier release); `sample_dir`: the bundled
+        samples, whose stored rows are removed when `settings` leave them out."""
+        self.max_candidates = settings.max_candidates
         self.state_dir = state_dir
-        self.data_dirs = data_dirs
+        self.data_dirs = settings.sources(sample_dir)
         self.sample_dir = sample_dir
-        self.public_base_url = public_base_url.rstrip("/")
         self.store = Store(database)
         legacy.migrate(self.store, state_dir)
-        self.charts = ChartCache(state_dir / "charts", ttl_seconds=chart_ttl_seconds, shared=shared)
+        self.charts = ChartCache(state_dir / "charts", cache, ttl_seconds=settings.chart_ttl_seconds)
         self.startup_report = self.import_data()
 
     # ---------------------------------------------------------------- import
     def import_data(self) -> dict[str, Any]:
-        include_samples = self.sample_dir is None or self.sample_dir.resolve() in {d.resolve() for d in self.data_dirs}
+        include_samples = self.sample_dir.resolve() in {d.resolve() for d in self.data_dirs}
         report = import_files(
             self.store, find_files(self.data_dirs), sample_dir=self.sample_dir, include_samples=include_samples
         )
@@ -157,7 +153,7 @@ class HouseholdCore:
     # ------------------------------------------------------------ monthly
     # ---------------------------------------------------------- duplicates
     def detect_duplicates(self, opts: Options, transaction_ids: list[int] | None) -> Result:
-        result = Result(dupstore.detect(self.store, opts, transaction_ids, self.max_candidates))
+        result = Result(detection.detect(self.store, opts, transaction_ids, self.max_candidates))
         if result.data["candidates_truncated"]:
             result.warnings.append(
                 f"重複候補が{result.data['candidates_count']}件見つかったため、スコアの高い"

@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlalchemy import Connection, case, func, select
 
-from . import months
-from .store import ACTIVE, EXPENSE, INCOME, t
+from ..core import months
+from . import ACTIVE, EXPENSE, INCOME, t
 from .tables import active_months
 from .tables import monthly_spending as ms
 
