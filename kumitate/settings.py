@@ -22,7 +22,7 @@ from typing import Annotated, Any, Literal, Self
 
 from pydantic import BeforeValidator, Field, PrivateAttr, SecretStr, ValidationError, model_validator
 from pydantic.config import JsonDict
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 from kumitate.project import SOURCE_CHECKOUT, Project
 
@@ -65,6 +65,19 @@ class EnvSettings(BaseSettings):
 
     model_config = SettingsConfigDict(extra="ignore", frozen=True, validate_by_name=True, env_ignore_empty=True)
     _env: Mapping[str, str] = PrivateAttr(default_factory=lambda: dict(os.environ))
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Only the values given: `from_env` reads the one mapping it was handed, so a test's dict
+        is the whole environment (pydantic-settings would otherwise fill gaps from os.environ)."""
+        return (init_settings,)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Self:

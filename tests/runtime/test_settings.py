@@ -88,3 +88,13 @@ def test_the_app_takes_its_settings_not_the_environment(tmp_path: Path, monkeypa
         assert asyncio.run(post()) == 413
     finally:
         app.runtime.close()  # type: ignore[attr-defined]
+
+
+def test_settings_from_a_mapping_read_nothing_from_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test's dict (or a service's setup) is the whole environment: no gap is filled from os.environ."""
+    monkeypatch.setenv("PORT", "1234")
+    monkeypatch.setenv("KUMITATE_DATABASE_URL", "postgresql+psycopg://nobody@127.0.0.1:1/none")
+    settings = Settings.from_env({})
+    assert settings.port == 8000
+    assert settings.database_url is None
+    assert Settings.from_env().port == 1234
