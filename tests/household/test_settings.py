@@ -6,12 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from handlers.household import create
 from handlers.household.settings import MAX_STORED_CANDIDATES, HouseholdSettings
 from kumitate.service import ServiceSetup
-from kumitate.settings import Settings
+from kumitate.settings import Settings, SettingsError
 
 from .conftest import service_env
 
@@ -51,7 +50,7 @@ def test_a_bad_value_stops_the_service_naming_the_variable(tmp_path: Path, name:
     env = service_env(tmp_path / "var", tmp_path / "samples", **{name: value})
     setup = ServiceSetup.open("household", Settings.from_env(env))
     try:
-        with pytest.raises(ValidationError, match=name):
+        with pytest.raises(SettingsError, match=f"service .household.: {name}"):
             create(setup)
     finally:
         setup.close()
