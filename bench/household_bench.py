@@ -133,15 +133,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="household_bench_"))
     exports = tmp / "exports"
     generate_mod.generate(exports, start="2020-01", end="2024-12", seed=1, scale=34.0)
-    ctx = CallContext(
-        service="household",
-        tool="bench",
-        transport="bench",
-        run_id="b",
-        trace_id="b",
-        public_url="http://127.0.0.1:8000",
-        routes={resource.name: resource for resource in SERVICE.resources},
-    )
+    ctx = SERVICE.direct_call("bench")
 
     seconds, svc = timed(lambda: create(tmp / "var", tmp / "samples", exports))
     report = svc.core.startup_report  # type: ignore[attr-defined]

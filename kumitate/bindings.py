@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 from pydantic import BaseModel
 
+from kumitate.context import CallContext
 from kumitate.policy import Policy, allowed_codes
 
 if TYPE_CHECKING:
@@ -123,3 +124,14 @@ class ServiceBinding:
     tools: tuple[ToolBinding, ...]
     resources: tuple[ResourceBinding, ...]
     create_handlers: Callable[[ServiceSetup], Any]
+    routes: Mapping[str, ResourceBinding] = field(init=False, repr=False, compare=False)
+    """The resources by name: where `CallContext.url_for` finds a route."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "routes", {r.name: r for r in self.resources})
+
+    def direct_call(self, tool: str, public_url: str = "http://127.0.0.1:8000", **fields: Any) -> CallContext:
+        """The context of a handler called directly (tests, benchmarks, scripts), as the pipeline builds
+        one: this service's routes and a base address for `url_for`; `fields` set the rest (principal, deadline)."""
+        values: dict[str, Any] = {"transport": "direct", "run_id": "direct", "trace_id": "direct"} | fields
+        return CallContext(service=self.name, tool=tool, public_url=public_url, routes=self.routes, **values)

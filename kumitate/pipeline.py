@@ -87,7 +87,6 @@ class Pipeline:
         self._workers = ThreadPoolExecutor(self.policies.worker_threads, thread_name_prefix="kumitate-handler")
         self.metrics = Metrics(queue_depth=lambda: self._workers._work_queue.qsize())
         self._chains: dict[int, tuple[ToolBinding | ResourceBinding, CallNext]] = {}
-        self._routes = {name: {r.name: r for r in svc.resources} for name, svc in services.items()}
 
     def close(self) -> None:
         """Stop taking sync work; calls already running finish on their own threads."""
@@ -162,7 +161,7 @@ class Pipeline:
             trace_id=trace_id,
             principal=Principal(),
             public_url=self.policies.public_url or request.base_url or self.policies.served_url,
-            routes=self._routes.get(service, {}),
+            routes=self.services[service].routes if service in self.services else {},
             progress_sink=request.progress,
             asker=request.asker,
         )

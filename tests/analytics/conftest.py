@@ -41,22 +41,12 @@ class FakeClock:
         self.now += timedelta(seconds=seconds)
 
 
-ROUTES = {r.name: r for r in SERVICE.resources}
 BASE_URL = "http://127.0.0.1:8000"
 
 
 def call_context(tool: str, principal: Principal | None = None) -> CallContext:
     """A call's context as the pipeline makes one: the service's routes and a base URL (for url_for)."""
-    return CallContext(
-        service="analytics",
-        tool=tool,
-        transport="test",
-        run_id="r",
-        trace_id="t",
-        principal=principal or Principal(),
-        public_url=BASE_URL,
-        routes=ROUTES,
-    )
+    return SERVICE.direct_call(tool, BASE_URL, principal=principal or Principal())
 
 
 @pytest.fixture(scope="session")

@@ -36,15 +36,7 @@ def test_first_start_generates_and_answers(tmp_path: Path) -> None:
     handlers = create(setup)
     try:
         assert (tmp_path / "analytics" / "activities.duckdb").exists()
-        ctx = CallContext(
-            service="analytics",
-            tool="export",
-            transport="test",
-            run_id="r",
-            trace_id="t",
-            public_url=setup.settings.public_base_url,
-            routes={r.name: r for r in SERVICE.resources},
-        )
+        ctx = SERVICE.direct_call("export", setup.settings.public_base_url)
         out = handlers.export(ExportInput(query="SELECT activity_id FROM activities"), ctx)
         assert isinstance(out, ExportOutput) and out.rows == 3
         assert out.url == f"http://127.0.0.1:8000/v1/analytics/exports/{out.handle}"

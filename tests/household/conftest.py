@@ -85,21 +85,9 @@ def trend_rows() -> dict[str, list[list[str]]]:
     return files
 
 
-ROUTES = {resource.name: resource for resource in SERVICE.resources}
-
-
 def call_context(tool: str = "test", **fields: Any) -> CallContext:
     """A call as the pipeline makes one: the service's routes, the address served (for chart URLs)."""
-    return CallContext(
-        service="household",
-        tool=tool,
-        transport="test",
-        run_id="run",
-        trace_id="trace",
-        public_url="http://127.0.0.1:8000",
-        routes=ROUTES,
-        **fields,
-    )
+    return SERVICE.direct_call(tool, **fields)
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from tests.conftest import REPO
 
 HANDLERS = REPO / "handlers"
 SERVICES = sorted(p.parent.name for p in HANDLERS.glob("*/__init__.py"))
+
+
 def environment_reads(path: Path, root: Path = REPO) -> list[str]:
     """`file:line what` for each read of the environment, in line order: `os.environ`, `os.getenv`,
     `from os import environ/getenv`, and any `.env` (`settings.env`, `setup.settings.env.get(...)`)."""

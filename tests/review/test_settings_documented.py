@@ -31,9 +31,7 @@ def test_every_variable_is_in_the_settings_table() -> None:
     documented = set(re.findall(r"`([A-Z][A-Z0-9_]+)\*?`", table))
     wildcard = tuple(name.rstrip("*") for name in re.findall(r"`([A-Z][A-Z0-9_]+_)\*`", table))
     missing = sorted(
-        name
-        for name in read_variables()
-        if name not in documented and not name.startswith(wildcard or ("\0",))
+        name for name in read_variables() if name not in documented and not name.startswith(wildcard or ("\0",))
     )
     assert missing == [], f"declare these in a settings class (or the README's library table): {missing}"
     assert len(read_variables()) > 30  # the scan itself finds what the code reads

@@ -8,16 +8,8 @@ from generated.household.bindings import RESOURCE_CHART, SERVICE
 from kumitate.context import CallContext, bound, url_for
 
 
-def _ctx(public_url: str | None = "http://api.example:8000") -> CallContext:
-    return CallContext(
-        service="household",
-        tool="get_monthly_household",
-        transport="http",
-        run_id="r",
-        trace_id="t",
-        public_url=public_url,
-        routes={r.name: r for r in SERVICE.resources},
-    )
+def _ctx(public_url: str = "http://api.example:8000") -> CallContext:
+    return SERVICE.direct_call("get_monthly_household", public_url)
 
 
 def test_the_route_comes_from_the_spec_and_the_parameter_is_encoded() -> None:
