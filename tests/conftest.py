@@ -140,9 +140,18 @@ class LiveServer:
 
 
 def start_server(
-    data_dir: Path, log: Path, *args: str, log_level: str = "warning", cwd: Path = REPO, **env: str
+    data_dir: Path,
+    log: Path,
+    *args: str,
+    log_level: str = "warning",
+    cwd: Path = REPO,
+    seeded: Path | None = None,
+    **env: str,
 ) -> LiveServer:
-    """`kumitate serve` on a free loopback port (extra `args` go to the command line), once it answers."""
+    """`kumitate serve` on a free loopback port (extra `args` go to the command line), once it answers;
+    `seeded`: a data directory to start from (copied to `data_dir`: no first-start import to wait for)."""
+    if seeded is not None:
+        shutil.copytree(seeded, data_dir)
     port = free_port()
     out = log.open("wb")
     proc = subprocess.Popen(
@@ -187,8 +196,8 @@ def stop_server(server: LiveServer) -> None:
 
 
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def live_server(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("live")
-    server = start_server(root / "var", root / "server.log")
+    server = start_server(root / "var", root / "server.log", seeded=seeded_data_dir)
     yield server
     stop_server(server)

@@ -38,8 +38,10 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(data_dir: Path) -> Iterator[LiveServer]:
-    live = start_server(data_dir / "var", data_dir / "server.log", KUMITATE_TOKENS=json.dumps(TOKENS))
+def server(data_dir: Path, seeded_data_dir: Path) -> Iterator[LiveServer]:
+    live = start_server(
+        data_dir / "var", data_dir / "server.log", seeded=seeded_data_dir, KUMITATE_TOKENS=json.dumps(TOKENS)
+    )
     yield live
     stop_server(live)
 
