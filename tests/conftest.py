@@ -88,9 +88,10 @@ def app_settings(data_dir: Path, **env: str) -> Settings:
 
 @pytest.fixture(scope="session")
 def seeded_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data directory after one first start (samples imported, indexes built), then closed. An
-    in-process app starts on a copy of it: the seeding (seconds) is paid once per session, and no
-    app sees another's writes."""
+    """A data directory after one first start with the default settings (samples imported, indexes
+    built), then closed. An in-process app, and a real server given `seeded=`, starts on a copy of
+    it: the seeding (seconds) is paid once per session, and no app sees another's writes. A test
+    whose settings change what a first start imports (HOUSEHOLD_DATA_DIR, ...) starts from empty."""
     from kumitate.runtime import Runtime
 
     data_dir = tmp_path_factory.mktemp("seeded") / "var"
