@@ -8,6 +8,10 @@ PORT   ?= 8000
 BASE   ?= main
 FUZZ_PORT ?= 8799
 FUZZ_SEED ?= 20261122
+# pytest-randomly's seed for `make test`: the test order (modules, then tests within each) and random.seed
+# per test. Empty: file order. CI derives it from the commit; `make test TEST_SEED=<n>` repeats a run.
+TEST_SEED ?= 1
+TEST_ORDER = $(if $(TEST_SEED),-p randomly --randomly-seed=$(TEST_SEED))
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
@@ -16,7 +20,7 @@ CLUSTER_DIR  ?= var/cluster
 
 help:  ## list the targets (this text)
 	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  variables: PYTHON=$(PYTHON) HOST=$(HOST) PORT=$(PORT) BASE=$(BASE) FUZZ_PORT=$(FUZZ_PORT) FUZZ_SEED=$(FUZZ_SEED)"
+	@echo "  variables: PYTHON=$(PYTHON) HOST=$(HOST) PORT=$(PORT) BASE=$(BASE) FUZZ_PORT=$(FUZZ_PORT) FUZZ_SEED=$(FUZZ_SEED) TEST_SEED=$(TEST_SEED)"
 
 venv: $(VENV)/.installed  ## .venv with kumitate and its dev tools (pip install -e '.[dev]')
 
@@ -32,10 +36,11 @@ generate: venv  ## specs/ -> generated/
 serve: venv  ## HTTP (/v1) + MCP (/mcp) on HOST:PORT
 	$(PY) -m kumitate serve --host $(HOST) --port $(PORT)
 
-test: venv  ## drift check + the whole test suite with coverage (what CI runs; -rs: why cluster/PostgreSQL tests skipped)
+test: venv  ## drift check + the whole test suite with coverage, in TEST_SEED's random order (what CI runs; -rs: why cluster/PostgreSQL tests skipped)
 	$(PY) -m codegen --check
 	mkdir -p var
-	$(PY) -m pytest -q -rs --cov --cov-report=
+	@echo "test order: $(if $(TEST_SEED),pytest-randomly seed $(TEST_SEED) (make test TEST_SEED=$(TEST_SEED) repeats it),file order)"
+	$(PY) -m pytest -q -rs --cov --cov-report= $(TEST_ORDER)
 	@echo "coverage: $$($(PY) -m coverage report --format=total)% of kumitate, codegen and handlers (in-process lines)"
 
 check: lint drift types fast  ## lint, drift, mypy, fast tests (before a commit)

@@ -1,27 +1,43 @@
-"""Shared fixtures: a real uvicorn server on a loopback port, and the spec tree."""
+"""Shared fixtures: the app in process (httpx.ASGITransport), a real uvicorn server on a loopback
+port, and the spec tree.
+
+Two tiers of wire tests (README, "Testing"): most HTTP behaviour is asserted in process against
+`create_app(...)` through `in_process_app` / `serve_in_process` (no socket, part of `make fast`);
+what needs a socket or a second process (MCP streamable HTTP with a real client, stdio, workers,
+timeouts, streamed bodies, proxies, restarts) runs on `live_server` / `start_server` and is marked slow.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 
 from codegen import specs
 
+if TYPE_CHECKING:  # the app is imported by the fixtures that build one, not by every test session
+    from kumitate.runtime import Runtime
+    from kumitate.settings import Settings
+    from kumitate.transports.asgi import KumitateASGI
+
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("FASTMCP_LOG_LEVEL", "CRITICAL")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def anyio_backend() -> str:
+    """Module scope (anyio's own default): a module-scoped async fixture (an in-process app) may use it."""
     return "asyncio"
 
 
@@ -43,6 +59,80 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+IN_PROCESS_URL = "http://127.0.0.1:8000"
+"""The address an in-process app believes it serves (no socket is bound): its public base URL,
+and the base URL of its client, so the Host/Origin gate and result URLs see what a server would."""
+
+
+@dataclass
+class InProcessApp:
+    """`create_app(...)` in this process, started (lifespan), with an httpx client wired to it."""
+
+    url: str
+    http: httpx.AsyncClient
+    app: KumitateASGI
+    data_dir: Path
+
+    @property
+    def runtime(self) -> Runtime:
+        runtime: Runtime = self.app.runtime  # type: ignore[attr-defined]
+        return runtime
+
+
+def app_settings(data_dir: Path, **env: str) -> Settings:
+    """What `kumitate serve --host 127.0.0.1 --port 8000` reads from `server_env(data_dir, **env)`."""
+    from kumitate.settings import Settings
+
+    return Settings.from_env(server_env(data_dir, **env), host="127.0.0.1", port=8000)
+
+
+@pytest.fixture(scope="session")
+def seeded_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data directory after one first start with the default settings (samples imported, indexes
+    built), then closed. An in-process app, and a real server given `seeded=`, starts on a copy of
+    it: the seeding (seconds) is paid once per session, and no app sees another's writes. A test
+    whose settings change what a first start imports (HOUSEHOLD_DATA_DIR, ...) starts from empty."""
+    from kumitate.runtime import Runtime
+
+    data_dir = tmp_path_factory.mktemp("seeded") / "var"
+    Runtime(app_settings(data_dir)).close()
+    return data_dir
+
+
+@contextlib.asynccontextmanager
+async def serve_in_process(data_dir: Path, seeded: Path | None = None, **env: str) -> AsyncIterator[InProcessApp]:
+    """The app for `server_env(data_dir, **env)` through its lifespan, requests sent through
+    httpx.ASGITransport; `seeded`: a data directory to start from (copied to `data_dir`).
+
+    httpx runs no lifespan. The app's lifespan is its Litestar application's (the outer ASGI layer
+    hands lifespan events to it unchanged), so Litestar's own `lifespan()` context runs it: what a
+    server's startup and shutdown events would. (asgi-lifespan was tried and left: its 2.1 hands
+    every request one shared `scope["state"]` dict, so Litestar's per-request state leaked between
+    requests.)"""
+    from litestar import Litestar
+
+    from kumitate.app import create_app
+
+    if seeded is not None:
+        shutil.copytree(seeded, data_dir)
+    app = create_app(app_settings(data_dir, **env))
+    assert isinstance(app.app, Litestar)
+    async with (
+        app.app.lifespan(),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=IN_PROCESS_URL, timeout=60) as http,
+    ):
+        yield InProcessApp(IN_PROCESS_URL, http, app, data_dir)
+
+
+@pytest.fixture(scope="module")
+async def in_process_app(
+    tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path
+) -> AsyncIterator[InProcessApp]:
+    """The default app (every service, no tokens) in process, one per test module (its own data)."""
+    async with serve_in_process(tmp_path_factory.mktemp("app") / "var", seeded_data_dir) as served:
+        yield served
+
+
 @dataclass
 class LiveServer:
     url: str
@@ -51,9 +141,18 @@ class LiveServer:
 
 
 def start_server(
-    data_dir: Path, log: Path, *args: str, log_level: str = "warning", cwd: Path = REPO, **env: str
+    data_dir: Path,
+    log: Path,
+    *args: str,
+    log_level: str = "warning",
+    cwd: Path = REPO,
+    seeded: Path | None = None,
+    **env: str,
 ) -> LiveServer:
-    """`kumitate serve` on a free loopback port (extra `args` go to the command line), once it answers."""
+    """`kumitate serve` on a free loopback port (extra `args` go to the command line), once it answers;
+    `seeded`: a data directory to start from (copied to `data_dir`: no first-start import to wait for)."""
+    if seeded is not None:
+        shutil.copytree(seeded, data_dir)
     port = free_port()
     out = log.open("wb")
     proc = subprocess.Popen(
@@ -98,8 +197,8 @@ def stop_server(server: LiveServer) -> None:
 
 
 @pytest.fixture(scope="session")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def live_server(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("live")
-    server = start_server(root / "var", root / "server.log")
+    server = start_server(root / "var", root / "server.log", seeded=seeded_data_dir)
     yield server
     stop_server(server)

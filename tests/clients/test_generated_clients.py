@@ -120,10 +120,10 @@ TOKEN = "t-clients"
 
 
 @pytest.fixture(scope="module")
-def yana_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def yana_server(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("clients")
     tokens = json.dumps({TOKEN: {"principal": "clients", "scopes": ["*"]}})
-    server = start_server(root / "var", root / "server.log", KUMITATE_TOKENS=tokens)
+    server = start_server(root / "var", root / "server.log", seeded=seeded_data_dir, KUMITATE_TOKENS=tokens)
     yield server
     stop_server(server)
 

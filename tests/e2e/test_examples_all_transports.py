@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,7 +22,8 @@ from kumitate.transports.mcp import build_server
 from tests.conftest import REPO, LiveServer, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
-BODIES: dict[str, dict[str, Any]] = {}
+Run = tuple[list[str], dict[str, Any]]
+"""(failures, body per example) of one transport's run of every example."""
 
 
 async def _mcp_call(client: Client, tool: ToolSpec, arguments: Any) -> Result:
@@ -31,56 +31,78 @@ async def _mcp_call(client: Client, tool: ToolSpec, arguments: Any) -> Result:
     return Result(ok=not result.is_error, body=result.structured_content)
 
 
-async def _run_mcp(client: Client, tree: SpecTree) -> tuple[list[str], dict[str, Any]]:
+async def _run_mcp(client: Client, tree: SpecTree) -> Run:
     async with client:
         return await run_all(tree, lambda tool, args: _mcp_call(client, tool, args))
 
 
-async def test_examples_over_http(live_server: LiveServer, spec_tree: SpecTree) -> None:
+# One run per transport and module, as fixtures: each transport's test and the agreement test read
+# the same run, whichever order they are run in.
+
+
+@pytest.fixture(scope="module")
+async def over_http(live_server: LiveServer, spec_tree: SpecTree) -> Run:
     async with httpx.AsyncClient(base_url=live_server.url, timeout=60) as http:
 
         async def call(tool: ToolSpec, arguments: Any) -> Result:
             response = await http.request(tool.http_method, tool.http_path, json=arguments)
             return Result(ok=response.status_code == 200, body=response.json())
 
-        failures, BODIES["http"] = await run_all(spec_tree, call)
-    assert not failures, "\n".join(failures)
+        return await run_all(spec_tree, call)
 
 
-async def test_examples_over_mcp_in_memory(tmp_path: Path, spec_tree: SpecTree) -> None:
-    runtime = Runtime(Settings(data_dir=tmp_path, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000"))
+@pytest.fixture(scope="module")
+async def over_mcp_in_memory(tmp_path_factory: pytest.TempPathFactory, spec_tree: SpecTree) -> Run:
+    data_dir = tmp_path_factory.mktemp("examples-memory")
+    runtime = Runtime(Settings(data_dir=data_dir, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000"))
     try:
-        failures, BODIES["mcp-memory"] = await _run_mcp(Client(build_server(runtime)), spec_tree)
+        return await _run_mcp(Client(build_server(runtime)), spec_tree)
     finally:
         runtime.close()
-    assert not failures, "\n".join(failures)
 
 
-async def test_examples_over_mcp_streamable_http(live_server: LiveServer, spec_tree: SpecTree) -> None:
-    failures, BODIES["mcp-http"] = await _run_mcp(Client(f"{live_server.url}/mcp"), spec_tree)
-    assert not failures, "\n".join(failures)
+@pytest.fixture(scope="module")
+async def over_mcp_streamable_http(live_server: LiveServer, spec_tree: SpecTree) -> Run:
+    return await _run_mcp(Client(f"{live_server.url}/mcp"), spec_tree)
 
 
-async def test_examples_over_mcp_stdio(tmp_path: Path, spec_tree: SpecTree) -> None:
+@pytest.fixture(scope="module")
+async def over_mcp_stdio(tmp_path_factory: pytest.TempPathFactory, spec_tree: SpecTree) -> Run:
     transport = StdioTransport(
         command=sys.executable,
         args=["-m", "kumitate", "mcp", "--stdio"],
         cwd=str(REPO),
-        env=server_env(tmp_path),
+        env=server_env(tmp_path_factory.mktemp("examples-stdio")),
         keep_alive=False,
     )
-    failures, BODIES["mcp-stdio"] = await _run_mcp(Client(transport), spec_tree)
-    assert not failures, "\n".join(failures)
+    return await _run_mcp(Client(transport), spec_tree)
 
 
-def test_all_transports_agree(spec_tree: SpecTree) -> None:
+async def test_examples_over_http(over_http: Run) -> None:
+    assert not over_http[0], "\n".join(over_http[0])
+
+
+async def test_examples_over_mcp_in_memory(over_mcp_in_memory: Run) -> None:
+    assert not over_mcp_in_memory[0], "\n".join(over_mcp_in_memory[0])
+
+
+async def test_examples_over_mcp_streamable_http(over_mcp_streamable_http: Run) -> None:
+    assert not over_mcp_streamable_http[0], "\n".join(over_mcp_streamable_http[0])
+
+
+async def test_examples_over_mcp_stdio(over_mcp_stdio: Run) -> None:
+    assert not over_mcp_stdio[0], "\n".join(over_mcp_stdio[0])
+
+
+async def test_all_transports_agree(
+    spec_tree: SpecTree, over_http: Run, over_mcp_in_memory: Run, over_mcp_streamable_http: Run, over_mcp_stdio: Run
+) -> None:
     """Read-only tools give the same body on every transport (a writing tool may answer a rerun differently)."""
-    if len(BODIES) < 4:
-        pytest.skip(f"needs the four transport runs in this session (have {sorted(BODIES)})")
     read_only = {f"{t.service}.{t.name}" for t in spec_tree.all_tools() if t.annotations.get("readOnlyHint")}
-    reference = {k: v for k, v in BODIES["http"].items() if k.split(":")[0] in read_only}
+    reference = {k: v for k, v in over_http[1].items() if k.split(":")[0] in read_only}
     assert reference
-    for name, bodies in BODIES.items():
+    runs = {"mcp-memory": over_mcp_in_memory, "mcp-http": over_mcp_streamable_http, "mcp-stdio": over_mcp_stdio}
+    for name, (_, bodies) in runs.items():
         differing = [key for key in reference if _origin_free(bodies.get(key)) != _origin_free(reference[key])]
         assert not differing, f"{name} differs from http on {differing}"
 

@@ -33,18 +33,19 @@ RULE = {
 }
 
 
-def launch(data_dir: Path, log: Path, *extra: str, **env: str) -> LiveServer:
+def launch(data_dir: Path, log: Path, seeded: Path, **env: str) -> LiveServer:
     """`kumitate serve` on a free port with the info log (start_server's default is warning)."""
-    return start_server(data_dir, log, *extra, log_level="info", **env)
+    return start_server(data_dir, log, log_level="info", seeded=seeded, **env)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def server(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("hardening")
     # a proxy that passes its public Host on must be listed (the origin guard refuses unknown hosts)
     live = launch(
         root / "var",
         root / "server.log",
+        seeded_data_dir,
         KUMITATE_TOKENS=json.dumps(TOKENS),
         KUMITATE_ALLOWED_HOSTS="tools.example.org",
     )
@@ -199,10 +200,14 @@ async def test_the_log_never_prints_an_export_handle(server: LiveServer) -> None
 
 
 @pytest.fixture(scope="module")
-def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def guarded(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("guarded")
     live = launch(
-        root / "var", root / "server.log", KUMITATE_TOKENS=json.dumps(TOKENS), KUMITATE_AUTH_FAILURES="0.05/10"
+        root / "var",
+        root / "server.log",
+        seeded_data_dir,
+        KUMITATE_TOKENS=json.dumps(TOKENS),
+        KUMITATE_AUTH_FAILURES="0.05/10",
     )
     yield live
     stop_server(live)

@@ -1,5 +1,6 @@
-"""The HTTP read path on a real server: hostile bodies get a catalogued 4xx, never a 500,
-and an oversized body is refused while it streams in, not after it was buffered."""
+"""The HTTP read path: hostile bodies get a catalogued 4xx, never a 500 (in process), and an
+oversized body is refused while it streams in, not after it was buffered (on a real socket: the
+client keeps sending while the server has already answered)."""
 
 from __future__ import annotations
 
@@ -16,16 +17,16 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from tests.conftest import LiveServer
+from tests.conftest import InProcessApp, LiveServer
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.anyio
 
 PATH = "/v1/attendance/parse_attendance_intent"  # no policy of its own: the server's default cap (16 MiB)
 MiB = 1024 * 1024
 
 
-def _post(server: LiveServer, body: bytes, path: str = PATH) -> httpx.Response:
-    return httpx.post(server.url + path, content=body, headers={"content-type": "application/json"}, timeout=60)
+async def _post(app: InProcessApp, body: bytes, path: str = PATH) -> httpx.Response:
+    return await app.http.post(path, content=body, headers={"content-type": "application/json"})
 
 
 def _catalogued(response: httpx.Response, status: int, code: str) -> None:
@@ -35,30 +36,41 @@ def _catalogued(response: httpx.Response, status: int, code: str) -> None:
     assert set(error) >= {"code", "message", "retryable"}
 
 
-def test_json_nested_10000_deep_is_a_400(live_server: LiveServer) -> None:
+async def test_json_nested_10000_deep_is_a_400(
+    in_process_app: InProcessApp, capsys: pytest.CaptureFixture[str]
+) -> None:
     for depth in (201, 10_000, 100_000):
         body = b'{"text": ' + b"[" * depth + b"]" * depth + b"}"
-        _catalogued(_post(live_server, body), 400, "BAD_REQUEST")
-    assert "Traceback" not in live_server.log.read_text(errors="replace")
+        _catalogued(await _post(in_process_app, body), 400, "BAD_REQUEST")
+    assert "Traceback" not in capsys.readouterr().err
 
 
-def test_deep_but_parseable_json_is_judged_by_the_schema(live_server: LiveServer) -> None:
+async def test_deep_but_parseable_json_is_judged_by_the_schema(in_process_app: InProcessApp) -> None:
     body = b'{"text": ' + b"[" * 190 + b"]" * 190 + b"}"
-    _catalogued(_post(live_server, body), 400, "BAD_REQUEST")
+    _catalogued(await _post(in_process_app, body), 400, "BAD_REQUEST")
     body = b'{"stays": [{"code": "1", "name": "a", "extra": ' + b"[" * 190 + b"]" * 190 + b"}]}"
-    response = _post(live_server, body, "/v1/stays/summarize_stays")
+    response = await _post(in_process_app, body, "/v1/stays/summarize_stays")
     assert response.status_code == 200, response.text[:300]
     assert response.json()["stats"]["input_records"] == body.count(b"{") - 1
     assert response.json()["errors"][0]["reason"] == "INVALID_INPUT"
 
 
-def test_invalid_utf8_is_a_400(live_server: LiveServer) -> None:
+async def test_invalid_utf8_is_a_400(in_process_app: InProcessApp) -> None:
     for body in (b'{"text": "\xff\xfe"}', b'{"text": "ok", "\xc3\x28": 1}', b'{"text": "\xed\xa0\x80"}'):
-        _catalogued(_post(live_server, body), 400, "BAD_REQUEST")
-    response = _post(
-        live_server, b'{"stays": [{"code": "1", "name": "\xe6\x9d\xb1\xff"}]}', "/v1/stays/summarize_stays"
+        _catalogued(await _post(in_process_app, body), 400, "BAD_REQUEST")
+    response = await _post(
+        in_process_app, b'{"stays": [{"code": "1", "name": "\xe6\x9d\xb1\xff"}]}', "/v1/stays/summarize_stays"
     )
     _catalogued(response, 400, "BAD_REQUEST")
+
+
+async def test_a_tool_with_its_own_cap_takes_a_body_over_the_default(in_process_app: InProcessApp) -> None:
+    stay = b'{"code": "13101", "name": "x", "note": "' + b"n" * 300 + b'"},'
+    body = b'{"stays": [' + stay * (17 * MiB // len(stay)) + b'{"code": "1", "name": "y"}]}'
+    assert len(body) > 16 * MiB
+    response = await _post(in_process_app, body, "/v1/stays/summarize_stays")
+    assert response.status_code == 200, response.text[:300]
+    assert response.json()["stats"]["input_records"] == body.count(b"{") - 1
 
 
 def _open(server: LiveServer) -> socket.socket:
@@ -96,6 +108,7 @@ def _send_until_answered(sock: socket.socket, chunks: int, chunk: bytes, framed:
     return sent
 
 
+@pytest.mark.slow
 def test_an_announced_oversized_body_is_refused_before_it_is_sent(live_server: LiveServer) -> None:
     total = 60 * MiB
     with _open(live_server) as sock:
@@ -111,6 +124,7 @@ def test_an_announced_oversized_body_is_refused_before_it_is_sent(live_server: L
     assert sent < total / 2, f"the server read {sent} bytes of an announced {total} before answering"
 
 
+@pytest.mark.slow
 def test_a_chunked_oversized_body_is_refused_while_streaming(live_server: LiveServer) -> None:
     with _open(live_server) as sock:
         head = f"POST {PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -123,20 +137,12 @@ def test_a_chunked_oversized_body_is_refused_while_streaming(live_server: LiveSe
     assert sent < 40 * MiB, f"the server consumed {sent} bytes before answering"
 
 
-def test_a_tool_with_its_own_cap_takes_a_body_over_the_default(live_server: LiveServer) -> None:
-    stay = b'{"code": "13101", "name": "x", "note": "' + b"n" * 300 + b'"},'
-    body = b'{"stays": [' + stay * (17 * MiB // len(stay)) + b'{"code": "1", "name": "y"}]}'
-    assert len(body) > 16 * MiB
-    response = _post(live_server, body, "/v1/stays/summarize_stays")
-    assert response.status_code == 200, response.text[:300]
-    assert response.json()["stats"]["input_records"] == body.count(b"{") - 1
-
-
 async def _mcp_call(url: str, arguments: dict[str, Any]) -> Any:
     async with Client(StreamableHttpTransport(f"{url}/mcp")) as client:
         return await client.call_tool("summarize_stays", arguments, raise_on_error=False)
 
 
+@pytest.mark.slow
 def test_mcp_takes_the_large_inputs_http_takes(live_server: LiveServer) -> None:
     """The MCP SDK's own cap is 4 MiB; the server raises it to the largest a tool declares."""
     stays = [{"code": "13101", "name": "千代田区", "ref": f"r{i}", "note": "n" * 60} for i in range(60_000)]

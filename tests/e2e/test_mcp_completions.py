@@ -40,9 +40,9 @@ EXPORT_QUERY = {"query": "SELECT activity_id FROM activities LIMIT 3", "format":
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def server(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("complete")
-    live = start_server(root / "var", root / "server.log", KUMITATE_TOKENS=json.dumps(TOKENS))
+    live = start_server(root / "var", root / "server.log", seeded=seeded_data_dir, KUMITATE_TOKENS=json.dumps(TOKENS))
     yield live
     stop_server(live)
 

@@ -143,9 +143,9 @@ async def test_an_unambiguous_parse_asks_nothing(runtime: Runtime) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def server(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("elicit")
-    live = start_server(root / "var", root / "server.log")
+    live = start_server(root / "var", root / "server.log", seeded=seeded_data_dir)
     yield live
     stop_server(live)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -42,11 +43,14 @@ def idp() -> Iterator[IdentityProvider]:
 
 
 @pytest.fixture(scope="module")
-def server(idp: IdentityProvider, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def server(
+    idp: IdentityProvider, tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path
+) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("oauth")
     live = start_server(
         root / "var",
         root / "server.log",
+        seeded=seeded_data_dir,
         KUMITATE_OAUTH_ISSUER=idp.url,  # keys found through the issuer's metadata
         KUMITATE_OAUTH_AUDIENCE=AUDIENCE,
         KUMITATE_OAUTH_JWKS_MIN_REFRESH_S=str(REFRESH_S),

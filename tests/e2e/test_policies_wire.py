@@ -17,7 +17,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from PIL import Image
 
-from tests.conftest import LiveServer, start_server, stop_server
+from tests.conftest import LiveServer, serve_in_process, start_server, stop_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -38,8 +38,10 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def server(data_dir: Path) -> Iterator[LiveServer]:
-    live = start_server(data_dir / "var", data_dir / "server.log", KUMITATE_TOKENS=json.dumps(TOKENS))
+def server(data_dir: Path, seeded_data_dir: Path) -> Iterator[LiveServer]:
+    live = start_server(
+        data_dir / "var", data_dir / "server.log", seeded=seeded_data_dir, KUMITATE_TOKENS=json.dumps(TOKENS)
+    )
     yield live
     stop_server(live)
 
@@ -182,11 +184,10 @@ async def test_idempotency_over_http_and_mcp_survives_a_restart(server: LiveServ
     assert without_ids(two.structured_content) == without_ids(one.structured_content)
     assert (two.meta or {}).get("kumitate", {}).get("replayed") is True
 
-    restarted = start_server(data_dir / "var", data_dir / "server2.log", KUMITATE_TOKENS=json.dumps(TOKENS))
-    try:
-        async with httpx.AsyncClient(base_url=restarted.url, headers=bearer("t-idem")) as http:
-            replay = await http.post("/v1/ingest", json=body, headers={"Idempotency-Key": "ingest-1"})
-        assert replay.headers["idempotent-replayed"] == "true"
-        assert without_ids(replay.json()) == without_ids(first.json())
-    finally:
-        stop_server(restarted)
+    # a new app on the same data directory (in process: what a restarted server reads is the disk)
+    async with serve_in_process(data_dir / "var", KUMITATE_TOKENS=json.dumps(TOKENS)) as restarted:
+        replay = await restarted.http.post(
+            "/v1/ingest", json=body, headers={**bearer("t-idem"), "Idempotency-Key": "ingest-1"}
+        )
+    assert replay.headers["idempotent-replayed"] == "true"
+    assert without_ids(replay.json()) == without_ids(first.json())

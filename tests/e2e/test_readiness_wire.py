@@ -1,33 +1,30 @@
-"""/healthz and /readyz on a real server: liveness stays up, readiness follows every engine it needs."""
+"""/healthz and /readyz, in process: liveness stays up, readiness follows every engine it needs."""
 
 from __future__ import annotations
 
-import httpx
+from pathlib import Path
+
 import pytest
 
-from tests.conftest import LiveServer, free_port, start_server, stop_server
+from tests.conftest import InProcessApp, free_port, serve_in_process
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.anyio
 
 
-def test_ready_when_every_engine_answers(live_server: LiveServer) -> None:
-    ready = httpx.get(f"{live_server.url}/readyz")
+async def test_ready_when_every_engine_answers(in_process_app: InProcessApp) -> None:
+    ready = await in_process_app.http.get("/readyz")
     assert ready.status_code == 200
     assert ready.json()["checks"] == {"data_dir": {"ok": True}, "database": {"ok": True}}
-    live = httpx.get(f"{live_server.url}/healthz").json()
+    live = (await in_process_app.http.get("/healthz")).json()
     assert live["ok"] is True and live["storage"] == {"ok": True}
 
 
-def test_not_ready_while_redis_is_unreachable(tmp_path_factory: pytest.TempPathFactory) -> None:
-    root = tmp_path_factory.mktemp("readyz")
+async def test_not_ready_while_redis_is_unreachable(tmp_path: Path, seeded_data_dir: Path) -> None:
     nobody = f"redis://127.0.0.1:{free_port()}/0"  # a port nothing listens on
-    server = start_server(root / "var", root / "server.log", KUMITATE_REDIS_URL=nobody)
-    try:
-        ready = httpx.get(f"{server.url}/readyz", timeout=30)
+    async with serve_in_process(tmp_path / "var", seeded_data_dir, KUMITATE_REDIS_URL=nobody) as served:
+        ready = await served.http.get("/readyz")
         assert ready.status_code == 503 and ready.headers["retry-after"] == "5"
         checks = ready.json()["checks"]
         assert checks["redis"]["ok"] is False and checks["database"] == {"ok": True}
         assert "127.0.0.1" not in ready.text  # reasons, never addresses or credentials
-        assert httpx.get(f"{server.url}/healthz", timeout=30).status_code == 200
-    finally:
-        stop_server(server)
+        assert (await served.http.get("/healthz")).status_code == 200

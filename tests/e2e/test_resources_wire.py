@@ -1,4 +1,5 @@
-"""Binary resources and attachments on the wire: charts (household) and export files (analytics)."""
+"""Binary resources and attachments on the wire: charts (household; over a real socket, with MCP
+streamable HTTP) and export files (analytics; HTTP only, in process)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import pytest
 from fastmcp import Client
 from PIL import Image
 
-from tests.conftest import LiveServer
+from tests.conftest import InProcessApp, LiveServer
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.anyio
 
 
+@pytest.mark.slow
 async def test_chart_is_served_over_http_and_as_mcp_image_content(live_server: LiveServer) -> None:
     arguments = {"year": 2025, "month": 6, "output_format": "image", "graph_type": "bar", "image_size": "640x480"}
     async with httpx.AsyncClient(base_url=live_server.url, timeout=60) as http:
@@ -39,15 +41,15 @@ async def test_chart_is_served_over_http_and_as_mcp_image_content(live_server: L
     [("csv", "text/csv", b"activity_id"), ("parquet", "application/vnd.apache.parquet", b"PAR1")],
 )
 async def test_export_is_downloaded_with_its_own_media_type(
-    live_server: LiveServer, fmt: str, media_type: str, magic: bytes
+    in_process_app: InProcessApp, fmt: str, media_type: str, magic: bytes
 ) -> None:
-    async with httpx.AsyncClient(base_url=live_server.url, timeout=60) as http:
-        export = (
-            await http.post("/v1/analytics/export", json={"query": "SELECT activity_id FROM activities", "format": fmt})
-        ).json()
-        assert "/" not in export["handle"]
-        download = await http.get(f"/v1/analytics/exports/{export['handle']}")
-        unknown = await http.get("/v1/analytics/exports/" + "f" * 32)
+    http = in_process_app.http
+    export = (
+        await http.post("/v1/analytics/export", json={"query": "SELECT activity_id FROM activities", "format": fmt})
+    ).json()
+    assert "/" not in export["handle"]
+    download = await http.get(f"/v1/analytics/exports/{export['handle']}")
+    unknown = await http.get("/v1/analytics/exports/" + "f" * 32)
     assert download.status_code == 200
     assert download.headers["content-type"].startswith(media_type)
     assert download.content.startswith(magic)

@@ -2,19 +2,21 @@
 
 Per-record problems come back inside a successful result with the valid records;
 request-level problems are a BAD_REQUEST error body, identical on both transports.
+In process: HTTP through httpx.ASGITransport, MCP in memory on the same app's runtime (MCP
+streamable HTTP over a socket is covered by test_examples_all_transports).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 from fastmcp import Client
 
-from tests.conftest import LiveServer
+from kumitate.transports.mcp import build_server
+from tests.conftest import REPO, InProcessApp
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+pytestmark = pytest.mark.anyio
 
 GOOD = {
     "ref": "ok-1",
@@ -53,24 +55,23 @@ REQUEST_CASES: list[tuple[str, Any]] = [
 ]
 
 
-async def _both(live_server: LiveServer, arguments: Any) -> list[tuple[str, bool, Any]]:
-    async with httpx.AsyncClient(base_url=live_server.url, timeout=120) as http:
-        response = await http.post("/v1/stays/summarize_stays", json=arguments)
-        http_result = ("http", response.status_code == 200, response.json())
-        if response.status_code != 200:
-            assert response.status_code == 400
+async def _both(app: InProcessApp, arguments: Any) -> list[tuple[str, bool, Any]]:
+    response = await app.http.post("/v1/stays/summarize_stays", json=arguments)
+    http_result = ("http", response.status_code == 200, response.json())
+    if response.status_code != 200:
+        assert response.status_code == 400
     if not isinstance(arguments, dict):  # MCP arguments are an object by protocol; the client refuses others
         return [http_result, http_result]
-    async with Client(f"{live_server.url}/mcp") as mcp:
+    async with Client(build_server(app.runtime, ["stays"])) as mcp:
         result = await mcp.call_tool("summarize_stays", arguments, raise_on_error=False)
     return [http_result, ("mcp", not result.is_error, result.structured_content)]
 
 
 @pytest.mark.parametrize(("case", "record", "reason"), RECORD_CASES, ids=[c[0] for c in RECORD_CASES])
 async def test_bad_record_is_reported_and_the_rest_survives(
-    live_server: LiveServer, case: str, record: Any, reason: str
+    in_process_app: InProcessApp, case: str, record: Any, reason: str
 ) -> None:
-    for transport, ok, body in await _both(live_server, {"stays": [GOOD, record, GOOD]}):
+    for transport, ok, body in await _both(in_process_app, {"stays": [GOOD, record, GOOD]}):
         assert ok, (transport, body)
         assert [e["reason"] for e in body["errors"]] == [reason], (transport, body["errors"])
         assert body["errors"][0]["index"] == 1
@@ -83,9 +84,9 @@ async def test_bad_record_is_reported_and_the_rest_survives(
 
 @pytest.mark.parametrize(("case", "arguments"), REQUEST_CASES, ids=[c[0] for c in REQUEST_CASES])
 async def test_bad_request_gets_the_same_error_body_on_both_transports(
-    live_server: LiveServer, case: str, arguments: Any
+    in_process_app: InProcessApp, case: str, arguments: Any
 ) -> None:
-    results = await _both(live_server, arguments)
+    results = await _both(in_process_app, arguments)
     for transport, ok, body in results:
         assert not ok, transport
         assert set(body) == {"error", "run_id", "trace_id"}
@@ -95,75 +96,71 @@ async def test_bad_request_gets_the_same_error_body_on_both_transports(
     assert results[0][2]["error"] == results[1][2]["error"]
 
 
-async def test_missing_timestamp_gives_null_duration(live_server: LiveServer) -> None:
-    for transport, ok, body in await _both(live_server, {"stays": [{"code": "13104", "name": "新宿区"}]}):
+async def test_missing_timestamp_gives_null_duration(in_process_app: InProcessApp) -> None:
+    for transport, ok, body in await _both(in_process_app, {"stays": [{"code": "13104", "name": "新宿区"}]}):
         assert ok, transport
         assert body["results"] == [{"code": "13104", "name": "新宿区", "duration_sec": None}]
 
 
-async def test_100k_records_come_back_on_http(live_server: LiveServer) -> None:
+async def test_100k_records_come_back_on_http(in_process_app: InProcessApp) -> None:
     records = [{**GOOD, "ref": f"r{i}"} for i in range(100_000)]
     records[50_000] = {"code": "", "name": "x"}
-    async with httpx.AsyncClient(base_url=live_server.url, timeout=120) as http:
-        response = await http.post("/v1/stays/summarize_stays", json={"stays": records})
+    http = in_process_app.http
+    response = await http.post("/v1/stays/summarize_stays", json={"stays": records})
     body = response.json()
     assert response.status_code == 200
     assert len(body["results"]) == 99_999
     assert [(e["index"], e["reason"]) for e in body["errors"]] == [(50_000, "MISSING_CODE")]
 
 
-async def test_100001_records_are_refused(live_server: LiveServer) -> None:
-    async with httpx.AsyncClient(base_url=live_server.url, timeout=120) as http:
-        response = await http.post("/v1/stays/summarize_stays", json={"stays": [{"code": "1", "name": "a"}] * 100_001})
+async def test_100001_records_are_refused(in_process_app: InProcessApp) -> None:
+    http = in_process_app.http
+    response = await http.post("/v1/stays/summarize_stays", json={"stays": [{"code": "1", "name": "a"}] * 100_001})
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "BAD_REQUEST"
 
 
-async def test_http_errors_outside_tools_use_the_envelope(live_server: LiveServer) -> None:
-    async with httpx.AsyncClient(base_url=live_server.url, timeout=30) as http:
-        cases = [
-            (await http.get("/v1/nope"), 404, "NOT_FOUND"),
-            (await http.get("/v1/stays/summarize_stays"), 405, "METHOD_NOT_ALLOWED"),
-            (
-                await http.post(
-                    "/v1/stays/summarize_stays", content=b"{bad json", headers={"content-type": "application/json"}
-                ),
-                400,
-                "BAD_REQUEST",
+async def test_http_errors_outside_tools_use_the_envelope(in_process_app: InProcessApp) -> None:
+    http = in_process_app.http
+    cases = [
+        (await http.get("/v1/nope"), 404, "NOT_FOUND"),
+        (await http.get("/v1/stays/summarize_stays"), 405, "METHOD_NOT_ALLOWED"),
+        (
+            await http.post(
+                "/v1/stays/summarize_stays", content=b"{bad json", headers={"content-type": "application/json"}
             ),
-            (
-                await http.post("/v1/stays/summarize_stays", content=b"", headers={"content-type": "application/json"}),
-                400,
-                "BAD_REQUEST",
-            ),
-            (
-                await http.post(
-                    "/v1/stays/summarize_stays", content=b"stays=1", headers={"content-type": "text/plain"}
-                ),
-                415,
-                "UNSUPPORTED_MEDIA_TYPE",
-            ),
-        ]
-        for response, status, code in cases:
-            assert response.status_code == status
-            assert response.json()["error"]["code"] == code
-            assert response.headers["x-run-id"] == response.json()["run_id"]
-            assert float(response.headers["x-request-duration-ms"]) >= 0
-        assert "POST" in cases[1][0].headers["allow"]
-        echoed = await http.post(
-            "/v1/stays/summarize_stays",
-            json={"stays": []},
-            headers={"X-Run-Id": "run-42", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
-        )
-        assert echoed.headers["x-run-id"] == "run-42"
-        assert echoed.headers["x-trace-id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
+            400,
+            "BAD_REQUEST",
+        ),
+        (
+            await http.post("/v1/stays/summarize_stays", content=b"", headers={"content-type": "application/json"}),
+            400,
+            "BAD_REQUEST",
+        ),
+        (
+            await http.post("/v1/stays/summarize_stays", content=b"stays=1", headers={"content-type": "text/plain"}),
+            415,
+            "UNSUPPORTED_MEDIA_TYPE",
+        ),
+    ]
+    for response, status, code in cases:
+        assert response.status_code == status
+        assert response.json()["error"]["code"] == code
+        assert response.headers["x-run-id"] == response.json()["run_id"]
+        assert float(response.headers["x-request-duration-ms"]) >= 0
+    assert "POST" in cases[1][0].headers["allow"]
+    echoed = await http.post(
+        "/v1/stays/summarize_stays",
+        json={"stays": []},
+        headers={"X-Run-Id": "run-42", "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+    )
+    assert echoed.headers["x-run-id"] == "run-42"
+    assert echoed.headers["x-trace-id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
-async def test_openapi_is_served_verbatim(live_server: LiveServer) -> None:
-    from tests.conftest import REPO
-
-    async with httpx.AsyncClient(base_url=live_server.url) as http:
-        served = (await http.get("/schema/openapi.json")).content
-        docs = await http.get("/schema")
+async def test_openapi_is_served_verbatim(in_process_app: InProcessApp) -> None:
+    http = in_process_app.http
+    served = (await http.get("/schema/openapi.json")).content
+    docs = await http.get("/schema")
     assert served == (REPO / "generated" / "openapi.json").read_bytes()
     assert docs.status_code == 200 and "openapi.json" in docs.text

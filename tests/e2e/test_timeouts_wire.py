@@ -19,7 +19,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
-from tests.conftest import REPO, start_server, stop_server
+from tests.conftest import REPO, serve_in_process, start_server, stop_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -36,9 +36,8 @@ def rows_of_2015(var: Path) -> int:
     return int(count)
 
 
-async def monthly_code(url: str) -> str:
-    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
-        response = await http.post("/v1/household/get_monthly_household", json=MONTH_ONLY_IN_EXTRA)
+async def monthly_code(http: httpx.AsyncClient) -> str:
+    response = await http.post("/v1/household/get_monthly_household", json=MONTH_ONLY_IN_EXTRA)
     return "OK" if response.status_code == 200 else response.json()["error"]["code"]
 
 
@@ -67,14 +66,12 @@ async def test_a_timed_out_import_answers_408_on_both_transports_and_saves_nothi
         assert result.structured_content["error"]["code"] == "REQUEST_TIMEOUT"
         assert result.structured_content["error"]["retryable"] is True
         assert rows_of_2015(var) == 0
-        assert await monthly_code(capped.url) == "DATA_NOT_FOUND"
+        async with httpx.AsyncClient(base_url=capped.url, timeout=30) as http:
+            assert await monthly_code(http) == "DATA_NOT_FOUND"
     finally:
         stop_server(capped)
 
-    # control: the same files, imported without the cap (at start-up), do bring the month in
-    full = start_server(var, tmp_path / "full.log", HOUSEHOLD_DATA_DIR=str(extra))
-    try:
-        assert await monthly_code(full.url) == "OK"
+    # control: the same files, imported without the cap (at start-up, by an app in process), do bring the month in
+    async with serve_in_process(var, HOUSEHOLD_DATA_DIR=str(extra)) as full:
+        assert await monthly_code(full.http) == "OK"
         assert rows_of_2015(var) > 0
-    finally:
-        stop_server(full)

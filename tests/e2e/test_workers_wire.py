@@ -26,9 +26,9 @@ STAYS = {"stays": [{"code": "13101", "name": "千代田区", "ref": "a"}]}
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def server(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("workers")
-    live = start_server(root / "var", root / "server.log", KUMITATE_WORKERS="2")
+    live = start_server(root / "var", root / "server.log", seeded=seeded_data_dir, KUMITATE_WORKERS="2")
     yield live
     stop_server(live)
 

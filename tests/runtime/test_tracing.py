@@ -165,12 +165,16 @@ class Collector(BaseHTTPRequestHandler):
 
 
 @pytest.mark.slow
-def test_a_server_with_an_otlp_endpoint_exports_its_spans(tmp_path: Path) -> None:
+def test_a_server_with_an_otlp_endpoint_exports_its_spans(tmp_path: Path, seeded_data_dir: Path) -> None:
     receiver = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
     threading.Thread(target=receiver.serve_forever, daemon=True).start()
     endpoint = f"http://127.0.0.1:{receiver.server_address[1]}"
     server = start_server(
-        tmp_path / "var", tmp_path / "log", OTEL_EXPORTER_OTLP_ENDPOINT=endpoint, OTEL_BSP_SCHEDULE_DELAY="100"
+        tmp_path / "var",
+        tmp_path / "log",
+        seeded=seeded_data_dir,
+        OTEL_EXPORTER_OTLP_ENDPOINT=endpoint,
+        OTEL_BSP_SCHEDULE_DELAY="100",
     )
     try:
         assert httpx.post(f"{server.url}/v1/stays/summarize_stays", json=STAYS).status_code == 200
