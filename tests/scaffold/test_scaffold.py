@@ -42,6 +42,11 @@ def type_check(project: Path) -> subprocess.CompletedProcess[str]:
     return in_project(project, "mypy", "--cache-dir", str(project.parent / ".mypy_cache"))
 
 
+def raises_check(project: Path) -> subprocess.CompletedProcess[str]:
+    """The project's declared-raises check (its `make test` runs it after mypy)."""
+    return in_project(project, "codegen.raises")
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     target = tmp_path / "my_tools"
@@ -72,6 +77,8 @@ def test_init_writes_a_project_that_passes_its_own_tests(project: Path) -> None:
     assert kumitate(project, "lint").returncode == 0
     checked = type_check(project)
     assert checked.returncode == 0, checked.stdout[-3000:]
+    raised = raises_check(project)
+    assert raised.returncode == 0, raised.stdout[-3000:] + raised.stderr[-3000:]
     done = project_tests(project)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "4 passed" in done.stdout
@@ -115,10 +122,23 @@ def test_new_service_tool_and_resource_keep_the_tests_green(project: Path) -> No
     assert kumitate(project, "generate", "--check").returncode == 0
     checked = type_check(project)
     assert checked.returncode == 0, checked.stdout[-3000:]
+    raised = raises_check(project)
+    assert raised.returncode == 0, raised.stdout[-3000:] + raised.stderr[-3000:]
     done = project_tests(project)
     assert done.returncode == 0, done.stdout[-3000:]
     called = kumitate(project, "call", "hello", "lookup_word", "--json", '{"name": "x"}')
     assert called.returncode == 1 and '"NOT_IMPLEMENTED"' in called.stdout
+    module = project / "handlers/hello/__init__.py"
+    undeclared = (
+        module.read_text()
+        .replace("import NotImplementedError as", "import InvalidInputError, NotImplementedError as", 1)
+        .replace('raise NotImplementedToolError("lookup_word', 'raise InvalidInputError("lookup_word', 1)
+    )
+    assert "raise InvalidInputError(" in undeclared
+    module.write_text(undeclared)
+    refused = raises_check(project)
+    assert refused.returncode == 1, refused.stdout[-3000:] + refused.stderr[-3000:]
+    assert "hello.lookup_word can raise INVALID_INPUT" in refused.stdout + refused.stderr
 
 
 @pytest.mark.parametrize(
