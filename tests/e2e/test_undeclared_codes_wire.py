@@ -64,7 +64,7 @@ def assert_logged(stderr: str) -> None:
 
 
 async def test_http_answers_internal(runtime: Runtime, capsys: pytest.CaptureFixture[str]) -> None:
-    app = Litestar(route_handlers=route_handlers(runtime))
+    app = Litestar(route_handlers=route_handlers(runtime), logging_config=None)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
         response = await http.post("/v1/stays/summarize_stays", json=STAYS)
     assert response.status_code == 500

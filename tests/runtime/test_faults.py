@@ -156,7 +156,7 @@ def test_the_http_last_resort_logs_a_traceback_and_the_route_template(capsys: py
     def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
         return error_response(runtime, request, exc)
 
-    app = Litestar([boom], exception_handlers={Exception: on_error})
+    app = Litestar([boom], exception_handlers={Exception: on_error}, logging_config=None)
     with TestClient(app) as client:
         response = client.get("/boom/hunter2")
     assert response.status_code == 500 and response.json()["error"]["code"] == "INTERNAL"
