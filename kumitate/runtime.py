@@ -71,7 +71,7 @@ class Runtime:
         handlers: dict[str, Any] = {}
         for name, svc in self.services.items():
             try:
-                setup = ServiceSetup(name, settings, self.database, self.cache, self.redis is not None)
+                setup = ServiceSetup(name, settings, self.database, self.cache)
                 handlers[name] = svc.create_handlers(setup)
             except ModuleNotFoundError as exc:
                 if (exc.name and exc.name.startswith(f"handlers.{name}")) or exc.name == "handlers":

@@ -32,8 +32,6 @@ class ServiceSetup:
     database: Database
     cache: SharedCache
     """Bytes with a TTL that every instance sees (Redis with KUMITATE_REDIS_URL, else process memory)."""
-    shared: bool = False
-    """True when `cache` is Redis: state kept there is seen by every instance."""
     _owned: list[Any] = field(default_factory=list, repr=False, compare=False)
 
     @classmethod
@@ -42,7 +40,7 @@ class ServiceSetup:
         database = open_database(settings.data_dir, settings)
         redis = shared_redis.connect(settings.redis_url) if settings.redis_url else None
         owned: list[Any] = [database] + ([redis] if redis is not None else [])
-        return cls(name, settings, database, make_cache(redis), redis is not None, owned)
+        return cls(name, settings, database, make_cache(redis), owned)
 
     @property
     def data_dir(self) -> Path:

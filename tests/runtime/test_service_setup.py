@@ -31,7 +31,7 @@ def test_open_gives_one_service_storage_that_close_releases(tmp_path: Path) -> N
     with setup.database.read() as conn:
         assert conn.execute(text("SELECT 1")).scalar() == 1
     setup.cache.set("k", b"v", ttl_s=60)
-    assert setup.cache.get("k") == b"v" and setup.shared is False
+    assert setup.cache.get("k") == b"v" and isinstance(setup.cache, MemoryCache)
     assert setup.data_dir == tmp_path / "var" / "demo" and setup.data_dir.is_dir()
     assert setup.sample_dir == setup.settings.sample_dir / "demo"
     assert setup.database.engine.pool.checkedin() == 1  # the connection went back to the pool
