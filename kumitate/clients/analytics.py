@@ -102,13 +102,6 @@ def default_exports_dir(env: Mapping[str, str] | None = None) -> Path:
     return ExportLocation.from_env(settings.env).exports_dir(settings.data_dir)
 
 
-def export_url(base_url: str, handle: str) -> str:
-    """The HTTP address of an export: the spec's route of resource export_file (never a copy of it)."""
-    from generated.analytics.bindings import RESOURCE_EXPORT_FILE
-
-    return RESOURCE_EXPORT_FILE.url(base_url, handle=handle)
-
-
 def _local_export(handle: str, exports_dir: Path) -> tuple[Path, str]:
     meta_path = exports_dir / f"{handle}.json"
     try:
@@ -135,7 +128,9 @@ def _server_message(response: Any) -> str:
 def _remote_export(handle: str, base_url: str, timeout: float, token: str | None) -> tuple[bytes, str]:
     import httpx
 
-    url = export_url(base_url, handle)
+    from generated.analytics.bindings import RESOURCE_EXPORT_FILE  # the spec's route, never a copy of it
+
+    url = RESOURCE_EXPORT_FILE.url(base_url, handle=handle)
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     response = httpx.get(url, timeout=timeout, headers=headers)
     status = response.status_code
