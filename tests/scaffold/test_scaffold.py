@@ -25,9 +25,11 @@ def kumitate(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def in_project(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def in_project(project: Path, *argv: str, mypy_cache: Path | None = None) -> subprocess.CompletedProcess[str]:
     """`python -m <argv>` in the project, as its Makefile runs it (no KUMITATE_* from this process)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUMITATE_")} | {"PYTHONPATH": str(REPO)}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KUMITATE_", "MYPY_"))} | {"PYTHONPATH": str(REPO)}
+    if mypy_cache is not None:
+        env["MYPY_CACHE_DIR"] = str(mypy_cache)
     return subprocess.run(
         [sys.executable, "-m", *argv], cwd=project, env=env, capture_output=True, text=True, timeout=600
     )
@@ -37,14 +39,22 @@ def project_tests(project: Path) -> subprocess.CompletedProcess[str]:
     return in_project(project, "pytest", "-q", "-p", "no:cacheprovider")
 
 
-def type_check(project: Path) -> subprocess.CompletedProcess[str]:
+def type_check(project: Path, mypy_cache: Path) -> subprocess.CompletedProcess[str]:
     """The project's mypy (its pyproject's [tool.mypy]): the handlers against the generated protocols."""
-    return in_project(project, "mypy", "--cache-dir", str(project.parent / ".mypy_cache"))
+    return in_project(project, "mypy", mypy_cache=mypy_cache)
 
 
-def raises_check(project: Path) -> subprocess.CompletedProcess[str]:
-    """The project's declared-raises check (its `make test` runs it after mypy)."""
-    return in_project(project, "codegen.raises")
+def raises_check(project: Path, mypy_cache: Path) -> subprocess.CompletedProcess[str]:
+    """The project's declared-raises check (its `make test` runs it after mypy, on mypy's cache)."""
+    return in_project(project, "codegen.raises", mypy_cache=mypy_cache)
+
+
+@pytest.fixture(scope="session")
+def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mypy cache for every project these tests write, as one project keeps its own across runs:
+    the libraries a project imports (kumitate, pydantic, fastmcp...) are checked once, not per test.
+    A module whose file differs (each project's handlers) is checked again, so no result is reused."""
+    return tmp_path_factory.getbasetemp() / "mypy-cache-scaffold"
 
 
 @pytest.fixture
@@ -55,7 +65,7 @@ def project(tmp_path: Path) -> Path:
     return target
 
 
-def test_init_writes_a_project_that_passes_its_own_tests(project: Path) -> None:
+def test_init_writes_a_project_that_passes_its_own_tests(project: Path, mypy_cache: Path) -> None:
     for path in (
         "pyproject.toml",
         "Makefile",
@@ -75,23 +85,23 @@ def test_init_writes_a_project_that_passes_its_own_tests(project: Path) -> None:
     assert os.access(project / ".ci/run", os.X_OK)
     assert kumitate(project, "generate", "--check").returncode == 0
     assert kumitate(project, "lint").returncode == 0
-    checked = type_check(project)
+    checked = type_check(project, mypy_cache)
     assert checked.returncode == 0, checked.stdout[-3000:]
-    raised = raises_check(project)
+    raised = raises_check(project, mypy_cache)
     assert raised.returncode == 0, raised.stdout[-3000:] + raised.stderr[-3000:]
     done = project_tests(project)
     assert done.returncode == 0, done.stdout[-3000:]
     assert "4 passed" in done.stdout
 
 
-def test_mypy_and_the_readme_follow_the_handlers(project: Path) -> None:
+def test_mypy_and_the_readme_follow_the_handlers(project: Path, mypy_cache: Path) -> None:
     """A handler returning something else than the generated model fails mypy; uncommenting the
     example in settings.py declares HELLO_GREETING, which `generate` lists in the README under the
     service (and the drift check holds the README to it). One project for both: an init costs."""
     handler = project / "handlers/hello/__init__.py"
     correct = handler.read_text()
     handler.write_text(correct.replace("-> models.GreetOutput:", "-> dict[str, str]:"))
-    checked = type_check(project)
+    checked = type_check(project, mypy_cache)
     assert checked.returncode == 1 and "HelloHandlers" in checked.stdout, checked.stdout[-3000:]
     handler.write_text(correct)
 
@@ -106,7 +116,7 @@ def test_mypy_and_the_readme_follow_the_handlers(project: Path) -> None:
     assert kumitate(project, "generate", "--check").returncode == 0
 
 
-def test_new_service_tool_and_resource_keep_the_tests_green(project: Path) -> None:
+def test_new_service_tool_and_resource_keep_the_tests_green(project: Path, mypy_cache: Path) -> None:
     assert kumitate(project, "new", "tool", "hello", "lookup_word").returncode == 0
     assert kumitate(project, "new", "resource", "hello", "word_list").returncode == 0
     assert kumitate(project, "new", "service", "notes").returncode == 0
@@ -120,9 +130,9 @@ def test_new_service_tool_and_resource_keep_the_tests_green(project: Path) -> No
     for path in ("__init__.py", "settings.py", "core/__init__.py"):
         assert (project / "handlers/notes" / path).is_file(), path
     assert kumitate(project, "generate", "--check").returncode == 0
-    checked = type_check(project)
+    checked = type_check(project, mypy_cache)
     assert checked.returncode == 0, checked.stdout[-3000:]
-    raised = raises_check(project)
+    raised = raises_check(project, mypy_cache)
     assert raised.returncode == 0, raised.stdout[-3000:] + raised.stderr[-3000:]
     done = project_tests(project)
     assert done.returncode == 0, done.stdout[-3000:]
@@ -136,7 +146,7 @@ def test_new_service_tool_and_resource_keep_the_tests_green(project: Path) -> No
     )
     assert "raise InvalidInputError(" in undeclared
     module.write_text(undeclared)
-    refused = raises_check(project)
+    refused = raises_check(project, mypy_cache)
     assert refused.returncode == 1, refused.stdout[-3000:] + refused.stderr[-3000:]
     assert "hello.lookup_word can raise INVALID_INPUT" in refused.stdout + refused.stderr
 
