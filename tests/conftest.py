@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ import httpx
 import pytest
 
 from codegen import specs
+from tests.servers import fresh_pg_database, unavailable
 
 if TYPE_CHECKING:  # the app is imported by the fixtures that build one, not by every test session
     from kumitate.runtime import Runtime
@@ -44,6 +46,58 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="session")
 def spec_tree() -> specs.SpecTree:
     return specs.load(REPO / "specs")
+
+
+# -- real PostgreSQL and Redis ----------------------------------------------------------------------
+# One of each per session, whichever directory's tests ask first; stopped at the end. Define them
+# only here: a module or conftest that imports a session fixture gets a second server of its own.
+@pytest.fixture(scope="session")
+def server_dir() -> Iterator[Path]:
+    directory = Path(tempfile.mkdtemp(prefix="kumitate-servers-"))
+    directory.chmod(0o755)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url(server_dir: Path) -> Iterator[str]:
+    from deploy import servers
+
+    if servers.pg_bin() is None:
+        unavailable("PostgreSQL is not installed (make cluster-install installs it from Debian's packages)")
+    try:
+        if servers.is_root():
+            servers.ensure_service_user()
+        url = servers.start_postgres(server_dir, servers.free_port())
+    except (servers.ClusterError, OSError) as exc:
+        unavailable(f"PostgreSQL could not be started here: {exc}")
+    yield url
+    servers.stop_postgres(server_dir)
+
+
+@pytest.fixture(scope="session")
+def redis_url(server_dir: Path) -> Iterator[str]:
+    from deploy import servers
+
+    if "redis-server" in servers.missing_packages():
+        unavailable("redis-server is not installed (make cluster-install installs it from Debian's packages)")
+    try:
+        if servers.is_root():
+            servers.ensure_service_user()
+        url = servers.start_redis(server_dir, servers.free_port())
+    except (servers.ClusterError, OSError) as exc:
+        unavailable(f"Redis could not be started here: {exc}")
+    yield url
+    servers.stop_redis(server_dir)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
+    """None (the embedded SQLite file under tmp_path) or a fresh PostgreSQL database per test."""
+    if request.param == "sqlite":
+        return None
+    base: str = request.getfixturevalue("postgres_url")
+    return fresh_pg_database(base, tmp_path.name)
 
 
 def free_port() -> int:

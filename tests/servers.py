@@ -1,4 +1,6 @@
-"""Skipping (or, in CI, failing) tests whose real servers cannot be started here."""
+"""Real servers for the tests (PostgreSQL and Redis from Debian's packages; the fixtures are in
+tests/conftest.py, one of each per session) and skipping, or in CI failing, tests whose servers
+cannot be started here."""
 
 from __future__ import annotations
 
@@ -13,3 +15,16 @@ def unavailable(reason: str) -> NoReturn:
     if os.environ.get("KUMITATE_CLUSTER_REQUIRED") == "1":
         pytest.fail(f"required here (KUMITATE_CLUSTER_REQUIRED=1) but {reason}")
     pytest.skip(reason)
+
+
+def fresh_pg_database(base_url: str, name: str) -> str:
+    """The URL of a new, empty database `name` on the server of `base_url` (dropped first if it exists)."""
+    from sqlalchemy import create_engine, text
+
+    db = "t_" + "".join(c if c.isalnum() else "_" for c in name.lower())[:50]
+    admin = create_engine(base_url.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{db}"'))
+        conn.execute(text(f'CREATE DATABASE "{db}"'))
+    admin.dispose()
+    return base_url.rsplit("/", 1)[0] + "/" + db

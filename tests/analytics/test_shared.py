@@ -16,7 +16,6 @@ import pytest
 from handlers.analytics.core.service import AnalyticsService, Limits
 from kumitate.context import Principal
 from kumitate.errors import ToolError
-from tests.storage.conftest import database_url, fresh_pg_database, postgres_url, server_dir  # noqa: F401
 
 from .conftest import FakeClock, OwnedService, open_setup
 
@@ -65,7 +64,7 @@ def instances(
     small_db_template: Path,
     tmp_path: Path,
     clock: FakeClock,
-    database_url: str | None,  # noqa: F811
+    database_url: str | None,
 ) -> Iterator[Instances]:
     running = Instances(small_db_template, tmp_path, database_url, clock)
     yield running

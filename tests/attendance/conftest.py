@@ -15,9 +15,7 @@ from kumitate.context import CallContext
 from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 from tests.conftest import REPO
-from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir
-
-__all__ = ["postgres_url", "server_dir"]  # the session's PostgreSQL server (tests/storage/conftest.py)
+from tests.servers import fresh_pg_database
 
 # Six invitees in two departments and two teams; 山田 is the leader.
 TEAM: list[dict[str, Any]] = [

@@ -18,7 +18,7 @@ from kumitate.context import CallContext, bound
 from kumitate.intake import Intake
 from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
-from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir  # noqa: F401  (fixtures)
+from tests.servers import fresh_pg_database
 
 HEADER = ["計算対象", "日付", "内容", "金額（円）", "保有金融機関", "大項目", "中項目", "メモ", "振替", "ID"]
 

@@ -14,7 +14,6 @@ from kumitate.context import CallContext
 from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 from kumitate.storage import redis as shared_redis
-from tests.storage.conftest import redis_url, server_dir  # noqa: F401  (fixtures)
 
 from .conftest import open_service, service_env, trend_rows, write_export
 

@@ -21,7 +21,7 @@ from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
-from tests.storage.conftest import fresh_pg_database, postgres_url, server_dir  # noqa: F401 (fixtures)
+from tests.servers import fresh_pg_database
 
 REPO = Path(__file__).resolve().parents[2]
 INPUTS: dict[str, type[BaseModel]] = {"chat": ChatInput, "search": SearchInput, "ingest": IngestInput}

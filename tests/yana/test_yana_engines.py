@@ -15,7 +15,7 @@ from conftest import ctx, make_settings
 from PIL import Image
 
 from handlers.yana import YanaHandlers
-from tests.storage.conftest import fresh_pg_database
+from tests.servers import fresh_pg_database
 
 pytestmark = pytest.mark.postgres
 

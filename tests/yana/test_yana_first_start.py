@@ -19,7 +19,7 @@ from conftest import REPO, ctx, make_settings
 from sqlalchemy import create_engine, text
 
 from handlers.yana.store.kb import INDEX_VERSION
-from tests.storage.conftest import fresh_pg_database
+from tests.servers import fresh_pg_database
 
 OpenYana = Callable[..., Any]
 
