@@ -7,17 +7,16 @@ from typing import Any
 
 from kumitate import tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding
-from kumitate.cache import SharedCache, make_cache
+from kumitate.cache import SharedCache
 from kumitate.pipeline import Pipeline, Policies
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
 from kumitate.project import Project, load_generated, load_toolsets
-from kumitate.service import ServiceSetup
+from kumitate.service import ServiceSetup, Stores
 from kumitate.settings import Settings
-from kumitate.storage import Database, open_database
-from kumitate.storage import redis as shared_redis
+from kumitate.storage import Database
 
 
 class MissingHandlerError(RuntimeError):
@@ -64,9 +63,10 @@ class Runtime:
         }
         """Named toolsets (specs/toolsets.yaml), each cut to the services this runtime serves."""
         # Storage first: a database on the wrong schema stops start-up before any service loads its data.
-        self.database: Database = open_database(settings.data_dir, settings)
-        self.redis = shared_redis.connect(settings.redis_url) if settings.redis_url else None
-        self.cache: SharedCache = make_cache(self.redis)
+        self.stores = Stores.open(settings)
+        self.database: Database = self.stores.database
+        self.redis = self.stores.redis
+        self.cache: SharedCache = self.stores.cache
         """Bytes with a TTL that every instance sees (process memory without Redis)."""
         handlers: dict[str, Any] = {}
         for name, svc in self.services.items():
@@ -118,9 +118,7 @@ class Runtime:
         self.pipeline.close()
         if self.policies.idempotency is not None:
             self.policies.idempotency.close()
-        self.database.close()
-        if self.redis is not None:
-            self.redis.close()
+        self.stores.close()
         for handler in self.handlers.values():
             close = getattr(handler, "close", None)
             if callable(close):

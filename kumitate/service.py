@@ -26,6 +26,28 @@ S = TypeVar("S", bound=EnvSettings)
 
 
 @dataclass(frozen=True, slots=True)
+class Stores:
+    """What a process opens once and its services share: the database, Redis when configured, and
+    the cache (on Redis, else in process memory)."""
+
+    database: Database
+    redis: Any | None
+    cache: SharedCache
+
+    @classmethod
+    def open(cls, settings: Settings) -> Stores:
+        """The database first: one on the wrong schema stops start-up before anything else opens."""
+        database = open_database(settings.data_dir, settings)
+        redis = shared_redis.connect(settings.redis_url) if settings.redis_url else None
+        return cls(database, redis, make_cache(redis))
+
+    def close(self) -> None:
+        self.database.close()
+        if self.redis is not None:
+            self.redis.close()
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceSetup:
     name: str
     settings: Settings
@@ -37,10 +59,8 @@ class ServiceSetup:
     @classmethod
     def open(cls, name: str, settings: Settings) -> ServiceSetup:
         """A setup with its own database and cache, for one service outside a runtime."""
-        database = open_database(settings.data_dir, settings)
-        redis = shared_redis.connect(settings.redis_url) if settings.redis_url else None
-        owned: list[Any] = [database] + ([redis] if redis is not None else [])
-        return cls(name, settings, database, make_cache(redis), owned)
+        stores = Stores.open(settings)
+        return cls(name, settings, stores.database, stores.cache, [stores])
 
     @property
     def data_dir(self) -> Path:
