@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from codegen import specs
-from tests.servers import fresh_pg_database, unavailable
+from tests.servers import fresh_pg_database, started
 
 if TYPE_CHECKING:  # the app is imported by the fixtures that build one, not by every test session
     from kumitate.runtime import Runtime
@@ -63,15 +63,9 @@ def server_dir() -> Iterator[Path]:
 def postgres_url(server_dir: Path) -> Iterator[str]:
     from deploy import servers
 
-    if servers.pg_bin() is None:
-        unavailable("PostgreSQL is not installed (make cluster-install installs it from Debian's packages)")
-    try:
-        if servers.is_root():
-            servers.ensure_service_user()
-        url = servers.start_postgres(server_dir, servers.free_port())
-    except (servers.ClusterError, OSError) as exc:
-        unavailable(f"PostgreSQL could not be started here: {exc}")
-    yield url
+    yield started(
+        "PostgreSQL", servers.pg_bin() is None, lambda: servers.start_postgres(server_dir, servers.free_port())
+    )
     servers.stop_postgres(server_dir)
 
 
@@ -79,15 +73,8 @@ def postgres_url(server_dir: Path) -> Iterator[str]:
 def redis_url(server_dir: Path) -> Iterator[str]:
     from deploy import servers
 
-    if "redis-server" in servers.missing_packages():
-        unavailable("redis-server is not installed (make cluster-install installs it from Debian's packages)")
-    try:
-        if servers.is_root():
-            servers.ensure_service_user()
-        url = servers.start_redis(server_dir, servers.free_port())
-    except (servers.ClusterError, OSError) as exc:
-        unavailable(f"Redis could not be started here: {exc}")
-    yield url
+    missing = "redis-server" in servers.missing_packages()
+    yield started("Redis", missing, lambda: servers.start_redis(server_dir, servers.free_port()))
     servers.stop_redis(server_dir)
 
 

@@ -5,6 +5,7 @@ cannot be started here."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import NoReturn
 
 import pytest
@@ -15,6 +16,21 @@ def unavailable(reason: str) -> NoReturn:
     if os.environ.get("KUMITATE_CLUSTER_REQUIRED") == "1":
         pytest.fail(f"required here (KUMITATE_CLUSTER_REQUIRED=1) but {reason}")
     pytest.skip(reason)
+
+
+def started(name: str, missing: bool, start: Callable[[], str]) -> str:
+    """The URL `start()` gives for the server `name` (run as the service user when root), or
+    `unavailable` with the reason when its package is `missing` or it will not start."""
+    from deploy import servers
+
+    if missing:
+        unavailable(f"{name} is not installed (make cluster-install installs it from Debian's packages)")
+    try:
+        if servers.is_root():
+            servers.ensure_service_user()
+        return start()
+    except (servers.ClusterError, OSError) as exc:
+        unavailable(f"{name} could not be started here: {exc}")
 
 
 def fresh_pg_database(base_url: str, name: str) -> str:
