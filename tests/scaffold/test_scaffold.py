@@ -4,6 +4,7 @@ as services, tools and resources are added; a broken spec is reported by file, l
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -57,11 +58,20 @@ def mypy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.getbasetemp() / "mypy-cache-scaffold"
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    target = tmp_path / "my_tools"
-    done = kumitate(tmp_path, "init", str(target))
+@pytest.fixture(scope="session")
+def initialised(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `kumitate init` writes, once per session (an init takes a second or more)."""
+    root = tmp_path_factory.mktemp("init")
+    done = kumitate(root, "init", str(root / "my_tools"))
     assert done.returncode == 0, done.stderr
+    return root / "my_tools"
+
+
+@pytest.fixture
+def project(tmp_path: Path, initialised: Path) -> Path:
+    """A fresh copy of the initialised project, at the same name, for one test to change."""
+    target = tmp_path / "my_tools"
+    shutil.copytree(initialised, target, symlinks=True)
     return target
 
 
