@@ -127,7 +127,7 @@ async def test_killing_an_instance_mid_load_leaves_the_other_answering_and_no_pa
             workers = [asyncio.create_task(worker(http, w, stop_at)) for w in range(8)]
             await killer()
             # keep the load on for a while after the kill, then stop the workers
-            await asyncio.sleep(grace_s + 6)
+            await asyncio.sleep(grace_s + 3)
             # let each worker finish the save it is waiting for: a save cancelled on the client side
             # may still be committed by the server, and it would be counted nowhere
             stopping.set()
