@@ -132,6 +132,17 @@ class Cluster:
             timeout_s=180,
         )
 
+    def wait_routed(self, index: int, timeout_s: float = 60.0) -> None:
+        """Until the balancer sends requests to instance `index` again. nginx keeps an upstream that
+        failed out of rotation for its fail_timeout (10 s) even once it answers again."""
+        port = f":{self.ports.instances[index]}"
+        servers.wait_for(
+            lambda: port in _upstream(self.url),
+            f"nginx routing to instance {index}",
+            self.dir / "nginx" / "error.log",
+            timeout_s=timeout_s,
+        )
+
     def stop_instance(self, index: int) -> None:
         servers.stop_pid(self.instance_dir(index) / "kumitate.pid")
 
@@ -186,6 +197,15 @@ def _healthy(base_url: str) -> bool:
             return bool(response.status == 200)
     except OSError:
         return False
+
+
+def _upstream(base_url: str) -> str:
+    """The instance that answered a /healthz sent through the balancer ('' when none did)."""
+    try:
+        with urllib.request.urlopen(f"{base_url}/healthz", timeout=2) as response:
+            return str(response.headers.get("X-Kumitate-Upstream", ""))
+    except OSError:
+        return ""
 
 
 def main(argv: list[str] | None = None) -> int:
