@@ -21,7 +21,7 @@ from kumitate.errors import ToolError
 
 def _database(runtime: Any) -> str | None:
     try:
-        with runtime.database.read() as conn:
+        with runtime.stores.database.read() as conn:
             conn.execute(text("SELECT 1"))
     except ToolError as exc:
         return exc.message
@@ -32,7 +32,7 @@ def _database(runtime: Any) -> str | None:
 
 def _redis(runtime: Any) -> str | None:
     try:
-        runtime.redis.ping()
+        runtime.stores.redis.ping()
     except Exception as exc:
         return type(exc).__name__
     return None
@@ -43,7 +43,7 @@ def checks(runtime: Any) -> dict[str, Callable[[Any], str | None]]:
         "data_dir": lambda rt: datadir.probe(rt.settings.data_dir),
         "database": _database,
     }
-    if getattr(runtime, "redis", None) is not None:
+    if runtime.stores.redis is not None:
         found["redis"] = _redis
     return found
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from kumitate import tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding
-from kumitate.cache import SharedCache
 from kumitate.pipeline import Pipeline, Policies
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
@@ -16,7 +15,6 @@ from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
 from kumitate.project import Project, load_generated, load_toolsets
 from kumitate.service import ServiceSetup, Stores
 from kumitate.settings import Settings
-from kumitate.storage import Database
 
 
 class MissingHandlerError(RuntimeError):
@@ -64,14 +62,10 @@ class Runtime:
         """Named toolsets (specs/toolsets.yaml), each cut to the services this runtime serves."""
         # Storage first: a database on the wrong schema stops start-up before any service loads its data.
         self.stores = Stores.open(settings)
-        self.database: Database = self.stores.database
-        self.redis = self.stores.redis
-        self.cache: SharedCache = self.stores.cache
-        """Bytes with a TTL that every instance sees (process memory without Redis)."""
         handlers: dict[str, Any] = {}
         for name, svc in self.services.items():
             try:
-                setup = ServiceSetup(name, settings, self.database, self.cache)
+                setup = ServiceSetup(name, settings, self.stores.database, self.stores.cache)
                 handlers[name] = svc.create_handlers(setup)
             except ModuleNotFoundError as exc:
                 if (exc.name and exc.name.startswith(f"handlers.{name}")) or exc.name == "handlers":
@@ -82,14 +76,15 @@ class Runtime:
                 raise
             _check_handlers(svc, handlers[name])
         self.handlers = handlers
-        limiter = RedisRateLimiter(self.redis) if self.redis is not None else RateLimiter()
+        redis = self.stores.redis
+        limiter = RedisRateLimiter(redis) if redis is not None else RateLimiter()
         self.policies = Policies(
             auth=Authenticator.from_settings(settings),
             limiter=limiter,
             auth_guard=AuthGuard.from_settings(limiter, settings),
             public_url=(settings.public_url or "").rstrip("/") or None,
             served_url=settings.public_base_url,
-            idempotency=IdempotencyStore(self.database),
+            idempotency=IdempotencyStore(self.stores.database),
             max_timeout_ms=settings.max_timeout_ms,
             worker_threads=settings.worker_threads,
         )

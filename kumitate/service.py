@@ -54,13 +54,14 @@ class ServiceSetup:
     database: Database
     cache: SharedCache
     """Bytes with a TTL that every instance sees (Redis with KUMITATE_REDIS_URL, else process memory)."""
-    _owned: list[Any] = field(default_factory=list, repr=False, compare=False)
+    _own: Stores | None = field(default=None, repr=False, compare=False)
+    """The stores `open` opened, which `close` closes (None in a runtime: the runtime closes its own)."""
 
     @classmethod
     def open(cls, name: str, settings: Settings) -> ServiceSetup:
         """A setup with its own database and cache, for one service outside a runtime."""
         stores = Stores.open(settings)
-        return cls(name, settings, stores.database, stores.cache, [stores])
+        return cls(name, settings, stores.database, stores.cache, stores)
 
     @property
     def data_dir(self) -> Path:
@@ -83,5 +84,5 @@ class ServiceSetup:
 
     def close(self) -> None:
         """Close what `open` opened (nothing for a runtime's setup: the runtime closes its own)."""
-        while self._owned:
-            self._owned.pop().close()
+        if self._own is not None:
+            self._own.close()
