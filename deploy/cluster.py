@@ -19,6 +19,7 @@ import subprocess
 import sys
 import urllib.request
 from dataclasses import asdict, dataclass, field
+from email.message import Message
 from pathlib import Path
 
 from deploy import servers
@@ -124,6 +125,9 @@ class Cluster:
         (directory / "kumitate.pid").write_text(f"{process.pid}\n")
 
     def wait_instance(self, index: int) -> None:
+        """Until instance `index` answers, and, when the balancer runs, until it routes to it again:
+        nginx keeps an upstream that failed out of rotation for its fail_timeout (10 s), even once
+        the instance answers."""
         port = self.ports.instances[index]
         servers.wait_for(
             lambda: _healthy(f"http://127.0.0.1:{port}"),
@@ -131,17 +135,12 @@ class Cluster:
             self.instance_dir(index) / "kumitate.log",
             timeout_s=180,
         )
-
-    def wait_routed(self, index: int, timeout_s: float = 60.0) -> None:
-        """Until the balancer sends requests to instance `index` again. nginx keeps an upstream that
-        failed out of rotation for its fail_timeout (10 s) even once it answers again."""
-        port = f":{self.ports.instances[index]}"
-        servers.wait_for(
-            lambda: port in _upstream(self.url),
-            f"nginx routing to instance {index}",
-            self.dir / "nginx" / "error.log",
-            timeout_s=timeout_s,
-        )
+        if servers.alive(servers.read_pid(self.dir / "nginx" / "nginx.pid")):
+            servers.wait_for(
+                lambda: f":{port}" in _upstream(self.url),
+                f"nginx routing to instance {index}",
+                self.dir / "nginx" / "error.log",
+            )
 
     def stop_instance(self, index: int) -> None:
         servers.stop_pid(self.instance_dir(index) / "kumitate.pid")
@@ -191,21 +190,23 @@ class Cluster:
         print(f"cluster: {message}", file=sys.stderr, flush=True)
 
 
-def _healthy(base_url: str) -> bool:
+def _healthz(base_url: str) -> Message | None:
+    """The headers of a 200 from `base_url`/healthz, or None when it did not answer so."""
     try:
         with urllib.request.urlopen(f"{base_url}/healthz", timeout=2) as response:
-            return bool(response.status == 200)
+            return response.headers if response.status == 200 else None
     except OSError:
-        return False
+        return None
+
+
+def _healthy(base_url: str) -> bool:
+    return _healthz(base_url) is not None
 
 
 def _upstream(base_url: str) -> str:
     """The instance that answered a /healthz sent through the balancer ('' when none did)."""
-    try:
-        with urllib.request.urlopen(f"{base_url}/healthz", timeout=2) as response:
-            return str(response.headers.get("X-Kumitate-Upstream", ""))
-    except OSError:
-        return ""
+    headers = _healthz(base_url)
+    return "" if headers is None else headers.get("X-Kumitate-Upstream", "")
 
 
 def main(argv: list[str] | None = None) -> int:
