@@ -146,7 +146,8 @@ def _components_parameters() -> dict[str, Any]:
         "required": False,
         "description": "Run the call at most once per key (per caller and tool): a retry with the same key and"
         " body gets the stored response (with Idempotent-Replayed: true), the same key with another body 409"
-        " CONFLICT. Keys are kept for the tool's policy.idempotency_ttl_s.",
+        " CONFLICT, a retry while the first call runs 409 IN_PROGRESS (retryable, Retry-After). Keys are kept"
+        " for the tool's policy.idempotency_ttl_s.",
         "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
     }
     return out
@@ -319,7 +320,7 @@ def policy_errors(policy: dict[str, Any]) -> list[str]:
     if policy.get("timeout_ms"):
         codes.append("REQUEST_TIMEOUT")
     if policy.get("idempotency"):
-        codes.append("CONFLICT")
+        codes += ["CONFLICT", "IN_PROGRESS"]
     if policy.get("max_output_bytes") and policy.get("on_oversize", "fail") == "fail":
         codes.append("OUTPUT_TOO_LARGE")
     return codes

@@ -133,7 +133,9 @@ class Pipeline:
         steps += self._admission(binding)
         steps.append(read_body)
         if rules.idempotency and self.policies.idempotency is not None:
-            steps += [Idempotent(self.policies.idempotency, binding.key, rules.idempotency_ttl_s), Errors(self.errors)]
+            seconds = timeout_s(rules.timeout_ms, self.policies.max_timeout_ms)
+            idempotent = Idempotent(self.policies.idempotency, binding.key, rules.idempotency_ttl_s, seconds)
+            steps += [idempotent, Errors(self.errors)]
         if rules.max_output_bytes:
             in_body = "warnings" in binding.output_schema.get("properties", {})
             steps.append(OutputSize(binding.name, rules.max_output_bytes, rules.on_oversize, in_body, check))

@@ -65,7 +65,7 @@ class Policy:
         if self.max_request_bytes:
             codes.add("PAYLOAD_TOO_LARGE")
         if self.idempotency:
-            codes.add("CONFLICT")
+            codes |= {"CONFLICT", "IN_PROGRESS"}
         return frozenset(codes)
 
 

@@ -5,9 +5,18 @@ same request replays the first response; with a different request it is CONFLICT
 
 Exactly once, also across processes: the first call inserts a *claim* row (INSERT … ON
 CONFLICT DO NOTHING, so the database picks one winner), runs, and turns the claim into the
-stored response. Every other call with that key finds the claim and waits for the response
-(in-process callers queue on an asyncio lock; other instances poll the row). A claim has a
-lease: if its instance dies mid-call, the key is free again once the lease has passed.
+stored response. A claim is a *lease* bound to the tool's deadline: it ends at the tool's
+timeout plus LEASE_MARGIN_S, when the call has either answered or been timed out. A repeat
+that finds the claim waits up to WAIT_S for the response, then answers IN_PROGRESS (409,
+retryable, Retry-After) instead of hanging. Once the lease has passed without a stored
+response (its instance died mid-call), the next call deletes the stale claim and inserts its
+own in one transaction: the database again picks exactly one winner, which runs the call.
+A claim is identified by its `created_at` (the lease's token): a holder that outlived its
+lease can neither store into nor release the claim that took over.
+
+The store's rows commit outside the call's commit gate: claiming a key is bookkeeping, not the
+call's change (through the gate it would count as "a commit has begun", and the call could no
+longer be timed out at its deadline).
 
 Retryable failures (timeouts, upstream errors) are not stored: the claim is released and a
 retry runs. A response that cannot be stored (disk full, database gone) is still returned:
@@ -19,12 +28,14 @@ that cannot be written is STORAGE_UNAVAILABLE (503, retryable): nothing has run.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import hashlib
 import json
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, and_, delete, select, update
 from sqlalchemy.exc import SQLAlchemyError
@@ -35,11 +46,23 @@ from kumitate.storage import Database
 from kumitate.storage.schema import idempotency as table
 
 MAX_KEY_LENGTH = 255
-LEASE_S = 300.0
-"""How long a claim holds a key while its call runs (past every deadline a call may have)."""
+UNBOUNDED_LEASE_S = 300.0
+"""The lease of a tool that declares no timeout (and no KUMITATE_MAX_TIMEOUT_MS caps it)."""
+LEASE_MARGIN_S = 5.0
+"""Added to the tool's timeout: the commit that may finish at the deadline, and clock skew between instances."""
+WAIT_S = 0.5
+"""How long a repeat waits for the first call's response before answering IN_PROGRESS."""
+RETRY_AFTER_MAX_S = 2.0
+"""The longest Retry-After of an IN_PROGRESS: the first call usually answers well before its lease ends."""
 SWEEP_EVERY_S = 60.0
 
 Ident = tuple[str, str, str]
+T = TypeVar("T")
+
+
+def lease_s(timeout_s: float | None) -> float:
+    """How long a claim holds its key: the tool's deadline (timeout_s) plus the margin."""
+    return (timeout_s or UNBOUNDED_LEASE_S) + LEASE_MARGIN_S
 
 
 def fingerprint(arguments: Any) -> str:
@@ -55,19 +78,30 @@ class Stored:
 
 @dataclass(slots=True)
 class _Seen:
-    """What a claim attempt found: ours (owned), or another call's claim or stored response."""
+    """What a claim attempt found: our own claim (`token`, its created_at), or another call's
+    claim (with its `expires_at`) or stored response."""
 
-    owned: bool
+    token: float | None
     fingerprint: str = ""
     stored: Stored | None = None
+    expires_at: float = 0.0
+
+
+def in_progress(remaining_s: float) -> ToolError:
+    retry_ms = math.ceil(1000 * max(0.001, min(remaining_s, RETRY_AFTER_MAX_S)))
+    return ToolError(
+        "a call with this idempotency key is still running (or its instance stopped: its lease ends in "
+        f"{math.ceil(max(remaining_s, 0))} s); retry with the same key after Retry-After",
+        code="IN_PROGRESS",
+        details={"retry_after_ms": retry_ms},
+    )
 
 
 class IdempotencyStore:
-    def __init__(self, db: Database, clock: Callable[[], float] = time.time, lease_s: float = LEASE_S) -> None:
+    def __init__(self, db: Database, clock: Callable[[], float] = time.time, wait_s: float = WAIT_S) -> None:
         self._db = db
         self._clock = clock
-        self._lease_s = lease_s
-        self._locks: dict[Ident, asyncio.Lock] = {}
+        self._wait_s = wait_s
         self._swept_at = 0.0
 
     def close(self) -> None:
@@ -76,56 +110,74 @@ class IdempotencyStore:
     def _where(self, ident: Ident) -> Any:
         return and_(table.c.tool == ident[0], table.c.principal == ident[1], table.c.key == ident[2])
 
-    def _claim(self, ident: Ident, fp: str) -> _Seen:
+    def _claim(self, ident: Ident, fp: str, lease: float) -> _Seen:
         now = self._clock()
         with self._db.transaction() as conn:
-            conn.execute(delete(table).where(self._where(ident), table.c.expires_at <= now))
+            expired = conn.execute(
+                delete(table).where(self._where(ident), table.c.expires_at <= now).returning(table.c.status)
+            ).all()
             claim: dict[str, Any] = {"tool": ident[0], "principal": ident[1], "key": ident[2], "fingerprint": fp}
-            claim |= {"status": None, "body": None, "created_at": now, "expires_at": now + self._lease_s}
+            claim |= {"status": None, "body": None, "created_at": now, "expires_at": now + lease}
             if conn.execute(self._db.insert_ignore(table, claim).returning(table.c.key)).first() is not None:
-                return _Seen(owned=True)
+                if any(row.status is None for row in expired):
+                    log_event("idempotency_lease_taken_over", tool=ident[0])
+                return _Seen(token=now)
             row = conn.execute(
-                select(table.c.fingerprint, table.c.status, table.c.body).where(self._where(ident))
+                select(table.c.fingerprint, table.c.status, table.c.body, table.c.expires_at).where(self._where(ident))
             ).one_or_none()
         if row is None:  # released between our insert and select: try again
-            return _Seen(owned=False, fingerprint=fp)
+            return _Seen(token=None, fingerprint=fp, expires_at=now)
         stored = None if row.status is None else Stored(row.status, json.loads(row.body))
-        return _Seen(owned=False, fingerprint=row.fingerprint, stored=stored)
+        return _Seen(token=None, fingerprint=row.fingerprint, stored=stored, expires_at=row.expires_at)
 
-    def _finish(self, ident: Ident, fp: str, stored: Stored, ttl_s: int) -> None:
+    def _mine(self, ident: Ident, token: float) -> Any:
+        return and_(self._where(ident), table.c.created_at == token, table.c.status.is_(None))
+
+    def _finish(self, ident: Ident, token: float, stored: Stored, ttl_s: int) -> None:
         now = self._clock()
         with self._db.transaction() as conn:
-            conn.execute(
+            kept = conn.execute(
                 update(table)
-                .where(self._where(ident), table.c.fingerprint == fp, table.c.status.is_(None))
+                .where(self._mine(ident, token))
                 .values(status=stored.status, body=json.dumps(stored.body, ensure_ascii=False), expires_at=now + ttl_s)
-            )
+            ).rowcount
             if now - self._swept_at >= SWEEP_EVERY_S:
                 self._sweep(conn, now)
+        if not kept:  # this call outlived its lease and another took the key over: its response is the key's
+            log_event("idempotency_lease_lost", tool=ident[0])
 
     def _sweep(self, conn: Connection, now: float) -> None:
         conn.execute(delete(table).where(table.c.expires_at <= now))
         self._swept_at = now
 
-    def _release(self, ident: Ident) -> None:
+    def _release(self, ident: Ident, token: float) -> None:
         try:
             with self._db.transaction() as conn:
-                conn.execute(delete(table).where(self._where(ident), table.c.status.is_(None)))
+                conn.execute(delete(table).where(self._mine(ident, token)))
         except (ToolError, SQLAlchemyError) as exc:
             log_event("idempotency_release_failed", tool=ident[0], error=_error_name(exc))
 
-    async def _wait_for_claim(self, ident: Ident, fp: str) -> Stored | None:
-        """Claim the key (None) or return the response stored for it, waiting while another call runs."""
+    async def _outside_call(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn` in a worker thread, outside the current call's context (so outside its commit gate)."""
+        return await self._db.run(contextvars.Context().run, fn, *args)
+
+    async def _take(self, ident: Ident, fp: str, lease: float) -> float | Stored:
+        """Claim the key (our token) or return the response stored for it; IN_PROGRESS when another
+        call holds it for longer than WAIT_S."""
+        waited_until = time.monotonic() + self._wait_s
         delay = 0.005
         while True:
-            seen = await self._db.run(self._claim, ident, fp)
-            if seen.owned:
-                return None
+            seen = await self._outside_call(self._claim, ident, fp, lease)
+            if seen.token is not None:
+                return seen.token
             if seen.fingerprint != fp:
                 raise ToolError("this idempotency key was already used with a different request", code="CONFLICT")
             if seen.stored is not None:
                 return seen.stored
-            await asyncio.sleep(delay)
+            left = waited_until - time.monotonic()
+            if left <= 0:
+                raise in_progress(seen.expires_at - self._clock())
+            await asyncio.sleep(min(delay, left))
             delay = min(delay * 2, 0.1)
 
     async def run(
@@ -134,34 +186,28 @@ class IdempotencyStore:
         arguments: Any,
         ttl_s: int,
         execute: Callable[[], Awaitable[tuple[Stored, bool]]],
+        lease: float = lease_s(None),
     ) -> tuple[Stored, bool]:
         """Execute once per key; returns (result, replayed). `execute` says whether to store."""
         if not ident[2] or len(ident[2]) > MAX_KEY_LENGTH:
             raise ToolError(f"an idempotency key must be 1-{MAX_KEY_LENGTH} characters", code="BAD_REQUEST")
-        fp = fingerprint(arguments)
-        lock = self._locks.setdefault(ident, asyncio.Lock())
+        taken = await self._take(ident, fingerprint(arguments), lease)
+        if isinstance(taken, Stored):
+            return taken, True
         try:
-            async with lock:
-                found = await self._wait_for_claim(ident, fp)
-                if found is not None:
-                    return found, True
-                try:
-                    result, keep = await execute()
-                except BaseException:
-                    self._release(ident)
-                    raise
-                if not keep:
-                    await self._db.run(self._release, ident)
-                    return result, False
-                try:
-                    await self._db.run(self._finish, ident, fp, result, ttl_s)
-                except (ToolError, SQLAlchemyError) as exc:
-                    log_event("idempotency_store_failed", tool=ident[0], error=_error_name(exc))
-                    await self._db.run(self._release, ident)
-                return result, False
-        finally:
-            if not lock.locked() and not getattr(lock, "_waiters", None):
-                self._locks.pop(ident, None)
+            result, keep = await execute()
+        except BaseException:
+            contextvars.Context().run(self._release, ident, taken)
+            raise
+        if not keep:
+            await self._outside_call(self._release, ident, taken)
+            return result, False
+        try:
+            await self._outside_call(self._finish, ident, taken, result, ttl_s)
+        except (ToolError, SQLAlchemyError) as exc:
+            log_event("idempotency_store_failed", tool=ident[0], error=_error_name(exc))
+            await self._outside_call(self._release, ident, taken)
+        return result, False
 
 
 def _error_name(exc: BaseException) -> str:

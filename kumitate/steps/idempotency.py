@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kumitate.intake import data_of
-from kumitate.policies.idempotency import IdempotencyStore, Stored
+from kumitate.policies.idempotency import IdempotencyStore, Stored, lease_s
 from kumitate.steps import Call, CallNext, Outcome
 
 
@@ -18,12 +18,14 @@ class Idempotent:
     """Only in the chain of a tool whose policy declares `idempotency`, and only acts when the
     caller sent a key. Runs after the body is read (the key is bound to the arguments) and
     before validation, so a replay answers exactly as the first call did. The rest of the chain
-    must end in an Outcome (an `Errors` step follows this one), so refusals are stored too."""
+    must end in an Outcome (an `Errors` step follows this one), so refusals are stored too.
+    `timeout_s` is the tool's deadline: a claim on a key is a lease that ends shortly after it."""
 
-    def __init__(self, store: IdempotencyStore, key: str, ttl_s: int) -> None:
+    def __init__(self, store: IdempotencyStore, key: str, ttl_s: int, timeout_s: float | None = None) -> None:
         self.store = store
         self.key = key
         self.ttl_s = ttl_s
+        self.lease_s = lease_s(timeout_s)
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
         key = call.request.idempotency_key
@@ -38,7 +40,7 @@ class Idempotent:
             return Stored(outcome.status, outcome.body), client_caused(outcome)
 
         ident = (self.key, ctx.principal.id, key)
-        stored, replayed = await self.store.run(ident, data_of(call.arguments), self.ttl_s, execute)
+        stored, replayed = await self.store.run(ident, data_of(call.arguments), self.ttl_s, execute, self.lease_s)
         if not replayed:
             return holder[0]
         ok = stored.status < 400

@@ -489,3 +489,19 @@ async def test_sync_handlers_run_together_beyond_the_default_pool() -> None:
     )
     assert [o.code for o in outcomes] == ["OK"] * 12
     pipeline.close()
+
+
+async def test_a_call_with_an_idempotency_key_still_times_out_at_its_deadline(tmp_path: Path) -> None:
+    """The key's claim is the store's bookkeeping, not the call's commit: it must not hold the
+    deadline off (it did: a keyed call ran to its end, however long). The timed-out key is free again."""
+    pipeline, _ = idem_pipeline(tmp_path / "idem.sqlite3")
+    tool = binding("slow", idempotency=True, timeout_ms=300)
+    request = CallRequest("http", ids=("r", "t"), idempotency_key="k")
+    started = time.monotonic()
+    outcome = await pipeline.call_tool(tool, {"n": 1}, request)
+    assert (outcome.status, outcome.code) == (408, "REQUEST_TIMEOUT")
+    assert time.monotonic() - started < 2.0
+    store = pipeline.policies.idempotency
+    assert store is not None
+    with store._db.read() as conn:
+        assert conn.exec_driver_sql("SELECT COUNT(*) FROM idempotency").scalar() == 0

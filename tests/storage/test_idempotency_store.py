@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,9 @@ from kumitate.storage import Database, open_database
 from kumitate.storage import engine as engines
 
 pytestmark = pytest.mark.anyio
+
+REPO = Path(__file__).resolve().parents[2]
+IDENT = ("t", "p", "k")
 
 
 class Clock:
@@ -36,7 +43,9 @@ class Counter:
         return Stored(self.status, {"run": self.runs}), self.keep
 
 
-def instances(database_url: str | None, tmp_path: Path, n: int, clock: Clock | None = None) -> list[IdempotencyStore]:
+def instances(
+    database_url: str | None, tmp_path: Path, n: int, clock: Callable[[], float] | None = None
+) -> list[IdempotencyStore]:
     """`n` stores, each on its own engine (its own pool, as separate processes have), one database."""
     deploy = DeploySettings.model_validate({"database_url": database_url})
     dbs: list[Database] = [open_database(tmp_path, deploy) for _ in range(n)]
@@ -99,13 +108,86 @@ async def test_a_claim_left_by_a_dead_instance_is_taken_over_after_its_lease(
 ) -> None:
     clock = Clock()
     dead, alive = instances(database_url, tmp_path, 2, clock)
-    assert (await dead._db.run(dead._claim, ("t", "p", "k"), fingerprint({"n": 1}))).owned  # then the instance dies
-    waiter = asyncio.create_task(alive.run(("t", "p", "k"), {"n": 1}, 60, Counter()))
+    claim = await dead._db.run(dead._claim, IDENT, fingerprint({"n": 1}), 20.0)  # then the instance dies
+    assert claim.token is not None
+    with pytest.raises(ToolError) as exc:
+        await alive.run(IDENT, {"n": 1}, 60, Counter(), lease=20.0)
+    assert exc.value.code == "IN_PROGRESS" and exc.value.details["retry_after_ms"] == 2000
+    clock.now += 20
+    counter = Counter()
+    stored, replayed = await alive.run(IDENT, {"n": 1}, 60, counter, lease=20.0)
+    assert not replayed and stored.body == {"run": 1} and counter.runs == 1
+    # the dead holder, had it come back, can neither store into nor release the claim that took over
+    await dead._db.run(dead._finish, IDENT, claim.token, Stored(200, {"run": "stale"}), 60)
+    await dead._db.run(dead._release, IDENT, claim.token)
+    stored, replayed = await dead.run(IDENT, {"n": 1}, 60, counter)
+    assert replayed and stored.body == {"run": 1} and counter.runs == 1
+
+
+async def test_a_repeat_while_the_first_call_runs_is_answered_in_progress_within_a_second(
+    database_url: str | None, tmp_path: Path
+) -> None:
+    a, b = instances(database_url, tmp_path, 2)
+    first = asyncio.create_task(a.run(IDENT, {"n": 1}, 60, Counter(delay=3), lease=10.0))
     await asyncio.sleep(0.3)
-    assert not waiter.done()
-    clock.now += alive._lease_s + 1
-    stored, replayed = await asyncio.wait_for(waiter, 10)
-    assert not replayed and stored.body == {"run": 1}
+    started = time.monotonic()
+    with pytest.raises(ToolError) as exc:
+        await b.run(IDENT, {"n": 1}, 60, Counter(), lease=10.0)
+    assert time.monotonic() - started < 1.0
+    assert exc.value.code == "IN_PROGRESS" and 1 <= exc.value.details["retry_after_ms"] <= 2000
+    stored, replayed = await first
+    assert not replayed
+    assert await b.run(IDENT, {"n": 1}, 60, Counter()) == (stored, True)
+
+
+HOLDER = """
+import asyncio, sys, time
+from pathlib import Path
+from kumitate.deploy import DeploySettings
+from kumitate.policies.idempotency import IdempotencyStore
+from kumitate.storage import open_database
+
+async def execute():
+    print("running", flush=True)
+    await asyncio.sleep(120)
+
+deploy = DeploySettings.model_validate({"database_url": sys.argv[2] or None})
+store = IdempotencyStore(open_database(Path(sys.argv[1]), deploy))
+asyncio.run(store.run(("t", "p", "k"), {"n": 1}, 60, execute, lease=float(sys.argv[3])))
+"""
+
+
+async def test_a_claim_left_by_a_killed_process_runs_once_after_its_lease(
+    database_url: str | None, tmp_path: Path
+) -> None:
+    """A real process claims the key and is killed (SIGKILL) mid-call: retries are IN_PROGRESS within
+    a second until its lease ends, then exactly one of many concurrent retries on two stores runs."""
+    lease = 3.0
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(tmp_path), database_url or "", str(lease)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "running"
+        claimed_at = time.time()
+    finally:
+        holder.kill()
+        holder.wait()
+    a, b = instances(database_url, tmp_path, 2, clock=time.time)
+    started = time.monotonic()
+    with pytest.raises(ToolError) as exc:
+        await a.run(IDENT, {"n": 1}, 60, Counter(), lease=lease)
+    assert exc.value.code == "IN_PROGRESS" and time.monotonic() - started < 1.0
+    await asyncio.sleep(max(0.0, claimed_at + lease - time.time()) + 0.2)
+    counter = Counter(delay=0.1)
+    results = await asyncio.gather(
+        *((a if i % 2 else b).run(IDENT, {"n": 1}, 60, counter, lease=lease) for i in range(10)),
+        return_exceptions=True,
+    )
+    assert counter.runs == 1, results
+    assert all(isinstance(r, tuple) and r[0].body == {"run": 1} for r in results), results
 
 
 @pytest.mark.postgres
