@@ -15,7 +15,7 @@ TEST_ORDER = $(if $(TEST_SEED),-p randomly --randomly-seed=$(TEST_SEED))
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
-.PHONY: help venv generate serve test check lint drift types fast fmt fuzz bench review clean cluster cluster-install cluster-stop
+.PHONY: help venv generate serve test check lint drift types fast fmt fuzz bench review clean cluster cluster-install cluster-stop cluster-restart cluster-status
 .DEFAULT_GOAL := help
 
 help:  ## list the targets (this text)
@@ -75,14 +75,20 @@ bench: venv  ## benchmarks; results go in docs/BENCHMARKS.md
 review: venv  ## spec review against BASE of the working tree (uncommitted specs/ changes) or else HEAD; fails on unexcused breaking changes
 	$(PY) -m kumitate diff $(BASE)
 
-cluster-install:  ## apt-get PostgreSQL, Redis and nginx from Debian (as root; does nothing when present)
+cluster-install:  ## apt-get PostgreSQL, Redis, nginx and supervisor from Debian (as root; does nothing when present)
 	$(PYTHON) -m deploy.cluster install
 
-cluster: venv  ## PostgreSQL + Redis + two instances + nginx on loopback; last line: the load balancer's URL
+cluster: venv  ## PostgreSQL + Redis + two instances (under supervisord) + nginx on loopback; last line: the LB's URL
 	$(PY) -m deploy.cluster start --port $(CLUSTER_PORT) --dir $(CLUSTER_DIR)
 
 cluster-stop:  ## stop exactly what `make cluster` started (pid files under CLUSTER_DIR)
 	$(PYTHON) -m deploy.cluster stop --dir $(CLUSTER_DIR)
+
+cluster-restart:  ## rolling restart of the instances, one at a time, losing no request (a deploy)
+	$(PYTHON) -m deploy.cluster restart --dir $(CLUSTER_DIR)
+
+cluster-status:  ## is the cluster under CLUSTER_DIR up (its port comes from its state file)
+	$(PYTHON) -m deploy.cluster status --dir $(CLUSTER_DIR)
 
 clean:  ## remove var/ (local data, the venvs of .ci/multi-python), .hypothesis and the pytest cache
 	rm -rf var .hypothesis .pytest_cache

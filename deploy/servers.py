@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 SERVICE_USER = "kumitate-svc"
-PACKAGES = {"postgres": "postgresql", "redis-server": "redis-server", "nginx": "nginx"}
+PACKAGES = {"postgres": "postgresql", "redis-server": "redis-server", "nginx": "nginx", "supervisord": "supervisor"}
 FALLBACK_ROOT = Path("/var/lib/kumitate-cluster")
 
 
@@ -46,11 +46,11 @@ def pg_bin() -> Path | None:
 
 def missing_packages() -> list[str]:
     missing = [] if pg_bin() else [PACKAGES["postgres"]]
-    missing += [pkg for cmd, pkg in PACKAGES.items() if cmd != "postgres" and not _which(cmd)]
+    missing += [pkg for cmd, pkg in PACKAGES.items() if cmd != "postgres" and not which(cmd)]
     return missing
 
 
-def _which(cmd: str) -> str | None:
+def which(cmd: str) -> str | None:
     return shutil.which(cmd) or shutil.which(cmd, path="/usr/sbin:/usr/bin:/sbin:/bin")
 
 
@@ -260,7 +260,7 @@ def start_redis(directory: Path, port: int) -> str:
     subprocess.run(
         as_service_user(
             [
-                _which("redis-server") or "redis-server",
+                which("redis-server") or "redis-server",
                 "--port",
                 str(port),
                 "--bind",
@@ -292,56 +292,28 @@ def stop_redis(directory: Path) -> None:
 
 
 # -- nginx ---------------------------------------------------------------------------------------------
-NGINX_CONF = """\
-# Written by deploy/servers.py: round robin over the instances, no session affinity.
-worker_processes 1;
-pid {dir}/nginx.pid;
-error_log {dir}/error.log warn;
-events {{ worker_connections 1024; }}
-http {{
-  access_log off;
-  client_body_temp_path {dir}/body;
-  proxy_temp_path {dir}/proxy;
-  fastcgi_temp_path {dir}/fastcgi;
-  uwsgi_temp_path {dir}/uwsgi;
-  scgi_temp_path {dir}/scgi;
-  client_max_body_size 64m;
-  upstream kumitate {{
-{servers}
-    keepalive 32;
-  }}
-  server {{
-    listen 127.0.0.1:{port};
-    location / {{
-      proxy_pass http://kumitate;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $http_host;
-      # The caller's address, for per-client rate limits (uvicorn trusts it from FORWARDED_ALLOW_IPS).
-      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-      proxy_set_header X-Forwarded-Proto $scheme;
-      # MCP streamable HTTP answers with server-sent events: pass them through as they come.
-      proxy_buffering off;
-      proxy_request_buffering off;
-      proxy_read_timeout 300s;
-      # Which instance answered (for tests and for reading logs side by side).
-      add_header X-Kumitate-Upstream $upstream_addr always;
-    }}
-  }}
-}}
-"""
+NGINX_TEMPLATE = Path(__file__).with_name("nginx.conf")
+
+
+def fill(template: Path, **values: object) -> str:
+    """The template's text with each `@name@` replaced by its value (nginx and supervisord keep `$`, `%`, `{}`)."""
+    text = template.read_text()
+    for name, value in values.items():
+        text = text.replace(f"@{name}@", str(value))
+    return text
 
 
 def write_nginx_conf(directory: Path, port: int, upstream_ports: list[int]) -> Path:
     data = service_dir(directory / "nginx")
-    servers = "\n".join(f"    server 127.0.0.1:{p};" for p in upstream_ports)
+    servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;" for p in upstream_ports)
     conf = data / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(dir=data, servers=servers, port=port))
+    conf.write_text(fill(NGINX_TEMPLATE, dir=data, servers=servers, port=port))
     return conf
 
 
 def reload_nginx(directory: Path, port: int, upstream_ports: list[int]) -> None:
-    """Point the load balancer at these instances (SIGHUP: new workers, no dropped connections)."""
+    """Point the load balancer at these instances (SIGHUP: new workers take the new configuration, the
+    old ones finish their requests and exit, closing idle client keep-alive connections)."""
     write_nginx_conf(directory, port, upstream_ports)
     pid = read_pid(directory / "nginx" / "nginx.pid")
     if pid is None:
@@ -353,7 +325,7 @@ def reload_nginx(directory: Path, port: int, upstream_ports: list[int]) -> None:
 def start_nginx(directory: Path, port: int, upstream_ports: list[int]) -> str:
     conf = write_nginx_conf(directory, port, upstream_ports)
     data = conf.parent
-    nginx = _which("nginx") or "nginx"
+    nginx = which("nginx") or "nginx"
     result = subprocess.run(
         as_service_user([nginx, "-e", str(data / "error.log"), "-p", str(data), "-c", str(conf)]),
         capture_output=True,

@@ -71,10 +71,13 @@ def _meta_routes(runtime: Runtime) -> list[Any]:
 
     @get("/readyz", include_in_schema=False, sync_to_thread=True)
     def readyz() -> Response[dict[str, Any]]:
-        """Readiness: 503 (Retry-After) while the data directory, the database or Redis is failing."""
+        """Readiness: 503 (Retry-After) while draining (SIGTERM) or the data directory, the database or
+        Redis is failing."""
         checks = health.report(runtime)
-        ready = all(c["ok"] for c in checks.values())
+        ready = all(c["ok"] for c in checks.values()) and not runtime.draining
         body = {"ok": ready, "services": sorted(runtime.services), "checks": checks}
+        if runtime.draining:
+            body["draining"] = True
         if ready:
             return Response(body)
         retry = str(faults.STORAGE_RETRY_AFTER_MS // 1000)

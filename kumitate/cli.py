@@ -65,9 +65,12 @@ def _serve(args: argparse.Namespace) -> int:
         "proxy_headers": True,
     }
     if settings.workers == 1:
+        from kumitate.drain import DrainingServer
+
         app = _start(settings, lambda: create_app(settings))
-        uvicorn.run(app, **options)
-        return 0
+        server = DrainingServer(uvicorn.Config(app, **options), app.runtime, settings.drain_delay_s)
+        server.run()
+        return 0 if server.started else 3  # as uvicorn.run: 3 when start-up failed
     # Each worker process builds its own app from the environment (uvicorn imports the factory),
     # so what the command line chose reaches their settings through the variables it overrides.
     os.environ.update({WORKERS_ENV: str(settings.workers), "HOST": settings.host, "PORT": str(settings.port)})

@@ -53,6 +53,8 @@ class Runtime:
         if unknown:
             raise KeyError(f"unknown service(s): {', '.join(unknown)}; known: {', '.join(registry)}")
         self.settings = settings
+        self.draining = False
+        """Set on SIGTERM (kumitate.drain): /readyz answers 503 while the instance finishes its calls."""
         self.services: dict[str, ServiceBinding] = {name: registry[name] for name in wanted}
         self.toolsets: dict[str, tuple[str, ...]] = {
             name: kept

@@ -195,6 +195,12 @@ class Settings(DeploySettings):
     oauth_http_timeout_s: float = var("KUMITATE_OAUTH_HTTP_TIMEOUT_S", 5.0, "JWK-set fetch time-out", ge=0)
     max_timeout_ms: int | None = var("KUMITATE_MAX_TIMEOUT_MS", None, "operator cap on every tool's deadline", gt=0)
     worker_threads: int = var("KUMITATE_WORKER_THREADS", 40, "threads for sync handlers", ge=1)
+    drain_delay_s: float = var(
+        "KUMITATE_DRAIN_DELAY_S",
+        5.0,
+        "on SIGTERM, seconds `/readyz` answers 503 before the listener closes (the balancer's check period)",
+        ge=0,
+    )
     workers: int = var(
         "KUMITATE_WORKERS",
         1,

@@ -23,7 +23,6 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pandas as pd
-from scipy.signal import lfilter
 
 ACTIVITIES_PER_SCALE = 60
 FIRST_ACTIVITY_ID = 10001
@@ -138,6 +137,8 @@ def _ramped(values: np.ndarray, t: np.ndarray, start: float, tau: float) -> np.n
 
 def generate_frames(scale: float = 1.0, seed: int = 42) -> dict[str, pd.DataFrame]:
     """Build the per-second series and per-activity metadata as DataFrames."""
+    from scipy.signal import lfilter  # here: seconds of import, needed only when sample data is built
+
     rng = np.random.default_rng(seed)
     n = activity_count(scale)
     weights = np.array([k.weight for k in KINDS])

@@ -38,10 +38,19 @@ def upstream(response: httpx.Response) -> str:
     return response.headers["X-Kumitate-Upstream"]
 
 
+async def post_retrying(http: httpx.AsyncClient, path: str, body: Any, headers: dict[str, str]) -> httpx.Response:
+    """As a client does: a 409 IN_PROGRESS (the first call with the key still runs) is retried after Retry-After."""
+    while True:
+        response = await http.post(path, json=body, headers=headers)
+        if response.status_code != 409 or response.json()["error"]["code"] != "IN_PROGRESS":
+            return response
+        await asyncio.sleep(int(response.headers["Retry-After"]))
+
+
 async def test_one_idempotency_key_executes_once_across_instances_and_survives_restarts(cluster: Cluster) -> None:
     headers = {"Idempotency-Key": "cluster-once"}
     async with httpx.AsyncClient(base_url=cluster.url, timeout=60) as http:
-        responses = await asyncio.gather(*(http.post("/v1/ingest", json=INGEST, headers=headers) for _ in range(20)))
+        responses = await asyncio.gather(*(post_retrying(http, "/v1/ingest", INGEST, headers) for _ in range(20)))
         assert [r.status_code for r in responses] == [200] * 20
         assert len({upstream(r) for r in responses}) == 2  # both instances answered
         replayed = Counter(r.headers.get("Idempotent-Replayed", "false") for r in responses)
