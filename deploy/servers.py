@@ -307,7 +307,7 @@ def write_nginx_conf(directory: Path, port: int, upstream_ports: list[int]) -> P
     data = service_dir(directory / "nginx")
     servers = "\n".join(f"    server 127.0.0.1:{p} max_fails=1 fail_timeout=2s;" for p in upstream_ports)
     conf = data / "nginx.conf"
-    conf.write_text(fill(NGINX_TEMPLATE, dir=data, servers=servers, port=port))
+    conf.write_text(fill(NGINX_TEMPLATE, dir=data, servers=servers, listen=f"127.0.0.1:{port}"))
     return conf
 
 
