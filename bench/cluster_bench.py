@@ -1,5 +1,10 @@
 """Scale-out: throughput through the load balancer with 1 and 2 instances (one mixed workload), and the
-idempotency store's latency per operation on SQLite vs PostgreSQL, as ratios measured in one run.
+idempotency store's latency per operation on SQLite vs PostgreSQL.
+
+Throughput is measured in RUNS interleaved pairs (2 instances, then 1, then 2 ...: nginx is pointed at
+one or both between runs), so a change in the machine's load hits both sides alike; the median and the
+spread (min-max) of each side and of the per-pair ratio are reported, with the machine's core count and
+load average: the instances, nginx, PostgreSQL, Redis and this load generator share those cores.
 
 Run: python -m bench.cluster_bench   (starts its own cluster in a temp directory: needs `make cluster-install`)
 """
@@ -8,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import statistics
 import sys
 import tempfile
@@ -33,7 +39,8 @@ WORKLOAD = [
     "household/tools/get_monthly_household",
 ]
 CONNECTIONS = 16
-SECONDS = 10.0
+SECONDS = 4.0
+RUNS = 5
 STORE_OPS = 300
 
 
@@ -47,13 +54,13 @@ def requests() -> list[tuple[str, Any]]:
     return out
 
 
-async def throughput(url: str) -> tuple[float, float]:
+async def throughput(url: str, warm: bool) -> tuple[float, float]:
     """Requests/s and error rate of CONNECTIONS clients cycling through the workload for SECONDS."""
     calls = requests()
     done, failed = 0, 0
     limits = httpx.Limits(max_connections=CONNECTIONS, max_keepalive_connections=CONNECTIONS)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
-        for path, body in calls:  # warm up every tool on every instance
+        for path, body in calls if warm else []:  # warm up every tool on every instance
             for _ in range(4):
                 await http.post(path, json=body)
         deadline = time.perf_counter() + SECONDS
@@ -71,6 +78,24 @@ async def throughput(url: str) -> tuple[float, float]:
         await asyncio.gather(*(client(i) for i in range(CONNECTIONS)))
         elapsed = time.perf_counter() - started
     return done / elapsed, failed / max(done, 1)
+
+
+def interleaved(cluster: Cluster) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """RUNS pairs of (2 instances, 1 instance) measurements, alternating which goes first."""
+    both, first = cluster.ports.instances, cluster.ports.instances[:1]
+    pairs = []
+    for run in range(RUNS):
+        result = {}
+        for count in (2, 1) if run % 2 == 0 else (1, 2):
+            servers.reload_nginx(cluster.dir, cluster.ports.lb, both if count == 2 else first)
+            result[count] = asyncio.run(throughput(cluster.url, warm=run == 0))
+        pairs.append((result[2], result[1]))
+    servers.reload_nginx(cluster.dir, cluster.ports.lb, both)
+    return pairs
+
+
+def spread(values: list[float], fmt: str) -> str:
+    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
 
 
 async def store_latency(database_url: str | None, data_dir: Path) -> dict[str, float]:
@@ -98,28 +123,30 @@ def main() -> int:
     if missing:
         print(f"skipped: Debian packages {' '.join(missing)} are missing (make cluster-install)")
         return 0
+    cores, load = len(os.sched_getaffinity(0)), os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="kumitate-bench-") as tmp:
         directory = Path(tmp)
         directory.chmod(0o755)
         cluster = Cluster(directory / "cluster", servers.free_port(), instances=2, python=sys.executable)
         try:
             cluster.start()
-            two = asyncio.run(throughput(cluster.url))
-            servers.reload_nginx(cluster.dir, cluster.ports.lb, cluster.ports.instances[:1])
-            one = asyncio.run(throughput(cluster.url))
+            pairs = interleaved(cluster)
             sqlite = asyncio.run(store_latency(None, directory / "sqlite"))
             postgres = asyncio.run(store_latency(cluster.database_url, directory / "unused"))
         finally:
             cluster.stop()
+    two, one = [p[0][0] for p in pairs], [p[1][0] for p in pairs]
+    errors = max(max(p[0][1], p[1][1]) for p in pairs)
     print(
-        f"{CONNECTIONS} connections for {SECONDS:g} s through nginx; workload cycles "
+        f"{cores} cores (load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end); {CONNECTIONS}"
+        f" connections through nginx, {RUNS} interleaved pairs of {SECONDS:g} s runs; workload cycles "
         + ", ".join(w.split("/")[-1] for w in WORKLOAD)
         + f"; idempotency store: {STORE_OPS} keys, in process\n"
     )
-    print("| What | Measured | Ratio |\n|---|---|---|")
+    print("| What | Measured: median (min-max) | Ratio: median (min-max) |\n|---|---|---|")
     print(
-        f"| Throughput through the load balancer, 2 vs 1 instances | {two[0]:.0f} vs {one[0]:.0f} req/s "
-        f"(errors {two[1]:.1%} / {one[1]:.1%}) | **{two[0] / one[0]:.2f}** |"
+        f"| Throughput through the load balancer, 2 vs 1 instances | {spread(two, '.0f')} vs {spread(one, '.0f')}"
+        f" req/s (errors at most {errors:.1%}) | **{spread([a / b for a, b in zip(two, one, strict=True)], '.2f')}** |"
     )
     for op, label in (("first", "first call (claim + store)"), ("replay", "replay (lookup)")):
         print(
@@ -127,9 +154,10 @@ def main() -> int:
             f"(median) | **{postgres[op] / sqlite[op]:.2f}** |"
         )
     print(
-        "\nEverything (instances, nginx, PostgreSQL, Redis, the load generator) shares this machine's CPUs, so the"
-        "\nthroughput ratio is what one machine shows, not a scaling law. PostgreSQL commits are durable (fsync per"
-        "\ncommit, over TCP, a connection check per checkout); SQLite runs WAL with synchronous=NORMAL in process."
+        f"\nEverything (instances, nginx, PostgreSQL, Redis, the load generator) shares these {cores} cores, so"
+        '\nthe throughput ratio is what one machine shows, not a scaling law (docs/deployment.md "Scale").'
+        "\nPostgreSQL commits are durable (fsync per commit, over TCP, a connection check per checkout); SQLite"
+        "\nruns WAL with synchronous=NORMAL in process."
     )
     return 0
 
