@@ -130,6 +130,17 @@ class IdempotencyStore:
         stored = None if row.status is None else Stored(row.status, json.loads(row.body))
         return _Seen(token=None, fingerprint=row.fingerprint, stored=stored, expires_at=row.expires_at)
 
+    def _peek(self, ident: Ident) -> _Seen | None:
+        """Another call's claim or stored response, read without writing (None: no row)."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                select(table.c.fingerprint, table.c.status, table.c.body, table.c.expires_at).where(self._where(ident))
+            ).one_or_none()
+        if row is None:
+            return None
+        stored = None if row.status is None else Stored(row.status, json.loads(row.body))
+        return _Seen(token=None, fingerprint=row.fingerprint, stored=stored, expires_at=row.expires_at)
+
     def _mine(self, ident: Ident, token: float) -> Any:
         return and_(self._where(ident), table.c.created_at == token, table.c.status.is_(None))
 
@@ -166,8 +177,10 @@ class IdempotencyStore:
         call holds it for longer than WAIT_S."""
         waited_until = time.monotonic() + self._wait_s
         delay = 0.005
+        seen: _Seen | None = await self._outside_call(self._claim, ident, fp, lease)
         while True:
-            seen = await self._outside_call(self._claim, ident, fp, lease)
+            if seen is None or (seen.token is None and seen.stored is None and seen.expires_at <= self._clock()):
+                seen = await self._outside_call(self._claim, ident, fp, lease)  # gone, or its lease ended
             if seen.token is not None:
                 return seen.token
             if seen.fingerprint != fp:
@@ -179,6 +192,7 @@ class IdempotencyStore:
                 raise in_progress(seen.expires_at - self._clock())
             await asyncio.sleep(min(delay, left))
             delay = min(delay * 2, 0.1)
+            seen = await self._outside_call(self._peek, ident)  # waiting reads; only a free key is written
 
     async def run(
         self,
