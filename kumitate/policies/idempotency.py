@@ -118,24 +118,22 @@ class IdempotencyStore:
             ).all()
             claim: dict[str, Any] = {"tool": ident[0], "principal": ident[1], "key": ident[2], "fingerprint": fp}
             claim |= {"status": None, "body": None, "created_at": now, "expires_at": now + lease}
-            if conn.execute(self._db.insert_ignore(table, claim).returning(table.c.key)).first() is not None:
-                if any(row.status is None for row in expired):
-                    log_event("idempotency_lease_taken_over", tool=ident[0])
-                return _Seen(token=now)
-            row = conn.execute(
-                select(table.c.fingerprint, table.c.status, table.c.body, table.c.expires_at).where(self._where(ident))
-            ).one_or_none()
-        if row is None:  # released between our insert and select: try again
-            return _Seen(token=None, fingerprint=fp, expires_at=now)
-        stored = None if row.status is None else Stored(row.status, json.loads(row.body))
-        return _Seen(token=None, fingerprint=row.fingerprint, stored=stored, expires_at=row.expires_at)
+            owned = conn.execute(self._db.insert_ignore(table, claim).returning(table.c.key)).first() is not None
+            found = None if owned else self._found(conn, ident)
+        if owned:
+            if any(row.status is None for row in expired):
+                log_event("idempotency_lease_taken_over", tool=ident[0])
+            return _Seen(token=now)
+        return found or _Seen(token=None, fingerprint=fp, expires_at=now)  # released meanwhile: try again
 
     def _peek(self, ident: Ident) -> _Seen | None:
         """Another call's claim or stored response, read without writing (None: no row)."""
         with self._db.read() as conn:
-            row = conn.execute(
-                select(table.c.fingerprint, table.c.status, table.c.body, table.c.expires_at).where(self._where(ident))
-            ).one_or_none()
+            return self._found(conn, ident)
+
+    def _found(self, conn: Connection, ident: Ident) -> _Seen | None:
+        columns = (table.c.fingerprint, table.c.status, table.c.body, table.c.expires_at)
+        row = conn.execute(select(*columns).where(self._where(ident))).one_or_none()
         if row is None:
             return None
         stored = None if row.status is None else Stored(row.status, json.loads(row.body))
