@@ -291,6 +291,15 @@ def _shell_quote(text: str) -> str:
 # --- pages -----------------------------------------------------------------------------------
 
 
+def _flat(tool: ToolSpec) -> str:
+    """`; form fields category, region, brewery → filters` for a tool with `http.form_flatten`."""
+    parts = []
+    for group in tool.form_flatten:
+        names = ", ".join(tool.input_schema["properties"][group].get("properties", {}))
+        parts.append(f"; form fields {names} → {group}")
+    return "".join(parts)
+
+
 def _tool_section(tree: SpecTree, tool: ToolSpec) -> list[str]:
     ann = ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in tool.annotations.items())
     lines = [f"## `{tool.name}`", "", f"> {_cell(tool.summary)}", ""]
@@ -300,7 +309,7 @@ def _tool_section(tree: SpecTree, tool: ToolSpec) -> list[str]:
     lines += [
         "| | |",
         "|---|---|",
-        f"| HTTP | `{tool.http_method} {tool.http_path}` ({', '.join(tool.content_types)}) |",
+        f"| HTTP | `{tool.http_method} {tool.http_path}` ({', '.join(tool.content_types)}){_flat(tool)} |",
         f"| MCP annotations | {_cell(ann)} |",
         f"| Scopes | {', '.join(f'`{s}`' for s in tool.policy.get('scopes', [])) or 'none'} |",
         f"| Models | `{_model(tool.name, 'Input')}`, `{_model(tool.name, 'Output')}` |",

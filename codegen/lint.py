@@ -38,6 +38,8 @@ RULES: dict[str, str] = {
     "KT113": "a tool that writes (readOnlyHint false) declares `policy.idempotency`, or says why not",
     "KT114": "a toolset names existing services and tools, and its name is not a service's",
     "KT115": "an inline enum has a `title`: it names the generated class (else the generator numbers it: Format1)",
+    "KT116": "`http.form_flatten` names object properties of the input, on a tool that takes forms, whose properties "
+    "clash with no other form field",
 }
 
 ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -335,6 +337,26 @@ def check_enum_titles(tree: SpecTree) -> Iterator[Problem]:
                     yield Problem(_rel(source, tree), where, "KT115", "an inline enum needs a `title` (its class name)")
 
 
+def check_form_flatten(tree: SpecTree) -> Iterator[Problem]:
+    for tool, rel in _tools(tree):
+        if not tool.form_flatten:
+            continue
+        where = "/http/form_flatten"
+        if not set(tool.content_types) - {"application/json"}:
+            yield Problem(rel, where, "KT116", "the tool takes no form body (add a form type to http.content_types)")
+        properties = tool.input_schema.get("properties", {})
+        seen = dict.fromkeys(properties, "the input")
+        for group in tool.form_flatten:
+            target = properties.get(group)
+            if not isinstance(target, dict) or target.get("type") != "object" or not target.get("properties"):
+                yield Problem(rel, where, "KT116", f"{group!r} is not an object property of the input with properties")
+                continue
+            for name in target["properties"]:
+                if name in seen:
+                    yield Problem(rel, where, "KT116", f"form field {name!r} of {group!r} clashes with {seen[name]}")
+                seen[name] = repr(group)
+
+
 CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_names,
     check_annotations,
@@ -349,6 +371,7 @@ CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_idempotency,
     check_toolsets,
     check_enum_titles,
+    check_form_flatten,
 )
 
 

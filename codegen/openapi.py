@@ -267,7 +267,7 @@ def _request_body(tool: ToolSpec) -> dict[str, Any]:
         content[ctype] = {
             "schema": _schema_ref(naming.input_model(tool.name))
             if ctype == "application/json"
-            else form_schema(tool.input_schema)
+            else form_schema(tool.input_schema, tool.form_flatten)
         }
         if ctype == "application/json" and tool.examples:
             content[ctype]["examples"] = {

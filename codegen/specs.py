@@ -78,6 +78,8 @@ class ToolSpec:
     wire_input: dict[str, Any] = field(default_factory=dict)
     """input_schema as MCP advertises it and the pipeline checks it: repeats as local $defs (codegen.shared)."""
     wire_output: dict[str, Any] = field(default_factory=dict)
+    form_flatten: list[str] = field(default_factory=list)
+    """Object properties of the input whose own properties a form body may send as fields of their own."""
 
     @property
     def operation_id(self) -> str:
@@ -414,6 +416,7 @@ def _load_tool(
         http_method=http.get("method", "POST"),
         http_path=http.get("path", naming.default_tool_path(svc.base_path, doc["name"])),
         content_types=list(http.get("content_types", ["application/json"])),
+        form_flatten=list(http.get("form_flatten", [])),
         annotations=dict(doc["mcp"]["annotations"]),
         policy=_merge_policy(svc.policy, doc.get("policy")),
         deprecated=doc.get("deprecated"),

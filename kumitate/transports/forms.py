@@ -1,15 +1,21 @@
 """How tool arguments travel as form fields (urlencoded or multipart).
 
 A form field is text, so each one is read back as the JSON type its property
-declares. `form_schema` is the same rule seen from the other side: the schema the
-OpenAPI document shows for form bodies, so that what is documented is exactly what
-is accepted.
+declares. A form cannot nest either: an object property the spec names in
+`http.form_flatten` (yana's `filters`) also takes its own properties as fields of
+their own (`category=sake&region=小樽`), gathered back into the object
+(`Flattened`); JSON bodies stay as the schema says. `form_schema` is the same rules
+seen from the other side: the schema the OpenAPI document shows for form bodies,
+so that what is documented is exactly what is accepted.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+
+from kumitate.errors import ToolError
 
 BOOLEAN_WORDS: dict[str, bool] = {
     "true": True,
@@ -61,13 +67,59 @@ def coerce(text: str, schema: Mapping[str, Any]) -> Any:
     return text
 
 
-def form_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The input schema as a form body: boolean fields also take their form words (on, 1, ...)."""
+@dataclass(frozen=True, slots=True)
+class Flattened:
+    """The form fields that stand for properties of an object property (`category` for `filters.category`)."""
+
+    fields: Mapping[str, tuple[str, Mapping[str, Any]]]
+    """flat field name -> (the object property it belongs in, its schema)"""
+
+    @classmethod
+    def of(cls, schema: Mapping[str, Any], groups: Sequence[str]) -> "Flattened":
+        fields = {}
+        for group in groups:
+            target = local(schema.get("properties", {}).get(group, {}), schema)
+            for name, prop in target.get("properties", {}).items():
+                fields[name] = (group, local(prop, schema))
+        return cls(fields)
+
+    def schema(self, key: str, schema: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The schema a form field is read by: its own property's, or the one it stands for."""
+        if key in self.fields:
+            return self.fields[key][1]
+        return local(schema.get("properties", {}).get(key, {}), schema)
+
+    def nest(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """`arguments` with each flat field moved into its object; the object given whole as well is BAD_REQUEST."""
+        out = {key: value for key, value in arguments.items() if key not in self.fields}
+        for key, (group, _) in self.fields.items():
+            if key not in arguments:
+                continue
+            if group in arguments:
+                flat = ", ".join(name for name, (g, _) in self.fields.items() if g == group)
+                raise ToolError(
+                    f"send {group} either as fields of their own ({flat}) or as one JSON field {group!r}, not both",
+                    code="BAD_REQUEST",
+                )
+            out.setdefault(group, {})[key] = arguments[key]
+        return out
+
+
+def form_schema(schema: Mapping[str, Any], flatten: Sequence[str] = ()) -> dict[str, Any]:
+    """The input schema as a form body: boolean fields also take their form words (on, 1, ...), and the
+    properties of each object in `flatten` are fields of their own too (that object, or they, not both)."""
+    flat = Flattened.of(schema, flatten)
+    merged = dict(schema.get("properties", {}))
+    for name, (group, prop) in flat.fields.items():
+        merged[name] = {**prop, "description": f"{prop.get('description', '')} (form bodies: {group}.{name})".strip()}
     properties = {}
-    for name, prop in schema.get("properties", {}).items():
+    for name, prop in merged.items():
         if "boolean" in kinds(prop):
             words: list[Any] = [0, 1, *BOOLEAN_WORDS]
             prop = {k: v for k, v in prop.items() if k != "type"}
             prop["anyOf"] = [{"type": "boolean"}, {"enum": words}]
         properties[name] = prop
-    return {**schema, "properties": properties}
+    out = {**schema, "properties": properties}
+    if flat.fields:
+        out["not"] = {"anyOf": [{"required": [name, group]} for name, (group, _) in flat.fields.items()]}
+    return out

@@ -147,10 +147,10 @@ async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) 
             raise ToolError("the request body is empty; send a JSON object", code="BAD_REQUEST")
         return JsonBody(raw)
     form = await request.form()
-    props = binding.input_schema.get("properties", {})
+    flattened = forms.Flattened.of(binding.input_schema, binding.form_flatten)
     arguments: dict[str, Any] = {}
     for key in form:
-        schema = forms.local(props.get(key, {}), binding.input_schema)
+        schema = flattened.schema(key, binding.input_schema)
         values = form.getall(key)
         if "array" in forms.kinds(schema) and not (len(values) == 1 and str(values[0]).lstrip().startswith("[")):
             # repeated fields (`label_features=a&label_features=b`) or one plain value: a list
@@ -158,7 +158,7 @@ async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) 
             arguments[key] = [await _form_value(v, items) for v in values]
         else:
             arguments[key] = await _form_value(values[-1], schema)
-    return arguments
+    return flattened.nest(arguments)
 
 
 async def _form_value(value: Any, schema: Mapping[str, Any]) -> Any:

@@ -109,19 +109,29 @@ def pair(name: str, keys: list[str]) -> dict[str, Any]:
     return {"name": name, "min": len(keys), "any_of_invitee_keys": keys}
 
 
-PAIRS = [pair("山田・田中", ["u:1", "u:2"]), pair("佐藤・鈴木", ["u:3", "u:4"])]
-LETTERS = [{"user_id": str(i), "display_name": name} for i, name in enumerate("ABCDE", start=1)]
+AND_PAIRS = [pair("山田さん&田中さん", ["u:1", "u:2"]), pair("佐藤さん&鈴木さん", ["u:3", "u:4"])]
+TO_PAIRS = [pair("山田さんと田中さん", ["u:1", "u:2"]), pair("佐藤さんと鈴木さん", ["u:3", "u:4"])]
+LETTERS = [{"user_id": str(i), "display_name": name} for i, name in enumerate("ABCDEF", start=1)]
 
 
 @pytest.mark.parametrize(
     ("text", "invitees", "groups"),
     [
-        ("山田さん&田中さん か 佐藤さん&鈴木さん のどれかが揃えばOK", TEAM, PAIRS),
-        ("山田&田中 か 佐藤&鈴木 のどれかが揃えばOK", TEAM, PAIRS),
-        ("山田さんと田中さん、または佐藤さんと鈴木さんが揃えばOK", TEAM, PAIRS),
-        ("山田さんと田中さん、または佐藤さんと鈴木さんのどちらか", TEAM, PAIRS),
-        ("山田さんと田中さん、または佐藤さんがいればOK", TEAM, [PAIRS[0], pair("佐藤", ["u:3"])]),
-        ("A&B か C&D のどれかが揃えばOK", LETTERS, [pair("A・B", ["u:1", "u:2"]), pair("C・D", ["u:3", "u:4"])]),
+        ("山田さん&田中さん か 佐藤さん&鈴木さん のどれかが揃えばOK", TEAM, AND_PAIRS),
+        (
+            "山田&田中 か 佐藤&鈴木 のどれかが揃えばOK",
+            TEAM,
+            [pair("山田&田中", ["u:1", "u:2"]), pair("佐藤&鈴木", ["u:3", "u:4"])],
+        ),
+        ("山田さんと田中さん、または佐藤さんと鈴木さんが揃えばOK", TEAM, TO_PAIRS),
+        ("山田さんと田中さん、または佐藤さんと鈴木さんのどちらか", TEAM, TO_PAIRS),
+        ("山田さんと田中さん、または佐藤さんがいればOK", TEAM, [TO_PAIRS[0], pair("佐藤さん", ["u:3"])]),
+        ("A&B か C&D のどれかが揃えばOK", LETTERS, [pair("A&B", ["u:1", "u:2"]), pair("C&D", ["u:3", "u:4"])]),
+        (
+            "A&B か C&D か E&F のどれかが揃えばOK",  # issue 35: the groups keep the wording the user typed
+            LETTERS,
+            [pair("A&B", ["u:1", "u:2"]), pair("C&D", ["u:3", "u:4"]), pair("E&F", ["u:5", "u:6"])],
+        ),
     ],
 )
 def test_alternatives_of_named_groups_are_group_any(
@@ -133,13 +143,28 @@ def test_alternatives_of_named_groups_are_group_any(
     assert out["attendance_rule"]["finalize_policy"]["mode"] == "EARLIEST_VALID"
 
 
+def test_group_names_are_as_written_and_matching_is_folded() -> None:
+    """Full-width and spaced spellings name the same people: one group, named as first written."""
+    out = parse("Ａ＆Ｂ か a & b か C&D のどれかが揃えばOK", LETTERS)
+    assert rule_of(out) == ("GROUP_ANY", {"groups": [pair("A&B", ["u:1", "u:2"]), pair("C&D", ["u:3", "u:4"])]})
+
+
+def test_a_long_group_name_is_cut_to_the_schema_length() -> None:
+    many = users(60)
+    text = "と".join(f"User{i}さん" for i in range(1, 30)) + "か" + "と".join(f"User{i}さん" for i in range(30, 59))
+    out = parse(text + "が揃えば", many)
+    names = [g["name"] for g in out["attendance_rule"]["rule"]["groups"]]
+    assert [len(n) for n in names] == [100, 100] and all(n.endswith("…") for n in names)
+    assert names[0].startswith("User1さんとUser2さんと")
+
+
 @pytest.mark.parametrize("text", ["山田さんと田中さんか佐藤さんが揃えばOK", "山田さんと田中さんか佐藤さんのどちらか"])
 def test_really_ambiguous_alternatives_ask_naming_the_groups(text: str) -> None:
     out = parse(text)
-    assert rule_of(out) == ("GROUP_ANY", {"groups": [PAIRS[0], pair("佐藤", ["u:3"])]})
+    assert rule_of(out) == ("GROUP_ANY", {"groups": [TO_PAIRS[0], pair("佐藤さん", ["u:3"])]})
     assert out["needs_clarification"] == [
-        "「山田・田中」か「佐藤」のどれかがそろえば成立ですか？ それとも「山田・田中」か「山田・佐藤」のどれかですか？"
-        "（いまは前者としています）"
+        "「山田さんと田中さん」か「佐藤さん」のどれかがそろえば成立ですか？"
+        " それとも「山田さんと田中さん」か「山田さんと佐藤さん」のどれかですか？（いまは前者としています）"
     ]
     assert out["confidence"] == 0.6 and out["attendance_rule"]["finalize_policy"]["auto_finalize"] is False
 
@@ -148,7 +173,7 @@ def test_alternatives_with_another_condition_ask() -> None:
     out = parse("山田さんと田中さんか佐藤さんと鈴木さんが揃えば、あと1人")
     assert rule_of(out) == ("ANY", {})
     assert out["needs_clarification"] == [
-        "「山田・田中」か「佐藤・鈴木」と別の条件を1つのルールにはできません。成立条件を1つに絞って教えてください。"
+        "「山田さんと田中さん」か「佐藤さんと鈴木さん」と別の条件を1つのルールにはできません。成立条件を1つに絞って教えてください。"
     ]
 
 

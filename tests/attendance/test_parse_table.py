@@ -221,11 +221,11 @@ CASES: list[tuple[str, str, dict[str, Any], list[str], bool]] = [
     (
         "山田さんか田中さんのどちらかがいればOK",
         "GROUP_ANY",
-        {"groups": [grp("山田・田中", 1, ["u:1", "u:2"])]},
+        {"groups": [grp("山田さんか田中さん", 1, ["u:1", "u:2"])]},
         [],
         False,
     ),
-    ("山田さんか田中さんは必須", "GROUP_ANY", {"groups": [grp("山田・田中", 1, ["u:1", "u:2"])]}, [], False),
+    ("山田さんか田中さんは必須", "GROUP_ANY", {"groups": [grp("山田さんか田中さん", 1, ["u:1", "u:2"])]}, [], False),
     ("山田さんか田中さんのどちらかは必須、あと2人", "ANY", {}, [], True),
     (
         "山田さんが来られるなら誰でも",

@@ -1,11 +1,15 @@
-"""Chart layout: nothing clipped or piled up at the smallest size, distinct colours, legends outside the data.
+"""Chart layout: nothing clipped or piled up at any size, distinct colours, legends outside the data.
 
-Before: at the old minimum (200x150) the title was cut off and pie labels overlapped; the palette held
-near-identical teals; the trend legend sat on the lines (loc="upper left" inside the axes).
+Each figure is drawn as saving its PNG draws it, then every text's box (from the renderer) must lie inside
+the canvas, no two texts may overlap, no legend may cover the axes, and the axes keep room for the data.
+Issue 35: down to 200x150 (a chat-bubble thumbnail), where the first minimum (200x150) once clipped the title
+and piled up pie labels and bar names, and six trend legend entries collapsed the axes.
 """
 
 from __future__ import annotations
 
+import io
+import warnings
 from itertools import combinations
 
 import pytest
@@ -13,13 +17,16 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
+from PIL import Image
 
 from handlers.household.core import charts
 from handlers.household.core.chartout import MAX_H, MAX_W, MIN_H, MIN_W
 
 CATEGORIES = ["食費", "住宅", "水道・光熱費", "通信費", "交通費", "趣味・娯楽", "日用品", "その他"]
 MONTHS = [f"{2016 + i // 12}-{i % 12 + 1:02d}" for i in range(120)]
-SIZES = [(MIN_W, MIN_H), (MIN_W, MAX_H), (MAX_W, MIN_H), (800, 600)]
+SIZES = [(MIN_W, MIN_H), (320, 240), (MIN_W, MAX_H), (MAX_W, MIN_H), (800, 600), (MAX_W, MAX_H)]
+#: the least share of the canvas the axes keep in each direction (a pie: its square, beside its legend)
+DATA_ROOM = 0.25
 TITLE = "2025年12月 支出内訳（合計 1,234,567円）"
 TREND_TITLE = "支出上位カテゴリの月次推移（2016年1月〜2025年12月）"
 
@@ -64,7 +71,11 @@ def _texts(fig: Figure) -> list[Text]:
 
 
 def _check_layout(fig: Figure) -> None:
-    fig.canvas.draw()  # as saving the PNG does
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. "constrained_layout not applied because axes sizes collapsed"
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=charts.DPI)
+    assert Image.open(png).size == (fig.bbox.width, fig.bbox.height)
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     frame = Bbox.from_bounds(0, 0, fig.bbox.width, fig.bbox.height).expanded(1.0, 1.0)
     boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in _texts(fig)]
@@ -80,6 +91,10 @@ def _check_layout(fig: Figure) -> None:
         for ax in fig.axes:
             overlap = Bbox.intersection(box, ax.get_window_extent(renderer))
             assert overlap is None or overlap.width * overlap.height <= 4, "the legend covers the data"
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        room = (box.width / fig.bbox.width, box.height / fig.bbox.height)
+        assert min(room) >= DATA_ROOM, f"the data is squeezed into {room}"
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -110,5 +125,38 @@ def test_top_categories_get_distinct_colours() -> None:
     assert delta_e(first, second) >= 20
 
 
-def test_minimum_size_is_large_enough() -> None:
-    assert (MIN_W, MIN_H) >= (400, 300)
+def test_the_smallest_size_is_a_thumbnail() -> None:
+    assert (MIN_W, MIN_H) == (200, 150)
+
+
+@pytest.mark.parametrize("kind", ["pie", "bar"])
+def test_categories_that_do_not_fit_are_summed_into_sonota(kind: str) -> None:
+    """Twelve categories at 200x150: as many as there are rows for, the rest (an existing その他 too) in one grey その他."""
+    names = [f"項目{i}" for i in range(11)] + ["その他"]
+    values = [1000 * (12 - i) for i in range(12)]
+    fig = charts.category_figure(TITLE, names, values, kind, MIN_W, MIN_H)
+    _check_layout(fig)
+    if kind == "pie":
+        shown = [t.get_text().split(" ")[0] for t in fig.legends[0].get_texts()]
+        colours = [p.get_facecolor()[:3] for p in fig.axes[0].patches]
+    else:
+        shown = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        colours = [p.get_facecolor()[:3] for p in fig.axes[0].patches]
+    assert 2 <= len(shown) < 12 and shown[-1] == "その他" and shown[:-1] == names[: len(shown) - 1]
+    assert shown.count("その他") == 1 and colours[-1] == to_rgb(charts.GREY)
+    assert charts.GREY not in [f"#{int(r * 255):02X}{int(g * 255):02X}{int(b * 255):02X}" for r, g, b in colours[:-1]]
+
+
+def test_a_pie_has_at_most_eight_slices_and_a_bar_every_category_that_fits() -> None:
+    names = [f"項目{i}" for i in range(12)]
+    values = [1000 * (12 - i) for i in range(12)]
+    pie = charts.category_figure(TITLE, names, values, "pie", 800, 600)
+    assert len(pie.axes[0].patches) == charts.MAX_SLICES
+    bar = charts.category_figure(TITLE, names, values, "bar", 800, 600)
+    assert [t.get_text() for t in bar.axes[0].get_yticklabels()] == names
+
+
+def test_one_legend_entry_stands_for_every_average() -> None:
+    series: dict[str, list[int | None]] = {name: [1000, 2000, 3000] for name in CATEGORIES[:3]}
+    fig = charts.trend_figure(TREND_TITLE, MONTHS[:3], series, "line", MIN_W, MIN_H, dict(series))
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == [*CATEGORIES[:3], "12か月平均"]

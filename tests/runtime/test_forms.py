@@ -6,7 +6,8 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from kumitate.transports.forms import coerce, form_schema, local
+from kumitate.errors import ToolError
+from kumitate.transports.forms import Flattened, coerce, form_schema, local
 
 SCHEMA = {
     "type": "object",
@@ -66,3 +67,45 @@ def test_a_shared_definition_is_read_through_its_local_ref() -> None:
     assert tags == root["$defs"]["Tags"]
     assert coerce("3", local(tags["items"], root)) == 3
     assert local({"$ref": "#/$defs/Missing"}, root) == {"$ref": "#/$defs/Missing"}
+
+
+NESTED = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "text": {"type": "string"},
+        "filters": {"$ref": "#/$defs/Filters"},
+    },
+    "$defs": {
+        "Filters": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {"region": {"type": "string"}, "strict": {"type": "boolean"}},
+        }
+    },
+}
+
+
+def test_flat_form_fields_gather_into_their_object() -> None:
+    flat = Flattened.of(NESTED, ["filters"])
+    assert coerce("on", flat.schema("strict", NESTED)) is True  # read by the nested property's type
+    assert flat.schema("text", NESTED) == {"type": "string"}
+    nested = flat.nest({"text": "t", "region": "小樽", "strict": True})
+    assert nested == {"text": "t", "filters": {"region": "小樽", "strict": True}}
+    jsonschema.validate(nested, NESTED)
+    assert flat.nest({"text": "t", "filters": {"region": "x"}}) == {"text": "t", "filters": {"region": "x"}}
+    with pytest.raises(ToolError) as err:
+        flat.nest({"filters": {"region": "x"}, "region": "y"})
+    assert err.value.code == "BAD_REQUEST" and "not both" in str(err.value)
+    assert Flattened.of(NESTED, []).nest({"region": "y"}) == {"region": "y"}  # no flattening: unknown, as before
+
+
+def test_form_schema_documents_the_flat_fields_and_not_both() -> None:
+    documented = form_schema(NESTED, ["filters"])
+    assert set(documented["properties"]) == {"text", "filters", "region", "strict"}
+    assert "(form bodies: filters.region)" in documented["properties"]["region"]["description"]
+    jsonschema.validate({"text": "t", "region": "r", "strict": "on"}, documented)
+    jsonschema.validate({"text": "t", "filters": {"region": "r"}}, documented)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"filters": {}, "region": "r"}, documented)
+    assert "not" not in form_schema(NESTED)

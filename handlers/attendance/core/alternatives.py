@@ -3,6 +3,9 @@
 
 Names joined by と / & / ・ form a group that must be complete (min = its size);
 groups joined by か / または / もしくは / あるいは are alternatives: GROUP_ANY.
+A group is named as the organiser wrote it (「A&B」, 「山田さんと田中さん」): that is what a
+person reads back in a confirmation. Folding is only for matching; two alternatives
+are the same group when they name the same people, however they are written.
 The same words can also bind the other way (「山田さんと田中さんか佐藤さん」 may mean
 山田 with 田中 or 佐藤). That is only asked when it matters: alternatives of
 different sizes joined by a bare か/または with no comma to mark the split. Then
@@ -34,6 +37,12 @@ _TAIL = rx(
     r"|" + _PRESENCE
 )
 MAX_GROUPS = 100  # the schema's maxItems for rule.groups
+MAX_NAME = 100  # the schema's maxLength for a group's name
+
+
+def clipped(name: str) -> str:
+    """A group name within the schema's length: long wording is cut and marked with …."""
+    return name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"
 
 
 def named_groups(
@@ -41,15 +50,18 @@ def named_groups(
     mentions: list[Mention],
     questions: list[str],
     other_condition: Callable[[list[str], int, int], bool],
+    wording: Callable[[int, int], str],
 ) -> Reading | None:
-    """GROUP_ANY over alternatives of named groups, or None when the text has no such construction."""
+    """GROUP_ANY over alternatives of named groups, or None when the text has no such construction.
+
+    `wording(start, end)` is the text as written behind folded s[start:end]: it names the groups."""
     found = _chain(s, mentions)
     if found is None:
         return None
     chain, gaps, end = found
     if any(len(m.keys) != 1 for m in chain):
         return Reading("ANY", {}, 0.5, "named_groups.unresolved")  # the names are already in missing
-    tight = _groups(_split(chain, gaps, "or"))
+    tight = _groups(_split(chain, gaps, "or"), lambda members: wording(members[0].start, members[-1].end))
     if len(tight) > MAX_GROUPS:
         questions.append(
             f"{len(tight)}組の組み合わせは1つのルールにできません（最大{MAX_GROUPS}組）。条件を絞ってください。"
@@ -68,7 +80,13 @@ def named_groups(
     if math.prod(len(slot) for slot in slots) > MAX_GROUPS:  # never build an exponential product
         questions.append(f"「{phrase}」のどれかがそろえば成立ですか？（組み合わせを確認してください）")
         return Reading("GROUP_ANY", {"groups": tight}, 0.6, "group.named_alternatives_ambiguous")
-    loose = _groups([list(pick) for pick in itertools.product(*slots)])
+    joiner = next(
+        wording(a.end, b.start) for a, b, (_, kind) in zip(chain, chain[1:], gaps, strict=True) if kind == "and"
+    )
+    loose = _groups(
+        [list(pick) for pick in itertools.product(*slots)],
+        lambda members: joiner.strip("、,").join(wording(m.start, m.end) for m in members),
+    )
     if _same(tight, loose):
         return Reading("GROUP_ANY", {"groups": tight}, 0.85, "group.named_alternatives")
     questions.append(
@@ -109,14 +127,20 @@ def _split(chain: list[Mention], gaps: list[tuple[str, str]], at: str) -> list[l
     return parts
 
 
-def _groups(alternatives: list[list[Mention]]) -> list[dict[str, Any]]:
-    """One complete group per alternative (min = its people), repeated alternatives once."""
+def _groups(alternatives: list[list[Mention]], name: Callable[[list[Mention]], str]) -> list[dict[str, Any]]:
+    """One complete group per alternative (min = its people), repeated alternatives (the same people) once.
+
+    `name` gives the wording: an alternative of the text is its span as written; one picked across
+    the and-joined slots (the other reading, only ever shown in a question) joins its names as
+    written with the text's own and-word."""
     out: list[dict[str, Any]] = []
+    seen: set[frozenset[str]] = set()
     for members in alternatives:
         keys = list(dict.fromkeys(m.keys[0] for m in members))
-        name = "・".join(dict.fromkeys(m.name for m in members))
-        if all(g["name"] != name for g in out):
-            out.append({"name": name, "min": len(keys), "any_of_invitee_keys": keys})
+        if frozenset(keys) in seen:
+            continue
+        seen.add(frozenset(keys))
+        out.append({"name": clipped(name(members)), "min": len(keys), "any_of_invitee_keys": keys})
     return out
 
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from handlers.attendance.core.alternatives import named_groups
+from handlers.attendance.core.alternatives import clipped, named_groups
 from handlers.attendance.core.lexicon import entries, joined, words
 from handlers.attendance.core.lexicon import pattern as lexicon_pattern
 from handlers.attendance.core.names import Directory, Mention
@@ -305,7 +305,11 @@ class Grammar:
             self._unknown_groups()
             or self._concession(required_items, n)
             or named_groups(
-                self.s, self.mentions, self.questions, lambda k, a, b: self.other_condition(required_items, k, a, b)
+                self.s,
+                self.mentions,
+                self.questions,
+                lambda k, a, b: self.other_condition(required_items, k, a, b),
+                self.original,
             )
             or self._named_any(required_items)
             or self._required(required_items, n)
@@ -449,7 +453,7 @@ class Grammar:
         tail = _NAME_OR_TAIL.match(self.s, chain[-1].end)
         if tail is None:
             return None
-        names = "・".join(m.name for m in chain)
+        names = clipped(self.original(chain[0].start, chain[-1].end))  # as written: 山田さんか田中さん
         if any(len(m.keys) != 1 for m in chain):
             return Reading("ANY", {}, 0.5, "named_any.unresolved")  # already reported as missing
         keys = list(dict.fromkeys(m.keys[0] for m in chain))

@@ -16,7 +16,7 @@ from .chart_cache import ChartCache
 log = logging.getLogger("handlers.household.service")
 
 SIZE_RE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
-MIN_W, MAX_W, MIN_H, MAX_H = 400, 1920, 300, 1080
+MIN_W, MAX_W, MIN_H, MAX_H = 200, 1920, 150, 1080
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,13 +5,15 @@ system fonts, so Japanese labels never render as tofu), and rc settings are
 applied per figure so nothing global leaks into other services. The canvas is
 exactly width × height pixels (dpi 100, no tight bbox).
 
-Layout adapts to the size (from 400x300): the font scales with the canvas, the
-title shrinks (then wraps at its parenthesis) until it fits, constrained layout
-keeps every label inside the canvas, month ticks are thinned to what fits side
-by side, pie percentages too small for their slice are left out, and legends
-sit outside the axes (right of a pie, under a trend). Colours are the
-Okabe-Ito qualitative palette (distinct for colour-blind readers too), grey
-last for その他.
+Layout adapts to the size, down to a 200x150 thumbnail: the font scales with the
+canvas, the title shrinks (then wraps at its parenthesis) until it fits,
+constrained layout keeps every label inside the canvas, month ticks are thinned
+to what fits side by side, a category chart shows only the categories it has
+rows for (the smallest summed into その他), pie percentages too small for their
+slice are left out, and legends sit outside the axes (right of a pie, under a
+trend; one entry for all the dashed 12-month averages). Colours are the
+Okabe-Ito qualitative palette (distinct for colour-blind readers too), grey for
+その他 only.
 """
 
 from __future__ import annotations
@@ -31,16 +33,23 @@ from matplotlib import font_manager
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.legend import Legend
+from matplotlib.lines import Line2D
 from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-#: Okabe & Ito (2008) without black, then grey (the pie's その他 is the 8th slice)
+#: Okabe & Ito (2008) without black, then grey: その他 (wherever it comes) and nothing else
 COLORS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#999999"]
+GREY = COLORS[-1]
 DPI = 100
 _LOCK = threading.Lock()
 _FONT: font_manager.FontProperties | None = None
 #: font size (pt) at 800x600 and the smallest it gets
 BASE_PT, MIN_PT = 11.0, 7.0
+#: the most slices a pie shows (the rest is summed into その他, drawn grey: the palette's 8th colour)
+MAX_SLICES = 8
+OTHER = "その他"
+#: the legend's one key for the dashed 12-month averages (each drawn in its series' colour)
+AVERAGE_KEY = "#555555"
 
 
 def font_path() -> Path:
@@ -135,45 +144,89 @@ def _legend_fitting(
 
 
 def category_figure(title: str, labels: list[str], values: list[int], kind: str, width: int, height: int) -> Figure:
-    """A month's spending by category: pie (shares) or bar (yen). Raises ValueError when there is nothing to draw."""
+    """A month's spending by category, largest first: pie (shares) or bar (yen). Raises ValueError when there is
+    nothing to draw.
+
+    A pie has at most MAX_SLICES slices, and either kind shows no more categories than the canvas has rows for
+    (the legend's beside a pie, the bars' labels): the smallest are summed into その他. Measured after a first
+    layout, so the second one is only paid when something had to go."""
     if not any(v > 0 for v in values):
         raise ValueError("no spending to draw")  # matplotlib's pie would fail with "All wedge sizes are zero"
+    labels, values = _folded(labels, values, MAX_SLICES if kind == "pie" else len(labels))
     with matplotlib.rc_context(_rc(width, height)):
-        fig = _figure(width, height)
-        ax = fig.add_subplot(1, 1, 1)
-        colors = [COLORS[i % len(COLORS)] for i in range(len(labels))]
-        if kind == "pie":
-            total = sum(values)
-            wedges, _texts, autotexts = ax.pie(
-                values,
-                colors=colors,
-                autopct=lambda p: f"{p:.1f}%",
-                pctdistance=0.72,
-                startangle=90,
-                counterclock=False,
-                wedgeprops={"linewidth": 1, "edgecolor": "white"},
-                textprops={"fontsize": _font_pt(width, height) * 0.85},
-            )
-            ax.axis("equal")
-            names = [f"{name} {v * 100 / total:.1f}%" for name, v in zip(labels, values, strict=True)]
-            _legend_fitting(fig, list(wedges), names, "outside right center")
-            _fit_title(fig, title)
-            renderer = _renderer(fig)
-            for text, wedge in zip(autotexts, wedges, strict=True):  # a percentage wider than its slice goes
-                if not _inside(text, wedge, renderer):
-                    text.set_visible(False)
-            _drop_overlapping(autotexts, renderer)
-        else:
-            positions = list(range(len(labels)))
-            ax.barh(positions, values, color=colors)
-            ax.set_yticks(positions, labels)
-            ax.invert_yaxis()
-            ax.set_xlabel("金額（円）")
-            ax.xaxis.set_major_formatter(FuncFormatter(_yen))
-            ax.xaxis.set_major_locator(MaxNLocator(nbins=max(3, width // 120)))
-            ax.grid(axis="x", alpha=0.3)
-            _fit_title(fig, title)
+        fig = _category_figure(title, labels, values, kind, width, height)
+        rows = _rows(fig, kind, len(labels))
+        if rows < len(labels):
+            labels, values = _folded(labels, values, rows)
+            fig = _category_figure(title, labels, values, kind, width, height)
         return fig
+
+
+def _folded(labels: list[str], values: list[int], rows: int) -> tuple[list[str], list[int]]:
+    """At most `rows` categories (never fewer than two): the first rows - 1, then one その他 holding the rest
+    (a category already named その他 included)."""
+    if len(labels) <= rows:
+        return labels, values
+    named = [(label, value) for label, value in zip(labels, values, strict=True) if label != OTHER]
+    keep = named[: max(1, rows - 1)]
+    rest = sum(values) - sum(value for _, value in keep)
+    return [label for label, _ in keep] + [OTHER], [value for _, value in keep] + [rest]
+
+
+def _rows(fig: Figure, kind: str, count: int) -> int:
+    """How many categories the laid-out figure has rows for: entries of the legend, centred beside a pie, that
+    stay under the title (pie); bar labels along the axes (bar). Runs the layout, not a draw (a draw renders
+    every artist: it would make each chart half again as slow)."""
+    renderer = _renderer(fig, layout=False)
+    engine = fig.get_layout_engine()
+    assert engine is not None
+    engine.execute(fig)
+    if kind == "pie":
+        legend = fig.legends[0].get_window_extent(renderer)
+        top = min(t.get_window_extent(renderer).y0 for t in fig.texts) if fig.texts else fig.bbox.height
+        half = min(top - (legend.y0 + legend.y1) / 2, (legend.y0 + legend.y1) / 2)
+        return int(2 * half * 0.96 // (legend.height / count))
+    ax = fig.axes[0]
+    label = max(ax.get_yticklabels(), key=lambda t: t.get_window_extent(renderer).height)
+    return int(ax.get_window_extent(renderer).height // (label.get_window_extent(renderer).height * 1.15))
+
+
+def _category_figure(title: str, labels: list[str], values: list[int], kind: str, width: int, height: int) -> Figure:
+    fig = _figure(width, height)
+    ax = fig.add_subplot(1, 1, 1)
+    colors = [GREY if label == OTHER else COLORS[i % (len(COLORS) - 1)] for i, label in enumerate(labels)]
+    if kind == "pie":
+        total = sum(values)
+        wedges, _texts, autotexts = ax.pie(
+            values,
+            colors=colors,
+            autopct=lambda p: f"{p:.1f}%",
+            pctdistance=0.72,
+            startangle=90,
+            counterclock=False,
+            wedgeprops={"linewidth": 1, "edgecolor": "white"},
+            textprops={"fontsize": _font_pt(width, height) * 0.85},
+        )
+        ax.axis("equal")
+        names = [f"{name} {v * 100 / total:.1f}%" for name, v in zip(labels, values, strict=True)]
+        _legend_fitting(fig, list(wedges), names, "outside right center")
+        _fit_title(fig, title)
+        renderer = _renderer(fig)
+        for text, wedge in zip(autotexts, wedges, strict=True):  # a percentage wider than its slice goes
+            if not _inside(text, wedge, renderer):
+                text.set_visible(False)
+        _drop_overlapping(autotexts, renderer)
+    else:
+        positions = list(range(len(labels)))
+        ax.barh(positions, values, color=colors)
+        ax.set_yticks(positions, labels)
+        ax.invert_yaxis()
+        ax.set_xlabel("金額（円）")
+        ax.xaxis.set_major_formatter(FuncFormatter(_yen))
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=max(3, width // 120)))
+        ax.grid(axis="x", alpha=0.3)
+        _fit_title(fig, title)
+    return fig
 
 
 def _inside(text: Text, wedge: Any, renderer: Any) -> bool:
@@ -223,13 +276,16 @@ def trend_figure(
                 ax.plot(x, ys, color=color, label=name, marker="o", markersize=3, linewidth=2)
                 if averages and name in averages:
                     ma = [float("nan") if v is None else v for v in averages[name]]
-                    ax.plot(x, ma, color=color, linestyle="--", linewidth=1, label=f"{name}（12か月平均）")
+                    ax.plot(x, ma, color=color, linestyle="--", linewidth=1)
         _month_ticks(fig, ax, x, month_labels)
         ax.set_ylabel("金額（円）")
         ax.yaxis.set_major_formatter(FuncFormatter(_yen))
         ax.yaxis.set_major_locator(MaxNLocator(nbins=max(3, height // 80)))
         ax.grid(alpha=0.3)
         handles, names = ax.get_legend_handles_labels()
+        if kind == "line" and averages:  # one entry says what every dashed line is: the series' own colour
+            handles.append(Line2D([], [], color=AVERAGE_KEY, linestyle="--", linewidth=1))
+            names.append("12か月平均")
         _legend_fitting(fig, handles, names, "outside lower center")
         _fit_title(fig, title)
         return fig

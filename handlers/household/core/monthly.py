@@ -13,8 +13,6 @@ from .formatting import round_half_up, yen
 if TYPE_CHECKING:
     from .service import HouseholdCore
 
-PIE_SLICES = 8
-
 
 def get_monthly_household(core: HouseholdCore, year: int, month: int, chart: ChartRequest | None, owner: str) -> Result:
     """One month: totals per 大項目, the expense rows, income; with `chart`, a pie or bar of the totals."""
@@ -63,9 +61,6 @@ def get_monthly_household(core: HouseholdCore, year: int, month: int, chart: Cha
             return result
         labels = [str(c["category_major"]) for c in categories]
         values = [int(c["amount"]) for c in categories]
-        if kind == "pie" and len(labels) > PIE_SLICES:
-            labels = [*labels[: PIE_SLICES - 1], "その他"]
-            values = [*values[: PIE_SLICES - 1], sum(values[PIE_SLICES - 1 :])]
         title = f"{months.jp(m)} 支出内訳（合計 {yen(total)}）"
         attach_chart(
             core.charts,
