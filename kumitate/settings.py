@@ -258,24 +258,11 @@ class Settings(DeploySettings):
 
     public_base_url: str = Field("", exclude=True)
     """Base of URLs in results: KUMITATE_PUBLIC_URL, else the address served (per request, the
-    address the caller used wins: `base_url_of`)."""
+    address the caller used wins: `kumitate.transports.origin.base_url_of`)."""
 
     def load_project(self) -> Project:
         """KUMITATE_PROJECT, else the project around the working directory, else this checkout."""
         return Project.at(self.project) if self.project else Project.discover(env={})
-
-    @staticmethod
-    def base_url_of(scope: Mapping[str, Any]) -> str | None:
-        """`scheme://host` of an ASGI HTTP request, as the caller addressed it: the Host header
-        (a proxy must pass it on) and the scheme, which uvicorn takes from X-Forwarded-Proto
-        when the proxy is trusted (FORWARDED_ALLOW_IPS)."""
-        if scope.get("type") != "http":
-            return None
-        host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), None)
-        if not host and scope.get("server"):
-            server_host, server_port = scope["server"]
-            host = f"{server_host}:{server_port}"
-        return f"{scope.get('scheme', 'http')}://{host}" if host else None
 
     def service_dir(self, service: str) -> Path:
         """A per-service state directory, created on demand."""

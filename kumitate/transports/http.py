@@ -24,9 +24,9 @@ from kumitate.errors import ToolError
 from kumitate.intake import JsonBody
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
-from kumitate.settings import Settings
 from kumitate.transports import forms
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
+from kumitate.transports.origin import base_url_of
 
 IDS_KEY = "kumitate_ids"
 CLIENT_CLOSED_REQUEST = 499
@@ -68,7 +68,7 @@ def call_request(request: Request[Any, Any, Any]) -> CallRequest:
         client=client,
         authorization=request.headers.get("authorization"),
         idempotency_key=request.headers.get("idempotency-key"),
-        base_url=Settings.base_url_of(request.scope),
+        base_url=base_url_of(request.scope),
     )
 
 

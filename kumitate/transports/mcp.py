@@ -32,10 +32,10 @@ from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.runtime import Runtime
-from kumitate.settings import Settings
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
 from kumitate.transports.mcp_completions import complete_params as complete_params  # used by generated bindings
 from kumitate.transports.mcp_elicit import InputRequired, asker
+from kumitate.transports.origin import base_url_of
 from kumitate.transports.progress import Send, relaying
 
 ANNOTATION_FIELDS = {
@@ -62,7 +62,7 @@ def current_request(idempotency_key: str | None = None) -> CallRequest:
     fallback = None
     base_url = None
     if rc is not None and rc.request is not None:
-        base_url = Settings.base_url_of(rc.request.scope)
+        base_url = base_url_of(rc.request.scope)
         headers = {k.lower(): v for k, v in rc.request.headers.items()}
         state = rc.request.scope.get("state") or {}
         fallback = state.get("kumitate_ids") or correlation.from_headers(headers)
