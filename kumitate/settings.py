@@ -217,6 +217,38 @@ class Settings(DeploySettings):
         "16 MiB",
         ge=1,
     )
+    http_max_header_bytes: int = var(
+        "KUMITATE_HTTP_MAX_HEADER_BYTES",
+        32768,
+        "request line plus headers, in bytes; more is refused 431 before it is buffered",
+        "32 KiB",
+        ge=1024,
+    )
+    http_max_headers: int = var("KUMITATE_HTTP_MAX_HEADERS", 100, "header fields per request; more is 431", ge=8)
+    http_header_timeout_s: float = var(
+        "KUMITATE_HTTP_HEADER_TIMEOUT_S",
+        10.0,
+        "seconds a connection may take to send a request's headers (slowloris); then 408 and closed",
+        gt=0,
+    )
+    http_body_timeout_s: float = var(
+        "KUMITATE_HTTP_BODY_TIMEOUT_S",
+        60.0,
+        "seconds a request body may take to arrive once the server reads it; then 408 and closed",
+        gt=0,
+    )
+    mcp_max_sessions: int = var(
+        "KUMITATE_MCP_MAX_SESSIONS",
+        500,
+        "open MCP streamable-HTTP sessions per endpoint; one more is refused 503 with Retry-After",
+        ge=1,
+    )
+    mcp_session_idle_s: float = var(
+        "KUMITATE_MCP_SESSION_IDLE_S",
+        600.0,
+        "an MCP session with no request in flight for this long is closed (its id then answers 404)",
+        gt=0,
+    )
     metrics_token: SecretStr | None = var(
         "KUMITATE_METRICS_TOKEN", None, "serve `/metrics` behind this bearer token", "off"
     )
