@@ -192,7 +192,12 @@ class Settings(DeploySettings):
     oauth_jwks_min_refresh_s: float = var(
         "KUMITATE_OAUTH_JWKS_MIN_REFRESH_S", 10.0, "minimum seconds between JWK-set fetches", ge=0
     )
-    oauth_http_timeout_s: float = var("KUMITATE_OAUTH_HTTP_TIMEOUT_S", 5.0, "JWK-set fetch time-out", ge=0)
+    oauth_http_timeout_s: float = var(
+        "KUMITATE_OAUTH_HTTP_TIMEOUT_S",
+        5.0,
+        "total time-out of one key refresh (metadata and JWK set, whole answers)",
+        ge=0,
+    )
     max_timeout_ms: int | None = var("KUMITATE_MAX_TIMEOUT_MS", None, "operator cap on every tool's deadline", gt=0)
     worker_threads: int = var("KUMITATE_WORKER_THREADS", 40, "threads for sync handlers", ge=1)
     workers: int = var(
