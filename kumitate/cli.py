@@ -56,7 +56,7 @@ def _serve(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr)
     # No access log: it prints raw paths, which carry export handles and chart ids. The pipeline logs
     # one line per call (route, code, duration). Proxy headers: trusted per FORWARDED_ALLOW_IPS.
-    # The HTTP protocol is h11 with the edge limits (transports/protocol.py), not httptools.
+    # The HTTP protocol is uvicorn's httptools one with the edge limits (transports/protocol.py).
     limits = EdgeLimits(settings.http_max_header_bytes, settings.http_header_timeout_s)
     options: dict[str, Any] = {
         "host": settings.host,
@@ -67,7 +67,6 @@ def _serve(args: argparse.Namespace) -> int:
         "access_log": False,
         "proxy_headers": True,
         "http": protocol_for(limits),
-        "h11_max_incomplete_event_size": settings.http_max_header_bytes,
     }
     if settings.workers == 1:
         app = _start(settings, lambda: create_app(settings))

@@ -199,6 +199,8 @@ class KumitateASGI:
                 "HEADERS_TOO_LARGE",
                 f"the request line and headers are larger than {self.limits.max_header_bytes} bytes",
             )
+        if "host" not in headers and scope.get("http_version") == "1.1":
+            return "BAD_REQUEST", "an HTTP/1.1 request must carry a Host header"
         reason = self.origins.refusal(scope, headers) if self.origins is not None else None
         return ("ORIGIN_NOT_ALLOWED", reason) if reason is not None else None
 
