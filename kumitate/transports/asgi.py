@@ -186,7 +186,11 @@ class KumitateASGI:
             if exchange.started:
                 raise  # uvicorn closes the connection: the response is cut short, as it must be
             calllog.log_crash("request_crashed", exc, run_id=run_id, method=scope.get("method"))
-            await _respond(exchange.send, *error_reply("INTERNAL", f"internal error; quote run_id {run_id}", ids))
+        else:
+            if exchange.started or exchange.answered:
+                return
+            calllog.log_event("request_unanswered", code="INTERNAL", run_id=run_id)
+        await _respond(exchange.send, *error_reply("INTERNAL", f"internal error; quote run_id {run_id}", ids))
 
     def _refusal(self, scope: Scope, headers: Mapping[str, str]) -> tuple[str, str] | None:
         """(code, message) when the request is refused before routing, else None."""

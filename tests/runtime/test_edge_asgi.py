@@ -54,6 +54,17 @@ async def test_an_exception_that_escapes_the_app_is_a_500_envelope_not_plain_tex
     assert "boom" not in error["message"]
 
 
+async def test_an_app_that_answers_nothing_gets_a_500_envelope_not_uvicorns_text() -> None:
+    async def silent(scope: Any, receive: Any, send: Any) -> None:
+        return None
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    status, _, error = envelope(await run(silent, receive))
+    assert (status, error["code"]) == (500, "INTERNAL")
+
+
 async def test_a_stalled_body_is_a_408_and_the_app_reads_a_disconnect() -> None:
     seen: list[str] = []
 
