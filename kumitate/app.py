@@ -7,25 +7,25 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import msgspec
+from fastmcp import FastMCP
 from litestar import Litestar, Request, Response, get
 from litestar.exceptions import HTTPException
 from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
 from kumitate import calllog, faults, health
-from kumitate.errors import ToolError
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
-from kumitate.transports.asgi import KumitateASGI
+from kumitate.transports.asgi import KumitateASGI, RequestLimits
 from kumitate.transports.http import error_response
-from kumitate.transports.mcp import build_server, set_request_body_cap
+from kumitate.transports.mcp import build_server, configure_sessions
 from kumitate.transports.oauth import discovery_routes, mcp_gate
 from kumitate.transports.ops import metrics_routes
 from kumitate.transports.origin import OriginPolicy
@@ -102,22 +102,24 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
     # one MCP endpoint serves every tool: its cap is the largest a tool declares
     mcp_cap = max([body_cap] + [t.rules.max_request_bytes or 0 for svc in runtime.services.values() for t in svc.tools])
     stateless = mcp_stateless(settings)
-    mcp_all = build_server(runtime).http_app(path="/", transport="http", stateless_http=stateless)
-    mcp_services = {
-        name: build_server(runtime, [name]).http_app(path="/", transport="http", stateless_http=stateless)
-        for name in runtime.services
-    }
-    mcp_services |= {  # a toolset's name is never a service's (lint KT114)
-        name: build_server(runtime, toolset=name).http_app(path="/", transport="http", stateless_http=stateless)
-        for name in runtime.toolsets
-    }
+    serve = functools.partial(
+        FastMCP.http_app,
+        path="/",
+        transport="http",
+        stateless_http=stateless,
+        session_idle_timeout=settings.mcp_session_idle_s,
+    )
+    mcp_all = serve(build_server(runtime))
+    mcp_services = {name: serve(build_server(runtime, [name])) for name in runtime.services}
+    # a toolset's name is never a service's (lint KT114)
+    mcp_services |= {name: serve(build_server(runtime, toolset=name)) for name in runtime.toolsets}
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Litestar) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
             for mcp_app in (mcp_all, *mcp_services.values()):
                 await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
-                set_request_body_cap(mcp_app, mcp_cap)
+                configure_sessions(mcp_app, mcp_cap, settings.mcp_max_sessions)
             calllog.log_info("mcp_endpoints_started", endpoints=1 + len(mcp_services), stateless=stateless)
             try:
                 yield
@@ -136,12 +138,10 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         request_max_body_size=body_cap,
     )
 
-    def refuse(message: str, ids: tuple[str, str]) -> tuple[int, bytes]:
-        outcome = runtime.pipeline.error_outcome(ToolError(message, code="ORIGIN_NOT_ALLOWED"), *ids)
-        return outcome.status, msgspec.json.encode(outcome.body)
-
     origins = OriginPolicy.from_settings(settings, bound_host=urlsplit(settings.public_base_url).hostname)
-    app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, refuse=refuse, gate=mcp_gate(runtime, mcp_cap))
+    limits = RequestLimits(settings.http_max_headers, settings.http_max_header_bytes, settings.http_body_timeout_s)
+    gate = mcp_gate(runtime, mcp_cap)
+    app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, gate=gate, limits=limits)
     app.runtime = runtime  # type: ignore[attr-defined]
     return app
 

@@ -46,6 +46,7 @@ def _serve(args: argparse.Namespace) -> int:
     from kumitate.app import create_app
     from kumitate.policies.auth import Authenticator, exposure_warning
     from kumitate.runtime import Runtime
+    from kumitate.transports.protocol import EdgeLimits, protocol_for
     from kumitate.workers import SERVICES_ENV, WORKERS_ENV
 
     overrides = {"host": args.host, "port": args.port, "workers": args.workers, "services": args.service}
@@ -55,6 +56,8 @@ def _serve(args: argparse.Namespace) -> int:
         print(warning, file=sys.stderr)
     # No access log: it prints raw paths, which carry export handles and chart ids. The pipeline logs
     # one line per call (route, code, duration). Proxy headers: trusted per FORWARDED_ALLOW_IPS.
+    # The HTTP protocol is uvicorn's httptools one with the edge limits (transports/protocol.py).
+    limits = EdgeLimits(settings.http_max_header_bytes, settings.http_header_timeout_s)
     options: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
@@ -63,6 +66,7 @@ def _serve(args: argparse.Namespace) -> int:
         "lifespan": "on",
         "access_log": False,
         "proxy_headers": True,
+        "http": protocol_for(limits),
     }
     if settings.workers == 1:
         from kumitate.drain import DrainingServer

@@ -13,6 +13,8 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
+from kumitate import faults
+
 PROBE_NAME = ".kumitate-health-probe"
 PROBE_BYTES = b"k" * 4096
 """One page: a disk with room for a new inode but no data block still counts as full."""
@@ -65,11 +67,17 @@ def check(path: Path) -> None:
 
 
 def startup_error(path: Path, exc: BaseException) -> str | None:
-    """The one-line message for a start-up failure caused by storage, or None if it is something else."""
+    """The one-line message for a start-up failure caused by storage, or None if it is something else.
+
+    A disk that fills during the first start (the sample import writes more than the probe) fails
+    in whichever engine was writing: SQLite, DuckDB (whose errors are not OSErrors) or the OS."""
     if isinstance(exc, DataDirError):
         return str(exc)
     if isinstance(exc, OSError) and exc.filename:
         return f"cannot start: {exc.filename}: {reason(exc)}"
     if isinstance(exc, OSError | sqlite3.Error):
         return f"cannot use the data directory {path}: {reason(exc)}"
+    failure = faults.storage_failure(exc)
+    if failure is not None:
+        return f"cannot use the data directory {path}: {faults.storage_reason(failure)}"
     return None

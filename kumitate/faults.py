@@ -65,6 +65,15 @@ def storage_failure(exc: BaseException) -> BaseException | None:
     return next((e for e in _chain(exc) if _is_storage(e)), None)
 
 
+def storage_reason(exc: BaseException) -> str:
+    """What failed, in a few words (`No space left on device`), without the path or the engine's text."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    text = str(exc).lower()
+    found = next((t for t in (*ENGINE_STORAGE_TEXT, *SQLITE_STORAGE_TEXT) if t in text), "storage failure")
+    return found[0].upper() + found[1:]
+
+
 def storage_error() -> ToolError:
     return ToolError(
         "storage is unavailable (disk full, read-only or failing); nothing more was saved; retry later",

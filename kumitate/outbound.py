@@ -4,10 +4,13 @@ Handlers that call another service (an LLM, a remote API) should not each
 re-invent timeouts and retries. `OutboundClient.request()` gives a call
 
 * a **deadline** for the whole call, retries included: every attempt gets only the
-  time that is left, a body that trickles in past the deadline is abandoned, and a
-  backoff that would overrun the deadline is not slept. Inside a tool call the
-  deadline never extends past the call's own (`CallContext.deadline`): once the
-  pipeline has answered REQUEST_TIMEOUT, a worker thread stops calling out;
+  time that is left, and a backoff that would overrun the deadline is not slept. The
+  deadline bounds each socket operation (connect, TLS, every write and every read of the
+  headers and the body: `deadline_client`), so an upstream that sends one byte just
+  before each read time-out cannot hold a call past it, as httpx's per-read time-outs
+  alone would let it. Inside a tool call the deadline never extends past the call's own
+  (`CallContext.deadline`): once the pipeline has answered REQUEST_TIMEOUT, a worker
+  thread stops calling out;
 * **retries** with exponential backoff and jitter on retryable failures only:
   timeouts, connection errors, 408, 429 and 5xx. Other 4xx answers are the
   caller's mistake and are returned at once (a retry would fail the same way).
@@ -26,13 +29,16 @@ threads) and has no dependency on any service.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
+import httpcore
 import httpx
 
 from kumitate import tracing
@@ -148,27 +154,120 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
         return None  # HTTP-date form: fall back to our own backoff
 
 
-class _DeadlineStream(httpx.SyncByteStream):
-    """A response body that gives up once the deadline has passed (or past `max_bytes`).
+_DEADLINE: ContextVar[float | None] = ContextVar("kumitate_outbound_deadline", default=None)
 
-    httpx's timeouts bound each network operation, not the whole response: an
-    upstream that sends a byte just before every read time-out would hold a call
-    for ever. Checking between chunks bounds the whole body read. A body larger than
-    `max_bytes` is abandoned as soon as it is, never read whole (kind `too_large`).
-    """
 
-    def __init__(self, inner: httpx.SyncByteStream, deadline: float, max_bytes: int | None = None) -> None:
+@contextlib.contextmanager
+def total_deadline(seconds: float) -> Iterator[float]:
+    """Every fetch through a `deadline_client` inside this block ends by `seconds` from now (or by
+    the tool call's own deadline, or an enclosing block's, whichever comes first): its monotonic value."""
+    deadline = time.monotonic() + seconds
+    for other in (_DEADLINE.get(), _call_deadline()):
+        if other is not None:
+            deadline = min(deadline, other)
+    token = _DEADLINE.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _DEADLINE.reset(token)
+
+
+def _call_deadline() -> float | None:
+    call = current_call()
+    return call.deadline if call is not None else None
+
+
+def _left(timeout: float | None, exc: type[Exception]) -> float | None:
+    """The socket time-out for one operation: httpx's, cut to what is left of the deadline."""
+    deadline = _DEADLINE.get()
+    if deadline is None:
+        return timeout
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise exc("the deadline of the whole request has passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write ends by the current fetch's deadline. Pooled
+    connections outlive a fetch: the deadline is read per operation, so it is always the
+    fetch that uses the connection now."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
         self._inner = inner
-        self._deadline = deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _left(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+        return _DeadlineStream(
+            self._inner.start_tls(ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout))
+        )
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self) -> None:
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        timeout = _left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_tcp(host, port, timeout, local_address, socket_options))
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        timeout = _left(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._inner.connect_unix_socket(path, timeout, socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _DeadlineTransport(httpx.HTTPTransport):
+    """httpx's transport over a connection pool built on `_DeadlineBackend`. httpx takes no
+    network backend, so the pool it built is replaced: `_pool` is the one attribute of httpx's
+    this relies on (tests/outbound/test_total_deadline.py fails if that ever changes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), network_backend=_DeadlineBackend())
+
+
+def deadline_client(**options: Any) -> httpx.Client:
+    """An httpx.Client whose fetches end by the `total_deadline` they run in (headers and body
+    included), besides httpx's own per-operation `timeout`. Proxies from the environment are not
+    used (a proxy's connections would not carry the deadline)."""
+    return httpx.Client(transport=_DeadlineTransport(), trust_env=False, **options)
+
+
+class _SizeLimitedStream(httpx.SyncByteStream):
+    """A response body abandoned as soon as it is larger than `max_bytes` (kind `too_large`), never read whole."""
+
+    def __init__(self, inner: httpx.SyncByteStream, max_bytes: int) -> None:
+        self._inner = inner
         self._max_bytes = max_bytes
 
     def __iter__(self) -> Iterator[bytes]:
         received = 0
         for chunk in self._inner:
-            if time.monotonic() >= self._deadline:
-                raise httpx.ReadTimeout("the response body did not arrive within the deadline")
             received += len(chunk)
-            if self._max_bytes is not None and received > self._max_bytes:
+            if received > self._max_bytes:
                 raise OutboundError("too_large", f"the response body is larger than {self._max_bytes} bytes")
             yield chunk
 
@@ -195,7 +294,7 @@ class OutboundClient:
         self.default_deadline_s = default_deadline_s
         self._rng = rng or random.Random()
         self._sleep = sleep
-        self._http = httpx.Client(base_url=base_url, headers=dict(headers or {}), follow_redirects=False)
+        self._http = deadline_client(base_url=base_url, headers=dict(headers or {}), follow_redirects=False)
         track_breaker(self._http.base_url.netloc.decode("ascii", "replace") or base_url, self.breaker)
 
     def close(self) -> None:
@@ -226,10 +325,18 @@ class OutboundClient:
         when retryable failures outlast the retry budget, or (kind `client_error`)
         on a 4xx other than 408/429.
         """
-        deadline = time.monotonic() + (self.default_deadline_s if deadline_s is None else deadline_s)
-        call = current_call()
-        if call is not None and call.deadline is not None:
-            deadline = min(deadline, call.deadline)
+        with total_deadline(self.default_deadline_s if deadline_s is None else deadline_s) as deadline:
+            return self._request(method, path, json, headers, deadline, max_bytes)
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        json: Any,
+        headers: Mapping[str, str] | None,
+        deadline: float,
+        max_bytes: int | None,
+    ) -> httpx.Response:
         attempt = 0
         last: OutboundError | None = None
         while attempt < self.retry.attempts:
@@ -244,7 +351,7 @@ class OutboundClient:
             attempt += 1
             wait_hint: float | None = None
             try:
-                response = self._send(method, path, json, headers, remaining, deadline, max_bytes)
+                response = self._send(method, path, json, headers, remaining, max_bytes)
             except httpx.TimeoutException as exc:
                 self.breaker.record_failure()
                 last = OutboundError(
@@ -304,10 +411,9 @@ class OutboundClient:
         json: Any,
         headers: Mapping[str, str] | None,
         remaining: float,
-        deadline: float,
         max_bytes: int | None = None,
     ) -> httpx.Response:
-        """One attempt: send, then read the whole body under the deadline (and the size limit)."""
+        """One attempt: send, then read the whole body (under the size limit); the deadline bounds every socket operation."""
         with tracing.outbound(method, self._http.base_url.host) as span:
             request = self._http.build_request(
                 method, path, json=json, headers=tracing.inject(dict(headers or {})), timeout=httpx.Timeout(remaining)
@@ -316,8 +422,9 @@ class OutboundClient:
             if span is not None:
                 span.set_attribute("http.response.status_code", response.status_code)
             try:
-                assert isinstance(response.stream, httpx.SyncByteStream)  # a sync client's response
-                response.stream = _DeadlineStream(response.stream, deadline, max_bytes)
+                if max_bytes is not None:
+                    assert isinstance(response.stream, httpx.SyncByteStream)  # a sync client's response
+                    response.stream = _SizeLimitedStream(response.stream, max_bytes)
                 response.read()
             finally:
                 response.close()

@@ -65,18 +65,23 @@ class Runtime:
         # Storage first: a database on the wrong schema stops start-up before any service loads its data.
         self.stores = Stores.open(settings)
         handlers: dict[str, Any] = {}
-        for name, svc in self.services.items():
-            try:
-                setup = ServiceSetup(name, settings, self.stores.database, self.stores.cache)
-                handlers[name] = svc.create_handlers(setup)
-            except ModuleNotFoundError as exc:
-                if (exc.name and exc.name.startswith(f"handlers.{name}")) or exc.name == "handlers":
-                    tools = ", ".join(t.name for t in svc.tools)
-                    raise MissingHandlerError(
-                        f"service {name!r}: no module handlers/{name}; it must implement {tools}"
-                    ) from exc
-                raise
-            _check_handlers(svc, handlers[name])
+        try:
+            for name, svc in self.services.items():
+                try:
+                    setup = ServiceSetup(name, settings, self.stores.database, self.stores.cache)
+                    handlers[name] = svc.create_handlers(setup)
+                except ModuleNotFoundError as exc:
+                    if (exc.name and exc.name.startswith(f"handlers.{name}")) or exc.name == "handlers":
+                        tools = ", ".join(t.name for t in svc.tools)
+                        raise MissingHandlerError(
+                            f"service {name!r}: no module handlers/{name}; it must implement {tools}"
+                        ) from exc
+                    raise
+                _check_handlers(svc, handlers[name])
+        except BaseException:  # a failed start-up (a full disk mid-import) closes what it had opened
+            _close_handlers(handlers)
+            self.stores.close()
+            raise
         self.handlers = handlers
         redis = self.stores.redis
         limiter = RedisRateLimiter(redis) if redis is not None else RateLimiter()
@@ -116,7 +121,11 @@ class Runtime:
         if self.policies.idempotency is not None:
             self.policies.idempotency.close()
         self.stores.close()
-        for handler in self.handlers.values():
-            close = getattr(handler, "close", None)
-            if callable(close):
-                close()
+        _close_handlers(self.handlers)
+
+
+def _close_handlers(handlers: dict[str, Any]) -> None:
+    for handler in handlers.values():
+        close = getattr(handler, "close", None)
+        if callable(close):
+            close()

@@ -192,7 +192,12 @@ class Settings(DeploySettings):
     oauth_jwks_min_refresh_s: float = var(
         "KUMITATE_OAUTH_JWKS_MIN_REFRESH_S", 10.0, "minimum seconds between JWK-set fetches", ge=0
     )
-    oauth_http_timeout_s: float = var("KUMITATE_OAUTH_HTTP_TIMEOUT_S", 5.0, "JWK-set fetch time-out", ge=0)
+    oauth_http_timeout_s: float = var(
+        "KUMITATE_OAUTH_HTTP_TIMEOUT_S",
+        5.0,
+        "total time-out of one key refresh (metadata and JWK set, whole answers)",
+        ge=0,
+    )
     max_timeout_ms: int | None = var("KUMITATE_MAX_TIMEOUT_MS", None, "operator cap on every tool's deadline", gt=0)
     worker_threads: int = var("KUMITATE_WORKER_THREADS", 40, "threads for sync handlers", ge=1)
     drain_delay_s: float = var(
@@ -222,6 +227,38 @@ class Settings(DeploySettings):
         "request-body cap, enforced while the body streams in (a tool's `max_request_bytes` sets its own)",
         "16 MiB",
         ge=1,
+    )
+    http_max_header_bytes: int = var(
+        "KUMITATE_HTTP_MAX_HEADER_BYTES",
+        32768,
+        "request line plus headers, in bytes; more is refused 431 before it is buffered",
+        "32 KiB",
+        ge=1024,
+    )
+    http_max_headers: int = var("KUMITATE_HTTP_MAX_HEADERS", 100, "header fields per request; more is 431", ge=8)
+    http_header_timeout_s: float = var(
+        "KUMITATE_HTTP_HEADER_TIMEOUT_S",
+        10.0,
+        "seconds a connection may take to send a request's headers (slowloris); then 408 and closed",
+        gt=0,
+    )
+    http_body_timeout_s: float = var(
+        "KUMITATE_HTTP_BODY_TIMEOUT_S",
+        60.0,
+        "seconds a request body may take to arrive once the server reads it; then 408 and closed",
+        gt=0,
+    )
+    mcp_max_sessions: int = var(
+        "KUMITATE_MCP_MAX_SESSIONS",
+        500,
+        "open MCP streamable-HTTP sessions per endpoint; one more is refused 503 with Retry-After",
+        ge=1,
+    )
+    mcp_session_idle_s: float = var(
+        "KUMITATE_MCP_SESSION_IDLE_S",
+        600.0,
+        "an MCP session with no request in flight for this long is closed (its id then answers 404)",
+        gt=0,
     )
     metrics_token: SecretStr | None = var(
         "KUMITATE_METRICS_TOKEN", None, "serve `/metrics` behind this bearer token", "off"
@@ -264,24 +301,11 @@ class Settings(DeploySettings):
 
     public_base_url: str = Field("", exclude=True)
     """Base of URLs in results: KUMITATE_PUBLIC_URL, else the address served (per request, the
-    address the caller used wins: `base_url_of`)."""
+    address the caller used wins: `kumitate.transports.origin.base_url_of`)."""
 
     def load_project(self) -> Project:
         """KUMITATE_PROJECT, else the project around the working directory, else this checkout."""
         return Project.at(self.project) if self.project else Project.discover(env={})
-
-    @staticmethod
-    def base_url_of(scope: Mapping[str, Any]) -> str | None:
-        """`scheme://host` of an ASGI HTTP request, as the caller addressed it: the Host header
-        (a proxy must pass it on) and the scheme, which uvicorn takes from X-Forwarded-Proto
-        when the proxy is trusted (FORWARDED_ALLOW_IPS)."""
-        if scope.get("type") != "http":
-            return None
-        host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), None)
-        if not host and scope.get("server"):
-            server_host, server_port = scope["server"]
-            host = f"{server_host}:{server_port}"
-        return f"{scope.get('scheme', 'http')}://{host}" if host else None
 
     def service_dir(self, service: str) -> Path:
         """A per-service state directory, created on demand."""

@@ -287,6 +287,17 @@ def build_database(out: Path, scale: float = 1.0, seed: int = 42) -> dict[str, i
     for stale in (tmp, tmp.with_name(tmp.name + ".wal")):
         stale.unlink(missing_ok=True)
     frames = generate_frames(scale, seed)
+    try:
+        counts = _write(tmp, frames)
+    except BaseException:
+        for partial in (tmp, tmp.with_name(tmp.name + ".wal")):  # a full disk must not keep a half database
+            partial.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, out)
+    return counts
+
+
+def _write(tmp: Path, frames: dict[str, pd.DataFrame]) -> dict[str, int]:
     con = duckdb.connect(str(tmp))
     try:
         con.register("ts_df", frames["ts"])
@@ -303,7 +314,6 @@ def build_database(out: Path, scale: float = 1.0, seed: int = 42) -> dict[str, i
         con.execute("CHECKPOINT")
     finally:
         con.close()
-    os.replace(tmp, out)
     return counts
 
 

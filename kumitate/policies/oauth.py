@@ -10,7 +10,9 @@ vendor's habit. Signatures are checked by PyJWT; only asymmetric algorithms are 
 Keys are cached. A token whose `kid` is not in the cache refreshes it, at most once per
 KUMITATE_OAUTH_JWKS_MIN_REFRESH_S (default 10 s), so a stream of forged kids cannot turn the
 server into a load generator against the identity provider; a rotation is picked up on the
-first token signed with the new key. Fetching runs in a worker thread (`prepare`, awaited
+first token signed with the new key. One refresh (metadata discovery and the key set, headers
+and bodies) ends within KUMITATE_OAUTH_HTTP_TIMEOUT_S in total, however slowly the provider
+trickles its answer (kumitate.outbound.deadline_client). Fetching runs in a worker thread (`prepare`, awaited
 before admission), never on the event loop; `verify` itself only reads the cache.
 """
 
@@ -28,6 +30,7 @@ import jwt
 
 from kumitate import calllog
 from kumitate.context import Principal
+from kumitate.outbound import deadline_client, total_deadline
 from kumitate.settings import Settings
 
 ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
@@ -101,7 +104,7 @@ class KeySet:
             self._fetched_at = self._clock()
             self._fetching = True
             try:
-                with httpx.Client(timeout=self.timeout_s, follow_redirects=False) as http:
+                with total_deadline(self.timeout_s), deadline_client(timeout=self.timeout_s) as http:
                     url = self.jwks_url or self._discover(http)
                     response = http.get(url)
                     response.raise_for_status()

@@ -24,29 +24,19 @@ from kumitate.errors import ToolError
 from kumitate.intake import JsonBody
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
-from kumitate.settings import Settings
 from kumitate.transports import forms
+from kumitate.transports.asgi import code_for_status
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
+from kumitate.transports.origin import base_url_of
 
 IDS_KEY = "kumitate_ids"
 CLIENT_CLOSED_REQUEST = 499
 """The status logged for a call whose client disconnected (nginx's convention); never sent."""
-STATUS_CODES = {
-    400: "BAD_REQUEST",
-    401: "UNAUTHORIZED",
-    403: "FORBIDDEN",
-    404: "NOT_FOUND",
-    405: "METHOD_NOT_ALLOWED",
-    406: "NOT_ACCEPTABLE",
-    408: "REQUEST_TIMEOUT",
-    409: "CONFLICT",
-    413: "PAYLOAD_TOO_LARGE",
-    415: "UNSUPPORTED_MEDIA_TYPE",
-    422: "VALIDATION_ERROR",
-    429: "RATE_LIMITED",
-    503: "SERVICE_UNAVAILABLE",
-}
 _ENCODER = msgspec.json.Encoder()
+MULTIPART_PART_LIMIT = 1000
+"""Litestar's `multipart_form_part_limit` (the app keeps the default)."""
+MULTIPART_LIMIT_DETAIL = "Request Entity Too Large"
+"""What Litestar 2 says, as a 400, when a form passes the multipart parser's limits (its 3.0 makes it 413)."""
 
 
 def request_ids(request: Request[Any, Any, Any]) -> tuple[str, str]:
@@ -68,7 +58,7 @@ def call_request(request: Request[Any, Any, Any]) -> CallRequest:
         client=client,
         authorization=request.headers.get("authorization"),
         idempotency_key=request.headers.get("idempotency-key"),
-        base_url=Settings.base_url_of(request.scope),
+        base_url=base_url_of(request.scope),
     )
 
 
@@ -91,7 +81,12 @@ def route_template(request: Request[Any, Any, Any]) -> str:
 
 def http_error(runtime: Runtime, exc: HTTPException) -> ToolError:
     """Litestar's own HTTP errors (413 body too large, 405, a malformed form) as catalogued ToolErrors."""
-    code = STATUS_CODES.get(exc.status_code, "INTERNAL" if exc.status_code >= 500 else "BAD_REQUEST")
+    if exc.status_code == 400 and exc.detail == MULTIPART_LIMIT_DETAIL:
+        return ToolError(
+            f"the form has more than {MULTIPART_PART_LIMIT} parts, or a part the parser will not hold; send fewer fields",
+            code="PAYLOAD_TOO_LARGE",
+        )
+    code = code_for_status(exc.status_code)
     detail = exc.detail if isinstance(exc.detail, str) and exc.detail else runtime.pipeline.catalogue[code].title
     return ToolError(detail, code=code)
 

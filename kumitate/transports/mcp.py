@@ -32,10 +32,10 @@ from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.runtime import Runtime
-from kumitate.settings import Settings
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
 from kumitate.transports.mcp_completions import complete_params as complete_params  # used by generated bindings
 from kumitate.transports.mcp_elicit import InputRequired, asker
+from kumitate.transports.origin import base_url_of
 from kumitate.transports.progress import Send, relaying
 
 ANNOTATION_FIELDS = {
@@ -62,7 +62,7 @@ def current_request(idempotency_key: str | None = None) -> CallRequest:
     fallback = None
     base_url = None
     if rc is not None and rc.request is not None:
-        base_url = Settings.base_url_of(rc.request.scope)
+        base_url = base_url_of(rc.request.scope)
         headers = {k.lower(): v for k, v in rc.request.headers.items()}
         state = rc.request.scope.get("state") or {}
         fallback = state.get("kumitate_ids") or correlation.from_headers(headers)
@@ -323,16 +323,20 @@ def build_server(runtime: Runtime, services: list[str] | None = None, toolset: s
     return server
 
 
-def set_request_body_cap(app: Any, cap: int) -> None:
-    """Give MCP over streamable HTTP the same request cap as the HTTP routes.
+def configure_sessions(app: Any, body_cap: int, max_sessions: int) -> None:
+    """Give MCP over streamable HTTP the HTTP routes' request cap, and the session cap.
 
     The SDK's session manager refuses bodies over 4 MiB (a 100k-record summarize_stays call is
-    ~13 MB), and fastmcp builds it in the app's lifespan without a way to pass the size, so
-    it is set here once the lifespan has started. The SDK enforces it as the body streams in."""
+    ~13 MB) and admits 10,000 sessions (~40 KB each, per endpoint); fastmcp builds it in the
+    app's lifespan without a way to pass either, so both are set here once the lifespan has
+    started. The SDK enforces the body cap as the body streams in, and answers a new session
+    past `max_sessions` with 503 (asgi.catalogue_errors puts it in the catalogue's envelope).
+    Idle sessions are closed by the SDK after the `session_idle_timeout` given to `http_app`."""
     from mcp.server.transport_security import RequestBodyLimitMiddleware
 
     for route in getattr(app, "routes", []):
         manager = getattr(getattr(route, "endpoint", None), "session_manager", None)
         if manager is not None:
-            manager.max_request_body_size = cap
-            manager.asgi_app = RequestBodyLimitMiddleware(manager._handle_request, cap)
+            manager.max_sessions = max_sessions
+            manager.max_request_body_size = body_cap
+            manager.asgi_app = RequestBodyLimitMiddleware(manager._handle_request, body_cap)

@@ -20,9 +20,9 @@ from kumitate.pipeline import CallRequest
 from kumitate.policies import discovery
 from kumitate.policies.auth import ALL_SCOPES
 from kumitate.runtime import Runtime
-from kumitate.settings import Settings
 from kumitate.transports.asgi import IDS_KEY, Gate, Receive, Refusal, Scope
 from kumitate.transports.mcp_scopes import ScopeMap, read_body
+from kumitate.transports.origin import base_url_of
 
 
 def _scopes(runtime: Runtime) -> set[str]:
@@ -40,7 +40,7 @@ def discovery_routes(runtime: Runtime) -> list[Any]:
     issuer = oauth.settings.issuer
 
     def metadata(request: Request[Any, Any, Any], path: str) -> Response[dict[str, Any]]:
-        base = runtime.policies.public_url or Settings.base_url_of(request.scope) or ""
+        base = runtime.policies.public_url or base_url_of(request.scope) or ""
         return Response(
             discovery.document(base, path, issuer, scopes),
             headers={"Cache-Control": "public, max-age=3600"},
@@ -82,7 +82,7 @@ def mcp_gate(runtime: Runtime, body_cap: int) -> Gate | None:
             ids=(scope.get("state") or {}).get(IDS_KEY) or correlation.from_headers(headers),
             client=client[0] if client else None,
             authorization=headers.get("authorization"),
-            base_url=Settings.base_url_of(scope),
+            base_url=base_url_of(scope),
         )
         outcome = await runtime.pipeline.admit_connection(request)
         if outcome is None and scope["method"] == "POST":

@@ -5,15 +5,20 @@ a cross-site request keeps our Host but carries `Origin: https://evil.example`. 
 refused before routing and before any body is read, on every route of both transports
 (the MCP specification requires streamable-HTTP servers to validate `Origin`).
 
-A Host is served when it is loopback, the address the connection actually arrived at
+A Host header must be one `host[:port]` (no userinfo, path or second Host header) and an
+Origin header must come once: the check and every URL built from the request (export links,
+`resource_metadata`, the protected-resource document) read the same, validated value
+(`request_host`, `base_url_of`). A Host is served when it is loopback, the address the connection actually arrived at
 (an IP literal cannot be rebound), the public URL's host, or listed in
 KUMITATE_ALLOWED_HOSTS. An Origin is accepted when absent (curl, SDKs and MCP clients send
-none), same-origin with an accepted Host (the docs UI), or listed in KUMITATE_ALLOWED_ORIGINS.
+none), same-origin with an accepted Host (the docs UI: same scheme, host and port), or listed in KUMITATE_ALLOWED_ORIGINS.
 A browser write that is cross-site but carries no Origin is refused as well.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +30,65 @@ LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 ANY = "*"
+_AUTHORITY = re.compile(
+    r"(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9.])?)(?::(?P<port>[0-9]{1,5}))?"
+)
+"""RFC 9110 `Host = uri-host [ ":" port ]`, with a reg-name limited to what DNS names use."""
+
+
+class BadHost(ValueError):
+    """A Host header that is not one `host[:port]`; the message is safe to send back."""
+
+
+def valid_authority(value: str) -> str | None:
+    """`value` as `host[:port]` (lower case) if it is one, else None (userinfo, a path, a bad port)."""
+    match = _AUTHORITY.fullmatch(value.strip())
+    if match is None:
+        return None
+    host, port = match["host"].lower(), match["port"]
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return None
+    if port is not None and int(port) > 65535:
+        return None
+    return host if port is None else f"{host}:{int(port)}"
+
+
+def _values(scope: Mapping[str, Any], name: bytes) -> list[str]:
+    return [v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == name]
+
+
+def request_host(scope: Mapping[str, Any]) -> str | None:
+    """The request's Host as `host[:port]`, None when it sent none; BadHost when it sent several
+    or one that is not a host (`localhost:P@evil.example`). The one value both the Host check and
+    URL building read, so they can never disagree."""
+    values = _values(scope, b"host")
+    if not values:
+        return None
+    if len(values) > 1:
+        raise BadHost("the request has more than one Host header")
+    authority = valid_authority(values[0])
+    if authority is None:
+        raise BadHost(f"Host {values[0][:100]!r} is not a valid host[:port]")
+    return authority
+
+
+def base_url_of(scope: Mapping[str, Any]) -> str | None:
+    """`scheme://host[:port]` of an ASGI HTTP request, as the caller addressed it: its validated
+    Host header (a proxy must pass it on), else the address the connection arrived at, and the
+    scheme, which uvicorn takes from X-Forwarded-Proto when the proxy is trusted (FORWARDED_ALLOW_IPS)."""
+    if scope.get("type") != "http":
+        return None
+    try:
+        host = request_host(scope)
+    except BadHost:  # refused by the outer layer before any URL is built; never echoed
+        host = None
+    if not host and scope.get("server"):
+        server_host, server_port = scope["server"]
+        host = f"{server_host}:{server_port}"
+    return f"{scope.get('scheme', 'http')}://{host}" if host else None
 
 
 def hostname(authority: str) -> str:
@@ -96,17 +160,25 @@ class OriginPolicy:
         return sorted(o for o in self.origins if o != ANY) if ANY not in self.origins else [ANY]
 
     def refusal(self, scope: MutableMapping[str, Any], headers: Mapping[str, str]) -> str | None:
-        """Why this request must not be served, or None when it may be."""
+        """Why this request must not be served, or None when it may be. `headers` are the request's
+        (lower-case names); a Host or Origin sent twice in `scope` is refused, so either copy is it."""
+        if len(_values(scope, b"host")) > 1 or len(_values(scope, b"origin")) > 1:
+            return "a request may carry one Host and one Origin header, not several"
         host_header = headers.get("host")
-        if host_header is not None and not self._host_allowed(hostname(host_header), scope):
-            return f"Host {host_header[:100]!r} is not served here; list it in KUMITATE_ALLOWED_HOSTS to allow it"
+        if host_header is not None:
+            authority = valid_authority(host_header)
+            if authority is None:
+                return f"Host {host_header[:100]!r} is not a valid host[:port]"
+            if not self._host_allowed(hostname(authority), scope):
+                return f"Host {host_header[:100]!r} is not served here; list it in KUMITATE_ALLOWED_HOSTS to allow it"
+            host_header = authority
         origin = headers.get("origin")
         if origin is None:
             cross_site = headers.get("sec-fetch-site") in ("cross-site", "same-site")
             if cross_site and scope.get("method", "GET").upper() not in SAFE_METHODS:
                 return "a cross-site browser request may not write here"
             return None
-        if self._origin_allowed(origin, host_header):
+        if self._origin_allowed(origin, host_header, str(scope.get("scheme") or "http")):
             return None
         return f"Origin {origin[:100]!r} may not call this server; list it in KUMITATE_ALLOWED_ORIGINS to allow it"
 
@@ -116,15 +188,12 @@ class OriginPolicy:
         server = scope.get("server")
         return server is not None and host == str(server[0]).lower()
 
-    def _origin_allowed(self, origin: str, host_header: str | None) -> bool:
+    def _origin_allowed(self, origin: str, host: str | None, scheme: str) -> bool:
+        """Listed, or same-origin: the page's scheme, host and port are the request's own
+        (`https://h:P` calling `http://h:P` is another origin)."""
         normal = normalise_origin(origin)
         if normal is None:  # "null" (sandboxed frames, file://) and anything malformed
             return False
         if ANY in self.origins or normal in self.origins:
             return True
-        if host_header is None:
-            return False
-        netloc = normal.split("://", 1)[1]
-        scheme = normal.split("://", 1)[0]
-        request_origin = normalise_origin(f"{scheme}://{host_header.strip()}")
-        return request_origin is not None and request_origin.split("://", 1)[1] == netloc
+        return host is not None and normal == normalise_origin(f"{scheme}://{host}")

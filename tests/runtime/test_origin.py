@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from kumitate.transports.origin import OriginPolicy, hostname, normalise_origin
+from kumitate.transports.origin import (
+    BadHost,
+    OriginPolicy,
+    base_url_of,
+    hostname,
+    normalise_origin,
+    request_host,
+    valid_authority,
+)
 
 SCOPE: dict[str, Any] = {"type": "http", "method": "POST", "server": ("127.0.0.1", 8000)}
 
@@ -79,3 +87,61 @@ def test_the_bound_host_is_served_but_gets_no_cors() -> None:
     policy = OriginPolicy.from_env({}, bound_host="myhost.lan")
     assert policy.refusal(SCOPE, {"host": "myhost.lan:8000"}) is None
     assert policy.cors_origins == []
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("LocalHost:8000", "localhost:8000"),
+        ("[::1]:8000", "[::1]:8000"),
+        ("tools.example.org", "tools.example.org"),
+        ("localhost:8000@evil.example", None),
+        ("user@localhost", None),
+        ("localhost/path", None),
+        ("localhost:99999", None),
+        ("localhost:", None),
+        ("[nothex]:80", None),
+        ("a b", None),
+        ("", None),
+    ],
+)
+def test_valid_authority(value: str, expected: str | None) -> None:
+    assert valid_authority(value) == expected
+
+
+def raw_scope(*headers: tuple[str, str], scheme: str = "http") -> dict[str, Any]:
+    return {**SCOPE, "scheme": scheme, "headers": [(k.encode(), v.encode()) for k, v in headers]}
+
+
+def test_userinfo_in_host_is_refused_and_never_becomes_a_url() -> None:
+    """Seen: `Host: localhost:P@evil.example` passed and the export URL pointed at evil.example."""
+    policy = OriginPolicy.from_env({})
+    scope = raw_scope(("host", "localhost:8000@evil.example"))
+    assert policy.refusal(scope, {"host": "localhost:8000@evil.example"}) is not None
+    with pytest.raises(BadHost):
+        request_host(scope)
+    assert base_url_of(scope) == "http://127.0.0.1:8000"  # the connection's own address, never evil.example
+
+
+def test_duplicate_host_or_origin_is_refused() -> None:
+    """Seen: the check read the last Host while URLs used the first."""
+    policy = OriginPolicy.from_env({})
+    two_hosts = raw_scope(("host", "evil.example"), ("host", "localhost:8000"))
+    assert policy.refusal(two_hosts, {"host": "localhost:8000"}) is not None
+    with pytest.raises(BadHost):
+        request_host(two_hosts)
+    two_origins = raw_scope(
+        ("host", "localhost:8000"), ("origin", "https://evil.example"), ("origin", "http://localhost:8000")
+    )
+    assert policy.refusal(two_origins, {"host": "localhost:8000", "origin": "http://localhost:8000"}) is not None
+    one = raw_scope(("host", "localhost:8000"), ("origin", "http://localhost:8000"))
+    assert policy.refusal(one, {"host": "localhost:8000", "origin": "http://localhost:8000"}) is None
+    assert base_url_of(one) == "http://localhost:8000"
+
+
+def test_same_origin_compares_the_scheme() -> None:
+    """Seen: an https Origin for the same host and port counted as same-origin on an http server."""
+    policy = OriginPolicy.from_env({})
+    headers = {"host": "localhost:8000", "origin": "https://localhost:8000"}
+    assert policy.refusal(raw_scope(*headers.items()), headers) is not None
+    assert policy.refusal(raw_scope(*headers.items(), scheme="https"), headers) is None
