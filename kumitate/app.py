@@ -19,7 +19,7 @@ from litestar.exceptions import HTTPException
 from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
-from kumitate import calllog, faults, health
+from kumitate import calllog
 from kumitate.errors import ToolError
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
@@ -27,7 +27,7 @@ from kumitate.transports.asgi import KumitateASGI
 from kumitate.transports.http import error_response
 from kumitate.transports.mcp import build_server, set_request_body_cap
 from kumitate.transports.oauth import discovery_routes, mcp_gate
-from kumitate.transports.ops import metrics_routes
+from kumitate.transports.ops import health_routes, metrics_routes
 from kumitate.transports.origin import OriginPolicy
 from kumitate.workers import mcp_stateless
 
@@ -63,24 +63,7 @@ def _meta_routes(runtime: Runtime) -> list[Any]:
     def versions() -> dict[str, Any]:
         return {"services": runtime.versions()}
 
-    @get("/healthz", include_in_schema=False, sync_to_thread=True)
-    def healthz() -> dict[str, Any]:
-        """Liveness: 200 while the process serves; the data directory's state is reported, not judged."""
-        storage = health.report(runtime, ("data_dir",))["data_dir"]
-        return {"ok": True, "services": sorted(runtime.services), "storage": storage}
-
-    @get("/readyz", include_in_schema=False, sync_to_thread=True)
-    def readyz() -> Response[dict[str, Any]]:
-        """Readiness: 503 (Retry-After) while the data directory, the database or Redis is failing."""
-        checks = health.report(runtime)
-        ready = all(c["ok"] for c in checks.values())
-        body = {"ok": ready, "services": sorted(runtime.services), "checks": checks}
-        if ready:
-            return Response(body)
-        retry = str(faults.STORAGE_RETRY_AFTER_MS // 1000)
-        return Response(body, status_code=503, headers={"Retry-After": retry})
-
-    return [versions, healthz, readyz]
+    return [versions, *health_routes(runtime)]
 
 
 def create_app(settings: Settings | None = None, services: list[str] | None = None) -> KumitateASGI:
@@ -116,9 +99,11 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
                 await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
                 set_request_body_cap(mcp_app, mcp_cap)
             calllog.log_info("mcp_endpoints_started", endpoints=1 + len(mcp_services), stateless=stateless)
+            await runtime.health.start()
             try:
                 yield
             finally:
+                await runtime.health.stop()
                 runtime.close()
 
     def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
