@@ -26,7 +26,7 @@ INTERVAL_S = 0.25
 class LoopWatch:
     def __init__(self, threshold_s: float) -> None:
         self.threshold_s = threshold_s
-        self.memory_s = max(10.0, 3 * threshold_s)
+        self.memory_s = 3 * threshold_s
         self._beat = time.monotonic()
         self._last_stall: tuple[float, float] | None = None
         """(seconds stalled, when it ended) of the latest stall past the threshold."""
