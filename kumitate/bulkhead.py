@@ -15,11 +15,12 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.threads import started_pool
 
 RETRY_AFTER_MS = 2000
 
@@ -29,7 +30,7 @@ class Bulkhead:
         self.service = service
         self.limit = limit
         self.wait_s = wait_s
-        self._threads = ThreadPoolExecutor(limit, thread_name_prefix=f"kumitate-{service}")
+        self._threads = started_pool(limit, f"kumitate-{service}")
         self._slots: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.running = 0

@@ -21,6 +21,7 @@ import time
 from kumitate.calllog import log_event
 
 INTERVAL_S = 0.25
+WHERE_FRAMES = 6
 
 
 class LoopWatch:
@@ -84,8 +85,11 @@ class LoopWatch:
                 log_event("event_loop_recovered")
 
     def _where(self) -> str:
-        """file:line (function) the loop thread is running: what blocks it (no values, only code)."""
+        """The innermost frames the loop thread is running (file:line function, innermost first): what
+        blocks it (code only, no values)."""
         frame = sys._current_frames().get(self._loop_thread or -1)
-        if frame is None:
-            return "unknown"
-        return f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
+        found: list[str] = []
+        while frame is not None and len(found) < WHERE_FRAMES:
+            found.append(f"{frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}")
+            frame = frame.f_back
+        return " < ".join(found) or "unknown"

@@ -21,6 +21,7 @@ from kumitate.errors import ToolError
 from kumitate.faults import STORAGE_RETRY_AFTER_MS
 from kumitate.storage import bounds, migrate
 from kumitate.storage import engine as engines
+from kumitate.threads import started_pool
 
 T = TypeVar("T")
 CUT_MARGIN_S = 0.5
@@ -45,7 +46,8 @@ class Database:
         """KUMITATE_COMMIT_GRACE_MS: how long past its bound a connection may still finish a commit."""
         self.slots = engines.slots(engine)
         self._free = threading.BoundedSemaphore(self.slots)
-        self._threads = ThreadPoolExecutor(self.slots, thread_name_prefix="kumitate-storage")
+        self._threads: ThreadPoolExecutor | None = None
+        self._threads_lock = threading.Lock()
 
     @property
     def dialect(self) -> str:
@@ -105,7 +107,14 @@ class Database:
         """Run blocking storage code off the event loop, on the storage layer's own threads (never
         asyncio's default pool, which DNS look-ups share); the current call's context goes along."""
         call = partial(contextvars.copy_context().run, fn, *args)
-        return await asyncio.get_running_loop().run_in_executor(self._threads, call)
+        return await asyncio.get_running_loop().run_in_executor(self._pool(), call)
+
+    def _pool(self) -> ThreadPoolExecutor:
+        """Started on first use (most scripts never need it), every thread at once (kumitate.threads)."""
+        with self._threads_lock:
+            if self._threads is None:
+                self._threads = started_pool(self.slots, "kumitate-storage")
+            return self._threads
 
     @contextmanager
     def within(self, seconds: float) -> Iterator[None]:
@@ -120,7 +129,8 @@ class Database:
         return dialect_insert(table).values(**values).on_conflict_do_nothing()
 
     def close(self) -> None:
-        self._threads.shutdown(wait=False, cancel_futures=True)
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
         self.engine.dispose()
 
 

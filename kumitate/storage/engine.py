@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
@@ -17,6 +18,7 @@ MAX_OVERFLOW = {"postgresql": 20, "sqlite": 10}
 CONNECT_TIMEOUT_S = 5
 """libpq's connect_timeout (a call's remaining deadline lowers it, to libpq's floor of 2 s): a
 server that accepts the TCP connection but never answers (frozen) is given up on."""
+WAIT_INTERVAL_S = 1.0
 KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
 """TCP keepalives: a server host or network path that went away is noticed on an idle pooled
 connection within about 25 s, not the kernel's two hours. A URL's own values win."""
@@ -56,7 +58,7 @@ def _postgres(url: str) -> Engine:
     )
 
     @event.listens_for(engine, "do_connect")
-    def _connect_args(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+    def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
         for key, value in KEEPALIVES.items():
             cparams.setdefault(key, value)
         timeout = float(cparams.get("connect_timeout") or CONNECT_TIMEOUT_S)
@@ -64,8 +66,18 @@ def _postgres(url: str) -> Engine:
         if bound is not None:
             timeout = min(timeout, bound.remaining_s())
         cparams["connect_timeout"] = max(2, math.ceil(timeout))
+        return _QuietConnection.connect(*cargs, **cparams)
 
     return engine
+
+
+class _QuietConnection(psycopg.Connection[Any]):
+    """psycopg wakes a thread blocked on the server every 0.1 s to look for Ctrl-C, which only the main
+    thread ever receives; with many threads held by a hung server those wake-ups take the GIL from the
+    event loop ten times a second each. Once a second is enough for the main thread."""
+
+    def wait(self, gen: Any, interval: float = WAIT_INTERVAL_S, timeout: float | None = None) -> Any:
+        return super().wait(gen, interval, timeout)
 
 
 def _sqlite(url: str, busy_timeout_ms: int) -> Engine:
