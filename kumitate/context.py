@@ -77,8 +77,8 @@ class CallContext:
     deadline: float | None = None
     """time.monotonic() after which the caller is told REQUEST_TIMEOUT."""
     blocked_on: str | None = None
-    """What the call waits on right now, when the runtime knows: "storage" (a database connection,
-    statement or commit) or "worker" (a thread of its service). At the deadline the answer names it:
+    """What the call waits on right now, when the runtime knows: "storage" (a working database
+    connection: the pool, connecting, the ping) or "worker" (a thread of its service). At the deadline the answer names it:
     503 STORAGE_UNAVAILABLE or SERVICE_UNAVAILABLE (retry), not 408 (narrow the request)."""
     public_url: str | None = None
     """Where the caller reached this server (`http://host:port`), for URLs in results; see `url_for`."""

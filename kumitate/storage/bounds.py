@@ -13,9 +13,11 @@ to the very connection handed out, before anything is sent on it:
   transaction that writes), so a server that stops answering (frozen, partitioned) costs the
   thread that much and no more.
 
-Statements mark the current call as waiting on storage (`CallContext.blocked_on`), so a call
-whose deadline passes while the database holds it is answered 503 STORAGE_UNAVAILABLE (the
-database is the problem, a retry may succeed), not 408.
+Getting a working connection (the pool wait, connecting, the ping) marks the current call as
+waiting on storage (`CallContext.blocked_on`), so a call whose deadline passes there is answered
+503 STORAGE_UNAVAILABLE (the database is unavailable, a retry may succeed), not 408. A statement
+is not marked: one that runs past the deadline is the database doing the call's work (408,
+"narrow the request"), which the deadline step cannot tell from a server that hung mid-statement.
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def waiting_on_storage() -> Iterator[None]:
 
 
 def install(engine: Engine, busy_timeout_ms: int) -> None:
-    """The checkout hook (limits, ping, watchdog) and the statement marks, on `engine`."""
+    """The checkout hook (limits, ping, watchdog) on `engine`."""
     postgres = engine.dialect.name == "postgresql"
 
     @event.listens_for(engine.pool, "connect")
@@ -161,18 +163,6 @@ def install(engine: Engine, busy_timeout_ms: int) -> None:
             if not postgres:
                 raise
             raise exc.DisconnectionError(f"ping failed: {type(error).__name__}") from error  # the pool reconnects
-
-    @event.listens_for(engine, "before_cursor_execute")
-    def _before(*_args: Any) -> None:
-        call = current_call()
-        if call is not None:
-            call.blocked_on = "storage"
-
-    @event.listens_for(engine, "after_cursor_execute")
-    def _after(*_args: Any) -> None:
-        call = current_call()
-        if call is not None:
-            call.blocked_on = None
 
 
 def _arm(dbapi_connection: Any, bound: Bound, postgres: bool) -> Entry:

@@ -60,7 +60,7 @@ class Database:
             trans = conn.begin()
             try:
                 yield conn
-                with commit_gate(), bounds.waiting_on_storage():
+                with commit_gate():
                     trans.commit()
             finally:
                 if trans.is_active:
