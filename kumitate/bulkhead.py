@@ -25,6 +25,15 @@ from kumitate.threads import started_pool
 RETRY_AFTER_MS = 2000
 
 
+def busy(service: str, waited: str) -> ToolError:
+    """SERVICE_UNAVAILABLE for a call that found every thread of its service taken."""
+    return ToolError(
+        f"every worker thread of service {service!r} is busy ({waited}); nothing was run; retry shortly",
+        code="SERVICE_UNAVAILABLE",
+        details={"retry_after_ms": RETRY_AFTER_MS},
+    )
+
+
 class Bulkhead:
     def __init__(self, service: str, limit: int, wait_s: float) -> None:
         self.service = service
@@ -62,12 +71,7 @@ class Bulkhead:
             try:
                 await asyncio.wait_for(self._slots.acquire(), wait)
             except TimeoutError:
-                raise ToolError(
-                    f"every worker thread of service {self.service!r} ({self.limit}) is busy; nothing was run; "
-                    "retry shortly",
-                    code="SERVICE_UNAVAILABLE",
-                    details={"retry_after_ms": RETRY_AFTER_MS},
-                ) from None
+                raise busy(self.service, f"waited {round(wait * 1000)} ms") from None
             finally:
                 self.waiting -= 1
                 ctx.blocked_on = before

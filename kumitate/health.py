@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 from sqlalchemy import text
@@ -32,6 +32,7 @@ from sqlalchemy import text
 from kumitate import datadir
 from kumitate.errors import ToolError
 from kumitate.heartbeat import LoopWatch
+from kumitate.threads import started_pool
 
 CHECK_TIMEOUT_S = 0.8
 REDIS_DOWN = "rate limits are per instance and the shared cache is empty until Redis answers again"
@@ -44,7 +45,7 @@ class Checks:
 
     def __init__(self, timeout_s: float = CHECK_TIMEOUT_S) -> None:
         self.timeout_s = timeout_s
-        self._threads = ThreadPoolExecutor(4, thread_name_prefix="kumitate-health")
+        self._threads = started_pool(3, "kumitate-health")  # one per check: data_dir, database, redis
         self._running: dict[str, Future[str | None]] = {}
         self._lock = threading.Lock()
 

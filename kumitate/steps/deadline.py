@@ -21,12 +21,11 @@ import time
 from typing import Any
 
 from kumitate import calllog
+from kumitate.bulkhead import busy
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.faults import STORAGE_RETRY_AFTER_MS
 from kumitate.steps import Call, CallNext, Outcome
-
-WORKER_RETRY_AFTER_MS = 2000
 
 
 def timeout_s(declared_ms: int | None, cap_ms: int | None) -> float | None:
@@ -86,12 +85,7 @@ class Deadline:
                 details={"retry_after_ms": STORAGE_RETRY_AFTER_MS},
             )
         if ctx.blocked_on == "worker":
-            return ToolError(
-                f"{self.name} did not start within {self._ms()} ms: every worker thread of service "
-                f"{ctx.service!r} is busy; nothing was run; retry shortly",
-                code="SERVICE_UNAVAILABLE",
-                details={"retry_after_ms": WORKER_RETRY_AFTER_MS},
-            )
+            return busy(ctx.service, f"{self.name} did not start within {self._ms()} ms")
         return ToolError(
             f"{self.name} did not finish within {self._ms()} ms; nothing was committed", code="REQUEST_TIMEOUT"
         )
