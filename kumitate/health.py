@@ -34,7 +34,7 @@ from kumitate.errors import ToolError
 from kumitate.heartbeat import LoopWatch
 from kumitate.threads import started_pool
 
-CHECK_TIMEOUT_S = 0.8
+CHECK_TIMEOUT_S = 0.7
 REDIS_DOWN = "rate limits are per instance and the shared cache is empty until Redis answers again"
 
 Check = Callable[[], "str | None"]
@@ -92,6 +92,8 @@ class Health:
 
     async def stop(self) -> None:
         await self.loop.stop()
+
+    def close(self) -> None:
         self.checks.close()
 
     def problems(self) -> list[str]:

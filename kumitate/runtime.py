@@ -119,6 +119,7 @@ class Runtime:
         return binding.enabled_by is None or self.settings.env.get(binding.enabled_by) == "1"
 
     def close(self) -> None:
+        self.health.close()
         self.pipeline.close()
         if self.policies.idempotency is not None:
             self.policies.idempotency.close()
