@@ -82,8 +82,12 @@ class Database:
             with bounds.waiting_on_storage():
                 self._take_slot(bound)
             try:
-                with bounds.applied(bound), bounds.waiting_on_storage():
-                    conn = self.engine.connect()
+                try:
+                    with bounds.applied(bound), bounds.waiting_on_storage():
+                        conn = self.engine.connect()
+                except BaseException:
+                    bounds.disarm(bound)  # whatever the checkout armed, it never goes out armed
+                    raise
                 try:
                     yield conn
                 finally:
