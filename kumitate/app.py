@@ -20,14 +20,14 @@ from litestar.exceptions import HTTPException
 from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
-from kumitate import calllog, faults, health
+from kumitate import calllog
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import KumitateASGI, RequestLimits
 from kumitate.transports.http import error_response
 from kumitate.transports.mcp import build_server, configure_sessions
 from kumitate.transports.oauth import discovery_routes, mcp_gate
-from kumitate.transports.ops import metrics_routes
+from kumitate.transports.ops import health_routes, metrics_routes
 from kumitate.transports.origin import OriginPolicy
 from kumitate.workers import mcp_stateless
 
@@ -63,27 +63,7 @@ def _meta_routes(runtime: Runtime) -> list[Any]:
     def versions() -> dict[str, Any]:
         return {"services": runtime.versions()}
 
-    @get("/healthz", include_in_schema=False, sync_to_thread=True)
-    def healthz() -> dict[str, Any]:
-        """Liveness: 200 while the process serves; the data directory's state is reported, not judged."""
-        storage = health.report(runtime, ("data_dir",))["data_dir"]
-        return {"ok": True, "services": sorted(runtime.services), "storage": storage}
-
-    @get("/readyz", include_in_schema=False, sync_to_thread=True)
-    def readyz() -> Response[dict[str, Any]]:
-        """Readiness: 503 (Retry-After) while draining (SIGTERM) or the data directory, the database or
-        Redis is failing."""
-        checks = health.report(runtime)
-        ready = all(c["ok"] for c in checks.values()) and not runtime.draining
-        body = {"ok": ready, "services": sorted(runtime.services), "checks": checks}
-        if runtime.draining:
-            body["draining"] = True
-        if ready:
-            return Response(body)
-        retry = str(faults.STORAGE_RETRY_AFTER_MS // 1000)
-        return Response(body, status_code=503, headers={"Retry-After": retry})
-
-    return [versions, healthz, readyz]
+    return [versions, *health_routes(runtime)]
 
 
 def create_app(settings: Settings | None = None, services: list[str] | None = None) -> KumitateASGI:
@@ -121,9 +101,11 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
                 await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
                 configure_sessions(mcp_app, mcp_cap, settings.mcp_max_sessions)
             calllog.log_info("mcp_endpoints_started", endpoints=1 + len(mcp_services), stateless=stateless)
+            await runtime.health.start()
             try:
                 yield
             finally:
+                await runtime.health.stop()
                 runtime.close()
 
     def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:

@@ -76,6 +76,10 @@ class CallContext:
     attachments: list[Attachment] = field(default_factory=list)
     deadline: float | None = None
     """time.monotonic() after which the caller is told REQUEST_TIMEOUT."""
+    blocked_on: str | None = None
+    """What the call waits on right now, when the runtime knows: "storage" (a working database
+    connection: the pool, connecting, the ping) or "worker" (a thread of its service). At the deadline the answer names it:
+    503 STORAGE_UNAVAILABLE or SERVICE_UNAVAILABLE (retry), not 408 (narrow the request)."""
     public_url: str | None = None
     """Where the caller reached this server (`http://host:port`), for URLs in results; see `url_for`."""
     routes: Mapping[str, ResourceBinding] = field(default_factory=dict, repr=False, compare=False)
@@ -156,9 +160,9 @@ class CallContext:
         what makes "timed out" mean "nothing was saved".
 
         Entering refuses (REQUEST_TIMEOUT) once the deadline has passed, and (CallCancelled) once
-        the caller cancelled. Once a commit has begun the call can no longer time out: the pipeline
-        waits for the handler and sends its result, so a client is never told "nothing was saved"
-        about a change that was.
+        the caller cancelled. Once a commit has begun the call can no longer be told "nothing was
+        saved": the deadline step waits for it up to the commit grace and sends its result, or
+        then says the outcome is unknown (never that nothing was saved about a change that was).
         """
         with self._gate:
             if self._cancelled:
@@ -170,7 +174,7 @@ class CallContext:
 
     def time_out(self) -> bool:
         """The pipeline's side of the gate: True if the call is now timed out, False if a
-        commit has begun (the call then completes and its result is sent)."""
+        commit has begun (the deadline step then gives it the commit grace to report)."""
         return self._stop("_timed_out")
 
     def cancel(self) -> bool:

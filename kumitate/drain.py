@@ -42,8 +42,8 @@ class DrainingServer(uvicorn.Server):
         config.timeout_graceful_shutdown = round(longest_call_s(runtime))
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        if sig == signal.SIGTERM and not self.runtime.draining and not self.should_exit:
-            self.runtime.draining = True
+        if sig == signal.SIGTERM and not self.runtime.draining.is_set() and not self.should_exit:
+            self.runtime.draining.set()
             log_info("draining", delay_s=self.delay_s, in_flight_bound_s=self.config.timeout_graceful_shutdown)
             timer = threading.Timer(self.delay_s, self._close_listener)
             timer.daemon = True

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from kumitate import calllog, correlation, tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
+from kumitate.bulkhead import Bulkhead
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import CallContext, Principal, bound
 from kumitate.errors import ToolError
@@ -61,11 +61,17 @@ class Policies:
     """The address served (`http://host:port`): the base of URLs for a call that came with none (stdio)."""
     max_timeout_ms: int | None = None
     """Operator cap on every tool's deadline (KUMITATE_MAX_TIMEOUT_MS), e.g. under a proxy's own time-out."""
-    worker_threads: int = 40
-    """Sync handlers running at once (KUMITATE_WORKER_THREADS). asyncio's default pool is
-    min(32, CPUs + 4), six threads on a small machine: six slow queries would queue every
-    other call behind them, and a timed-out worker, which cannot be interrupted, keeps its
-    thread until it returns. 40 matches the thread limit anyio gives Litestar's sync routes."""
+    worker_threads: int = 16
+    """Sync handlers of one service running at once (KUMITATE_WORKER_THREADS), each service on
+    threads of its own (kumitate.bulkhead). asyncio's default pool is min(32, CPUs + 4), six threads
+    on a small machine: six slow queries would queue every other call behind them, and a timed-out
+    worker, which cannot be interrupted, keeps its thread until it returns."""
+    service_threads: Mapping[str, int] = field(default_factory=dict)
+    """Per-service sizes that differ from `worker_threads` (KUMITATE_SERVICE_WORKER_THREADS)."""
+    bulkhead_wait_s: float = 5.0
+    """Longest a call waits for a thread of its service (KUMITATE_BULKHEAD_WAIT_MS), less if its deadline is nearer."""
+    commit_grace_s: float = 2.0
+    """How long past its deadline a call whose commit is under way may take to report (KUMITATE_COMMIT_GRACE_MS)."""
 
 
 class Pipeline:
@@ -84,13 +90,21 @@ class Pipeline:
         """Keys of opt-in resources not enabled here: NOT_FOUND, after auth like any other route."""
         self.intake = Intake()
         self.errors = ErrorMap(catalogue)
-        self._workers = ThreadPoolExecutor(self.policies.worker_threads, thread_name_prefix="kumitate-handler")
-        self.metrics = Metrics(queue_depth=lambda: self._workers._work_queue.qsize())
+        self.bulkheads = {
+            name: Bulkhead(
+                name,
+                self.policies.service_threads.get(name, self.policies.worker_threads),
+                self.policies.bulkhead_wait_s,
+            )
+            for name in services
+        }
+        self.metrics = Metrics(queue_depth=lambda: sum(b.waiting for b in self.bulkheads.values()))
         self._chains: dict[int, tuple[ToolBinding | ResourceBinding, CallNext]] = {}
 
     def close(self) -> None:
         """Stop taking sync work; calls already running finish on their own threads."""
-        self._workers.shutdown(wait=False, cancel_futures=True)
+        for bulkhead in self.bulkheads.values():
+            bulkhead.close()
 
     def error_outcome(self, exc: ToolError, run_id: str, trace_id: str) -> Outcome:
         """The catalogue's error body for `exc` (transports use it for their own refusals too)."""
@@ -118,11 +132,13 @@ class Pipeline:
         steps: list[Step] = [Result(self.services[binding.service], check)]
         seconds = timeout_s(binding.rules.timeout_ms, self.policies.max_timeout_ms)
         if seconds:
-            steps.append(Deadline(binding.name, seconds))
+            steps.append(Deadline(binding.name, seconds, self.policies.commit_grace_s))
         return steps
 
     def _handler(self, binding: ToolBinding | ResourceBinding, method_name: str) -> Handler:
-        return Handler(getattr(self.handlers[binding.service], method_name), self._workers, binding.allowed)
+        return Handler(
+            getattr(self.handlers[binding.service], method_name), self.bulkheads[binding.service], binding.allowed
+        )
 
     def _tool_chain(self, binding: ToolBinding) -> CallNext:
         rules = binding.rules
@@ -253,7 +269,8 @@ class Pipeline:
             authenticate(self.policies, binding.rules, ctx, request)
             if binding.key in self.disabled:
                 return []
-            handler = Handler(getattr(self.handlers[binding.service], f"complete_{source}"), self._workers, frozenset())
+            method = getattr(self.handlers[binding.service], f"complete_{source}")
+            handler = Handler(method, self.bulkheads[binding.service], frozenset())
             with bound(ctx):
                 values = await handler(ctx, ctx, prefix, dict(arguments))
         except ToolError:

@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-GENERIC_CODES = frozenset({"BAD_REQUEST", "INTERNAL", "REQUEST_TIMEOUT", "STORAGE_UNAVAILABLE"})
+GENERIC_CODES = frozenset({"BAD_REQUEST", "INTERNAL", "REQUEST_TIMEOUT", "STORAGE_UNAVAILABLE", "SERVICE_UNAVAILABLE"})
 """Codes any handler may raise without declaring them: schema violations and crashes (codegen's
 GENERIC_ERRORS), and what the runtime's own helpers raise inside a handler (the commit gate and
-`ctx.check_deadline`: REQUEST_TIMEOUT; a storage failure: STORAGE_UNAVAILABLE)."""
+`ctx.check_deadline`: REQUEST_TIMEOUT; a storage failure: STORAGE_UNAVAILABLE; a service's full
+bulkhead: SERVICE_UNAVAILABLE)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import Any
 
 from kumitate import tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding
+from kumitate.health import Health
 from kumitate.pipeline import Pipeline, Policies
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
@@ -53,8 +55,6 @@ class Runtime:
         if unknown:
             raise KeyError(f"unknown service(s): {', '.join(unknown)}; known: {', '.join(registry)}")
         self.settings = settings
-        self.draining = False
-        """Set on SIGTERM (kumitate.drain): /readyz answers 503 while the instance finishes its calls."""
         self.services: dict[str, ServiceBinding] = {name: registry[name] for name in wanted}
         self.toolsets: dict[str, tuple[str, ...]] = {
             name: kept
@@ -94,12 +94,19 @@ class Runtime:
             idempotency=IdempotencyStore(self.stores.database),
             max_timeout_ms=settings.max_timeout_ms,
             worker_threads=settings.worker_threads,
+            service_threads={name: settings.threads_for(name) for name in self.services},
+            bulkhead_wait_s=settings.bulkhead_wait_ms / 1000,
+            commit_grace_s=settings.commit_grace_ms / 1000,
         )
         self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies)
         tracing.configure(settings.env)
         self.pipeline.disabled = {
             r.key for svc in self.services.values() for r in svc.resources if not self.resource_enabled(r)
         }
+        self.draining = threading.Event()
+        """Set when this instance is going away (SIGTERM): /readyz answers 503 so the balancer stops
+        sending it calls while those in flight finish."""
+        self.health = Health(self)
 
     def versions(self, services: Iterable[str] | None = None) -> dict[str, dict[str, str | None]]:
         """Server and policy version per service (public: health and version need no token)."""
@@ -117,6 +124,7 @@ class Runtime:
         return binding.enabled_by is None or self.settings.env.get(binding.enabled_by) == "1"
 
     def close(self) -> None:
+        self.health.close()
         self.pipeline.close()
         if self.policies.idempotency is not None:
             self.policies.idempotency.close()

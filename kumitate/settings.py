@@ -20,7 +20,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BeforeValidator, Field, PrivateAttr, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -131,7 +139,23 @@ class DeploySettings(EnvSettings):
     db_migrate: Literal["auto", "off"] = var(
         "KUMITATE_DB_MIGRATE", "auto", "`off`: refuse to start on a schema-version mismatch instead of migrating"
     )
-    sqlite_busy_timeout_ms: int = var("KUMITATE_SQLITE_BUSY_TIMEOUT_MS", 5000, "SQLite busy timeout", ge=0)
+    sqlite_busy_timeout_ms: int = var(
+        "KUMITATE_SQLITE_BUSY_TIMEOUT_MS", 5000, "SQLite busy timeout (a call's remaining deadline lowers it)", ge=0
+    )
+    db_timeout_ms: int = var(
+        "KUMITATE_DB_TIMEOUT_MS",
+        30000,
+        "longest one transaction of a call without a deadline may take (pool wait, statements, commit); "
+        "past it: 503 `STORAGE_UNAVAILABLE`",
+        gt=0,
+    )
+    commit_grace_ms: int = var(
+        "KUMITATE_COMMIT_GRACE_MS",
+        2000,
+        "how long past its deadline a call whose commit is under way may take to report it; then 408 "
+        "(outcome unknown) and the database connection is cut",
+        ge=0,
+    )
 
     @property
     def shared(self) -> bool:
@@ -199,7 +223,33 @@ class Settings(DeploySettings):
         ge=0,
     )
     max_timeout_ms: int | None = var("KUMITATE_MAX_TIMEOUT_MS", None, "operator cap on every tool's deadline", gt=0)
-    worker_threads: int = var("KUMITATE_WORKER_THREADS", 40, "threads for sync handlers", ge=1)
+    worker_threads: int = var(
+        "KUMITATE_WORKER_THREADS",
+        16,
+        "threads for sync handlers, per service (its bulkhead: a stuck service cannot take another's)",
+        ge=1,
+    )
+    service_worker_threads: CommaList = var(
+        "KUMITATE_SERVICE_WORKER_THREADS",
+        (),
+        "per-service overrides, comma-separated `service=N` (e.g. `analytics=4,household=32`)",
+    )
+    bulkhead_wait_ms: int = var(
+        "KUMITATE_BULKHEAD_WAIT_MS",
+        5000,
+        "longest a call waits for one of its service's threads (less if its deadline is nearer); "
+        "then 503 `SERVICE_UNAVAILABLE`",
+        ge=0,
+    )
+    loop_stall_ms: int = var(
+        "KUMITATE_LOOP_STALL_MS", 5000, "`/healthz` fails once the event loop has been blocked this long", gt=0
+    )
+    workers_stuck_ms: int = var(
+        "KUMITATE_WORKERS_STUCK_MS",
+        300000,
+        "`/healthz` fails once a service's threads have all been busy this long with none finishing (0: never)",
+        ge=0,
+    )
     drain_delay_s: float = var(
         "KUMITATE_DRAIN_DELAY_S",
         5.0,
@@ -306,6 +356,23 @@ class Settings(DeploySettings):
     def load_project(self) -> Project:
         """KUMITATE_PROJECT, else the project around the working directory, else this checkout."""
         return Project.at(self.project) if self.project else Project.discover(env={})
+
+    @field_validator("service_worker_threads")
+    @classmethod
+    def _service_threads(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            name, _, count = item.partition("=")
+            if not name.strip() or not count.strip().isdigit() or int(count) < 1:
+                raise ValueError(f"{item!r} is not `service=N` with N a positive integer")
+        return value
+
+    def threads_for(self, service: str) -> int:
+        """The size of `service`'s bulkhead: its KUMITATE_SERVICE_WORKER_THREADS entry, else KUMITATE_WORKER_THREADS."""
+        for item in self.service_worker_threads:
+            name, _, count = item.partition("=")
+            if name.strip() == service:
+                return int(count)
+        return self.worker_threads
 
     def service_dir(self, service: str) -> Path:
         """A per-service state directory, created on demand."""

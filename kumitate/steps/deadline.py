@@ -1,10 +1,17 @@
-"""The tool's deadline: REQUEST_TIMEOUT when the handler has not finished in time.
+"""The tool's deadline: the call is answered by then, whatever the handler is doing.
 
 At the deadline the call is timed out unless the handler holds its commit gate
-(`CallContext.committing`): then the commit finishes and its result is sent, so a client is
-never told "nothing was committed" about a change that was. This holds for both kinds of
-handler: an async one may commit in a thread that cancelling it would not stop. A timed-out
-task is cancelled; a worker thread cannot be interrupted, but its commit gate now refuses.
+(`CallContext.committing`). A timed-out task is cancelled; a worker thread cannot be interrupted,
+but its commit gate now refuses, so nothing it does from then on is saved. The answer says what
+held the call: 503 STORAGE_UNAVAILABLE while the database held it, SERVICE_UNAVAILABLE while it
+waited for a thread of its service (both with Retry-After: the dependency is the problem), else
+408 REQUEST_TIMEOUT.
+
+A commit under way at the deadline gets the commit grace (KUMITATE_COMMIT_GRACE_MS): one that ends
+within it reports its result, so a client is never told "nothing was saved" about a change that
+was. Past the grace the call is answered 408 all the same, saying the change may or may not have
+been saved: a hung database must not hold the caller for ever (the storage watchdog cuts that
+connection at the same time).
 """
 
 from __future__ import annotations
@@ -13,7 +20,11 @@ import asyncio
 import time
 from typing import Any
 
+from kumitate import calllog
+from kumitate.bulkhead import busy
+from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.faults import STORAGE_RETRY_AFTER_MS
 from kumitate.steps import Call, CallNext, Outcome
 
 
@@ -32,9 +43,10 @@ def consume(future: asyncio.Future[Any]) -> None:
 class Deadline:
     """Only in the chain of a tool with a deadline; wraps the handler's invocation alone."""
 
-    def __init__(self, name: str, seconds: float) -> None:
+    def __init__(self, name: str, seconds: float, grace_s: float = 2.0) -> None:
         self.name = name
         self.seconds = seconds
+        self.grace_s = grace_s
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
         ctx = call.ctx
@@ -43,13 +55,37 @@ class Deadline:
         task.add_done_callback(consume)
         try:
             done, _ = await asyncio.wait({task}, timeout=self.seconds)
+            if not done and ctx.time_out():
+                task.cancel()
+                raise self._expired(ctx)
+            if not done:  # a commit is under way: it may still report within the grace
+                done, _ = await asyncio.wait({task}, timeout=self.grace_s)
+            if not done:
+                task.cancel()
+                calllog.log_event("commit_outcome_unknown", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id)
+                raise ToolError(
+                    f"{self.name} did not finish within {self._ms()} ms while committing its change: the change "
+                    "may or may not have been saved; retry with the same Idempotency-Key",
+                    code="REQUEST_TIMEOUT",
+                )
         except asyncio.CancelledError:
             task.cancel()  # the caller went away: the invocation step stops the handler
             raise
-        if not done and ctx.time_out():
-            task.cancel()
-            raise ToolError(
-                f"{self.name} did not finish within {round(self.seconds * 1000)} ms; nothing was committed",
-                code="REQUEST_TIMEOUT",
-            )
         return await task
+
+    def _ms(self) -> int:
+        return round(self.seconds * 1000)
+
+    def _expired(self, ctx: CallContext) -> ToolError:
+        if ctx.blocked_on == "storage":
+            return ToolError(
+                f"{self.name} did not finish within {self._ms()} ms: the database did not answer in time; "
+                "nothing was saved; retry shortly",
+                code="STORAGE_UNAVAILABLE",
+                details={"retry_after_ms": STORAGE_RETRY_AFTER_MS},
+            )
+        if ctx.blocked_on == "worker":
+            return busy(ctx.service, f"{self.name} did not start within {self._ms()} ms")
+        return ToolError(
+            f"{self.name} did not finish within {self._ms()} ms; nothing was committed", code="REQUEST_TIMEOUT"
+        )

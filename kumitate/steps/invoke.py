@@ -1,4 +1,5 @@
-"""The end of every chain: the handler, run on the loop (async) or on a worker thread (sync).
+"""The end of every chain: the handler, run on the loop (async) or on a thread of its service's
+bulkhead (sync; kumitate.bulkhead).
 
 A call whose caller went away (MCP notifications/cancelled, a closed connection) is
 cancelled here: an async handler is stopped, and a worker thread's commit gate refuses from
@@ -15,7 +16,6 @@ import asyncio
 import contextvars
 import inspect
 from collections.abc import Callable
-from concurrent.futures import Executor
 from functools import partial
 from typing import Any
 
@@ -23,11 +23,11 @@ from pydantic import BaseModel
 
 from kumitate import calllog, faults, tracing
 from kumitate.bindings import ResourceBinding, ToolBinding
+from kumitate.bulkhead import Bulkhead
 from kumitate.context import Attachment, CallContext
 from kumitate.errors import ToolError
 from kumitate.intake import Intake
 from kumitate.steps import Call, Outcome
-from kumitate.steps.deadline import consume
 from kumitate.steps.errors import internal
 
 
@@ -41,10 +41,10 @@ def json_data(result: Any) -> Any:
 class Handler:
     """One handler method, how to run it, and which codes it may raise; built once per tool."""
 
-    def __init__(self, method: Callable[..., Any], workers: Executor, allowed: frozenset[str]) -> None:
+    def __init__(self, method: Callable[..., Any], bulkhead: Bulkhead, allowed: frozenset[str]) -> None:
         self.method = method
         self.is_async = inspect.iscoroutinefunction(method)
-        self.workers = workers
+        self.bulkhead = bulkhead
         self.allowed = allowed
 
     async def __call__(self, ctx: CallContext, *args: Any, **kw: Any) -> Any:
@@ -69,12 +69,9 @@ class Handler:
             calllog.log_event("undeclared_code", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, code=exc.code)
             raise internal(ctx) from None
 
-    def _in_thread(self, ctx: CallContext, *args: Any, **kw: Any) -> asyncio.Future[Any]:
-        # a plain executor: about half the hop cost of anyio.to_thread here
-        call = partial(contextvars.copy_context().run, self.method, *args, **kw)
-        future = asyncio.get_running_loop().run_in_executor(self.workers, call)
-        future.add_done_callback(consume)
-        return future
+    async def _in_thread(self, ctx: CallContext, *args: Any, **kw: Any) -> Any:
+        # a plain executor per service (its bulkhead): about half the hop cost of anyio.to_thread here
+        return await self.bulkhead.run(ctx, partial(contextvars.copy_context().run, self.method, *args, **kw))
 
 
 class InvokeTool:

@@ -2,8 +2,9 @@
 
 SQLite (one file under the data dir) by default, PostgreSQL (psycopg 3) when
 KUMITATE_DATABASE_URL is set. `engine.py` opens connections (pragmas in one place),
-`database.py` runs transactions (commits under the call's commit gate), `migrate.py`
-applies or checks the packaged Alembic migrations, `schema.py` declares the tables.
+`database.py` runs transactions (commits under the call's commit gate), `bounds.py` holds each
+transaction of a call to its deadline (with `watchdog.py` for a server that stops answering),
+`migrate.py` applies or checks the packaged Alembic migrations, `schema.py` declares the tables.
 """
 
 from kumitate.storage.database import Database, open_database

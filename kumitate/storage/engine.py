@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
+import psycopg
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
+from kumitate.storage import bounds
+
 SQLITE_FILE = "kumitate.sqlite3"
+POOL_SIZE = {"postgresql": 10, "sqlite": 5}
+MAX_OVERFLOW = {"postgresql": 20, "sqlite": 10}
+CONNECT_TIMEOUT_S = 5
+"""libpq's connect_timeout (a call's remaining deadline lowers it, to libpq's floor of 2 s): a
+server that accepts the TCP connection but never answers (frozen) is given up on."""
+WAIT_INTERVAL_S = 1.0
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
+"""TCP keepalives: a server host or network path that went away is noticed on an idle pooled
+connection within about 25 s, not the kernel's two hours. A URL's own values win."""
+
+
+def slots(engine: Engine) -> int:
+    """How many connections the engine's pool hands out at once."""
+    name = engine.dialect.name
+    return POOL_SIZE.get(name, 5) + MAX_OVERFLOW.get(name, 10)
 
 
 def database_url(configured: str | None, data_dir: Path) -> str:
@@ -22,17 +41,52 @@ def database_url(configured: str | None, data_dir: Path) -> str:
 
 
 def create(url: str, *, busy_timeout_ms: int = 5000) -> Engine:
-    if make_url(url).get_backend_name() == "sqlite":
-        return _sqlite(url, busy_timeout_ms)
-    # pre_ping: a PostgreSQL restart must cost one reconnect, not one failed call per pooled connection.
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, pool_recycle=1800)
+    """The engine, with kumitate.storage.bounds installed: each checkout pings (a PostgreSQL restart
+    costs one reconnect, not one failed call per pooled connection) and applies the current bound."""
+    engine = _sqlite(url, busy_timeout_ms) if make_url(url).get_backend_name() == "sqlite" else _postgres(url)
+    bounds.install(engine, busy_timeout_ms)
+    return engine
+
+
+def _postgres(url: str) -> Engine:
+    engine = create_engine(
+        url,
+        pool_size=POOL_SIZE["postgresql"],
+        max_overflow=MAX_OVERFLOW["postgresql"],
+        pool_timeout=CONNECT_TIMEOUT_S,
+        pool_recycle=1800,
+    )
+
+    @event.listens_for(engine, "do_connect")
+    def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        for key, value in KEEPALIVES.items():
+            cparams.setdefault(key, value)
+        timeout = float(cparams.get("connect_timeout") or CONNECT_TIMEOUT_S)
+        bound = bounds.current()
+        if bound is not None:
+            timeout = min(timeout, bound.remaining_s())
+        cparams["connect_timeout"] = max(2, math.ceil(timeout))
+        return _QuietConnection.connect(*cargs, **cparams)
+
+    return engine
+
+
+class _QuietConnection(psycopg.Connection[Any]):
+    """psycopg wakes a thread blocked on the server every 0.1 s to look for Ctrl-C, which only the main
+    thread ever receives; with many threads held by a hung server those wake-ups take the GIL from the
+    event loop ten times a second each. Once a second is enough for the main thread."""
+
+    def wait(self, gen: Any, interval: float = WAIT_INTERVAL_S, timeout: float | None = None) -> Any:
+        return super().wait(gen, interval, timeout)
 
 
 def _sqlite(url: str, busy_timeout_ms: int) -> Engine:
     database = make_url(url).database
+    pool: dict[str, Any] = {}
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000})
+        pool = {"pool_size": POOL_SIZE["sqlite"], "max_overflow": MAX_OVERFLOW["sqlite"]}
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000}, **pool)
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_connection: Any, _record: Any) -> None:

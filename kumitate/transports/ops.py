@@ -1,4 +1,4 @@
-"""Routes for operators, off the public API: Prometheus metrics.
+"""Routes for operators, off the public API: health (/healthz, /readyz) and Prometheus metrics.
 
 `/metrics` is served only when configured: KUMITATE_METRICS_TOKEN (the scraper sends it as a
 bearer token) or KUMITATE_METRICS=open (no token: a private scrape network). Otherwise the path
@@ -12,9 +12,29 @@ from typing import Any
 
 from litestar import Request, Response, get
 
+from kumitate import faults
 from kumitate.errors import ToolError
 from kumitate.metrics import CONTENT_TYPE, Metrics
 from kumitate.settings import Settings
+
+
+def health_routes(runtime: Any) -> list[Any]:
+    """Liveness and readiness (kumitate.health): async, so no thread pool a stuck call holds can delay them."""
+    retry_after = {"Retry-After": str(faults.STORAGE_RETRY_AFTER_MS // 1000)}
+
+    @get("/healthz", include_in_schema=False)
+    async def healthz() -> Response[dict[str, Any]]:
+        """Liveness: 503 when the process cannot serve (event loop blocked, a service's threads all stuck)."""
+        live, body = await runtime.health.live()
+        return Response(body, status_code=200 if live else 503)
+
+    @get("/readyz", include_in_schema=False)
+    async def readyz() -> Response[dict[str, Any]]:
+        """Readiness: 503 (Retry-After) while draining, not live, or the data directory or database fails."""
+        ready, body = await runtime.health.ready()
+        return Response(body) if ready else Response(body, status_code=503, headers=retry_after)
+
+    return [healthz, readyz]
 
 
 def metrics_routes(metrics: Metrics, settings: Settings) -> list[Any]:

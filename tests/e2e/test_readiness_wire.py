@@ -19,12 +19,32 @@ async def test_ready_when_every_engine_answers(in_process_app: InProcessApp) -> 
     assert live["ok"] is True and live["storage"] == {"ok": True}
 
 
-async def test_not_ready_while_redis_is_unreachable(tmp_path: Path, seeded_data_dir: Path) -> None:
+async def test_still_ready_while_redis_is_unreachable(tmp_path: Path, seeded_data_dir: Path) -> None:
+    """Without Redis the runtime degrades (per-instance rate limits, a cache miss) and keeps serving:
+    the check says so, and the instance stays in rotation."""
     nobody = f"redis://127.0.0.1:{free_port()}/0"  # a port nothing listens on
     async with serve_in_process(tmp_path / "var", seeded_data_dir, KUMITATE_REDIS_URL=nobody) as served:
         ready = await served.http.get("/readyz")
-        assert ready.status_code == 503 and ready.headers["retry-after"] == "5"
+        assert ready.status_code == 200
         checks = ready.json()["checks"]
-        assert checks["redis"]["ok"] is False and checks["database"] == {"ok": True}
+        assert checks["redis"]["ok"] is False and "per instance" in checks["redis"]["degraded"]
+        assert checks["database"] == {"ok": True}
         assert "127.0.0.1" not in ready.text  # reasons, never addresses or credentials
+        call = await served.http.post(
+            "/v1/search", json={"query_text": "獺祭", "k": 1}
+        )  # rate-limited: per instance now
+        assert call.status_code == 200, call.text
         assert (await served.http.get("/healthz")).status_code == 200
+
+
+async def test_not_ready_while_draining(in_process_app: InProcessApp) -> None:
+    runtime = in_process_app.runtime
+    runtime.draining.set()
+    try:
+        ready = await in_process_app.http.get("/readyz")
+        assert ready.status_code == 503 and ready.headers["retry-after"] == "5"
+        assert ready.json()["draining"] is True
+        assert (await in_process_app.http.get("/healthz")).status_code == 200  # alive: finishing its calls
+    finally:
+        runtime.draining.clear()
+    assert (await in_process_app.http.get("/readyz")).status_code == 200

@@ -52,3 +52,37 @@ async def test_a_begun_commit_finishes_and_is_sent() -> None:
         return await ok()(call)
 
     assert (await Deadline("echo", 0.05)(make_call(), committing)).ok
+
+
+async def test_a_commit_that_outlasts_the_grace_is_answered_outcome_unknown() -> None:
+    """A hung commit must not hold the caller for ever: past the grace, 408 saying it may or may not be saved."""
+    released = asyncio.Event()
+
+    async def hung(call: Call) -> Outcome:
+        with call.ctx.committing():
+            await released.wait()
+        return await ok()(call)
+
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(ToolError) as unknown:
+        await Deadline("echo", 0.05, grace_s=0.2)(make_call(), hung)
+    waited = asyncio.get_running_loop().time() - started
+    assert unknown.value.code == "REQUEST_TIMEOUT" and 0.2 <= waited < 2.0
+    assert "may or may not have been saved" in unknown.value.message and "Idempotency-Key" in unknown.value.message
+    released.set()
+
+
+@pytest.mark.parametrize(
+    ("blocked_on", "code"),
+    [("storage", "STORAGE_UNAVAILABLE"), ("worker", "SERVICE_UNAVAILABLE"), (None, "REQUEST_TIMEOUT")],
+)
+async def test_the_answer_at_the_deadline_names_what_held_the_call(blocked_on: str | None, code: str) -> None:
+    async def held(call: Call) -> Outcome:
+        call.ctx.blocked_on = blocked_on
+        await asyncio.sleep(5)
+        raise AssertionError("not reached")
+
+    with pytest.raises(ToolError) as timed_out:
+        await Deadline("echo", 0.05)(make_call(), held)
+    assert timed_out.value.code == code
+    assert ("retry_after_ms" in timed_out.value.details) is (blocked_on is not None)

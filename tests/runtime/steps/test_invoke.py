@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
 from generated.errors import CATALOGUE, ConflictError, NotFoundError
 from kumitate import calllog
+from kumitate.bulkhead import Bulkhead
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.steps.invoke import Handler
@@ -19,7 +19,7 @@ from tests.runtime.test_pipeline import HTTP, Handlers, binding, make_pipeline
 
 pytestmark = pytest.mark.anyio
 
-WORKERS = ThreadPoolExecutor(2)
+WORKERS = Bulkhead("demo", 2, wait_s=1.0)
 ALLOWED = frozenset({"NOT_FOUND", "INTERNAL"})
 
 

@@ -1,0 +1,74 @@
+"""Bulkheads: a service's threads are its own; a full one refuses with 503 in bounded time."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from kumitate.bulkhead import Bulkhead
+from kumitate.context import CallContext
+from kumitate.errors import ToolError
+
+pytestmark = pytest.mark.anyio
+
+
+def ctx(service: str = "demo", deadline: float | None = None) -> CallContext:
+    call = CallContext(service=service, tool="t", transport="http", run_id="r", trace_id="t")
+    call.deadline = deadline
+    return call
+
+
+async def test_a_full_bulkhead_refuses_after_its_wait_and_frees_a_slot_when_the_thread_returns() -> None:
+    stuck = Bulkhead("stuck", 2, wait_s=0.2)
+    gate = threading.Event()
+    held = [asyncio.ensure_future(stuck.run(ctx(), gate.wait)) for _ in range(2)]
+    await asyncio.sleep(0.05)
+    assert stuck.running == 2 and stuck.stuck_for() > 0
+    started = time.monotonic()
+    with pytest.raises(ToolError) as refused:
+        await stuck.run(ctx(), lambda: "never")
+    assert refused.value.code == "SERVICE_UNAVAILABLE" and refused.value.details["retry_after_ms"] > 0
+    assert 0.2 <= time.monotonic() - started < 1.0
+    for task in held:  # the callers stop waiting; their threads do not: the slots stay taken
+        task.cancel()
+    await asyncio.sleep(0.05)
+    assert stuck.running == 2
+    gate.set()
+    await asyncio.sleep(0.1)
+    assert stuck.running == 0 and stuck.stuck_for() == 0
+    assert await stuck.run(ctx(), lambda: "ran") == "ran"
+    stuck.close()
+
+
+async def test_waiting_is_bounded_by_the_calls_deadline_and_marked() -> None:
+    full = Bulkhead("full", 1, wait_s=10.0)
+    gate = threading.Event()
+    held = asyncio.ensure_future(full.run(ctx(), gate.wait))
+    await asyncio.sleep(0.05)
+    call = ctx(deadline=time.monotonic() + 0.1)
+    waiting = asyncio.ensure_future(full.run(call, lambda: "never"))
+    await asyncio.sleep(0.02)
+    assert call.blocked_on == "worker"
+    with pytest.raises(ToolError):
+        await asyncio.wait_for(waiting, 2.0)
+    assert call.blocked_on is None
+    gate.set()
+    await held
+    full.close()
+
+
+async def test_one_service_stuck_leaves_another_its_threads() -> None:
+    stuck, free = Bulkhead("stuck", 2, wait_s=0.1), Bulkhead("free", 2, wait_s=0.1)
+    gate = threading.Event()
+    held = [asyncio.ensure_future(stuck.run(ctx(), gate.wait)) for _ in range(2)]
+    await asyncio.sleep(0.05)
+    started = time.monotonic()
+    assert await free.run(ctx("free"), lambda: threading.current_thread().name) == "kumitate-free_0"
+    assert time.monotonic() - started < 0.5
+    gate.set()
+    await asyncio.gather(*held)
+    stuck.close()
+    free.close()
