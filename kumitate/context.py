@@ -80,6 +80,9 @@ class CallContext:
     """What the call waits on right now, when the runtime knows: "storage" (a working database
     connection: the pool, connecting, the ping) or "worker" (a thread of its service). At the deadline the answer names it:
     503 STORAGE_UNAVAILABLE or SERVICE_UNAVAILABLE (retry), not 408 (narrow the request)."""
+    outcome_unknown: bool = False
+    """Set when the call was answered while its commit was still under way (past the commit grace):
+    whether the change was saved is not known, so an idempotency key stays claimed until its lease ends."""
     public_url: str | None = None
     """Where the caller reached this server (`http://host:port`), for URLs in results; see `url_for`."""
     routes: Mapping[str, ResourceBinding] = field(default_factory=dict, repr=False, compare=False)

@@ -197,10 +197,12 @@ class IdempotencyStore:
         ident: Ident,
         arguments: Any,
         ttl_s: int,
-        execute: Callable[[], Awaitable[tuple[Stored, bool]]],
+        execute: Callable[[], Awaitable[tuple[Stored, bool | None]]],
         lease: float = lease_s(None),
     ) -> tuple[Stored, bool]:
-        """Execute once per key; returns (result, replayed). `execute` says whether to store."""
+        """Execute once per key; returns (result, replayed). `execute` says whether to store the result
+        (True), release the key (False), or hold the claim until its lease ends (None: the call was
+        answered while its commit may still land, so a retry must not run beside it)."""
         if not ident[2] or len(ident[2]) > MAX_KEY_LENGTH:
             raise ToolError(f"an idempotency key must be 1-{MAX_KEY_LENGTH} characters", code="BAD_REQUEST")
         taken = await self._take(ident, fingerprint(arguments), lease)
@@ -211,6 +213,9 @@ class IdempotencyStore:
         except BaseException:
             contextvars.Context().run(self._release, ident, taken)
             raise
+        if keep is None:
+            log_event("idempotency_claim_held", tool=ident[0])
+            return result, False
         if not keep:
             await self._outside_call(self._release, ident, taken)
             return result, False

@@ -62,6 +62,7 @@ class Deadline:
                 done, _ = await asyncio.wait({task}, timeout=self.grace_s)
             if not done:
                 task.cancel()
+                ctx.outcome_unknown = True
                 calllog.log_event("commit_outcome_unknown", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id)
                 raise ToolError(
                     f"{self.name} did not finish within {self._ms()} ms while committing its change: the change "

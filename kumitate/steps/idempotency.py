@@ -34,10 +34,10 @@ class Idempotent:
         ctx = call.ctx
         holder: list[Outcome] = []
 
-        async def execute() -> tuple[Stored, bool]:
+        async def execute() -> tuple[Stored, bool | None]:
             outcome = await call_next(call)
             holder.append(outcome)
-            return Stored(outcome.status, outcome.body), client_caused(outcome)
+            return Stored(outcome.status, outcome.body), None if ctx.outcome_unknown else client_caused(outcome)
 
         ident = (self.key, ctx.principal.id, key)
         stored, replayed = await self.store.run(ident, data_of(call.arguments), self.ttl_s, execute, self.lease_s)

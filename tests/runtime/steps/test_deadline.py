@@ -64,11 +64,13 @@ async def test_a_commit_that_outlasts_the_grace_is_answered_outcome_unknown() ->
         return await ok()(call)
 
     started = asyncio.get_running_loop().time()
+    call = make_call()
     with pytest.raises(ToolError) as unknown:
-        await Deadline("echo", 0.05, grace_s=0.2)(make_call(), hung)
+        await Deadline("echo", 0.05, grace_s=0.2)(call, hung)
     waited = asyncio.get_running_loop().time() - started
     assert unknown.value.code == "REQUEST_TIMEOUT" and 0.2 <= waited < 2.0
     assert "may or may not have been saved" in unknown.value.message and "Idempotency-Key" in unknown.value.message
+    assert call.ctx.outcome_unknown  # the idempotency step keeps the key claimed
     released.set()
 
 

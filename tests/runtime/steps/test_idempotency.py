@@ -51,3 +51,22 @@ def test_only_client_caused_outcomes_are_kept() -> None:
     assert client_caused(outcome(200)) and client_caused(outcome(404))
     assert not client_caused(outcome(408)) and not client_caused(outcome(429, retryable=True))
     assert not client_caused(outcome(500)) and not client_caused(outcome(503))
+
+
+async def test_a_call_answered_while_its_commit_may_land_keeps_its_claim(tmp_path: Path) -> None:
+    """Past the commit grace the change may still be saved: releasing the key would let a retry run
+    beside it, so the claim holds until its lease ends and a retry meanwhile is IN_PROGRESS."""
+    step = Idempotent(IdempotencyStore(open_database(tmp_path), wait_s=0.05), "demo.echo", 60, timeout_s=30)
+    runs = 0
+
+    async def unknown(call: Call) -> Outcome:
+        nonlocal runs
+        runs += 1
+        call.ctx.outcome_unknown = True
+        return Outcome(False, 408, "REQUEST_TIMEOUT", {"error": {"code": "REQUEST_TIMEOUT"}}, "r", "t", retryable=True)
+
+    first = await step(keyed({"n": 1}, "k", "run-1"), unknown)
+    assert first.code == "REQUEST_TIMEOUT" and not first.replayed
+    with pytest.raises(ToolError) as retry:
+        await step(keyed({"n": 1}, "k", "run-2"), unknown)
+    assert retry.value.code == "IN_PROGRESS" and runs == 1
