@@ -1,7 +1,7 @@
 """Issue 27 items 1 and 2 on the wire: a real server (uvicorn on a socket) inside an OS memory limit the
 test sets, so a regression fails the test instead of taking the machine down.
 
-The server runs in a cgroup v1 memory group (/sys/fs/cgroup/memory/<name>, 3 GiB for the server and its
+The server runs in a cgroup v1 memory group (a new group below the test's own, 3 GiB for the server and its
 workers together) when the machine has one and we are root, else under RLIMIT_DATA of 3 GiB (each process
 then has its own bound). The issue's bombs: `len(range(300000000))` to profile and `unnest(range(1e9))`
 to export then profile, once over HTTP and once over MCP; then the parallel-export repro.
@@ -36,11 +36,20 @@ WIDE = "SELECT repeat('x', 1000) AS s FROM range(1000000)"
 TOOL_TIMEOUT_S = 15
 
 
+def _own_memory_group() -> Path:
+    """The cgroup v1 memory group this test process runs in (the new group goes below it, not beside)."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return CGROUPS / path.lstrip("/")
+    return CGROUPS
+
+
 def _memory_group(name: str) -> Path | None:
     """A fresh cgroup v1 memory group limited to LIMIT_BYTES, or None where there is none to make."""
     if os.geteuid() != 0 or not (CGROUPS / "memory.limit_in_bytes").exists():
         return None
-    group = CGROUPS / name
+    group = _own_memory_group() / name
     try:
         group.mkdir(exist_ok=True)
         (group / "memory.limit_in_bytes").write_text(str(LIMIT_BYTES))
