@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
@@ -86,6 +87,8 @@ class Sandbox:
 
     database: Path
     exports_dir: Path
+    temp_dir: Path
+    """Each worker spills to a directory of its own below this one, removed when the worker goes."""
     memory_bytes: int = DEFAULT_WORKER_MEMORY_MB << 20
     threads: int | None = None
 
@@ -93,9 +96,10 @@ class Sandbox:
     def catalog(self) -> str:
         return self.database.stem
 
-    def config(self) -> str:
+    def config(self, temp_directory: Path) -> str:
         return json.dumps(
             {
+                "temp_directory": str(temp_directory),
                 "database": str(self.database),
                 "catalog": self.catalog,
                 "allowed_directory": str(self.exports_dir.resolve()) + "/",
@@ -120,12 +124,19 @@ def _duckdb_error(name: str, message: str) -> duckdb.Error:
 class Worker:
     """One worker process and the two pipes to it; used by one thread at a time (its slot's borrower)."""
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: Sandbox, temp_directory: Path) -> None:
         to_child, from_parent = os.pipe()
         from_child, to_parent = os.pipe()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-I", str(WORKER_SCRIPT), str(to_child), str(to_parent), sandbox.config()],
+                [
+                    sys.executable,
+                    "-I",
+                    str(WORKER_SCRIPT),
+                    str(to_child),
+                    str(to_parent),
+                    sandbox.config(temp_directory),
+                ],
                 pass_fds=(to_child, to_parent),
                 stdin=subprocess.DEVNULL,
             )
@@ -257,20 +268,24 @@ class _Session:
 class Slot:
     """A place in the pool: a worker process, or none yet (started when a call needs it)."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, temp_dir: Path) -> None:
         self.index = index
+        self.temp_dir = temp_dir / f"worker-{index}"
         self.worker: Worker | None = None
 
     def ensure(self, sandbox: Sandbox) -> Worker:
         if self.worker is None or not self.worker.alive():
             self.retire()
-            self.worker = Worker(sandbox)
+            self.temp_dir.mkdir(parents=True, exist_ok=True)
+            self.worker = Worker(sandbox, self.temp_dir)
         return self.worker
 
     def retire(self) -> None:
+        """Kill the worker (if any) and remove what it spilled (a killed DuckDB leaves its temp files)."""
         if self.worker is not None:
             self.worker.kill()
             self.worker = None
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 class QueryRunner:
@@ -286,7 +301,7 @@ class QueryRunner:
     ) -> None:
         self.sandbox = sandbox
         self.timeout_s = timeout_s
-        self.slots = [Slot(i) for i in range(max(1, pool_size))]
+        self.slots = [Slot(i, sandbox.temp_dir) for i in range(max(1, pool_size))]
         self._free: queue.LifoQueue[Slot] = queue.LifoQueue()
         for slot in reversed(self.slots):
             self._free.put(slot)

@@ -120,7 +120,9 @@ class AnalyticsService:
             quota=quota,
             lease_seconds=max(900, int(self.limits.query_timeout_s * 10)),
         )
-        sandbox = Sandbox(self.db_path, exports_dir, memory_bytes=self.limits.worker_memory_mb << 20)
+        sandbox = Sandbox(
+            self.db_path, exports_dir, Path(service_dir) / "tmp", memory_bytes=self.limits.worker_memory_mb << 20
+        )
         scrub = (str(exports_dir.resolve()), str(Path(service_dir).resolve()), str(self.db_path.resolve()))
         self.runner = QueryRunner(
             sandbox, pool_size=self.limits.pool_size, timeout_s=self.limits.query_timeout_s, scrub=scrub

@@ -51,10 +51,12 @@ def open_sandbox(config: dict[str, Any]) -> Any:
         "autoinstall_known_extensions": False,
         "autoload_known_extensions": False,
         "memory_limit": config["memory_limit"],
+        "temp_directory": config["temp_directory"],  # where it spills; the server removes it with the worker
     }
     if config.get("threads"):
         options["threads"] = config["threads"]
     con = duckdb.connect(":memory:", config=options)
+    con.execute("SET enable_progress_bar = false")  # a connection option (it would print to stderr)
     catalog = config["catalog"]
     con.execute(f"ATTACH {_literal(config['database'])} AS {_ident(catalog)} (READ_ONLY)")
     con.execute(f"SET allowed_directories = [{_literal(config['allowed_directory'])}]")
