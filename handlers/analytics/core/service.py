@@ -1,8 +1,8 @@
 """The analytics domain core: JSON-shaped dicts in, JSON-shaped dicts out.
 
-Wires the pieces together: the database (generated on first start), the sandboxed
-read-only connection and its deadline runner, the export store, the materialized
-views and the schema description. Transport-free and environment-free: the adapter
+Wires the pieces together: the database (generated on first start), the worker
+processes that run every query in the sandbox under a memory bound and a deadline
+(connection.py), the export store, the materialized views and the schema description. Transport-free and environment-free: the adapter
 (`handlers/analytics/__init__.py`) hands it typed settings and the runtime's database,
 converts the generated input models to dicts and back, and adds the export's `url`
 (the caller's address, which only the call context knows).
@@ -85,7 +85,7 @@ class Limits:
 
 
 class AnalyticsService:
-    """One per process: owns the sandboxed DuckDB connections (not the database it is given). Call `close()` when done."""
+    """One per process: owns the DuckDB worker processes (not the database it is given). Call `close()` when done."""
 
     def __init__(
         self,
