@@ -118,6 +118,7 @@ def create(setup: ServiceSetup) -> AnalyticsHandlers:
     limits = Limits(
         query_timeout_s=settings.timeout_s,
         pool_size=settings.pool_size,
+        worker_memory_mb=settings.worker_memory_mb,
         export_max_bytes=settings.export_max_bytes,
         principal_export_bytes=settings.principal_export_bytes,
     )

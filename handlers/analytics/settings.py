@@ -34,7 +34,17 @@ class AnalyticsSettings(ExportLocation):
         allow_inf_nan=False,
     )
     pool_size: int = var(
-        "KUMITATE_ANALYTICS_POOL_SIZE", 4, "DuckDB connections, i.e. analytics queries running at once", ge=1
+        "KUMITATE_ANALYTICS_POOL_SIZE",
+        4,
+        "analytics worker processes, i.e. queries running at once (each started when first needed)",
+        ge=1,
+    )
+    worker_memory_mb: int = var(
+        "KUMITATE_ANALYTICS_WORKER_MEMORY_MB",
+        1024,
+        "memory one analytics worker (one query) may use, MiB (RLIMIT_DATA); QUERY_TOO_EXPENSIVE above",
+        "`1024`",
+        ge=256,
     )
     export_max_mb: float = var(
         "KUMITATE_ANALYTICS_EXPORT_MAX_MB",

@@ -9,8 +9,10 @@ granted (with a lease, so a crashed instance's grant runs out), and the check-an
 transaction, serialised per principal (SQLite's write lock; a PostgreSQL advisory lock), so two
 instances cannot both grant the last free bytes.
 
-Removing a reservation or an expired row is housekeeping, not the call's result: it commits at once,
-outside the call's commit gate (a call past its deadline must still give back what it reserved).
+Taking or giving back a reservation, and removing an expired row, are housekeeping, not the call's
+result: they commit at once, outside the call's commit gate (a call must stay subject to its deadline
+while it holds a reservation, and a call past its deadline must still give back what it reserved). Only
+`publish` and the view registry's `put`/`remove` commit under the gate.
 """
 
 from __future__ import annotations
@@ -106,8 +108,12 @@ class ExportRegistry:
     def reserve(
         self, handle: str, owner: str, *, now: float, lease_until: float, per_export: int, per_principal: int
     ) -> tuple[int, int]:
-        """Grant `handle` what the quotas leave: (bytes used, bytes allowed); allowed <= 0 grants nothing."""
-        with _write(self.db) as conn:
+        """Grant `handle` what the quotas leave: (bytes used, bytes allowed); allowed <= 0 grants nothing.
+
+        Housekeeping, not the call's result: it commits outside the call's commit gate. Under the gate the
+        call would count as committing from here on, and the deadline could not end it while the COPY runs
+        (issue 27); a call that ends any way gives the grant back (`remove`), a dead instance's lapses."""
+        with _housekeeping(self.db) as conn:
             _lock(conn, f"analytics.quota:{owner}")
             used = self._usage(conn, owner, now)
             allowed = min(per_export, per_principal - used)

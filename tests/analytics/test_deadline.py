@@ -1,4 +1,4 @@
-"""Every call runs under a deadline that interrupts DuckDB, and the connection survives it."""
+"""Every call runs under a deadline that interrupts DuckDB (or kills its worker), and the slot survives it."""
 
 from __future__ import annotations
 

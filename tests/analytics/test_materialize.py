@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import duckdb
 import pytest
@@ -102,10 +103,13 @@ def test_row_cap(service: AnalyticsService, clock: FakeClock) -> None:
     assert _views(service) == [] and _files(service) == [] and registry.registry.all() == []
 
 
-def _views(service: AnalyticsService) -> list[str]:
-    rows = service.runner.con.execute(
-        "SELECT view_name FROM duckdb_views() WHERE database_name = 'memory' AND NOT internal ORDER BY 1"
-    ).fetchall()
+def _views(service: AnalyticsService, con: Any = None) -> list[str]:
+    """The views in a worker's catalog: `con`'s, or the one the next call borrows (the last one used)."""
+    rows = (
+        (con or service.runner.con)
+        .execute("SELECT view_name FROM duckdb_views() WHERE database_name = 'memory' AND NOT internal ORDER BY 1")
+        .fetchall()
+    )
     return [str(r[0]) for r in rows]
 
 
@@ -163,7 +167,7 @@ def test_a_failed_build_or_commit_keeps_the_old_view(service: AnalyticsService, 
         assert con.execute("SELECT a FROM mat_x").fetchall() == [(1,)]
         assert [v["rows"] for v in registry.live()] == [1]
         # No file left behind by the failed builds.
-        assert _views(service) == ["mat_x"] and len(_files(service)) == 1
+        assert _views(service, con) == ["mat_x"] and len(_files(service)) == 1
         with pytest.raises(ToolError):
             failing.create(con, "y", "SELECT 1 AS a", ttl_seconds=60, user_tables=set())
         assert len(_files(service)) == 1 and [v["view"] for v in registry.live()] == ["mat_x"]

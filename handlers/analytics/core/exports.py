@@ -41,6 +41,7 @@ from kumitate.context import Principal, progress
 from kumitate.errors import ToolError
 
 from ..store import ExportRegistry, ExportRow
+from .connection import SqlConnection
 from .source import wrap_query
 
 HANDLE = re.compile(r"^[0-9a-f]{32}$")
@@ -142,7 +143,7 @@ class ExportStore:
 
     def write(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: SqlConnection,
         sql: str,
         *,
         fmt: str,
@@ -200,7 +201,7 @@ class ExportStore:
 
     def _commit(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: SqlConnection,
         sql: str,
         handle: str,
         fmt: str,
@@ -244,7 +245,7 @@ class ExportStore:
         return meta
 
     @staticmethod
-    def _count(con: duckdb.DuckDBPyConnection, sql: str) -> int | None:
+    def _count(con: SqlConnection, sql: str) -> int | None:
         """Exact row count for the error message; None if it cannot be had cheaply."""
         try:
             return int(con.execute(f"SELECT count(*) FROM {wrap_query(sql)} AS q").fetchall()[0][0])

@@ -36,10 +36,9 @@ import math
 from bisect import bisect_right
 from typing import Any
 
-import duckdb
-
 from generated.errors import InvalidInputError
 
+from .connection import SqlConnection
 from .source import Source, is_numeric, quote_ident
 
 MAX_BINS = 100
@@ -89,7 +88,7 @@ def fast_path_ok(lo: float, hi: float, width: float, edges: list[float]) -> bool
 
 
 def _counts_fast(
-    con: duckdb.DuckDBPyConnection, source: Source, value: str, valid: str, lo: float, hi: float, edges: list[float]
+    con: SqlConnection, source: Source, value: str, valid: str, lo: float, hi: float, edges: list[float]
 ) -> list[int]:
     """Strictly increasing edges: floor() guess, then a one-step correction against the edges."""
     bins = len(edges) - 1
@@ -118,9 +117,7 @@ def _counts_fast(
     return counts
 
 
-def _counts_exact(
-    con: duckdb.DuckDBPyConnection, source: Source, value: str, valid: str, edges: list[float]
-) -> list[int]:
+def _counts_exact(con: SqlConnection, source: Source, value: str, valid: str, edges: list[float]) -> list[int]:
     """A range only a few representable doubles wide: group the values, bisect the edges.
 
     This path runs only when a bin is narrower than 4 steps of the doubles' spacing
@@ -135,7 +132,7 @@ def _counts_exact(
     return counts
 
 
-def compute_histogram(con: duckdb.DuckDBPyConnection, source: Source, column: str, bins: int) -> dict[str, Any]:
+def compute_histogram(con: SqlConnection, source: Source, column: str, bins: int) -> dict[str, Any]:
     if not 1 <= bins <= MAX_BINS:
         raise InvalidInputError(f"bins must be between 1 and {MAX_BINS}.")
     found = source.find_column(column)

@@ -3,11 +3,11 @@
 Why a stored result rather than a plain view: a view re-runs its query every time, so it
 would not make anything faster; this computes once. The result is written as a Parquet
 file under the shared export directory (`<export dir>/views/`), registered in the
-database (store.ViewRegistry), and each instance exposes every registered file as a
-DuckDB view `mat_<name>` in the sandbox's in-memory catalog (connection.VIEWS_CATALOG,
-which every pooled connection sees). `sync` brings an instance's views in line with the
-registry at the start of every call, so a view built on one instance is usable on the
-next, and a restarted instance finds its views again.
+database (store.ViewRegistry), and each worker process (connection.py) exposes every
+registered file as a DuckDB view `mat_<name>` in its in-memory catalog
+(connection.VIEWS_CATALOG). `sync` brings the borrowed worker's views in line with the
+registry at the start of every call, so a view built by one worker or instance is usable
+by the next, and a restarted instance (or a replaced worker) finds its views again.
 
 Names cannot collide with the database's tables: the view is called `mat_<name>` (name
 lower-cased, letters/digits/underscore), and a name whose prefixed form equals a
@@ -19,8 +19,8 @@ every call and by the periodic sweep.
 Each build writes a new file (`<view>-<random hex>.parquet`), so no build can clobber
 another's or a file being read; the registry row is switched to it in one transaction
 under the call's commit gate (a call past its deadline registers nothing, and the file
-goes), and the file it replaced is deleted only after this instance's views point at the
-new one.
+goes), and the file it replaced is deleted only after this worker's views point at the
+new one (another worker re-points its view at its next call, before it reads).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-import threading
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -40,7 +39,7 @@ from generated.errors import ConflictError, InvalidInputError, RowLimitExceededE
 from kumitate.context import progress
 
 from ..store import ViewRegistry, ViewRow
-from .connection import VIEWS_CATALOG
+from .connection import VIEWS_CATALOG, WorkerConnection
 from .exports import epoch_rfc3339
 from .source import quote_ident, wrap_query
 
@@ -69,7 +68,7 @@ def _literal(text: str) -> str:
 
 
 class Materializer:
-    """The registered views, exposed on this instance's DuckDB."""
+    """The registered views, exposed on each worker's DuckDB when a call borrows it."""
 
     def __init__(
         self,
@@ -85,17 +84,15 @@ class Materializer:
         self.clock = clock
         self.max_views = max_views
         self.max_rows = max_rows
-        self._exposed: dict[str, str] = {}  # view -> file this instance's views read
-        self._ddl = threading.Lock()  # catalog changes from two connections at once could conflict
 
     def _now(self) -> float:
         return self.clock().timestamp()
 
-    def sync(self, con: duckdb.DuckDBPyConnection) -> list[ViewRow]:
-        """Drop expired views, expose the registered ones on this instance; return the live ones, oldest first."""
+    def sync(self, con: WorkerConnection) -> list[ViewRow]:
+        """Drop expired views, expose the registered ones on `con`'s worker; return the live ones, oldest first."""
         return self._sync(con)[0]
 
-    def _sync(self, con: duckdb.DuckDBPyConnection) -> tuple[list[ViewRow], int]:
+    def _sync(self, con: WorkerConnection) -> tuple[list[ViewRow], int]:
         rows = self.registry.all()
         now = self._now()
         expired = [r.view for r in rows if r.expires_at <= now]
@@ -103,18 +100,17 @@ class Materializer:
         for gone in dropped:
             self._unlink(gone.file)
         live = [r for r in rows if r.expires_at > now]
-        if {r.view: r.file for r in live} != self._exposed:
-            with self._ddl:  # read again under the lock: a stale snapshot must never undo a newer one
-                live = [r for r in self.registry.all() if r.expires_at > now]
-                self._expose(con, {r.view: r.file for r in live})
-        return [r for r in live if r.view in self._exposed], len(dropped)
+        self._expose(con, {r.view: r.file for r in live})
+        return [r for r in live if r.view in con.exposed], len(dropped)
 
-    def _expose(self, con: duckdb.DuckDBPyConnection, wanted: dict[str, str]) -> None:
-        for view in [v for v in self._exposed if v not in wanted]:
+    def _expose(self, con: WorkerConnection, wanted: dict[str, str]) -> None:
+        """Make the worker's catalog match `wanted` (one call at a time uses a worker: no lock needed)."""
+        exposed = con.exposed
+        for view in [v for v in exposed if v not in wanted]:
             con.execute(f"DROP VIEW IF EXISTS {QUALIFIER}{quote_ident(view)}")
-            del self._exposed[view]
+            del exposed[view]
         for view, file in wanted.items():
-            if self._exposed.get(view) == file:
+            if exposed.get(view) == file:
                 continue
             path = _literal(str(self.directory / file))
             try:
@@ -124,9 +120,9 @@ class Materializer:
             except duckdb.IOException:  # replaced or evicted by another instance since the registry was read
                 log.info("analytics view file gone while exposing it; the next call retries")
                 con.execute(f"DROP VIEW IF EXISTS {QUALIFIER}{quote_ident(view)}")
-                self._exposed.pop(view, None)
+                exposed.pop(view, None)
                 continue
-            self._exposed[view] = file
+            exposed[view] = file
 
     @staticmethod
     def names(live: list[ViewRow]) -> dict[str, str]:
@@ -140,7 +136,7 @@ class Materializer:
 
     def create(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: WorkerConnection,
         name: str,
         sql: str,
         *,
@@ -180,7 +176,7 @@ class Materializer:
             self._unlink(old.file)
         return {**public(row), "replaced": swap.replaced, "evicted": swap.evicted}
 
-    def drop(self, con: duckdb.DuckDBPyConnection, name: str) -> dict[str, Any]:
+    def drop(self, con: WorkerConnection, name: str) -> dict[str, Any]:
         """Drop one view now (before its TTL); `dropped` is False when no live view has that name."""
         view = name.lower() if name.lower().startswith(PREFIX) and NAME.match(name[len(PREFIX) :]) else view_name(name)
         self.sync(con)
@@ -191,7 +187,7 @@ class Materializer:
         self._unlink(row.file)
         return {"view": view, "dropped": True}
 
-    def drop_expired(self, con: duckdb.DuckDBPyConnection) -> int:
+    def drop_expired(self, con: WorkerConnection) -> int:
         """Drop every expired view and orphaned file; return how many views went."""
         dropped = self._sync(con)[1]
         self._sweep_orphans()

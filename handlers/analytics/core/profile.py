@@ -17,10 +17,9 @@ from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any
 
-import duckdb
-
 from generated.errors import InvalidInputError
 
+from .connection import SqlConnection
 from .source import TIMESTAMPTZ, Source, is_numeric, is_temporal, quote_ident
 
 PROFILE_MAX_BYTES = 1024
@@ -174,7 +173,7 @@ def fit_columns(
 
 
 def compute_profile(
-    con: duckdb.DuckDBPyConnection,
+    con: SqlConnection,
     source: Source,
     *,
     max_bytes: int = PROFILE_MAX_BYTES,

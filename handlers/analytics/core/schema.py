@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import duckdb
-
+from .connection import SqlConnection
 from .source import quote_ident
 
 
-def describe_database(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+def describe_database(con: SqlConnection) -> list[dict[str, Any]]:
     """Every table of the opened database (not temp), sorted by name."""
     db = con.execute("SELECT current_database()").fetchall()[0][0]
     tables = con.execute(

@@ -1,8 +1,8 @@
 """The analytics domain core: JSON-shaped dicts in, JSON-shaped dicts out.
 
-Wires the pieces together: the database (generated on first start), the sandboxed
-read-only connection and its deadline runner, the export store, the materialized
-views and the schema description. Transport-free and environment-free: the adapter
+Wires the pieces together: the database (generated on first start), the worker
+processes that run every query in the sandbox under a memory bound and a deadline
+(connection.py), the export store, the materialized views and the schema description. Transport-free and environment-free: the adapter
 (`handlers/analytics/__init__.py`) hands it typed settings and the runtime's database,
 converts the generated input models to dicts and back, and adds the export's `url`
 (the caller's address, which only the call context knows).
@@ -26,7 +26,7 @@ from kumitate.storage import Database
 from samples.analytics import ensure_database
 
 from ..store import ExportRegistry, ViewRegistry
-from .connection import DEFAULT_POOL_SIZE, QueryRunner, Sandbox
+from .connection import DEFAULT_POOL_SIZE, DEFAULT_WORKER_MEMORY_MB, QueryRunner, Sandbox, WorkerConnection
 from .exports import FORMATS, ExportQuota, ExportStore
 from .histogram import MAX_BINS, compute_histogram
 from .materialize import Materializer
@@ -78,14 +78,14 @@ class Limits:
     profile_max_bytes: int = PROFILE_MAX_BYTES
     max_views: int = 10
     materialize_max_rows: int = 5_000_000
-    memory_limit: str = "4GB"
     export_max_bytes: int = 100_000_000
     principal_export_bytes: int = 500_000_000
     pool_size: int = DEFAULT_POOL_SIZE
+    worker_memory_mb: int = DEFAULT_WORKER_MEMORY_MB
 
 
 class AnalyticsService:
-    """One per process: owns the sandboxed DuckDB connections (not the database it is given). Call `close()` when done."""
+    """One per process: owns the DuckDB worker processes (not the database it is given). Call `close()` when done."""
 
     def __init__(
         self,
@@ -121,10 +121,12 @@ class AnalyticsService:
             lease_seconds=max(900, int(self.limits.query_timeout_s * 10)),
         )
         sandbox = Sandbox(
-            self.db_path, exports_dir, memory_limit=self.limits.memory_limit, pool_size=self.limits.pool_size
+            self.db_path, exports_dir, Path(service_dir) / "tmp", memory_bytes=self.limits.worker_memory_mb << 20
         )
         scrub = (str(exports_dir.resolve()), str(Path(service_dir).resolve()), str(self.db_path.resolve()))
-        self.runner = QueryRunner(sandbox, timeout_s=self.limits.query_timeout_s, scrub=scrub)
+        self.runner = QueryRunner(
+            sandbox, pool_size=self.limits.pool_size, timeout_s=self.limits.query_timeout_s, scrub=scrub
+        )
         self.views = Materializer(
             exports_dir / "views",
             ViewRegistry(self.database),
@@ -132,9 +134,13 @@ class AnalyticsService:
             max_views=self.limits.max_views,
             max_rows=self.limits.materialize_max_rows,
         )
-        with self.runner.session(timeout_s=60) as c:
-            self.catalog = sandbox.catalog
-            self.tables = describe_database(c)
+        self.catalog = sandbox.catalog
+        try:
+            with self.runner.session(timeout_s=60) as c:
+                self.tables = describe_database(c)
+        except BaseException:
+            self.runner.close()
+            raise
         self.user_tables = {t["name"].lower(): t["name"] for t in self.tables}
         self.allowed_catalogs = frozenset({self.catalog.lower(), "temp", "main"})
         self._closed = threading.Event()
@@ -142,11 +148,11 @@ class AnalyticsService:
 
     # -- helpers -----------------------------------------------------------------
 
-    def _known_tables(self, con: Any) -> dict[str, str]:
+    def _known_tables(self, con: WorkerConnection) -> dict[str, str]:
         """The database's tables and the live views (exposed on this instance first: see Materializer.sync)."""
         return {**self.user_tables, **self.views.names(self.views.sync(con))}
 
-    def _source(self, con: Any, params: dict[str, Any]) -> Any:
+    def _source(self, con: WorkerConnection, params: dict[str, Any]) -> Any:
         source = resolve(
             con, params["table_or_query"], tables=self._known_tables(con), allowed_catalogs=self.allowed_catalogs
         )
@@ -248,6 +254,7 @@ class AnalyticsService:
                 "principal_export_bytes": self.limits.principal_export_bytes,
                 "profile_max_bytes": self.limits.profile_max_bytes,
                 "max_materialized": self.limits.max_views,
+                "query_memory_mb": self.limits.worker_memory_mb,
             },
         }
 

@@ -12,10 +12,9 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-import duckdb
-
 from generated.errors import InvalidInputError, NotFoundError
 
+from .connection import SqlConnection
 from .sql_guard import check_select
 
 # A bare table name: letters (any script), digits and underscores, not starting with a digit.
@@ -84,14 +83,14 @@ def wrap_query(sql: str) -> str:
     return f"(\n{sql}\n)"
 
 
-def describe(con: duckdb.DuckDBPyConnection, from_sql: str) -> tuple[tuple[str, str], ...]:
+def describe(con: SqlConnection, from_sql: str) -> tuple[tuple[str, str], ...]:
     rows = con.execute(f"DESCRIBE SELECT * FROM {from_sql} AS s").fetchall()
     # The type of an untyped NULL column prints as '"NULL"'; report it as NULL.
     return tuple((str(r[0]), str(r[1]).strip('"')) for r in rows)
 
 
 def resolve(
-    con: duckdb.DuckDBPyConnection,
+    con: SqlConnection,
     table_or_query: str,
     *,
     tables: dict[str, str],

@@ -45,6 +45,8 @@ import duckdb
 
 from generated.errors import InvalidInputError, SqlErrorError, UnsafeQueryError
 
+from .connection import SqlConnection
+
 MAX_SQL_CHARS = 20_000
 ALLOWED_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
 DENIED_SCALAR_FUNCTIONS = frozenset(
@@ -84,9 +86,7 @@ def unsafe(message: str) -> UnsafeQueryError:
     return UnsafeQueryError(message)
 
 
-def check_select(
-    con: duckdb.DuckDBPyConnection, sql: str, *, allowed_catalogs: frozenset[str], tables: Collection[str]
-) -> str:
+def check_select(con: SqlConnection, sql: str, *, allowed_catalogs: frozenset[str], tables: Collection[str]) -> str:
     """Return `sql` stripped of trailing semicolons if it is one safe SELECT.
 
     Raises UNSAFE_QUERY for anything else, or SQL_ERROR when DuckDB
@@ -130,7 +130,7 @@ def tree_depth(raw: str) -> int:
     return max(accumulate(1 if ch in "[{" else -1 for ch in brackets), default=0)
 
 
-def _serialize(con: duckdb.DuckDBPyConnection, text: str) -> Any:
+def _serialize(con: SqlConnection, text: str) -> Any:
     try:
         raw = con.execute("SELECT json_serialize_sql(?::VARCHAR)", [text]).fetchall()[0][0]
     except duckdb.Error as exc:  # pragma: no cover - json_serialize_sql reports errors in its result
