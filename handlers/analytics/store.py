@@ -69,7 +69,7 @@ def _read(db: Database) -> AbstractContextManager[Connection]:
 
 def _housekeeping(db: Database) -> AbstractContextManager[Connection]:
     """A transaction that commits regardless of the current call's deadline (see the module doc)."""
-    return _storage(db.engine.begin())
+    return _storage(db.housekeeping())
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,6 +67,15 @@ class Database:
                     trans.rollback()
 
     @contextmanager
+    def housekeeping(self) -> Iterator[Connection]:
+        """BEGIN … COMMIT outside the current call's commit gate and deadline, bounded by the storage
+        time-out instead: bookkeeping a call must commit or give back whatever its deadline says (a
+        quota reservation taken or returned), which through the gate would count as the call's commit."""
+        grace = max(self.grace_s, CUT_MARGIN_S)
+        with bounds.within(self.timeout_s), self._connection(grace) as conn, conn.begin():
+            yield conn
+
+    @contextmanager
     def read(self) -> Iterator[Connection]:
         """A read-only transaction (on SQLite a deferred BEGIN, so readers never queue behind writers)."""
         with self._connection(CUT_MARGIN_S) as conn:

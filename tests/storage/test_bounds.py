@@ -122,3 +122,22 @@ def test_the_watchdog_interrupts_a_query_that_outlives_its_bound(tmp_path: Path)
     assert not worker.is_alive() and isinstance(result[0], ToolError)
     assert result[0].code == "STORAGE_UNAVAILABLE"
     db.close()
+
+
+def test_housekeeping_commits_past_the_calls_deadline_and_outside_its_gate(tmp_path: Path) -> None:
+    """A reservation given back by a call past its deadline must still commit: housekeeping is bounded by
+    the storage time-out, not the call's deadline, and its COMMIT does not count as the call's commit."""
+    db = open_database(tmp_path)
+    try:
+        with db.housekeeping() as conn:
+            conn.execute(text("CREATE TABLE kept (n INTEGER)"))
+        with call_with(0.0) as ctx:
+            with db.housekeeping() as conn:
+                conn.execute(text("INSERT INTO kept VALUES (1)"))
+            assert ctx.time_out()  # no commit of the call began: it can still be timed out
+            with pytest.raises(ToolError), db.transaction() as conn:  # the call's own change is refused
+                conn.execute(text("INSERT INTO kept VALUES (2)"))
+        with db.read() as conn:
+            assert conn.execute(text("SELECT n FROM kept")).scalars().all() == [1]
+    finally:
+        db.close()
