@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from tests.conftest import LiveServer, start_server, stop_server
+from tests.e2e.mcp_raw import INITIALIZE, MCP_HEADERS
 
 pytestmark = pytest.mark.slow
 
@@ -35,14 +36,6 @@ SESSION_IDLE_S = 2.0
 CGROUP = Path("/sys/fs/cgroup/memory")
 HEADROOM = 700 * 2**20
 """Memory the server may grow by inside its cgroup: the seen case (16 × 64 MiB headers) is more."""
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 def rss(pid: int) -> int:

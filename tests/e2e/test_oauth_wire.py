@@ -20,19 +20,13 @@ from fastmcp.client.transports import StreamableHttpTransport
 from mcp.shared.exceptions import MCPError
 
 from tests.conftest import LiveServer, start_server, stop_server
+from tests.e2e.mcp_raw import INITIALIZE, MCP_HEADERS
 from tests.idp import AUDIENCE, IdentityProvider, SigningKey, running_idp
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 STAYS = {"stays": [{"code": "13101", "name": "千代田区"}]}
 STATIC = {"static-laptop": {"principal": "laptop", "scopes": ["stays"]}}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 REFRESH_S = 1.0
 
 

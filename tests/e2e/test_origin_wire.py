@@ -16,16 +16,9 @@ import pytest
 from PIL import Image
 
 from tests.conftest import InProcessApp, serve_in_process
+from tests.e2e.mcp_raw import INITIALIZE, MCP_HEADERS
 
 pytestmark = pytest.mark.anyio
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
