@@ -80,7 +80,8 @@ def init_project(
         "service": service,
         "tool": tool,
         "kumitate": requirement,
-        "kumitate_dev": origin.with_extra(requirement, "codegen"),
+        "kumitate_dev": origin.with_extra(requirement, "codegen,fuzz"),
+        "kumitate_codegen": origin.with_extra(requirement, "codegen"),
     }
     for template, path in (
         ("pyproject.toml.jinja", "pyproject.toml"),

@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
-from codegen.fuzz_mcp import Case, cases_for, check_result
+from codegen.fuzz.mcp import Case, cases_for, check_result
 from generated.errors import CATALOGUE
 from generated.registry import SERVICES
 

@@ -48,6 +48,6 @@ def test_init_records_the_requirement_runtime_and_dev_apart(tmp_path: Path) -> N
     scaffold.init_project(tmp_path / "p", kumitate="kumitate==0.1.0")
     project = tomllib.loads((tmp_path / "p/pyproject.toml").read_text())["project"]
     assert project["dependencies"] == ["kumitate==0.1.0"]
-    assert project["optional-dependencies"]["dev"][0] == "kumitate[codegen]==0.1.0"
+    assert project["optional-dependencies"]["dev"][0] == "kumitate[codegen,fuzz]==0.1.0"
     with pytest.raises(scaffold.ScaffoldError, match="--kumitate"):
         scaffold.init_project(tmp_path / "q", kumitate="not kumitate")

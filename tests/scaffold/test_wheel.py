@@ -79,7 +79,7 @@ def test_a_new_team_starts_from_the_wheel(wheel: Path, initialised: Path, tmp_pa
     shutil.copytree(initialised, project, symlinks=True)
     pyproject = (project / "pyproject.toml").read_text()
     assert f'dependencies = ["kumitate @ {wheel.as_uri()}"]' in pyproject
-    assert f'"kumitate[codegen] @ {wheel.as_uri()}"' in pyproject
+    assert f'"kumitate[codegen,fuzz] @ {wheel.as_uri()}"' in pyproject
 
     out = run(["make", "test"], project).stdout  # no variables: its own .venv from the recorded requirement
     assert "4 passed" in out

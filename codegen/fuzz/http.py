@@ -1,6 +1,6 @@
 """`make fuzz`: schemathesis against every HTTP operation of a real server, all phases, fixed seed.
 
-`python -m codegen.fuzz_http` in a project (this repository, or one made by `kumitate init`: its
+`python -m codegen.fuzz.http` in a project (this repository, or one made by `kumitate init`: its
 `make fuzz`) serves the project with `kumitate serve` and fuzzes its OpenAPI document; needs
 schemathesis (this repository's and a new project's dev extra). The JUnit report goes to st-report/.
 
@@ -44,7 +44,7 @@ def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codegen.fuzz_http", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m codegen.fuzz.http", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--port", type=int, default=0, help="unused; a free port is chosen")
     parser.add_argument("--max-examples", type=int, default=25)

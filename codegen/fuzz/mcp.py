@@ -1,6 +1,6 @@
 """`make fuzz` (MCP side): every tool over MCP streamable HTTP against a real server, fixed seed.
 
-`python -m codegen.fuzz_mcp` in a project (this repository, or one made by `kumitate init`) serves it
+`python -m codegen.fuzz.mcp` in a project (this repository, or one made by `kumitate init`) serves it
 with `kumitate serve`; needs schemathesis (the dev extra) for its JSON Schema generator.
 
 Valid arguments come from the tool's advertised inputSchema through schemathesis's JSON Schema
@@ -225,7 +225,7 @@ async def _call(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m codegen.fuzz_mcp", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m codegen.fuzz.mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--max-examples", type=int, default=15, help="valid cases per tool (mutations: twice that)")
     parser.add_argument("--tool", action="append", help="fuzz only this tool (repeatable)")
