@@ -66,8 +66,8 @@ fmt: venv  ## fix what ruff can, then format (what `make lint` checks)
 	$(BIN)/ruff format --exclude generated kumitate codegen handlers tests bench
 
 fuzz: venv  ## schemathesis on every HTTP operation, then every tool over MCP streamable HTTP; fixed seed
-	$(PY) -m tests.fuzz --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
-	$(PY) -m tests.fuzz_mcp --seed $(FUZZ_SEED)
+	$(PY) -m codegen.fuzz.http --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
+	$(PY) -m codegen.fuzz.mcp --seed $(FUZZ_SEED)
 
 bench: venv  ## benchmarks; results go in docs/BENCHMARKS.md
 	$(PY) -m bench

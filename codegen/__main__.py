@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         for problem in problems:
             print(locate.describe(problem, args.specs.resolve().parent), file=sys.stderr)
+        locate.annotate(problems, args.specs.resolve().parent)
         print(f"{len(problems)} spec problem(s); nothing generated.", file=sys.stderr)
         return 1
     if args.lint:
@@ -96,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     over_budget = budget_problems(tree)
     for problem in over_budget:
         print(f"{'' if args.check else 'warning: '}{problem}", file=sys.stderr)
-    wanted = emit.render_all(tree) | readme_table(project, args.out)
+    table = readme_table(project, args.out)
+    wanted = emit.render_all(tree) | table
     existing = _existing(args.out)
     stale = [
         p
@@ -106,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     orphans = sorted(existing - set(wanted))
     if args.check:
         for path in stale:
-            print(f"stale: {path}")
+            print(f"stale: {path}{' (its settings table)' if path in table else ''}")
         for path in stale:
             target = args.out / path
             current = target.read_text(encoding="utf-8") if target.exists() else None
@@ -114,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in orphans:
             print(f"orphan: {path}")
         if stale or orphans:
-            print(f"generated/ is out of date ({len(stale)} stale, {len(orphans)} orphan): run `make generate`.")
+            print(f"generated code is out of date ({len(stale)} stale, {len(orphans)} orphan): run `make generate`.")
         if over_budget:
             print(
                 f"{len(over_budget)} service(s) over their tools/list token budget (specs/{docs.BUDGET_FILE}):"
@@ -122,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         if stale or orphans or over_budget:
             return 1
-        print(f"generated/ is up to date ({len(wanted)} files).")
+        also = f" and {', '.join(table)}'s settings table" if table else ""
+        print(f"generated code is up to date ({len(wanted) - len(table)} files{also}).")
         return 0
     for path in stale:
         target = args.out / path

@@ -1,7 +1,13 @@
-"""Line numbers for spec problems: a lint finding names the file, the line and the rule."""
+"""Line numbers for spec problems: a lint finding names the file, the line and the rule.
+
+Under GitHub Actions (GITHUB_ACTIONS=true) each problem is also printed as a workflow command,
+`::error file=…,line=…,title=…::message`, so the pull request shows it on the spec's line.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import yaml
@@ -38,3 +44,24 @@ def describe(problem: Problem, base: Path) -> str:
     line = line_of(base / problem.file, problem.pointer)
     where = f"{problem.file}:{line}" if line else problem.file
     return f"{where}: [{problem.rule}] {problem.message} (at {problem.pointer or '/'})"
+
+
+def _escape(text: str, *, prop: bool = False) -> str:
+    """A workflow command's escaping: %, CR and LF everywhere; `:` and `,` in properties too."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def annotation(problem: Problem, base: Path, level: str = "error") -> str:
+    """`::error file=specs/…,line=N,title=RULE::message (at /pointer)` for GitHub Actions."""
+    props = {"file": problem.file, "line": line_of(base / problem.file, problem.pointer), "title": problem.rule}
+    shown = ",".join(f"{key}={_escape(str(value), prop=True)}" for key, value in props.items() if value is not None)
+    message = f"{problem.message} (at {problem.pointer or '/'})"
+    return f"::{level} {shown}::{_escape(message)}"
+
+
+def annotate(problems: Iterable[Problem], base: Path, env: Mapping[str, str] | None = None) -> None:
+    """Under GitHub Actions, each problem as an annotation on stdout (where the runner reads them)."""
+    if (os.environ if env is None else env).get("GITHUB_ACTIONS") == "true":
+        for problem in problems:
+            print(annotation(problem, base))

@@ -12,6 +12,7 @@ import ast
 import copy
 import json
 import re
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -207,7 +208,7 @@ def _generate(document: dict[str, Any], header: str, **extra: Any) -> str:
     return code
 
 
-def _with_null_refusal(document: dict[str, Any], header: str) -> str:
+def _with_null_refusal(document: dict[str, Any], header: str, **extra: Any) -> str:
     """The generated module, with `refuse_null` on every optional property that refuses null.
 
     The generator knows no such option: a first pass marks those properties (a field extra in the
@@ -215,17 +216,29 @@ def _with_null_refusal(document: dict[str, Any], header: str) -> str:
     through the generator's `validators` option."""
     marked = copy.deepcopy(document)
     if not _mark_null_refused(marked["$defs"], marked["$defs"]):
-        return _generate(document, header)
-    fields = _null_refusing_fields(_generate(marked, header, field_extra_keys={NULL_MARK}))
+        return _generate(document, header, **extra)
+    fields = _null_refusing_fields(_generate(marked, header, field_extra_keys={NULL_MARK}, **extra))
     validators = {
         cls: {"validators": [{"fields": names, "function": REFUSE_NULL, "mode": "before"}]}
         for cls, names in sorted(fields.items())
     }
-    code = _generate(document, header, validators=validators)
+    code = _generate(document, header, validators=validators, **extra)
     missing = set(fields) - {c.name for c in ast.parse(code).body if isinstance(c, ast.ClassDef)}
     if missing:
         raise RuntimeError(f"the two generator passes name classes differently: {sorted(missing)}")
     return code
+
+
+def _aliased_classes(code: str) -> list[str]:
+    """The classes with a field renamed for Python (`from` -> `from_ = Field(alias="from")`): they get
+    `populate_by_name`, so handlers can write `Model(from_=...)`. The wire still takes only the JSON
+    name: kumitate.intake validates with `by_name=False`."""
+    return sorted(
+        cls.name
+        for cls in ast.parse(code).body
+        if isinstance(cls, ast.ClassDef)
+        and any(isinstance(s, ast.AnnAssign) and "alias=" in ast.unparse(s.annotation) for s in cls.body)
+    )
 
 
 def render(svc: ServiceSpec, root: Path, header: str) -> str:
@@ -234,6 +247,10 @@ def render(svc: ServiceSpec, root: Path, header: str) -> str:
     for name in alias_of:
         del document["$defs"][name]
     code = _with_null_refusal(document, header)
+    aliased = _aliased_classes(code)
+    if aliased:
+        by_name = defaultdict(dict, {cls: {"allow_population_by_field_name": True} for cls in aliased})
+        code = _with_null_refusal(document, header, extra_template_data=by_name)
     code, found = _BUNDLE_ROOT.subn("", code)
     if found != 1:
         raise RuntimeError(f"the generator no longer emits the bundle root class {BUNDLE_TITLE} as expected")

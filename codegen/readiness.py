@@ -317,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
         )
     for problem in problems:
         print(problem, file=sys.stderr)
+    from codegen import locate
+
+    locate.annotate(problems, args.specs.resolve().parent)
     if problems:
         print(
             f"{len(problems)} readiness problem(s) (accept one with a reason in specs/{BASELINE_FILE})", file=sys.stderr

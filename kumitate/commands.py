@@ -10,25 +10,48 @@ import argparse
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
+CODEGEN_MODULES = frozenset({"datamodel_code_generator", "jinja2", "jsonschema", "referencing", "mypy", "ruff"})
+"""What the `codegen` extra installs and the runtime does without (pyproject.toml)."""
+
+
+def _needs_codegen(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A generator command run where only the runtime is installed says what to install, not a traceback."""
+
+    def checked(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in CODEGEN_MODULES:
+                raise
+            print(
+                f"kumitate {args.command}: the generator is not installed (no module {exc.name!r}). Install it"
+                " with kumitate's codegen extra: pip install 'kumitate[codegen]' (in a project made by"
+                " `kumitate init`: make venv, which installs its dev extra).",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+
+    return checked
 
 
 def add_parsers(sub: Any) -> None:
     generate = sub.add_parser("generate", help="specs/ -> generated/ (models, bindings, OpenAPI, docs)")
     generate.add_argument("--check", action="store_true", help="list stale or orphan generated files; write nothing")
-    generate.set_defaults(run=_generate)
+    generate.set_defaults(run=_needs_codegen(_generate))
 
     lint = sub.add_parser("lint", help="check the specs (schema, catalogue, annotations) and their agent readiness")
-    lint.set_defaults(run=_lint)
+    lint.set_defaults(run=_needs_codegen(_lint))
 
     tools = sub.add_parser("tools", help="list tools with their lockfile hashes; with --url, compare a live server")
     tools.add_argument("--url", help="a running server's base URL, e.g. http://127.0.0.1:8000 (MCP tools/list)")
     tools.add_argument("--token", help="bearer token for --url")
-    tools.set_defaults(run=_tools)
+    tools.set_defaults(run=_needs_codegen(_tools))
 
     call = sub.add_parser("call", help="call one tool and print its result (or the catalogue error)")
     call.add_argument("service", help="the service, as in specs/<service>/")
@@ -45,9 +68,12 @@ def add_parsers(sub: Any) -> None:
     init.add_argument("--service", default="hello", help="the first service's name (default: hello)")
     init.add_argument("--tool", default="greet", help="the first tool's name (default: greet)")
     init.add_argument(
-        "--kumitate", default="kumitate", help="what the project's `make venv` installs: a version spec or a wheel path"
+        "--kumitate",
+        default=None,
+        help="the kumitate the project depends on: a wheel or directory path, or a requirement"
+        " (default: this kumitate, as installed: its version, or the wheel/directory/commit it came from)",
     )
-    init.set_defaults(run=_init)
+    init.set_defaults(run=_needs_codegen(_init))
 
     new = sub.add_parser("new", help="add a service, a tool or a resource to this project (spec + handler stub)")
     kinds = new.add_subparsers(dest="kind", required=True, help="service, tool or resource")
@@ -59,7 +85,7 @@ def add_parsers(sub: Any) -> None:
         )
         parser.add_argument("service", help="an existing service of this project")
         parser.add_argument("name", help=f"the new {kind}'s name (snake_case)")
-    new.set_defaults(run=_new)
+    new.set_defaults(run=_needs_codegen(_new))
 
     diff = sub.add_parser(
         "diff",
@@ -82,7 +108,7 @@ def add_parsers(sub: Any) -> None:
     diff.add_argument(
         "--exceptions", type=Path, default=None, help="exceptions file (default: HEAD's specs/review-exceptions.yaml)"
     )
-    diff.set_defaults(run=_diff)
+    diff.set_defaults(run=_needs_codegen(_diff))
 
 
 def _diff(args: argparse.Namespace) -> int:

@@ -122,7 +122,7 @@ class Intake:
         data = data_of(arguments)
         self.check(binding.input_schema, data)
         try:
-            return binding.input_model.model_validate(data)
+            return binding.input_model.model_validate(data, by_name=False)  # the wire names only (`from`)
         except ValidationError as exc:
             raise ToolError(f"input does not match the schema: {exc.errors()[0]['msg']}", code="BAD_REQUEST") from None
 
@@ -132,6 +132,6 @@ def _strict_model(binding: ToolBinding, arguments: Any) -> Any:
     (the JSON Schema then decides, and words the message)."""
     try:
         raw = arguments.raw if isinstance(arguments, JsonBody) else msgspec.json.encode(arguments)
-        return binding.input_model.model_validate_json(raw, strict=True)
+        return binding.input_model.model_validate_json(raw, strict=True, by_name=False)
     except (ValidationError, msgspec.EncodeError, TypeError, OverflowError):
         return None

@@ -18,8 +18,6 @@ from pathlib import Path
 
 from codegen import specs
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 class LoadError(Exception):
     """A side cannot be read (not a directory, not a ref, no specs/ in it)."""
@@ -89,13 +87,12 @@ def materialise(spec: str, workdir: Path, repo: Path | None = None) -> Path:
 
 
 def prepare_meta(specs_dir: Path, fallback: Path | None = None) -> None:
-    """Make sure specs_dir/_meta exists and tool.schema.json allows `renamed_from`."""
+    """Make sure specs_dir/_meta exists and tool.schema.json allows `renamed_from`: a side without
+    meta-schemas of its own borrows the fallback's (HEAD's), else the ones kumitate ships."""
     meta = specs_dir / "_meta"
     if not (meta / "tool.schema.json").is_file():
-        source = (
-            fallback if fallback is not None and (fallback / "tool.schema.json").is_file() else REPO / "specs" / "_meta"
-        )
-        shutil.copytree(source, meta, dirs_exist_ok=True)
+        own = fallback is not None and (fallback / "tool.schema.json").is_file()
+        shutil.copytree(fallback if own and fallback else specs.PACKAGED_META, meta, dirs_exist_ok=True)
     tool_schema = meta / "tool.schema.json"
     doc = json.loads(tool_schema.read_text(encoding="utf-8"))
     props = doc.setdefault("properties", {})

@@ -126,8 +126,9 @@ def render(review: Review) -> str:
         lines += [f"- `{p}`" for p in review.base_problems]
         lines += ["", "</details>", ""]
     lines += [
-        f"<sub>Rules: `{RULES_DOC}`. Seed 001: breaking changes go to /v2. A new /vN base path allows HTTP"
-        " changes, a major `version` Python API changes; MCP tool names carry no version, so MCP and HTTP+MCP"
+        f"<sub>Rules: kumitate's `{RULES_DOC}`. Compatibility policy: additions are fine, breaking changes go"
+        " to /v2: a new /vN base path allows HTTP changes, a major `version` Python API changes; MCP tool names"
+        " carry no version, so MCP and HTTP+MCP"
         f" changes need an exception `{{rule, tool, reason, field?}}` in `specs/{EXCEPTIONS_FILE}` (or a new"
         " tool name).</sub>",
     ]

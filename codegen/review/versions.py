@@ -1,4 +1,4 @@
-"""Which breaking changes a major version allows (seed 001: "breaking changes go to /v2").
+"""Which breaking changes a major version allows (the compatibility policy: "breaking changes go to /v2").
 
 - HTTP findings (surface `http`): a new /vN in the service's `http.base_path` (or the route's own
   path); a `version` bump alone does not move the /v1 routes.

@@ -20,6 +20,7 @@ from pathlib import Path
 import jinja2
 
 from codegen import naming
+from codegen.scaffold import origin
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
@@ -60,32 +61,55 @@ def _write(path: Path, text: str, written: list[Written]) -> None:
 
 
 def init_project(
-    target: Path, service: str = "hello", tool: str = "greet", kumitate: str = "kumitate"
+    target: Path, service: str = "hello", tool: str = "greet", kumitate: str | None = None
 ) -> list[Written]:
-    """A new project in `target` (empty or absent) with one service and one working tool."""
+    """A new project in `target` (empty or absent) with one service and one working tool. It depends on
+    `kumitate` (a path or a requirement), by default on the kumitate running this (origin.running)."""
     _check_name("service", service)
     _check_name("tool", tool)
+    try:
+        requirement = origin.running() if kumitate is None else origin.given(kumitate)
+    except ValueError as exc:
+        raise ScaffoldError(str(exc)) from None
     if target.exists() and any(target.iterdir()):
         raise ScaffoldError(f"{target} is not empty; `kumitate init` starts a project in a new directory")
     name = target.resolve().name
     written: list[Written] = []
-    values = {"name": name, "service": service, "tool": tool, "kumitate_requirement": kumitate}
+    values = {
+        "name": name,
+        "service": service,
+        "tool": tool,
+        "kumitate": requirement,
+        "kumitate_dev": origin.with_extra(requirement, "codegen,fuzz"),
+        "kumitate_codegen": origin.with_extra(requirement, "codegen"),
+    }
     for template, path in (
         ("pyproject.toml.jinja", "pyproject.toml"),
         ("Makefile.jinja", "Makefile"),
         ("README.md.jinja", "README.md"),
         ("gitignore.jinja", ".gitignore"),
         ("ci_run.jinja", ".ci/run"),
+        ("pre-commit-config.yaml.jinja", ".pre-commit-config.yaml"),
         ("test_examples.py.jinja", "tests/test_examples.py"),
     ):
         _write(target / path, _render(template, **values), written)
     (target / ".ci/run").chmod(0o755)
+    _write(target / WORKFLOW, review_workflow("make venv", ".venv/bin/kumitate"), written)
     _write(target / "tests/__init__.py", "", written)
     _write(target / "handlers/__init__.py", '"""Hand-written domain logic, one package per service."""\n', written)
     _write(target / "specs/errors.yaml", BASE_ERRORS.read_text(encoding="utf-8"), written)
     written += _service_files(target / "specs", target / "handlers", service, first_tool=tool)
     _write(target / f"tests/test_{service}_core.py", _render("test_core.py.jinja", service=service), written)
     return written
+
+
+WORKFLOW = ".github/workflows/spec-review.yml"
+
+
+def review_workflow(install: str, kumitate: str) -> str:
+    """The GitHub Actions workflow that reviews each pull request's specs (`kumitate diff` against its
+    base): `install` is the step that installs kumitate with its generator, `kumitate` its command."""
+    return _render("spec-review.yml.jinja", install=install, kumitate=kumitate)
 
 
 def new_service(specs: Path, handlers: Path, service: str) -> list[Written]:

@@ -1,7 +1,8 @@
 """Every third-party import is declared, in the extra of the code that imports it (what deptry checks).
 
 kumitate/ (the runtime) may use only `dependencies`; codegen/ (generator, review, scaffolding) also
-the `codegen` extra; handlers/ and samples/ (the bundled services and their sample data) and
+the `codegen` extra, and codegen/fuzz/ (`make fuzz`) the `fuzz` extra too; handlers/ and samples/
+(the bundled services and their sample data) and
 kumitate/clients/ (clients of the bundled services, run beside an LLM or a peer, never by the server)
 also the `services` extra.
 """
@@ -23,11 +24,12 @@ EXTRAS = {
     "kumitate": (),
     "kumitate/clients": ("services",),
     "codegen": ("codegen",),
+    "codegen/fuzz": ("codegen", "fuzz"),
     "handlers": ("services",),
     "samples": ("services",),
     "generated": (),
 }
-NESTED = {"kumitate": ("clients",)}
+NESTED = {"kumitate": ("clients",), "codegen": ("fuzz",)}
 """Sub-packages checked as roots of their own (with their own extras), not as part of the parent."""
 
 

@@ -8,9 +8,9 @@ from typing import Any
 import jsonschema_rs
 import pytest
 
+from codegen.fuzz.mcp import Case, cases_for, check_result
 from generated.errors import CATALOGUE
 from generated.registry import SERVICES
-from tests.fuzz_mcp import Case, cases_for, check_result
 
 TOOLS = [t for svc in SERVICES.values() for t in svc.tools]
 

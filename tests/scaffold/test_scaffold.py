@@ -199,3 +199,18 @@ def test_the_new_projects_catalogue_keeps_the_runtimes_codes() -> None:
     assert base == {code: ours[code] for code in base}
     for code in ("BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "STORAGE_UNAVAILABLE", "ORIGIN_NOT_ALLOWED"):
         assert code in base
+
+
+def test_make_fuzz_runs_schemathesis_and_the_mcp_fuzz(project: Path) -> None:
+    """The new project's `make fuzz` runs what this repository's does, on the project's own server."""
+    makefile = (project / "Makefile").read_text()
+    assert (
+        "-m codegen.fuzz.http --seed $(FUZZ_SEED)" in makefile and "-m codegen.fuzz.mcp --seed $(FUZZ_SEED)" in makefile
+    )
+    http = in_project(project, "codegen.fuzz.http", "--seed", "1", "--max-examples", "5")
+    assert http.returncode == 0, http.stdout[-3000:] + http.stderr[-3000:]
+    reports = [p.read_text() for p in (project / "st-report").glob("*.xml")]
+    assert "No issues found" in http.stdout and any("POST /v1/hello/greet" in r for r in reports), http.stdout
+    mcp = in_project(project, "codegen.fuzz.mcp", "--seed", "1", "--max-examples", "5")
+    assert mcp.returncode == 0, mcp.stdout[-3000:] + mcp.stderr[-3000:]
+    assert "greet: 5 valid" in mcp.stdout and ", 0 failures" in mcp.stdout

@@ -1,5 +1,9 @@
 """`make fuzz`: schemathesis against every HTTP operation of a real server, all phases, fixed seed.
 
+`python -m codegen.fuzz.http` in a project (this repository, or one made by `kumitate init`: its
+`make fuzz`) serves the project with `kumitate serve` and fuzzes its OpenAPI document; needs
+schemathesis (this repository's and a new project's dev extra). The JUnit report goes to st-report/.
+
 The expected statuses for schema-valid input are derived from the spec: 2xx plus
 the statuses of the errors each tool declares (and its policies imply). A
 schema-valid request that gets any other status, a 5xx, or a body that breaks
@@ -16,7 +20,8 @@ from pathlib import Path
 
 from codegen import specs
 from codegen.openapi import policy_errors
-from tests.conftest import REPO, start_server, stop_server
+from codegen.testing import serve
+from kumitate.project import Project
 
 
 def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
@@ -38,13 +43,14 @@ def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m codegen.fuzz.http", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--port", type=int, default=0, help="unused; a free port is chosen")
     parser.add_argument("--max-examples", type=int, default=25)
-    args = parser.parse_args()
-    tree = specs.load(REPO / "specs")
+    args = parser.parse_args(argv)
+    project = Project.discover()
+    tree = specs.load(project.specs)
     with tempfile.TemporaryDirectory(prefix="kumitate-fuzz-") as tmp:
         root = Path(tmp)
         config = root / "schemathesis.toml"
@@ -52,11 +58,9 @@ def main() -> int:
         tokens = '{"fuzz-token": {"principal": "fuzz", "scopes": ["*"]}}'
         # schemathesis sends wrong tokens on purpose (ST401): the failed-auth limiter, which would then
         # refuse the right token too, is opened wide here; it has its own tests (tests/runtime/test_authguard.py)
-        server = start_server(
-            root / "var", root / "server.log", KUMITATE_TOKENS=tokens, KUMITATE_AUTH_FAILURES="100000/100000"
-        )
-        code = 1
-        try:
+        with serve(
+            project.root, root / "var", KUMITATE_TOKENS=tokens, KUMITATE_AUTH_FAILURES="100000/100000"
+        ) as server:
             cmd = [
                 sys.executable,
                 "-m",
@@ -78,13 +82,11 @@ def main() -> int:
                 "--report",
                 "junit",
                 "--report-dir",
-                str(REPO / "st-report"),
+                str(project.root / "st-report"),
             ]
             code = subprocess.run(cmd, cwd=root, check=False).returncode
-        finally:
-            stop_server(server)
             if code:
-                print((root / "server.log").read_text(errors="replace")[-4000:], file=sys.stderr)
+                print(server.log.read_text(errors="replace")[-4000:], file=sys.stderr)
     return code
 
 

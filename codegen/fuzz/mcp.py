@@ -1,5 +1,8 @@
 """`make fuzz` (MCP side): every tool over MCP streamable HTTP against a real server, fixed seed.
 
+`python -m codegen.fuzz.mcp` in a project (this repository, or one made by `kumitate init`) serves it
+with `kumitate serve`; needs schemathesis (the dev extra) for its JSON Schema generator.
+
 Valid arguments come from the tool's advertised inputSchema through schemathesis's JSON Schema
 generator (hypothesis-jsonschema does not run on the pinned hypothesis); schema-violating ones are
 explicit mutations of a valid case (a required field dropped, an unknown field, wrong types, values
@@ -221,24 +224,22 @@ async def _call(
     return None
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m codegen.fuzz.mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--max-examples", type=int, default=15, help="valid cases per tool (mutations: twice that)")
     parser.add_argument("--tool", action="append", help="fuzz only this tool (repeatable)")
-    args = parser.parse_args()
-    from tests.conftest import start_server, stop_server
+    args = parser.parse_args(argv)
+    from codegen.testing import serve
+    from kumitate.project import Project
 
+    project = Project.discover()
+    project.activate()
     with tempfile.TemporaryDirectory(prefix="kumitate-mcp-fuzz-") as tmp:
-        root = Path(tmp)
         tokens = '{"fuzz-token": {"principal": "fuzz", "scopes": ["*"]}}'
-        server = start_server(root / "var", root / "server.log", KUMITATE_TOKENS=tokens)
-        try:
-            report = asyncio.run(
-                fuzz(server.url, "fuzz-token", args.max_examples, args.seed, set(args.tool) if args.tool else None)
-            )
-        finally:
-            stop_server(server)
+        with serve(project.root, Path(tmp) / "var", KUMITATE_TOKENS=tokens) as server:
+            only = set(args.tool) if args.tool else None
+            report = asyncio.run(fuzz(server.url, "fuzz-token", args.max_examples, args.seed, only))
     for name, (valid, invalid) in sorted(report.per_tool.items()):
         print(f"{name}: {valid} valid, {invalid} schema-violating")
     for failure in report.failures:
