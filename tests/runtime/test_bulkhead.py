@@ -66,7 +66,8 @@ async def test_one_service_stuck_leaves_another_its_threads() -> None:
     held = [asyncio.ensure_future(stuck.run(ctx(), gate.wait)) for _ in range(2)]
     await asyncio.sleep(0.05)
     started = time.monotonic()
-    assert await free.run(ctx("free"), lambda: threading.current_thread().name) == "kumitate-free_0"
+    name = await free.run(ctx("free"), lambda: threading.current_thread().name)
+    assert name.startswith("kumitate-free_")  # its own service's thread (which one of them is the pool's choice)
     assert time.monotonic() - started < 0.5
     gate.set()
     await asyncio.gather(*held)
