@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -21,9 +22,19 @@ def ctx(service: str = "demo", deadline: float | None = None) -> CallContext:
     return call
 
 
-async def test_a_full_bulkhead_refuses_after_its_wait_and_frees_a_slot_when_the_thread_returns() -> None:
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    """What the stuck calls wait on, set at teardown whatever the test did: concurrent.futures joins
+    every pool thread at interpreter exit, so a thread left waiting would hang pytest after a failure."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+async def test_a_full_bulkhead_refuses_after_its_wait_and_frees_a_slot_when_the_thread_returns(
+    gate: threading.Event,
+) -> None:
     stuck = Bulkhead("stuck", 2, wait_s=0.2)
-    gate = threading.Event()
     held = [asyncio.ensure_future(stuck.run(ctx(), gate.wait)) for _ in range(2)]
     await asyncio.sleep(0.05)
     assert stuck.running == 2 and stuck.stuck_for() > 0
@@ -43,9 +54,8 @@ async def test_a_full_bulkhead_refuses_after_its_wait_and_frees_a_slot_when_the_
     stuck.close()
 
 
-async def test_waiting_is_bounded_by_the_calls_deadline_and_marked() -> None:
+async def test_waiting_is_bounded_by_the_calls_deadline_and_marked(gate: threading.Event) -> None:
     full = Bulkhead("full", 1, wait_s=10.0)
-    gate = threading.Event()
     held = asyncio.ensure_future(full.run(ctx(), gate.wait))
     await asyncio.sleep(0.05)
     call = ctx(deadline=time.monotonic() + 0.1)
@@ -60,9 +70,8 @@ async def test_waiting_is_bounded_by_the_calls_deadline_and_marked() -> None:
     full.close()
 
 
-async def test_one_service_stuck_leaves_another_its_threads() -> None:
+async def test_one_service_stuck_leaves_another_its_threads(gate: threading.Event) -> None:
     stuck, free = Bulkhead("stuck", 2, wait_s=0.1), Bulkhead("free", 2, wait_s=0.1)
-    gate = threading.Event()
     held = [asyncio.ensure_future(stuck.run(ctx(), gate.wait)) for _ in range(2)]
     await asyncio.sleep(0.05)
     started = time.monotonic()
