@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from kumitate.cache import SharedCache, make_cache
 from kumitate.settings import EnvSettings, Settings, SettingsError
-from kumitate.storage import Database, open_database
+from kumitate.storage import Database, carry, open_database
 from kumitate.storage import redis as shared_redis
 
 S = TypeVar("S", bound=EnvSettings)
@@ -38,6 +38,11 @@ class Stores:
     def open(cls, settings: Settings) -> Stores:
         """The database first: one on the wrong schema stops start-up before anything else opens."""
         database = open_database(settings.data_dir, settings)
+        try:
+            carry.import_idempotency(database, settings.data_dir)
+        except BaseException:
+            database.close()
+            raise
         redis = shared_redis.connect(settings.redis_url) if settings.redis_url else None
         return cls(database, redis, make_cache(redis))
 

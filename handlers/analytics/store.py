@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, exc, func, or_, select, text, update
@@ -151,6 +151,13 @@ class ExportRegistry:
                     expires_at=row.expires_at,
                 )
             )
+
+    def adopt(self, row: ExportRow) -> bool:
+        """Register a ready export made by a release before this registry; False when the handle is known."""
+        values = {**asdict(row), "state": READY, "columns": json.dumps(row.columns)}
+        with _write(self.db) as conn:
+            added = conn.execute(self.db.insert_ignore(exports_table, values).returning(exports_table.c.handle))
+            return added.first() is not None
 
     def published(self, handle: str) -> ExportRow | None:
         """A published export (live or expired), or None."""

@@ -9,15 +9,17 @@ instances starting together seed it once.
 
 Releases before the storage layer kept rules in `<data dir>/attendance/attendance.sqlite3` (table
 `thread_attendance_rules`, same columns). `import_legacy` copies its rows into `attendance_rules` at
-start-up (rows already there are kept, so an interrupted or concurrent import is harmless) and renames
-the file to `attendance.sqlite3.imported`, which is then no longer read.
+start-up and renames the file to `attendance.sqlite3.imported-<UTC time>` (kumitate.storage.carry), which
+is then no longer read. A row already stored unchanged is skipped (an interrupted or concurrent import is
+harmless); a version number taken by a different rule (saved by an earlier release run on this data
+directory after an upgrade, then upgraded again) is appended as a new version, never dropped.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from contextlib import closing, suppress
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,13 +28,12 @@ from sqlalchemy import Connection, func, select
 
 from generated.errors import NotFoundError, StorageUnavailableError
 from handlers.attendance.core.validate import check_rule
-from kumitate.storage import Database
+from kumitate.storage import Database, carry
 from kumitate.storage.schema import attendance_rules as rules
 
 MAX_ATTEMPTS = 50
 """Concurrent saves of one thread that may overtake a save before it gives up (each costs one round trip)."""
 LEGACY_FILE = "attendance.sqlite3"
-IMPORTED_SUFFIX = ".imported"
 
 
 def now_iso() -> str:
@@ -119,11 +120,29 @@ def import_legacy(store: RuleStore, service_dir: Path) -> int:
             ).fetchall()
         except sqlite3.OperationalError:
             rows = []  # an empty file (no table yet)
-    written = 0
+    copied = appended = 0
     with store.db.transaction() as conn:
         for thread_id, version, rule_json, saved_at in rows:
-            written += store.insert(conn, thread_id, version, rule_json, saved_at)
-    # FileNotFoundError: another instance sharing the data directory retired it at the same moment.
-    with suppress(FileNotFoundError):
-        path.rename(path.with_name(LEGACY_FILE + IMPORTED_SUFFIX))
-    return written
+            if store.insert(conn, thread_id, version, rule_json, saved_at):
+                copied += 1
+                continue
+            stored = conn.execute(
+                select(rules.c.rule_json, rules.c.saved_at).where(
+                    rules.c.thread_id == thread_id, rules.c.version == version
+                )
+            ).one()
+            if tuple(stored) == (rule_json, saved_at):
+                continue
+            latest = conn.execute(select(func.max(rules.c.version)).where(rules.c.thread_id == thread_id)).scalar_one()
+            appended += store.insert(conn, thread_id, int(latest) + 1, rule_json, saved_at)
+    kept = carry.keep_original(path)
+    if kept is not None:
+        carry.announce(
+            "attendance",
+            f"copied {copied} rule versions from {path} into the storage layer"
+            + (f" and appended {appended} that differed from a stored version as new versions" if appended else "")
+            + f"; the original is kept as {kept.name}",
+            rows=copied + appended,
+            kept=str(kept),
+        )
+    return copied + appended

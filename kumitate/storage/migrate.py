@@ -18,6 +18,8 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, exc, text
 
+from kumitate.storage import carry
+
 SCRIPT_LOCATION = "kumitate.storage:migrations"
 ADVISORY_LOCK_ID = 0x6B756D69  # "kumi": one PostgreSQL advisory lock for schema changes
 
@@ -76,9 +78,15 @@ def reachable(engine: Engine) -> Iterator[None]:
 
 
 def ensure(engine: Engine, *, auto_upgrade: bool) -> None:
+    """Refuse a database this release does not know (before taking the migration lock: a newer database is
+    left exactly as it was), else migrate it when allowed (saying so) and check it is at head."""
     with reachable(engine):
+        _check_known(current(engine), engine)
         if auto_upgrade:
-            upgrade(engine)
+            before, after = upgrade(engine)
+            if before != after:
+                done = f"created at revision {after}" if before is None else f"upgraded from {before} to {after}"
+                carry.announce("database", f"schema {done} ({_where(engine)})", revision=after)
         found, expected = current(engine), head()
     _check_known(found, engine)
     if found != expected:

@@ -111,7 +111,7 @@ def test_instances_starting_together_seed_the_samples_once(engine: dict[str, str
 def legacy_file(data_dir: Path, rows: list[tuple[str, int, str, str]]) -> Path:
     """The rules file as releases before the storage layer wrote it (WAL mode, same table)."""
     path = data_dir / "attendance" / "attendance.sqlite3"
-    path.parent.mkdir(parents=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(
@@ -135,9 +135,33 @@ def test_a_file_from_before_the_storage_layer_is_imported_once(engine: dict[str,
         # the old database had its own data: the samples are not added beside it
         with pytest.raises(ToolError):
             call(shell, "get_attendance_rule", {"thread_id": "demo-required"}, CTX)
-    assert not path.exists() and path.with_name("attendance.sqlite3.imported").exists()
+    assert not path.exists() and len(list(tmp_path.glob("attendance/attendance.sqlite3.imported-*"))) == 1
     with opened(tmp_path, engine) as again:  # the retired file is not read again
         assert call(again, "get_attendance_rule", {"thread_id": "old-thread"}, CTX)["version"] == 3
+
+
+def test_a_downgrade_then_a_second_upgrade_keeps_every_rule_and_both_backups(
+    engine: dict[str, str], tmp_path: Path
+) -> None:
+    """Issue 34: the old release run on the upgraded data dir writes a new file; upgrading again appends its
+    rules saved meanwhile (never drops one whose version number is taken) and keeps the first backup."""
+    stored = canonical(check_rule(base()))
+    legacy_file(tmp_path, [("old-thread", 1, stored, "2024-05-01T00:00:00.000Z")])
+    with opened(tmp_path, engine) as shell:
+        call(shell, "save_attendance_rule", {"thread_id": "old-thread", "rule": base()}, CTX)  # version 2
+    first = list(tmp_path.glob("attendance/attendance.sqlite3.imported-*"))
+    changed = canonical(check_rule({**base(), "rule": {"k": 2, "n": 5}}))
+    downgrade_era = [
+        ("old-thread", 1, stored, "2024-05-01T00:00:00.000Z"),
+        ("old-thread", 2, changed, "2024-06-01T00:00:00.000Z"),
+    ]
+    legacy_file(tmp_path, downgrade_era)
+    with opened(tmp_path, engine) as shell:
+        got = call(shell, "get_attendance_rule", {"thread_id": "old-thread", "include_history": True}, CTX)
+    assert [h["version"] for h in got["history"]] == [1, 2, 3]
+    assert (got["saved_at"], got["attendance_rule"]) == ("2024-06-01T00:00:00.000Z", json.loads(changed))
+    backups = list(tmp_path.glob("attendance/attendance.sqlite3.imported-*"))
+    assert len(backups) == 2 and set(first) < set(backups)
 
 
 def test_a_database_of_the_previous_release_is_upgraded_and_keeps_its_rows(

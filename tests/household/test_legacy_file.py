@@ -69,7 +69,7 @@ def test_an_old_household_file_is_copied_once_with_its_ids_and_decisions(tmp_pat
     data = exports(tmp_path)
     path = old_file(tmp_path, str((data / f"収入・支出詳細_{JAN}.csv").resolve()))
     svc = make_service(data)
-    assert not path.exists() and path.with_name("household.db.migrated").is_file()  # kept as a backup
+    assert not path.exists() and len(list(path.parent.glob("household.db.imported-*"))) == 1  # kept as a backup
     assert svc.core.startup_report["total_imported"] == 0  # the same rows: nothing imported twice
     assert svc.core.startup_report["total_transactions"] == 3
     assert sorted(r[0] for r in sql(svc, "SELECT id FROM household_transactions")) == [3, 5, 7]

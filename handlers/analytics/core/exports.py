@@ -39,6 +39,7 @@ import duckdb
 from generated.errors import ExportNotFoundError, ExportQuotaExceededError, RowLimitExceededError
 from kumitate.context import Principal, progress
 from kumitate.errors import ToolError
+from kumitate.storage.carry import UNOWNED, announce
 
 from ..store import ExportRegistry, ExportRow
 from .connection import SqlConnection
@@ -302,6 +303,47 @@ class ExportStore:
         for path in self.directory.glob(f"{handle}.*"):
             path.unlink(missing_ok=True)
         self.registry.remove(handle)
+
+    def adopt_unowned(self) -> int:
+        """Register the unexpired exports of a release before the registry (a `<handle>.json` without an owner),
+        owned by UNOWNED (kumitate.storage.carry), so their handles keep working; returns how many."""
+        now = self._now()
+        adopted = 0
+        for meta_path in sorted(self.directory.glob("*.json")):
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                if "owner" in meta or not HANDLE.match(meta_path.stem):
+                    continue
+                ext, mime, _ = FORMATS[meta["format"]]
+                data_path = self.directory / f"{meta_path.stem}.{ext}"
+                row = ExportRow(
+                    handle=meta_path.stem,
+                    owner=UNOWNED,
+                    format=meta["format"],
+                    mime_type=mime,
+                    rows=int(meta["rows"]),
+                    size_bytes=data_path.stat().st_size,
+                    columns=[str(c) for c in meta["columns"]],
+                    created_at=parse_rfc3339(meta["created_at"]).timestamp(),
+                    expires_at=parse_rfc3339(meta["expires_at"]).timestamp(),
+                )
+            except (OSError, ValueError, KeyError, TypeError):
+                continue  # unreadable, or its data file is gone: the sweep removes what is left
+            if row.expires_at <= now or not self.registry.adopt(row):
+                continue
+            adopted += 1
+            tmp = meta_path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(_public(row)), encoding="utf-8")
+            os.replace(tmp, meta_path)
+        if adopted:
+            announce(
+                "analytics",
+                f"registered {adopted} unexpired export handles of an earlier release from {self.directory}"
+                " (owner (unowned): readable by principals with scope admin or *, every caller when"
+                " authentication is off); their files stay where they are",
+                rows=adopted,
+            )
+        return adopted
 
     def sweep(self) -> int:
         """Delete expired exports (and lapsed reservations), then files no handle owns that are older than

@@ -120,6 +120,7 @@ class AnalyticsService:
             quota=quota,
             lease_seconds=max(900, int(self.limits.query_timeout_s * 10)),
         )
+        self.exports.adopt_unowned()
         sandbox = Sandbox(
             self.db_path, exports_dir, Path(service_dir) / "tmp", memory_bytes=self.limits.worker_memory_mb << 20
         )

@@ -49,6 +49,7 @@ class HouseholdCore:
         self.store = Store(database)
         legacy.migrate(self.store, state_dir)
         self.charts = ChartCache(state_dir / "charts", cache, ttl_seconds=settings.chart_ttl_seconds)
+        self.charts.adopt_unowned()
         self.startup_report = self.import_data()
 
     # ---------------------------------------------------------------- import

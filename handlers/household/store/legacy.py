@@ -3,7 +3,8 @@
 Before the storage layer, household kept its own SQLite file. On the first start of this release
 its transactions and duplicate checks are copied, ids and decisions unchanged, into the storage
 layer's tables (the SQLite file `kumitate.sqlite3`, or PostgreSQL), in one transaction, and the
-old file is renamed `household.db.migrated` (kept as a backup, never read again). The copy runs
+old file is renamed `household.db.imported-<UTC time>` (kept as a backup, never read again, never
+overwritten: kumitate.storage.carry), and one line says so. The copy runs
 only into an empty household store: when the store already holds rows (another instance copied
 first, or data was imported since) the old file is left where it is and a warning is logged.
 """
@@ -16,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, inspect, select, text, update
 
+from kumitate.storage import carry
 from kumitate.storage import engine as engines
 
 from . import Store, refresh_aggregates
@@ -24,7 +26,6 @@ from .tables import checks, transactions
 log = logging.getLogger(__name__)
 
 LEGACY_FILE = "household.db"
-MIGRATED_SUFFIX = ".migrated"
 BATCH = 10_000
 NEXT_ID = "COALESCE(MAX(id), 0) + 1, false"
 #: the columns an older file may lack (it was created before they existed), with their value then
@@ -45,29 +46,35 @@ def migrate(store: Store, state_dir: Path) -> int:
             return 0
         if not path.is_file():  # another process copied it while this one waited for the lock
             return 0
-        copied = _copy(conn, path)
+        copied, decided = _copy(conn, path)
         refresh_aggregates(conn)
         if store.dialect == "postgresql":  # explicit ids leave the identity sequences behind
             for table in (transactions, checks):
                 conn.execute(
                     text(f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), {NEXT_ID}) FROM {table.name}")
                 )
-        path.replace(path.with_name(path.name + MIGRATED_SUFFIX))
-    log.info("household: copied %d transactions from %s into the storage layer", copied, path)
+        kept = carry.keep_original(path)
+    carry.announce(
+        "household",
+        f"copied {copied} transactions and {decided} duplicate checks from {path} into the storage layer"
+        f" (ids and decisions unchanged); the original is kept as {kept.name if kept else path.name}",
+        rows=copied,
+        kept=str(kept),
+    )
     return copied
 
 
-def _copy(conn: Connection, path: Path) -> int:
+def _copy(conn: Connection, path: Path) -> tuple[int, int]:
+    """(transactions, duplicate checks) copied."""
     old = engines.create(f"sqlite+pysqlite:///{path}")
     try:
         with old.connect() as source:
             tables = set(inspect(source).get_table_names())
-            total = 0
-            for name, target in (("transactions", transactions), ("duplicate_checks", checks)):
-                if name in tables:
-                    count = _copy_table(source, conn, name, target)
-                    total += count if target is transactions else 0
-            return total
+            counts = [
+                _copy_table(source, conn, name, target) if name in tables else 0
+                for name, target in (("transactions", transactions), ("duplicate_checks", checks))
+            ]
+            return counts[0], counts[1]
     finally:
         old.dispose()
 

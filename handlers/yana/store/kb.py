@@ -20,7 +20,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from sqlalchemy import Connection
 from handlers.yana.core.japanese import fold, reading
 from handlers.yana.core.text import region_terms
 from handlers.yana.store.labels import DOC_COLUMNS, LabelStore, features_of
-from kumitate.storage import Database
+from kumitate.storage import Database, SchemaMismatchError, carry
 
 INDEX_VERSION = 3
 TEXT_FIELDS = ("brand_name", "product_name", "brewery", "region", "features", "category_words")
@@ -71,19 +71,27 @@ class KnowledgeBase:
             if legacy is None and self._ready(conn):
                 return
         bundled = self._bundled()  # images are hashed before the setup lock is taken
+        imported = 0
         with self.db.transaction() as conn:
             self.store.lock_for_setup(conn)
-            if self.store.meta(conn, "index_version") != str(INDEX_VERSION):
+            stored_version = self.store.meta(conn, "index_version")
+            _refuse_newer(stored_version)
+            if stored_version != str(INDEX_VERSION):
                 rows = self.store.labels(conn)
                 self.store.replace_documents(conn, {r["pk"]: index_document(row_to_label(r)) for r in rows})
                 self.store.set_meta(conn, "index_version", str(INDEX_VERSION))
             for label, hashes in bundled:
                 insert_label(self.store, conn, label, hashes, source="bundled")
             for label, found in legacy_labels(legacy) if legacy is not None else []:
-                insert_label(self.store, conn, label, found, source="ingest")
-        if legacy is not None:
-            with suppress(FileNotFoundError):  # another process imported it at the same time
-                legacy.rename(legacy.with_name(LEGACY_DB + ".imported"))
+                imported += insert_label(self.store, conn, label, found, source="ingest") is not None
+        if legacy is not None and (kept := carry.keep_original(legacy)) is not None:
+            carry.announce(
+                "yana",
+                f"copied {imported} ingested labels from {legacy} into the storage layer (their images stay"
+                f" where they are); the original is kept as {kept.name}",
+                rows=imported,
+                kept=str(kept),
+            )
 
     def _ready(self, conn: Connection) -> bool:
         """True when the documents are current and at least one label exists (nothing to load)."""
@@ -185,9 +193,18 @@ def row_to_hit(row: dict[str, Any]) -> dict[str, Any]:
     return hit
 
 
+def _refuse_newer(stored: str | None) -> None:
+    """Search documents built by a newer release are not rebuilt down: refuse to start, change nothing."""
+    if stored is not None and stored.isdigit() and int(stored) > INDEX_VERSION:
+        raise SchemaMismatchError(
+            f"yana's search index is at version {stored}, newer than this kumitate's {INDEX_VERSION}:"
+            " upgrade kumitate on every instance, or point it at another data directory"
+        )
+
+
 def legacy_labels(path: Path) -> list[tuple[dict[str, Any], ImageHashes | None]]:
     """The ingested labels of a `yana.db` from before the storage layer (the bundled ones reload anyway)."""
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    conn = sqlite3.connect(path)  # read-write: a left-over write-ahead log is folded in when it closes
     conn.row_factory = sqlite3.Row
     try:
         rows = conn.execute("SELECT * FROM labels WHERE source = 'ingest' ORDER BY rowid").fetchall()
