@@ -5,13 +5,18 @@ says what it did in one line, the originals are kept under names that are never 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
+import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
 
+from kumitate import cli
 from kumitate.runtime import Runtime
+from kumitate.storage import SchemaMismatchError, migrate
 from tests.storage import readback
 
 
@@ -58,3 +63,75 @@ def test_originals_are_kept_under_dated_names_and_nothing_is_left_behind(upgrade
         assert not original.exists()
         assert len(list(original.parent.glob(original.name + ".imported-2*"))) == 1, name
     assert not list(data_dir.rglob("yana.db-*")), "a stray -wal/-shm pair"
+
+
+def snapshot(data_dir: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(data_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in data_dir.rglob("*")
+        if p.is_file()
+    }
+
+
+@pytest.fixture
+def newer(upgraded: tuple, tmp_path: Path) -> Path:
+    """A copy of the upgraded data dir, plus a file of the old layout that a start would import."""
+    copy = tmp_path / "var"
+    shutil.copytree(upgraded[0], copy)
+    shutil.copy(readback.FIXTURE / "e7d948a" / "attendance" / "attendance.sqlite3", copy / "attendance")
+    return copy
+
+
+def test_a_database_newer_than_this_release_is_refused_and_left_untouched(newer: Path) -> None:
+    with sqlite3.connect(newer / "kumitate.sqlite3") as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999_future'")
+    conn.close()
+    before = snapshot(newer)
+    with pytest.raises(SchemaMismatchError) as refused:
+        Runtime(readback.settings(newer))
+    message = str(refused.value)
+    assert "\n" not in message and "revision 9999_future is newer than this kumitate" in message
+    assert snapshot(newer) == before
+
+
+def test_a_service_table_newer_than_this_release_is_refused(newer: Path) -> None:
+    with sqlite3.connect(newer / "kumitate.sqlite3") as conn:
+        conn.execute("UPDATE yana_meta SET value = '99' WHERE key = 'index_version'")
+    conn.close()
+    before = snapshot(newer)
+    with pytest.raises(SchemaMismatchError, match=r"yana's search index is at version 99, newer than"):
+        Runtime(readback.settings(newer), ["yana"])
+    assert snapshot(newer) == before
+
+
+def test_backup_while_serving_and_restore_onto_a_fresh_data_dir_give_identical_answers(
+    upgraded: tuple, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir, answers, _ = upgraded
+    serving = Runtime(readback.settings(data_dir))  # its connections stay open during the backup
+    try:
+        monkeypatch.setenv("KUMITATE_DATA_DIR", str(data_dir))
+        assert cli.main(["db", "backup", str(tmp_path / "backup")]) == 0
+    finally:
+        serving.close()
+    assert f"database copied (revision {migrate.head()})" in capsys.readouterr().out
+    fresh = tmp_path / "fresh"
+    monkeypatch.setenv("KUMITATE_DATA_DIR", str(fresh))
+    assert cli.main(["db", "restore", str(tmp_path / "backup")]) == 0
+    assert f"revision {migrate.head()}" in capsys.readouterr().out
+    restored = Runtime(readback.settings(fresh))
+    try:
+        assert asyncio.run(readback.answers(restored)) == answers
+    finally:
+        restored.close()
+    with pytest.raises(SystemExit, match="is not empty: restore onto a fresh one"):
+        cli.main(["db", "restore", str(tmp_path / "backup")])
+
+
+def test_db_current_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUMITATE_DATA_DIR", str(tmp_path / "var"))
+    assert cli.main(["db", "current"]) == 0
+    assert "no database yet, nothing created" in capsys.readouterr().out
+    assert not (tmp_path / "var").exists()
