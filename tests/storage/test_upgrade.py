@@ -8,6 +8,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -135,3 +136,15 @@ def test_db_current_creates_nothing(
     assert cli.main(["db", "current"]) == 0
     assert "no database yet, nothing created" in capsys.readouterr().out
     assert not (tmp_path / "var").exists()
+
+
+def test_the_upgrading_docs_quote_the_lines_an_upgrade_prints(upgraded: tuple) -> None:
+    data_dir, _, lines = upgraded
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "deployment.md").read_text(encoding="utf-8")
+    block = doc.split("## Upgrading", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    quoted = [line.removeprefix("info").strip() for line in block.splitlines() if line.strip()]
+
+    def shape(line: str) -> str:
+        return re.sub(r"\d+", "N", line.replace(str(data_dir), "/srv/var"))
+
+    assert sorted(map(shape, quoted)) == sorted(map(shape, lines))
