@@ -6,6 +6,9 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
+
+from kumitate import cli
 from kumitate.deploy import DeploySettings
 from kumitate.storage import backup, carry, open_database
 from kumitate.storage.schema import idempotency
@@ -73,3 +76,12 @@ def test_a_backup_while_writers_commit_holds_every_row_committed_before_it(tmp_p
         assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         keys = {int(k) for (k,) in copy.execute("SELECT key FROM idempotency")}
     assert set(range(200)) <= keys
+
+
+def test_db_current_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUMITATE_DATA_DIR", str(tmp_path / "var"))
+    assert cli.main(["db", "current"]) == 0
+    assert "no database yet, nothing created" in capsys.readouterr().out
+    assert not (tmp_path / "var").exists()

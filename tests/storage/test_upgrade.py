@@ -20,6 +20,8 @@ from kumitate.runtime import Runtime
 from kumitate.storage import SchemaMismatchError, migrate
 from tests.storage import readback
 
+pytestmark = pytest.mark.slow  # one runtime started on the recorded data dir (about 20 s), shared by the module
+
 
 @pytest.fixture(scope="module")
 def upgraded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object], list[str]]:
@@ -127,15 +129,6 @@ def test_backup_while_serving_and_restore_onto_a_fresh_data_dir_give_identical_a
         restored.close()
     with pytest.raises(SystemExit, match="is not empty: restore onto a fresh one"):
         cli.main(["db", "restore", str(tmp_path / "backup")])
-
-
-def test_db_current_creates_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv("KUMITATE_DATA_DIR", str(tmp_path / "var"))
-    assert cli.main(["db", "current"]) == 0
-    assert "no database yet, nothing created" in capsys.readouterr().out
-    assert not (tmp_path / "var").exists()
 
 
 def test_the_upgrading_docs_quote_the_lines_an_upgrade_prints(upgraded: tuple) -> None:
