@@ -50,20 +50,25 @@ class RuleStore:
 
     def seed_if_empty(self, sample_file: Path) -> None:
         if sample_file.exists() and self.empty():
-            self.seed(json.loads(sample_file.read_text(encoding="utf-8")))
+            written = self.seed(json.loads(sample_file.read_text(encoding="utf-8")))
+            if written:
+                carry.announce("attendance", f"stored {written} sample rule versions from {sample_file}", rows=written)
 
     def empty(self) -> bool:
         with self.db.read() as conn:
             return conn.execute(select(rules.c.thread_id).limit(1)).first() is None
 
-    def seed(self, entries: list[dict[str, Any]]) -> None:
-        """Sample rules as versions 1, 2, … per thread in file order; rows that exist are kept."""
+    def seed(self, entries: list[dict[str, Any]]) -> int:
+        """Sample rules as versions 1, 2, … per thread in file order; rows that exist are kept. Returns the rows written."""
         versions: dict[str, int] = {}
+        written = 0
         with self.db.transaction() as conn:
             for entry in entries:
                 thread = entry["thread_id"]
                 versions[thread] = versions.get(thread, 0) + 1
-                self.insert(conn, thread, versions[thread], canonical(check_rule(entry["rule"])), entry["saved_at"])
+                rule = canonical(check_rule(entry["rule"]))
+                written += self.insert(conn, thread, versions[thread], rule, entry["saved_at"])
+        return written
 
     def insert(self, conn: Connection, thread_id: str, version: int, rule_json: str, saved_at: str) -> bool:
         """Insert one version unless it exists; True when this call wrote it."""

@@ -23,6 +23,7 @@ from generated.analytics.bindings import RESOURCE_EXPORT_FILE as EXPORT_FILE
 from generated.errors import InvalidInputError, NotFoundError, QueryTimeoutError
 from kumitate.context import Principal, progress
 from kumitate.storage import Database
+from kumitate.storage.carry import announce
 from samples.analytics import ensure_database
 
 from ..store import ExportRegistry, ViewRegistry
@@ -107,7 +108,8 @@ class AnalyticsService:
         self.db_path = Path(db_path) if db_path else Path(service_dir) / DB_FILE
         started = time.perf_counter()
         if ensure_database(self.db_path, scale=scale, seed=seed):
-            log.info("analytics sample database generated in %.2f s", time.perf_counter() - started)
+            seconds = round(time.perf_counter() - started, 2)
+            announce("analytics", f"generated the sample database {self.db_path} in {seconds} s", seconds=seconds)
         self.database = database
         exports_dir = Path(export_dir) if export_dir else Path(service_dir) / "exports"
         exports_dir.mkdir(parents=True, exist_ok=True)

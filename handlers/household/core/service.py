@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 
 from kumitate.cache import SharedCache
 from kumitate.storage import Database
+from kumitate.storage.carry import announce
 
 from ..settings import HouseholdSettings
 from ..store import Store, legacy, queries, t
@@ -51,6 +52,15 @@ class HouseholdCore:
         self.charts = ChartCache(state_dir / "charts", cache, ttl_seconds=settings.chart_ttl_seconds)
         self.charts.adopt_unowned()
         self.startup_report = self.import_data()
+        report = self.startup_report
+        if report["total_imported"] or report["total_changed"] or report["total_removed"]:
+            announce(
+                "household",
+                f"imported {report['total_imported']} transactions, changed {report['total_changed']} and removed"
+                f" {report['total_removed']} from {report['files_processed']} export files"
+                f" ({', '.join(str(d) for d in self.data_dirs)})",
+                rows=report["total_imported"],
+            )
 
     # ---------------------------------------------------------------- import
     def import_data(self) -> dict[str, Any]:

@@ -72,6 +72,7 @@ class KnowledgeBase:
                 return
         bundled = self._bundled()  # images are hashed before the setup lock is taken
         imported = 0
+        notes: list[str] = []
         with self.db.transaction() as conn:
             self.store.lock_for_setup(conn)
             stored_version = self.store.meta(conn, "index_version")
@@ -80,10 +81,16 @@ class KnowledgeBase:
                 rows = self.store.labels(conn)
                 self.store.replace_documents(conn, {r["pk"]: index_document(row_to_label(r)) for r in rows})
                 self.store.set_meta(conn, "index_version", str(INDEX_VERSION))
-            for label, hashes in bundled:
-                insert_label(self.store, conn, label, hashes, source="bundled")
+                if rows:
+                    done = f"rebuilt the search documents of {len(rows)} labels"
+                    notes.append(f"{done} (index version {stored_version} -> {INDEX_VERSION})")
+            loaded = sum(insert_label(self.store, conn, label, h, source="bundled") is not None for label, h in bundled)
+            if loaded:
+                notes.append(f"loaded {loaded} bundled labels from {self.sample_dir / 'yana'}")
             for label, found in legacy_labels(legacy) if legacy is not None else []:
                 imported += insert_label(self.store, conn, label, found, source="ingest") is not None
+        for note in notes:
+            carry.announce("yana", note)
         if legacy is not None and (kept := carry.keep_original(legacy)) is not None:
             carry.announce(
                 "yana",
