@@ -45,6 +45,8 @@ class Report:
 def backup(data_dir: Path, target: Path, *, export_dir: Path | None, postgres: bool) -> Report:
     if target.exists() and any(target.iterdir()):
         raise BackupError(f"{target} is not empty: back up into a new directory")
+    if target.resolve().is_relative_to(data_dir.resolve()):
+        raise BackupError(f"{target} is inside the data directory {data_dir}: back up somewhere else")
     target.mkdir(parents=True, exist_ok=True)
     source = data_dir / SQLITE_FILE
     if postgres:

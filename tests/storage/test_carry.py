@@ -76,6 +76,8 @@ def test_a_backup_while_writers_commit_holds_every_row_committed_before_it(tmp_p
         assert copy.execute("PRAGMA integrity_check").fetchone() == ("ok",)
         keys = {int(k) for (k,) in copy.execute("SELECT key FROM idempotency")}
     assert set(range(200)) <= keys
+    with pytest.raises(backup.BackupError, match="inside the data directory"):
+        backup.backup(tmp_path / "var", tmp_path / "var" / "backup", export_dir=None, postgres=False)
 
 
 def test_db_current_creates_nothing(
