@@ -310,6 +310,12 @@ class Settings(DeploySettings):
         "an MCP session with no request in flight for this long is closed (its id then answers 404)",
         gt=0,
     )
+    mcp_tool_search: bool = var(
+        "KUMITATE_MCP_TOOL_SEARCH",
+        False,
+        "`/mcp` (and stdio without `--service`) lists a BM25 `search_tools` and a `call_tool` proxy instead of every tool",
+        "off",
+    )
     mcp_lean: bool = var(
         "KUMITATE_MCP_LEAN",
         True,
