@@ -22,6 +22,7 @@ the wire form the SDK's runner would produce.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -41,6 +42,8 @@ from kumitate import correlation
 from kumitate.pipeline import CallRequest
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.transports.asgi import IDS_KEY, ASGIApp, Receive, Scope, Send
+from kumitate.transports.disconnect import ClientGone, unless_disconnected
+from kumitate.transports.http import CLIENT_CLOSED_REQUEST
 from kumitate.transports.mcp import IDEMPOTENCY_ARGUMENT, SpecTool, _tool_result
 from kumitate.transports.mcp_scopes import read_body
 from kumitate.transports.origin import base_url_of
@@ -51,6 +54,8 @@ PARAMS_KEYS = frozenset({"name", "arguments", "_meta"})
 """A `tools/call` with any other parameter (a multi-round-trip retry, a task request) goes to fastmcp."""
 ROUTING_HEADERS = frozenset({"mcp-protocol-version", "mcp-method", "mcp-name"})
 _DECODER = msgspec.json.Decoder()
+BODY_READ = asyncio.Event()
+BODY_READ.set()  # the lean path reads the whole body before the call: a disconnect is all receive() can bring
 
 
 def _accepts(accept: str) -> bool:
@@ -90,21 +95,27 @@ class LeanMCP:
             await self.fallback(scope, receive, send)
             return
         body, receive = await read_body(receive, self.body_cap)
-        reply = await self._answer(scope, headers, body) if body is not None else None
+        try:
+            reply = await self._answer(scope, receive, headers, body) if body is not None else None
+        except ClientGone:
+            status, reply = CLIENT_CLOSED_REQUEST, b""  # nobody reads it
+        else:
+            status = 200
         if reply is None:
             await self.fallback(scope, receive, send)
             return
         await send(
             {
                 "type": "http.response.start",
-                "status": 200,
+                "status": status,
                 "headers": [(b"content-length", str(len(reply)).encode()), (b"content-type", b"application/json")],
             }
         )
         await send({"type": "http.response.body", "body": reply})
 
-    async def _answer(self, scope: Scope, headers: dict[str, str], body: bytes) -> bytes | None:
-        """The reply to a `tools/call` the lean path takes, or None for fastmcp to answer."""
+    async def _answer(self, scope: Scope, receive: Receive, headers: dict[str, str], body: bytes) -> bytes | None:
+        """The reply to a `tools/call` the lean path takes, or None for fastmcp to answer; ClientGone
+        when the client disconnects first (the call is cancelled, as fastmcp cancels it)."""
         try:
             message = _DECODER.decode(body)
         except msgspec.DecodeError:
@@ -145,7 +156,8 @@ class LeanMCP:
             if not (isinstance(key, str) and 1 <= len(key) <= MAX_KEY_LENGTH):
                 return None
         request = _call_request(scope, headers, meta, key)
-        outcome = await self.runtime.pipeline.call_tool(tool.binding, arguments, request)
+        call = self.runtime.pipeline.call_tool(tool.binding, arguments, request)
+        outcome = await unless_disconnected(receive, BODY_READ, call)
         result = self._wire_result(verdict.protocol_version, _tool_result(outcome))
         reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
         return json.dumps(reply, separators=(",", ":")).encode()
