@@ -150,7 +150,10 @@ def main() -> None:
         print(json.dumps(results))
         return
     bare = statistics.median(r for r, _ in results["bare FastMCP"])
-    print(f"{args.connections} connections, {args.runs} interleaved runs of {args.seconds} s, wrk -t1")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"{args.connections} connections, {args.runs} interleaved runs of {args.seconds} s, wrk -t1; load average {load}"
+    )
     print(f"{'server':18} {'req/s median':>12} {'req/s range':>17} {'p99 ms median':>13} {'vs bare':>8}")
     for name, runs in results.items():
         rates = [r for r, _ in runs]
