@@ -47,6 +47,7 @@ async def _names(server: LiveServer, token: str | None) -> set[str]:
         return {t.name for t in await client.list_tools()}
 
 
+@pytest.mark.slow  # a real server with tokens (start-up)
 async def test_a_stays_token_lists_only_stays(server: LiveServer) -> None:
     everything = await _names(server, "tok-all")
     assert len(everything) > 20 and "import_household_data" in everything
@@ -73,6 +74,7 @@ def _stateless_call(name: str, arguments: dict[str, object]) -> tuple[dict[str, 
     return headers, json.dumps(body).encode()
 
 
+@pytest.mark.slow  # a real server with tokens (start-up)
 async def test_the_scoped_token_calls_its_tool_and_not_another(server: LiveServer) -> None:
     async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
         headers, body = _stateless_call("summarize_stays", {"stays": [{"code": "13101", "name": "千代田区"}]})
