@@ -457,7 +457,43 @@ def render_toolsets(tree: SpecTree, budgets: dict[str, int]) -> str:
         cost = tools_list_tokens(svc)
         lines.append(f"| `/mcp/{svc.name}` | {len(svc.tools)} | ~{cost} tokens | {budget_for(budgets, svc.name)} |")
     lines.append(f"| `/mcp` (every tool) | {len(tree.all_tools())} | ~{list_tokens(tree.all_tools())} tokens | — |")
+    lines += ["", *_smaller_bills(tree)]
     return "\n".join(lines) + "\n"
+
+
+def _smaller_bills(tree: SpecTree) -> list[str]:
+    """What `/mcp` costs a caller with a scoped token, and in search mode (kumitate/transports/mcp_listing.py)."""
+    from kumitate.transports.mcp_listing import SEARCH_RESULTS, search_listing
+
+    search = estimate_tokens(json.dumps(search_listing(), ensure_ascii=False, separators=(",", ":")))
+    every = list_tokens(tree.all_tools())
+    lines = [
+        "## Smaller bills at `/mcp`",
+        "",
+        "`/mcp` lists fewer tools in two cases (`python -m bench.mcp_surface` prints each figure from a",
+        "real client's listing):",
+        "",
+        "- **A token from the token table** (`KUMITATE_TOKENS`, `KUMITATE_TOKENS_FILE`) sees only the tools",
+        "  its scopes let it call. A caller without a valid token still sees every tool (its call answers",
+        "  401 and tells it to log in), and so does a token from the identity provider, which can ask for",
+        "  more scopes after a 403 `insufficient_scope` (step-up authorization).",
+        "- **Search mode** (`KUMITATE_MCP_TOOL_SEARCH=1`): `tools/list` lists a BM25 `search_tools` and a",
+        f"  `call_tool` proxy instead of every tool; a search answers the best {SEARCH_RESULTS} matches with their",
+        "  name, description and input schema, from the tools the caller may call. The tools stay callable",
+        "  by name. It applies to the endpoint serving every tool (`/mcp`, and `kumitate mcp --stdio` without",
+        "  `--service` or `--toolset`).",
+        "",
+        "| `/mcp` for | Tools listed | `tools/list` cost |",
+        "|---|---|---|",
+        f"| any caller, before (and a caller without a table token) | {len(tree.all_tools())} | ~{every} tokens |",
+    ]
+    for svc in sorted(tree.services, key=lambda s: s.name):
+        scopes = sorted({scope for tool in svc.tools for scope in tool.policy.get("scopes", [])})
+        if scopes:
+            names = ", ".join(f"`{s}`" for s in scopes)
+            lines.append(f"| a token with {names} only | {len(svc.tools)} | ~{tools_list_tokens(svc)} tokens |")
+    lines.append(f"| search mode | 2 | ~{search} tokens |")
+    return lines
 
 
 def render(tree: SpecTree) -> dict[str, str]:

@@ -26,6 +26,7 @@ from kumitate.settings import Settings
 from kumitate.transports.asgi import KumitateASGI, RequestLimits
 from kumitate.transports.http import error_response
 from kumitate.transports.mcp import build_server, configure_sessions
+from kumitate.transports.mcp_lean import lean_endpoint
 from kumitate.transports.oauth import discovery_routes, mcp_gate
 from kumitate.transports.ops import health_routes, metrics_routes
 from kumitate.transports.origin import OriginPolicy
@@ -123,7 +124,15 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
     origins = OriginPolicy.from_settings(settings, bound_host=urlsplit(settings.public_base_url).hostname)
     limits = RequestLimits(settings.http_max_headers, settings.http_max_header_bytes, settings.http_body_timeout_s)
     gate = mcp_gate(runtime, mcp_cap)
-    app = KumitateASGI(litestar, mcp_all, mcp_services, origins=origins, gate=gate, limits=limits)
+    lean = functools.partial(lean_endpoint, runtime, mcp_cap, settings.mcp_lean)
+    app = KumitateASGI(
+        litestar,
+        lean(mcp_all),
+        {n: lean(a) for n, a in mcp_services.items()},
+        origins=origins,
+        gate=gate,
+        limits=limits,
+    )
     app.runtime = runtime  # type: ignore[attr-defined]
     return app
 

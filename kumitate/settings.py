@@ -310,6 +310,18 @@ class Settings(DeploySettings):
         "an MCP session with no request in flight for this long is closed (its id then answers 404)",
         gt=0,
     )
+    mcp_tool_search: bool = var(
+        "KUMITATE_MCP_TOOL_SEARCH",
+        False,
+        "`/mcp` (and stdio without `--service`) lists a BM25 `search_tools` and a `call_tool` proxy instead of every tool",
+        "off",
+    )
+    mcp_lean: bool = var(
+        "KUMITATE_MCP_LEAN",
+        True,
+        "answer stateless 2026-07-28 `tools/call` requests on the lean path (same pipeline and answers, no SDK session machinery)",
+        "on",
+    )
     metrics_token: SecretStr | None = var(
         "KUMITATE_METRICS_TOKEN", None, "serve `/metrics` behind this bearer token", "off"
     )

@@ -32,6 +32,7 @@ from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.runtime import Runtime
+from kumitate.transports import mcp_listing
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
 from kumitate.transports.mcp_completions import complete_params as complete_params  # used by generated bindings
 from kumitate.transports.mcp_elicit import InputRequired, asker
@@ -300,6 +301,7 @@ def build_server(runtime: Runtime, services: list[str] | None = None, toolset: s
         dereference_schemas=False,
     )
     server.add_middleware(CatalogueErrors(runtime))
+    mcp_listing.shape(server, runtime, every_tool=keys is None and services is None)
     logging.getLogger("fastmcp.server.server").addFilter(_QUIET)  # idempotent: one filter object
     for name in names:
         importlib.import_module(f"generated.{name}.mcp").register(server, runtime)
