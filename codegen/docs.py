@@ -456,7 +456,8 @@ def render_toolsets(tree: SpecTree, budgets: dict[str, int]) -> str:
     for svc in sorted(tree.services, key=lambda s: s.name):
         cost = tools_list_tokens(svc)
         lines.append(f"| `/mcp/{svc.name}` | {len(svc.tools)} | ~{cost} tokens | {budget_for(budgets, svc.name)} |")
-    lines.append(f"| `/mcp` (every tool) | {len(tree.all_tools())} | ~{list_tokens(tree.all_tools())} tokens | — |")
+    served = tree.default_tools()
+    lines.append(f"| `/mcp` (every tool) | {len(served)} | ~{list_tokens(served)} tokens | — |")
     return "\n".join(lines) + "\n"
 
 

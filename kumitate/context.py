@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from kumitate import tracing
 
@@ -35,6 +35,17 @@ class Attachment:
 
     mime_type: str
     data: bytes
+    uri: str | None = None
+    """Set: MCP shows it as an embedded resource with this URI (text for text/* and JSON types);
+    unset: image content for image/*, audio content for audio/*."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a rendered prompt (specs/<service>/prompts/): text, or an Attachment."""
+
+    content: str | Attachment
+    role: Literal["user", "assistant"] = "user"
 
 
 ProgressSink = Callable[[float, "float | None", "str | None"], None]

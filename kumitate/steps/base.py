@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kumitate.bindings import ResourceBinding, ToolBinding
+from kumitate.bindings import PromptBinding, ResourceBinding, ToolBinding
 from kumitate.context import Asker, Attachment, CallContext, ProgressSink
 
 
@@ -53,7 +53,7 @@ class Outcome:
 class Call:
     """One call on its way through the steps."""
 
-    binding: ToolBinding | ResourceBinding
+    binding: ToolBinding | ResourceBinding | PromptBinding
     request: CallRequest
     ctx: CallContext
     arguments: Any = None
