@@ -60,6 +60,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "http_path": tool.http_path,
         "content_types": tool.content_types,
         "form_flatten": tuple(tool.form_flatten),
+        "requires_client": tuple(tool.requires_client),
         "handler_input": tool.handler_input,
         "handler_output": tool.handler_output,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),

@@ -80,6 +80,8 @@ class ToolSpec:
     wire_output: dict[str, Any] = field(default_factory=dict)
     form_flatten: list[str] = field(default_factory=list)
     """Object properties of the input whose own properties a form body may send as fields of their own."""
+    requires_client: list[str] = field(default_factory=list)
+    """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`)."""
 
     @property
     def operation_id(self) -> str:
@@ -478,6 +480,7 @@ def _load_tool(
         content_types=list(http.get("content_types", ["application/json"])),
         form_flatten=list(http.get("form_flatten", [])),
         annotations=dict(doc["mcp"]["annotations"]),
+        requires_client=list(doc["mcp"].get("requires_client", [])),
         policy=_merge_policy(svc.policy, doc.get("policy")),
         deprecated=doc.get("deprecated"),
         examples=examples,

@@ -54,6 +54,8 @@ class ToolBinding:
     """`model`: the handler takes the generated input model; `data`: the validated JSON data (spec `handler_input`)."""
     form_flatten: tuple[str, ...] = ()
     """Object properties whose own properties a form body may send as fields of their own (spec `http.form_flatten`)."""
+    requires_client: tuple[str, ...] = ()
+    """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`): -32021 without them."""
     schema_check: bool = True
     """Run the JSON Schema check on the success path: always for `data`; for `model` only where the
     model does not express the whole schema (codegen/fidelity.py)."""

@@ -67,6 +67,9 @@ class ConformanceHandlers:
                 time.sleep(0.05)
         return Text(text="Progress reported: 0, 50, 100 of 100.")
 
+    def test_missing_capability(self, input: models.NoInput, ctx: CallContext) -> Text:
+        return Text(text="The client declared sampling.")
+
     # -- asking the user
     def test_elicitation(self, input: models.TestElicitationInput, ctx: CallContext) -> Text:
         answer = ctx.ask("contact", input.message, core.CONTACT_SCHEMA)

@@ -33,7 +33,7 @@ from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.runtime import Runtime
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
 from kumitate.transports.mcp_completions import complete_params as complete_params  # used by generated bindings
-from kumitate.transports.mcp_content import content_block, prompt_component
+from kumitate.transports.mcp_content import content_block, prompt_component, require_client
 from kumitate.transports.mcp_elicit import InputRequired, asker
 from kumitate.transports.origin import base_url_of
 from kumitate.transports.progress import Send, relaying
@@ -123,6 +123,8 @@ class SpecTool(Tool):
     binding: Any = Field(default=None, exclude=True)
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        if self.binding.requires_client:
+            require_client(self.binding.requires_client)
         key = None
         if IDEMPOTENCY_ARGUMENT in arguments:  # accepted on every tool; harmless on a read-only one
             arguments = dict(arguments)

@@ -1,4 +1,5 @@
-"""MCP content from the handler contract's typed values, and prompts (specs/<service>/prompts/).
+"""MCP content from the handler contract's typed values, prompts (specs/<service>/prompts/), and the
+client capabilities a tool requires (`mcp.requires_client`).
 
 A handler never builds MCP content: it returns an `Attachment` (beside a tool's structured result,
 or in a prompt `Message`) and this module decides the content kind from it: an embedded resource
@@ -14,6 +15,9 @@ import mcp_types as mt
 from fastmcp.prompts import Message as MCPMessage
 from fastmcp.prompts import Prompt, PromptArgument, PromptResult
 from fastmcp.prompts.base import InputRequiredPromptResult
+from fastmcp.server.dependencies import fastmcp_request_ctx
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 from pydantic import Field
 
 from kumitate.bindings import PromptBinding
@@ -45,6 +49,23 @@ def content_block(attachment: Attachment) -> ContentBlock | None:
     if attachment.mime_type.startswith("audio/"):
         return mt.AudioContent(type="audio", data=data, mime_type=attachment.mime_type)
     return None
+
+
+def require_client(capabilities: tuple[str, ...]) -> None:
+    """JSON-RPC -32021 (HTTP 400) naming the capabilities of `capabilities` (spec `mcp.requires_client`)
+    the calling client did not declare; nothing outside an MCP request."""
+    rc = fastmcp_request_ctx.get()
+    if rc is None:
+        return
+    wanted = mt.ClientCapabilities.model_validate
+    missing: dict[str, Any] = {c: {} for c in capabilities if not rc.session.check_client_capability(wanted({c: {}}))}
+    if missing:
+        data = mt.MissingRequiredClientCapabilityErrorData(required_capabilities=wanted(missing))
+        raise MCPError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"this tool needs a client that declares {', '.join(sorted(missing))}",
+            data=data.model_dump(by_alias=True, mode="json", exclude_none=True),
+        )
 
 
 def _message(message: Message) -> MCPMessage:

@@ -16,6 +16,7 @@ from typing import Any
 import mcp_types as mt
 import pytest
 from fastmcp import Client
+from mcp.shared.exceptions import MCPError
 
 from codegen.examples import Result, check
 from codegen.specs import SpecTree
@@ -107,15 +108,31 @@ async def test_text_binary_and_templated_resources(client: Client[Any]) -> None:
     assert json.loads(templated.text) == {"id": "123", "templateTest": True, "data": "Data for ID: 123"}
 
 
-async def test_examples_of_the_opt_in_service(client: Client[Any], spec_tree: SpecTree) -> None:
+async def _no_sampling(*args: Any) -> str:
+    raise AssertionError("no fixture samples")
+
+
+async def test_a_tool_requiring_a_client_capability_is_refused_without_it(runtime: Runtime) -> None:
+    async with Client(build_server(runtime)) as bare:
+        with pytest.raises(MCPError) as refused:
+            await bare.call_tool_mcp("test_missing_capability", {})
+    assert refused.value.error.code == -32021
+    assert refused.value.error.data["requiredCapabilities"] == {"sampling": {}}
+    async with Client(build_server(runtime), sampling_handler=_no_sampling) as sampling:
+        result = await sampling.call_tool_mcp("test_missing_capability", {})
+    assert result.structured_content == {"text": "The client declared sampling."}
+
+
+async def test_examples_of_the_opt_in_service(runtime: Runtime, spec_tree: SpecTree) -> None:
     """The shared example run skips opt-in services (they are not served by default): run them here."""
     svc = next(s for s in spec_tree.services if s.name == "conformance")
     examples = [(t, ex) for t in svc.tools for ex in t.examples]
     assert examples
-    for tool, example in examples:
-        result = await client.call_tool_mcp(tool.name, example.input)
-        problem = check(example, Result(ok=not result.is_error, body=result.structured_content))
-        assert problem is None, f"{tool.name}:{example.name}: {problem}"
+    async with Client(build_server(runtime), sampling_handler=_no_sampling) as client:
+        for tool, example in examples:
+            result = await client.call_tool_mcp(tool.name, example.input)
+            problem = check(example, Result(ok=not result.is_error, body=result.structured_content))
+            assert problem is None, f"{tool.name}:{example.name}: {problem}"
 
 
 def test_an_opt_in_service_is_not_served_by_default() -> None:
