@@ -191,6 +191,7 @@ class Pipeline:
             routes=self.services[service].routes if service in self.services else {},
             progress_sink=request.progress,
             asker=request.asker,
+            log_sink=request.log,
         )
 
     def _finish(self, outcome: Outcome, ctx: CallContext, transport: str, started: float) -> Outcome:

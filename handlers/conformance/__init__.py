@@ -67,6 +67,17 @@ class ConformanceHandlers:
                 time.sleep(0.05)
         return Text(text="Progress reported: 0, 50, 100 of 100.")
 
+    def test_tool_with_logging(self, input: models.NoInput, ctx: CallContext) -> Text:
+        ctx.log("Tool execution started")
+        time.sleep(0.05)
+        ctx.log("Tool processing data")
+        time.sleep(0.05)
+        ctx.log("Tool execution completed")
+        return Text(text="Logged three messages at info level.")
+
+    def test_logging_tool(self, input: models.NoInput, ctx: CallContext) -> Text:
+        return self.test_tool_with_logging(input, ctx)
+
     def test_missing_capability(self, input: models.NoInput, ctx: CallContext) -> Text:
         return Text(text="The client declared sampling.")
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kumitate.bindings import PromptBinding, ResourceBinding, ToolBinding
-from kumitate.context import Asker, Attachment, CallContext, ProgressSink
+from kumitate.context import Asker, Attachment, CallContext, LogSink, ProgressSink
 
 
 @dataclass(slots=True)
@@ -29,6 +29,8 @@ class CallRequest:
     """Where the handler's `CallContext.progress` reports go, when the caller asked for them."""
     asker: Asker | None = None
     """How `CallContext.ask` reaches the user, when the transport and the client can ask."""
+    log: LogSink | None = None
+    """Where the handler's `CallContext.log` messages go, when the caller asked for them."""
 
 
 @dataclass(slots=True)

@@ -35,6 +35,7 @@ from kumitate.transports.asgi import SERVED_OVER_NETWORK
 from kumitate.transports.mcp_completions import complete_params as complete_params  # used by generated bindings
 from kumitate.transports.mcp_content import content_block, prompt_component, require_client
 from kumitate.transports.mcp_elicit import InputRequired, asker
+from kumitate.transports.mcp_logging import log_sender
 from kumitate.transports.origin import base_url_of
 from kumitate.transports.progress import Send, relaying
 
@@ -133,6 +134,7 @@ class SpecTool(Tool):
                 return _tool_result(await self._refuse_key())
         request = current_request(key)
         request.asker = asker()
+        request.log = log_sender()
         try:
             sender = _progress_sender()
             if sender is None:  # the common case: no relay task, no context manager

@@ -24,7 +24,8 @@ from kumitate.runtime import Runtime, default_services
 from kumitate.transports.mcp import build_server
 from tests.conftest import app_settings
 
-pytestmark = pytest.mark.anyio
+# fastmcp's Context.log still calls the SDK's session.send_log_message, deprecated at 2026-07-28
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore:The logging capability is deprecated")]
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +75,21 @@ async def test_progress_fixture_reports_three_increasing_steps(runtime: Runtime)
     async with Client(build_server(runtime), progress_handler=on_progress) as c:
         await c.call_tool("test_tool_with_progress", {})
     assert seen == [(0, 100), (50, 100), (100, 100)]
+
+
+async def test_log_messages_reach_a_client_that_asked_for_them_in_order(runtime: Runtime) -> None:
+    got: list[tuple[str, str]] = []
+
+    async def on_log(message: Any) -> None:
+        got.append((message.level, message.data["msg"]))
+
+    async with Client(build_server(runtime), log_handler=on_log) as c:
+        await c.call_tool("test_tool_with_logging", {})
+    assert got == [
+        ("info", "Tool execution started"),
+        ("info", "Tool processing data"),
+        ("info", "Tool execution completed"),
+    ]
 
 
 async def test_prompts_from_the_spec(client: Client[Any]) -> None:
