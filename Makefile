@@ -15,7 +15,7 @@ TEST_ORDER = $(if $(TEST_SEED),-p randomly --randomly-seed=$(TEST_SEED))
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
-.PHONY: help venv generate serve test check lint drift types fast fmt fuzz bench review clean cluster cluster-install cluster-stop cluster-restart cluster-status
+.PHONY: help venv generate serve test check lint drift types fast fmt fuzz conformance bench review clean cluster cluster-install cluster-stop cluster-restart cluster-status
 .DEFAULT_GOAL := help
 
 help:  ## list the targets (this text)
@@ -68,6 +68,9 @@ fmt: venv  ## fix what ruff can, then format (what `make lint` checks)
 fuzz: venv  ## schemathesis on every HTTP operation, then every tool over MCP streamable HTTP; fixed seed
 	$(PY) -m codegen.fuzz.http --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
 	$(PY) -m codegen.fuzz.mcp --seed $(FUZZ_SEED)
+
+conformance: venv  ## the official MCP conformance suite (npm, pinned; Node 22 from npm) against the conformance service and /mcp
+	$(PY) -m codegen.conformance
 
 bench: venv  ## benchmarks; results go in docs/BENCHMARKS.md
 	$(PY) -m bench

@@ -456,7 +456,8 @@ def render_toolsets(tree: SpecTree, budgets: dict[str, int]) -> str:
     for svc in sorted(tree.services, key=lambda s: s.name):
         cost = tools_list_tokens(svc)
         lines.append(f"| `/mcp/{svc.name}` | {len(svc.tools)} | ~{cost} tokens | {budget_for(budgets, svc.name)} |")
-    lines.append(f"| `/mcp` (every tool) | {len(tree.all_tools())} | ~{list_tokens(tree.all_tools())} tokens | — |")
+    served = tree.default_tools()
+    lines.append(f"| `/mcp` (every tool) | {len(served)} | ~{list_tokens(served)} tokens | — |")
     lines += ["", *_smaller_bills(tree)]
     return "\n".join(lines) + "\n"
 
@@ -466,7 +467,8 @@ def _smaller_bills(tree: SpecTree) -> list[str]:
     from kumitate.transports.mcp_listing import SEARCH_RESULTS, search_listing
 
     search = estimate_tokens(json.dumps(search_listing(), ensure_ascii=False, separators=(",", ":")))
-    every = list_tokens(tree.all_tools())
+    served = tree.default_tools()
+    every = list_tokens(served)
     lines = [
         "## Smaller bills at `/mcp`",
         "",
@@ -485,9 +487,9 @@ def _smaller_bills(tree: SpecTree) -> list[str]:
         "",
         "| `/mcp` for | Tools listed | `tools/list` cost |",
         "|---|---|---|",
-        f"| any caller, before (and a caller without a table token) | {len(tree.all_tools())} | ~{every} tokens |",
+        f"| any caller, before (and a caller without a table token) | {len(served)} | ~{every} tokens |",
     ]
-    for svc in sorted(tree.services, key=lambda s: s.name):
+    for svc in sorted((s for s in tree.services if not s.opt_in), key=lambda s: s.name):
         scopes = sorted({scope for tool in svc.tools for scope in tool.policy.get("scopes", [])})
         if scopes:
             names = ", ".join(f"`{s}`" for s in scopes)

@@ -60,6 +60,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "http_path": tool.http_path,
         "content_types": tool.content_types,
         "form_flatten": tuple(tool.form_flatten),
+        "requires_client": tuple(tool.requires_client),
         "handler_input": tool.handler_input,
         "handler_output": tool.handler_output,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
@@ -127,6 +128,11 @@ def _schemas_json(svc: ServiceSpec) -> str:
             for r in svc.resources
         },
     }
+    if svc.prompts:
+        doc["prompts"] = {
+            p.name: {"description": p.description.strip(), "arguments": p.arguments, "policy": p.policy}
+            for p in svc.prompts
+        }
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=1) + "\n"
 
 
@@ -147,6 +153,7 @@ def _service_errors(svc: ServiceSpec, errors: list[dict[str, Any]]) -> dict[str,
     """What generated/<svc>/errors.py re-exports: the declared codes' classes, per tool and in all."""
     declared = {t.name: sorted({*t.errors, *GENERIC_ERRORS}) for t in svc.tools}
     declared.update({naming.resource_method(r.name): sorted({*r.errors, *GENERIC_ERRORS}) for r in svc.resources})
+    declared.update({p.method: sorted({*p.errors, *GENERIC_ERRORS}) for p in svc.prompts})
     used = {code for codes in declared.values() for code in codes} | set(GENERIC_ERRORS)
     return {
         "errors": [e for e in errors if e["code"] in used],
@@ -199,6 +206,7 @@ def render_all(tree: SpecTree) -> dict[str, str]:
             "bundle": naming.bundle_name(svc.name),
             "tools": [_tool_ctx(t) for t in sorted(svc.tools, key=lambda t: t.name)],
             "resources": [_resource_ctx(r) for r in sorted(svc.resources, key=lambda r: r.name)],
+            "prompts": sorted(svc.prompts, key=lambda p: p.name),
             "client": f"{naming.pascal(svc.name)}Client",
         }
         base = f"generated/{svc.name}"

@@ -56,10 +56,12 @@ def check(example: Example, result: Result) -> str | None:
 
 
 def all_examples(tree: SpecTree) -> list[tuple[ToolSpec, Example]]:
-    """Examples of the services the server runs (the drift check keeps that equal to specs/)."""
+    """Examples of the services the server runs by default (the drift check keeps that equal to
+    specs/; an `opt_in` service's examples run where it is served, tests/conformance)."""
     from generated.registry import SERVICES
 
-    return [(tool, ex) for tool in tree.all_tools() if tool.service in SERVICES for ex in tool.examples]
+    served = {name for name, svc in SERVICES.items() if not svc.opt_in}
+    return [(tool, ex) for tool in tree.all_tools() if tool.service in served for ex in tool.examples]
 
 
 async def run_all(tree: SpecTree, call: Caller) -> tuple[list[str], dict[str, Any]]:

@@ -42,6 +42,11 @@ def resource_method(resource: str) -> str:
     return f"read_{resource}"
 
 
+def prompt_method(prompt: str) -> str:
+    """The handler method that renders a prompt."""
+    return f"prompt_{prompt}"
+
+
 def error_class(code: str) -> str:
     """NOT_FOUND -> NotFoundError."""
     return f"{pascal(code.lower())}Error"

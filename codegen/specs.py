@@ -80,6 +80,8 @@ class ToolSpec:
     wire_output: dict[str, Any] = field(default_factory=dict)
     form_flatten: list[str] = field(default_factory=list)
     """Object properties of the input whose own properties a form body may send as fields of their own."""
+    requires_client: list[str] = field(default_factory=list)
+    """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`)."""
 
     @property
     def operation_id(self) -> str:
@@ -117,6 +119,25 @@ class ResourceSpec:
 
 
 @dataclass(slots=True)
+class PromptSpec:
+    """A prompt (specs/<service>/prompts/<name>.yaml): MCP prompts/get, answered by `prompt_<name>`."""
+
+    service: str
+    name: str
+    title: str
+    summary: str
+    description: str
+    arguments: list[dict[str, Any]]
+    errors: list[str]
+    policy: dict[str, Any]
+    source: Path
+
+    @property
+    def method(self) -> str:
+        return naming.prompt_method(self.name)
+
+
+@dataclass(slots=True)
 class ServiceSpec:
     name: str
     title: str
@@ -130,6 +151,9 @@ class ServiceSpec:
     source_dir: Path
     tools: list[ToolSpec] = field(default_factory=list)
     resources: list[ResourceSpec] = field(default_factory=list)
+    prompts: list[PromptSpec] = field(default_factory=list)
+    opt_in: bool = False
+    """Served only where KUMITATE_SERVICES names it (spec `opt_in`)."""
     types: dict[str, dict[str, Any]] = field(default_factory=dict)
     """types/<file>.json -> parsed document, for model generation."""
 
@@ -162,6 +186,10 @@ class SpecTree:
 
     def all_tools(self) -> list[ToolSpec]:
         return [tool for svc in self.services for tool in svc.tools]
+
+    def default_tools(self) -> list[ToolSpec]:
+        """The tools served when no service is named: every service's but the `opt_in` ones'."""
+        return [tool for svc in self.services if not svc.opt_in for tool in svc.tools]
 
     def toolset_tools(self, toolset: ToolsetSpec) -> list[ToolSpec]:
         """The tools a toolset names that exist (lint KT114 reports the others), in service order."""
@@ -353,6 +381,7 @@ def _load_service(
         success_envelope=doc.get("success_envelope", []),
         policy=doc.get("policy", {}),
         source_dir=sdir,
+        opt_in=bool(doc.get("opt_in", False)),
     )
     for type_file in sorted((sdir / "types").glob("*.json")):
         sources.append(type_file)
@@ -369,7 +398,40 @@ def _load_service(
         res = _load_resource(res_file, svc, root, meta, problems)
         if res is not None:
             svc.resources.append(res)
+    for prompt_file in sorted((sdir / "prompts").glob("*.yaml")):
+        sources.append(prompt_file)
+        prompt = _load_prompt(prompt_file, svc, root, meta, problems)
+        if prompt is not None:
+            svc.prompts.append(prompt)
     return svc
+
+
+def _load_prompt(
+    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
+) -> PromptSpec | None:
+    rel = _rel(path, root)
+    doc = _read(path, root, problems)
+    if doc is None:
+        return None
+    found = meta.check("prompt", doc, rel)
+    problems += found
+    if found:
+        return None
+    if doc["name"] != path.stem:
+        problems.append(
+            Problem(rel, "/name", "KT003", f"prompt name {doc['name']!r} must equal its file name {path.stem!r}")
+        )
+    return PromptSpec(
+        service=svc.name,
+        name=doc["name"],
+        title=doc.get("title", doc["summary"]),
+        summary=doc["summary"],
+        description=doc["description"],
+        arguments=[{"required": False, **a} for a in doc.get("arguments", [])],
+        errors=list(doc.get("errors", [])),
+        policy=doc.get("policy", {}),
+        source=path,
+    )
 
 
 def _load_tool(
@@ -418,6 +480,7 @@ def _load_tool(
         content_types=list(http.get("content_types", ["application/json"])),
         form_flatten=list(http.get("form_flatten", [])),
         annotations=dict(doc["mcp"]["annotations"]),
+        requires_client=list(doc["mcp"].get("requires_client", [])),
         policy=_merge_policy(svc.policy, doc.get("policy")),
         deprecated=doc.get("deprecated"),
         examples=examples,

@@ -28,7 +28,7 @@ def load_schemas(path: Path) -> dict[str, Any]:
     return data
 
 
-def _parse_policy(binding: ToolBinding | ResourceBinding) -> None:
+def _parse_policy(binding: ToolBinding | ResourceBinding | PromptBinding) -> None:
     rules = Policy.parse(binding.policy)
     object.__setattr__(binding, "rules", rules)  # frozen: set once, while the binding is built
     object.__setattr__(binding, "allowed", allowed_codes(binding.errors, rules))
@@ -54,6 +54,8 @@ class ToolBinding:
     """`model`: the handler takes the generated input model; `data`: the validated JSON data (spec `handler_input`)."""
     form_flatten: tuple[str, ...] = ()
     """Object properties whose own properties a form body may send as fields of their own (spec `http.form_flatten`)."""
+    requires_client: tuple[str, ...] = ()
+    """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`): -32021 without them."""
     schema_check: bool = True
     """Run the JSON Schema check on the success path: always for `data`; for `model` only where the
     model does not express the whole schema (codegen/fidelity.py)."""
@@ -115,6 +117,33 @@ class ResourceBinding:
 
 
 @dataclass(frozen=True, slots=True)
+class PromptBinding:
+    """A prompt (specs/<service>/prompts/): rendered by the handler method `prompt_<name>`."""
+
+    service: str
+    name: str
+    title: str
+    description: str
+    arguments: list[dict[str, Any]]
+    """`{name, description, required}` each; every value is a string."""
+    errors: list[str]
+    policy: dict[str, Any]
+    rules: Policy = field(init=False, repr=False, compare=False)
+    allowed: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _parse_policy(self)
+
+    @property
+    def key(self) -> str:
+        return f"{self.service}.{self.name}"
+
+    @property
+    def method_name(self) -> str:
+        return f"prompt_{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceBinding:
     name: str
     title: str
@@ -126,6 +155,9 @@ class ServiceBinding:
     tools: tuple[ToolBinding, ...]
     resources: tuple[ResourceBinding, ...]
     create_handlers: Callable[[ServiceSetup], Any]
+    prompts: tuple[PromptBinding, ...] = ()
+    opt_in: bool = False
+    """Served only where KUMITATE_SERVICES names it, never by default (spec `opt_in`)."""
     routes: Mapping[str, ResourceBinding] = field(init=False, repr=False, compare=False)
     """The resources by name: where `CallContext.url_for` finds a route."""
 

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from kumitate import tracing
 
@@ -35,11 +35,25 @@ class Attachment:
 
     mime_type: str
     data: bytes
+    uri: str | None = None
+    """Set: MCP shows it as an embedded resource with this URI (text for text/* and JSON types);
+    unset: image content for image/*, audio content for audio/*."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a rendered prompt (specs/<service>/prompts/): text, or an Attachment."""
+
+    content: str | Attachment
+    role: Literal["user", "assistant"] = "user"
 
 
 ProgressSink = Callable[[float, "float | None", "str | None"], None]
 """Where a call's progress goes (the MCP adapter's notifications/progress); callable from any thread."""
 
+
+LogSink = Callable[[str, str], None]
+"""Where a call's log messages for the client go (level, message); callable from any thread."""
 
 Asker = Callable[[str, str, dict[str, Any]], "dict[str, Any] | None"]
 """How a transport asks the user a question mid-call: (key, message, schema) -> the answer, or None.
@@ -90,6 +104,8 @@ class CallContext:
     progress_sink: ProgressSink | None = field(default=None, repr=False, compare=False)
     """Set by a transport whose caller asked for progress (an MCP progressToken)."""
     asker: Asker | None = field(default=None, repr=False, compare=False)
+    log_sink: LogSink | None = field(default=None, repr=False, compare=False)
+    """Set by a transport whose caller asked for log messages (an MCP log level); see `log`."""
     """Set by a transport that can put a question to the user (MCP elicitation); see `ask`."""
     _gate: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _timed_out: bool = field(default=False, repr=False, compare=False)
@@ -139,6 +155,13 @@ class CallContext:
             self.check_deadline()
         if self.progress_sink is not None:
             self.progress_sink(done, total, message)
+
+    def log(self, message: str, level: str = "info") -> None:
+        """Tell the caller what the call is doing (MCP notifications/message, when the client asked
+        for messages at this level; nowhere else). Never put user data in it: like the server's
+        own logs, a message carries steps, counts and codes. Safe from a worker thread."""
+        if self.log_sink is not None:
+            self.log_sink(level, message)
 
     def ask(self, key: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
         """Put a question to the user and wait for the answer (the content of a form of `schema`).

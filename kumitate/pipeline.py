@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kumitate import calllog, correlation, tracing
-from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
+from kumitate.bindings import PromptBinding, ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.bulkhead import Bulkhead
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import CallContext, Principal, bound
@@ -37,7 +37,7 @@ from kumitate.steps.deadline import Deadline, timeout_s
 from kumitate.steps.deprecation import Deprecated
 from kumitate.steps.errors import ErrorMap, Errors
 from kumitate.steps.idempotency import Idempotent
-from kumitate.steps.invoke import Handler, InvokeResource, InvokeTool
+from kumitate.steps.invoke import Handler, InvokePrompt, InvokeResource, InvokeTool
 from kumitate.steps.output_size import OutputSize
 from kumitate.steps.ratelimit import RateLimited
 from kumitate.steps.result import OutputCheck, Result
@@ -99,7 +99,7 @@ class Pipeline:
             for name in services
         }
         self.metrics = Metrics(queue_depth=lambda: sum(b.waiting for b in self.bulkheads.values()))
-        self._chains: dict[int, tuple[ToolBinding | ResourceBinding, CallNext]] = {}
+        self._chains: dict[int, tuple[ToolBinding | ResourceBinding | PromptBinding, CallNext]] = {}
 
     def close(self) -> None:
         """Stop taking sync work; calls already running finish on their own threads."""
@@ -111,31 +111,36 @@ class Pipeline:
         return self.errors.outcome(exc, run_id, trace_id)
 
     # -- chains ----------------------------------------------------------------------------
-    def _chain(self, binding: ToolBinding | ResourceBinding) -> CallNext:
+    def _chain(self, binding: ToolBinding | ResourceBinding | PromptBinding) -> CallNext:
         """The binding's chain, built on its first call (the handlers and `disabled` are set by then)."""
         found = self._chains.get(id(binding))
         if found is None or found[0] is not binding:
-            build = self._tool_chain if isinstance(binding, ToolBinding) else self._resource_chain
-            found = self._chains[id(binding)] = (binding, build(binding))  # type: ignore[arg-type]
+            if isinstance(binding, ToolBinding):
+                chain = self._tool_chain(binding)
+            elif isinstance(binding, PromptBinding):
+                chain = self._prompt_chain(binding)
+            else:
+                chain = self._resource_chain(binding)
+            found = self._chains[id(binding)] = (binding, chain)
         return found[1]
 
     def _check(self, schema: dict[str, Any] | None) -> OutputCheck | None:
         return OutputCheck(self.intake.validator(schema)) if schema is not None else None
 
-    def _admission(self, binding: ToolBinding | ResourceBinding) -> list[Step]:
+    def _admission(self, binding: ToolBinding | ResourceBinding | PromptBinding) -> list[Step]:
         steps: list[Step] = [Errors(self.errors), Authenticate(self.policies, binding.rules)]
         if binding.rules.rate_limit is not None:
             steps.append(RateLimited(self.policies.limiter, binding.key, binding.rules.rate_limit))
         return steps
 
-    def _running(self, binding: ToolBinding | ResourceBinding, check: OutputCheck | None) -> list[Step]:
+    def _running(self, binding: ToolBinding | ResourceBinding | PromptBinding, check: OutputCheck | None) -> list[Step]:
         steps: list[Step] = [Result(self.services[binding.service], check)]
         seconds = timeout_s(binding.rules.timeout_ms, self.policies.max_timeout_ms)
         if seconds:
             steps.append(Deadline(binding.name, seconds, self.policies.commit_grace_s))
         return steps
 
-    def _handler(self, binding: ToolBinding | ResourceBinding, method_name: str) -> Handler:
+    def _handler(self, binding: ToolBinding | ResourceBinding | PromptBinding, method_name: str) -> Handler:
         return Handler(
             getattr(self.handlers[binding.service], method_name), self.bulkheads[binding.service], binding.allowed
         )
@@ -165,6 +170,10 @@ class Pipeline:
         check = self._check(binding.output_schema) if binding.is_json else None
         return compose([*self._admission(binding), *self._running(binding, check)], invoke)
 
+    def _prompt_chain(self, binding: PromptBinding) -> CallNext:
+        invoke = InvokePrompt(binding, self._handler(binding, binding.method_name))
+        return compose([*self._admission(binding), *self._running(binding, None)], invoke)
+
     # -- one call --------------------------------------------------------------------------
     def _context(self, service: str, name: str, request: CallRequest) -> CallContext:
         if request.ids is not None and request.meta is None:
@@ -182,6 +191,7 @@ class Pipeline:
             routes=self.services[service].routes if service in self.services else {},
             progress_sink=request.progress,
             asker=request.asker,
+            log_sink=request.log,
         )
 
     def _finish(self, outcome: Outcome, ctx: CallContext, transport: str, started: float) -> Outcome:
@@ -232,6 +242,11 @@ class Pipeline:
         """Read one resource: the same steps as a tool, without body, idempotency or size guard."""
         ctx = self._context(binding.service, binding.name, request)
         return await self._through(Call(binding, request, ctx, params=params))
+
+    async def get_prompt(self, binding: PromptBinding, arguments: Mapping[str, str], request: CallRequest) -> Outcome:
+        """Render one prompt: the steps of a resource read; the body is the handler's list of Messages."""
+        ctx = self._context(binding.service, binding.name, request)
+        return await self._through(Call(binding, request, ctx, params=arguments))
 
     def refuse(self, what: str, error: ToolError, request: CallRequest) -> Outcome:
         """A request no tool or resource takes (`what`: e.g. `unknown_tool`; the name asked for is

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kumitate import tracing
@@ -26,12 +26,18 @@ class MissingHandlerError(RuntimeError):
 def _check_handlers(svc: ServiceBinding, handlers: Any) -> None:
     missing = [f"tool {t.name!r} (method {t.name})" for t in svc.tools if not callable(getattr(handlers, t.name, None))]
     missing += [
-        f"resource {r.name!r} (method {r.method_name})"
-        for r in svc.resources
+        f"{kind} {r.name!r} (method {r.method_name})"
+        for kind, group in (("resource", svc.resources), ("prompt", svc.prompts))
+        for r in group
         if not callable(getattr(handlers, r.method_name, None))
     ]
     if missing:
         raise MissingHandlerError(f"service {svc.name!r}: handlers/{svc.name} does not implement " + ", ".join(missing))
+
+
+def default_services(registry: Mapping[str, ServiceBinding]) -> list[str]:
+    """The services served when none are named: every one but those the spec marks `opt_in`."""
+    return [name for name, svc in registry.items() if not svc.opt_in]
 
 
 class Runtime:
@@ -43,14 +49,14 @@ class Runtime:
         services: Iterable[str] | None = None,
         project: Project | None = None,
     ) -> None:
-        """`services`: the services to serve (default: KUMITATE_SERVICES, else every service)."""
+        """`services`: the services to serve (default: KUMITATE_SERVICES, else every service not `opt_in`)."""
         self.project = project or settings.load_project()
         self.project.activate()
         catalogue, registry = load_generated()
 
         if services is None:
             services = settings.services
-        wanted = list(services) if services is not None else list(registry)
+        wanted = list(services) if services is not None else default_services(registry)
         unknown = [s for s in wanted if s not in registry]
         if unknown:
             raise KeyError(f"unknown service(s): {', '.join(unknown)}; known: {', '.join(registry)}")

@@ -6,8 +6,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kumitate.bindings import ResourceBinding, ToolBinding
-from kumitate.context import Asker, Attachment, CallContext, ProgressSink
+from kumitate.bindings import PromptBinding, ResourceBinding, ToolBinding
+from kumitate.context import Asker, Attachment, CallContext, LogSink, ProgressSink
 
 
 @dataclass(slots=True)
@@ -29,6 +29,8 @@ class CallRequest:
     """Where the handler's `CallContext.progress` reports go, when the caller asked for them."""
     asker: Asker | None = None
     """How `CallContext.ask` reaches the user, when the transport and the client can ask."""
+    log: LogSink | None = None
+    """Where the handler's `CallContext.log` messages go, when the caller asked for them."""
 
 
 @dataclass(slots=True)
@@ -53,7 +55,7 @@ class Outcome:
 class Call:
     """One call on its way through the steps."""
 
-    binding: ToolBinding | ResourceBinding
+    binding: ToolBinding | ResourceBinding | PromptBinding
     request: CallRequest
     ctx: CallContext
     arguments: Any = None

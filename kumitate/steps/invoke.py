@@ -22,9 +22,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from kumitate import calllog, faults, tracing
-from kumitate.bindings import ResourceBinding, ToolBinding
+from kumitate.bindings import PromptBinding, ResourceBinding, ToolBinding
 from kumitate.bulkhead import Bulkhead
-from kumitate.context import Attachment, CallContext
+from kumitate.context import Attachment, CallContext, Message
 from kumitate.errors import ToolError
 from kumitate.intake import Intake
 from kumitate.steps import Call, Outcome
@@ -116,3 +116,24 @@ class InvokeResource:
         if not isinstance(result, bytes | bytearray):
             raise TypeError(f"resource {binding.name} must return bytes")
         return Outcome(True, 200, "OK", bytes(result), ctx.run_id, ctx.trace_id, media_type=media_type)
+
+
+class InvokePrompt:
+    """A prompt's renderer with its arguments (strings): the list of Messages, as the body."""
+
+    def __init__(self, binding: PromptBinding, handler: Handler) -> None:
+        self.binding = binding
+        self.handler = handler
+
+    async def __call__(self, call: Call) -> Outcome:
+        ctx, binding = call.ctx, self.binding
+        declared = {a["name"] for a in binding.arguments}
+        missing = [a["name"] for a in binding.arguments if a["required"] and a["name"] not in call.params]
+        unknown = sorted(set(call.params) - declared)
+        if missing or unknown:
+            raise ToolError(f"prompt {binding.name}: missing {missing}, unknown {unknown}", code="BAD_REQUEST")
+        with tracing.stage("handler"):
+            result = await self.handler(ctx, ctx, **call.params)
+        if not (isinstance(result, list) and all(isinstance(m, Message) for m in result)):
+            raise TypeError(f"prompt {binding.name} must return a list of Message")
+        return Outcome(True, 200, "OK", result, ctx.run_id, ctx.trace_id)

@@ -8,7 +8,6 @@ structuredContent (plus image content for attachments); a failure returns
 
 from __future__ import annotations
 
-import base64
 import inspect
 import json
 import logging
@@ -23,7 +22,7 @@ from fastmcp.server.dependencies import fastmcp_request_ctx
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import Tool, ToolResult
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ImageContent, TextContent, ToolAnnotations
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, TextContent, ToolAnnotations
 from pydantic import Field
 
 from kumitate import __version__, calllog, correlation
@@ -35,7 +34,9 @@ from kumitate.runtime import Runtime
 from kumitate.transports import mcp_listing
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
 from kumitate.transports.mcp_completions import complete_params as complete_params  # used by generated bindings
+from kumitate.transports.mcp_content import content_block, prompt_component, require_client
 from kumitate.transports.mcp_elicit import InputRequired, asker
+from kumitate.transports.mcp_logging import log_sender
 from kumitate.transports.origin import base_url_of
 from kumitate.transports.progress import Send, relaying
 
@@ -108,13 +109,7 @@ def _tool_result(outcome: Outcome) -> ToolResult:
     content, which the MCP spec asks for alongside, is one msgspec encoding of it."""
     text = _ENCODER.encode(outcome.body).decode("utf-8")
     content: list[Any] = [TextContent(type="text", text=text)]
-    for attachment in outcome.attachments:
-        if attachment.mime_type.startswith("image/"):
-            content.append(
-                ImageContent(
-                    type="image", data=base64.b64encode(attachment.data).decode("ascii"), mime_type=attachment.mime_type
-                )
-            )
+    content += [block for a in outcome.attachments if (block := content_block(a)) is not None]
     meta: dict[str, Any] = {"kumitate": {"run_id": outcome.run_id, "trace_id": outcome.trace_id}}
     if outcome.warnings:
         meta["kumitate"]["warnings"] = list(outcome.warnings)
@@ -130,6 +125,8 @@ class SpecTool(Tool):
     binding: Any = Field(default=None, exclude=True)
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        if self.binding.requires_client:
+            require_client(self.binding.requires_client)
         key = None
         if IDEMPOTENCY_ARGUMENT in arguments:  # accepted on every tool; harmless on a read-only one
             arguments = dict(arguments)
@@ -138,6 +135,7 @@ class SpecTool(Tool):
                 return _tool_result(await self._refuse_key())
         request = current_request(key)
         request.asker = asker()
+        request.log = log_sender()
         try:
             sender = _progress_sender()
             if sender is None:  # the common case: no relay task, no context manager
@@ -203,7 +201,7 @@ def _resource_reader(runtime: Runtime, binding: ResourceBinding) -> Any:
         if not outcome.ok:
             raise CatalogueError(outcome)
         if isinstance(outcome.body, bytes):
-            return outcome.body
+            return outcome.body.decode("utf-8") if binding.mime_type.startswith("text/") else outcome.body
         return json.dumps(outcome.body, ensure_ascii=False)
 
     read.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
@@ -305,6 +303,8 @@ def build_server(runtime: Runtime, services: list[str] | None = None, toolset: s
     logging.getLogger("fastmcp.server.server").addFilter(_QUIET)  # idempotent: one filter object
     for name in names:
         importlib.import_module(f"generated.{name}.mcp").register(server, runtime)
+        for prompt in runtime.services[name].prompts:  # specs/<service>/prompts/
+            server.add_prompt(prompt_component(runtime, prompt))
         if keys is not None:
             for tool in runtime.services[name].tools:
                 if tool.key not in keys:

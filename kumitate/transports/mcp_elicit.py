@@ -41,12 +41,14 @@ class InputRequired(BaseException):
         self.key, self.message, self.schema, self.answers = key, message, schema, answers
 
     def result(self) -> InputRequiredToolResult:
+        return InputRequiredToolResult(self.input_required())
+
+    def input_required(self) -> mt.InputRequiredResult:
+        """The question as the protocol's InputRequiredResult (a tool's, a prompt's)."""
         request = mt.ElicitRequest(
             params=mt.ElicitRequestFormParams(message=self.message, requested_schema=self.schema)
         )
-        return InputRequiredToolResult(
-            mt.InputRequiredResult(input_requests={self.key: request}, request_state=json.dumps(self.answers))
-        )
+        return mt.InputRequiredResult(input_requests={self.key: request}, request_state=json.dumps(self.answers))
 
 
 def _content(result: Any) -> dict[str, Any] | None:

@@ -1,0 +1,158 @@
+"""The conformance service over MCP in memory: every content kind, prompt and resource kind the
+spec format now expresses reaches the wire as the MCP content the official suite expects.
+
+The suite itself runs in CI (`make conformance`, codegen/conformance.py); these tests keep the
+spec-format extensions (prompts, content kinds, text resources, opt-in services) honest without
+Node, in about a second.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import mcp_types as mt
+import pytest
+from fastmcp import Client
+from mcp.shared.exceptions import MCPError
+
+from codegen.examples import Result, check
+from codegen.specs import SpecTree
+from kumitate.runtime import Runtime, default_services
+from kumitate.transports.mcp import build_server
+from tests.conftest import app_settings
+
+# fastmcp's Context.log still calls the SDK's session.send_log_message, deprecated at 2026-07-28
+pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore:The logging capability is deprecated")]
+
+
+@pytest.fixture(scope="module")
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Runtime:
+    runtime = Runtime(app_settings(tmp_path_factory.mktemp("conformance")), services=["conformance"])
+    yield runtime  # type: ignore[misc]
+    runtime.close()
+
+
+@pytest.fixture
+async def client(runtime: Runtime) -> AsyncIterator[Client[Any]]:
+    async with Client(build_server(runtime)) as c:
+        yield c
+
+
+def _kinds(result: mt.CallToolResult) -> list[str]:
+    return [block.type for block in result.content]
+
+
+async def test_content_kinds_reach_the_wire(client: Client[Any]) -> None:
+    image = await client.call_tool_mcp("test_image_content", {})
+    assert _kinds(image) == ["text", "image"]
+    assert base64.b64decode(image.content[1].data).startswith(b"\x89PNG")
+    audio = await client.call_tool_mcp("test_audio_content", {})
+    assert _kinds(audio) == ["text", "audio"] and audio.content[1].mime_type == "audio/wav"
+    embedded = await client.call_tool_mcp("test_embedded_resource", {})
+    resource = embedded.content[1].resource
+    assert (str(resource.uri), resource.mime_type) == ("test://embedded-resource", "text/plain")
+    assert resource.text == "This is an embedded resource content."
+    mixed = await client.call_tool_mcp("test_multiple_content_types", {})
+    assert _kinds(mixed) == ["text", "image", "resource"]
+    assert json.loads(mixed.content[2].resource.text) == {"test": "data", "value": 123}
+
+
+async def test_error_fixture_is_a_catalogued_error(client: Client[Any]) -> None:
+    result = await client.call_tool_mcp("test_error_handling", {})
+    assert result.is_error
+    assert result.structured_content["error"]["code"] == "CONFORMANCE_FIXTURE_FAILED"
+
+
+async def test_progress_fixture_reports_three_increasing_steps(runtime: Runtime) -> None:
+    seen: list[tuple[float, float | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total))
+
+    async with Client(build_server(runtime), progress_handler=on_progress) as c:
+        await c.call_tool("test_tool_with_progress", {})
+    assert seen == [(0, 100), (50, 100), (100, 100)]
+
+
+async def test_log_messages_reach_a_client_that_asked_for_them_in_order(runtime: Runtime) -> None:
+    got: list[tuple[str, str]] = []
+
+    async def on_log(message: Any) -> None:
+        got.append((message.level, message.data["msg"]))
+
+    async with Client(build_server(runtime), log_handler=on_log) as c:
+        await c.call_tool("test_tool_with_logging", {})
+    assert got == [
+        ("info", "Tool execution started"),
+        ("info", "Tool processing data"),
+        ("info", "Tool execution completed"),
+    ]
+
+
+async def test_prompts_from_the_spec(client: Client[Any]) -> None:
+    prompts = {p.name: p for p in await client.list_prompts()}
+    assert {"test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_image"} <= set(prompts)
+    assert [(a.name, a.required) for a in prompts["test_prompt_with_arguments"].arguments or []] == [
+        ("arg1", True),
+        ("arg2", True),
+    ]
+    simple = await client.get_prompt("test_simple_prompt")
+    assert simple.messages[0].content.text == "This is a simple prompt for testing."
+    args = await client.get_prompt("test_prompt_with_arguments", {"arg1": "hello", "arg2": "world"})
+    assert args.messages[0].content.text == "Prompt with arguments: arg1='hello', arg2='world'"
+    embedded = await client.get_prompt("test_prompt_with_embedded_resource", {"resourceUri": "test://x"})
+    assert [m.content.type for m in embedded.messages] == ["resource", "text"]
+    assert str(embedded.messages[0].content.resource.uri) == "test://x"
+    image = await client.get_prompt("test_prompt_with_image")
+    assert [m.content.type for m in image.messages] == ["image", "text"]
+
+
+async def test_a_prompt_missing_a_required_argument_is_refused(client: Client[Any]) -> None:
+    with pytest.raises(Exception, match="arg2"):
+        await client.get_prompt("test_prompt_with_arguments", {"arg1": "hello"})
+
+
+async def test_text_binary_and_templated_resources(client: Client[Any]) -> None:
+    text = (await client.read_resource("test://static-text"))[0]
+    assert text.text == "This is the content of the static text resource." and text.mime_type == "text/plain"
+    binary = (await client.read_resource("test://static-binary"))[0]
+    assert base64.b64decode(binary.blob).startswith(b"\x89PNG")
+    templated = (await client.read_resource("test://template/123/data"))[0]
+    assert json.loads(templated.text) == {"id": "123", "templateTest": True, "data": "Data for ID: 123"}
+
+
+async def _no_sampling(*args: Any) -> str:
+    raise AssertionError("no fixture samples")
+
+
+async def test_a_tool_requiring_a_client_capability_is_refused_without_it(runtime: Runtime) -> None:
+    async with Client(build_server(runtime)) as bare:
+        with pytest.raises(MCPError) as refused:
+            await bare.call_tool_mcp("test_missing_capability", {})
+    assert refused.value.error.code == -32021
+    assert refused.value.error.data["requiredCapabilities"] == {"sampling": {}}
+    async with Client(build_server(runtime), sampling_handler=_no_sampling) as sampling:
+        result = await sampling.call_tool_mcp("test_missing_capability", {})
+    assert result.structured_content == {"text": "The client declared sampling."}
+
+
+async def test_examples_of_the_opt_in_service(runtime: Runtime, spec_tree: SpecTree) -> None:
+    """The shared example run skips opt-in services (they are not served by default): run them here."""
+    svc = next(s for s in spec_tree.services if s.name == "conformance")
+    examples = [(t, ex) for t in svc.tools for ex in t.examples]
+    assert examples
+    async with Client(build_server(runtime), sampling_handler=_no_sampling) as client:
+        for tool, example in examples:
+            result = await client.call_tool_mcp(tool.name, example.input)
+            problem = check(example, Result(ok=not result.is_error, body=result.structured_content))
+            assert problem is None, f"{tool.name}:{example.name}: {problem}"
+
+
+def test_an_opt_in_service_is_not_served_by_default() -> None:
+    from generated.registry import SERVICES
+
+    assert SERVICES["conformance"].opt_in
+    assert default_services(SERVICES) == [name for name in SERVICES if name != "conformance"]
