@@ -10,7 +10,8 @@ several times the call itself (issue 32: ~0.8x a bare FastMCP server before this
 The lean path only answers what it can answer exactly as fastmcp would, and hands everything
 else to the fastmcp app unchanged (the body it read is replayed): any other method, a tool this
 endpoint does not serve, a request fastmcp would refuse or treat specially (a bad envelope or
-header, a malformed id or params, a progress token, an elicitation-capable client, a
+header, a malformed id or params, a progress token, a requested log level, an elicitation-capable
+client, a tool that requires a client capability (`mcp.requires_client`), a
 multi-round-trip retry, `Mcp-Param-*` headers, an invalid idempotency key, a body over the cap).
 So every protocol decision (error codes, the unknown-tool answer, the error-result shape) stays
 where it is made today; tests/e2e/test_mcp_lean.py compares both paths' answers byte for byte.
@@ -32,6 +33,7 @@ from fastmcp import FastMCP
 from mcp.shared.inbound import InboundModernRoute, classify_inbound_request, x_mcp_header_map
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
+    LOG_LEVEL_META_KEY,
     SERVER_INFO_META_KEY,
 )
 from mcp_types import methods as mcp_methods
@@ -141,7 +143,13 @@ class LeanMCP:
         if not isinstance(verdict, InboundModernRoute):
             return None
         capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
-        if "progressToken" in meta or not isinstance(capabilities, dict) or "elicitation" in capabilities:
+        if (
+            "progressToken" in meta
+            or LOG_LEVEL_META_KEY in meta  # log messages go on a stream: fastmcp's
+            or not isinstance(capabilities, dict)
+            or "elicitation" in capabilities
+            or tool.binding.requires_client  # its capability check (-32021) is fastmcp's
+        ):
             return None
         try:  # the SDK's own check of the envelope (clientInfo, capabilities), without the arguments
             mcp_methods.validate_client_request(
