@@ -310,6 +310,12 @@ class Settings(DeploySettings):
         "an MCP session with no request in flight for this long is closed (its id then answers 404)",
         gt=0,
     )
+    mcp_page_size: int = var(
+        "KUMITATE_MCP_PAGE_SIZE",
+        100,
+        "items per page of an MCP `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`",
+        ge=1,
+    )
     metrics_token: SecretStr | None = var(
         "KUMITATE_METRICS_TOKEN", None, "serve `/metrics` behind this bearer token", "off"
     )
