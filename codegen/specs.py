@@ -80,6 +80,8 @@ class ToolSpec:
     wire_output: dict[str, Any] = field(default_factory=dict)
     form_flatten: list[str] = field(default_factory=list)
     """Object properties of the input whose own properties a form body may send as fields of their own."""
+    cache: dict[str, Any] | None = None
+    """`mcp.cache` (specs/_meta/cache.schema.json): the MCP caching hint of the tool's listing."""
 
     @property
     def operation_id(self) -> str:
@@ -102,6 +104,8 @@ class ResourceSpec:
     source: Path
     raw: dict[str, Any]
     also_mime_types: list[str] = field(default_factory=list)
+    cache: dict[str, Any] | None = None
+    """`cache` (specs/_meta/cache.schema.json): the MCP caching hint of the resource's reads."""
 
     @property
     def params(self) -> list[str]:
@@ -427,6 +431,7 @@ def _load_tool(
         handler_output=doc.get("handler_output", "model"),
         wire_input=wire_input,
         wire_output=shared.hoist(advertised.output_schema(shared.hoist(output_schema, names), wire_input), names),
+        cache=doc["mcp"].get("cache"),
     )
 
 
@@ -467,6 +472,7 @@ def _load_resource(
         source=path,
         raw=doc,
         also_mime_types=list(doc.get("also_mime_types", [])),
+        cache=doc.get("cache"),
     )
 
 

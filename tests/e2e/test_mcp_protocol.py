@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jsonschema_rs
 import pytest
 from fastmcp import Client
@@ -57,6 +58,11 @@ async def rpc(app: InProcessApp, method: str, params: dict[str, Any], *, era: st
     response = await app.http.post(
         "/mcp", json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params}, headers=headers
     )
+    return message(response)
+
+
+def message(response: httpx.Response) -> Any:
+    """The JSON-RPC message of a response, sent as SSE or as JSON."""
     if response.headers["content-type"].startswith("text/event-stream"):
         return next(json.loads(line[5:]) for line in response.text.splitlines() if line.startswith("data:"))
     return response.json()
@@ -154,3 +160,58 @@ async def test_a_padded_mcp_name_is_accepted(app: InProcessApp) -> None:
     answer = await rpc(app, "tools/call", params, era=MODERN, name="  summarize_stays\t")
     assert "error" not in answer, answer
     assert answer["result"]["isError"] is False
+
+
+def test_every_x_mcp_header_is_valid(app: InProcessApp) -> None:
+    """A spec marks a parameter with `x-mcp-header` in its JSON Schema; MCP's rules for it hold."""
+    from mcp.shared.inbound import find_invalid_x_mcp_header, x_mcp_header_map
+
+    marked = {}
+    for service in app.runtime.services.values():
+        for tool in service.tools:
+            assert find_invalid_x_mcp_header(tool.input_schema) is None, tool.name
+            marked |= {tool.name: x_mcp_header_map(tool.input_schema)} if x_mcp_header_map(tool.input_schema) else {}
+    assert marked["get_attendance_rule"] == {("thread_id",): "Thread-Id"}
+
+
+@pytest.mark.parametrize(("header", "accepted"), [("demo-k-of-n", True), ("other-thread", False), (None, False)])
+async def test_a_marked_parameter_travels_as_an_mcp_param_header(
+    app: InProcessApp, header: str | None, accepted: bool
+) -> None:
+    params = {"name": "get_attendance_rule", "arguments": {"thread_id": "demo-k-of-n"}, "_meta": ENVELOPE}
+    headers = {**MCP_HEADERS, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": params["name"]}
+    if header is not None:
+        headers["Mcp-Param-Thread-Id"] = header
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    answer = message(await app.http.post("/mcp", json=body, headers=headers))
+    if accepted:
+        assert answer["result"]["isError"] is False, answer
+    else:
+        assert answer["error"]["code"] == -32020, answer  # header mismatch: the body and the header disagree
+
+
+async def test_a_resource_read_carries_its_declared_cache_hint(app: InProcessApp) -> None:
+    declared = (await rpc(app, "resources/read", {"uri": "yana://version"}, era=MODERN, name="yana://version"))[
+        "result"
+    ]
+    assert (declared["ttlMs"], declared["cacheScope"]) == (60000, "public")  # specs/yana/resources/version.yaml
+    assert json.loads(declared["contents"][0]["text"])["server_version"]
+    other = await rpc(app, "resources/read", {"uri": "kumitate://versions"}, era=MODERN, name="kumitate://versions")
+    assert (other["result"]["ttlMs"], other["result"]["cacheScope"]) == (0, "private")  # undeclared: the default
+
+
+def test_an_endpoints_lists_are_as_fresh_as_its_least_cacheable_declaration() -> None:
+    from types import SimpleNamespace
+
+    from kumitate.transports.mcp.cache import list_hint
+
+    def bindings(*caches: Any) -> list[Any]:
+        return [SimpleNamespace(cache=c) for c in caches]
+
+    assert list_hint(bindings({"ttl_ms": 60000, "scope": "public"}, {"ttl_ms": 5000, "scope": "public"})) == (
+        5,
+        "public",
+    )
+    assert list_hint(bindings({"ttl_ms": 60000, "scope": "public"}, {"ttl_ms": 60000})) == (60, "private")
+    assert list_hint(bindings({"ttl_ms": 60000, "scope": "public"}, None)) == (None, None)
+    assert list_hint(bindings({"ttl_ms": 500, "scope": "public"})) == (None, None)  # fastmcp's hint is whole seconds

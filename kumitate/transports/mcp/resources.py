@@ -6,16 +6,17 @@ import inspect
 import json
 from typing import Any
 
-from fastmcp.resources import Resource, ResourceTemplate
+from fastmcp.resources import Resource, ResourceResult, ResourceTemplate
 
 from kumitate.bindings import ResourceBinding
 from kumitate.runtime import Runtime
+from kumitate.transports.mcp.cache import hinted
 from kumitate.transports.mcp.request import current_request
 from kumitate.transports.mcp.results import CatalogueError
 
 
 def _resource_reader(runtime: Runtime, binding: ResourceBinding) -> Any:
-    async def read(**params: str) -> str | bytes:
+    async def read(**params: str) -> str | bytes | ResourceResult:
         outcome = await runtime.pipeline.read_resource(binding, params, current_request())
         if not outcome.ok:
             uri = binding.uri
@@ -23,13 +24,13 @@ def _resource_reader(runtime: Runtime, binding: ResourceBinding) -> Any:
                 uri = uri.replace(f"{{{name}}}", value)
             raise CatalogueError(outcome, uri=uri)
         if isinstance(outcome.body, bytes):
-            return outcome.body
-        return json.dumps(outcome.body, ensure_ascii=False)
+            return hinted(outcome.body, binding)
+        return hinted(json.dumps(outcome.body, ensure_ascii=False), binding)
 
     read.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
         [inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, annotation=str) for p in binding.params]
     )
-    read.__annotations__ = {**{p: str for p in binding.params}, "return": str | bytes}
+    read.__annotations__ = {**{p: str for p in binding.params}, "return": str | bytes | ResourceResult}
     read.__name__ = binding.name
     return read
 

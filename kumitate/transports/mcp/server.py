@@ -11,6 +11,7 @@ from fastmcp import FastMCP
 
 from kumitate import __version__
 from kumitate.runtime import Runtime
+from kumitate.transports.mcp.cache import list_hint
 from kumitate.transports.mcp.capabilities import TrueCapabilities
 from kumitate.transports.mcp.catalogue import QUIET, CatalogueErrors
 from kumitate.transports.mcp.resources import versions_resource
@@ -25,9 +26,12 @@ def build_server(runtime: Runtime, services: list[str] | None = None, toolset: s
         f"[{n}] {runtime.services[n].instructions}".strip() for n in names if runtime.services[n].instructions
     )
     title = toolset or (names[0] if len(names) == 1 else "kumitate")
+    served = [t for n in names for t in runtime.services[n].tools if keys is None or t.key in keys]
+    cache_ttl, cache_scope = list_hint([*served, *(r for n in names for r in runtime.services[n].resources)])
     # dereference_schemas=False: the spec's schemas keep their local $defs (codegen/shared.py), which
     # fastmcp would otherwise inline again, repeating a shared type at every use.
     # list_page_size: lists come in pages, and a cursor that is not one of ours is -32602.
+    # cache_ttl/cache_scope: the lists' hint from the spec (mcp/cache.py); None: 0, private.
     server = FastMCP(
         title,
         instructions=instructions or None,
@@ -35,6 +39,8 @@ def build_server(runtime: Runtime, services: list[str] | None = None, toolset: s
         mask_error_details=True,
         dereference_schemas=False,
         list_page_size=runtime.settings.mcp_page_size,
+        cache_ttl=cache_ttl,
+        cache_scope=cache_scope,
     )
     server.add_middleware(CatalogueErrors(runtime))
     server.add_middleware(TrueCapabilities(server))
