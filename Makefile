@@ -15,7 +15,7 @@ TEST_ORDER = $(if $(TEST_SEED),-p randomly --randomly-seed=$(TEST_SEED))
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
-.PHONY: help venv generate serve test check lint drift types fast fmt fuzz conformance bench review clean cluster cluster-install cluster-stop cluster-restart cluster-status
+.PHONY: help venv generate serve test test-latest check lint drift types fast fmt fuzz conformance bench review clean cluster cluster-install cluster-stop cluster-restart cluster-status
 .DEFAULT_GOAL := help
 
 help:  ## list the targets (this text)
@@ -42,6 +42,9 @@ test: venv  ## drift check + the whole test suite with coverage, in TEST_SEED's 
 	@echo "test order: $(if $(TEST_SEED),pytest-randomly seed $(TEST_SEED) (make test TEST_SEED=$(TEST_SEED) repeats it),file order)"
 	$(PY) -m pytest -q -rs --cov --cov-report= $(TEST_ORDER)
 	@echo "coverage: $$($(PY) -m coverage report --format=total)% of kumitate, codegen and handlers (in-process lines)"
+
+test-latest:  ## the fast runtime/wire tests against the NEWEST fastmcp, mcp, litestar, pydantic (var/venv-latest); prints what broke
+	bash .ci/test-latest
 
 check: lint drift types fast  ## lint, drift, mypy, fast tests (before a commit)
 

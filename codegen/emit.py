@@ -64,6 +64,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "handler_input": tool.handler_input,
         "handler_output": tool.handler_output,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
+        "cache": tool.cache,
         "idempotent": bool(tool.policy.get("idempotency")),
     }
 
@@ -87,6 +88,7 @@ def _resource_ctx(res: ResourceSpec) -> dict[str, Any]:
         "errors": sorted(res.errors),
         "http_path": res.http_path,
         "enabled_by": res.enabled_by,
+        "cache": res.cache,
         "method": naming.resource_method(res.name),
         "returns": returns,
         "client_returns": client_returns,

@@ -82,6 +82,8 @@ class ToolSpec:
     """Object properties of the input whose own properties a form body may send as fields of their own."""
     requires_client: list[str] = field(default_factory=list)
     """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`)."""
+    cache: dict[str, Any] | None = None
+    """`mcp.cache` (specs/_meta/cache.schema.json): the MCP caching hint of the tool's listing."""
 
     @property
     def operation_id(self) -> str:
@@ -104,6 +106,8 @@ class ResourceSpec:
     source: Path
     raw: dict[str, Any]
     also_mime_types: list[str] = field(default_factory=list)
+    cache: dict[str, Any] | None = None
+    """`cache` (specs/_meta/cache.schema.json): the MCP caching hint of the resource's reads."""
 
     @property
     def params(self) -> list[str]:
@@ -490,6 +494,7 @@ def _load_tool(
         handler_output=doc.get("handler_output", "model"),
         wire_input=wire_input,
         wire_output=shared.hoist(advertised.output_schema(shared.hoist(output_schema, names), wire_input), names),
+        cache=doc["mcp"].get("cache"),
     )
 
 
@@ -530,6 +535,7 @@ def _load_resource(
         source=path,
         raw=doc,
         also_mime_types=list(doc.get("also_mime_types", [])),
+        cache=doc.get("cache"),
     )
 
 

@@ -92,10 +92,11 @@ async def examples_over_http(tree: SpecTree, url: str) -> list[str]:
 async def examples_over_mcp(tree: SpecTree, client: Any) -> list[str]:
     """Every example through a fastmcp Client (in memory, stdio or streamable HTTP)."""
     async with client:
+        from kumitate.client import mcp_result_body
 
         async def call(tool: ToolSpec, arguments: Any) -> Result:
             result = await client.call_tool(tool.name, arguments, raise_on_error=False)
-            return Result(ok=not result.is_error, body=result.structured_content)
+            return Result(ok=not result.is_error, body=mcp_result_body(result))
 
         failures, _ = await run_all(tree, call)
     return failures

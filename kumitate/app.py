@@ -25,7 +25,7 @@ from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import KumitateASGI, RequestLimits
 from kumitate.transports.http import error_response
-from kumitate.transports.mcp import build_server, configure_sessions
+from kumitate.transports.mcp import HTTP_MIDDLEWARE, build_server, configure_sessions
 from kumitate.transports.mcp_lean import lean_endpoint
 from kumitate.transports.oauth import discovery_routes, mcp_gate
 from kumitate.transports.ops import health_routes, metrics_routes
@@ -89,6 +89,7 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         transport="http",
         stateless_http=stateless,
         session_idle_timeout=settings.mcp_session_idle_s,
+        middleware=HTTP_MIDDLEWARE,
     )
     mcp_all = serve(build_server(runtime))
     mcp_services = {name: serve(build_server(runtime, [name])) for name in runtime.services}

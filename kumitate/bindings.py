@@ -59,6 +59,8 @@ class ToolBinding:
     schema_check: bool = True
     """Run the JSON Schema check on the success path: always for `data`; for `model` only where the
     model does not express the whole schema (codegen/fidelity.py)."""
+    cache: dict[str, Any] | None = None
+    """MCP caching hint of the tool's listing, `{ttl_ms, scope}` (spec `mcp.cache`); None: 0, private."""
     rules: Policy = field(init=False, repr=False, compare=False)
     """`policy`, parsed once here (at registry load): what the request path reads."""
     allowed: frozenset[str] = field(init=False, repr=False, compare=False)
@@ -93,6 +95,8 @@ class ResourceBinding:
     http_path: str
     policy: dict[str, Any]
     enabled_by: str | None
+    cache: dict[str, Any] | None = None
+    """MCP caching hint of the resource's reads, `{ttl_ms, scope}` (spec `cache`); None: 0, private."""
     rules: Policy = field(init=False, repr=False, compare=False)
     allowed: frozenset[str] = field(init=False, repr=False, compare=False)
 

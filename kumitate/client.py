@@ -32,7 +32,7 @@ from kumitate.outbound import retry_after_s
 M = TypeVar("M", bound=BaseModel)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-IDEMPOTENCY_ARGUMENT = "idempotency_key"  # MCP carries the key as an argument (kumitate/transports/mcp.py)
+IDEMPOTENCY_ARGUMENT = "idempotency_key"  # MCP carries the key as an argument (kumitate/transports/mcp/tools.py)
 _NO_BODY_CODES = {401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 408: "REQUEST_TIMEOUT", 429: "RATE_LIMITED"}
 
 
@@ -220,6 +220,20 @@ class AsyncHttpBackend:
 # -- MCP backend ------------------------------------------------------------------------------
 
 
+def mcp_result_body(result: Any) -> Any:
+    """The body of an MCP tool result (a fastmcp or MCP SDK `CallToolResult`): a success's
+    `structuredContent`; for an `isError` result, which carries none so that strict clients
+    accept it (kumitate/transports/mcp/results.py), the catalogue body its text content holds
+    (`{"error": {"code", ...}, "run_id", "trace_id"}`, as HTTP sends it). None without either."""
+    if result.structured_content is not None:
+        return result.structured_content
+    text = next((c.text for c in result.content or () if getattr(c, "text", None) is not None), None)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
 class McpBackend:
     """MCP over fastmcp's Client: a streamable-HTTP URL (`…/mcp` or `…/mcp/<service>`) or a stdio
     command (`["kumitate", "mcp", "--stdio"]`). The session opens on first use and stays open
@@ -261,6 +275,8 @@ class McpBackend:
             client = await self._session()
         except (OSError, RuntimeError, TimeoutError) as exc:
             return _no_answer(exc, call, sent=False)
+        from mcp.shared.exceptions import MCPError
+
         try:
             meta = {"run_id": call.run_id} if call.run_id else None
             if call.op.uri:
@@ -269,12 +285,11 @@ class McpBackend:
             if call.idempotency_key:
                 arguments[IDEMPOTENCY_ARGUMENT] = call.idempotency_key
             result = await client.call_tool(call.op.name, arguments, raise_on_error=False, meta=meta)
+        except MCPError as exc:  # an unknown tool: JSON-RPC -32602 with the catalogue body as data
+            return Reply(ok=False, body=exc.data)
         except (OSError, RuntimeError, TimeoutError) as exc:
             return _no_answer(exc, call, sent=True)
-        body = result.structured_content
-        if body is None and result.content:
-            body = json.loads(getattr(result.content[0], "text", "null") or "null")
-        return Reply(ok=not result.is_error, body=body)
+        return Reply(ok=not result.is_error, body=mcp_result_body(result))
 
     async def _read(self, client: Any, call: Call) -> Reply:
         from mcp.shared.exceptions import MCPError
@@ -284,10 +299,8 @@ class McpBackend:
             uri = uri.replace(f"{{{name}}}", value)
         try:
             contents = await client.read_resource(uri)
-        except MCPError as exc:  # a catalogue error travels as JSON-RPC error data (transports/mcp.py)
-            return Reply(
-                ok=False, body=getattr(exc, "data", None) or getattr(getattr(exc, "error", None), "data", None)
-            )
+        except MCPError as exc:  # a catalogue error travels as JSON-RPC error data (transports/mcp/results.py)
+            return Reply(ok=False, body=exc.data)
         first = contents[0]
         if getattr(first, "blob", None) is not None:
             return Reply(ok=True, body=base64.b64decode(first.blob))

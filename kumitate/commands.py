@@ -301,7 +301,9 @@ async def _call_mcp(url: str, tool: str, arguments: Any, token: str | None, bar:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with Client(StreamableHttpTransport(f"{url.rstrip('/')}/mcp", headers=headers), timeout=None) as client:
         result = await client.call_tool_mcp(tool, arguments, progress_handler=bar.on_progress if bar else None)
-    body = result.structured_content
+    from kumitate.client import mcp_result_body
+
+    body = mcp_result_body(result)
     if body is None:
         body = {"content": [c.model_dump(mode="json", exclude_none=True) for c in result.content]}
     return not result.is_error, body

@@ -322,6 +322,12 @@ class Settings(DeploySettings):
         "answer stateless 2026-07-28 `tools/call` requests on the lean path (same pipeline and answers, no SDK session machinery)",
         "on",
     )
+    mcp_page_size: int = var(
+        "KUMITATE_MCP_PAGE_SIZE",
+        100,
+        "items per page of an MCP `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`",
+        ge=1,
+    )
     metrics_token: SecretStr | None = var(
         "KUMITATE_METRICS_TOKEN", None, "serve `/metrics` behind this bearer token", "off"
     )

@@ -9,8 +9,9 @@ explicit mutations of a valid case (a required field dropped, an unknown field, 
 past 64 bits, out-of-enum values), each confirmed invalid by the schema itself. A mutation the schema
 still accepts (e.g. 2**70 for an unbounded integer) is fuzzed as valid input.
 
-Checks: a success's structuredContent validates against the tool's outputSchema; an error's
-structuredContent is the catalogue body with a catalogued code; valid input gets success or a code
+Checks: a success's structuredContent validates against the tool's outputSchema; an error has no
+structuredContent (a strict client would check it against the outputSchema) and its text content
+is the catalogue body with a catalogued code; valid input gets success or a code
 the tool (or its policy) declares; invalid input gets a client error; never INTERNAL, never a
 protocol exception, never a hang.
 """
@@ -145,6 +146,8 @@ def check_result(
     catalogue: Mapping[str, Any],
 ) -> str | None:
     """Why a call's result breaks the contract, or None."""
+    from kumitate.client import mcp_result_body
+
     structured = result.structured_content
     if not result.is_error:
         if output_schema is None:
@@ -153,6 +156,9 @@ def check_result(
             return "success without structuredContent"
         errors = [e.message for e in jsonschema_rs.Draft202012Validator(dict(output_schema)).iter_errors(structured)]
         return f"structuredContent breaks the outputSchema: {errors[0][:200]}" if errors else None
+    if structured is not None:
+        return "an error with structuredContent, which the outputSchema does not describe"
+    structured = mcp_result_body(result)
     if not isinstance(structured, dict) or not isinstance(structured.get("error"), dict):
         return f"an error without the catalogue body: {str(result.content)[:200]}"
     error = structured["error"]
@@ -216,7 +222,7 @@ async def _call(
             return f"no answer within {hang_s:.0f} s"
         except Exception as exc:
             return f"protocol exception {type(exc).__name__}: {str(exc)[:200]}"
-        error = (result.structured_content or {}).get("error") if result.is_error else None
+        error = (result.meta or {}).get("io.kumitate/error") if result.is_error else None
         if isinstance(error, dict) and error.get("code") == "RATE_LIMITED":
             await asyncio.sleep(min(5.0, int(error.get("retry_after_ms", 1000)) / 1000))
             continue

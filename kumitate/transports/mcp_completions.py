@@ -4,11 +4,13 @@ A resource spec declares, per URI parameter, where its values come from (`comple
 {chart_id: {source: chart_ids}}`); the generated bindings call `complete_params`, and the
 service's handlers answer `complete_<source>(ctx, prefix, arguments)` as the caller (the
 pipeline admits the call like a read of the resource). A FastMCP server has one completion
-handler: the first declaration installs it, later ones add to its table.
+handler: the first declaration installs it, later ones add to its table (kept here, by server,
+not on the FastMCP object).
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import mcp_types as mt
@@ -17,7 +19,8 @@ from fastmcp import FastMCP
 from kumitate.bindings import ResourceBinding
 from kumitate.runtime import Runtime
 
-_TABLE = "_kumitate_completions"
+Table = dict[str, tuple[ResourceBinding, dict[str, str]]]
+_TABLES: weakref.WeakKeyDictionary[FastMCP, Table] = weakref.WeakKeyDictionary()
 
 
 def complete_params(server: FastMCP, runtime: Runtime, binding: ResourceBinding, sources: dict[str, str]) -> None:
@@ -26,16 +29,15 @@ def complete_params(server: FastMCP, runtime: Runtime, binding: ResourceBinding,
     for source in sources.values():
         if not callable(getattr(handlers, f"complete_{source}", None)):
             raise TypeError(f"{type(handlers).__name__} has no complete_{source}, which {binding.key} declares")
-    table: dict[str, tuple[ResourceBinding, dict[str, str]]] | None = getattr(server, _TABLE, None)
+    table = _TABLES.get(server)
     if table is None:
-        table = {}
-        setattr(server, _TABLE, table)
+        table = _TABLES[server] = {}
         server.add_completion_handler(_handler(runtime, table))
     table[binding.uri] = (binding, sources)
 
 
-def _handler(runtime: Runtime, table: dict[str, tuple[ResourceBinding, dict[str, str]]]) -> Any:
-    from kumitate.transports.mcp import current_request
+def _handler(runtime: Runtime, table: Table) -> Any:
+    from kumitate.transports.mcp.request import current_request
 
     async def complete(ref: Any, argument: mt.CompletionArgument, context: mt.CompletionContext | None) -> Any:
         entry = table.get(ref.uri) if isinstance(ref, mt.ResourceTemplateReference) else None

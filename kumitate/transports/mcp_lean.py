@@ -1,7 +1,7 @@
 """The lean MCP path: a stateless 2026-07-28 `tools/call` answered without the SDK's machinery.
 
 A 2026-07-28 request stands alone (no session, its protocol version and client capabilities in
-`params._meta`, `Mcp-Method`/`Mcp-Name` headers), so it needs no session manager, no task group,
+the params' `_meta`, `Mcp-Method`/`Mcp-Name` headers), so it needs no session manager, no task group,
 no SSE deferral window and no per-request server runner: one JSON parse, the envelope and header
 checks, the same kumitate pipeline `SpecTool.run` calls (so authentication, rate limits,
 idempotency, deadlines and bulkheads all apply as before), and one JSON reply. Those layers cost
@@ -17,7 +17,7 @@ So every protocol decision (error codes, the unknown-tool answer, the error-resu
 where it is made today; tests/e2e/test_mcp_lean.py compares both paths' answers byte for byte.
 
 The checks that decide the envelope are the SDK's own (`classify_inbound_request`,
-`validate_client_request`); the result is `kumitate.transports.mcp`'s `_tool_result` turned into
+`validate_client_request`); the result is `kumitate.transports.mcp`'s `tool_result` turned into
 the wire form the SDK's runner would produce.
 """
 
@@ -46,7 +46,7 @@ from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.transports.asgi import IDS_KEY, ASGIApp, Receive, Scope, Send
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
 from kumitate.transports.http import CLIENT_CLOSED_REQUEST
-from kumitate.transports.mcp import IDEMPOTENCY_ARGUMENT, SpecTool, _tool_result
+from kumitate.transports.mcp import IDEMPOTENCY_ARGUMENT, SpecTool, tool_result
 from kumitate.transports.mcp_scopes import read_body
 from kumitate.transports.origin import base_url_of
 
@@ -166,13 +166,13 @@ class LeanMCP:
         request = _call_request(scope, headers, meta, key)
         call = self.runtime.pipeline.call_tool(tool.binding, arguments, request)
         outcome = await unless_disconnected(receive, BODY_READ, call)
-        result = self._wire_result(verdict.protocol_version, _tool_result(outcome))
+        result = self._wire_result(verdict.protocol_version, tool_result(outcome))
         reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
         return json.dumps(reply, separators=(",", ":")).encode()
 
     def _wire_result(self, version: str, result: Any) -> dict[str, Any]:
         """What the SDK runner sends for fastmcp's CallToolResult: the version's result surface,
-        `resultType` and the serverInfo stamp (mcp.server.runner.ServerRunner._serialize)."""
+        `resultType` and the serverInfo stamp (as the SDK's ServerRunner serializes it)."""
         dumped = result.to_mcp_result().model_dump(by_alias=True, mode="json", exclude_none=True)
         dumped = mcp_methods.serialize_server_result("tools/call", version, dumped)
         dumped.setdefault("resultType", "complete")

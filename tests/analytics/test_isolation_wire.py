@@ -23,6 +23,7 @@ import httpx
 import pytest
 from fastmcp import Client
 
+from kumitate.client import mcp_result_body
 from tests.conftest import REPO, LiveServer, free_port, server_env, stop_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -180,8 +181,7 @@ async def test_a_memory_bomb_over_mcp_is_a_tool_error(server: Server) -> None:
     async with Client(f"{server.url}/mcp") as client:
         result = await client.call_tool("profile", {"table_or_query": RANGE_BOMB}, raise_on_error=False)
     assert result.is_error
-    assert result.structured_content is not None
-    assert result.structured_content["error"]["code"] == "QUERY_TOO_EXPENSIVE"
+    assert mcp_result_body(result)["error"]["code"] == "QUERY_TOO_EXPENSIVE"
     assert server.live.process.poll() is None and server.rss() < GIB
 
 

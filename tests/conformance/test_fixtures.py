@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 
 from codegen.examples import Result, check
 from codegen.specs import SpecTree
+from kumitate.client import mcp_result_body
 from kumitate.runtime import Runtime, default_services
 from kumitate.transports.mcp import build_server
 from tests.conftest import app_settings
@@ -63,7 +64,7 @@ async def test_content_kinds_reach_the_wire(client: Client[Any]) -> None:
 async def test_error_fixture_is_a_catalogued_error(client: Client[Any]) -> None:
     result = await client.call_tool_mcp("test_error_handling", {})
     assert result.is_error
-    assert result.structured_content["error"]["code"] == "CONFORMANCE_FIXTURE_FAILED"
+    assert mcp_result_body(result)["error"]["code"] == "CONFORMANCE_FIXTURE_FAILED"
 
 
 async def test_progress_fixture_reports_three_increasing_steps(runtime: Runtime) -> None:
@@ -147,7 +148,7 @@ async def test_examples_of_the_opt_in_service(runtime: Runtime, spec_tree: SpecT
     async with Client(build_server(runtime), sampling_handler=_no_sampling) as client:
         for tool, example in examples:
             result = await client.call_tool_mcp(tool.name, example.input)
-            problem = check(example, Result(ok=not result.is_error, body=result.structured_content))
+            problem = check(example, Result(ok=not result.is_error, body=mcp_result_body(result)))
             assert problem is None, f"{tool.name}:{example.name}: {problem}"
 
 

@@ -16,6 +16,7 @@ from fastmcp.client.transports import StdioTransport
 
 from codegen.examples import Result, run_all
 from codegen.specs import SpecTree, ToolSpec
+from kumitate.client import mcp_result_body
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server
@@ -28,7 +29,7 @@ Run = tuple[list[str], dict[str, Any]]
 
 async def _mcp_call(client: Client, tool: ToolSpec, arguments: Any) -> Result:
     result = await client.call_tool(tool.name, arguments, raise_on_error=False)
-    return Result(ok=not result.is_error, body=result.structured_content)
+    return Result(ok=not result.is_error, body=mcp_result_body(result))
 
 
 async def _run_mcp(client: Client, tree: SpecTree) -> Run:

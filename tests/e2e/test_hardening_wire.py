@@ -14,7 +14,10 @@ import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 
+from kumitate.client import mcp_result_body
 from tests.conftest import LiveServer, start_server, stop_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -126,13 +129,15 @@ async def test_every_write_tool_takes_an_idempotency_key_over_mcp(server: LiveSe
     assert [t.name for t in writers if "idempotency_key" not in t.input_schema["properties"]] == []
 
 
-async def test_an_unknown_mcp_tool_is_not_found_with_the_catalogue_body(server: LiveServer) -> None:
+async def test_an_unknown_mcp_tool_is_invalid_params_with_the_catalogue_body(server: LiveServer) -> None:
     async with mcp(server) as client:
-        result = await client.call_tool("no_such_tool", {}, raise_on_error=False)
-    assert result.is_error
-    error = result.structured_content["error"]
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("no_such_tool", {}, raise_on_error=False)
+    assert raised.value.code == INVALID_PARAMS
+    error = raised.value.data["error"]
     assert (error["code"], error["retryable"]) == ("NOT_FOUND", False)
-    assert result.structured_content["run_id"] and result.structured_content["trace_id"]
+    assert raised.value.data["name"] == "no_such_tool"
+    assert raised.value.data["run_id"] and raised.value.data["trace_id"]
 
 
 async def test_mcp_resource_errors_carry_the_catalogue_body_and_log_one_line(server: LiveServer) -> None:
@@ -166,7 +171,7 @@ async def test_integers_past_64_bits_are_bad_request_on_both_transports(server: 
     assert r.status_code == 400 and r.json()["error"]["code"] == "BAD_REQUEST", r.text
     async with mcp(server) as client:
         result = await client.call_tool("restore_duplicate", {"transaction_id": value}, raise_on_error=False)
-    assert result.is_error and result.structured_content["error"]["code"] == "BAD_REQUEST"
+    assert result.is_error and mcp_result_body(result)["error"]["code"] == "BAD_REQUEST"
 
 
 async def test_result_urls_follow_the_address_served(server: LiveServer) -> None:
@@ -232,7 +237,7 @@ async def test_wrong_token_guesses_are_rate_limited_per_address(guarded: LiveSer
         assert no_token.status_code == 401  # no token, no guess: a plain 401
     async with mcp(guarded) as client:
         result = await client.call_tool("get_attendance_rule", args, raise_on_error=False)
-    assert result.is_error and result.structured_content["error"]["code"] == "RATE_LIMITED"
+    assert result.is_error and mcp_result_body(result)["error"]["code"] == "RATE_LIMITED"
 
 
 def test_a_bad_public_url_setting_cannot_hide_behind_a_port_flag(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
+from kumitate.client import mcp_result_body
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server
@@ -132,7 +133,7 @@ async def test_an_unanswered_question_ends_at_the_call_deadline(tmp_path: Path) 
                 result = await client.call_tool("parse_attendance_intent", AMBIGUOUS, raise_on_error=False)
     finally:
         runtime.close()
-    assert result.is_error and result.structured_content["error"]["code"] == "REQUEST_TIMEOUT"
+    assert result.is_error and mcp_result_body(result)["error"]["code"] == "REQUEST_TIMEOUT"
 
 
 async def test_an_unambiguous_parse_asks_nothing(runtime: Runtime) -> None:
@@ -218,5 +219,5 @@ async def test_a_declined_category_choice_fails_as_before(household: Runtime) ->
     async with Client(build_server(household, ["household"]), elicitation_handler=picker) as client:
         await client.call_tool("import_household_data", {})
         result = await client.call_tool("get_category_trend", {"category": "食ひ"}, raise_on_error=False)
-    assert result.is_error and result.structured_content["error"]["code"] == "VALIDATION_ERROR"
-    assert result.structured_content["error"]["suggestions"]
+    assert result.is_error and mcp_result_body(result)["error"]["code"] == "VALIDATION_ERROR"
+    assert mcp_result_body(result)["error"]["suggestions"]

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from kumitate.client import mcp_result_body
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server
@@ -27,7 +28,7 @@ async def test_a_malformed_key_is_bad_request_and_runs_nothing(tmp_path: Path, k
     finally:
         runtime.close()
     assert result.is_error
-    error = result.structured_content["error"]
+    error = mcp_result_body(result)["error"]
     assert error["code"] == "BAD_REQUEST" and "idempotency_key" in error["message"]
 
 
@@ -40,4 +41,4 @@ async def test_a_well_formed_key_reaches_the_tool(tmp_path: Path) -> None:
             )
     finally:
         runtime.close()
-    assert result.structured_content["error"]["code"] != "BAD_REQUEST"  # the handler ran and answered
+    assert mcp_result_body(result)["error"]["code"] != "BAD_REQUEST"  # the handler ran and answered

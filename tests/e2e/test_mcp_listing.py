@@ -82,7 +82,7 @@ async def test_the_scoped_token_calls_its_tool_and_not_another(server: LiveServe
         headers, body = _stateless_call("get_duplicate_stats", {})
         refused = (await http.post("/mcp", content=body, headers=headers)).json()["result"]
     assert ok["isError"] is False and ok["structuredContent"]["stats"]["valid_records"] == 1
-    assert refused["isError"] is True and refused["structuredContent"]["error"]["code"] == "FORBIDDEN"
+    assert refused["isError"] is True and refused["_meta"]["io.kumitate/error"]["code"] == "FORBIDDEN"
 
 
 @pytest.fixture(scope="module")

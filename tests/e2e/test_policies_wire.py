@@ -17,6 +17,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from PIL import Image
 
+from kumitate.client import mcp_result_body
 from tests.conftest import LiveServer, serve_in_process, start_server, stop_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -114,7 +115,7 @@ async def test_mcp_auth_uses_the_connection_bearer_token(
     if code is None:
         assert not result.is_error and not stays.is_error
     else:
-        assert result.is_error and result.structured_content["error"]["code"] == code
+        assert result.is_error and mcp_result_body(result)["error"]["code"] == code
     if token == "t-stays":
         assert not stays.is_error
 
@@ -136,7 +137,7 @@ async def test_mcp_rate_limit_gives_retry_after_ms(server: LiveServer) -> None:
     async with mcp(server, "t-rate-mcp") as client:
         while len(results) < 400 and not (results and results[-1].is_error):
             results.append(await client.call_tool("search", {"query_text": "酒"}, raise_on_error=False))
-    limited = [r.structured_content for r in results if r.is_error]
+    limited = [mcp_result_body(r) for r in results if r.is_error]
     assert limited and all(body["error"]["code"] == "RATE_LIMITED" for body in limited)
     assert all(0 < body["error"]["retry_after_ms"] <= 1000 for body in limited)
 

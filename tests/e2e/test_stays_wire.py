@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from kumitate.client import mcp_result_body
 from kumitate.transports.mcp import build_server
 from tests.conftest import REPO, InProcessApp
 
@@ -64,7 +65,7 @@ async def _both(app: InProcessApp, arguments: Any) -> list[tuple[str, bool, Any]
         return [http_result, http_result]
     async with Client(build_server(app.runtime, ["stays"])) as mcp:
         result = await mcp.call_tool("summarize_stays", arguments, raise_on_error=False)
-    return [http_result, ("mcp", not result.is_error, result.structured_content)]
+    return [http_result, ("mcp", not result.is_error, mcp_result_body(result))]
 
 
 @pytest.mark.parametrize(("case", "record", "reason"), RECORD_CASES, ids=[c[0] for c in RECORD_CASES])

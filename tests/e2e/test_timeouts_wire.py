@@ -19,6 +19,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 
+from kumitate.client import mcp_result_body
 from tests.conftest import REPO, serve_in_process, start_server, stop_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
@@ -63,8 +64,8 @@ async def test_a_timed_out_import_answers_408_on_both_transports_and_saves_nothi
         async with Client(StreamableHttpTransport(f"{capped.url}/mcp")) as client:
             result = await client.call_tool("import_household_data", {}, raise_on_error=False)
         assert result.is_error
-        assert result.structured_content["error"]["code"] == "REQUEST_TIMEOUT"
-        assert result.structured_content["error"]["retryable"] is True
+        assert mcp_result_body(result)["error"]["code"] == "REQUEST_TIMEOUT"
+        assert mcp_result_body(result)["error"]["retryable"] is True
         assert rows_of_2015(var) == 0
         async with httpx.AsyncClient(base_url=capped.url, timeout=30) as http:
             assert await monthly_code(http) == "DATA_NOT_FOUND"

@@ -10,6 +10,7 @@ import httpx
 import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
+from mcp.shared.exceptions import MCPError
 
 from codegen.specs import SpecTree
 from tests.conftest import REPO, LiveServer, server_env
@@ -27,8 +28,9 @@ async def test_each_toolset_serves_exactly_its_tools(live_server: LiveServer, sp
         async with Client(f"{live_server.url}/mcp/{ts.name}") as client:
             assert {t.name for t in await client.list_tools()} == _names(spec_tree, ts.name)
     async with Client(f"{live_server.url}/mcp/diary") as client:  # spans two services
-        result = await client.call_tool("get_duplicate_stats", {}, raise_on_error=False)
-        assert result.is_error and result.structured_content["error"]["code"] == "NOT_FOUND"
+        with pytest.raises(MCPError) as raised:
+            await client.call_tool("get_duplicate_stats", {}, raise_on_error=False)
+        assert raised.value.data["error"]["code"] == "NOT_FOUND"
 
 
 def test_a_toolset_path_is_behind_the_origin_check(live_server: LiveServer) -> None:

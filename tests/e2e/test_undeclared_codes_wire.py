@@ -16,6 +16,7 @@ from litestar import Litestar
 from generated.errors import ChartNotFoundError
 from generated.stays.http import route_handlers
 from kumitate import calllog
+from kumitate.client import mcp_result_body
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.runtime import Runtime
@@ -76,5 +77,5 @@ async def test_mcp_answers_internal(runtime: Runtime, capsys: pytest.CaptureFixt
     async with Client(build_server(runtime)) as client:
         result = await client.call_tool("summarize_stays", STAYS, raise_on_error=False)
     assert result.is_error
-    assert_internal(result.structured_content or {})
+    assert_internal(mcp_result_body(result) or {})
     assert_logged(capsys.readouterr().err)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -33,8 +34,12 @@ def test_the_same_seed_gives_the_same_cases() -> None:
     assert [c.arguments for c in first] == [c.arguments for c in again]
 
 
-def result(is_error: bool, structured: Any) -> Any:
-    return SimpleNamespace(is_error=is_error, structured_content=structured, content=[])
+def result(is_error: bool, body: Any, *, structured: bool | None = None) -> Any:
+    """A success carries its body as structuredContent; an error as JSON text only
+    (kumitate/transports/mcp/results.py), unless `structured` says otherwise."""
+    in_structured = (not is_error) if structured is None else structured
+    text = SimpleNamespace(type="text", text=json.dumps(body))
+    return SimpleNamespace(is_error=is_error, structured_content=body if in_structured else None, content=[text])
 
 
 def error_body(code: str) -> dict[str, Any]:
@@ -57,6 +62,7 @@ OUTPUT = {"type": "object", "required": ["n"], "properties": {"n": {"type": "int
         (False, result(True, error_body("BAD_REQUEST")), None),
         (False, result(True, error_body("NOT_FOUND")), "not a client error"),
         (False, result(True, {"text": "plain"}), "catalogue body"),
+        (False, result(True, error_body("BAD_REQUEST"), structured=True), "structuredContent"),
     ],
 )
 def test_checks(valid: bool, outcome: Any, verdict: str | None) -> None:

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 import pytest
 from fastmcp import Client
 
+from kumitate.client import mcp_result_body
 from kumitate.transports.mcp import build_server
 from tests.conftest import InProcessApp
 
@@ -77,8 +78,8 @@ async def test_json_stays_strict(in_process_app: InProcessApp) -> None:
     assert "category" in response.json()["error"]["message"]
     async with Client(build_server(in_process_app.runtime, ["yana"])) as client:
         result = await client.call_tool("chat", flat, raise_on_error=False)
-    assert result.is_error and result.structured_content is not None
-    assert result.structured_content["error"]["code"] == "BAD_REQUEST"
+    assert result.is_error and result.structured_content is None
+    assert mcp_result_body(result)["error"]["code"] == "BAD_REQUEST"
 
 
 async def test_flat_fields_and_a_json_filters_field_together_are_refused(in_process_app: InProcessApp) -> None:

@@ -1,0 +1,41 @@
+"""MCP adapter (fastmcp): wire format <-> pipeline, nothing else. One module per job:
+
+- `server`: `build_server`, one FastMCP server per endpoint (all services, one, or a toolset);
+- `tools`, `resources`: the spec's tools and resources as fastmcp components;
+- `request`: the MCP request as the pipeline's `CallRequest`, and its progress channel;
+- `results`: the wire shape of a result or an error (successes in `structuredContent`, errors
+  outside it, so a strict client's `outputSchema` check passes);
+- `catalogue`: unknown tools and resources as JSON-RPC −32602 with the catalogue's body;
+- `capabilities`: `initialize` and `server/discover` declare what is served, nothing more;
+- `edge`: the HTTP edge before the SDK (routing headers trimmed);
+- `compat`: the one workaround that relies on fastmcp/mcp internals (session manager caps).
+
+Completions, elicitation and the scope check live beside it (`mcp_completions`, `mcp_elicit`,
+`mcp_scopes`). The names below are what generated bindings and the app import.
+"""
+
+from kumitate.transports.mcp.compat import configure_sessions
+from kumitate.transports.mcp.edge import HTTP_MIDDLEWARE
+from kumitate.transports.mcp.request import current_request
+from kumitate.transports.mcp.resources import resource_component, resource_template_component
+from kumitate.transports.mcp.results import ERROR_META, CatalogueError, tool_result
+from kumitate.transports.mcp.server import build_server
+from kumitate.transports.mcp.tools import IDEMPOTENCY_ARGUMENT, SpecTool, mcp_input_schema, tool_component
+from kumitate.transports.mcp_completions import complete_params
+
+__all__ = [
+    "ERROR_META",
+    "HTTP_MIDDLEWARE",
+    "IDEMPOTENCY_ARGUMENT",
+    "CatalogueError",
+    "SpecTool",
+    "build_server",
+    "complete_params",
+    "configure_sessions",
+    "current_request",
+    "mcp_input_schema",
+    "resource_component",
+    "resource_template_component",
+    "tool_component",
+    "tool_result",
+]

@@ -1,0 +1,51 @@
+"""The one place kumitate relies on fastmcp/mcp internals, because no public hook exists yet.
+
+Upstream need (fastmcp): `FastMCP.http_app()` builds the SDK's `StreamableHTTPSessionManager` in
+its lifespan and passes neither `max_request_body_size` nor `max_sessions`, both of which the
+SDK's constructor takes. Until it does, `configure_sessions` finds the manager the lifespan
+built (the route endpoint's `session_manager`) and sets both, rebuilding the SDK's
+`RequestBodyLimitMiddleware` the manager serves through (`manager.asgi_app`). Each structural
+assumption is checked here and by tests/runtime/test_mcp_compat.py, which fails loudly when a
+fastmcp or mcp release changes it; the check at start-up raises instead of running with the
+SDK's 4 MiB cap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import RequestBodyLimitMiddleware
+
+
+def session_managers(app: Any) -> list[StreamableHTTPSessionManager]:
+    """The session managers of a started `FastMCP.http_app()` (one per MCP route)."""
+    found = []
+    for route in getattr(app, "routes", []):
+        manager = getattr(getattr(route, "endpoint", None), "session_manager", None)
+        if isinstance(manager, StreamableHTTPSessionManager):
+            found.append(manager)
+    return found
+
+
+def configure_sessions(app: Any, body_cap: int, max_sessions: int) -> None:
+    """Give MCP over streamable HTTP the HTTP routes' request cap, and the session cap.
+
+    The SDK's session manager refuses bodies over 4 MiB (a 100k-record summarize_stays call is
+    ~13 MB) and admits 10,000 sessions (~40 KB each, per endpoint). Call it once the app's
+    lifespan has started. The SDK enforces the body cap as the body streams in, and answers a
+    new session past `max_sessions` with 503 (asgi.catalogue_errors puts it in the catalogue's
+    envelope). Idle sessions are closed by the SDK after the `session_idle_timeout` given to
+    `http_app`."""
+    managers = session_managers(app)
+    if not managers:
+        raise RuntimeError("no MCP session manager found on the started app: fastmcp's http_app changed (compat.py)")
+    for manager in managers:
+        limiter = manager.asgi_app
+        if not isinstance(limiter, RequestBodyLimitMiddleware):
+            raise RuntimeError(
+                "the MCP session manager no longer serves through RequestBodyLimitMiddleware (compat.py)"
+            )
+        manager.max_sessions = max_sessions
+        manager.max_request_body_size = body_cap
+        limiter.max_body_size = body_cap

@@ -1,0 +1,107 @@
+"""Spec tools as fastmcp tools: the spec's schemas, annotations and description, verbatim
+(a type repeated within one schema is a local `$defs` entry, codegen/shared.py), and a `run`
+that hands the call to the pipeline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastmcp.tools import Tool, ToolResult
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from kumitate import calllog
+from kumitate.bindings import ToolBinding
+from kumitate.errors import ToolError
+from kumitate.pipeline import Outcome
+from kumitate.policies.idempotency import MAX_KEY_LENGTH
+from kumitate.runtime import Runtime
+from kumitate.transports.mcp.request import current_request, progress_sender
+from kumitate.transports.mcp.results import tool_result
+from kumitate.transports.mcp_content import require_client
+from kumitate.transports.mcp_elicit import InputRequired, asker
+from kumitate.transports.mcp_logging import log_sender
+from kumitate.transports.progress import relaying
+
+ANNOTATION_FIELDS = {
+    "title": "title",
+    "readOnlyHint": "read_only_hint",
+    "destructiveHint": "destructive_hint",
+    "idempotentHint": "idempotent_hint",
+    "openWorldHint": "open_world_hint",
+}
+IDEMPOTENCY_ARGUMENT = "idempotency_key"
+
+
+class SpecTool(Tool):
+    """A tool whose schemas, annotations and description come from the spec."""
+
+    runtime: Any = Field(default=None, exclude=True)
+    binding: Any = Field(default=None, exclude=True)
+
+    async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        if self.binding.requires_client:
+            require_client(self.binding.requires_client)
+        key = None
+        if IDEMPOTENCY_ARGUMENT in arguments:  # accepted on every tool; harmless on a read-only one
+            arguments = dict(arguments)
+            key = arguments.pop(IDEMPOTENCY_ARGUMENT)
+            if not (isinstance(key, str) and 1 <= len(key) <= MAX_KEY_LENGTH):
+                return tool_result(await self._refuse_key())
+        request = current_request(key)
+        request.asker = asker()
+        request.log = log_sender()
+        try:
+            sender = progress_sender()
+            if sender is None:  # the common case: no relay task, no context manager
+                return tool_result(await self.runtime.pipeline.call_tool(self.binding, arguments, request))
+            async with relaying(sender) as relay:
+                request.progress = relay
+                outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, request)
+        except InputRequired as question:  # 2026-07-28: the question is this round's result (mcp_elicit)
+            calllog.log_event("input_required", service=self.binding.service, tool=self.binding.name)
+            return question.result()
+        return tool_result(outcome)
+
+    async def _refuse_key(self) -> Outcome:
+        """A key that breaks the advertised schema is a BAD_REQUEST, after admission like any input error."""
+
+        async def refuse() -> Any:
+            raise ToolError(
+                f"{IDEMPOTENCY_ARGUMENT} must be a string of 1 to {MAX_KEY_LENGTH} characters", code="BAD_REQUEST"
+            )
+
+        return await self.runtime.pipeline.call_tool(self.binding, None, current_request(None), read=refuse)
+
+
+def mcp_input_schema(binding: ToolBinding) -> dict[str, Any]:
+    """The spec's input schema, plus `idempotency_key` for tools that accept one (HTTP takes a header)."""
+    if not binding.rules.idempotency:
+        return binding.input_schema
+    schema = dict(binding.input_schema)
+    schema["properties"] = {
+        **schema.get("properties", {}),
+        IDEMPOTENCY_ARGUMENT: {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_KEY_LENGTH,
+            "description": "Optional. Repeat a call with the same key to get the first result back instead of running it twice.",
+        },
+    }
+    return schema
+
+
+def tool_component(runtime: Runtime, binding: ToolBinding) -> SpecTool:
+    annotations = ToolAnnotations(
+        **{ANNOTATION_FIELDS[k]: v for k, v in binding.annotations.items() if k in ANNOTATION_FIELDS}
+    )
+    return SpecTool(
+        name=binding.name,
+        title=binding.annotations.get("title") or binding.summary,
+        description=binding.description,
+        parameters=mcp_input_schema(binding),
+        output_schema=binding.output_schema,
+        annotations=annotations,
+        runtime=runtime,
+        binding=binding,
+    )
