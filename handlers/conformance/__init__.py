@@ -98,6 +98,10 @@ class ConformanceHandlers:
         answer = ctx.ask("user_name", "What is your name?", core.one_field("name")) or {}
         return Text(text=f"Hello, {answer.get('name', 'stranger')}!")
 
+    def test_streaming_elicitation(self, input: models.NoInput, ctx: CallContext) -> Text:
+        answer = ctx.ask("confirm", "Please confirm", core.one_field("ok", "boolean"))
+        return Text(text=f"Streaming elicitation: {_said(answer)}")
+
     def test_input_required_result_request_state(self, input: models.NoInput, ctx: CallContext) -> Text:
         answer = ctx.ask("confirm", "Please confirm", core.one_field("ok", "boolean"))
         return Text(text=f"state-ok: confirmed={_said(answer)}")
