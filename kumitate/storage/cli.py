@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from kumitate.settings import Settings
-from kumitate.storage import engine as engines
-from kumitate.storage import migrate
-
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     db = sub.add_parser("db", help="database schema: upgrade to this release, or show the current revision")
@@ -18,6 +14,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kumitate.settings import Settings
+    from kumitate.storage import engine as engines
+    from kumitate.storage import migrate
+
     settings = Settings.from_env()
     url = engines.database_url(settings.database_url, settings.data_dir)
     engine = engines.create(url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
