@@ -6,8 +6,9 @@ assembled from them, so a tool's wire surface is decided by the spec alone.
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -173,3 +174,24 @@ class ServiceBinding:
         one: this service's routes and a base address for `url_for`; `fields` set the rest (principal, deadline)."""
         values: dict[str, Any] = {"transport": "direct", "run_id": "direct", "trace_id": "direct"} | fields
         return CallContext(service=self.name, tool=tool, public_url=public_url, routes=self.routes, **values)
+
+
+class ServiceRegistry(Mapping[str, ServiceBinding]):
+    """Service name -> its ServiceBinding, the generated `bindings` module (and the models it
+    imports) imported on first lookup: listing the names loads nothing."""
+
+    def __init__(self, modules: Mapping[str, str]) -> None:
+        self._modules = dict(modules)
+        self._loaded: dict[str, ServiceBinding] = {}
+
+    def __getitem__(self, name: str) -> ServiceBinding:
+        if name not in self._loaded:
+            binding: ServiceBinding = importlib.import_module(self._modules[name]).SERVICE
+            self._loaded[name] = binding
+        return self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __len__(self) -> int:
+        return len(self._modules)

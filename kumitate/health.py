@@ -9,7 +9,8 @@ disk, so a full disk must not restart the server.
 `/readyz` (readiness: send me traffic) is 503 with Retry-After while this instance cannot serve
 its calls: draining (SIGTERM, `Runtime.draining`), a liveness problem, the data directory not
 writable (a small probe file is written, synced and removed), or the relational database failing
-or not answering. Redis is not required: when it is down the runtime goes on without it (rate
+or not answering (checked once a service or the idempotency store has opened it: an instance
+serving only services without relational state, such as stays, has none to check). Redis is not required: when it is down the runtime goes on without it (rate
 limits per instance, the shared cache a miss), so its check is reported as `degraded` and the
 instance stays ready.
 
@@ -26,8 +27,6 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import Any
-
-from sqlalchemy import text
 
 from kumitate import datadir
 from kumitate.errors import ToolError
@@ -121,7 +120,8 @@ class Health:
     async def ready(self) -> tuple[bool, dict[str, Any]]:
         stores = self.runtime.stores
         found = await self.checks.run(
-            {"data_dir": self._data_dir, "database": self._database}
+            {"data_dir": self._data_dir}
+            | ({"database": self._database} if stores.opened_database is not None else {})
             | ({"redis": self._redis} if stores.redis is not None else {})
         )
         checks = {name: _result(reason) for name, reason in found.items()}
@@ -129,7 +129,11 @@ class Health:
             checks["redis"]["degraded"] = REDIS_DOWN
         problems = self.problems()
         draining = self.runtime.draining.is_set()
-        ready = not draining and not problems and checks["data_dir"]["ok"] and checks["database"]["ok"]
+        ready = (
+            not draining
+            and not problems
+            and all(checks[name]["ok"] for name in ("data_dir", "database") if name in checks)
+        )
         body: dict[str, Any] = {"ok": ready, "services": sorted(self.runtime.services), "checks": checks}
         if draining:
             body["draining"] = True
@@ -145,6 +149,9 @@ class Health:
         return None
 
     def _database(self) -> str | None:
+        """Only a database the services opened is checked: one no service uses (stays alone) is not opened for it."""
+        from sqlalchemy import text
+
         database = self.runtime.stores.database
         with database.within(self.checks.timeout_s), database.read() as conn:
             conn.execute(text("SELECT 1"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kumitate import calllog, correlation, tracing
 from kumitate.bindings import PromptBinding, ResourceBinding, ServiceBinding, ToolBinding
@@ -27,7 +27,6 @@ from kumitate.intake import Intake
 from kumitate.metrics import Metrics
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
-from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter
 from kumitate.policy import Policy
 from kumitate.steps import Call, CallNext, CallRequest, Outcome, Step, compose
@@ -41,6 +40,9 @@ from kumitate.steps.invoke import Handler, InvokePrompt, InvokeResource, InvokeT
 from kumitate.steps.output_size import OutputSize
 from kumitate.steps.ratelimit import RateLimited
 from kumitate.steps.result import OutputCheck, Result
+
+if TYPE_CHECKING:
+    from kumitate.policies.idempotency_store import IdempotencyStore
 
 __all__ = ["CallRequest", "Outcome", "Pipeline", "Policies"]
 

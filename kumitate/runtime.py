@@ -12,7 +12,6 @@ from kumitate.health import Health
 from kumitate.pipeline import Pipeline, Policies
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
-from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
 from kumitate.project import Project, load_generated, load_toolsets
 from kumitate.service import ServiceSetup, Stores
@@ -68,13 +67,15 @@ class Runtime:
             if (kept := tuple(k for k in keys if k.partition(".")[0] in self.services))
         }
         """Named toolsets (specs/toolsets.yaml), each cut to the services this runtime serves."""
-        # Storage first: a database on the wrong schema stops start-up before any service loads its data.
+        # The data directory exists whatever the services keep there (readiness probes it); the database
+        # opens when the first service (or the idempotency store) asks, before that service loads anything.
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
         self.stores = Stores.open(settings)
         handlers: dict[str, Any] = {}
         try:
             for name, svc in self.services.items():
                 try:
-                    setup = ServiceSetup(name, settings, self.stores.database, self.stores.cache)
+                    setup = ServiceSetup(name, settings, self.stores)
                     handlers[name] = svc.create_handlers(setup)
                 except ModuleNotFoundError as exc:
                     if (exc.name and exc.name.startswith(f"handlers.{name}")) or exc.name == "handlers":
@@ -97,7 +98,7 @@ class Runtime:
             auth_guard=AuthGuard.from_settings(limiter, settings),
             public_url=(settings.public_url or "").rstrip("/") or None,
             served_url=settings.public_base_url,
-            idempotency=IdempotencyStore(self.stores.database),
+            idempotency=self._idempotency(),
             max_timeout_ms=settings.max_timeout_ms,
             worker_threads=settings.worker_threads,
             service_threads={name: settings.threads_for(name) for name in self.services},
@@ -113,6 +114,15 @@ class Runtime:
         """Set when this instance is going away (SIGTERM): /readyz answers 503 so the balancer stops
         sending it calls while those in flight finish."""
         self.health = Health(self)
+
+    def _idempotency(self) -> Any:
+        """The idempotency store, on the database, when a tool served declares `idempotency` (else None:
+        no tool of these services takes a key, and the database need not open for it)."""
+        if not any(t.rules.idempotency for svc in self.services.values() for t in svc.tools):
+            return None
+        from kumitate.policies.idempotency_store import IdempotencyStore
+
+        return IdempotencyStore(self.stores.database)
 
     def versions(self, services: Iterable[str] | None = None) -> dict[str, dict[str, str | None]]:
         """Server and policy version per service (public: health and version need no token)."""

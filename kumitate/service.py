@@ -11,43 +11,68 @@ validated at start-up, named in the error when a value is bad, listed in the REA
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
 from kumitate.cache import SharedCache, make_cache
 from kumitate.settings import EnvSettings, Settings, SettingsError
-from kumitate.storage import Database, carry, open_database
 from kumitate.storage import redis as shared_redis
+
+if TYPE_CHECKING:
+    from kumitate.storage import Database
 
 S = TypeVar("S", bound=EnvSettings)
 
 
-@dataclass(frozen=True, slots=True)
 class Stores:
     """What a process opens once and its services share: the database, Redis when configured, and
-    the cache (on Redis, else in process memory)."""
+    the cache (on Redis, else in process memory).
 
-    database: Database
-    redis: Any | None
-    cache: SharedCache
+    The database opens on first use (the first service that asks for it, or the idempotency store):
+    a process whose services keep no relational state (stays) never imports SQLAlchemy nor opens a
+    file. Since every service asks before it loads anything, a database on the wrong schema still
+    stops start-up before any service loads its data."""
+
+    def __init__(self, settings: Settings, database: Database | None = None, cache: SharedCache | None = None) -> None:
+        self.settings = settings
+        self._database = database
+        self._lock = threading.Lock()
+        self.redis: Any | None = shared_redis.connect(settings.redis_url) if settings.redis_url else None
+        self.cache = cache if cache is not None else make_cache(self.redis)
 
     @classmethod
     def open(cls, settings: Settings) -> Stores:
-        """The database first: one on the wrong schema stops start-up before anything else opens."""
-        database = open_database(settings.data_dir, settings)
-        try:
-            carry.import_idempotency(database, settings.data_dir)
-        except BaseException:
-            database.close()
-            raise
-        redis = shared_redis.connect(settings.redis_url) if settings.redis_url else None
-        return cls(database, redis, make_cache(redis))
+        return cls(settings)
+
+    @property
+    def database(self) -> Database:
+        """The database, opened (and its schema checked) on first use."""
+        if self._database is None:
+            with self._lock:
+                if self._database is None:
+                    from kumitate.storage import carry, open_database
+
+                    database = open_database(self.settings.data_dir, self.settings)
+                    try:  # an older release's idempotency keys, once (kumitate/storage/carry.py)
+                        carry.import_idempotency(database, self.settings.data_dir)
+                    except BaseException:
+                        database.close()
+                        raise
+                    self._database = database
+        return self._database
+
+    @property
+    def opened_database(self) -> Database | None:
+        """The database if something has opened it, else None (readiness checks only an open one)."""
+        return self._database
 
     def close(self) -> None:
-        self.database.close()
+        if self._database is not None:
+            self._database.close()
         if self.redis is not None:
             self.redis.close()
 
@@ -56,17 +81,25 @@ class Stores:
 class ServiceSetup:
     name: str
     settings: Settings
-    database: Database
-    cache: SharedCache
-    """Bytes with a TTL that every instance sees (Redis with KUMITATE_REDIS_URL, else process memory)."""
-    _own: Stores | None = field(default=None, repr=False, compare=False)
-    """The stores `open` opened, which `close` closes (None in a runtime: the runtime closes its own)."""
+    stores: Stores
+    """The process's shared state; `database` and `cache` below are its."""
+    own: bool = False
+    """Whether `close` closes `stores` (`open` opened them); a runtime closes its own."""
 
     @classmethod
     def open(cls, name: str, settings: Settings) -> ServiceSetup:
         """A setup with its own database and cache, for one service outside a runtime."""
-        stores = Stores.open(settings)
-        return cls(name, settings, stores.database, stores.cache, stores)
+        return cls(name, settings, Stores.open(settings), own=True)
+
+    @property
+    def database(self) -> Database:
+        """The relational database (opened on first use: a service that never asks costs nothing)."""
+        return self.stores.database
+
+    @property
+    def cache(self) -> SharedCache:
+        """Bytes with a TTL that every instance sees (Redis with KUMITATE_REDIS_URL, else process memory)."""
+        return self.stores.cache
 
     @property
     def data_dir(self) -> Path:
@@ -89,5 +122,5 @@ class ServiceSetup:
 
     def close(self) -> None:
         """Close what `open` opened (nothing for a runtime's setup: the runtime closes its own)."""
-        if self._own is not None:
-            self._own.close()
+        if self.own:
+            self.stores.close()

@@ -15,11 +15,13 @@ settings.py.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from handlers.stays.core import summarize
-from kumitate.context import CallContext
-from kumitate.service import ServiceSetup
+
+if TYPE_CHECKING:  # annotations only: importing the pure core (handlers.stays.core) loads no runtime
+    from kumitate.context import CallContext
+    from kumitate.service import ServiceSetup
 
 log = logging.getLogger("kumitate.stays")
 

@@ -18,14 +18,14 @@ import ipaddress
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from kumitate.context import Principal
 from kumitate.errors import ToolError
-from kumitate.policies.oauth import InvalidToken, OAuthVerifier
 from kumitate.settings import Settings
+
+if TYPE_CHECKING:
+    from kumitate.policies.oauth import OAuthVerifier
 
 DEV_TOKEN = "dev-token"
 ALL_SCOPES = "*"
@@ -41,6 +41,8 @@ def _load(text: str, origin: str, *, yaml_ok: bool) -> Any:
     """Decode the token table. A parser's own error quotes the offending line, which holds a
     token: report only where it is, and drop the original exception (`from None`), so a bad
     file never puts a secret into a start-up traceback or a log."""
+    import yaml  # only a process with a token file reads YAML
+
     try:
         return yaml.safe_load(text) if yaml_ok else json.loads(text)
     except json.JSONDecodeError as exc:
@@ -103,6 +105,10 @@ class Authenticator:
         if settings.allow_dev_token:
             entries.append(TokenEntry(DEV_TOKEN.encode(), Principal("dev", frozenset({ALL_SCOPES}))))
         local = Principal(settings.local_principal, frozenset({ALL_SCOPES}))
+        if not (settings.oauth_issuer or "").strip():
+            return cls(entries, local)  # no identity provider: neither the JWT nor the HTTP client loads
+        from kumitate.policies.oauth import OAuthVerifier
+
         return cls(entries, local, OAuthVerifier.from_settings(settings))
 
     def lookup(self, token: str) -> Principal | None:
@@ -128,6 +134,8 @@ class Authenticator:
         principal = self.lookup(token)
         if principal is not None or self.oauth is None:
             return principal, "unknown token"
+        from kumitate.policies.oauth import InvalidToken  # loaded with the verifier
+
         try:
             return self.oauth.verify(token), ""
         except InvalidToken as exc:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kumitate.intake import data_of
-from kumitate.policies.idempotency import IdempotencyStore, Stored, lease_s
+from kumitate.policies.idempotency import Stored, lease_s
 from kumitate.steps import Call, CallNext, Outcome
+
+if TYPE_CHECKING:
+    from kumitate.policies.idempotency_store import IdempotencyStore
 
 
 def client_caused(outcome: Outcome) -> bool:

@@ -5,9 +5,30 @@ KUMITATE_DATABASE_URL is set. `engine.py` opens connections (pragmas in one plac
 `database.py` runs transactions (commits under the call's commit gate), `bounds.py` holds each
 transaction of a call to its deadline (with `watchdog.py` for a server that stops answering),
 `migrate.py` applies or checks the packaged Alembic migrations, `schema.py` declares the tables.
+
+The names below load on first use (PEP 562): importing `kumitate.storage.redis` or this package
+does not import SQLAlchemy, so a process whose services keep no relational state never pays for it.
 """
 
-from kumitate.storage.database import Database, open_database
-from kumitate.storage.migrate import SchemaMismatchError, StartupError
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kumitate.storage.database import Database, open_database
+    from kumitate.storage.migrate import SchemaMismatchError, StartupError
 
 __all__ = ["Database", "SchemaMismatchError", "StartupError", "open_database"]
+_HOME = {
+    "Database": "kumitate.storage.database",
+    "open_database": "kumitate.storage.database",
+    "SchemaMismatchError": "kumitate.storage.migrate",
+    "StartupError": "kumitate.storage.migrate",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        return getattr(importlib.import_module(_HOME[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kumitate.settings import Settings
-from kumitate.storage import backup as backups
-from kumitate.storage import engine as engines
-from kumitate.storage import migrate
+if TYPE_CHECKING:  # imported when a `db` command runs: `kumitate serve` and `mcp` never load them here
+    from kumitate.settings import Settings
 
 ACTIONS = {
     "upgrade": "apply pending migrations",
@@ -29,6 +28,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kumitate.settings import Settings
+    from kumitate.storage import engine as engines
+    from kumitate.storage import migrate
+
     settings = Settings.from_env()
     if args.action in {"backup", "restore"}:
         return _copy(args.action, args.path, settings)
@@ -51,6 +54,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _current_file(path: Path, url: str) -> int:
+    from kumitate.storage import backup as backups
+    from kumitate.storage import migrate
+
     if not path.is_file():
         print(f"{url}: no database yet, nothing created (this kumitate needs {migrate.head()})")
     else:
@@ -60,6 +66,7 @@ def _current_file(path: Path, url: str) -> int:
 
 def _copy(action: str, path: Path | None, settings: Settings) -> int:
     from kumitate.clients.analytics import ExportLocation
+    from kumitate.storage import backup as backups
 
     if path is None:
         raise SystemExit(f"kumitate db {action}: give the backup directory, e.g. kumitate db {action} /backups/today")

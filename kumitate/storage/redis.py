@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-
-import redis
+from typing import TYPE_CHECKING
 
 from kumitate.calllog import log_event
+
+if TYPE_CHECKING:
+    import redis
 
 SOCKET_TIMEOUT_S = 0.5
 """Callers fall back or fail fast: a slow Redis must not hold a request (or the event loop) for long."""
 
 
 def connect(url: str) -> redis.Redis:
+    import redis  # only a process configured with KUMITATE_REDIS_URL loads the client
+
     return redis.Redis.from_url(
         url,
         socket_timeout=SOCKET_TIMEOUT_S,

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from kumitate import cli
 from kumitate.cache import MemoryCache
-from kumitate.service import ServiceSetup
+from kumitate.service import ServiceSetup, Stores
 from kumitate.settings import ServiceSettings, Settings, SettingsError, var
 from kumitate.storage import open_database
 
@@ -45,7 +45,7 @@ def test_a_runtimes_setup_leaves_the_shared_storage_open(tmp_path: Path) -> None
     runtime_settings = settings(tmp_path)
     database = open_database(runtime_settings.data_dir, runtime_settings)
     try:
-        setup = ServiceSetup("demo", runtime_settings, database, MemoryCache())
+        setup = ServiceSetup("demo", runtime_settings, Stores(runtime_settings, database, MemoryCache()))
         with setup.database.read() as conn:
             conn.execute(text("SELECT 1"))
         setup.close()
