@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark and write docs/BENCHMARKS.md (with the commands and the machine).
 
-python -m bench [NAME ...]     NAME in: foundation pipeline stays household attendance analytics yana yana_search yana_load cluster tracing
+python -m bench [NAME ...]     NAME in: foundation pipeline stays household attendance analytics yana yana_search yana_load cluster tracing wrk
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ SUITES = [
     "yana_load",
     "cluster",
     "tracing",
+    "wrk",
 ]
 
 
