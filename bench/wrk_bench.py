@@ -126,8 +126,20 @@ def _wait_ready(port: int, proc: subprocess.Popen[bytes], path: str = "/", secon
     raise RuntimeError("server did not start")
 
 
+@dataclass(frozen=True)
+class Served:
+    port: int
+    pid: int
+
+
+def cpu_seconds(pid: int) -> float:
+    """The process's CPU time so far (user + system, every thread)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def server(cmd: list[str], tmp: Path, ready_path: str, **env: str) -> Iterator[int]:
+def server(cmd: list[str], tmp: Path, ready_path: str, **env: str) -> Iterator[Served]:
     """A server on a free port (`cmd` gets `--port N` appended); its log is thrown away (the call
     log is one line per call: its cost is part of what is measured, not its storage)."""
     port = _free_port()
@@ -140,7 +152,7 @@ def server(cmd: list[str], tmp: Path, ready_path: str, **env: str) -> Iterator[i
     )
     try:
         _wait_ready(port, proc, ready_path)
-        yield port
+        yield Served(port, proc.pid)
     finally:
         proc.terminate()
         try:
@@ -150,11 +162,11 @@ def server(cmd: list[str], tmp: Path, ready_path: str, **env: str) -> Iterator[i
             proc.wait()
 
 
-def kumitate_server(tmp: Path, **env: str) -> AbstractContextManager[int]:
+def kumitate_server(tmp: Path, **env: str) -> AbstractContextManager[Served]:
     return server([sys.executable, "-m", "kumitate", "serve", "--log-level", "warning"], tmp, "/healthz", **env)
 
 
-def uvicorn_server(target: str, tmp: Path) -> AbstractContextManager[int]:
+def uvicorn_server(target: str, tmp: Path) -> AbstractContextManager[Served]:
     return server([sys.executable, "-m", "uvicorn", target, *UVICORN], tmp, "/")
 
 
@@ -169,6 +181,8 @@ class Run:
     socket_errors: int
     client_cpu: float
     """wrk's CPU seconds per second of the run (1.0 = one core busy: the client would be the limit)."""
+    server_cpu_ms: float
+    """The server's CPU time per answer (every thread): steadier than rates on a shared machine."""
     admitted_p99_ms: float | None = None
     admitted: int = 0
 
@@ -237,17 +251,20 @@ class Probe(threading.Thread):
         conn.close()
 
 
-def wrk(port: int, path: str, script: Path, connections: int, seconds: float, probe: Probe | None = None) -> Run:
+def wrk(served: Served, path: str, script: Path, connections: int, seconds: float, probe: Probe | None = None) -> Run:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    server_before = cpu_seconds(served.pid)
     cmd = ["wrk", "-t1", f"-c{connections}", f"-d{seconds:g}s", "--latency", "--timeout", "30s", "-s", str(script)]
     if probe is not None:
         probe.start()
     try:
-        out = subprocess.run([*cmd, f"http://127.0.0.1:{port}{path}"], capture_output=True, text=True, check=True)
+        url = f"http://127.0.0.1:{served.port}{path}"
+        out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True)
     finally:
         if probe is not None:
             probe.stop.set()
             probe.join()
+    server_cpu = cpu_seconds(served.pid) - server_before
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) / seconds
     found = parse(out.stdout)
@@ -261,6 +278,7 @@ def wrk(port: int, path: str, script: Path, connections: int, seconds: float, pr
         int(found["non_2xx"]),
         int(found["socket_errors"]),
         cpu,
+        1000 * server_cpu / max(1, int(found["requests"]) + (len(probe.samples) if probe else 0)),
     )
     if probe is not None:
         admitted = sorted(ms for status, ms in probe.samples if status == 200)
@@ -273,7 +291,7 @@ def wrk(port: int, path: str, script: Path, connections: int, seconds: float, pr
 @dataclass
 class Target:
     name: str
-    port: int
+    served: Served
     path: str
     script: Path
     body: bytes
@@ -283,17 +301,18 @@ class Target:
 
 def interleaved(targets: list[Target], connections: list[int], rounds: int, seconds: float, probe_at: int) -> None:
     for target in targets:  # warm-up: imports, caches, the first connections
-        wrk(target.port, target.path, target.script, 16, 2)
+        wrk(target.served, target.path, target.script, 16, 2)
     for r in range(rounds):
         for conns in connections:
             order = targets if r % 2 == 0 else targets[::-1]
             for target in order:
-                probe = Probe(target.port, target.path, target.body, target.headers) if conns >= probe_at else None
-                run = wrk(target.port, target.path, target.script, conns, seconds, probe)
+                port = target.served.port
+                probe = Probe(port, target.path, target.body, target.headers) if conns >= probe_at else None
+                run = wrk(target.served, target.path, target.script, conns, seconds, probe)
                 target.runs.setdefault(conns, []).append(run)
                 print(
                     f"  round {r + 1} {conns:>3} conns {target.name:<9} {run.rps:8.0f} req/s p99 {run.p99_ms:7.1f} ms"
-                    f" non-2xx {run.non_2xx} wrk cpu {run.client_cpu:.2f}",
+                    f" non-2xx {run.non_2xx} wrk cpu {run.client_cpu:.2f} server cpu/call {run.server_cpu_ms:.2f} ms",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -309,8 +328,8 @@ def report(sut: Target, base: Target, connections: list[int], bare: bool = True)
     last = "baseline faster" if bare else "client the limit"
     lines = [
         f"| connections | {sut.name} req/s | {sut.name} p99 ms | {base.name} req/s | {base.name} p99 ms "
-        f"| ratio req/s | ratio p99 | client (wrk) CPU | {last} |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| ratio req/s | ratio p99 | server CPU ms/call | client (wrk) CPU | {last} |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for conns in connections:
         s, b = sut.runs[conns], base.runs[conns]
@@ -325,7 +344,9 @@ def report(sut: Target, base: Target, connections: list[int], bare: bool = True)
         lines.append(
             f"| {conns} | {spread([r.rps for r in s])} | {spread([r.p99_ms for r in s], '{:.1f}')} "
             f"| {spread([r.rps for r in b])} | {spread([r.p99_ms for r in b], '{:.1f}')} "
-            f"| **{spread(ratios, '{:.2f}')}** | {spread(p99s, '{:.2f}')} | ≤ {cpu:.2f} core | {verdict} |"
+            f"| **{spread(ratios, '{:.2f}')}** | {spread(p99s, '{:.2f}')} "
+            f"| {statistics.median(r.server_cpu_ms for r in s):.2f} vs {statistics.median(r.server_cpu_ms for r in b):.2f} "
+            f"| ≤ {cpu:.2f} core | {verdict} |"
         )
     return lines
 
@@ -360,9 +381,9 @@ def http_rows(tmp: Path, connections: list[int], rounds: int, seconds: float, pr
     body = json.dumps(BODY, ensure_ascii=False).encode()
     headers = {"Content-Type": "application/json"}
     script = lua_script(tmp, "http", body, headers)
-    with kumitate_server(tmp) as kport, uvicorn_server("bench.baseline_app:app", tmp) as bport:
-        sut = Target("kumitate", kport, PATH, script, body, headers)
-        base = Target("baseline", bport, PATH, script, body, headers)
+    with kumitate_server(tmp) as kumitate, uvicorn_server("bench.baseline_app:app", tmp) as baseline:
+        sut = Target("kumitate", kumitate, PATH, script, body, headers)
+        base = Target("baseline", baseline, PATH, script, body, headers)
         _check(sut, lambda reply: reply.get("summary") is not None)
         _check(base, lambda reply: reply.get("summary") is not None)
         interleaved([sut, base], connections, rounds, seconds, probe_at)
@@ -390,9 +411,9 @@ def mcp_row(tmp: Path, rounds: int, seconds: float, connections: int = 16) -> li
     }
     body = json.dumps(rpc, ensure_ascii=False).encode()
     script = lua_script(tmp, "mcp", body, MCP_HEADERS)
-    with kumitate_server(tmp) as kport, uvicorn_server("baseline_mcp_app:app", tmp) as bport:
-        sut = Target("kumitate", kport, "/mcp/stays", script, body, MCP_HEADERS)
-        base = Target("fastmcp", bport, "/mcp", script, body, MCP_HEADERS)
+    with kumitate_server(tmp) as kumitate, uvicorn_server("baseline_mcp_app:app", tmp) as baseline:
+        sut = Target("kumitate", kumitate, "/mcp/stays", script, body, MCP_HEADERS)
+        base = Target("fastmcp", baseline, "/mcp", script, body, MCP_HEADERS)
         for target in (sut, base):
             _check(target, lambda reply: reply.get("result", {}).get("isError") is False)
         interleaved([sut, base], [connections], rounds, seconds, probe_at=10**9)
@@ -407,7 +428,7 @@ def mcp_row(tmp: Path, rounds: int, seconds: float, connections: int = 16) -> li
 
 def _check(target: Target, good: object) -> None:
     """One call before measuring: a benchmark of error answers measures nothing."""
-    conn = http.client.HTTPConnection("127.0.0.1", target.port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", target.served.port, timeout=30)
     conn.request("POST", target.path, target.body, target.headers)
     response = conn.getresponse()
     raw = response.read()

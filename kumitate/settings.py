@@ -241,6 +241,20 @@ class Settings(DeploySettings):
         "then 503 `SERVICE_UNAVAILABLE`",
         ge=0,
     )
+    max_in_flight: int = var(
+        "KUMITATE_MAX_IN_FLIGHT",
+        0,
+        "calls in flight per service on this instance; past it a call waits `KUMITATE_ADMISSION_WAIT_MS`, then "
+        "503 `SERVICE_UNAVAILABLE` with Retry-After, its body unread (0: twice the service's worker threads)",
+        shown="0 (2 × threads)",
+        ge=0,
+    )
+    admission_wait_ms: int = var(
+        "KUMITATE_ADMISSION_WAIT_MS",
+        100,
+        "longest a call waits for a slot under `KUMITATE_MAX_IN_FLIGHT` before it is refused",
+        ge=0,
+    )
     loop_stall_ms: int = var(
         "KUMITATE_LOOP_STALL_MS", 5000, "`/healthz` fails once the event loop has been blocked this long", gt=0
     )
@@ -365,6 +379,10 @@ class Settings(DeploySettings):
             if not name.strip() or not count.strip().isdigit() or int(count) < 1:
                 raise ValueError(f"{item!r} is not `service=N` with N a positive integer")
         return value
+
+    def in_flight_for(self, service: str) -> int:
+        """`service`'s admission bound: KUMITATE_MAX_IN_FLIGHT, else twice its threads (as many waiting as running)."""
+        return self.max_in_flight or 2 * self.threads_for(service)
 
     def threads_for(self, service: str) -> int:
         """The size of `service`'s bulkhead: its KUMITATE_SERVICE_WORKER_THREADS entry, else KUMITATE_WORKER_THREADS."""
