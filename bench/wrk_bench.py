@@ -377,11 +377,13 @@ def load_average() -> str:
     return ", ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def http_rows(tmp: Path, connections: list[int], rounds: int, seconds: float, probe_at: int) -> list[str]:
+def http_rows(
+    tmp: Path, connections: list[int], rounds: int, seconds: float, probe_at: int, env: dict[str, str]
+) -> list[str]:
     body = json.dumps(BODY, ensure_ascii=False).encode()
     headers = {"Content-Type": "application/json"}
     script = lua_script(tmp, "http", body, headers)
-    with kumitate_server(tmp) as kumitate, uvicorn_server("bench.baseline_app:app", tmp) as baseline:
+    with kumitate_server(tmp, **env) as kumitate, uvicorn_server("bench.baseline_app:app", tmp) as baseline:
         sut = Target("kumitate", kumitate, PATH, script, body, headers)
         base = Target("baseline", baseline, PATH, script, body, headers)
         _check(sut, lambda reply: reply.get("summary") is not None)
@@ -445,6 +447,9 @@ def main() -> int:
     parser.add_argument("--connections", default="16,256,500")
     parser.add_argument("--probe-at", type=int, default=500, help="connections from which the admitted-call probe runs")
     parser.add_argument("--mcp-connections", type=int, default=16)
+    parser.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="a setting for kumitate (repeatable)"
+    )
     parser.add_argument("--no-http", action="store_true")
     parser.add_argument("--no-mcp", action="store_true")
     args = parser.parse_args()
@@ -457,7 +462,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="wrk-bench-") as name:
         tmp = Path(name)
         if not args.no_http:
-            lines += ["", *http_rows(tmp, connections, args.rounds, args.seconds, args.probe_at)]
+            env = dict(item.split("=", 1) for item in args.env)
+            if env:
+                lines += ["", "kumitate settings: " + ", ".join(f"`{k}={v}`" for k, v in env.items())]
+            lines += ["", *http_rows(tmp, connections, args.rounds, args.seconds, args.probe_at, env)]
         if not args.no_mcp:
             lines += ["", *mcp_row(tmp, args.rounds, args.seconds, args.mcp_connections)]
     lines += ["", f"Load average at the end: {load_average()}; {time.perf_counter() - started:.0f} s in all."]

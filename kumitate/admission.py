@@ -5,10 +5,12 @@ get slow (at 500 connections p99 went to 9 s) and the clients' time-outs fire on
 still done. Here a call that finds its service's KUMITATE_MAX_IN_FLIGHT calls running waits at
 most KUMITATE_ADMISSION_WAIT_MS for one to finish, then is answered 503 SERVICE_UNAVAILABLE with
 Retry-After, its body unread, so the admitted calls keep their latency and a balancer or client
-retries elsewhere or later. The default bound is twice the service's worker threads (as many
-waiting for a thread as running: more could only queue). The bound is per service, like the
-bulkheads: a stuck service's callers fill its own slots, never another's; the instance's bound is
-the sum.
+retries elsewhere or later. The default bound is CALLS_PER_THREAD calls per worker thread of the
+service: a queue a fast tool drains in a fraction of a second, and a slow one's callers are refused
+sooner by its bulkhead's own wait (KUMITATE_BULKHEAD_WAIT_MS). A tighter bound (twice the threads)
+was tried and refused most calls at 256 connections where every call could be served
+(docs/BENCHMARKS.md, wrk). The bound is per service, like the bulkheads: a stuck service's callers
+fill its own slots, never another's; the instance's bound is the sum.
 
 It bounds tool calls and resource reads, on every transport; the health and metrics endpoints
 are not calls and are never refused.
@@ -21,6 +23,8 @@ import asyncio
 from kumitate.errors import ToolError
 
 RETRY_AFTER_MS = 1000
+CALLS_PER_THREAD = 16
+"""The default bound per worker thread of the service (256 for the default 16 threads)."""
 
 
 def overloaded(service: str, limit: int, waited_ms: int) -> ToolError:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kumitate import calllog, correlation, tracing
-from kumitate.admission import Admission
+from kumitate.admission import CALLS_PER_THREAD, Admission
 from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.bulkhead import Bulkhead
 from kumitate.catalogue import CatalogueEntry
@@ -74,7 +74,7 @@ class Policies:
     bulkhead_wait_s: float = 5.0
     """Longest a call waits for a thread of its service (KUMITATE_BULKHEAD_WAIT_MS), less if its deadline is nearer."""
     in_flight: Mapping[str, int] = field(default_factory=dict)
-    """Calls in flight per service (KUMITATE_MAX_IN_FLIGHT; kumitate.admission); missing: twice its threads."""
+    """Calls in flight per service (KUMITATE_MAX_IN_FLIGHT; kumitate.admission); missing: CALLS_PER_THREAD per thread."""
     admission_wait_s: float = 0.1
     """Longest a call waits for an admission slot before 503 (KUMITATE_ADMISSION_WAIT_MS)."""
     commit_grace_s: float = 2.0
@@ -106,7 +106,11 @@ class Pipeline:
             for name in services
         }
         self.admissions = {
-            name: Admission(name, self.policies.in_flight.get(name, 2 * bulkhead.limit), self.policies.admission_wait_s)
+            name: Admission(
+                name,
+                self.policies.in_flight.get(name, CALLS_PER_THREAD * bulkhead.limit),
+                self.policies.admission_wait_s,
+            )
             for name, bulkhead in self.bulkheads.items()
         }
         self.metrics = Metrics(queue_depth=lambda: sum(b.waiting for b in self.bulkheads.values()))

@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
+from kumitate.admission import CALLS_PER_THREAD
 from kumitate.project import SOURCE_CHECKOUT, Project
 
 REPO_ROOT = SOURCE_CHECKOUT
@@ -245,8 +246,8 @@ class Settings(DeploySettings):
         "KUMITATE_MAX_IN_FLIGHT",
         0,
         "calls in flight per service on this instance; past it a call waits `KUMITATE_ADMISSION_WAIT_MS`, then "
-        "503 `SERVICE_UNAVAILABLE` with Retry-After, its body unread (0: twice the service's worker threads)",
-        shown="0 (2 × threads)",
+        "503 `SERVICE_UNAVAILABLE` with Retry-After, its body unread (0: 16 per worker thread of the service)",
+        shown="0 (16 × threads)",
         ge=0,
     )
     admission_wait_ms: int = var(
@@ -381,8 +382,8 @@ class Settings(DeploySettings):
         return value
 
     def in_flight_for(self, service: str) -> int:
-        """`service`'s admission bound: KUMITATE_MAX_IN_FLIGHT, else twice its threads (as many waiting as running)."""
-        return self.max_in_flight or 2 * self.threads_for(service)
+        """`service`'s admission bound: KUMITATE_MAX_IN_FLIGHT, else CALLS_PER_THREAD per thread (kumitate.admission)."""
+        return self.max_in_flight or CALLS_PER_THREAD * self.threads_for(service)
 
     def threads_for(self, service: str) -> int:
         """The size of `service`'s bulkhead: its KUMITATE_SERVICE_WORKER_THREADS entry, else KUMITATE_WORKER_THREADS."""
