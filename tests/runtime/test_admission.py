@@ -1,26 +1,25 @@
 """Admission (kumitate.admission): a service at its bound of calls in flight answers 503 at once,
-admitted calls still succeed, another service and the health endpoints are never refused."""
+admitted calls still succeed, another service is never refused (over HTTP, with health:
+tests/e2e/test_stays_wire.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from typing import Any
 
 import pytest
 
 from generated.errors import CATALOGUE
-from kumitate.admission import Admission
 from kumitate.bindings import ServiceBinding, ToolBinding
 from kumitate.context import CallContext
 from kumitate.pipeline import CallRequest, Pipeline, Policies
-from tests.conftest import InProcessApp
 from tests.runtime.test_pipeline import INPUT, OUTPUT, EchoInput
 
 pytestmark = pytest.mark.anyio
 
 HTTP = CallRequest(transport="http", ids=("run-1", "trace-1"))
-README_BODY = {"stays": [{"code": "13101", "name": "千代田区"}]}
 
 
 class Holding:
@@ -68,7 +67,7 @@ def pipeline(bound: int, wait_s: float) -> tuple[Pipeline, dict[str, Holding]]:
             success_envelope=[],
             tools=(),
             resources=(),
-            create_handlers=lambda s, h=h: h,
+            create_handlers=functools.partial(lambda h, _settings: h, h),
         )
         for name, h in handlers.items()
     }
@@ -117,22 +116,3 @@ async def test_a_call_that_finds_the_bound_full_is_admitted_when_a_slot_frees_wi
     assert handlers["busy"].started == 1  # the second waits for admission
     handlers["busy"].gate.set()
     assert [(await first).status, (await second).status] == [200, 200]
-
-
-async def test_over_http_the_refusal_is_a_503_with_retry_after_and_health_is_never_shed(
-    in_process_app: InProcessApp,
-) -> None:
-    admissions = in_process_app.runtime.pipeline.admissions
-    saved = admissions["stays"]
-    admissions["stays"] = Admission("stays", 0, 0.0)  # a service with no slot left
-    try:
-        http = in_process_app.http
-        refused = await http.post("/v1/stays/summarize_stays", json=README_BODY)
-        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
-        assert refused.json()["error"]["code"] == "SERVICE_UNAVAILABLE" and refused.headers["x-run-id"]
-        assert (await http.get("/healthz")).status_code == 200
-        assert (await http.get("/readyz")).status_code == 200
-        assert (await http.post("/v1/attendance/invitee_key", json={"kind": "email", "value": "a@b.jp"})).is_success
-    finally:
-        admissions["stays"] = saved
-    assert (await http.post("/v1/stays/summarize_stays", json=README_BODY)).status_code == 200
