@@ -15,7 +15,7 @@ TEST_ORDER = $(if $(TEST_SEED),-p randomly --randomly-seed=$(TEST_SEED))
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
-.PHONY: help venv generate serve test test-latest check lint drift types fast fmt fuzz conformance bench review clean cluster cluster-install cluster-stop cluster-restart cluster-status
+.PHONY: help venv generate serve test test-latest check lint drift types fast fmt fuzz conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
 .DEFAULT_GOAL := help
 
 help:  ## list the targets (this text)
@@ -77,6 +77,9 @@ conformance: venv  ## the official MCP conformance suite (npm, pinned; Node 22 f
 
 bench: venv  ## benchmarks; results go in docs/BENCHMARKS.md
 	$(PY) -m bench
+
+bench-http: venv  ## HTTP and MCP throughput and p99 under wrk (apt-get install wrk) vs the bare baselines; prints Markdown
+	$(PY) -m bench.wrk_bench
 
 review: venv  ## spec review against BASE of the working tree (uncommitted specs/ changes) or else HEAD; fails on unexcused breaking changes
 	$(PY) -m kumitate diff $(BASE)

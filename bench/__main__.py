@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark and write docs/BENCHMARKS.md (with the commands and the machine).
 
-python -m bench [NAME ...]     NAME in: startup client_schema foundation pipeline stays household attendance analytics yana yana_search yana_load cluster tracing
+python -m bench [NAME ...]     NAME in: startup client_schema foundation pipeline stays household attendance analytics yana yana_search yana_load cluster tracing wrk
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ SUITES = [
     "yana_load",
     "cluster",
     "tracing",
+    "wrk",
 ]
 
 

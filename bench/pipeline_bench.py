@@ -387,7 +387,7 @@ def main() -> None:
         )
         throughput = http_throughput()
         print(
-            f"| small requests (5 stays), HTTP throughput vs hand-written Litestar route, 16 connections | "
+            f"| small requests (5 stays), HTTP throughput vs hand-written Litestar route, 16 connections (httpx client: client-bound, see the wrk section) | "
             f"{throughput['kumitate_rps']:.0f} vs {throughput['baseline_rps']:.0f} req/s: "
             f"**{throughput['ratio']:.2f}** | ≥ 0.95 | {_met(throughput['ratio'] >= 0.95)} |",
             flush=True,

@@ -6,8 +6,10 @@ once with only the steps its policy needs):
     deprecation -> errors -> auth/scopes -> rate limit -> read body -> idempotency -> errors
     -> output size -> result (envelope, output check) -> deadline -> handler (input validation)
 
-then one metrics sample and one log line. Adapters only translate the wire format into a
-`CallRequest` and an `Outcome` back, so a tool behaves the same on MCP and HTTP.
+then one metrics sample and one log line. Before all of it, admission (kumitate.admission): a
+service at its bound of calls in flight answers 503 at once instead of queueing. Adapters only
+translate the wire format into a `CallRequest` and an `Outcome` back, so a tool behaves the same
+on MCP and HTTP.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kumitate import calllog, correlation, tracing
+from kumitate.admission import CALLS_PER_THREAD, Admission
 from kumitate.bindings import PromptBinding, ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.bulkhead import Bulkhead
 from kumitate.catalogue import CatalogueEntry
@@ -72,6 +75,10 @@ class Policies:
     """Per-service sizes that differ from `worker_threads` (KUMITATE_SERVICE_WORKER_THREADS)."""
     bulkhead_wait_s: float = 5.0
     """Longest a call waits for a thread of its service (KUMITATE_BULKHEAD_WAIT_MS), less if its deadline is nearer."""
+    in_flight: Mapping[str, int] = field(default_factory=dict)
+    """Calls in flight per service (KUMITATE_MAX_IN_FLIGHT; kumitate.admission); missing: CALLS_PER_THREAD per thread."""
+    admission_wait_s: float = 0.1
+    """Longest a call waits for an admission slot before 503 (KUMITATE_ADMISSION_WAIT_MS)."""
     commit_grace_s: float = 2.0
     """How long past its deadline a call whose commit is under way may take to report (KUMITATE_COMMIT_GRACE_MS)."""
 
@@ -99,6 +106,14 @@ class Pipeline:
                 self.policies.bulkhead_wait_s,
             )
             for name in services
+        }
+        self.admissions = {
+            name: Admission(
+                name,
+                self.policies.in_flight.get(name, CALLS_PER_THREAD * bulkhead.limit),
+                self.policies.admission_wait_s,
+            )
+            for name, bulkhead in self.bulkheads.items()
         }
         self.metrics = Metrics(queue_depth=lambda: sum(b.waiting for b in self.bulkheads.values()))
         self._chains: dict[int, tuple[ToolBinding | ResourceBinding | PromptBinding, CallNext]] = {}
@@ -216,13 +231,21 @@ class Pipeline:
         started = time.perf_counter()
         binding, ctx = call.binding, call.ctx
         request = call.request
-        with (
-            self.metrics.running(binding.service, binding.name),
-            bound(ctx),
-            tracing.call(binding.key, request.transport, request.headers, request.meta) as span,
-        ):
-            outcome = await self._chain(binding)(call)
-            tracing.finish(span, outcome.run_id, outcome.trace_id, outcome.code, outcome.status)
+        admission = self.admissions[binding.service]
+        try:
+            await admission.enter()  # before anything is read or run: shedding must cost little
+        except ToolError as exc:
+            return self._finish(self.error_outcome(exc, ctx.run_id, ctx.trace_id), ctx, request.transport, started)
+        try:
+            with (
+                self.metrics.running(binding.service, binding.name),
+                bound(ctx),
+                tracing.call(binding.key, request.transport, request.headers, request.meta) as span,
+            ):
+                outcome = await self._chain(binding)(call)
+                tracing.finish(span, outcome.run_id, outcome.trace_id, outcome.code, outcome.status)
+        finally:
+            admission.exit()
         return self._finish(outcome, ctx, request.transport, started)
 
     # -- entry points ----------------------------------------------------------------------

@@ -32,6 +32,7 @@ from pydantic import (
 from pydantic.config import JsonDict
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
+from kumitate.admission import CALLS_PER_THREAD
 from kumitate.project import SOURCE_CHECKOUT, Project
 
 REPO_ROOT = SOURCE_CHECKOUT
@@ -241,6 +242,20 @@ class Settings(DeploySettings):
         "then 503 `SERVICE_UNAVAILABLE`",
         ge=0,
     )
+    max_in_flight: int = var(
+        "KUMITATE_MAX_IN_FLIGHT",
+        0,
+        "calls in flight per service on this instance; past it a call waits `KUMITATE_ADMISSION_WAIT_MS`, then "
+        "503 `SERVICE_UNAVAILABLE` with Retry-After, its body unread (0: 16 per worker thread of the service)",
+        shown="0 (16 × threads)",
+        ge=0,
+    )
+    admission_wait_ms: int = var(
+        "KUMITATE_ADMISSION_WAIT_MS",
+        100,
+        "longest a call waits for a slot under `KUMITATE_MAX_IN_FLIGHT` before it is refused",
+        ge=0,
+    )
     loop_stall_ms: int = var(
         "KUMITATE_LOOP_STALL_MS", 5000, "`/healthz` fails once the event loop has been blocked this long", gt=0
     )
@@ -383,6 +398,10 @@ class Settings(DeploySettings):
             if not name.strip() or not count.strip().isdigit() or int(count) < 1:
                 raise ValueError(f"{item!r} is not `service=N` with N a positive integer")
         return value
+
+    def in_flight_for(self, service: str) -> int:
+        """`service`'s admission bound: KUMITATE_MAX_IN_FLIGHT, else CALLS_PER_THREAD per thread (kumitate.admission)."""
+        return self.max_in_flight or CALLS_PER_THREAD * self.threads_for(service)
 
     def threads_for(self, service: str) -> int:
         """The size of `service`'s bulkhead: its KUMITATE_SERVICE_WORKER_THREADS entry, else KUMITATE_WORKER_THREADS."""

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
+from kumitate.admission import Admission
 from kumitate.client import mcp_result_body
 from kumitate.transports.mcp import build_server
 from tests.conftest import REPO, InProcessApp
@@ -165,3 +166,25 @@ async def test_openapi_is_served_verbatim(in_process_app: InProcessApp) -> None:
     docs = await http.get("/schema")
     assert served == (REPO / "generated" / "openapi.json").read_bytes()
     assert docs.status_code == 200 and "openapi.json" in docs.text
+
+
+ONE_STAY = {"stays": [{"code": "13101", "name": "千代田区"}]}
+
+
+async def test_over_http_the_refusal_is_a_503_with_retry_after_and_health_is_never_shed(
+    in_process_app: InProcessApp,
+) -> None:
+    admissions = in_process_app.runtime.pipeline.admissions
+    saved = admissions["stays"]
+    admissions["stays"] = Admission("stays", 0, 0.0)  # a service with no slot left
+    try:
+        http = in_process_app.http
+        refused = await http.post("/v1/stays/summarize_stays", json=ONE_STAY)
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+        assert refused.json()["error"]["code"] == "SERVICE_UNAVAILABLE" and refused.headers["x-run-id"]
+        assert (await http.get("/healthz")).status_code == 200
+        assert (await http.get("/readyz")).status_code == 200
+        assert (await http.post("/v1/attendance/invitee_key", json={"kind": "email", "value": "a@b.jp"})).is_success
+    finally:
+        admissions["stays"] = saved
+    assert (await http.post("/v1/stays/summarize_stays", json=ONE_STAY)).status_code == 200
