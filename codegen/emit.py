@@ -60,6 +60,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "http_path": tool.http_path,
         "content_types": tool.content_types,
         "form_flatten": tuple(tool.form_flatten),
+        "execution": tool.execution,
         "handler_input": tool.handler_input,
         "handler_output": tool.handler_output,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
@@ -120,6 +121,7 @@ def _schemas_json(svc: ServiceSpec) -> str:
                 "policy": t.policy,
                 "deprecated": t.deprecated,
             }
+            | ({"execution": t.execution} if t.execution else {})
             for t in svc.tools
         },
         "resources": {

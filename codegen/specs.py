@@ -80,6 +80,12 @@ class ToolSpec:
     wire_output: dict[str, Any] = field(default_factory=dict)
     form_flatten: list[str] = field(default_factory=list)
     """Object properties of the input whose own properties a form body may send as fields of their own."""
+    execution: dict[str, Any] | None = None
+    """`execution` of the spec (`{mode: task, timeout_ms}`): a tool a client may start as a task."""
+
+    @property
+    def is_task(self) -> bool:
+        return bool(self.execution and self.execution.get("mode") == "task")
 
     @property
     def operation_id(self) -> str:
@@ -420,6 +426,7 @@ def _load_tool(
         annotations=dict(doc["mcp"]["annotations"]),
         policy=_merge_policy(svc.policy, doc.get("policy")),
         deprecated=doc.get("deprecated"),
+        execution=doc.get("execution"),
         examples=examples,
         source=path,
         raw=doc,
