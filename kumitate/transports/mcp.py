@@ -308,6 +308,12 @@ def build_server(runtime: Runtime, services: list[str] | None = None, toolset: s
                 if tool.key not in keys:
                     server.local_provider.remove_tool(tool.name)
 
+    served = [t for n in names for t in runtime.services[n].tools if keys is None or t.key in keys]
+    if any(t.task_timeout_s for t in served):  # long tools may run as tasks (kumitate.tasks)
+        from kumitate.tasks.mcp import TasksExtension
+
+        server.add_extension(TasksExtension(runtime))
+
     def versions() -> str:
         return json.dumps(runtime.versions(names), ensure_ascii=False)
 
