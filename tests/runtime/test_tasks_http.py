@@ -12,9 +12,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.conftest import InProcessApp, serve_in_process
+from tests.conftest import InProcessApp, serve_in_process, start_server
 from tests.slowcall import slow_query
 
 pytestmark = pytest.mark.anyio
@@ -134,3 +135,25 @@ async def test_busy_instance_refuses_a_task_with_503(pair: tuple[InProcessApp, I
     assert "Retry-After" in refused.headers
     for location in locations:
         await one.http.post(f"{location}:cancel")
+
+
+@pytest.mark.slow
+async def test_a_task_whose_server_was_killed_is_reported_lost_by_the_next_one(
+    tmp_path: Path, seeded_data_dir: Path
+) -> None:
+    """A real `kumitate serve` killed (SIGKILL: no shutdown code runs) mid-task; an instance started
+    on the same database afterwards reports the task failed with TASK_LOST once the lease has run out."""
+    data_dir = tmp_path / "var"
+    lease = {"KUMITATE_TASK_LEASE_MS": "1000"}
+    server = start_server(data_dir, tmp_path / "server.log", seeded=seeded_data_dir, **lease)
+    try:
+        started = httpx.post(
+            f"{server.url}/v1/analytics/export", json={"query": slow_query(300_000)}, headers=ASYNC, timeout=30
+        )
+        assert started.status_code == 202, started.text
+    finally:
+        server.process.kill()
+        server.process.wait(timeout=10)
+    async with serve_in_process(data_dir, **lease) as after:
+        done = await finished(after, started.headers["Location"], within_s=10)
+    assert done["metadata"]["status"] == "failed" and done["error"]["code"] == "TASK_LOST"
