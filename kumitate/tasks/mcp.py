@@ -22,6 +22,7 @@ from typing import Any
 
 from fastmcp.exceptions import NotFoundError
 from fastmcp.server.context import Context
+from fastmcp.server.dependencies import get_http_request
 from fastmcp.server.extensions import (
     MethodBinding,
     ServerExtension,
@@ -32,8 +33,9 @@ from fastmcp.server.extensions import (
 from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, CallToolResult, RequestParams
-from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcp_types.jsonrpc import HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -75,6 +77,17 @@ def _time(seconds: float) -> str:
 def _opted_in(ctx: Any, settings: dict[str, Any] | None) -> bool:
     """A 2026-07-28 request (`ctx`: its request context) that declares the extension (`settings`)."""
     return ctx is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and settings is not None
+
+
+def _check_name_header(task_id: str) -> None:
+    """SEP-2243 for the tasks namespace: an `Mcp-Name` header (surrounding blanks ignored) must name the
+    body's `taskId`, so a router that read the header routed what the server runs."""
+    try:
+        header = get_http_request().headers.get(MCP_NAME_HEADER)
+    except RuntimeError:  # stdio, in memory: no headers
+        return
+    if header is not None and (decode_header_value(header) or "").strip() != task_id:
+        raise MCPError(HEADER_MISMATCH, f"the {MCP_NAME_HEADER} header does not match the request's taskId")
 
 
 class TasksExtension(ServerExtension):
@@ -137,6 +150,7 @@ class TasksExtension(ServerExtension):
                 f"declare the {TASKS_EXTENSION_ID} extension in this request's _meta to use the tasks methods",
                 data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}},
             )
+        _check_name_header(task_id)
         try:
             caller = await self.runtime.pipeline.identify(current_request(), "cancel_task" if cancel else "get_task")
         except Exception as exc:  # a refused token: the same as any refusal of a request that names no tool

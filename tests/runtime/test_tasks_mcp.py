@@ -34,9 +34,9 @@ async def app(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -
 
 
 async def rpc(
-    app: InProcessApp, method: str, params: dict[str, Any], meta: dict[str, Any] = OPTED_IN
+    app: InProcessApp, method: str, params: dict[str, Any], meta: dict[str, Any] = OPTED_IN, name: str | None = None
 ) -> dict[str, Any]:
-    name = params.get("name") or params.get("taskId") or ""
+    name = name if name is not None else params.get("name") or params.get("taskId") or ""
     headers = {
         "Accept": "application/json, text/event-stream",
         "MCP-Protocol-Version": "2026-07-28",
@@ -125,3 +125,5 @@ async def test_tasks_methods_need_the_extension_and_a_known_task(app: InProcessA
     assert refused["error"]["code"] == -32021
     unknown = await rpc(app, "tasks/get", {"taskId": "no-such-task"})
     assert unknown["error"]["code"] == -32602
+    mismatched = await rpc(app, "tasks/get", {"taskId": "no-such-task"}, name="another-task")
+    assert mismatched["error"]["code"] == -32020
