@@ -94,6 +94,9 @@ RESPONSE_HEADERS: dict[str, dict[str, Any]] = {
         "description": "RFC 8594: the tool will be removed after this HTTP-date (with Deprecation).",
         "schema": {"type": "string"},
     },
+}
+"""Every response header the HTTP wire may carry, as components/headers."""
+TASK_HEADERS: dict[str, dict[str, Any]] = {
     "Location": {
         "description": "Where the operation of a call started as a task is read: /v1/operations/{id}.",
         "required": True,
@@ -104,7 +107,7 @@ RESPONSE_HEADERS: dict[str, dict[str, Any]] = {
         "schema": {"type": "string", "enum": ["respond-async"]},
     },
 }
-"""Every response header the HTTP wire may carry, as components/headers."""
+"""The headers of a 202 that started a task: in the document where some tool may run as one."""
 
 
 #: Failures any route can produce whatever it declares: bad body or content type, wrong
@@ -144,7 +147,7 @@ def _parameters(idempotency: bool) -> list[dict[str, Any]]:
     return out
 
 
-def _components_parameters() -> dict[str, Any]:
+def _components_parameters(tasks: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         key: {**spec, "in": "header", "required": False, "schema": {"type": "string"}}
         for key, spec in REQUEST_HEADERS.items()
@@ -159,6 +162,8 @@ def _components_parameters() -> dict[str, Any]:
         " for the tool's policy.idempotency_ttl_s.",
         "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
     }
+    if not tasks:
+        return out
     out["Prefer"] = {
         "name": "Prefer",
         "in": "header",
@@ -455,9 +460,9 @@ def build(tree: SpecTree) -> dict[str, Any]:
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": component_schemas(tree) | ({"Operation": OPERATION_SCHEMA} if tasks else {}),
-            "parameters": _components_parameters(),
+            "parameters": _components_parameters(tasks),
             "examples": component_examples(tree),
-            "headers": RESPONSE_HEADERS,
+            "headers": RESPONSE_HEADERS | (TASK_HEADERS if tasks else {}),
             "securitySchemes": {
                 "bearerAuth": {
                     "type": "http",
