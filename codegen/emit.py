@@ -61,6 +61,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "content_types": tool.content_types,
         "form_flatten": tuple(tool.form_flatten),
         "requires_client": tuple(tool.requires_client),
+        "execution": tool.execution,
         "handler_input": tool.handler_input,
         "handler_output": tool.handler_output,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
@@ -123,6 +124,7 @@ def _schemas_json(svc: ServiceSpec) -> str:
                 "policy": t.policy,
                 "deprecated": t.deprecated,
             }
+            | ({"execution": t.execution} if t.execution else {})
             for t in svc.tools
         },
         "resources": {

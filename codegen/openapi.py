@@ -96,6 +96,18 @@ RESPONSE_HEADERS: dict[str, dict[str, Any]] = {
     },
 }
 """Every response header the HTTP wire may carry, as components/headers."""
+TASK_HEADERS: dict[str, dict[str, Any]] = {
+    "Location": {
+        "description": "Where the operation of a call started as a task is read: /v1/operations/{id}.",
+        "required": True,
+        "schema": {"type": "string"},
+    },
+    "Preference-Applied": {
+        "description": "RFC 7240: `respond-async` when the call was started as a task.",
+        "schema": {"type": "string", "enum": ["respond-async"]},
+    },
+}
+"""The headers of a 202 that started a task: in the document where some tool may run as one."""
 
 
 #: Failures any route can produce whatever it declares: bad body or content type, wrong
@@ -135,7 +147,7 @@ def _parameters(idempotency: bool) -> list[dict[str, Any]]:
     return out
 
 
-def _components_parameters() -> dict[str, Any]:
+def _components_parameters(tasks: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         key: {**spec, "in": "header", "required": False, "schema": {"type": "string"}}
         for key, spec in REQUEST_HEADERS.items()
@@ -150,7 +162,72 @@ def _components_parameters() -> dict[str, Any]:
         " for the tool's policy.idempotency_ttl_s.",
         "schema": {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
     }
+    if not tasks:
+        return out
+    out["Prefer"] = {
+        "name": "Prefer",
+        "in": "header",
+        "required": False,
+        "description": "RFC 7240. `respond-async` starts the call as a task: 202 Accepted with the operation"
+        " (Location: /v1/operations/{id}) once the call is admitted, instead of waiting for the result.",
+        "schema": {"type": "string"},
+    }
     return out
+
+
+OPERATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "A tool call started as a task (Google AIP-151): `response` once it completed, `error` (the"
+    " catalogue's) once it failed or was cancelled.",
+    "required": ["name", "done", "metadata", "run_id", "trace_id"],
+    "properties": {
+        "name": {"type": "string", "pattern": "^operations/"},
+        "done": {"type": "boolean"},
+        "metadata": {
+            "type": "object",
+            "required": ["tool", "status", "create_time", "update_time"],
+            "properties": {
+                "tool": {"type": "string"},
+                "status": {"enum": ["working", "completed", "failed", "cancelled"]},
+                "progress": {"type": ["object", "null"]},
+                "create_time": {"type": "string", "format": "date-time"},
+                "update_time": {"type": "string", "format": "date-time"},
+            },
+        },
+        "response": {"type": "object", "description": "The tool's result (its output schema)."},
+        "error": {"$ref": "#/components/schemas/ErrorBody/properties/error"},
+        "run_id": {"type": "string"},
+        "trace_id": {"type": "string"},
+    },
+}
+
+
+def _operations_paths(tree: SpecTree) -> dict[str, Any]:
+    """GET /v1/operations/{id} and POST /v1/operations/{id}:cancel, where some tool may run as a task."""
+    answer = {
+        "description": "The operation.",
+        "headers": _headers(),
+        "content": {"application/json": {"schema": _schema_ref("Operation")}},
+    }
+    param = {"name": "operation_id", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+    errors = _error_responses(tree, ["NOT_FOUND", "UNAUTHORIZED", "STORAGE_UNAVAILABLE"])
+
+    def op(operation_id: str, summary: str) -> dict[str, Any]:
+        return {
+            "operationId": operation_id,
+            "summary": summary,
+            "tags": ["operations"],
+            "parameters": [param, *_parameters(False)],
+            "responses": {"200": answer, **errors},
+            "security": [{"bearerAuth": []}],
+        }
+
+    return {
+        "/v1/operations/{operation_id}": {"get": op("get_operation", "A task's state, progress and outcome.")},
+        "/v1/operations/{operation_id}:cancel": {
+            "post": op("cancel_operation", "Cancel a task that still runs; the operation as it now is.")
+        },
+    }
 
 
 def _error_responses(
@@ -293,13 +370,23 @@ def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
     if examples:
         responses["200"]["content"]["application/json"]["examples"] = examples
     codes = tool.errors + policy_errors(tool.policy)
+    parameters = _parameters(idempotent)
+    if tool.is_task:  # `Prefer: respond-async`: 202 and an operation (kumitate.tasks)
+        responses["202"] = {
+            "description": "Started as a task (the request said `Prefer: respond-async`): poll the operation at Location.",
+            "headers": _headers(tool.deprecated, idempotent)
+            | {"Location": _header("Location"), "Preference-Applied": _header("Preference-Applied")},
+            "content": {"application/json": {"schema": _schema_ref("Operation")}},
+        }
+        parameters.append({"$ref": "#/components/parameters/Prefer"})
+        codes = [*codes, "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
     responses.update(_error_responses(tree, codes, tool.deprecated, idempotent, tool.examples))
     op: dict[str, Any] = {
         "operationId": tool.operation_id,
         "summary": tool.summary,
         "description": tool.description,
         "tags": [tool.service],
-        "parameters": _parameters(idempotent),
+        "parameters": parameters,
         "requestBody": _request_body(tool),
         "responses": responses,
     }
@@ -358,6 +445,9 @@ def build(tree: SpecTree) -> dict[str, Any]:
             paths.setdefault(tool.http_path, {})[tool.http_method.lower()] = _tool_operation(tree, tool)
         for res in svc.resources:
             paths.setdefault(res.http_path, {})["get"] = _resource_operation(tree, res)
+    tasks = any(tool.is_task for svc in tree.services for tool in svc.tools)
+    if tasks:
+        paths.update(_operations_paths(tree))
     return {
         "openapi": "3.1.0",
         "info": {
@@ -365,13 +455,14 @@ def build(tree: SpecTree) -> dict[str, Any]:
             "version": __version__,
             "description": "Every kumitate tool over HTTP. The same tools are served over MCP at /mcp.",
         },
-        "tags": [{"name": svc.name, "description": svc.description} for svc in tree.services],
+        "tags": [{"name": svc.name, "description": svc.description} for svc in tree.services]
+        + ([{"name": "operations", "description": "Tools started as tasks (Prefer: respond-async)."}] if tasks else []),
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": component_schemas(tree),
-            "parameters": _components_parameters(),
+            "schemas": component_schemas(tree) | ({"Operation": OPERATION_SCHEMA} if tasks else {}),
+            "parameters": _components_parameters(tasks),
             "examples": component_examples(tree),
-            "headers": RESPONSE_HEADERS,
+            "headers": RESPONSE_HEADERS | (TASK_HEADERS if tasks else {}),
             "securitySchemes": {
                 "bearerAuth": {
                     "type": "http",

@@ -84,6 +84,12 @@ class ToolSpec:
     """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`)."""
     cache: dict[str, Any] | None = None
     """`mcp.cache` (specs/_meta/cache.schema.json): the MCP caching hint of the tool's listing."""
+    execution: dict[str, Any] | None = None
+    """`execution` of the spec (`{mode: task, timeout_ms}`): a tool a client may start as a task."""
+
+    @property
+    def is_task(self) -> bool:
+        return bool(self.execution and self.execution.get("mode") == "task")
 
     @property
     def operation_id(self) -> str:
@@ -487,6 +493,7 @@ def _load_tool(
         requires_client=list(doc["mcp"].get("requires_client", [])),
         policy=_merge_policy(svc.policy, doc.get("policy")),
         deprecated=doc.get("deprecated"),
+        execution=doc.get("execution"),
         examples=examples,
         source=path,
         raw=doc,

@@ -19,6 +19,9 @@ from pydantic import BaseModel
 from kumitate.context import CallContext
 from kumitate.policy import Policy, allowed_codes
 
+DEFAULT_TASK_TIMEOUT_MS = 600_000
+"""A task body's deadline where the spec's `execution` names none (the meta-schema's default)."""
+
 if TYPE_CHECKING:
     from kumitate.service import ServiceSetup
 
@@ -51,6 +54,8 @@ class ToolBinding:
     annotations: dict[str, Any]
     policy: dict[str, Any]
     deprecated: dict[str, Any] | None
+    execution: dict[str, Any] | None = None
+    """Spec `execution` (`{mode: task, timeout_ms}`): a long tool a client may start as a task (kumitate.tasks)."""
     handler_input: str = "model"
     """`model`: the handler takes the generated input model; `data`: the validated JSON data (spec `handler_input`)."""
     form_flatten: tuple[str, ...] = ()
@@ -73,6 +78,13 @@ class ToolBinding:
     @property
     def key(self) -> str:
         return f"{self.service}.{self.name}"
+
+    @property
+    def task_timeout_s(self) -> float | None:
+        """The task body's own deadline when the spec lets the tool run as a task, else None."""
+        if not self.execution or self.execution.get("mode") != "task":
+            return None
+        return int(self.execution.get("timeout_ms", DEFAULT_TASK_TIMEOUT_MS)) / 1000
 
 
 def fill_path(template: str, params: Mapping[str, str]) -> str:

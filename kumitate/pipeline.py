@@ -153,8 +153,8 @@ class Pipeline:
     def _running(self, binding: ToolBinding | ResourceBinding | PromptBinding, check: OutputCheck | None) -> list[Step]:
         steps: list[Step] = [Result(self.services[binding.service], check)]
         seconds = timeout_s(binding.rules.timeout_ms, self.policies.max_timeout_ms)
-        if seconds:
-            steps.append(Deadline(binding.name, seconds, self.policies.commit_grace_s))
+        if seconds or (isinstance(binding, ToolBinding) and binding.task_timeout_s):
+            steps.append(Deadline(binding.name, seconds or 0.0, self.policies.commit_grace_s))
         return steps
 
     def _handler(self, binding: ToolBinding | ResourceBinding | PromptBinding, method_name: str) -> Handler:
@@ -171,7 +171,8 @@ class Pipeline:
         steps += self._admission(binding)
         steps.append(read_body)
         if rules.idempotency and self.policies.idempotency is not None:
-            seconds = timeout_s(rules.timeout_ms, self.policies.max_timeout_ms)
+            # a task's claim lasts as long as the task may run
+            seconds = binding.task_timeout_s or timeout_s(rules.timeout_ms, self.policies.max_timeout_ms)
             idempotent = Idempotent(self.policies.idempotency, binding.key, rules.idempotency_ttl_s, seconds)
             steps += [idempotent, Errors(self.errors)]
         if rules.max_output_bytes:
@@ -283,6 +284,14 @@ class Pipeline:
         except ToolError as exc:
             error = exc
         return self._finish(self.error_outcome(error, ctx.run_id, ctx.trace_id), ctx, request.transport, started)
+
+    async def identify(self, request: CallRequest, what: str) -> CallContext:
+        """The authenticated caller of a request about no one tool (reading a task: `what` names it in
+        the log); raises the ToolError (401, 429) a tool call would get."""
+        ctx = self._context("-", what, request)
+        await self.policies.auth.prepare(request.authorization)
+        authenticate(self.policies, CONNECT, ctx, request)
+        return ctx
 
     async def admit_connection(self, request: CallRequest, scopes: list[str] | None = None) -> Outcome | None:
         """Admission of a connection before any tool is named (MCP over HTTP while OAuth is on):

@@ -16,6 +16,7 @@ from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
 from kumitate.project import Project, load_generated, load_toolsets
 from kumitate.service import ServiceSetup, Stores
 from kumitate.settings import Settings
+from kumitate.tasks import task_runner
 
 
 class MissingHandlerError(RuntimeError):
@@ -108,6 +109,7 @@ class Runtime:
             commit_grace_s=settings.commit_grace_ms / 1000,
         )
         self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies)
+        self.tasks = task_runner(self.pipeline, self.stores.database, settings)
         tracing.configure(settings.env)
         self.pipeline.disabled = {
             r.key for svc in self.services.values() for r in svc.resources if not self.resource_enabled(r)
@@ -143,6 +145,7 @@ class Runtime:
 
     def close(self) -> None:
         self.health.close()
+        self.tasks.close()
         self.pipeline.close()
         if self.policies.idempotency is not None:
             self.policies.idempotency.close()

@@ -256,6 +256,32 @@ class Settings(DeploySettings):
         "longest a call waits for a slot under `KUMITATE_MAX_IN_FLIGHT` before it is refused",
         ge=0,
     )
+    task_workers: int = var(
+        "KUMITATE_TASK_WORKERS",
+        4,
+        "tasks (long tools started with `Prefer: respond-async` or the MCP tasks extension) one instance runs "
+        "at once; past it a new task is refused with 503 `SERVICE_UNAVAILABLE`",
+        ge=1,
+    )
+    task_lease_ms: int = var(
+        "KUMITATE_TASK_LEASE_MS",
+        30000,
+        "a running task's lease, renewed by its instance every third of it; a task whose lease has run out "
+        "(its instance died) is reported failed with `TASK_LOST`",
+        ge=100,
+    )
+    task_ttl_s: int = var(
+        "KUMITATE_TASK_TTL_S",
+        86400,
+        "how long a finished task's result stays readable at /v1/operations/{id}",
+        ge=1,
+    )
+    task_max_result_bytes: int = var(
+        "KUMITATE_TASK_MAX_RESULT_BYTES",
+        1048576,
+        "largest task result stored; a larger one is stored as the error `OUTPUT_TOO_LARGE`",
+        ge=1024,
+    )
     loop_stall_ms: int = var(
         "KUMITATE_LOOP_STALL_MS", 5000, "`/healthz` fails once the event loop has been blocked this long", gt=0
     )

@@ -28,6 +28,11 @@ class CallRequest:
     progress: ProgressSink | None = None
     """Where the handler's `CallContext.progress` reports go, when the caller asked for them."""
     asker: Asker | None = None
+    task_timeout_s: float | None = None
+    """Set when the call runs as a task (kumitate.tasks): its own, longer deadline replaces the tool's."""
+    on_admitted: Callable[[CallContext], None] | None = None
+    """Called once the call is admitted and its input valid, just before the handler runs (a task's
+    start answers 202 then); it may refuse by raising a ToolError."""
     """How `CallContext.ask` reaches the user, when the transport and the client can ask."""
     log: LogSink | None = None
     """Where the handler's `CallContext.log` messages go, when the caller asked for them."""

@@ -50,14 +50,17 @@ class Deadline:
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
         ctx = call.ctx
-        ctx.deadline = time.monotonic() + self.seconds
+        seconds = call.request.task_timeout_s or self.seconds
+        if not seconds:  # a task tool with no deadline of its own, called synchronously
+            return await call_next(call)
+        ctx.deadline = time.monotonic() + seconds
         task = asyncio.ensure_future(call_next(call))  # the task copies the bound call context
         task.add_done_callback(consume)
         try:
-            done, _ = await asyncio.wait({task}, timeout=self.seconds)
+            done, _ = await asyncio.wait({task}, timeout=seconds)
             if not done and ctx.time_out():
                 task.cancel()
-                raise self._expired(ctx)
+                raise self._expired(ctx, seconds)
             if not done:  # a commit is under way: it may still report within the grace
                 done, _ = await asyncio.wait({task}, timeout=self.grace_s)
             if not done:
@@ -65,7 +68,7 @@ class Deadline:
                 ctx.outcome_unknown = True
                 calllog.log_event("commit_outcome_unknown", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id)
                 raise ToolError(
-                    f"{self.name} did not finish within {self._ms()} ms while committing its change: the change "
+                    f"{self.name} did not finish within {round(seconds * 1000)} ms while committing its change: the change "
                     "may or may not have been saved; retry with the same Idempotency-Key",
                     code="REQUEST_TIMEOUT",
                 )
@@ -74,19 +77,17 @@ class Deadline:
             raise
         return await task
 
-    def _ms(self) -> int:
-        return round(self.seconds * 1000)
-
-    def _expired(self, ctx: CallContext) -> ToolError:
+    def _expired(self, ctx: CallContext, seconds: float) -> ToolError:
         if ctx.blocked_on == "storage":
             return ToolError(
-                f"{self.name} did not finish within {self._ms()} ms: the database did not answer in time; "
+                f"{self.name} did not finish within {round(seconds * 1000)} ms: the database did not answer in time; "
                 "nothing was saved; retry shortly",
                 code="STORAGE_UNAVAILABLE",
                 details={"retry_after_ms": STORAGE_RETRY_AFTER_MS},
             )
         if ctx.blocked_on == "worker":
-            return busy(ctx.service, f"{self.name} did not start within {self._ms()} ms")
+            return busy(ctx.service, f"{self.name} did not start within {round(seconds * 1000)} ms")
         return ToolError(
-            f"{self.name} did not finish within {self._ms()} ms; nothing was committed", code="REQUEST_TIMEOUT"
+            f"{self.name} did not finish within {round(seconds * 1000)} ms; nothing was committed",
+            code="REQUEST_TIMEOUT",
         )

@@ -86,6 +86,8 @@ class InvokeTool:
         ctx = call.ctx
         with tracing.stage("validate"):
             handler_input = self.intake.prepare(self.binding, call.arguments)
+        if call.request.on_admitted is not None:
+            call.request.on_admitted(ctx)
         with tracing.stage("handler"):
             result = await self.handler(ctx, handler_input, ctx)
         body = json_data(result)

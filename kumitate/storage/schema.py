@@ -57,3 +57,27 @@ analytics_views = Table(
     Column("created_at", Float, nullable=False),
     Column("expires_at", Float, nullable=False),
 )
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("id", String(40), primary_key=True),
+    Column("tool", String(200), nullable=False, comment="service.tool"),
+    Column("principal", String(255), nullable=False, comment="who started it: the only caller who may read it"),
+    Column("status", String(16), nullable=False, comment="working, completed, failed or cancelled"),
+    Column("progress", Text, nullable=True, comment="JSON {done, total, message}: the latest progress report"),
+    Column(
+        "result", Text, nullable=True, comment="JSON body of the outcome (bounded): the result or the error envelope"
+    ),
+    Column("http_status", Integer, nullable=True),
+    Column("run_id", String(100), nullable=False),
+    Column("trace_id", String(100), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=False),
+    Column(
+        "lease_until", Float, nullable=False, comment="renewed while its instance runs it; past it, the task is lost"
+    ),
+    Column("expires_at", Float, nullable=False, comment="when the finished task is forgotten"),
+    comment="long-running tool calls started as tasks (kumitate.tasks)",
+)
+Index("tasks_expiry", tasks.c.expires_at)

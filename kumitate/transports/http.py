@@ -163,6 +163,8 @@ async def _form_value(value: Any, schema: Mapping[str, Any]) -> Any:
 
 
 def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
+    from kumitate.tasks import http as tasks_http  # it builds on this module
+
     async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
         body_read = asyncio.Event()
 
@@ -174,6 +176,8 @@ def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
             finally:
                 body_read.set()
 
+        if tasks_http.wants_task(binding, request):  # `Prefer: respond-async`: 202 and an operation
+            return await tasks_http.start(runtime, binding, request, read)
         # the body is read by the pipeline once the caller is admitted (auth, rate limit)
         call = runtime.pipeline.call_tool(binding, None, call_request(request), read=read)
         try:

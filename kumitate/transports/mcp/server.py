@@ -56,5 +56,9 @@ def build_server(runtime: Runtime, services: list[str] | None = None, toolset: s
             for tool in runtime.services[name].tools:
                 if tool.key not in keys:
                     server.local_provider.remove_tool(tool.name)
+    if any(t.task_timeout_s for t in served):  # long tools may run as tasks (kumitate.tasks)
+        from kumitate.tasks.mcp import TasksExtension
+
+        server.add_extension(TasksExtension(runtime))
     server.add_resource(versions_resource(runtime, names))
     return server

@@ -1,0 +1,117 @@
+"""Tasks over HTTP: `Prefer: respond-async` starts one (202 Accepted + Location), operations report it.
+
+The operation resource has the shape of Google AIP-151: `name` (`operations/<id>`), `done`,
+`metadata` (tool, status, progress, times) and, once done, `response` (the tool's result) or
+`error` (the catalogue's `{code, message, retryable}`), plus the call's `run_id` and `trace_id`.
+A client that does not send the preference gets the synchronous answer, as from any tool.
+
+    GET  /v1/operations/{id}          the operation (only to the caller who started it)
+    POST /v1/operations/{id}:cancel   cancel it if it still runs; the operation as it now is
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from litestar import Request, Response, get, post
+
+from kumitate.bindings import ToolBinding
+from kumitate.errors import ToolError
+from kumitate.runtime import Runtime
+from kumitate.tasks.store import COMPLETED, TaskRow
+from kumitate.transports.http import call_request, request_ids, to_response
+
+OPERATIONS = "/v1/operations"
+RESPOND_ASYNC = "respond-async"
+POLL_AFTER_S = 2
+
+
+def wants_task(binding: ToolBinding, request: Request[Any, Any, Any]) -> bool:
+    """A tool that may run as a task, asked to by RFC 7240's `Prefer: respond-async`."""
+    if binding.task_timeout_s is None:
+        return False
+    prefer = ",".join(request.headers.getall("prefer", []))
+    return any(p.split(";", 1)[0].strip().lower() == RESPOND_ASYNC for p in prefer.split(","))
+
+
+def _time(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def operation(row: TaskRow) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "name": f"operations/{row.id}",
+        "done": row.done,
+        "metadata": {
+            "tool": row.tool,
+            "status": row.status,
+            "progress": row.progress,
+            "create_time": _time(row.created_at),
+            "update_time": _time(row.updated_at),
+        },
+    }
+    if row.status == COMPLETED:
+        body["response"] = row.result
+    elif row.done:
+        body["error"] = row.result["error"]
+    return body | {"run_id": row.run_id, "trace_id": row.trace_id}
+
+
+def _answer(row: TaskRow, status: int = 200, headers: dict[str, str] | None = None) -> Response[Any]:
+    headers = dict(headers or {})
+    if not row.done:
+        headers["Retry-After"] = str(POLL_AFTER_S)
+    return Response(operation(row), status_code=status, headers=headers, media_type="application/json")
+
+
+async def start(
+    runtime: Runtime, binding: ToolBinding, request: Request[Any, Any, Any], read: Callable[[], Awaitable[Any]]
+) -> Response[Any]:
+    """202 with the operation once the call is admitted; a call refused before its handler gets its refusal."""
+    started = await runtime.tasks.start(binding, call_request(request), read=read)
+    if not isinstance(started, TaskRow):
+        return to_response(started)
+    location = f"{OPERATIONS}/{started.id}"
+    return _answer(started, 202, {"Location": location, "Preference-Applied": RESPOND_ASYNC})
+
+
+def _not_found(task_id: str) -> ToolError:
+    return ToolError(f"no operation {task_id!r} (it never existed, is not yours, or has expired)", code="NOT_FOUND")
+
+
+def operation_routes(runtime: Runtime) -> list[Any]:
+    async def caller(request: Request[Any, Any, Any], what: str) -> str:
+        ctx = await runtime.pipeline.identify(call_request(request), what)
+        return ctx.principal.id
+
+    def refused(request: Request[Any, Any, Any], exc: ToolError) -> Response[bytes]:
+        return to_response(runtime.pipeline.error_outcome(exc, *request_ids(request)))
+
+    @get(f"{OPERATIONS}/{{name:str}}", include_in_schema=False)
+    async def get_operation(request: Request[Any, Any, Any], name: str) -> Response[Any]:
+        try:
+            row = await runtime.tasks.get(name, await caller(request, "get_operation"))
+            if row is None:
+                raise _not_found(name)
+        except ToolError as exc:
+            return refused(request, exc)
+        return _answer(row)
+
+    @post(f"{OPERATIONS}/{{name:str}}", include_in_schema=False, status_code=200)
+    async def cancel_operation(request: Request[Any, Any, Any], name: str) -> Response[Any]:
+        task_id, _, verb = name.partition(":")
+        try:
+            if verb != "cancel":
+                raise ToolError(
+                    f"no such operation method {verb!r}; use POST {OPERATIONS}/<id>:cancel", code="NOT_FOUND"
+                )
+            row = await runtime.tasks.cancel(task_id, await caller(request, "cancel_operation"))
+            if row is None:
+                raise _not_found(task_id)
+        except ToolError as exc:
+            return refused(request, exc)
+        return _answer(row)
+
+    return [get_operation, cancel_operation]

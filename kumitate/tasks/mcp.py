@@ -1,0 +1,203 @@
+"""Tasks over MCP: the io.modelcontextprotocol/tasks extension (SEP-2663) on kumitate's task runner.
+
+A `tools/call` of a tool whose spec says `execution: {mode: task}`, from a 2026-07-28 client that
+declares the extension for that request (`_meta` clientCapabilities), is started as a task:
+the answer is a flat CreateTaskResult (`resultType: "task"`, `taskId`, `status`, times, `ttlMs`,
+`pollIntervalMs`). Without the declaration, or on an older protocol, the call runs synchronously
+as before. The task is the same row HTTP's operations read, so either transport may follow it.
+
+    tasks/get     the task; once completed its CallToolResult inlined under `result` (a catalogued
+                  error from the tool is a completed task with `isError: true`, as a synchronous
+                  call's), or, for a task lost with its instance or an internal failure, `failed`
+                  with a JSON-RPC `error` whose `data` is the catalogue's body
+    tasks/cancel  an empty ack; the task reads `cancelled` once it stopped (a finished one stays as it was)
+    tasks/update  an empty ack: kumitate's tasks never wait for input
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from fastmcp.exceptions import NotFoundError
+from fastmcp.server.context import Context
+from fastmcp.server.dependencies import get_http_request
+from fastmcp.server.extensions import (
+    MethodBinding,
+    ServerExtension,
+    ToolCallContinuation,
+    ToolCallOutcome,
+    read_client_extension_settings,
+)
+from fastmcp.utilities.tasks import TASKS_EXTENSION_ID
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolRequestParams, CallToolResult, RequestParams
+from mcp_types.jsonrpc import HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import BaseModel, ConfigDict, Field
+
+from kumitate.pipeline import Outcome
+from kumitate.runtime import Runtime
+from kumitate.tasks.store import CANCELLED, COMPLETED, WORKING, TaskRow
+
+POLL_INTERVAL_MS = 1000
+LOST_CODES = frozenset({"TASK_LOST", "INTERNAL"})
+"""Catalogue codes that are no answer of the tool's: a `failed` task; any other code is the tool's error result."""
+
+
+class TaskParams(RequestParams):
+    model_config = ConfigDict(populate_by_name=True)
+
+    task_id: str = Field(alias="taskId")
+
+
+class UpdateParams(TaskParams):
+    input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
+
+
+class CreateTaskResult(BaseModel):
+    """SEP-2663's flat `Result & Task` answer to a tools/call run as a task."""
+
+    result_type: str = Field(default="task", serialization_alias="resultType")
+    task_id: str = Field(serialization_alias="taskId")
+    status: str
+    created_at: str = Field(serialization_alias="createdAt")
+    last_updated_at: str = Field(serialization_alias="lastUpdatedAt")
+    ttl_ms: int = Field(serialization_alias="ttlMs")
+    poll_interval_ms: int = Field(default=POLL_INTERVAL_MS, serialization_alias="pollIntervalMs")
+
+
+def _time(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _opted_in(ctx: Any, settings: dict[str, Any] | None) -> bool:
+    """A 2026-07-28 request (`ctx`: its request context) that declares the extension (`settings`)."""
+    return ctx is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and settings is not None
+
+
+def _check_name_header(task_id: str) -> None:
+    """SEP-2243 for the tasks namespace: an `Mcp-Name` header (surrounding blanks ignored) must name the
+    body's `taskId`, so a router that read the header routed what the server runs."""
+    try:
+        header = get_http_request().headers.get(MCP_NAME_HEADER)
+    except RuntimeError:  # stdio, in memory: no headers
+        return
+    if header is not None and (decode_header_value(header) or "").strip() != task_id:
+        raise MCPError(HEADER_MISMATCH, f"the {MCP_NAME_HEADER} header does not match the request's taskId")
+
+
+class TasksExtension(ServerExtension):
+    identifier = TASKS_EXTENSION_ID
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def clone(self) -> TasksExtension:
+        return TasksExtension(self.runtime)
+
+    def methods(self) -> Sequence[MethodBinding]:
+        versions = frozenset(MODERN_PROTOCOL_VERSIONS)
+        return [
+            MethodBinding("tasks/get", TaskParams, self._get, versions),
+            MethodBinding("tasks/update", UpdateParams, self._update, versions),
+            MethodBinding("tasks/cancel", TaskParams, self._cancel, versions),
+        ]
+
+    # -- tools/call ------------------------------------------------------------------------
+    async def intercept_tool_call(
+        self, params: CallToolRequestParams, context: Context, call_next: ToolCallContinuation
+    ) -> ToolCallOutcome:
+        from kumitate.transports.mcp import IDEMPOTENCY_ARGUMENT, current_request, tool_result
+
+        try:
+            tool = await context.fastmcp.get_tool(params.name)
+        except NotFoundError:
+            tool = None
+        binding = getattr(tool, "binding", None)
+        if binding is None or binding.task_timeout_s is None:
+            return await call_next()
+        if not _opted_in(context.request_context, context.client_extension_settings(TASKS_EXTENSION_ID)):
+            return await call_next()
+        arguments = dict(params.arguments or {})
+        key = arguments.pop(IDEMPOTENCY_ARGUMENT, None)
+        if key is not None and not isinstance(key, str):
+            return await call_next()  # the synchronous path refuses it, after admission
+        started = await self.runtime.tasks.start(binding, current_request(key), arguments=arguments)
+        if isinstance(started, Outcome):
+            return tool_result(started)
+        return CreateTaskResult(
+            task_id=started.id,
+            status=started.status,
+            created_at=_time(started.created_at),
+            last_updated_at=_time(started.updated_at),
+            ttl_ms=self._ttl_ms(),
+        )
+
+    def _ttl_ms(self) -> int:
+        return int(self.runtime.tasks.store.ttl_s * 1000)
+
+    # -- tasks/* ---------------------------------------------------------------------------
+    async def _row(self, ctx: ServerRequestContext[Any, Any], task_id: str, cancel: bool = False) -> TaskRow:
+        from kumitate.transports.mcp import current_request
+
+        if read_client_extension_settings(ctx, TASKS_EXTENSION_ID) is None:
+            raise MCPError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"declare the {TASKS_EXTENSION_ID} extension in this request's _meta to use the tasks methods",
+                data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}},
+            )
+        _check_name_header(task_id)
+        try:
+            caller = await self.runtime.pipeline.identify(current_request(), "cancel_task" if cancel else "get_task")
+        except Exception as exc:  # a refused token: the same as any refusal of a request that names no tool
+            raise MCPError(INVALID_PARAMS, f"Task {task_id} not found") from exc
+        tasks = self.runtime.tasks
+        row = await (tasks.cancel(task_id, caller.principal.id) if cancel else tasks.get(task_id, caller.principal.id))
+        if row is None:
+            raise MCPError(INVALID_PARAMS, f"Task {task_id} not found")
+        return row
+
+    async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
+        from kumitate.transports.mcp import tool_result
+
+        row = await self._row(ctx, params.task_id)
+        answer: dict[str, Any] = {
+            "resultType": "complete",
+            "taskId": row.id,
+            "status": row.status,
+            "createdAt": _time(row.created_at),
+            "lastUpdatedAt": _time(row.updated_at),
+            "ttlMs": self._ttl_ms(),
+            "pollIntervalMs": POLL_INTERVAL_MS,
+        }
+        if row.status == WORKING:
+            if row.progress and row.progress.get("message"):
+                answer["statusMessage"] = row.progress["message"]
+            return answer
+        if row.status == CANCELLED:
+            return answer
+        code = None if row.status == COMPLETED else row.result["error"]["code"]
+        if code in LOST_CODES:
+            message = row.result["error"]["message"]
+            answer |= {"status": "failed", "statusMessage": message}
+            answer["error"] = {"code": INTERNAL_ERROR, "message": message, "data": row.result}
+            return answer
+        outcome = Outcome(
+            row.status == COMPLETED, row.http_status or 200, code or "OK", row.result, row.run_id, row.trace_id
+        )
+        result = tool_result(outcome).to_mcp_result()
+        assert isinstance(result, CallToolResult)  # a result with _meta always is
+        answer |= {"status": "completed", "result": result.model_dump(by_alias=True, mode="json", exclude_none=True)}
+        return answer
+
+    async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
+        await self._row(ctx, params.task_id, cancel=True)
+        return {"resultType": "complete"}
+
+    async def _update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> dict[str, Any]:
+        await self._row(ctx, params.task_id)
+        return {"resultType": "complete"}
