@@ -55,6 +55,30 @@ class Example:
     description: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A workflow step (a tool's or resource's `links` entry): call `target` next, with `fields`
+    (target input field or URI parameter -> a path into this result, or `$input.<field>`)."""
+
+    kind: str
+    """`tool` or `resource`."""
+    target: str
+    fields: tuple[tuple[str, str], ...] = ()
+    description: str = ""
+
+
+def _links(doc: dict[str, Any]) -> list[Link]:
+    return [
+        Link(
+            "tool" if "tool" in entry else "resource",
+            entry.get("tool") or entry["resource"],
+            tuple(sorted((entry.get("fields") or {}).items())),
+            entry.get("description", ""),
+        )
+        for entry in doc.get("links", [])
+    ]
+
+
 @dataclass(slots=True)
 class ToolSpec:
     service: str
@@ -80,6 +104,7 @@ class ToolSpec:
     wire_output: dict[str, Any] = field(default_factory=dict)
     form_flatten: list[str] = field(default_factory=list)
     """Object properties of the input whose own properties a form body may send as fields of their own."""
+    links: list[Link] = field(default_factory=list)
 
     @property
     def operation_id(self) -> str:
@@ -102,6 +127,7 @@ class ResourceSpec:
     source: Path
     raw: dict[str, Any]
     also_mime_types: list[str] = field(default_factory=list)
+    links: list[Link] = field(default_factory=list)
 
     @property
     def params(self) -> list[str]:
@@ -417,6 +443,7 @@ def _load_tool(
         http_path=http.get("path", naming.default_tool_path(svc.base_path, doc["name"])),
         content_types=list(http.get("content_types", ["application/json"])),
         form_flatten=list(http.get("form_flatten", [])),
+        links=_links(doc),
         annotations=dict(doc["mcp"]["annotations"]),
         policy=_merge_policy(svc.policy, doc.get("policy")),
         deprecated=doc.get("deprecated"),
@@ -467,6 +494,7 @@ def _load_resource(
         source=path,
         raw=doc,
         also_mime_types=list(doc.get("also_mime_types", [])),
+        links=_links(doc),
     )
 
 
