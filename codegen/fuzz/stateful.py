@@ -128,7 +128,8 @@ def node_of(tool: specs.ToolSpec) -> Node:
 
 
 def graph(tree: specs.SpecTree) -> tuple[dict[str, Node], list[Edge]]:
-    """The tools a workflow starts at (links out, none in) and every link between tools and resources."""
+    """The tools a workflow starts at (links out, none in; all with links where they form a cycle) and every
+    link between tools and resources."""
     incoming = {link.target for t in tree.all_tools() for link in t.links if link.kind == "tool"}
     roots: dict[str, Node] = {}
     edges: list[Edge] = []
@@ -146,6 +147,8 @@ def graph(tree: specs.SpecTree) -> tuple[dict[str, Node], list[Edge]]:
             else:
                 continue
             edges.append(Edge(tool.name, node, tuple((n, Source.parse(t)) for n, t in link.fields)))
+    if not roots:
+        roots = {t.name: node_of(t) for t in tree.all_tools() if t.links}
     return roots, edges
 
 
@@ -352,6 +355,8 @@ def run(
     from generated.registry import SERVICES
 
     roots, edges = graph(tree)
+    if not roots:
+        return Stats()  # no links: nothing to walk
     invariants = load_invariants([s.name for s in tree.services]) if invariants is None else invariants
     bindings = {t.name: t for svc in SERVICES.values() for t in svc.tools}
     declared = {n: {*b.errors, *policy_errors(b.policy), "RATE_LIMITED"} for n, b in bindings.items()}
