@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--max-examples", type=int, default=15, help="valid cases per tool (mutations: twice that)")
     parser.add_argument("--tool", action="append", help="fuzz only this tool (repeatable)")
-    parser.add_argument("--sequences", type=int, default=250, help="stateful: sequences walking the links (0: none)")
+    parser.add_argument("--sequences", type=int, default=400, help="stateful: sequences walking the links (0: none)")
     parser.add_argument("--steps", type=int, default=6, help="stateful: at most this many steps per sequence")
     args = parser.parse_args(argv)
     from codegen.testing import serve
