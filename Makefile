@@ -68,7 +68,7 @@ fmt: venv  ## fix what ruff can, then format (what `make lint` checks)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format --exclude generated kumitate codegen handlers tests bench
 
-fuzz: venv  ## schemathesis on every HTTP operation, then every tool over MCP streamable HTTP; fixed seed
+fuzz: venv  ## schemathesis on every HTTP operation, then every tool over MCP, then sequences walking the spec's links on both (with invariants); fixed seed
 	$(PY) -m codegen.fuzz.http --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
 	$(PY) -m codegen.fuzz.mcp --seed $(FUZZ_SEED)
 

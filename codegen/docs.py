@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from codegen import naming
+from codegen.links import next_line
 from codegen.specs import (
     GENERIC_ERRORS,
     TOOLSETS_FILE,
@@ -67,8 +68,8 @@ CONSTRAINT_KEYS = (
 
 
 def mcp_description(tool: ToolSpec) -> str:
-    """The description MCP clients see (mirrors codegen.emit._tool_description: deprecation first)."""
-    text = tool.description.strip()
+    """The description MCP clients see: deprecation first, the spec's text, then the workflow's next steps."""
+    text = "\n".join(part for part in (tool.description.strip(), next_line(tool.links)) if part)
     dep = tool.deprecated
     if dep:
         note = f"DEPRECATED since {dep['since']}"

@@ -117,7 +117,7 @@ def _schemas_json(svc: ServiceSpec) -> str:
         },
         "tools": {
             t.name: {
-                "description": _tool_description(t),
+                "description": docs.mcp_description(t),
                 "input": t.wire_input,
                 "output": t.wire_output,
                 "annotations": t.annotations,
@@ -138,19 +138,6 @@ def _schemas_json(svc: ServiceSpec) -> str:
             for p in svc.prompts
         }
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=1) + "\n"
-
-
-def _tool_description(tool: ToolSpec) -> str:
-    text = tool.description.strip()
-    dep = tool.deprecated
-    if dep:
-        note = f"DEPRECATED since {dep['since']}"
-        if dep.get("sunset"):
-            note += f", removed after {dep['sunset']}"
-        if dep.get("replacement"):
-            note += f"; use {dep['replacement']} instead"
-        text = f"{note}.\n\n{text}"
-    return text
 
 
 def _service_errors(svc: ServiceSpec, errors: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema_rs
 
 from codegen import naming
+from codegen.links import check_links
 from codegen.specs import GENERIC_ERRORS, Problem, ResourceSpec, SpecTree, ToolSpec
 
 RULES: dict[str, str] = {
@@ -40,6 +41,8 @@ RULES: dict[str, str] = {
     "KT115": "an inline enum has a `title`: it names the generated class (else the generator numbers it: Format1)",
     "KT116": "`http.form_flatten` names object properties of the input, on a tool that takes forms, whose properties "
     "clash with no other form field",
+    "KT120": "a link names an existing tool or resource, its fields that target's inputs, fed by fields of this "
+    "result (or input) of a type the target takes",
 }
 
 ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -372,6 +375,7 @@ CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_toolsets,
     check_enum_titles,
     check_form_flatten,
+    check_links,
 )
 
 

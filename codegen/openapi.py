@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from codegen import models, naming
+from codegen.links import openapi_links
 from codegen.specs import GENERIC_ERRORS, Example, ResourceSpec, SpecTree, ToolSpec
 from kumitate import __version__
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
@@ -369,6 +370,9 @@ def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
     examples = _success_examples(tool)
     if examples:
         responses["200"]["content"]["application/json"]["examples"] = examples
+    links = openapi_links(tree, tool)
+    if links:
+        responses["200"]["links"] = links
     codes = tool.errors + policy_errors(tool.policy)
     parameters = _parameters(idempotent)
     if tool.is_task:  # `Prefer: respond-async`: 202 and an operation (kumitate.tasks)
@@ -419,7 +423,12 @@ def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
         content = {res.mime_type: {"schema": schema}}
     else:
         content = {m: {"schema": {"type": "string", "format": "binary"}} for m in [res.mime_type, *res.also_mime_types]}
-    responses = {"200": {"description": f"The resource {res.uri}.", "headers": _headers(), "content": content}}
+    responses: dict[str, Any] = {
+        "200": {"description": f"The resource {res.uri}.", "headers": _headers(), "content": content}
+    }
+    links = openapi_links(tree, res)
+    if links:
+        responses["200"]["links"] = links
     responses.update(_error_responses(tree, [*res.errors, "NOT_FOUND", *policy_errors(res.policy)]))
     parameters = [
         {"name": p, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1, "maxLength": 128}}

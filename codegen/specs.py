@@ -55,6 +55,30 @@ class Example:
     description: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A workflow step (a tool's or resource's `links` entry): call `target` next, with `fields`
+    (target input field or URI parameter -> a path into this result, or `$input.<field>`)."""
+
+    kind: str
+    """`tool` or `resource`."""
+    target: str
+    fields: tuple[tuple[str, str], ...] = ()
+    description: str = ""
+
+
+def _links(doc: dict[str, Any]) -> list[Link]:
+    return [
+        Link(
+            "tool" if "tool" in entry else "resource",
+            entry.get("tool") or entry["resource"],
+            tuple(sorted((entry.get("fields") or {}).items())),
+            entry.get("description", ""),
+        )
+        for entry in doc.get("links", [])
+    ]
+
+
 @dataclass(slots=True)
 class ToolSpec:
     service: str
@@ -86,6 +110,7 @@ class ToolSpec:
     """`mcp.cache` (specs/_meta/cache.schema.json): the MCP caching hint of the tool's listing."""
     execution: dict[str, Any] | None = None
     """`execution` of the spec (`{mode: task, timeout_ms}`): a tool a client may start as a task."""
+    links: list[Link] = field(default_factory=list)
 
     @property
     def is_task(self) -> bool:
@@ -114,6 +139,7 @@ class ResourceSpec:
     also_mime_types: list[str] = field(default_factory=list)
     cache: dict[str, Any] | None = None
     """`cache` (specs/_meta/cache.schema.json): the MCP caching hint of the resource's reads."""
+    links: list[Link] = field(default_factory=list)
 
     @property
     def params(self) -> list[str]:
@@ -489,6 +515,7 @@ def _load_tool(
         http_path=http.get("path", naming.default_tool_path(svc.base_path, doc["name"])),
         content_types=list(http.get("content_types", ["application/json"])),
         form_flatten=list(http.get("form_flatten", [])),
+        links=_links(doc),
         annotations=dict(doc["mcp"]["annotations"]),
         requires_client=list(doc["mcp"].get("requires_client", [])),
         policy=_merge_policy(svc.policy, doc.get("policy")),
@@ -543,6 +570,7 @@ def _load_resource(
         raw=doc,
         also_mime_types=list(doc.get("also_mime_types", [])),
         cache=doc.get("cache"),
+        links=_links(doc),
     )
 
 

@@ -235,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--max-examples", type=int, default=15, help="valid cases per tool (mutations: twice that)")
     parser.add_argument("--tool", action="append", help="fuzz only this tool (repeatable)")
+    parser.add_argument("--sequences", type=int, default=400, help="stateful: sequences walking the links (0: none)")
+    parser.add_argument("--steps", type=int, default=6, help="stateful: at most this many steps per sequence")
     args = parser.parse_args(argv)
     from codegen.testing import serve
     from kumitate.project import Project
@@ -246,12 +248,37 @@ def main(argv: list[str] | None = None) -> int:
         with serve(project.root, Path(tmp) / "var", KUMITATE_TOKENS=tokens) as server:
             only = set(args.tool) if args.tool else None
             report = asyncio.run(fuzz(server.url, "fuzz-token", args.max_examples, args.seed, only))
+            walked = stateful_fuzz(server.url, "fuzz-token", project.specs, args) if args.sequences else None
     for name, (valid, invalid) in sorted(report.per_tool.items()):
         print(f"{name}: {valid} valid, {invalid} schema-violating")
     for failure in report.failures:
         print("FAIL", failure)
     print(f"MCP fuzz: {report.calls} calls, {len(report.failures)} failures (seed {args.seed})")
-    return 1 if report.failures else 0
+    if walked is not None:
+        slowest = sorted(walked.seconds.items(), key=lambda kv: -kv[1])[:6]
+        print("stateful time per tool:", ", ".join(f"{name} {secs:.1f} s" for name, secs in slowest))
+        if walked.failure:
+            print("FAIL (stateful)", walked.failure)
+        print(
+            f"MCP stateful fuzz: {walked.sequences} sequences, {walked.multi_step} multi-step (longest"
+            f" {walked.longest} calls), {walked.links_followed} links followed, {walked.calls} calls,"
+            f" {walked.invariant_checks} invariant checks, {int(bool(walked.failure))} failures (seed {args.seed})"
+        )
+    return 1 if report.failures or (walked is not None and walked.failure) else 0
+
+
+def stateful_fuzz(url: str, token: str, spec_dir: Path, args: argparse.Namespace) -> Any:
+    """The link graph walked over MCP streamable HTTP (codegen.fuzz.stateful)."""
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from codegen import specs
+    from codegen.fuzz import stateful
+
+    def connect() -> Any:
+        return Client(StreamableHttpTransport(f"{url}/mcp", headers={"Authorization": f"Bearer {token}"}), timeout=600)
+
+    return stateful.run(connect, specs.load(spec_dir), args.sequences, args.steps, args.seed)
 
 
 if __name__ == "__main__":

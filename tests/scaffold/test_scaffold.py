@@ -4,6 +4,7 @@ as services, tools and resources are added; a broken spec is reported by file, l
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -202,15 +203,18 @@ def test_the_new_projects_catalogue_keeps_the_runtimes_codes() -> None:
 
 
 def test_make_fuzz_runs_schemathesis_and_the_mcp_fuzz(project: Path) -> None:
-    """The new project's `make fuzz` runs what this repository's does, on the project's own server."""
+    """The new project's `make fuzz` runs what this repository's does, on the project's own server: per call,
+    then sequences walking its spec's links (greet links to itself) on both transports."""
     makefile = (project / "Makefile").read_text()
     assert (
         "-m codegen.fuzz.http --seed $(FUZZ_SEED)" in makefile and "-m codegen.fuzz.mcp --seed $(FUZZ_SEED)" in makefile
     )
-    http = in_project(project, "codegen.fuzz.http", "--seed", "1", "--max-examples", "5")
+    http = in_project(project, "codegen.fuzz.http", "--seed", "1", "--max-examples", "5", "--sequences", "20")
     assert http.returncode == 0, http.stdout[-3000:] + http.stderr[-3000:]
     reports = [p.read_text() for p in (project / "st-report").glob("*.xml")]
     assert "No issues found" in http.stdout and any("POST /v1/hello/greet" in r for r in reports), http.stdout
-    mcp = in_project(project, "codegen.fuzz.mcp", "--seed", "1", "--max-examples", "5")
+    assert re.search(r"HTTP stateful fuzz: \d+ sequences, [1-9]\d* multi-step .* 0 failures", http.stdout), http.stdout
+    mcp = in_project(project, "codegen.fuzz.mcp", "--seed", "1", "--max-examples", "5", "--sequences", "20")
     assert mcp.returncode == 0, mcp.stdout[-3000:] + mcp.stderr[-3000:]
     assert "greet: 5 valid" in mcp.stdout and ", 0 failures" in mcp.stdout
+    assert re.search(r"MCP stateful fuzz: \d+ sequences, [1-9]\d* multi-step .* 0 failures", mcp.stdout), mcp.stdout

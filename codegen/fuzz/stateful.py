@@ -1,0 +1,401 @@
+"""The stateful MCP fuzz: sequences of calls that walk the spec's links, with the services' invariants.
+
+A hypothesis rule-based state machine built from the link graph (codegen/links.py): every sequence
+starts at a tool a workflow starts at (links out, none in), which may be called again later (arguments
+from one of its spec examples or from its input schema), and one rule
+per link that takes a result its source gave earlier in the sequence, fills the link's fields from it
+(any item where the path goes through an array) and generates the rest from the target's schema.
+Every call is checked as the per-call fuzz checks it (codegen.fuzz.mcp.check_result); a link that
+hands the next tool an argument its schema rejects is a failure too (the workflow is broken), and so is
+an invariant (handlers/<service>/invariants.py) that a step breaks. A failure is reported as the
+sequence of calls that led to it; the same seed replays the same sequences against a fresh server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import importlib
+import json
+import random
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import jsonschema_rs
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import seed as fixed_seed
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
+from schemathesis.generation.jsonschema.builder import build
+
+from codegen import specs
+from codegen.fuzz.mcp import Case, check_result
+from codegen.links import Source, target_of
+from kumitate.client import mcp_result_body
+from kumitate.invariants import Invariant, Step
+
+T = TypeVar("T")
+CALL_TIMEOUT_S = 120.0
+EXAMPLE_SHARE = 0.5
+"""How often a root call takes one of the tool's spec examples instead of generated arguments."""
+
+
+class Loop:
+    """An event loop on a thread of its own: the state machine's rules are synchronous, the client is not."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="stateful-fuzz", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = CALL_TIMEOUT_S) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    @contextmanager
+    def hold(self, connect: Callable[[], AbstractAsyncContextManager[Any]]) -> Iterator[Any]:
+        """The client `connect()` gives, entered and left in one task on the loop (its context variables
+        must be reset in the context that set them)."""
+        ready: concurrent.futures.Future[tuple[Any, asyncio.Event]] = concurrent.futures.Future()
+
+        async def session() -> None:
+            try:
+                async with connect() as client:
+                    done = asyncio.Event()
+                    ready.set_result((client, done))
+                    await done.wait()
+            except BaseException as exc:
+                if not ready.done():
+                    ready.set_exception(exc)
+                raise
+
+        held = asyncio.run_coroutine_threadsafe(session(), self.loop)
+        client, done = ready.result(CALL_TIMEOUT_S)
+        try:
+            yield client
+        finally:
+            self.loop.call_soon_threadsafe(done.set)
+            held.result(30)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@dataclass
+class Stats:
+    sequences: int = 0
+    multi_step: int = 0
+    """Sequences that followed at least one link."""
+    longest: int = 0
+    links_followed: int = 0
+    calls: int = 0
+    invariant_checks: int = 0
+    failure: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    """Time spent per tool (calls the invariants make included)."""
+
+
+@dataclass(frozen=True)
+class Node:
+    """A tool or resource of the graph."""
+
+    name: str
+    kind: str
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    uri: str = ""
+    examples: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: Node
+    fields: tuple[tuple[str, Source], ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.source} -> {self.target.name}"
+
+
+def node_of(tool: specs.ToolSpec) -> Node:
+    examples = tuple(ex.input for ex in tool.examples if ex.error is None and isinstance(ex.input, dict))
+    return Node(tool.name, "tool", tool.wire_input, examples=examples)
+
+
+def graph(tree: specs.SpecTree) -> tuple[dict[str, Node], list[Edge]]:
+    """The tools a workflow starts at (links out, none in; all with links where they form a cycle) and every
+    link between tools and resources."""
+    incoming = {link.target for t in tree.all_tools() for link in t.links if link.kind == "tool"}
+    roots: dict[str, Node] = {}
+    edges: list[Edge] = []
+    for tool in tree.all_tools():
+        if not tool.links:
+            continue
+        if tool.name not in incoming:
+            roots[tool.name] = node_of(tool)
+        for link in tool.links:
+            target = target_of(tree, tool.service, link)
+            if isinstance(target, specs.ToolSpec):
+                node = node_of(target)
+            elif target is not None:
+                node = Node(target.name, "resource", uri=target.uri)
+            else:
+                continue
+            edges.append(Edge(tool.name, node, tuple((n, Source.parse(t)) for n, t in link.fields)))
+    if not roots:
+        roots = {t.name: node_of(t) for t in tree.all_tools() if t.links}
+    return roots, edges
+
+
+def load_invariants(services: list[str]) -> list[Invariant]:
+    """`INVARIANTS` of handlers/<service>/invariants.py, for the services that declare any."""
+    found: list[Invariant] = []
+    for name in services:
+        try:
+            module = importlib.import_module(f"handlers.{name}.invariants")
+        except ModuleNotFoundError as exc:
+            if exc.name not in (f"handlers.{name}.invariants", f"handlers.{name}", "handlers"):
+                raise
+            continue
+        found += list(getattr(module, "INVARIANTS", ()))
+    return found
+
+
+class Wire:
+    """The calls the machine makes, over one MCP client: checked tool calls and resource reads."""
+
+    def __init__(
+        self, loop: Loop, client: Any, tools: Mapping[str, Any], declared: Mapping[str, set[str]], stats: Stats
+    ) -> None:
+        from generated.errors import CATALOGUE
+
+        self.loop, self.client, self.tools, self.declared, self.catalogue = loop, client, tools, declared, CATALOGUE
+        self.stats = stats
+
+    def call(self, tool: str, arguments: Mapping[str, Any]) -> tuple[Step, Any]:
+        started = time.monotonic()
+        result = self.loop.run(self.client.call_tool_mcp(tool, dict(arguments)))
+        self.stats.seconds[tool] = self.stats.seconds.get(tool, 0.0) + time.monotonic() - started
+        body = mcp_result_body(result)  # an error's catalogue body is in its text content, not structuredContent
+        if result.is_error:
+            error = (body or {}).get("error") or {}
+            return Step(tool, arguments, error=str(error.get("code", "?"))), result
+        return Step(tool, arguments, result=body), result
+
+    def caller(self, tool: str, arguments: Mapping[str, Any]) -> Step:
+        return self.call(tool, arguments)[0]
+
+    def check(self, tool: str, arguments: Mapping[str, Any], result: Any) -> str | None:
+        case = Case(tool, dict(arguments), True)
+        return check_result(case, result, self.tools[tool].output_schema, self.declared[tool], self.catalogue)
+
+    def read(self, uri: str) -> str | None:
+        """Why reading the resource breaks the contract (a catalogued error is fine), or None."""
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            self.loop.run(self.client.read_resource_mcp(uri))
+        except MCPError as exc:
+            if "INTERNAL" in str(exc):
+                return f"reading {uri}: {str(exc)[:200]}"
+        return None
+
+
+def machine(
+    roots: dict[str, Node], edges: list[Edge], wire: Wire, invariants: list[Invariant], stats: Stats
+) -> type[RuleBasedStateMachine]:
+    """The state machine class for one graph and one connection."""
+    strategies: dict[str, st.SearchStrategy[Any]] = {}
+
+    def arguments_for(node: Node) -> st.SearchStrategy[Any]:
+        if node.name not in strategies:
+            generated = build(dict(node.input_schema), draft=jsonschema_rs.Draft202012, formats={})
+            if node.examples:
+                examples = st.sampled_from(node.examples)
+                generated = st.one_of(examples, generated) if EXAMPLE_SHARE < 1 else examples
+            strategies[node.name] = generated
+        return strategies[node.name]
+
+    validators = {
+        n.name: jsonschema_rs.Draft202012Validator(n.input_schema)
+        for n in [*roots.values(), *(e.target for e in edges)]
+        if n.kind == "tool"
+    }
+    watching = {tool for inv in invariants for tool in inv.tools}
+
+    class Workflows(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.results: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+            self.trace: list[str] = []
+            self.memory: dict[str, Any] = {}
+            self.followed = 0
+
+        def fail(self, problem: str) -> None:
+            steps = "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.trace))
+            message = f"{problem}\nsequence ({len(self.trace)} calls):\n{steps}"
+            stats.failure = stats.failure or message  # the first one: a replay meets another server state
+            raise AssertionError(message)
+
+        def run(self, tool: str, arguments: dict[str, Any]) -> None:
+            for inv in invariants:
+                if tool in inv.tools and inv.before is not None:
+                    inv.before(tool, arguments, wire.caller, self.memory)
+            step, raw = wire.call(tool, arguments)
+            stats.calls += 1
+            outcome = "ok" if step.ok else step.error
+            self.trace.append(f"{tool}({json.dumps(arguments, ensure_ascii=False)[:400]}) -> {outcome}")
+            problem = wire.check(tool, arguments, raw)
+            if problem:
+                self.fail(f"{tool}: {problem}")
+            if not step.ok or step.result is None:
+                return
+            self.results.setdefault(tool, []).append((arguments, step.result))
+            if tool in watching:
+                for inv in invariants:
+                    if tool in inv.tools:
+                        stats.invariant_checks += 1
+                        broken = inv.check(step, wire.caller, self.memory)
+                        if broken:
+                            self.fail(f"invariant {inv.name} broken after {tool}: {broken}")
+
+        def teardown(self) -> None:
+            stats.sequences += 1
+            stats.multi_step += self.followed > 0
+            stats.longest = max(stats.longest, len(self.trace))
+
+    def root_rule(node: Node) -> Callable[..., None]:
+        @rule(arguments=arguments_for(node))
+        def start(self: Workflows, arguments: dict[str, Any]) -> None:
+            self.run(node.name, arguments)
+
+        start.__name__ = f"call_{node.name}"
+        return start
+
+    def link_rule(edge: Edge) -> Callable[..., None]:
+        def ready(self: Workflows) -> bool:
+            return bool(self.results.get(edge.source))
+
+        rest = arguments_for(edge.target) if edge.target.kind == "tool" else st.just({})
+
+        @precondition(ready)
+        @rule(pick=st.randoms(use_true_random=True), generated=rest)
+        def follow(self: Workflows, pick: random.Random, generated: dict[str, Any]) -> None:
+            # what the results hold depends on the server: picked with `pick`, so that the draws hypothesis
+            # records stay the same whatever the server answered
+            arguments, result = pick.choice(self.results[edge.source])
+            filled: dict[str, Any] = {}
+            for name, source in edge.fields:
+                choices = source.choices(result, arguments)
+                if not all(choices):
+                    return  # the result has nothing to pass (an empty list, a null chart): not a step
+                filled[name] = source.fill([pick.choice(c) for c in choices])
+            self.followed += 1
+            stats.links_followed += 1
+            if edge.target.kind == "resource":
+                uri = edge.target.uri
+                for name, value in filled.items():
+                    uri = uri.replace("{" + name + "}", urllib.parse.quote(str(value), safe=""))
+                self.trace.append(f"read {uri}")
+                problem = wire.read(uri)
+                if problem:
+                    self.fail(problem)
+                return
+            call = {**generated, **filled}
+            rejected = [e.message for e in validators[edge.target.name].iter_errors(call)]
+            if rejected:
+                self.trace.append(f"{edge.target.name}({json.dumps(call, ensure_ascii=False)[:400]}) not sent")
+                self.fail(
+                    f"link {edge.label} gives {edge.target.name} an input its schema rejects: {rejected[0][:200]}"
+                )
+            self.run(edge.target.name, call)
+
+        follow.__name__ = f"follow_{edge.source}_to_{edge.target.name}".replace("-", "_")
+        return follow
+
+    def first_step() -> Callable[..., None]:
+        # from a spec example where there is one: a realistic start that gives the links something to pass
+        starts = st.one_of(
+            *(
+                st.tuples(st.just(n.name), st.sampled_from(n.examples) if n.examples else arguments_for(n))
+                for n in roots.values()
+            )
+        )
+
+        @initialize(start=starts)
+        def begin(self: Workflows, start: tuple[str, dict[str, Any]]) -> None:
+            self.run(*start)
+
+        return begin
+
+    namespace: dict[str, Any] = {"begin": first_step()}
+    for node in roots.values():
+        namespace[f"call_{node.name}"] = root_rule(node)
+    for i, edge in enumerate(edges):
+        namespace[f"follow_{i}_{edge.source}_to_{edge.target.name}"] = link_rule(edge)
+    return type("Workflows", (Workflows,), namespace)
+
+
+def run(
+    connect: Callable[[], AbstractAsyncContextManager[Any]],
+    tree: specs.SpecTree,
+    sequences: int,
+    steps: int,
+    seed: int,
+    invariants: list[Invariant] | None = None,
+) -> Stats:
+    """Walk the link graph in `sequences` sequences of up to `steps` calls; `connect()` gives the MCP client
+    (entered on the fuzz's own event loop). Returns the counts, and the first failure as a sequence."""
+    from codegen.openapi import policy_errors
+    from generated.registry import SERVICES
+
+    roots, edges = graph(tree)
+    if not roots:
+        return Stats()  # no links: nothing to walk
+    invariants = load_invariants([s.name for s in tree.services]) if invariants is None else invariants
+    bindings = {t.name: t for svc in SERVICES.values() for t in svc.tools}
+    declared = {n: {*b.errors, *policy_errors(b.policy), "RATE_LIMITED"} for n, b in bindings.items()}
+    stats = Stats()
+    loop = Loop()
+    try:
+        with loop.hold(connect) as client:
+            return _walk(loop, client, roots, edges, invariants, declared, stats, sequences, steps, seed)
+    finally:
+        loop.close()
+
+
+def _walk(
+    loop: Loop,
+    client: Any,
+    roots: dict[str, Node],
+    edges: list[Edge],
+    invariants: list[Invariant],
+    declared: dict[str, set[str]],
+    stats: Stats,
+    sequences: int,
+    steps: int,
+    seed: int,
+) -> Stats:
+    tools = {t.name: t for t in loop.run(client.list_tools())}
+    workflows = machine(roots, edges, Wire(loop, client, tools, declared, stats), invariants, stats)
+    config = settings(
+        max_examples=sequences,
+        stateful_step_count=steps,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        print_blob=False,
+    )
+    try:
+        run_state_machine_as_test(fixed_seed(seed)(workflows), settings=config)
+    except Exception as exc:  # the sequence that failed first; a replay (Flaky) meets another server state
+        stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
+    return stats

@@ -1,0 +1,92 @@
+"""The stateful MCP fuzz walks the links of a real app (in process, over fastmcp's in-memory client), checks
+the services' invariants, and reports a broken one as the sequence of calls that broke it."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codegen import specs
+from codegen.fuzz import stateful
+from kumitate.invariants import Caller, Invariant, Step
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def attendance_tree() -> specs.SpecTree:
+    tree = specs.load(ROOT / "specs")
+    tree.services = [tree.service("attendance")]
+    return tree
+
+
+def connect_to(data_dir: Path, seeded: Path) -> Any:
+    @contextlib.asynccontextmanager
+    async def connect() -> AsyncIterator[Any]:
+        from fastmcp import Client
+
+        from kumitate.transports.mcp import build_server
+        from tests.conftest import serve_in_process
+
+        async with serve_in_process(data_dir, seeded) as app, Client(build_server(app.runtime)) as client:
+            yield client
+
+    return connect
+
+
+def _reads_back_a_newer_version(step: Step, call: Caller, _memory: dict[str, Any]) -> str | None:
+    """Deliberately wrong: the rule read back is one version ahead of the one saved."""
+    read = call("get_attendance_rule", {"thread_id": (step.result or {})["thread_id"]})
+    expected = (step.result or {})["version"] + 1
+    got = (read.result or {}).get("version")
+    return None if got == expected else f"read version {got}, expected {expected}"
+
+
+BROKEN = Invariant(
+    "reads_back_a_newer_version", "broken on purpose", frozenset({"save_attendance_rule"}), _reads_back_a_newer_version
+)
+
+
+@pytest.mark.slow  # make fuzz walks every service's graph with these invariants
+def test_the_declared_invariants_hold_along_multi_step_sequences(tmp_path: Path, seeded_data_dir: Path) -> None:
+    tree = attendance_tree()
+    stats = stateful.run(connect_to(tmp_path / "var", seeded_data_dir), tree, sequences=8, steps=4, seed=3)
+    assert stats.failure is None, stats.failure
+    assert stats.multi_step >= 3 and stats.links_followed >= 3
+    assert stats.invariant_checks >= 1, "save_attendance_rule was never reached: its invariant checked nothing"
+    assert stats.longest >= 2
+
+
+def test_a_broken_invariant_is_reported_as_the_sequence_that_broke_it(tmp_path: Path, seeded_data_dir: Path) -> None:
+    tree = attendance_tree()
+    stats = stateful.run(connect_to(tmp_path / "var", seeded_data_dir), tree, 12, 4, seed=3, invariants=[BROKEN])
+    assert stats.failure is not None
+    assert "invariant reads_back_a_newer_version broken after save_attendance_rule" in stats.failure
+    sequence = stats.failure.split("sequence (", 1)[1]
+    assert "1. parse_attendance_intent(" in sequence
+    assert "2. save_attendance_rule(" in sequence
+
+
+def test_the_invariants_of_every_service_are_found() -> None:
+    names = {inv.name for inv in stateful.load_invariants(["household", "attendance", "analytics", "yana", "stays"])}
+    assert names == {
+        "confirm_then_restore_keeps_month_figures",
+        "saved_rule_reads_back_equal",
+        "dropped_view_is_gone",
+        "ingested_label_found_by_brand",
+    }
+
+
+def test_the_graph_starts_where_no_link_leads() -> None:
+    roots, edges = stateful.graph(specs.load(ROOT / "specs"))
+    assert set(roots) == {
+        "detect_duplicates",
+        "parse_attendance_intent",
+        "materialize",
+        "ingest",
+        "get_monthly_household",
+    }
+    assert {e.target.name for e in edges} >= {"confirm_duplicate", "restore_duplicate", "export_file", "chart"}
