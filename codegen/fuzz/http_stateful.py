@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as fixed_seed
 from hypothesis.stateful import run_state_machine_as_test
 
 from codegen import specs
-from codegen.fuzz.stateful import Stats, load_invariants
+from codegen.fuzz.stateful import Stats, load_invariants, walk_settings
 from kumitate.invariants import Invariant, Step
 
 
@@ -121,18 +120,8 @@ def run(
             stats.multi_step += self.followed > 0
             stats.longest = max(stats.longest, len(self.trace))
 
-    config_ = settings(
-        max_examples=sequences,
-        stateful_step_count=steps,
-        database=None,
-        deadline=None,
-        phases=[Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-        print_blob=False,
-    )
     try:
-        run_state_machine_as_test(fixed_seed(seed)(Workflows), settings=config_)
+        run_state_machine_as_test(fixed_seed(seed)(Workflows), settings=walk_settings(sequences, steps))
     except Exception as exc:  # the first failure, as its sequence; a replay meets another server state
         stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
     finally:

@@ -384,7 +384,17 @@ def _walk(
 ) -> Stats:
     tools = {t.name: t for t in loop.run(client.list_tools())}
     workflows = machine(roots, edges, Wire(loop, client, tools, declared, stats), invariants, stats)
-    config = settings(
+    try:
+        run_state_machine_as_test(fixed_seed(seed)(workflows), settings=walk_settings(sequences, steps))
+    except Exception as exc:  # the sequence that failed first; a replay (Flaky) meets another server state
+        stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
+    return stats
+
+
+def walk_settings(sequences: int, steps: int) -> settings:
+    """Hypothesis' budget for a walk (both transports): `sequences` sequences of at most `steps` calls,
+    no example database (CI repeats the fixed seed instead), no per-example deadline (a call has its own)."""
+    return settings(
         max_examples=sequences,
         stateful_step_count=steps,
         database=None,
@@ -394,8 +404,3 @@ def _walk(
         report_multiple_bugs=False,
         print_blob=False,
     )
-    try:
-        run_state_machine_as_test(fixed_seed(seed)(workflows), settings=config)
-    except Exception as exc:  # the sequence that failed first; a replay (Flaky) meets another server state
-        stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
-    return stats
