@@ -171,8 +171,8 @@ class Pipeline:
         steps += self._admission(binding)
         steps.append(read_body)
         if rules.idempotency and self.policies.idempotency is not None:
-            # a task's claim lasts as long as the task may run
-            seconds = binding.task_timeout_s or timeout_s(rules.timeout_ms, self.policies.max_timeout_ms)
+            # a synchronous call's claim lasts as long as its deadline; a task's, as the task may run (Idempotent)
+            seconds = timeout_s(rules.timeout_ms, self.policies.max_timeout_ms)
             idempotent = Idempotent(self.policies.idempotency, binding.key, rules.idempotency_ttl_s, seconds)
             steps += [idempotent, Errors(self.errors)]
         if rules.max_output_bytes:

@@ -24,7 +24,9 @@ class Idempotent:
     caller sent a key. Runs after the body is read (the key is bound to the arguments) and
     before validation, so a replay answers exactly as the first call did. The rest of the chain
     must end in an Outcome (an `Errors` step follows this one), so refusals are stored too.
-    `timeout_s` is the tool's deadline: a claim on a key is a lease that ends shortly after it."""
+    `timeout_s` is the tool's deadline: a claim on a key is a lease that ends shortly after it. A call run
+    as a task (`request.task_timeout_s`) holds its claim for the task's own, longer deadline; the same tool
+    called synchronously keeps the short lease, so a crash does not hold its key for the task's time."""
 
     def __init__(self, store: IdempotencyStore, key: str, ttl_s: int, timeout_s: float | None = None) -> None:
         self.store = store
@@ -45,7 +47,8 @@ class Idempotent:
             return Stored(outcome.status, outcome.body), None if ctx.outcome_unknown else client_caused(outcome)
 
         ident = (self.key, ctx.principal.id, key)
-        stored, replayed = await self.store.run(ident, data_of(call.arguments), self.ttl_s, execute, self.lease_s)
+        lease = lease_s(call.request.task_timeout_s) if call.request.task_timeout_s else self.lease_s
+        stored, replayed = await self.store.run(ident, data_of(call.arguments), self.ttl_s, execute, lease)
         if not replayed:
             return holder[0]
         ok = stored.status < 400

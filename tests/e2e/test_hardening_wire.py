@@ -117,6 +117,7 @@ async def test_a_key_on_a_read_only_tool_is_accepted_and_harmless(server: LiveSe
             )
             assert r.status_code == 200 and "Idempotent-Replayed" not in r.headers
     async with mcp(server) as client:
+        await client.list_tools()  # as a client does: the listing says which arguments go in Mcp-Param-* headers
         result = await client.call_tool("get_attendance_rule", {**args, "idempotency_key": "ro"}, raise_on_error=False)
         assert not result.is_error and result.structured_content["thread_id"] == "demo-k-of-n"
 
@@ -236,6 +237,7 @@ async def test_wrong_token_guesses_are_rate_limited_per_address(guarded: LiveSer
         no_token = await client.post(path, json=args)
         assert no_token.status_code == 401  # no token, no guess: a plain 401
     async with mcp(guarded) as client:
+        await client.list_tools()  # the listing says which arguments go in Mcp-Param-* headers (x-mcp-header)
         result = await client.call_tool("get_attendance_rule", args, raise_on_error=False)
     assert result.is_error and mcp_result_body(result)["error"]["code"] == "RATE_LIMITED"
 

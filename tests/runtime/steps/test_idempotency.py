@@ -70,3 +70,26 @@ async def test_a_call_answered_while_its_commit_may_land_keeps_its_claim(tmp_pat
     with pytest.raises(ToolError) as retry:
         await step(keyed({"n": 1}, "k", "run-2"), unknown)
     assert retry.value.code == "IN_PROGRESS" and runs == 1
+
+
+class LeaseRecorder(IdempotencyStore):
+    """The real store, noting the lease each claim asked for."""
+
+    leases: list[float]
+
+    async def run(self, *args: object, **kwargs: object) -> object:  # type: ignore[override]
+        self.leases.append(float(args[4]))  # type: ignore[arg-type]
+        return await super().run(*args, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_a_task_holds_its_claim_for_the_task_and_a_plain_call_for_its_deadline(tmp_path: Path) -> None:
+    """A task-capable tool called synchronously keeps the short lease (a crashed call frees its key soon);
+    the same tool run as a task holds the key as long as the task may run."""
+    store = LeaseRecorder(open_database(tmp_path))
+    store.leases = []
+    step = Idempotent(store, "demo.export", 60, timeout_s=15.0)
+    await step(keyed({"n": 1}, "plain", "run-1"), ok({"n": 1}))
+    task = make_call({"n": 2}, CallRequest("http", idempotency_key="as-task", task_timeout_s=300.0))
+    await step(task, ok({"n": 2}))
+    plain_lease, task_lease = store.leases
+    assert plain_lease < 60 < 300 <= task_lease
