@@ -139,6 +139,7 @@ def test_the_upgrading_docs_quote_the_lines_an_upgrade_prints(upgraded: tuple) -
 
     def shape(line: str) -> str:
         line = line.replace(str(data_dir), "/srv/var")
+        line = re.sub(r"revision \d{4}_\w+", "revision <head>", line)  # the docs need not follow each migration
         return re.sub(r"\d+", "N", line.replace(str(readback.settings(data_dir).sample_dir), "/srv/kumitate/data"))
 
     assert sorted(map(shape, quoted)) == sorted(map(shape, lines))
