@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kumitate import tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding
@@ -17,6 +17,9 @@ from kumitate.project import Project, load_generated, load_toolsets
 from kumitate.service import ServiceSetup, Stores
 from kumitate.settings import Settings
 from kumitate.tasks import task_runner
+
+if TYPE_CHECKING:
+    from kumitate.tasks.runner import TaskRunner
 
 
 class MissingHandlerError(RuntimeError):
@@ -109,7 +112,7 @@ class Runtime:
             commit_grace_s=settings.commit_grace_ms / 1000,
         )
         self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies)
-        self.tasks = task_runner(self.pipeline, self.stores.database, settings)
+        self._tasks: TaskRunner | None = None
         tracing.configure(settings.env)
         self.pipeline.disabled = {
             r.key for svc in self.services.values() for r in svc.resources if not self.resource_enabled(r)
@@ -143,9 +146,18 @@ class Runtime:
         """A resource the spec gates on a variable (`enabled_by`, a service's setting) is served when it is `1`."""
         return binding.enabled_by is None or self.settings.env.get(binding.enabled_by) == "1"
 
+    @property
+    def tasks(self) -> TaskRunner:
+        """The task runner (kumitate.tasks), built on first use: a process whose services have no task
+        tool opens no database for it (stdio for stays stays lean)."""
+        if self._tasks is None:
+            self._tasks = task_runner(self.pipeline, self.stores.database, self.settings)
+        return self._tasks
+
     def close(self) -> None:
         self.health.close()
-        self.tasks.close()
+        if self._tasks is not None:
+            self._tasks.close()
         self.pipeline.close()
         if self.policies.idempotency is not None:
             self.policies.idempotency.close()

@@ -9,6 +9,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
+from codegen.docs import mcp_description
 from codegen.specs import SpecTree
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
@@ -41,7 +42,7 @@ async def test_tools_list_is_the_spec(tmp_path: Path, spec_tree: SpecTree) -> No
             k: v for k, v in spec.wire_input.items() if k != "properties"
         }
         assert tool.output_schema == spec.wire_output
-        assert tool.description.endswith(spec.description.strip())
+        assert spec.description.strip() in tool.description and tool.description == mcp_description(spec)
         for key, attr in ANNOTATIONS.items():
             assert getattr(tool.annotations, attr) == spec.annotations[key], (spec.name, key)
         if spec.policy.get("idempotency"):
