@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from codegen.specs import SpecTree
 from tests.conftest import REPO, start_server, stop_server
 
 DOCKERFILE = REPO / "Dockerfile"
@@ -60,9 +61,9 @@ def test_readme_documents_the_run_command() -> None:
 
 
 @pytest.mark.slow
-def test_the_runtime_stage_layout_serves(tmp_path: Path) -> None:
+def test_the_runtime_stage_layout_serves(tmp_path: Path, spec_tree: SpecTree) -> None:
     """The final stage's files alone (its COPY list, and kumitate + codegen as the wheel has them)
-    serve every service and answer the HEALTHCHECK's URL, from a directory outside the checkout."""
+    serve every service served by default (not the opt-in conformance fixtures) and answer the HEALTHCHECK's URL, from a directory outside the checkout."""
     app = tmp_path / "app"
     app.mkdir()
     for path in _runtime_copies():
@@ -81,8 +82,6 @@ def test_the_runtime_stage_layout_serves(tmp_path: Path) -> None:
     try:
         health = httpx.get(f"{server.url}/healthz", timeout=10)
         assert health.status_code == 200
-        assert health.json()["services"] == sorted(
-            p.name for p in (REPO / "specs").iterdir() if (p / "service.yaml").is_file()
-        )
+        assert health.json()["services"] == sorted(s.name for s in spec_tree.services if not s.opt_in)
     finally:
         stop_server(server)
