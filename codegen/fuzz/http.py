@@ -27,10 +27,11 @@ from kumitate.project import Project
 
 def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
     lines = ["[generation]", f"max-examples = {max_examples}", 'database = "none"', ""]
-    entries = [(t.http_method, t.http_path, t.errors + policy_errors(t.policy)) for t in tree.all_tools()]
+    entries = [(t.http_method, t.http_path, t.errors + policy_errors(t.policy)) for t in tree.default_tools()]
     entries += [
         ("GET", r.http_path, [*r.errors, "NOT_FOUND", *policy_errors(r.policy)])
         for s in tree.services
+        if not s.opt_in
         for r in s.resources
     ]
     for method, path, codes in entries:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from litestar import Request, Response, get, post
+from litestar import Request, Response, route
 
 from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
@@ -89,7 +89,6 @@ def operation_routes(runtime: Runtime) -> list[Any]:
     def refused(request: Request[Any, Any, Any], exc: ToolError) -> Response[bytes]:
         return to_response(runtime.pipeline.error_outcome(exc, *request_ids(request)))
 
-    @get(f"{OPERATIONS}/{{name:str}}", include_in_schema=False)
     async def get_operation(request: Request[Any, Any, Any], name: str) -> Response[Any]:
         try:
             row = await runtime.tasks.get(name, await caller(request, "get_operation"))
@@ -99,7 +98,6 @@ def operation_routes(runtime: Runtime) -> list[Any]:
             return refused(request, exc)
         return _answer(row)
 
-    @post(f"{OPERATIONS}/{{name:str}}", include_in_schema=False, status_code=200)
     async def cancel_operation(request: Request[Any, Any, Any], name: str) -> Response[Any]:
         task_id, _, verb = name.partition(":")
         try:
@@ -114,4 +112,15 @@ def operation_routes(runtime: Runtime) -> list[Any]:
             return refused(request, exc)
         return _answer(row)
 
-    return [get_operation, cancel_operation]
+    # one Litestar path holds `{id}` (GET) and `{id}:cancel` (POST), so OPTIONS is answered here: its
+    # Allow header names the methods of the address asked about, as the OpenAPI document does
+    @route(f"{OPERATIONS}/{{name:str}}", http_method=["GET", "POST", "OPTIONS"], include_in_schema=False)
+    async def operation(request: Request[Any, Any, Any], name: str) -> Response[Any]:
+        if request.method == "OPTIONS":
+            allow = "OPTIONS, POST" if name.endswith(":cancel") else "GET, OPTIONS"
+            return Response(b"", status_code=204, headers={"Allow": allow})
+        if request.method == "GET":
+            return await get_operation(request, name)
+        return await cancel_operation(request, name)
+
+    return [operation]

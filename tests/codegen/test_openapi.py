@@ -43,7 +43,7 @@ def _header_params(doc: dict[str, Any], op: dict[str, Any]) -> set[str]:
 def test_every_operation_reads_the_correlation_headers_and_idempotency_key_where_the_policy_has_it() -> None:
     doc = _doc()
     tree = specs.load(REPO / "specs")
-    idempotent = {t.http_path for t in tree.all_tools() if t.policy.get("idempotency")}
+    idempotent = {t.http_path for t in tree.default_tools() if t.policy.get("idempotency")}
     assert idempotent, "the repository specs have a tool with policy.idempotency"
     for name, op in _operations(doc):
         headers = _header_params(doc, op)
@@ -56,7 +56,7 @@ def test_every_operation_reads_the_correlation_headers_and_idempotency_key_where
 def test_every_response_documents_its_headers() -> None:
     doc = _doc()
     tree = specs.load(REPO / "specs")
-    idempotent = {t.http_path for t in tree.all_tools() if t.policy.get("idempotency")}
+    idempotent = {t.http_path for t in tree.default_tools() if t.policy.get("idempotency")}
     saw_429 = False
     for name, op in _operations(doc):
         for status, response in op["responses"].items():
@@ -130,7 +130,7 @@ def _resolve_all(doc: dict[str, Any], node: Any, seen: tuple[str, ...] = ()) -> 
 def test_schemas_are_named_components_that_resolve_to_the_spec_schemas() -> None:
     doc = _doc()
     tree = specs.load(REPO / "specs")
-    for tool in tree.all_tools():
+    for tool in tree.default_tools():
         op = doc["paths"][tool.http_path][tool.http_method.lower()]
         body = op["requestBody"]["content"]["application/json"]["schema"]
         out = op["responses"]["200"]["content"]["application/json"]["schema"]
@@ -168,7 +168,7 @@ def test_success_examples_come_from_the_spec_and_match_the_output_schema() -> No
     doc = _doc()
     tree = specs.load(REPO / "specs")
     with_examples = 0
-    for tool in tree.all_tools():
+    for tool in tree.default_tools():
         content = doc["paths"][tool.http_path][tool.http_method.lower()]["responses"]["200"]["content"]
         examples = content["application/json"].get("examples", {})
         wanted = [ex for ex in tool.examples if ex.error is None and ex.output is not None]
@@ -178,4 +178,4 @@ def test_success_examples_come_from_the_spec_and_match_the_output_schema() -> No
             if ex.match == "exact":
                 jsonschema.validate(ex.output, tool.output_schema)
         with_examples += bool(examples)
-    assert with_examples >= len(tree.all_tools()) // 2
+    assert with_examples >= len(tree.default_tools()) // 2
