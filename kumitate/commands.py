@@ -191,9 +191,12 @@ def _tools(args: argparse.Namespace) -> int:
         verdict = "ok" if digest == expected else ("not in the lockfile" if expected is None else "DRIFT")
         drift += verdict != "ok"
         print(f"{name}\t{digest}\t{verdict}")
+    # a tool is missing only from a service the server serves (it may serve a few, and opt-in ones are off)
+    services = {by_name[name]["service"] for name in served if name in by_name}
     for name in sorted(set(by_name) - set(served)):
-        drift += 1
-        print(f"{name}\t-\tnot served")
+        missing = by_name[name]["service"] in services
+        drift += missing
+        print(f"{name}\t-\t{'not served' if missing else 'its service is not served here'}")
     return EXIT_TOOL_ERROR if drift else 0
 
 

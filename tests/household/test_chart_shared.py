@@ -3,7 +3,6 @@ instance rendered is served by another that shares it."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from handlers.household.core.chart_cache import ChartCache
 from kumitate.cache import MemoryCache, RedisCache, SharedCache
 from kumitate.context import CallContext
-from kumitate.service import ServiceSetup
+from kumitate.service import ServiceSetup, Stores
 from kumitate.settings import Settings
 from kumitate.storage import redis as shared_redis
 
@@ -58,7 +57,8 @@ def test_the_service_keeps_its_charts_in_the_cache_of_its_setup(tmp_path: Path, 
             exports.mkdir(parents=True)
             write_export(exports, "2025-01-01_2025-01-31", trend_rows()["2025-01"])
             env = service_env(tmp_path / name / "var", tmp_path / name / "samples", HOUSEHOLD_DATA_DIR=str(exports))
-            setups.append(replace(ServiceSetup.open("household", Settings.from_env(env)), cache=cache))
+            settings = Settings.from_env(env)
+            setups.append(ServiceSetup("household", settings, Stores(settings, cache=cache), own=True))
             services.append(open_service(setups[-1]))
         args = {"year": 2025, "month": 1, "output_format": "image"}
         chart_id = services[0].get_monthly_household(args, ctx)["chart"]["chart_id"]
