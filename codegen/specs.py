@@ -442,21 +442,33 @@ def _load_service(
     return svc
 
 
-def _load_prompt(
-    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
-) -> PromptSpec | None:
+def _read_checked(
+    kind: str, path: Path, root: Path, meta: _MetaValidators, problems: list[Problem]
+) -> tuple[str, dict[str, Any]] | None:
+    """A tool, resource or prompt file read and checked against its meta-schema (None when it cannot be
+    loaded; the problems say why), its `name` checked against the file name (KT003)."""
     rel = _rel(path, root)
     doc = _read(path, root, problems)
     if doc is None:
         return None
-    found = meta.check("prompt", doc, rel)
+    found = meta.check(kind, doc, rel)
     problems += found
     if found:
         return None
     if doc["name"] != path.stem:
         problems.append(
-            Problem(rel, "/name", "KT003", f"prompt name {doc['name']!r} must equal its file name {path.stem!r}")
+            Problem(rel, "/name", "KT003", f"{kind} name {doc['name']!r} must equal its file name {path.stem!r}")
         )
+    return rel, doc
+
+
+def _load_prompt(
+    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
+) -> PromptSpec | None:
+    checked = _read_checked("prompt", path, root, meta, problems)
+    if checked is None:
+        return None
+    _, doc = checked
     return PromptSpec(
         service=svc.name,
         name=doc["name"],
@@ -473,18 +485,10 @@ def _load_prompt(
 def _load_tool(
     path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
 ) -> ToolSpec | None:
-    rel = _rel(path, root)
-    doc = _read(path, root, problems)
-    if doc is None:
+    checked = _read_checked("tool", path, root, meta, problems)
+    if checked is None:
         return None
-    found = meta.check("tool", doc, rel)
-    problems += found
-    if found:
-        return None
-    if doc["name"] != path.stem:
-        problems.append(
-            Problem(rel, "/name", "KT003", f"tool name {doc['name']!r} must equal its file name {path.stem!r}")
-        )
+    rel, doc = checked
     names: dict[str, str] = {}
     input_schema = _deref(doc["input"], path, root, "/input", rel, problems, names)
     output_schema = _deref(doc["output"], path, root, "/output", rel, problems, names)
@@ -535,18 +539,10 @@ def _load_tool(
 def _load_resource(
     path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
 ) -> ResourceSpec | None:
-    rel = _rel(path, root)
-    doc = _read(path, root, problems)
-    if doc is None:
+    checked = _read_checked("resource", path, root, meta, problems)
+    if checked is None:
         return None
-    found = meta.check("resource", doc, rel)
-    problems += found
-    if found:
-        return None
-    if doc["name"] != path.stem:
-        problems.append(
-            Problem(rel, "/name", "KT003", f"resource name {doc['name']!r} must equal its file name {path.stem!r}")
-        )
+    rel, doc = checked
     output = None
     if "output" in doc:
         output = _deref(doc["output"], path, root, "/output", rel, problems)
