@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, Engine, Insert, Table, exc
 from sqlalchemy.dialects import postgresql, sqlite
 
-from kumitate.context import commit_gate
+from kumitate.context import commit_gate, current_call
 from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
 from kumitate.faults import STORAGE_RETRY_AFTER_MS
@@ -55,7 +55,11 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """BEGIN … COMMIT; the COMMIT waits for the commit gate (a timed-out call rolls back instead)."""
+        """BEGIN … COMMIT; the COMMIT waits for the commit gate (a timed-out call rolls back instead).
+        A call already past its deadline is refused before it takes a connection: it could only roll back."""
+        call = current_call()
+        if call is not None:
+            call.check_deadline()
         with self._connection(max(self.grace_s, CUT_MARGIN_S)) as conn:
             trans = conn.begin()
             try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,20 @@ def _postgres(url: str) -> Engine:
     return engine
 
 
+def _wal(cursor: Any, busy_timeout_ms: int) -> None:
+    """Switch a file to WAL once (the mode is stored in the file). Switching needs the file to itself, and
+    SQLite answers "database is locked" at once, without its busy handler, while instances starting
+    together create or migrate it: retry until the busy timeout instead of failing the start."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while cursor.execute("PRAGMA journal_mode").fetchone()[0].lower() not in ("wal", "memory"):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 class _QuietConnection(psycopg.Connection[Any]):
     """psycopg wakes a thread blocked on the server every 0.1 s to look for Ctrl-C, which only the main
     thread ever receives; with many threads held by a hung server those wake-ups take the GIL from the
@@ -94,8 +110,8 @@ def _sqlite(url: str, busy_timeout_ms: int) -> Engine:
         # transactional and writers take the lock at BEGIN, not at their first write.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        _wal(cursor, busy_timeout_ms)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
