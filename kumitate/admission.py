@@ -61,6 +61,11 @@ class Admission:
             await self._slots.acquire()  # free: no suspension
         self.in_flight += 1
 
+    @property
+    def full(self) -> bool:
+        """Every slot taken: a call now would wait (or be refused)."""
+        return self.in_flight >= self.limit
+
     def exit(self) -> None:
         self.in_flight -= 1
         if self._slots is not None:

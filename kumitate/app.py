@@ -26,6 +26,7 @@ from kumitate.settings import Settings
 from kumitate.tasks.http import operation_routes
 from kumitate.transports.asgi import KumitateASGI, RequestLimits
 from kumitate.transports.http import error_response
+from kumitate.transports.http_lean import LeanHTTP
 from kumitate.transports.mcp import HTTP_MIDDLEWARE, build_server, configure_sessions
 from kumitate.transports.mcp_lean import lean_endpoint
 from kumitate.transports.oauth import discovery_routes, mcp_gate
@@ -135,6 +136,7 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         origins=origins,
         gate=gate,
         limits=limits,
+        lean=LeanHTTP(runtime, body_cap) if settings.http_lean else None,
     )
     app.runtime = runtime  # type: ignore[attr-defined]
     return app

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kumitate import calllog, correlation, tracing
-from kumitate.admission import CALLS_PER_THREAD, Admission
+from kumitate.admission import CALLS_PER_THREAD, Admission, overloaded
 from kumitate.bindings import PromptBinding, ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.bulkhead import Bulkhead
 from kumitate.catalogue import CatalogueEntry
@@ -273,6 +273,18 @@ class Pipeline:
         """Render one prompt: the steps of a resource read; the body is the handler's list of Messages."""
         ctx = self._context(binding.service, binding.name, request)
         return await self._through(Call(binding, request, ctx, params=arguments))
+
+    def shed(self, binding: ToolBinding, request: CallRequest) -> Outcome | None:
+        """The 503 a call gets now, without the admission wait, when its service is at its bound of
+        calls in flight (logged and counted like any answer); None when there is room. For a transport
+        that sheds before it reads anything (kumitate.transports.http_lean)."""
+        admission = self.admissions[binding.service]
+        if not admission.full:
+            return None
+        started = time.perf_counter()
+        ctx = self._context(binding.service, binding.name, request)
+        exc = overloaded(binding.service, admission.limit, 0)
+        return self._finish(self.error_outcome(exc, ctx.run_id, ctx.trace_id), ctx, request.transport, started)
 
     def refuse(self, what: str, error: ToolError, request: CallRequest) -> Outcome:
         """A request no tool or resource takes (`what`: e.g. `unknown_tool`; the name asked for is

@@ -339,6 +339,13 @@ class Settings(DeploySettings):
         "seconds a request body may take to arrive once the server reads it; then 408 and closed",
         gt=0,
     )
+    http_lean: bool = var(
+        "KUMITATE_HTTP_LEAN",
+        True,
+        "answer plain JSON `POST /v1/<service>/<tool>` calls on the lean path in front of Litestar (same pipeline and answers; "
+        "sheds at the admission bound before reading the body)",
+        "on",
+    )
     mcp_max_sessions: int = var(
         "KUMITATE_MCP_MAX_SESSIONS",
         500,

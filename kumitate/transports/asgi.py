@@ -55,6 +55,10 @@ EXPOSED_HEADERS = (
 )
 
 IDS_KEY = "kumitate_ids"
+HEADERS_KEY = "kumitate_headers"
+"""The request's headers as a dict of lower-cased names (the last of a repeated one), in scope["state"]."""
+Lean = Callable[[Scope, Receive, Send], Awaitable[bool]]
+"""A path in front of Litestar (kumitate.transports.http_lean): True when it answered the request."""
 MCP_PREFIX = "/mcp"
 STATUS_CODES = {
     400: "BAD_REQUEST",
@@ -121,8 +125,10 @@ class KumitateASGI:
         origins: OriginPolicy | None = None,
         gate: Gate | None = None,
         limits: RequestLimits | None = None,
+        lean: Lean | None = None,
     ) -> None:
         self.app = app
+        self.lean = lean
         self.gate = gate
         self.mcp_all = mcp_all
         self.mcp_services = mcp_services
@@ -156,7 +162,9 @@ class KumitateASGI:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         run_id, trace_id = correlation.from_headers(headers)
         replaced = correlation.run_id_replaced(headers)
-        scope.setdefault("state", {})[IDS_KEY] = (run_id, trace_id)
+        state = scope.setdefault("state", {})
+        state[IDS_KEY] = (run_id, trace_id)
+        state[HEADERS_KEY] = headers
         started = time.perf_counter()
         ids = (run_id, trace_id)
         refusal = self._refusal(scope, headers)
@@ -224,6 +232,8 @@ class KumitateASGI:
                 await app({**scope, "path": path, "raw_path": path.encode()}, receive, catalogue_errors(send, ids))
             finally:
                 SERVED_OVER_NETWORK.reset(token)
+            return
+        if self.lean is not None and await self.lean(scope, receive, send):
             return
         await self.app(scope, receive, send)
 

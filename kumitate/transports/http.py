@@ -62,13 +62,16 @@ def call_request(request: Request[Any, Any, Any]) -> CallRequest:
     )
 
 
-def to_response(outcome: Outcome) -> Response[bytes]:
-    headers = dict(outcome.headers)
+def encoded(outcome: Outcome) -> tuple[bytes, str]:
+    """The response body of `outcome` and its media type."""
     if outcome.ok and isinstance(outcome.body, bytes):
-        return Response(outcome.body, status_code=outcome.status, media_type=outcome.media_type, headers=headers)
-    return Response(
-        _ENCODER.encode(outcome.body), status_code=outcome.status, media_type="application/json", headers=headers
-    )
+        return outcome.body, outcome.media_type
+    return _ENCODER.encode(outcome.body), "application/json"
+
+
+def to_response(outcome: Outcome) -> Response[bytes]:
+    body, media_type = encoded(outcome)
+    return Response(body, status_code=outcome.status, media_type=media_type, headers=dict(outcome.headers))
 
 
 def route_template(request: Request[Any, Any, Any]) -> str:
@@ -129,6 +132,13 @@ def _media_type(request: Request[Any, Any, Any]) -> str:
     )
 
 
+def json_arguments(raw: bytearray) -> JsonBody:
+    """A JSON request body as the pipeline's arguments (parsed and checked by kumitate.intake)."""
+    if not raw or raw.isspace():
+        raise ToolError("the request body is empty; send a JSON object", code="BAD_REQUEST")
+    return JsonBody(raw)
+
+
 async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) -> Any:
     media = _media_type(request)
     if media not in binding.content_types:
@@ -137,10 +147,7 @@ async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) 
             code="UNSUPPORTED_MEDIA_TYPE",
         )
     if media == "application/json":
-        raw = await read_body(request)
-        if not raw or raw.isspace():
-            raise ToolError("the request body is empty; send a JSON object", code="BAD_REQUEST")
-        return JsonBody(raw)
+        return json_arguments(await read_body(request))
     form = await request.form()
     flattened = forms.Flattened.of(binding.input_schema, binding.form_flatten)
     arguments: dict[str, Any] = {}

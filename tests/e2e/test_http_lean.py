@@ -1,0 +1,201 @@
+"""The lean HTTP path (kumitate/transports/http_lean.py) answers byte for byte what the Litestar route answers.
+
+Each request is sent twice to the same in-process app, once with the lean path on and once with it
+off (Litestar's route then answers, as with KUMITATE_HTTP_LEAN=0), with fixed correlation ids:
+status, every response header (names, values, order; all but the measured duration) and body must
+be equal. The requests cover what the lean path takes (a call, an input error, bad JSON, an empty
+body, an idempotent replay, a caller without a token or without the scope) and what it hands on
+(an unknown tool, another method or content type, a query string, a task asked for, a body over the
+cap, a compressed body), so an answer changed on one path only fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codegen.examples import all_examples
+from codegen.specs import SpecTree
+from kumitate.transports.http_lean import LeanHTTP
+from tests.conftest import InProcessApp, serve_in_process
+
+pytestmark = pytest.mark.anyio
+
+STAYS = {
+    "granularity": "admin",
+    "stays": [{"ref": "a", "code": "13101", "name": "千代田区", "start_ts": "2024-05-01T09:00:00+09:00"}],
+}
+RULE = {
+    "version": "1.0",
+    "type": "K_OF_N",
+    "invitee_scope": {"include_invitee_keys": ["u:1", "u:2", "u:3"]},
+    "rule": {"k": 2, "n": 3},
+    "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot"},
+}
+TOKENS = {
+    "t-all": {"principal": "ops", "scopes": ["stays", "yana", "household", "attendance", "analytics"]},
+    "t-other": {"principal": "other", "scopes": ["attendance"]},
+}
+SUMMARIZE = "/v1/stays/summarize_stays"
+JSON_TYPE = {"Content-Type": "application/json"}
+
+CASES: dict[str, tuple[str, str, Any, dict[str, str]]] = {
+    # (method, path, body (bytes as sent, or a JSON value), headers over the defaults)
+    "call": ("POST", SUMMARIZE, STAYS, {}),
+    "charset": ("POST", SUMMARIZE, STAYS, {"Content-Type": "application/json; charset=utf-8"}),
+    "input error": ("POST", SUMMARIZE, {"stays": 5}, {}),
+    "extra field": ("POST", SUMMARIZE, {**STAYS, "nope": 1}, {}),
+    "bad json": ("POST", SUMMARIZE, b'{"stays": [', {}),
+    "not an object": ("POST", SUMMARIZE, [1, 2], {}),
+    "empty body": ("POST", SUMMARIZE, b"", {}),
+    "blank body": ("POST", SUMMARIZE, b"  \n", {}),
+    "unknown tool": ("POST", "/v1/stays/nope", STAYS, {}),
+    "trailing slash": ("POST", SUMMARIZE + "/", STAYS, {}),
+    "get": ("GET", SUMMARIZE, b"", {}),
+    "query string": ("POST", SUMMARIZE + "?x=1", STAYS, {}),
+    "form": ("POST", SUMMARIZE, b"a=1", {"Content-Type": "application/x-www-form-urlencoded"}),
+    "no content type": ("POST", SUMMARIZE, STAYS, {"Content-Type": ""}),
+    "text": ("POST", SUMMARIZE, b"{}", {"Content-Type": "text/plain"}),
+    "compressed": ("POST", SUMMARIZE, STAYS, {"Content-Encoding": "gzip"}),
+    "prefer": ("POST", SUMMARIZE, STAYS, {"Prefer": "respond-async"}),
+    "header twice": ("POST", SUMMARIZE, STAYS, {"X-Dup": "a", "x-dup": "b"}),
+    "read-only other service": ("POST", "/v1/household/get_duplicate_stats", {}, {}),
+}
+
+
+def _headers(extra: dict[str, str]) -> list[tuple[str, str]]:
+    headers = JSON_TYPE | {"X-Run-Id": "run-lean-1", "X-Trace-Id": "0af7651916cd43dd8448eb211c80319c"}
+    base = [(k, v) for k, v in headers.items() if k.lower() not in {e.lower() for e in extra}]
+    return base + [(k, v) for k, v in extra.items() if v]
+
+
+@contextmanager
+def _lean(app: InProcessApp, on: bool) -> Iterator[LeanHTTP]:
+    lean = app.app.lean
+    assert isinstance(lean, LeanHTTP), "the lean HTTP path is in front of Litestar (KUMITATE_HTTP_LEAN on)"
+    lean.enabled = on
+    try:
+        yield lean
+    finally:
+        lean.enabled = True
+
+
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+async def _send(app: InProcessApp, method: str, path: str, body: Any, extra: dict[str, str]) -> Answer:
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    reply = await app.http.request(method, path, content=content, headers=_headers(extra))
+    headers = [(k, v) for k, v in reply.headers.raw if k.lower() != b"x-request-duration-ms"]
+    return reply.status_code, headers, reply.content
+
+
+async def _both(app: InProcessApp, method: str, path: str, body: Any, extra: dict[str, str]) -> list[Answer]:
+    answers = []
+    for on in (True, False):
+        with _lean(app, on):
+            answers.append(await _send(app, method, path, body, extra))
+    return answers
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_lean_answers_as_litestar(in_process_app: InProcessApp, case: str) -> None:
+    lean, litestar = await _both(in_process_app, *CASES[case])
+    assert lean == litestar
+
+
+async def test_idempotent_replay(in_process_app: InProcessApp) -> None:
+    """A replay (Idempotent-Replayed, the first answer's body) and a key reused with another body."""
+    key = {"Idempotency-Key": "lean-replay-1"}
+    body = {"thread_id": "lean-thread", "rule": RULE}
+    first = await _send(in_process_app, "POST", "/v1/attendance/save_attendance_rule", body, key)
+    assert first[0] == 200, first[2]
+    lean, litestar = await _both(in_process_app, "POST", "/v1/attendance/save_attendance_rule", body, key)
+    assert lean == litestar
+    assert (b"idempotent-replayed", b"true") in [(k.lower(), v) for k, v in lean[1]]
+    reused = {"thread_id": "lean-thread-2", "rule": RULE}
+    lean, litestar = await _both(in_process_app, "POST", "/v1/attendance/save_attendance_rule", reused, key)
+    assert lean == litestar
+    assert lean[0] >= 400
+
+
+async def test_lean_path_serves_the_call(in_process_app: InProcessApp) -> None:
+    """The lean path really answers (Litestar is never entered) and hands on what it does not take."""
+    outer = in_process_app.app
+    litestar = outer.app
+    entered: list[str] = []
+
+    async def spy(scope: Any, receive: Any, send: Any) -> None:
+        entered.append(scope["path"])
+        await litestar(scope, receive, send)
+
+    outer.app = spy
+    try:
+        reply = await in_process_app.http.post(SUMMARIZE, json=STAYS)
+        assert reply.status_code == 200 and entered == []
+        assert float(reply.headers["x-request-duration-ms"]) > 0
+        await _send(in_process_app, *CASES["form"][:3], CASES["form"][3])
+        assert entered == [SUMMARIZE]
+    finally:
+        outer.app = litestar
+
+
+async def test_overload_is_shed_before_the_body(in_process_app: InProcessApp) -> None:
+    """At the service's admission bound the lean path answers 503 + Retry-After at once (no wait)."""
+    admission = in_process_app.runtime.pipeline.admissions["stays"]
+    taken = admission.limit - admission.in_flight
+    admission.in_flight += taken
+    try:
+        status, headers, body = await _send(in_process_app, "POST", SUMMARIZE, STAYS, {})
+    finally:
+        admission.in_flight -= taken
+    assert status == 503
+    assert (b"retry-after", b"1") in headers
+    error = json.loads(body)["error"]
+    assert error["code"] == "SERVICE_UNAVAILABLE" and "waited 0 ms" in error["message"]
+    assert (await _send(in_process_app, "POST", SUMMARIZE, STAYS, {}))[0] == 200
+
+
+@pytest.fixture(scope="module")
+async def authed_app(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> AsyncIterator[InProcessApp]:
+    async with serve_in_process(
+        tmp_path_factory.mktemp("lean-auth") / "var", seeded_data_dir, KUMITATE_TOKENS=json.dumps(TOKENS)
+    ) as served:
+        yield served
+
+
+@pytest.mark.parametrize("authorization", ["Bearer t-all", "Bearer t-other", "Bearer wrong", "", "Basic abc"], ids=str)
+async def test_auth_answers_as_litestar(authed_app: InProcessApp, authorization: str) -> None:
+    lean, litestar = await _both(authed_app, "POST", SUMMARIZE, STAYS, {"Authorization": authorization})
+    assert lean == litestar
+
+
+TIMINGS = re.compile(rb'("(?:elapsed_ms|uptime_s)":)[0-9.]+')
+"""A duration a result reports (yana's `elapsed_ms`)."""
+
+
+def _untimed(answer: Answer) -> Answer:
+    """The answer with the durations a result reports zeroed (and so its length unsaid)."""
+    status, headers, raw = answer
+    if not TIMINGS.search(raw):
+        return answer
+    return status, [(k, v) for k, v in headers if k != b"content-length"], TIMINGS.sub(rb"\g<1>0", raw)
+
+
+@pytest.mark.slow  # every read-only example; the cases above cover each kind of request
+async def test_read_only_examples_answer_as_litestar(in_process_app: InProcessApp, spec_tree: SpecTree) -> None:
+    differ = []
+    for tool, example in all_examples(spec_tree):
+        if not tool.annotations.get("readOnlyHint") or not isinstance(example.input, dict):
+            continue
+        lean, litestar = await _both(in_process_app, tool.http_method, tool.http_path, example.input, {})
+        lean, litestar = [_untimed(answer) for answer in (lean, litestar)]
+        if lean != litestar:
+            differ.append(f"{tool.name}:{example.name}")
+    assert differ == []
