@@ -6,6 +6,10 @@ Once the request body has been read, the only message the server can still recei
 the call then makes the pipeline cancel the handler (`CallContext.cancel`): its commit gate
 refuses, so a client that gave up saved nothing, and a retry (with the same Idempotency-Key)
 runs once instead of finding a half-done change.
+
+The watcher starts only once a call has run for WATCH_AFTER_S: most calls answer sooner, and a
+task per request (created, scheduled, cancelled) was a measurable share of a small call's cost
+(docs/BENCHMARKS.md, wrk). A client that leaves earlier has its call cancelled at that point.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 Receive = Callable[[], Awaitable[Any]]
+WATCH_AFTER_S = 0.05
 
 
 class ClientGone(Exception):
@@ -32,10 +37,11 @@ async def unless_disconnected(receive: Receive, body_read: asyncio.Event, call: 
     """`call`'s result, or ClientGone once the client disconnects (after `body_read` is set).
 
     The call runs in the request's own task (no task of its own: this is on every request's
-    path); a watcher task cancels that task when the disconnect arrives."""
+    path); a watcher task, started after WATCH_AFTER_S, cancels that task when the disconnect arrives."""
     current = asyncio.current_task()
     assert current is not None
     gone = False
+    watch: asyncio.Future[None] | None = None
 
     def on_watch_done(watch: asyncio.Future[None]) -> None:
         nonlocal gone
@@ -43,8 +49,12 @@ async def unless_disconnected(receive: Receive, body_read: asyncio.Event, call: 
             gone = True
             current.cancel()
 
-    watch = asyncio.ensure_future(_disconnected(receive, body_read))
-    watch.add_done_callback(on_watch_done)
+    def start_watch() -> None:
+        nonlocal watch
+        watch = asyncio.ensure_future(_disconnected(receive, body_read))
+        watch.add_done_callback(on_watch_done)
+
+    later = asyncio.get_running_loop().call_later(WATCH_AFTER_S, start_watch)
     try:
         return await call
     except asyncio.CancelledError:
@@ -52,5 +62,7 @@ async def unless_disconnected(receive: Receive, body_read: asyncio.Event, call: 
             raise ClientGone from None
         raise
     finally:
-        watch.remove_done_callback(on_watch_done)
-        watch.cancel()
+        later.cancel()
+        if watch is not None:
+            watch.remove_done_callback(on_watch_done)
+            watch.cancel()
