@@ -64,6 +64,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "execution": tool.execution,
         "handler_input": tool.handler_input,
         "handler_output": tool.handler_output,
+        "inline_max_bytes": tool.inline_max_bytes,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
         "cache": tool.cache,
         "idempotent": bool(tool.policy.get("idempotency")),

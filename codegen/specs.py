@@ -99,6 +99,7 @@ class ToolSpec:
     raw: dict[str, Any]
     handler_input: str = "model"
     handler_output: str = "model"
+    inline_max_bytes: int | None = None
     wire_input: dict[str, Any] = field(default_factory=dict)
     """input_schema as MCP advertises it and the pipeline checks it: repeats as local $defs (codegen.shared)."""
     wire_output: dict[str, Any] = field(default_factory=dict)
@@ -530,6 +531,7 @@ def _load_tool(
         raw=doc,
         handler_input=doc.get("handler_input", "model"),
         handler_output=doc.get("handler_output", "model"),
+        inline_max_bytes=doc.get("inline_max_bytes"),
         wire_input=wire_input,
         wire_output=shared.hoist(advertised.output_schema(shared.hoist(output_schema, names), wire_input), names),
         cache=doc["mcp"].get("cache"),

@@ -58,6 +58,9 @@ class ToolBinding:
     """Spec `execution` (`{mode: task, timeout_ms}`): a long tool a client may start as a task (kumitate.tasks)."""
     handler_input: str = "model"
     """`model`: the handler takes the generated input model; `data`: the validated JSON data (spec `handler_input`)."""
+    inline_max_bytes: int | None = None
+    """An HTTP call with a JSON body of at most this many bytes runs the (pure, synchronous) handler on
+    the event loop, no thread hop (spec `inline_max_bytes`); None: always on the service's threads."""
     form_flatten: tuple[str, ...] = ()
     """Object properties whose own properties a form body may send as fields of their own (spec `http.form_flatten`)."""
     requires_client: tuple[str, ...] = ()
