@@ -1,6 +1,10 @@
 """The end of every chain: the handler, run on the loop (async) or on a thread of its service's
 bulkhead (sync; kumitate.bulkhead).
 
+A tool whose spec sets `inline_max_bytes` (pure computation) runs a sync handler on the loop
+when its HTTP body is that small: the hop to a thread and back, and the GIL hand-offs it causes,
+cost more than such a call's work (docs/BENCHMARKS.md, wrk).
+
 A call whose caller went away (MCP notifications/cancelled, a closed connection) is
 cancelled here: an async handler is stopped, and a worker thread's commit gate refuses from
 then on and its next `ctx.progress` raises, so a cancelled call saves nothing.
@@ -26,7 +30,7 @@ from kumitate.bindings import PromptBinding, ResourceBinding, ToolBinding
 from kumitate.bulkhead import Bulkhead
 from kumitate.context import Attachment, CallContext, Message
 from kumitate.errors import ToolError
-from kumitate.intake import Intake
+from kumitate.intake import Intake, JsonBody
 from kumitate.steps import Call, Outcome
 from kumitate.steps.errors import internal
 
@@ -48,9 +52,15 @@ class Handler:
         self.allowed = allowed
 
     async def __call__(self, ctx: CallContext, *args: Any, **kw: Any) -> Any:
+        return await self.run(ctx, args, kw)
+
+    async def run(self, ctx: CallContext, args: tuple[Any, ...], kw: dict[str, Any], inline: bool = False) -> Any:
+        """`inline`: a sync handler runs here, on the loop (a small call of a pure tool)."""
         try:
             if self.is_async:
                 result = await self.method(*args, **kw)
+            elif inline:
+                result = self.method(*args, **kw)
             else:
                 result = await self._in_thread(ctx, *args, **kw)
             if inspect.isawaitable(result):
@@ -81,15 +91,20 @@ class InvokeTool:
         self.binding = binding
         self.handler = handler
         self.intake = intake
+        self.inline_max = binding.inline_max_bytes
 
     async def __call__(self, call: Call) -> Outcome:
         ctx = call.ctx
+        arguments = call.arguments
+        inline = (
+            self.inline_max is not None and isinstance(arguments, JsonBody) and len(arguments.raw) <= self.inline_max
+        )
         with tracing.stage("validate"):
-            handler_input = self.intake.prepare(self.binding, call.arguments)
+            handler_input = self.intake.prepare(self.binding, arguments)
         if call.request.on_admitted is not None:
             call.request.on_admitted(ctx)
         with tracing.stage("handler"):
-            result = await self.handler(ctx, handler_input, ctx)
+            result = await self.handler.run(ctx, (handler_input, ctx), {}, inline)
         body = json_data(result)
         return Outcome(
             True, 200, "OK", body, ctx.run_id, ctx.trace_id, attachments=ctx.attachments, warnings=ctx.warnings

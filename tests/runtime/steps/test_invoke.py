@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sqlite3
 from typing import Any
@@ -14,6 +15,7 @@ from kumitate import calllog
 from kumitate.bulkhead import Bulkhead
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.intake import JsonBody
 from kumitate.steps.invoke import Handler
 from tests.runtime.test_pipeline import HTTP, Handlers, binding, make_pipeline
 
@@ -103,3 +105,27 @@ async def test_the_pipeline_answers_the_catalogues_internal_body() -> None:
         "trace_id": "trace-1",
     }
     assert CATALOGUE["INTERNAL"].status == 500
+
+
+@pytest.mark.parametrize(
+    ("arguments", "on_loop"),
+    [(JsonBody(b'{"n": 5}'), True), (JsonBody(b'{"n": 5}' + b" " * 64), False), ({"n": 5}, False)],
+    ids=["small HTTP body", "body over inline_max_bytes", "decoded (MCP) arguments"],
+)
+async def test_a_small_call_of_an_inline_tool_runs_on_the_loop(arguments: Any, on_loop: bool) -> None:
+    """Spec `inline_max_bytes`: a JSON body that small runs the sync handler on the loop, else a thread."""
+    import threading
+
+    seen: list[str] = []
+
+    class Threads:
+        def echo(self, input: Any, ctx: CallContext) -> dict[str, Any]:
+            seen.append(threading.current_thread().name)
+            return {"n": input.n}
+
+    inline = dataclasses.replace(binding("echo"), inline_max_bytes=len(b'{"n": 5}') + 8)
+    pipeline, _ = make_pipeline()
+    pipeline.handlers = {"demo": Threads()}
+    outcome = await pipeline.call_tool(inline, arguments, HTTP)
+    assert outcome.ok and outcome.body == {"n": 5}
+    assert (seen == [threading.current_thread().name]) is on_loop
