@@ -12,6 +12,13 @@ was tried and refused most calls at 256 connections where every call could be se
 (docs/BENCHMARKS.md, wrk). The bound is per service, like the bulkheads: a stuck service's callers
 fill its own slots, never another's; the instance's bound is the sum.
 
+A bound on calls in flight does not see the queue in front of them: under overload requests
+wait in the event loop before the application sees them (issue 32: at 500 connections nothing
+reached the bound while p99 was seconds). So the lean HTTP path (kumitate.transports.http_lean)
+also sheds a call that waited longer than KUMITATE_ADMISSION_QUEUE_MS between its headers
+arriving and the application taking it (`overdue`): it is answered 503 at once, before its body
+is read, and the loop's queue drains to what it can serve in time.
+
 It bounds tool calls and resource reads, on every transport; the health and metrics endpoints
 are not calls and are never refused.
 """
@@ -27,20 +34,25 @@ CALLS_PER_THREAD = 16
 """The default bound per worker thread of the service (256 for the default 16 threads)."""
 
 
-def overloaded(service: str, limit: int, waited_ms: int) -> ToolError:
+def overloaded(service: str, limit: int, waited_ms: int, queued: bool = False) -> ToolError:
+    why = (
+        f"the call waited {waited_ms} ms in this server's queue"
+        if queued
+        else f"service {service!r} has its limit of {limit} calls in flight on this server (waited {waited_ms} ms)"
+    )
     return ToolError(
-        f"service {service!r} has its limit of {limit} calls in flight on this server (waited {waited_ms} ms); "
-        "nothing was run; retry shortly",
+        f"{why}; nothing was run; retry shortly",
         code="SERVICE_UNAVAILABLE",
         details={"retry_after_ms": RETRY_AFTER_MS},
     )
 
 
 class Admission:
-    def __init__(self, service: str, limit: int, wait_s: float) -> None:
+    def __init__(self, service: str, limit: int, wait_s: float, queue_s: float = 0.0) -> None:
         self.service = service
         self.limit = limit
         self.wait_s = wait_s
+        self.queue_s = queue_s
         self.in_flight = 0
         self._slots: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -65,6 +77,10 @@ class Admission:
     def full(self) -> bool:
         """Every slot taken: a call now would wait (or be refused)."""
         return self.in_flight >= self.limit
+
+    def overdue(self, queued_s: float) -> bool:
+        """A call that waited this long before the application took it is shed (0: never)."""
+        return 0 < self.queue_s < queued_s
 
     def exit(self) -> None:
         self.in_flight -= 1

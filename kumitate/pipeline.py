@@ -79,6 +79,8 @@ class Policies:
     """Calls in flight per service (KUMITATE_MAX_IN_FLIGHT; kumitate.admission); missing: CALLS_PER_THREAD per thread."""
     admission_wait_s: float = 0.1
     """Longest a call waits for an admission slot before 503 (KUMITATE_ADMISSION_WAIT_MS)."""
+    admission_queue_s: float = 0.0
+    """A call queued longer before the application took it is shed (KUMITATE_ADMISSION_QUEUE_MS; 0: never)."""
     commit_grace_s: float = 2.0
     """How long past its deadline a call whose commit is under way may take to report (KUMITATE_COMMIT_GRACE_MS)."""
 
@@ -112,6 +114,7 @@ class Pipeline:
                 name,
                 self.policies.in_flight.get(name, CALLS_PER_THREAD * bulkhead.limit),
                 self.policies.admission_wait_s,
+                self.policies.admission_queue_s,
             )
             for name, bulkhead in self.bulkheads.items()
         }
@@ -274,16 +277,18 @@ class Pipeline:
         ctx = self._context(binding.service, binding.name, request)
         return await self._through(Call(binding, request, ctx, params=arguments))
 
-    def shed(self, binding: ToolBinding, request: CallRequest) -> Outcome | None:
+    def shed(self, binding: ToolBinding, request: CallRequest, queued_s: float = 0.0) -> Outcome | None:
         """The 503 a call gets now, without the admission wait, when its service is at its bound of
-        calls in flight (logged and counted like any answer); None when there is room. For a transport
-        that sheds before it reads anything (kumitate.transports.http_lean)."""
+        calls in flight or the call waited past KUMITATE_ADMISSION_QUEUE_MS before the application
+        took it (`queued_s`); logged and counted like any answer. None when it may run. For a
+        transport that sheds before it reads anything (kumitate.transports.http_lean)."""
         admission = self.admissions[binding.service]
-        if not admission.full:
+        overdue = admission.overdue(queued_s)
+        if not (overdue or admission.full):
             return None
         started = time.perf_counter()
         ctx = self._context(binding.service, binding.name, request)
-        exc = overloaded(binding.service, admission.limit, 0)
+        exc = overloaded(binding.service, admission.limit, round(queued_s * 1000) if overdue else 0, overdue)
         return self._finish(self.error_outcome(exc, ctx.run_id, ctx.trace_id), ctx, request.transport, started)
 
     def refuse(self, what: str, error: ToolError, request: CallRequest) -> Outcome:

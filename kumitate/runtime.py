@@ -109,6 +109,7 @@ class Runtime:
             bulkhead_wait_s=settings.bulkhead_wait_ms / 1000,
             in_flight={name: settings.in_flight_for(name) for name in self.services},
             admission_wait_s=settings.admission_wait_ms / 1000,
+            admission_queue_s=settings.admission_queue_ms / 1000,
             commit_grace_s=settings.commit_grace_ms / 1000,
         )
         self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies)

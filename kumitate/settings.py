@@ -256,6 +256,13 @@ class Settings(DeploySettings):
         "longest a call waits for a slot under `KUMITATE_MAX_IN_FLIGHT` before it is refused",
         ge=0,
     )
+    admission_queue_ms: int = var(
+        "KUMITATE_ADMISSION_QUEUE_MS",
+        500,
+        "an HTTP tool call that waited longer than this in the server's event loop before the application took it is "
+        "answered 503 `SERVICE_UNAVAILABLE` with Retry-After at once, its body unread (lean HTTP path; 0: never)",
+        ge=0,
+    )
     task_workers: int = var(
         "KUMITATE_TASK_WORKERS",
         4,

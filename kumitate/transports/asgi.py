@@ -55,6 +55,8 @@ EXPOSED_HEADERS = (
 )
 
 IDS_KEY = "kumitate_ids"
+ARRIVED_KEY = "kumitate_arrived"
+"""The loop's time when the request's headers were complete, in the scope (set by transports/protocol.py)."""
 HEADERS_KEY = "kumitate_headers"
 """The request's headers as a dict of lower-cased names (the last of a repeated one), in scope["state"]."""
 Lean = Callable[[Scope, Receive, Send], Awaitable[bool]]

@@ -12,9 +12,10 @@ came, nothing read: another method or path, a query string, another content type
 Content-Length or one over the cap, a Content-Encoding or Transfer-Encoding, `Prefer` (a task may be
 asked for), a header sent twice. tests/e2e/test_http_lean.py compares both paths byte for byte.
 
-Overload is shed here first: a call whose service has its KUMITATE_MAX_IN_FLIGHT calls running is
-answered 503 at once (kumitate.admission, without the pipeline's short wait), before its body is
-read, so a refusal costs the loop as little as possible and the admitted calls keep their latency.
+Overload is shed here first: a call whose service has its KUMITATE_MAX_IN_FLIGHT calls running, or
+that waited in the event loop past KUMITATE_ADMISSION_QUEUE_MS before it got here, is answered 503
+at once (kumitate.admission, without the pipeline's short wait), before its body is read, so a
+refusal costs the loop as little as possible and the admitted calls keep their latency.
 KUMITATE_HTTP_LEAN=0 turns the path off.
 """
 
@@ -28,7 +29,7 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from kumitate.bindings import ToolBinding
 from kumitate.pipeline import CallRequest, Outcome
-from kumitate.transports.asgi import HEADERS_KEY, IDS_KEY, Receive, Scope, Send
+from kumitate.transports.asgi import ARRIVED_KEY, HEADERS_KEY, IDS_KEY, Receive, Scope, Send
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
 from kumitate.transports.http import CLIENT_CLOSED_REQUEST, encoded, http_error, json_arguments
 from kumitate.transports.origin import base_url_of
@@ -80,7 +81,9 @@ class LeanHTTP:
             idempotency_key=headers.get("idempotency-key"),
             base_url=base_url_of(scope),
         )
-        outcome = self.pipeline.shed(binding, request)
+        arrived = scope.get(ARRIVED_KEY)
+        queued_s = asyncio.get_running_loop().time() - arrived if arrived is not None else 0.0
+        outcome = self.pipeline.shed(binding, request, queued_s)
         if outcome is None:
             outcome = await self._call(binding, cap, request, receive)
         await _respond(send, outcome)

@@ -15,7 +15,9 @@ header limit, parses several times slower: about a third fewer requests a second
   first byte of each further request on a kept-alive connection: a request whose headers are not
   complete by then is answered 408 REQUEST_TIMEOUT and closed (a connection that sent nothing
   is just closed, as uvicorn's keep-alive time-out closes an idle one);
-* every answer it gives itself in the catalogue's envelope (`asgi.error_reply`).
+* every answer it gives itself in the catalogue's envelope (`asgi.error_reply`);
+* the time a request's headers were complete, in its scope (ARRIVED_KEY), so the application can
+  shed a call that queued too long in the loop before it was taken (kumitate.admission).
 
 The body's own deadline and the header count are checked in the ASGI layer (asgi.py), where a
 request exists. What the server answers before any request line was read (a connection reset,
@@ -35,7 +37,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from kumitate import calllog
-from kumitate.transports.asgi import error_reply
+from kumitate.transports.asgi import ARRIVED_KEY, error_reply
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +87,7 @@ class EdgeProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._in_head = False
         self._cancel_header_timer()
+        self.scope[ARRIVED_KEY] = self.loop.time()  # type: ignore[literal-required]  # for admission.overdue
         super().on_headers_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:

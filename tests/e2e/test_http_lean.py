@@ -11,6 +11,7 @@ cap, a compressed body), so an answer changed on one path only fails here.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Iterator
@@ -18,10 +19,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from codegen.examples import all_examples
 from codegen.specs import SpecTree
+from kumitate.transports.asgi import ARRIVED_KEY
 from kumitate.transports.http_lean import LeanHTTP
 from tests.conftest import InProcessApp, serve_in_process
 
@@ -199,3 +202,25 @@ async def test_read_only_examples_answer_as_litestar(in_process_app: InProcessAp
         if lean != litestar:
             differ.append(f"{tool.name}:{example.name}")
     assert differ == []
+
+
+async def test_a_call_that_queued_too_long_is_shed(in_process_app: InProcessApp) -> None:
+    """KUMITATE_ADMISSION_QUEUE_MS: a call whose headers arrived (protocol.py stamps the scope) longer
+    ago than that is answered 503 + Retry-After before it runs; a fresh one runs."""
+    outer = in_process_app.app
+    queue_s = in_process_app.runtime.pipeline.admissions["stays"].queue_s
+    assert queue_s > 0
+
+    def arrived(ago_s: float) -> httpx.AsyncClient:
+        async def stamped(scope: Any, receive: Any, send: Any) -> None:
+            scope[ARRIVED_KEY] = asyncio.get_running_loop().time() - ago_s
+            await outer(scope, receive, send)
+
+        return httpx.AsyncClient(transport=httpx.ASGITransport(app=stamped), base_url=in_process_app.url)
+
+    async with arrived(queue_s + 1) as late, arrived(0) as fresh:
+        shed = await late.post(SUMMARIZE, json=STAYS)
+        served = await fresh.post(SUMMARIZE, json=STAYS)
+    assert shed.status_code == 503 and shed.headers["retry-after"] == "1"
+    assert shed.json()["error"]["code"] == "SERVICE_UNAVAILABLE" and "queue" in shed.json()["error"]["message"]
+    assert served.status_code == 200
