@@ -25,6 +25,17 @@ DEFAULT_TASK_TIMEOUT_MS = 600_000
 if TYPE_CHECKING:
     from kumitate.service import ServiceSetup
 
+__all__ = [
+    "DEFAULT_TASK_TIMEOUT_MS",
+    "PromptBinding",
+    "ResourceBinding",
+    "ServiceBinding",
+    "ServiceRegistry",
+    "ToolBinding",
+    "fill_path",
+    "load_schemas",
+]
+
 
 def load_schemas(path: Path) -> dict[str, Any]:
     """Read a generated schemas.json (dereferenced input/output schemas and texts)."""

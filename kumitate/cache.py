@@ -15,6 +15,8 @@ from typing import Any, Protocol
 
 from kumitate.storage.redis import Backoff
 
+__all__ = ["MemoryCache", "RedisCache", "SharedCache", "make_cache"]
+
 
 class SharedCache(Protocol):
     def get(self, key: str) -> bytes | None: ...

@@ -29,6 +29,26 @@ from kumitate.bindings import fill_path
 from kumitate.errors import ToolError
 from kumitate.outbound import retry_after_s
 
+__all__ = [
+    "IDEMPOTENCY_ARGUMENT",
+    "IDEMPOTENCY_HEADER",
+    "NO_RETRY",
+    "AsyncBackend",
+    "AsyncClient",
+    "AsyncHttpBackend",
+    "Backend",
+    "BlockingBackend",
+    "Call",
+    "HttpBackend",
+    "McpBackend",
+    "Op",
+    "Reply",
+    "RetryPolicy",
+    "SyncClient",
+    "error_from",
+    "mcp_result_body",
+]
+
 M = TypeVar("M", bound=BaseModel)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"

@@ -16,6 +16,22 @@ from kumitate import tracing
 if TYPE_CHECKING:
     from kumitate.bindings import ResourceBinding
 
+__all__ = [
+    "Asker",
+    "Attachment",
+    "CallCancelled",
+    "CallContext",
+    "LogSink",
+    "Message",
+    "Principal",
+    "ProgressSink",
+    "bound",
+    "commit_gate",
+    "current_call",
+    "progress",
+    "url_for",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Principal:

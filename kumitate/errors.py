@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+__all__ = ["ToolError"]
+
 
 class ToolError(Exception):
     """A catalogued failure: `code` names an entry of specs/errors.yaml."""

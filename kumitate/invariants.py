@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+__all__ = ["Before", "Caller", "Check", "Invariant", "Step"]
+
 
 @dataclass(frozen=True, slots=True)
 class Step:

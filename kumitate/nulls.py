@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import ValidationInfo
 
+__all__ = ["refuse_null"]
+
 
 def refuse_null(value: Any, info: ValidationInfo) -> Any:
     if value is None and info.mode == "json":

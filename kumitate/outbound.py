@@ -45,6 +45,17 @@ from kumitate import tracing
 from kumitate.context import current_call
 from kumitate.metrics import track_breaker
 
+__all__ = [
+    "RETRYABLE_STATUS",
+    "CircuitBreaker",
+    "OutboundClient",
+    "OutboundError",
+    "RetryPolicy",
+    "deadline_client",
+    "retry_after_s",
+    "total_deadline",
+]
+
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+__all__ = ["PACKAGE_NAMES", "SOURCE_CHECKOUT", "Project", "ProjectError", "load_generated", "load_toolsets"]
+
 SOURCE_CHECKOUT = Path(__file__).resolve().parent.parent
 """The repository this package runs from when installed in editable mode (bundled services)."""
 PACKAGE_NAMES = {"generated": "generated", "handlers": "handlers"}

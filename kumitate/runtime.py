@@ -21,6 +21,8 @@ from kumitate.tasks import task_runner
 if TYPE_CHECKING:
     from kumitate.tasks.runner import TaskRunner
 
+__all__ = ["MissingHandlerError", "Runtime", "default_services"]
+
 
 class MissingHandlerError(RuntimeError):
     """A tool or resource of the spec has no handler: fail at start-up, not on first call."""

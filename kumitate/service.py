@@ -25,6 +25,8 @@ from kumitate.storage import redis as shared_redis
 if TYPE_CHECKING:
     from kumitate.storage import Database
 
+__all__ = ["ServiceSetup", "Stores"]
+
 S = TypeVar("S", bound=EnvSettings)
 
 

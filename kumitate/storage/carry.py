@@ -18,6 +18,16 @@ from typing import Any
 
 from kumitate.calllog import log_info
 
+__all__ = [
+    "IDEMPOTENCY_FILE",
+    "SQLITE_COMPANIONS",
+    "UNOWNED",
+    "announce",
+    "import_idempotency",
+    "keep_original",
+    "stamp",
+]
+
 UNOWNED = "(unowned)"
 """The owner of a handle made by a release without owners: readable by principals holding scope
 `admin` or `*` (every caller when authentication is off, as the release that made it allowed)."""
