@@ -82,6 +82,8 @@ def mcp_description(tool: ToolSpec) -> str:
 
 
 def mcp_input_schema(tool: ToolSpec) -> dict[str, Any]:
+    """The tool's input schema as MCP lists it: the wire input, plus `idempotency_key` when the
+    policy takes one (MCP has no header to carry it)."""
     if not tool.policy.get("idempotency"):
         return tool.wire_input
     schema = dict(tool.wire_input)
@@ -119,10 +121,12 @@ def list_tokens(tools: list[ToolSpec]) -> int:
 
 
 def tools_list_tokens(svc: ServiceSpec) -> int:
+    """The estimated tokens of the service's whole tools/list: what an LLM client pays to see it."""
     return list_tokens(svc.tools)
 
 
 def tool_tokens(tool: ToolSpec) -> int:
+    """The estimated tokens of one tool's tools/list entry."""
     return estimate_tokens(json.dumps(tool_list_entry(tool), ensure_ascii=False, separators=(",", ":")))
 
 
@@ -156,6 +160,7 @@ def load_budget(tree: SpecTree) -> tuple[dict[str, int], list[Problem]]:
 
 
 def budget_for(budgets: dict[str, int], service: str) -> int:
+    """The token budget of `service`, else the default (`*`) of specs/token-budget.yaml."""
     return budgets.get(service, budgets["*"])
 
 
@@ -192,6 +197,7 @@ def _cell(value: Any) -> str:
 
 
 def type_label(schema: dict[str, Any]) -> str:
+    """The type column of a reference table (`string`, `array of integer`, a union joined by `|`)."""
     kinds = schema.get("type")
     if isinstance(kinds, list):
         return " \\| ".join(type_label({**schema, "type": k}) for k in kinds)
@@ -244,6 +250,7 @@ def field_rows(schema: dict[str, Any], prefix: str = "", required: bool = True) 
 
 
 def field_rows_items(items: dict[str, Any], prefix: str) -> Iterator[tuple[str, ...]]:
+    """The reference table's rows for the items of an array field, their names under `prefix`."""
     props = items.get("properties")
     if isinstance(props, dict):
         needed = set(items.get("required", []))
@@ -383,6 +390,8 @@ def _resource_section(tree: SpecTree, res: ResourceSpec) -> list[str]:
 
 
 def render_service(tree: SpecTree, svc: ServiceSpec, budgets: dict[str, int]) -> str:
+    """docs/reference/<service>.md: the service's tools and resources as a reader (or an
+    LLM) needs them, with its tools/list cost against its budget."""
     tools = sorted(svc.tools, key=lambda t: t.name)
     resources = sorted(svc.resources, key=lambda r: r.name)
     cost, limit = tools_list_tokens(svc), budget_for(budgets, svc.name)

@@ -168,6 +168,8 @@ def ruff_format(code: str, filename: str) -> str:
 
 
 def render_all(tree: SpecTree) -> dict[str, str]:
+    """Every generated file of the tree, path -> content: models, errors, bindings, protocols, routes,
+    clients, the registry and openapi.json. Deterministic: the same specs give the same bytes."""
     out: dict[str, str] = {}
     py: dict[str, str] = {}
     errors = [

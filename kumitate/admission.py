@@ -28,6 +28,7 @@ CALLS_PER_THREAD = 16
 
 
 def overloaded(service: str, limit: int, waited_ms: int) -> ToolError:
+    """The 503 SERVICE_UNAVAILABLE (with Retry-After) a call gets when its service stayed full past the wait."""
     return ToolError(
         f"service {service!r} has its limit of {limit} calls in flight on this server (waited {waited_ms} ms); "
         "nothing was run; retry shortly",
@@ -37,6 +38,8 @@ def overloaded(service: str, limit: int, waited_ms: int) -> ToolError:
 
 
 class Admission:
+    """One service's admission gate on this instance: at most `limit` calls in flight, a newcomer waits `wait_s` for a slot."""
+
     def __init__(self, service: str, limit: int, wait_s: float) -> None:
         self.service = service
         self.limit = limit
@@ -62,6 +65,7 @@ class Admission:
         self.in_flight += 1
 
     def exit(self) -> None:
+        """Give the slot back when the call has been answered (paired with `enter`)."""
         self.in_flight -= 1
         if self._slots is not None:
             self._slots.release()

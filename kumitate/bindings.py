@@ -51,6 +51,9 @@ def _parse_policy(binding: ToolBinding | ResourceBinding | PromptBinding) -> Non
 
 @dataclass(frozen=True, slots=True)
 class ToolBinding:
+    """Everything the runtime needs to serve one tool, as generated from its spec: schemas, models,
+    routes, policy, annotations. Transports read it; nothing about a tool is decided elsewhere."""
+
     service: str
     name: str
     summary: str
@@ -88,6 +91,7 @@ class ToolBinding:
 
     @property
     def key(self) -> str:
+        """`service.tool`: the tool's name across the whole server (metrics, handler lookup)."""
         return f"{self.service}.{self.name}"
 
     @property
@@ -107,6 +111,8 @@ def fill_path(template: str, params: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ResourceBinding:
+    """One resource of a service's spec: its URI template, HTTP route, MIME type and output schema."""
+
     service: str
     name: str
     uri: str
@@ -129,14 +135,17 @@ class ResourceBinding:
 
     @property
     def key(self) -> str:
+        """`service.resource`: the resource's name across the whole server."""
         return f"{self.service}.{self.name}"
 
     @property
     def is_json(self) -> bool:
+        """Whether the resource answers JSON (so its result is validated and served as structured content)."""
         return self.mime_type == "application/json" or self.mime_type.endswith("+json")
 
     @property
     def method_name(self) -> str:
+        """The handler method that reads it (`read_<name>`), as the generated Protocol declares it."""
         return f"read_{self.name}"
 
     def url(self, base: str, **params: str) -> str:
@@ -164,15 +173,19 @@ class PromptBinding:
 
     @property
     def key(self) -> str:
+        """`service.prompt`: the prompt's name across the whole server."""
         return f"{self.service}.{self.name}"
 
     @property
     def method_name(self) -> str:
+        """The handler method that renders it (`prompt_<name>`), as the generated Protocol declares it."""
         return f"prompt_{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceBinding:
+    """One service as generated from specs/<service>/: its metadata and every tool, resource and prompt binding."""
+
     name: str
     title: str
     version: str

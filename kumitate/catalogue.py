@@ -9,6 +9,8 @@ __all__ = ["CatalogueEntry"]
 
 @dataclass(frozen=True, slots=True)
 class CatalogueEntry:
+    """One code of specs/errors.yaml: its HTTP status, whether a retry can succeed, and its text."""
+
     code: str
     status: int
     retryable: bool

@@ -81,6 +81,8 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class Call:
+    """One request a client sends: the operation, its arguments or path parameters, and the ids it carries."""
+
     op: Op
     arguments: dict[str, Any] | None
     params: dict[str, str]
@@ -89,15 +91,23 @@ class Call:
 
 
 class Backend(Protocol):
-    def send(self, call: Call) -> Reply: ...
+    """How a blocking client reaches the server (HTTP, or MCP through a portal)."""
 
-    def close(self) -> None: ...
+    def send(self, call: Call) -> Reply:
+        """Send one call and return the server's answer, or a Reply saying it never arrived."""
+
+    def close(self) -> None:
+        """Release the connection(s); the backend is not used afterwards."""
 
 
 class AsyncBackend(Protocol):
-    async def send(self, call: Call) -> Reply: ...
+    """How an async client reaches the server (HTTP, MCP, or a runtime in the same process)."""
 
-    async def aclose(self) -> None: ...
+    async def send(self, call: Call) -> Reply:
+        """Send one call and return the server's answer, or a Reply saying it never arrived."""
+
+    async def aclose(self) -> None:
+        """Release the connection(s) or session; the backend is not used afterwards."""
 
 
 # -- errors -------------------------------------------------------------------------------
@@ -151,6 +161,9 @@ class RetryPolicy:
     max_wait_s: float = 30.0
 
     def wait(self, error: ToolError, attempt: int) -> float | None:
+        """Seconds to wait before attempt `attempt + 1` after `error`, or None to give up: only a
+        retryable error is retried, the server's Retry-After wins over the backoff, and a wait past
+        `max_wait_s` is not taken."""
         if not error.retryable or attempt >= self.attempts:
             return None
         asked = error.retry_after_s
@@ -202,6 +215,7 @@ class HttpBackend:
         self._http.headers.update(_headers(token))
 
     def send(self, call: Call) -> Reply:
+        """Send the call to its /v1 route; a transport failure becomes a Reply that says whether it was sent."""
         method, path, kwargs = _http_request(call)
         try:
             return _http_reply(self._http.request(method, path, **kwargs))
@@ -209,6 +223,7 @@ class HttpBackend:
             return _no_answer(exc, call, sent=_sent(exc))
 
     def close(self) -> None:
+        """Close the HTTP connection pool."""
         self._http.close()
 
 
@@ -227,6 +242,7 @@ class AsyncHttpBackend:
         self._http.headers.update(_headers(token))
 
     async def send(self, call: Call) -> Reply:
+        """Send the call to its /v1 route; a transport failure becomes a Reply that says whether it was sent."""
         method, path, kwargs = _http_request(call)
         try:
             return _http_reply(await self._http.request(method, path, **kwargs))
@@ -234,6 +250,7 @@ class AsyncHttpBackend:
             return _no_answer(exc, call, sent=_sent(exc))
 
     async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
         await self._http.aclose()
 
 
@@ -291,6 +308,7 @@ class McpBackend:
         return self._client
 
     async def send(self, call: Call) -> Reply:
+        """Call the tool (or read the resource) over the MCP session, opening it on first use."""
         try:
             client = await self._session()
         except (OSError, RuntimeError, TimeoutError) as exc:
@@ -329,6 +347,7 @@ class McpBackend:
         return Reply(ok=True, body=first.text.encode())
 
     async def aclose(self) -> None:
+        """End the MCP session if one was opened."""
         async with self._lock:
             if self._open:
                 self._open = False
@@ -347,9 +366,11 @@ class BlockingBackend:
         self._portal = self._portal_cm.__enter__()
 
     def send(self, call: Call) -> Reply:
+        """Run the async backend's `send` on the portal's event loop and wait for it."""
         return self._portal.call(self._backend.send, call)
 
     def close(self) -> None:
+        """Close the async backend, then stop the portal's event loop thread."""
         try:
             self._portal.call(self._backend.aclose)
         finally:
@@ -433,6 +454,7 @@ class SyncClient(_Base):
 
     @classmethod
     def http(cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, **kw: Any) -> Self:
+        """A client of the /v1 routes at `base_url` (bearer `token` if given)."""
         return cls(HttpBackend(base_url, token=token, timeout_s=timeout_s), **kw)
 
     @classmethod
@@ -457,6 +479,7 @@ class SyncClient(_Base):
             self.sleep(self._wait_or_raise(reply, attempt))
 
     def close(self) -> None:
+        """Close the backend's connections."""
         self.backend.close()
 
     def __enter__(self) -> Self:
@@ -476,6 +499,7 @@ class AsyncClient(_Base):
 
     @classmethod
     def http(cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, **kw: Any) -> Self:
+        """A client of the /v1 routes at `base_url` (bearer `token` if given)."""
         return cls(AsyncHttpBackend(base_url, token=token, timeout_s=timeout_s), **kw)
 
     @classmethod
@@ -500,6 +524,7 @@ class AsyncClient(_Base):
             await self.sleep(self._wait_or_raise(reply, attempt))
 
     async def aclose(self) -> None:
+        """Close the backend's connections or session."""
         await self.backend.aclose()
 
     async def __aenter__(self) -> Self:

@@ -73,6 +73,7 @@ def run_id_replaced(headers: Mapping[str, str]) -> bool:
 
 
 def trace_from_traceparent(value: str | None) -> str | None:
+    """The trace id of a W3C `traceparent` header, or None when it is missing, malformed or all zeros."""
     if not value:
         return None
     match = _TRACEPARENT.match(value.strip().lower())

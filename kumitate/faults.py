@@ -89,6 +89,7 @@ def storage_reason(exc: BaseException) -> str:
 
 
 def storage_error() -> ToolError:
+    """The retryable 503 STORAGE_UNAVAILABLE a call gets when the disk or database failed under it."""
     return ToolError(
         "storage is unavailable (disk full, read-only or failing); nothing more was saved; retry later",
         code="STORAGE_UNAVAILABLE",

@@ -19,12 +19,16 @@ bulkhead: SERVICE_UNAVAILABLE)."""
 
 @dataclass(frozen=True, slots=True)
 class RateLimit:
+    """A tool's declared rate limit per principal: steady calls per second and the burst allowed."""
+
     rps: float
     burst: int
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
+    """A tool's declared policy (the spec's `policy`): scopes, public, rate limit, timeout, idempotency and output limit."""
+
     scopes: tuple[str, ...] = ()
     public: bool = False
     rate_limit: RateLimit | None = None
@@ -37,6 +41,7 @@ class Policy:
 
     @classmethod
     def parse(cls, declared: Mapping[str, Any] | None) -> Policy:
+        """The policy of a spec's `policy` mapping (None: the defaults)."""
         data = declared or {}
         limit = data.get("rate_limit")
         return cls(

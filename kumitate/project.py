@@ -37,6 +37,8 @@ class ProjectError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Project:
+    """A project's three directories: specs (the source of truth), generated code, and handlers."""
+
     root: Path
     specs: Path
     generated: Path
@@ -49,6 +51,7 @@ class Project:
 
     @property
     def openapi(self) -> Path:
+        """The generated OpenAPI document of the project."""
         return self.generated / "openapi.json"
 
     @classmethod

@@ -157,6 +157,8 @@ class Runtime:
         return self._tasks
 
     def close(self) -> None:
+        """Release what the runtime opened: health checks, tasks, worker pools, the idempotency store, storage
+        and what each service's handlers hold."""
         self.health.close()
         if self._tasks is not None:
             self._tasks.close()

@@ -62,12 +62,15 @@ def lease_s(timeout_s: float | None) -> float:
 
 
 def fingerprint(arguments: Any) -> str:
+    """A hash of the arguments (canonical JSON): the same key with other arguments is a CONFLICT."""
     canonical = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @dataclass(slots=True)
 class Stored:
+    """A finished call's answer kept under its idempotency key, replayed to a retry."""
+
     status: int
     body: Any
 
@@ -84,6 +87,7 @@ class _Seen:
 
 
 def in_progress(remaining_s: float) -> ToolError:
+    """The retryable IN_PROGRESS answer to a retry whose first call still holds the key's lease."""
     retry_ms = math.ceil(1000 * max(0.001, min(remaining_s, RETRY_AFTER_MAX_S)))
     return ToolError(
         "a call with this idempotency key is still running (or its instance stopped: its lease ends in "

@@ -41,6 +41,7 @@ def announce(step: str, message: str, **fields: Any) -> None:
 
 
 def stamp() -> str:
+    """The current UTC time as a file-name suffix (`20261128T093000Z`)."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 
 

@@ -56,9 +56,12 @@ def clean_id(value: str | None) -> str | None:
 
 
 class SpeakerProvider(Protocol):
+    """What the duo-talk caller needs of a speaker: a reply to the user's text and its metadata."""
+
     def generate(
         self, user_text: str, *, run_id: str, top_k: int, filters: dict[str, Any], timeout_ms: int
-    ) -> tuple[str, dict[str, Any]]: ...
+    ) -> tuple[str, dict[str, Any]]:
+        """The speaker's reply to `user_text` and the metadata to log with it (sources, timings, fallbacks)."""
 
 
 _AIZUCHI = re.compile(r"(?:せやせや|せやな[ーあぁ〜~]*)[、,，!！。]*")
@@ -124,6 +127,7 @@ class SpeakerConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SpeakerConfig:
+        """The configuration from SPEAKER_A_* variables (`env`, else the process environment), with defaults."""
         e = os.environ if env is None else env
         return cls(
             mode=e.get("SPEAKER_A_MODE", "http"),
@@ -203,6 +207,8 @@ class YanaSpeaker:
         timeout_ms: int | None = None,
         session_id: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
+        """Ask yana's chat for a reply (HTTP or MCP, retrying and falling back as configured) and shape
+        it for the speaker: the text, and metadata saying which path answered."""
         cfg = self.config
         timeout_s = (timeout_ms or cfg.timeout_ms) / 1000
         use_rag = cfg.use_rag
