@@ -124,18 +124,24 @@ def test_the_command_fails_below_the_thresholds_and_lists_the_gaps(
     (root / "kumitate").mkdir()
     (root / "kumitate" / "m.py").write_text("class A:\n    '''Why.'''\n\n\ndef f() -> None:\n    pass\n")
     (root / "codegen").mkdir()
-    assert docstrings.main(["--root", str(root), "--list"]) == 1
+    (root / "codegen" / "c.py").write_text("".join(f"def g{i}() -> None:\n    'Why.'\n" for i in range(9)))
+    assert docstrings.main(["--root", str(root), "--list"]) == 1  # the total passes (90%), kumitate does not
     out = capsys.readouterr()
-    assert "functions 0/1 (0.0%)" in out.out and "missing: kumitate.m.f (function" in out.out
+    assert "functions 0/1 (0.0%)" in out.out and "functions 9/10 (90.0%)" in out.out
+    assert "missing: kumitate.m.f (function" in out.out
     assert "below the thresholds" in out.err
     (root / "kumitate" / "m.py").write_text("class A:\n    '''Why.'''\n\n\ndef f() -> None:\n    '''Why.'''\n")
     assert docstrings.main(["--root", str(root)]) == 0
 
 
-def test_kumitate_and_codegen_meet_the_thresholds() -> None:
-    figures = docstrings.coverage(docstrings.definitions(REPO))
-    assert figures.class_percent >= docstrings.CLASS_THRESHOLD, figures
-    assert figures.function_percent >= docstrings.FUNCTION_THRESHOLD, figures
+def test_kumitate_and_codegen_each_meet_the_thresholds() -> None:
+    """What `make docstrings` holds, in the suite CI runs: a public function added without a docstring
+    fails here once the figure drops below the threshold (`python -m codegen.docstrings --list`)."""
+    found = docstrings.definitions(REPO)
+    for package in docstrings.PACKAGES:
+        figures = docstrings.coverage([d for d in found if d.module.split(".")[0] == package])
+        assert figures.class_percent >= docstrings.CLASS_THRESHOLD, (package, figures)
+        assert figures.function_percent >= docstrings.FUNCTION_THRESHOLD, (package, figures)
 
 
 def test_the_reference_documents_only_modules_that_declare_all_and_each_declared_name(root: Path) -> None:
