@@ -95,8 +95,13 @@ def _attribute_docs(body: Sequence[ast.stmt]) -> dict[int, str]:
     return docs
 
 
+SHOWN_DECORATORS = ("property", "classmethod", "staticmethod", "contextmanager", "asynccontextmanager")
+"""Decorators that change how a definition is used, so the reference shows them."""
+
+
 def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
-    prefix = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
+    shown = [ast.unparse(d) for d in node.decorator_list if ast.unparse(d).split(".")[-1] in SHOWN_DECORATORS]
+    prefix = "".join(f"@{d} " for d in shown) + ("async def" if isinstance(node, ast.AsyncFunctionDef) else "def")
     returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
     return f"{prefix} {node.name}({ast.unparse(node.args)}){returns}"
 

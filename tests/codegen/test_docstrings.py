@@ -152,6 +152,7 @@ def test_the_reference_documents_only_modules_that_declare_all_and_each_declared
     assert "```python\nLIMIT = 3\n```\n\nHow many, at most." in page
     assert "### class `Shown`" in page and "- `size: int`: Its size." in page
     assert "- `def documented(self) -> int`: Says why." in page and "_private" not in page
+    assert "- `@property def value(self) -> int`: The value." in page
     assert "```python\ndef helper(x: int, *, y: str='a') -> str\n```\n\nHelps." in page
     assert "Re-exported here: `reexported` (`pkg.other`)." in page
     assert "Bare" not in page  # public but not declared in __all__
