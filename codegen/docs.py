@@ -30,20 +30,13 @@ from codegen.specs import (
     SpecTree,
     ToolSpec,
 )
+from kumitate.policies.idempotency import with_key_argument
 
 BUDGET_FILE = "token-budget.yaml"
 """specs/token-budget.yaml: {default: N, services: {name: N}, toolsets: {name: N}} (tokens of tools/list)."""
 DEFAULT_BUDGET = 12_000
 BUDGET_RULE = "KT205"
 BASE_URL = "http://127.0.0.1:8000"
-IDEMPOTENCY_ARGUMENT: dict[str, Any] = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 255,
-    "description": "Optional. Repeat a call with the same key to get the first result back instead of running it twice.",
-}
-"""Mirrors kumitate.transports.mcp.mcp_input_schema (codegen does not import the runtime)."""
-
 CONSTRAINT_KEYS = (
     "const",
     "format",
@@ -82,11 +75,8 @@ def mcp_description(tool: ToolSpec) -> str:
 
 
 def mcp_input_schema(tool: ToolSpec) -> dict[str, Any]:
-    if not tool.policy.get("idempotency"):
-        return tool.wire_input
-    schema = dict(tool.wire_input)
-    schema["properties"] = {**schema.get("properties", {}), "idempotency_key": IDEMPOTENCY_ARGUMENT}
-    return schema
+    """The input schema `tools/list` shows: the spec's, with the runtime's `idempotency_key` argument."""
+    return with_key_argument(tool.wire_input) if tool.policy.get("idempotency") else tool.wire_input
 
 
 def tool_list_entry(tool: ToolSpec) -> dict[str, Any]:

@@ -28,11 +28,11 @@ from pydantic import BaseModel
 from kumitate.bindings import fill_path
 from kumitate.errors import ToolError
 from kumitate.outbound import retry_after_s
+from kumitate.policies.idempotency import KEY_ARGUMENT as IDEMPOTENCY_ARGUMENT
 
 M = TypeVar("M", bound=BaseModel)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-IDEMPOTENCY_ARGUMENT = "idempotency_key"  # MCP carries the key as an argument (kumitate/transports/mcp/tools.py)
 _NO_BODY_CODES = {401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 408: "REQUEST_TIMEOUT", 429: "RATE_LIMITED"}
 
 

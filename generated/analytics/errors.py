@@ -16,7 +16,7 @@ from ..errors import (
     QueryTooExpensiveError,
     RequestTimeoutError,
     RowLimitExceededError,
-    SqlErrorError,
+    SqlError,
     StorageUnavailableError,
     UnsafeQueryError,
 )
@@ -103,7 +103,7 @@ __all__ = [
     "QueryTooExpensiveError",
     "RequestTimeoutError",
     "RowLimitExceededError",
-    "SqlErrorError",
+    "SqlError",
     "StorageUnavailableError",
     "UnsafeQueryError",
 ]

@@ -10,7 +10,7 @@ from ..errors import (
     InvalidInputError,
     NotFoundError,
     StorageUnavailableError,
-    ValidationErrorError,
+    ValidationError,
 )
 
 DECLARED: dict[str, frozenset[str]] = {
@@ -29,5 +29,5 @@ __all__ = [
     "InvalidInputError",
     "NotFoundError",
     "StorageUnavailableError",
-    "ValidationErrorError",
+    "ValidationError",
 ]

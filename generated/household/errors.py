@@ -11,7 +11,7 @@ from ..errors import (
     DataNotFoundError,
     InternalError,
     NotFoundError,
-    ValidationErrorError,
+    ValidationError,
 )
 
 DECLARED: dict[str, frozenset[str]] = {
@@ -41,5 +41,5 @@ __all__ = [
     "DataNotFoundError",
     "InternalError",
     "NotFoundError",
-    "ValidationErrorError",
+    "ValidationError",
 ]

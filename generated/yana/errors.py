@@ -13,7 +13,7 @@ from ..errors import (
     PayloadTooLargeError,
     RagUnavailableError,
     RequestTimeoutError,
-    UpstreamErrorError,
+    UpstreamError,
     UpstreamTimeoutError,
     UriNotAllowedError,
 )
@@ -52,7 +52,7 @@ __all__ = [
     "PayloadTooLargeError",
     "RagUnavailableError",
     "RequestTimeoutError",
-    "UpstreamErrorError",
+    "UpstreamError",
     "UpstreamTimeoutError",
     "UriNotAllowedError",
 ]
