@@ -185,6 +185,9 @@ def render_all(tree: SpecTree) -> dict[str, str]:
     py["generated/__init__.py"] = (
         header(tree, tree.sources) + '\n"""Emitted by codegen from specs/. Never edited by hand."""\n'
     )
+    py["generated/error_codes.py"] = TEMPLATES.get_template("error_codes.py.jinja").render(
+        header=header(tree, errors_src), errors=errors
+    )
     py["generated/errors.py"] = TEMPLATES.get_template("errors.py.jinja").render(
         header=header(tree, errors_src), errors=errors
     )
