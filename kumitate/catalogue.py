@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kumitate.errors import ErrorCode
+
 
 @dataclass(frozen=True, slots=True)
 class CatalogueEntry:
-    code: str
+    code: ErrorCode
     status: int
     retryable: bool
     title: str
