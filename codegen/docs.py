@@ -76,7 +76,7 @@ def mcp_description(tool: ToolSpec) -> str:
 
 def mcp_input_schema(tool: ToolSpec) -> dict[str, Any]:
     """The input schema `tools/list` shows: the spec's, with the runtime's `idempotency_key` argument."""
-    return with_key_argument(tool.wire_input) if tool.policy.get("idempotency") else tool.wire_input
+    return with_key_argument(tool.wire_input) if tool.rules.idempotency else tool.wire_input
 
 
 def tool_list_entry(tool: ToolSpec) -> dict[str, Any]:
@@ -302,7 +302,7 @@ def _tool_section(tree: SpecTree, tool: ToolSpec) -> list[str]:
         "|---|---|",
         f"| HTTP | `{tool.http_method} {tool.http_path}` ({', '.join(tool.content_types)}){_flat(tool)} |",
         f"| MCP annotations | {_cell(ann)} |",
-        f"| Scopes | {', '.join(f'`{s}`' for s in tool.policy.get('scopes', [])) or 'none'} |",
+        f"| Scopes | {', '.join(f'`{s}`' for s in tool.rules.scopes) or 'none'} |",
         f"| Models | `{_model(tool.name, 'Input')}`, `{_model(tool.name, 'Output')}` |",
         f"| tools/list cost | ~{tool_tokens(tool)} tokens |",
         "",
@@ -354,7 +354,7 @@ def _resource_section(tree: SpecTree, res: ResourceSpec) -> list[str]:
         f"| URI | `{res.uri}` |",
         f"| Media type | `{res.mime_type}` |",
         f"| HTTP | `GET {res.http_path}` |",
-        f"| Scopes | {', '.join(f'`{s}`' for s in res.policy.get('scopes', [])) or 'none'} |",
+        f"| Scopes | {', '.join(f'`{s}`' for s in res.rules.scopes) or 'none'} |",
         "",
     ]
     if res.output_schema is not None:
@@ -481,7 +481,7 @@ def _smaller_bills(tree: SpecTree) -> list[str]:
         f"| any caller, before (and a caller without a table token) | {len(served)} | ~{every} tokens |",
     ]
     for svc in sorted((s for s in tree.services if not s.opt_in), key=lambda s: s.name):
-        scopes = sorted({scope for tool in svc.tools for scope in tool.policy.get("scopes", [])})
+        scopes = sorted({scope for tool in svc.tools for scope in tool.rules.scopes})
         if scopes:
             names = ", ".join(f"`{s}`" for s in scopes)
             lines.append(f"| a token with {names} only | {len(svc.tools)} | ~{tools_list_tokens(svc)} tokens |")

@@ -66,7 +66,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "handler_output": tool.handler_output,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
         "cache": tool.cache,
-        "idempotent": bool(tool.policy.get("idempotency")),
+        "idempotent": tool.rules.idempotency,
     }
 
 
