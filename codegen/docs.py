@@ -263,7 +263,8 @@ def _json_block(value: Any) -> list[str]:
 def _errors(tree: SpecTree, codes: list[str]) -> list[str]:
     lines = ["| Code | HTTP status | Retryable | Meaning |", "|---|---|---|---|"]
     for code in sorted(
-        set(codes) | set(GENERIC_ERRORS), key=lambda c: (tree.errors[c].status if c in tree.errors else 0, c)
+        set(codes) | (set(GENERIC_ERRORS) & set(tree.errors)),
+        key=lambda c: (tree.errors[c].status if c in tree.errors else 0, c),
     ):
         err = tree.errors.get(code)
         generic = " (any tool)" if code in GENERIC_ERRORS and code not in codes else ""

@@ -20,10 +20,10 @@ from referencing import Registry, Resource
 
 from codegen import advertised, naming, shared
 from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
-from kumitate.policy import Policy
+from kumitate.policy import GENERIC_CODES, Policy
 
-GENERIC_ERRORS = ("BAD_REQUEST", "INTERNAL")
-"""Codes every tool may return without declaring them (schema violations, crashes)."""
+GENERIC_ERRORS: tuple[str, ...] = tuple(sorted(GENERIC_CODES))
+"""Codes every tool may return without declaring them: the runtime's (kumitate.policy.GENERIC_CODES)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 # sources: specs/analytics/resources/column.yaml, specs/analytics/resources/export_file.yaml, specs/analytics/resources/schema.yaml, specs/analytics/resources/table.yaml, specs/analytics/service.yaml, ... and 6 more
 # sources-sha256: 5fc2211d947d98a0
 """The error classes the analytics handlers may raise: the codes its tools and resources declare, and
-BAD_REQUEST and INTERNAL, which any call may end with. Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
@@ -14,8 +14,10 @@ from ..errors import (
     NotFoundError,
     QueryTimeoutError,
     QueryTooExpensiveError,
+    RateLimitedError,
     RequestTimeoutError,
     RowLimitExceededError,
+    ServiceUnavailableError,
     SqlError,
     StorageUnavailableError,
     UnsafeQueryError,
@@ -23,7 +25,16 @@ from ..errors import (
 
 DECLARED: dict[str, frozenset[str]] = {
     "drop_materialized": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "INVALID_INPUT", "QUERY_TIMEOUT", "REQUEST_TIMEOUT", "STORAGE_UNAVAILABLE"]
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "INVALID_INPUT",
+            "QUERY_TIMEOUT",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
     ),
     "export": frozenset(
         [
@@ -33,8 +44,10 @@ DECLARED: dict[str, frozenset[str]] = {
             "INVALID_INPUT",
             "QUERY_TIMEOUT",
             "QUERY_TOO_EXPENSIVE",
+            "RATE_LIMITED",
             "REQUEST_TIMEOUT",
             "ROW_LIMIT_EXCEEDED",
+            "SERVICE_UNAVAILABLE",
             "SQL_ERROR",
             "STORAGE_UNAVAILABLE",
             "UNSAFE_QUERY",
@@ -48,7 +61,9 @@ DECLARED: dict[str, frozenset[str]] = {
             "NOT_FOUND",
             "QUERY_TIMEOUT",
             "QUERY_TOO_EXPENSIVE",
+            "RATE_LIMITED",
             "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
             "SQL_ERROR",
             "STORAGE_UNAVAILABLE",
             "UNSAFE_QUERY",
@@ -62,8 +77,10 @@ DECLARED: dict[str, frozenset[str]] = {
             "INVALID_INPUT",
             "QUERY_TIMEOUT",
             "QUERY_TOO_EXPENSIVE",
+            "RATE_LIMITED",
             "REQUEST_TIMEOUT",
             "ROW_LIMIT_EXCEEDED",
+            "SERVICE_UNAVAILABLE",
             "SQL_ERROR",
             "STORAGE_UNAVAILABLE",
             "UNSAFE_QUERY",
@@ -77,18 +94,52 @@ DECLARED: dict[str, frozenset[str]] = {
             "NOT_FOUND",
             "QUERY_TIMEOUT",
             "QUERY_TOO_EXPENSIVE",
+            "RATE_LIMITED",
             "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
             "SQL_ERROR",
             "STORAGE_UNAVAILABLE",
             "UNSAFE_QUERY",
         ]
     ),
-    "read_column": frozenset(["BAD_REQUEST", "INTERNAL", "NOT_FOUND"]),
-    "read_export_file": frozenset(["BAD_REQUEST", "EXPORT_NOT_FOUND", "INTERNAL", "STORAGE_UNAVAILABLE"]),
-    "read_schema": frozenset(["BAD_REQUEST", "INTERNAL", "STORAGE_UNAVAILABLE"]),
-    "read_table": frozenset(["BAD_REQUEST", "INTERNAL", "NOT_FOUND"]),
+    "read_column": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "NOT_FOUND",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "read_export_file": frozenset(
+        [
+            "BAD_REQUEST",
+            "EXPORT_NOT_FOUND",
+            "INTERNAL",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "read_schema": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "read_table": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "NOT_FOUND",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with BAD_REQUEST and INTERNAL."""
+"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
 
 __all__ = [
     "DECLARED",
@@ -101,8 +152,10 @@ __all__ = [
     "NotFoundError",
     "QueryTimeoutError",
     "QueryTooExpensiveError",
+    "RateLimitedError",
     "RequestTimeoutError",
     "RowLimitExceededError",
+    "ServiceUnavailableError",
     "SqlError",
     "StorageUnavailableError",
     "UnsafeQueryError",

@@ -2,25 +2,79 @@
 # sources: specs/attendance/service.yaml, specs/attendance/tools/evaluate_attendance.yaml, specs/attendance/tools/get_attendance_rule.yaml, specs/attendance/tools/invitee_key.yaml, specs/attendance/tools/parse_attendance_intent.yaml, ... and 2 more
 # sources-sha256: b1417e57fa45f873
 """The error classes the attendance handlers may raise: the codes its tools and resources declare, and
-BAD_REQUEST and INTERNAL, which any call may end with. Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
     InternalError,
     InvalidInputError,
     NotFoundError,
+    RateLimitedError,
+    RequestTimeoutError,
+    ServiceUnavailableError,
     StorageUnavailableError,
     ValidationError,
 )
 
 DECLARED: dict[str, frozenset[str]] = {
-    "evaluate_attendance": frozenset(["BAD_REQUEST", "INTERNAL", "INVALID_INPUT", "VALIDATION_ERROR"]),
-    "get_attendance_rule": frozenset(["BAD_REQUEST", "INTERNAL", "NOT_FOUND", "STORAGE_UNAVAILABLE"]),
-    "invitee_key": frozenset(["BAD_REQUEST", "INTERNAL", "INVALID_INPUT"]),
-    "parse_attendance_intent": frozenset(["BAD_REQUEST", "INTERNAL", "INVALID_INPUT"]),
-    "save_attendance_rule": frozenset(["BAD_REQUEST", "INTERNAL", "STORAGE_UNAVAILABLE", "VALIDATION_ERROR"]),
+    "evaluate_attendance": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "INVALID_INPUT",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+            "VALIDATION_ERROR",
+        ]
+    ),
+    "get_attendance_rule": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "NOT_FOUND",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "invitee_key": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "INVALID_INPUT",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "parse_attendance_intent": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "INVALID_INPUT",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "save_attendance_rule": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+            "VALIDATION_ERROR",
+        ]
+    ),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with BAD_REQUEST and INTERNAL."""
+"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
 
 __all__ = [
     "DECLARED",
@@ -28,6 +82,9 @@ __all__ = [
     "InternalError",
     "InvalidInputError",
     "NotFoundError",
+    "RateLimitedError",
+    "RequestTimeoutError",
+    "ServiceUnavailableError",
     "StorageUnavailableError",
     "ValidationError",
 ]

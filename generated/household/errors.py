@@ -2,7 +2,7 @@
 # sources: specs/household/resources/available_months.yaml, specs/household/resources/category.yaml, specs/household/resources/category_hierarchy.yaml, specs/household/resources/category_trend_summary.yaml, specs/household/resources/chart.yaml, ... and 12 more
 # sources-sha256: fa7e6cdb4a8c296b
 """The error classes the household handlers may raise: the codes its tools and resources declare, and
-BAD_REQUEST and INTERNAL, which any call may end with. Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
@@ -11,27 +11,138 @@ from ..errors import (
     DataNotFoundError,
     InternalError,
     NotFoundError,
+    RateLimitedError,
+    RequestTimeoutError,
+    ServiceUnavailableError,
+    StorageUnavailableError,
     ValidationError,
 )
 
 DECLARED: dict[str, frozenset[str]] = {
-    "confirm_duplicate": frozenset(["BAD_REQUEST", "CONFLICT", "INTERNAL", "NOT_FOUND", "VALIDATION_ERROR"]),
-    "detect_duplicates": frozenset(["BAD_REQUEST", "INTERNAL", "VALIDATION_ERROR"]),
-    "get_category_trend": frozenset(["BAD_REQUEST", "DATA_NOT_FOUND", "INTERNAL", "VALIDATION_ERROR"]),
-    "get_duplicate_candidate_detail": frozenset(["BAD_REQUEST", "INTERNAL", "NOT_FOUND"]),
-    "get_duplicate_stats": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "get_monthly_household": frozenset(["BAD_REQUEST", "DATA_NOT_FOUND", "INTERNAL", "VALIDATION_ERROR"]),
-    "import_household_data": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "list_duplicate_candidates": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "read_available_months": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "read_category": frozenset(["BAD_REQUEST", "INTERNAL", "NOT_FOUND"]),
-    "read_category_hierarchy": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "read_category_trend_summary": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "read_chart": frozenset(["BAD_REQUEST", "CHART_NOT_FOUND", "INTERNAL"]),
-    "read_month": frozenset(["BAD_REQUEST", "DATA_NOT_FOUND", "INTERNAL"]),
-    "restore_duplicate": frozenset(["BAD_REQUEST", "CONFLICT", "INTERNAL", "NOT_FOUND"]),
+    "confirm_duplicate": frozenset(
+        [
+            "BAD_REQUEST",
+            "CONFLICT",
+            "INTERNAL",
+            "NOT_FOUND",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+            "VALIDATION_ERROR",
+        ]
+    ),
+    "detect_duplicates": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+            "VALIDATION_ERROR",
+        ]
+    ),
+    "get_category_trend": frozenset(
+        [
+            "BAD_REQUEST",
+            "DATA_NOT_FOUND",
+            "INTERNAL",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+            "VALIDATION_ERROR",
+        ]
+    ),
+    "get_duplicate_candidate_detail": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "NOT_FOUND",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "get_duplicate_stats": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "get_monthly_household": frozenset(
+        [
+            "BAD_REQUEST",
+            "DATA_NOT_FOUND",
+            "INTERNAL",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+            "VALIDATION_ERROR",
+        ]
+    ),
+    "import_household_data": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "list_duplicate_candidates": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "read_available_months": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "read_category": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "NOT_FOUND",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "read_category_hierarchy": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "read_category_trend_summary": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "read_chart": frozenset(
+        [
+            "BAD_REQUEST",
+            "CHART_NOT_FOUND",
+            "INTERNAL",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "read_month": frozenset(
+        [
+            "BAD_REQUEST",
+            "DATA_NOT_FOUND",
+            "INTERNAL",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "restore_duplicate": frozenset(
+        [
+            "BAD_REQUEST",
+            "CONFLICT",
+            "INTERNAL",
+            "NOT_FOUND",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with BAD_REQUEST and INTERNAL."""
+"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
 
 __all__ = [
     "DECLARED",
@@ -41,5 +152,9 @@ __all__ = [
     "DataNotFoundError",
     "InternalError",
     "NotFoundError",
+    "RateLimitedError",
+    "RequestTimeoutError",
+    "ServiceUnavailableError",
+    "StorageUnavailableError",
     "ValidationError",
 ]

@@ -2,7 +2,7 @@
 # sources: specs/yana/resources/brand.yaml, specs/yana/resources/brewery.yaml, specs/yana/resources/healthz.yaml, specs/yana/resources/logs_today.yaml, specs/yana/resources/version.yaml, ... and 5 more
 # sources-sha256: 9c8fce9090242abe
 """The error classes the yana handlers may raise: the codes its tools and resources declare, and
-BAD_REQUEST and INTERNAL, which any call may end with. Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
@@ -12,14 +12,27 @@ from ..errors import (
     NotFoundError,
     PayloadTooLargeError,
     RagUnavailableError,
+    RateLimitedError,
     RequestTimeoutError,
+    ServiceUnavailableError,
+    StorageUnavailableError,
     UpstreamError,
     UpstreamTimeoutError,
     UriNotAllowedError,
 )
 
 DECLARED: dict[str, frozenset[str]] = {
-    "chat": frozenset(["BAD_REQUEST", "INTERNAL", "RAG_UNAVAILABLE", "REQUEST_TIMEOUT"]),
+    "chat": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "RAG_UNAVAILABLE",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
     "ingest": frozenset(
         [
             "BAD_REQUEST",
@@ -28,19 +41,67 @@ DECLARED: dict[str, frozenset[str]] = {
             "INVALID_IMAGE",
             "NOT_FOUND",
             "PAYLOAD_TOO_LARGE",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
             "UPSTREAM_ERROR",
             "UPSTREAM_TIMEOUT",
             "URI_NOT_ALLOWED",
         ]
     ),
-    "read_brand": frozenset(["BAD_REQUEST", "INTERNAL", "NOT_FOUND"]),
-    "read_brewery": frozenset(["BAD_REQUEST", "INTERNAL", "NOT_FOUND"]),
-    "read_healthz": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "read_logs_today": frozenset(["BAD_REQUEST", "INTERNAL", "NOT_FOUND"]),
-    "read_version": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "search": frozenset(["BAD_REQUEST", "INTERNAL", "RAG_UNAVAILABLE"]),
+    "read_brand": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "NOT_FOUND",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "read_brewery": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "NOT_FOUND",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "read_healthz": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "read_logs_today": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "NOT_FOUND",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "read_version": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "search": frozenset(
+        [
+            "BAD_REQUEST",
+            "INTERNAL",
+            "RAG_UNAVAILABLE",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with BAD_REQUEST and INTERNAL."""
+"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
 
 __all__ = [
     "DECLARED",
@@ -51,7 +112,10 @@ __all__ = [
     "NotFoundError",
     "PayloadTooLargeError",
     "RagUnavailableError",
+    "RateLimitedError",
     "RequestTimeoutError",
+    "ServiceUnavailableError",
+    "StorageUnavailableError",
     "UpstreamError",
     "UpstreamTimeoutError",
     "UriNotAllowedError",
