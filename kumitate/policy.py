@@ -43,12 +43,21 @@ RESOURCE_CODES: frozenset[ErrorCode] = frozenset({"NOT_FOUND"})
 
 @dataclass(frozen=True, slots=True)
 class RateLimit:
+    """`policy.rate_limit`: a token bucket per principal and tool (`rps` refill, `burst` size)."""
+
     rps: float
     burst: int
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
+    """A tool's, resource's or prompt's `policy` (service defaults merged with its own), typed.
+
+    The Python side of specs/_meta/policy.schema.json: one field per property of the meta-schema
+    (tests/runtime/steps/test_policy.py holds them together), but `idempotency_note`, which only the
+    spec lint reads. The runtime's steps and codegen (ToolSpec.rules) both read this form; `codes()`
+    is the one policy -> error-codes mapping."""
+
     scopes: tuple[str, ...] = ()
     public: bool = False
     rate_limit: RateLimit | None = None

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from typing import get_args, get_type_hints
 
 import pytest
 
 from generated.registry import SERVICES
 from kumitate.policy import GENERIC_CODES, Policy, RateLimit
+from tests.conftest import REPO
 from tests.runtime.test_pipeline import binding
 
 
@@ -69,3 +72,12 @@ def test_policy_codes_follow_what_it_turns_on() -> None:
     }
     trim = Policy(public=True, idempotency=True, max_output_bytes=100, on_oversize="trim")
     assert trim.codes() == {"CONFLICT", "IN_PROGRESS", "OUTPUT_TOO_LARGE"}  # trim fails when nothing is left to trim
+
+
+def test_the_dataclass_has_a_field_for_every_property_of_the_meta_schema() -> None:
+    """kumitate.policy.Policy and specs/_meta/policy.schema.json describe one vocabulary: a property added
+    to one and not the other fails here (idempotency_note is the lint's alone)."""
+    schema = json.loads((REPO / "specs" / "_meta" / "policy.schema.json").read_text(encoding="utf-8"))
+    assert {f.name for f in dataclasses.fields(Policy)} | {"idempotency_note"} == set(schema["properties"])
+    assert {f.name for f in dataclasses.fields(RateLimit)} == set(schema["properties"]["rate_limit"]["properties"])
+    assert set(get_args(get_type_hints(Policy)["on_oversize"])) == set(schema["properties"]["on_oversize"]["enum"])
