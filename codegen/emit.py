@@ -66,7 +66,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "handler_output": tool.handler_output,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
         "cache": tool.cache,
-        "idempotent": bool(tool.policy.get("idempotency")),
+        "idempotent": tool.rules.idempotency,
     }
 
 
@@ -186,6 +186,9 @@ def render_all(tree: SpecTree) -> dict[str, str]:
     errors_src = [tree.root / "errors.yaml"]
     py["generated/__init__.py"] = (
         header(tree, tree.sources) + '\n"""Emitted by codegen from specs/. Never edited by hand."""\n'
+    )
+    py["generated/error_codes.py"] = TEMPLATES.get_template("error_codes.py.jinja").render(
+        header=header(tree, errors_src), errors=errors
     )
     py["generated/errors.py"] = TEMPLATES.get_template("errors.py.jinja").render(
         header=header(tree, errors_src), errors=errors

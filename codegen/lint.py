@@ -105,7 +105,7 @@ def check_annotations(tree: SpecTree) -> Iterator[Problem]:
             yield Problem(rel, "/mcp/annotations/destructiveHint", "KT103", "DELETE implies destructiveHint: true")
         if ann["readOnlyHint"] and not ann["idempotentHint"]:
             yield Problem(rel, "/mcp/annotations/idempotentHint", "KT103", "a read-only tool is idempotent")
-        if tool.policy.get("idempotency") and ann["readOnlyHint"]:
+        if tool.rules.idempotency and ann["readOnlyHint"]:
             yield Problem(rel, "/policy/idempotency", "KT103", "idempotency keys are for tools that write")
 
 

@@ -53,8 +53,8 @@ def prompt_method(prompt: str) -> str:
 
 
 def error_class(code: str) -> str:
-    """NOT_FOUND -> NotFoundError."""
-    return f"{pascal(code.lower())}Error"
+    """NOT_FOUND -> NotFoundError; a code that already ends in ERROR is not doubled (SQL_ERROR -> SqlError)."""
+    return f"{pascal(code.lower().removesuffix('_error'))}Error"
 
 
 def operation_id(service: str, tool: str) -> str:

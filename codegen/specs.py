@@ -20,9 +20,10 @@ from referencing import Registry, Resource
 
 from codegen import advertised, naming, shared
 from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
+from kumitate.policy import GENERIC_CODES, Policy
 
-GENERIC_ERRORS = ("BAD_REQUEST", "INTERNAL")
-"""Codes every tool may return without declaring them (schema violations, crashes)."""
+GENERIC_ERRORS: tuple[str, ...] = tuple(sorted(GENERIC_CODES))
+"""Codes every tool may return without declaring them: the runtime's (kumitate.policy.GENERIC_CODES)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,11 @@ class ToolSpec:
     links: list[Link] = field(default_factory=list)
 
     @property
+    def rules(self) -> Policy:
+        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
+        return Policy.parse(self.policy)
+
+    @property
     def is_task(self) -> bool:
         """Whether the tool may run as a task (`execution.mode: task`)."""
         return bool(self.execution and self.execution.get("mode") == "task")
@@ -153,6 +159,11 @@ class ResourceSpec:
     cache: dict[str, Any] | None = None
     """`cache` (specs/_meta/cache.schema.json): the MCP caching hint of the resource's reads."""
     links: list[Link] = field(default_factory=list)
+
+    @property
+    def rules(self) -> Policy:
+        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
+        return Policy.parse(self.policy)
 
     @property
     def params(self) -> list[str]:

@@ -46,7 +46,8 @@ def load_schemas(path: Path) -> dict[str, Any]:
 def _parse_policy(binding: ToolBinding | ResourceBinding | PromptBinding) -> None:
     rules = Policy.parse(binding.policy)
     object.__setattr__(binding, "rules", rules)  # frozen: set once, while the binding is built
-    object.__setattr__(binding, "allowed", allowed_codes(binding.errors, rules))
+    resource = isinstance(binding, ResourceBinding)
+    object.__setattr__(binding, "allowed", allowed_codes(binding.errors, rules, resource=resource))
 
 
 @dataclass(frozen=True, slots=True)

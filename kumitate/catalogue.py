@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kumitate.errors import ErrorCode
+
 __all__ = ["CatalogueEntry"]
 
 
@@ -11,7 +13,7 @@ __all__ = ["CatalogueEntry"]
 class CatalogueEntry:
     """One code of specs/errors.yaml: its HTTP status, whether a retry can succeed, and its text."""
 
-    code: str
+    code: ErrorCode
     status: int
     retryable: bool
     title: str

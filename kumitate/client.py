@@ -26,8 +26,9 @@ import httpx
 from pydantic import BaseModel
 
 from kumitate.bindings import fill_path
-from kumitate.errors import ToolError
+from kumitate.errors import ErrorCode, ToolError
 from kumitate.outbound import retry_after_s
+from kumitate.policies.idempotency import KEY_ARGUMENT as IDEMPOTENCY_ARGUMENT
 
 __all__ = [
     "IDEMPOTENCY_ARGUMENT",
@@ -52,8 +53,13 @@ __all__ = [
 M = TypeVar("M", bound=BaseModel)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-IDEMPOTENCY_ARGUMENT = "idempotency_key"  # MCP carries the key as an argument (kumitate/transports/mcp/tools.py)
-_NO_BODY_CODES = {401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 408: "REQUEST_TIMEOUT", 429: "RATE_LIMITED"}
+_NO_BODY_CODES: dict[int, ErrorCode] = {
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    408: "REQUEST_TIMEOUT",
+    429: "RATE_LIMITED",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +147,7 @@ def _no_answer(exc: Exception, call: Call, *, sent: bool) -> Reply:
     """No answer from the server. A request that was never sent (no connection) ran nothing, so it
     is retryable; a lost answer (read time-out, reset) may have run the tool, so it is retried
     only where the idempotency key makes a repeat safe."""
-    code = "REQUEST_TIMEOUT" if sent else "SERVICE_UNAVAILABLE"
+    code: ErrorCode = "REQUEST_TIMEOUT" if sent else "SERVICE_UNAVAILABLE"
     message = f"no answer from the server: {type(exc).__name__}: {exc}"
     retryable = not sent or call.op.idempotent
     return Reply(ok=False, body={"error": {"code": code, "message": message, "retryable": retryable}})

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kumitate.context import Principal
-from kumitate.errors import ToolError
+from kumitate.errors import ErrorCode, ToolError
 from kumitate.settings import Settings
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class AuthError(ToolError):
     """An UNAUTHORIZED or FORBIDDEN refusal with the parameters of its RFC 6750 `WWW-Authenticate`
     challenge (`error`, `scope`, ...); the pipeline adds where to find the resource's metadata."""
 
-    def __init__(self, message: str, *, code: str, challenge: dict[str, str]) -> None:
+    def __init__(self, message: str, *, code: ErrorCode, challenge: dict[str, str]) -> None:
         super().__init__(message, code=code)
         self.challenge = challenge
 
