@@ -15,7 +15,7 @@ TEST_ORDER = $(if $(TEST_SEED),-p randomly --randomly-seed=$(TEST_SEED))
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
-.PHONY: help venv generate serve test test-latest check lint drift types fast fmt fuzz conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
+.PHONY: help venv generate serve test test-latest check lint docstrings api-docs drift types fast fmt fuzz conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
 .DEFAULT_GOAL := help
 
 help:  ## list the targets (this text)
@@ -46,7 +46,7 @@ test: venv  ## drift check + the whole test suite with coverage, in TEST_SEED's 
 test-latest:  ## the fast runtime/wire tests against the NEWEST fastmcp, mcp, litestar, pydantic (var/venv-latest); prints what broke
 	bash .ci/test-latest
 
-check: lint drift types fast  ## lint, drift, mypy, fast tests (before a commit)
+check: lint docstrings drift types fast  ## lint, docstring coverage, drift, mypy, fast tests (before a commit)
 
 lint: venv  ## ruff, the LLM-readiness lint, the format check, hadolint on the Dockerfile
 	$(BIN)/ruff check .
@@ -54,8 +54,15 @@ lint: venv  ## ruff, the LLM-readiness lint, the format check, hadolint on the D
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench deploy
 
-drift: venv  ## generated/ matches specs/ (python -m codegen --check)
+docstrings: venv  ## docstring coverage of kumitate/ and codegen/ public classes (>= 85%) and functions (>= 80%); --list names the gaps
+	$(PY) -m codegen.docstrings
+
+api-docs: venv  ## docs/api.md, the API reference, from the docstrings of the modules that declare __all__
+	$(PY) -m codegen.apidocs
+
+drift: venv  ## generated/ matches specs/ (python -m codegen --check), docs/api.md matches the docstrings
 	$(PY) -m codegen --check
+	$(PY) -m codegen.apidocs --check
 
 types: venv  ## mypy, then codegen.raises (each tool raises only the error codes its spec declares)
 	$(BIN)/mypy

@@ -96,6 +96,8 @@ def compare(results: dict[str, bool], expected: list[str]) -> tuple[list[str], l
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`python -m codegen.conformance`: run the pinned official MCP conformance suite against the chosen
+    targets and revisions; exit 1 when a required scenario fails that is not an expected failure."""
     parser = argparse.ArgumentParser(prog="python -m codegen.conformance", description=__doc__.splitlines()[0])
     parser.add_argument("--target", action="append", choices=sorted(TARGETS), help="run only this target (repeatable)")
     parser.add_argument("--revision", action="append", choices=REVISIONS, help="run only this revision (repeatable)")

@@ -30,20 +30,13 @@ from codegen.specs import (
     SpecTree,
     ToolSpec,
 )
+from kumitate.policies.idempotency import with_key_argument
 
 BUDGET_FILE = "token-budget.yaml"
 """specs/token-budget.yaml: {default: N, services: {name: N}, toolsets: {name: N}} (tokens of tools/list)."""
 DEFAULT_BUDGET = 12_000
 BUDGET_RULE = "KT205"
 BASE_URL = "http://127.0.0.1:8000"
-IDEMPOTENCY_ARGUMENT: dict[str, Any] = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 255,
-    "description": "Optional. Repeat a call with the same key to get the first result back instead of running it twice.",
-}
-"""Mirrors kumitate.transports.mcp.mcp_input_schema (codegen does not import the runtime)."""
-
 CONSTRAINT_KEYS = (
     "const",
     "format",
@@ -82,11 +75,8 @@ def mcp_description(tool: ToolSpec) -> str:
 
 
 def mcp_input_schema(tool: ToolSpec) -> dict[str, Any]:
-    if not tool.policy.get("idempotency"):
-        return tool.wire_input
-    schema = dict(tool.wire_input)
-    schema["properties"] = {**schema.get("properties", {}), "idempotency_key": IDEMPOTENCY_ARGUMENT}
-    return schema
+    """The input schema `tools/list` shows: the spec's, with the runtime's `idempotency_key` argument."""
+    return with_key_argument(tool.wire_input) if tool.rules.idempotency else tool.wire_input
 
 
 def tool_list_entry(tool: ToolSpec) -> dict[str, Any]:
@@ -119,10 +109,12 @@ def list_tokens(tools: list[ToolSpec]) -> int:
 
 
 def tools_list_tokens(svc: ServiceSpec) -> int:
+    """The estimated tokens of the service's whole tools/list: what an LLM client pays to see it."""
     return list_tokens(svc.tools)
 
 
 def tool_tokens(tool: ToolSpec) -> int:
+    """The estimated tokens of one tool's tools/list entry."""
     return estimate_tokens(json.dumps(tool_list_entry(tool), ensure_ascii=False, separators=(",", ":")))
 
 
@@ -156,6 +148,7 @@ def load_budget(tree: SpecTree) -> tuple[dict[str, int], list[Problem]]:
 
 
 def budget_for(budgets: dict[str, int], service: str) -> int:
+    """The token budget of `service`, else the default (`*`) of specs/token-budget.yaml."""
     return budgets.get(service, budgets["*"])
 
 
@@ -192,6 +185,7 @@ def _cell(value: Any) -> str:
 
 
 def type_label(schema: dict[str, Any]) -> str:
+    """The type column of a reference table (`string`, `array of integer`, a union joined by `|`)."""
     kinds = schema.get("type")
     if isinstance(kinds, list):
         return " \\| ".join(type_label({**schema, "type": k}) for k in kinds)
@@ -244,6 +238,7 @@ def field_rows(schema: dict[str, Any], prefix: str = "", required: bool = True) 
 
 
 def field_rows_items(items: dict[str, Any], prefix: str) -> Iterator[tuple[str, ...]]:
+    """The reference table's rows for the items of an array field, their names under `prefix`."""
     props = items.get("properties")
     if isinstance(props, dict):
         needed = set(items.get("required", []))
@@ -273,7 +268,8 @@ def _json_block(value: Any) -> list[str]:
 def _errors(tree: SpecTree, codes: list[str]) -> list[str]:
     lines = ["| Code | HTTP status | Retryable | Meaning |", "|---|---|---|---|"]
     for code in sorted(
-        set(codes) | set(GENERIC_ERRORS), key=lambda c: (tree.errors[c].status if c in tree.errors else 0, c)
+        set(codes) | (set(GENERIC_ERRORS) & set(tree.errors)),
+        key=lambda c: (tree.errors[c].status if c in tree.errors else 0, c),
     ):
         err = tree.errors.get(code)
         generic = " (any tool)" if code in GENERIC_ERRORS and code not in codes else ""
@@ -312,7 +308,7 @@ def _tool_section(tree: SpecTree, tool: ToolSpec) -> list[str]:
         "|---|---|",
         f"| HTTP | `{tool.http_method} {tool.http_path}` ({', '.join(tool.content_types)}){_flat(tool)} |",
         f"| MCP annotations | {_cell(ann)} |",
-        f"| Scopes | {', '.join(f'`{s}`' for s in tool.policy.get('scopes', [])) or 'none'} |",
+        f"| Scopes | {', '.join(f'`{s}`' for s in tool.rules.scopes) or 'none'} |",
         f"| Models | `{_model(tool.name, 'Input')}`, `{_model(tool.name, 'Output')}` |",
         f"| tools/list cost | ~{tool_tokens(tool)} tokens |",
         "",
@@ -364,7 +360,7 @@ def _resource_section(tree: SpecTree, res: ResourceSpec) -> list[str]:
         f"| URI | `{res.uri}` |",
         f"| Media type | `{res.mime_type}` |",
         f"| HTTP | `GET {res.http_path}` |",
-        f"| Scopes | {', '.join(f'`{s}`' for s in res.policy.get('scopes', [])) or 'none'} |",
+        f"| Scopes | {', '.join(f'`{s}`' for s in res.rules.scopes) or 'none'} |",
         "",
     ]
     if res.output_schema is not None:
@@ -383,6 +379,8 @@ def _resource_section(tree: SpecTree, res: ResourceSpec) -> list[str]:
 
 
 def render_service(tree: SpecTree, svc: ServiceSpec, budgets: dict[str, int]) -> str:
+    """docs/reference/<service>.md: the service's tools and resources as a reader (or an
+    LLM) needs them, with its tools/list cost against its budget."""
     tools = sorted(svc.tools, key=lambda t: t.name)
     resources = sorted(svc.resources, key=lambda r: r.name)
     cost, limit = tools_list_tokens(svc), budget_for(budgets, svc.name)
@@ -491,7 +489,7 @@ def _smaller_bills(tree: SpecTree) -> list[str]:
         f"| any caller, before (and a caller without a table token) | {len(served)} | ~{every} tokens |",
     ]
     for svc in sorted((s for s in tree.services if not s.opt_in), key=lambda s: s.name):
-        scopes = sorted({scope for tool in svc.tools for scope in tool.policy.get("scopes", [])})
+        scopes = sorted({scope for tool in svc.tools for scope in tool.rules.scopes})
         if scopes:
             names = ", ".join(f"`{s}`" for s in scopes)
             lines.append(f"| a token with {names} only | {len(svc.tools)} | ~{tools_list_tokens(svc)} tokens |")

@@ -67,7 +67,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "inline_max_bytes": tool.inline_max_bytes,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
         "cache": tool.cache,
-        "idempotent": bool(tool.policy.get("idempotency")),
+        "idempotent": tool.rules.idempotency,
     }
 
 
@@ -169,6 +169,8 @@ def ruff_format(code: str, filename: str) -> str:
 
 
 def render_all(tree: SpecTree) -> dict[str, str]:
+    """Every generated file of the tree, path -> content: models, errors, bindings, protocols, routes,
+    clients, the registry and openapi.json. Deterministic: the same specs give the same bytes."""
     out: dict[str, str] = {}
     py: dict[str, str] = {}
     errors = [
@@ -185,6 +187,9 @@ def render_all(tree: SpecTree) -> dict[str, str]:
     errors_src = [tree.root / "errors.yaml"]
     py["generated/__init__.py"] = (
         header(tree, tree.sources) + '\n"""Emitted by codegen from specs/. Never edited by hand."""\n'
+    )
+    py["generated/error_codes.py"] = TEMPLATES.get_template("error_codes.py.jinja").render(
+        header=header(tree, errors_src), errors=errors
     )
     py["generated/errors.py"] = TEMPLATES.get_template("errors.py.jinja").render(
         header=header(tree, errors_src), errors=errors

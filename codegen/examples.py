@@ -17,6 +17,8 @@ VOLATILE = frozenset({"run_id", "trace_id", "elapsed_ms", "uptime_s"})
 
 @dataclass
 class Result:
+    """What a call of an example gave, whichever transport ran it: success or not, and the body."""
+
     ok: bool
     body: Any
 
@@ -25,6 +27,7 @@ Caller = Callable[[ToolSpec, Any], Awaitable[Result]]
 
 
 def strip_volatile(value: Any) -> Any:
+    """`value` without the fields that differ on every call (run and trace ids, durations), recursively."""
     if isinstance(value, dict):
         return {k: strip_volatile(v) for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
@@ -33,6 +36,8 @@ def strip_volatile(value: Any) -> Any:
 
 
 def is_subset(expected: Any, actual: Any) -> bool:
+    """Whether `actual` holds `expected`: its keys (recursively) in objects, item by item in lists of the
+    same length, equality for the rest. An example's output names what matters, the rest may vary."""
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(k in actual and is_subset(v, actual[k]) for k, v in expected.items())
     if isinstance(expected, list):

@@ -32,12 +32,14 @@ class Path:
 
     @classmethod
     def parse(cls, text: str) -> Path:
+        """A link's field path: `$input.a.b` reads the input, `a.b` the result; `name[]` goes through each item."""
         from_input = text.startswith(INPUT)
         body = text.removeprefix(INPUT) if from_input else text
         return cls(from_input, tuple((part.removesuffix("[]"), part.endswith("[]")) for part in body.split(".")))
 
     @property
     def fans_out(self) -> bool:
+        """Whether the path goes through a list (`[]`): the link then gives one target call per item."""
         return any(each for _, each in self.steps)
 
     def pointer(self) -> str:
@@ -66,6 +68,7 @@ class Source:
 
     @classmethod
     def parse(cls, text: str) -> Source:
+        """A link's source: one field path, or a string template with `{path}` placeholders."""
         holes = PLACEHOLDER.findall(text)
         if holes:
             return cls(text, tuple(Path.parse(h) for h in holes), True)
@@ -73,9 +76,11 @@ class Source:
 
     @property
     def fans_out(self) -> bool:
+        """Whether any of its paths fans out over a list."""
         return any(p.fans_out for p in self.paths)
 
     def expression(self) -> str:
+        """The OpenAPI runtime expression of this source (a template keeps its text around the pointers)."""
         if not self.template:
             return self.paths[0].pointer()
         return PLACEHOLDER.sub(lambda m: "{" + Path.parse(m.group(1)).pointer() + "}", self.text)
@@ -162,6 +167,7 @@ Target = ToolSpec | ResourceSpec
 
 
 def target_of(tree: SpecTree, service: str, link: Link) -> Target | None:
+    """The tool (any service) or resource (this service) a link names, or None when there is none."""
     if link.kind == "tool":
         return next((t for t in tree.all_tools() if t.name == link.target), None)
     svc = next((s for s in tree.services if s.name == service), None)

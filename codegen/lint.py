@@ -72,6 +72,7 @@ def _tools(tree: SpecTree) -> Iterator[tuple[ToolSpec, str]]:
 
 
 def check_names(tree: SpecTree) -> Iterator[Problem]:
+    """KT101, KT102: tool names are snake_case, short enough, and unique across services."""
     seen: dict[str, str] = {}
     for tool, rel in _tools(tree):
         if not naming.SNAKE.match(tool.name):
@@ -85,6 +86,7 @@ def check_names(tree: SpecTree) -> Iterator[Problem]:
 
 
 def check_annotations(tree: SpecTree) -> Iterator[Problem]:
+    """KT103: every MCP annotation is declared and agrees with the HTTP method (a GET is read-only)."""
     for tool, rel in _tools(tree):
         ann = tool.annotations
         missing = [k for k in ANNOTATION_KEYS if k not in ann]
@@ -103,11 +105,12 @@ def check_annotations(tree: SpecTree) -> Iterator[Problem]:
             yield Problem(rel, "/mcp/annotations/destructiveHint", "KT103", "DELETE implies destructiveHint: true")
         if ann["readOnlyHint"] and not ann["idempotentHint"]:
             yield Problem(rel, "/mcp/annotations/idempotentHint", "KT103", "a read-only tool is idempotent")
-        if tool.policy.get("idempotency") and ann["readOnlyHint"]:
+        if tool.rules.idempotency and ann["readOnlyHint"]:
             yield Problem(rel, "/policy/idempotency", "KT103", "idempotency keys are for tools that write")
 
 
 def check_errors(tree: SpecTree) -> Iterator[Problem]:
+    """KT104: every error code a tool or service declares exists in specs/errors.yaml."""
     for tool, rel in _tools(tree):
         for i, code in enumerate(tool.errors):
             if code not in tree.errors:
@@ -132,6 +135,7 @@ def _validator(schema: dict[str, Any]) -> Any | None:
 
 
 def check_schemas(tree: SpecTree) -> Iterator[Problem]:
+    """KT107, KT108: the schemas are valid JSON Schema 2020-12 and the input is an object."""
     for tool, rel in _tools(tree):
         for part, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
             try:
@@ -147,6 +151,7 @@ def check_schemas(tree: SpecTree) -> Iterator[Problem]:
 
 
 def check_examples(tree: SpecTree) -> Iterator[Problem]:
+    """KT105: every example's input and output validate, and an error example names a declared code."""
     for tool, rel in _tools(tree):
         vin, vout = _validator(tool.input_schema), _validator(tool.output_schema)
         allowed = set(tool.errors) | set(GENERIC_ERRORS)
@@ -172,6 +177,7 @@ def check_examples(tree: SpecTree) -> Iterator[Problem]:
 
 
 def check_text(tree: SpecTree) -> Iterator[Problem]:
+    """KT106: summary and description are there and shaped for an LLM (a one-line summary, a fuller description)."""
     for tool, rel in _tools(tree):
         summary, description = tool.summary.strip(), tool.description.strip()
         if not summary:
@@ -197,6 +203,7 @@ def check_text(tree: SpecTree) -> Iterator[Problem]:
 
 
 def check_routes(tree: SpecTree) -> Iterator[Problem]:
+    """KT109: no two tools or resources share an HTTP method and path."""
     seen: dict[tuple[str, str], str] = {}
     entries: list[tuple[str, str, str]] = [(t.http_method, t.http_path, _rel(t.source, tree)) for t in tree.all_tools()]
     entries += [("GET", r.http_path, _rel(r.source, tree)) for s in tree.services for r in s.resources]
@@ -209,6 +216,7 @@ def check_routes(tree: SpecTree) -> Iterator[Problem]:
 
 
 def check_deprecation(tree: SpecTree) -> Iterator[Problem]:
+    """KT110: a deprecation's dates parse and its sunset is not before its since date."""
     for tool, rel in _tools(tree):
         dep = tool.deprecated
         if not dep:
@@ -224,6 +232,7 @@ def check_deprecation(tree: SpecTree) -> Iterator[Problem]:
 
 
 def check_resources(tree: SpecTree) -> Iterator[Problem]:
+    """KT111: resource URIs are unique and each HTTP path carries the URI's parameters."""
     seen: dict[str, str] = {}
     for svc in tree.services:
         for res in svc.resources:
@@ -299,6 +308,7 @@ def check_idempotency(tree: SpecTree) -> Iterator[Problem]:
 
 
 def check_toolsets(tree: SpecTree) -> Iterator[Problem]:
+    """KT114: a toolset names existing services and tools, and not a service's name."""
     services = {svc.name: {t.name for t in svc.tools} for svc in tree.services}
     for ts in tree.toolsets:
         rel = _rel(ts.source, tree)
@@ -341,6 +351,8 @@ def check_enum_titles(tree: SpecTree) -> Iterator[Problem]:
 
 
 def check_form_flatten(tree: SpecTree) -> Iterator[Problem]:
+    """KT116: `http.form_flatten` names object properties of the input, on a tool that takes forms,
+    whose fields clash with no other form field."""
     for tool, rel in _tools(tree):
         if not tool.form_flatten:
             continue
@@ -380,4 +392,5 @@ CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
 
 
 def resource_schema(res: ResourceSpec) -> str:
+    """The resource's output schema as canonical JSON text, to compare two declarations."""
     return json.dumps(res.output_schema, sort_keys=True)

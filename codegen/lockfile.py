@@ -34,10 +34,12 @@ SERVED_KEYS = ("name", *PARTS.values())
 
 
 def canonical(value: Any) -> bytes:
+    """Canonical JSON bytes (sorted keys, no spaces, UTF-8): equal values hash equal."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
 def sha256(value: Any) -> str:
+    """The SHA-256 of the canonical JSON of `value`."""
     return hashlib.sha256(canonical(value)).hexdigest()
 
 
@@ -52,6 +54,7 @@ def served_hash(entry: dict[str, Any]) -> str:
 
 
 def entry(tool: ToolSpec) -> dict[str, Any]:
+    """The lockfile entry of one tool: service, name and the hash of its served surface."""
     body = surface(tool)
     return {
         "service": tool.service,
@@ -62,6 +65,7 @@ def entry(tool: ToolSpec) -> dict[str, Any]:
 
 
 def render(tree: SpecTree) -> str:
+    """The lockfile text: one entry per tool, sorted, one per line (a diff shows which tool changed)."""
     tools = sorted(tree.all_tools(), key=lambda t: (t.service, t.name))
     lines = [json.dumps(entry(t), ensure_ascii=False, separators=(", ", ": ")) for t in tools]
     body = ",\n".join(f"    {line}" for line in lines)

@@ -242,6 +242,9 @@ def _aliased_classes(code: str) -> list[str]:
 
 
 def render(svc: ServiceSpec, root: Path, header: str) -> str:
+    """The service's pydantic models module: its bundled schemas through datamodel-code-generator, a
+    model that is a bare ref to a shared type as an alias of it, and an explicit null refused where a
+    field may only be left out."""
     document = bundle(svc, root)
     alias_of = aliases(svc, root)
     for name in alias_of:

@@ -18,22 +18,27 @@ def pascal(name: str) -> str:
 
 
 def input_model(tool: str) -> str:
+    """The generated input model's class name of a tool (`summarize_stays` -> `SummarizeStaysInput`)."""
     return f"{pascal(tool)}Input"
 
 
 def output_model(tool: str) -> str:
+    """The generated output model's class name of a tool."""
     return f"{pascal(tool)}Output"
 
 
 def resource_model(resource: str) -> str:
+    """The generated model's class name of a JSON resource."""
     return f"{pascal(resource)}Resource"
 
 
 def protocol_name(tool: str) -> str:
+    """The generated Protocol's name a tool's handler satisfies."""
     return f"{pascal(tool)}Handler"
 
 
 def bundle_name(service: str) -> str:
+    """The generated `Handlers` bundle's name of a service (every Protocol of it)."""
     return f"{pascal(service)}Handlers"
 
 
@@ -48,19 +53,22 @@ def prompt_method(prompt: str) -> str:
 
 
 def error_class(code: str) -> str:
-    """NOT_FOUND -> NotFoundError."""
-    return f"{pascal(code.lower())}Error"
+    """NOT_FOUND -> NotFoundError; a code that already ends in ERROR is not doubled (SQL_ERROR -> SqlError)."""
+    return f"{pascal(code.lower().removesuffix('_error'))}Error"
 
 
 def operation_id(service: str, tool: str) -> str:
+    """The OpenAPI operationId of a tool or resource: `service.name`."""
     return f"{service}.{tool}"
 
 
 def default_tool_path(base_path: str, tool: str) -> str:
+    """A tool's HTTP path when its spec names none: `<base_path>/<tool>`."""
     return f"{base_path.rstrip('/')}/{tool}"
 
 
 def default_base_path(service: str) -> str:
+    """A service's base path when its spec names none: `/v1/<service>`."""
     return f"/v1/{service}"
 
 

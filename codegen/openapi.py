@@ -12,13 +12,15 @@ examples, and every header the wire uses.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import Any
 
 from codegen import models, naming
 from codegen.links import openapi_links
-from codegen.specs import GENERIC_ERRORS, Example, ResourceSpec, SpecTree, ToolSpec
+from codegen.specs import Example, ResourceSpec, SpecTree, ToolSpec
 from kumitate import __version__
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
+from kumitate.policy import Policy, http_codes
 from kumitate.transports.forms import form_schema
 
 ERROR_BODY: dict[str, Any] = {
@@ -112,18 +114,6 @@ TASK_HEADERS: dict[str, dict[str, Any]] = {
 """The headers of a 202 that started a task: in the document where some tool may run as one."""
 
 
-#: Failures any route can produce whatever it declares: bad body or content type, wrong
-#: method, crash. Listed so fuzzers and clients know the full status set.
-TRANSPORT_ERRORS = (
-    "BAD_REQUEST",
-    "METHOD_NOT_ALLOWED",
-    "NOT_ACCEPTABLE",
-    "PAYLOAD_TOO_LARGE",
-    "UNSUPPORTED_MEDIA_TYPE",
-    "INTERNAL",
-)
-
-
 def _header(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/headers/{name}"}
 
@@ -212,7 +202,7 @@ def _operations_paths(tree: SpecTree) -> dict[str, Any]:
         "content": {"application/json": {"schema": _schema_ref("Operation")}},
     }
     param = {"name": "operation_id", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
-    errors = _error_responses(tree, ["NOT_FOUND", "UNAUTHORIZED", "STORAGE_UNAVAILABLE"])
+    errors = _error_responses(tree, http_codes(["NOT_FOUND"], Policy()))
 
     def op(operation_id: str, summary: str) -> dict[str, Any]:
         return {
@@ -234,13 +224,14 @@ def _operations_paths(tree: SpecTree) -> dict[str, Any]:
 
 def _error_responses(
     tree: SpecTree,
-    codes: list[str],
+    codes: Iterable[str],
     deprecated: dict[str, Any] | None = None,
     idempotent: bool = False,
     examples: list[Example] | None = None,
 ) -> dict[str, Any]:
+    """One response per status of `codes` (every code the wire can send: kumitate.policy.http_codes)."""
     by_status: dict[int, list[str]] = {}
-    for code in sorted(set(codes) | set(GENERIC_ERRORS) | set(TRANSPORT_ERRORS)):
+    for code in sorted(codes):
         if code in tree.errors:
             by_status.setdefault(tree.errors[code].status, []).append(code)
     responses: dict[str, Any] = {}
@@ -360,7 +351,7 @@ def _request_body(tool: ToolSpec) -> dict[str, Any]:
 
 
 def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
-    idempotent = bool(tool.policy.get("idempotency"))
+    idempotent = tool.rules.idempotency
     responses: dict[str, Any] = {
         "200": {
             "description": "The tool's structured result.",
@@ -374,7 +365,6 @@ def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
     links = openapi_links(tree, tool)
     if links:
         responses["200"]["links"] = links
-    codes = tool.errors + policy_errors(tool.policy)
     parameters = _parameters(idempotent)
     if tool.is_task:  # `Prefer: respond-async`: 202 and an operation (kumitate.tasks)
         responses["202"] = {
@@ -384,7 +374,7 @@ def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
             "content": {"application/json": {"schema": _schema_ref("Operation")}},
         }
         parameters.append({"$ref": "#/components/parameters/Prefer"})
-        codes = [*codes, "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    codes = http_codes(tool.errors, tool.rules)
     responses.update(_error_responses(tree, codes, tool.deprecated, idempotent, tool.examples))
     op: dict[str, Any] = {
         "operationId": tool.operation_id,
@@ -397,25 +387,14 @@ def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
     }
     if tool.deprecated:
         op["deprecated"] = True
-    if not tool.policy.get("public"):
-        op["security"] = [{"bearerAuth": tool.policy.get("scopes", [])}]
+    if not tool.rules.public:
+        op["security"] = [{"bearerAuth": list(tool.rules.scopes)}]
     return op
 
 
 def policy_errors(policy: dict[str, Any]) -> list[str]:
-    """Error codes a policy can produce, whatever the tool declares (auth applies once tokens are configured)."""
-    codes = []
-    if not policy.get("public"):
-        codes += ["UNAUTHORIZED", "FORBIDDEN"]
-    if policy.get("rate_limit"):
-        codes.append("RATE_LIMITED")
-    if policy.get("timeout_ms"):
-        codes.append("REQUEST_TIMEOUT")
-    if policy.get("idempotency"):
-        codes += ["CONFLICT", "IN_PROGRESS"]
-    if policy.get("max_output_bytes") and policy.get("on_oversize", "fail") == "fail":
-        codes.append("OUTPUT_TOO_LARGE")
-    return codes
+    """Error codes a declared policy can produce, whatever the tool declares (kumitate.policy.Policy.codes)."""
+    return sorted(Policy.parse(policy).codes())
 
 
 def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
@@ -430,7 +409,7 @@ def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
     links = openapi_links(tree, res)
     if links:
         responses["200"]["links"] = links
-    responses.update(_error_responses(tree, [*res.errors, "NOT_FOUND", *policy_errors(res.policy)]))
+    responses.update(_error_responses(tree, http_codes(res.errors, res.rules, resource=True)))
     parameters = [
         {"name": p, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1, "maxLength": 128}}
         for p in res.params
@@ -443,8 +422,8 @@ def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
         "responses": responses,
     }
     op["parameters"] = parameters
-    if not res.policy.get("public"):
-        op["security"] = [{"bearerAuth": res.policy.get("scopes", [])}]
+    if not res.rules.public:
+        op["security"] = [{"bearerAuth": list(res.rules.scopes)}]
     return op
 
 

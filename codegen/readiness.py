@@ -76,6 +76,7 @@ def _has(patterns: tuple[str, ...], text: str) -> bool:
 
 
 def sentences(text: str) -> list[str]:
+    """`text` split into sentences at English and Japanese sentence ends and at line breaks."""
     return [s.strip() for s in re.split(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+", text) if s.strip()]
 
 
@@ -140,6 +141,7 @@ def _described(schema: dict[str, Any]) -> bool:
 
 
 def check_parameter_descriptions(tree: SpecTree) -> Iterator[Problem]:
+    """KT202: every input parameter, at any depth, has a description."""
     for tool, rel in _tools(tree):
         for pointer, path, sub in _walk(tool.input_schema, "/input", ""):
             if not _described(sub):
@@ -177,6 +179,7 @@ def _const_branches_explained(schema: dict[str, Any]) -> list[Any] | None:
 
 
 def check_enums(tree: SpecTree) -> Iterator[Problem]:
+    """KT203: every enum value is explained (in the field's description, x-enum-descriptions or a oneOf const)."""
     for tool, rel in _tools(tree):
         context = [tool.description]
         for part, schema in (("input", tool.input_schema), ("output", tool.output_schema)):
@@ -207,6 +210,7 @@ def _normalise(text: str) -> str:
 
 
 def check_similar_descriptions(tree: SpecTree) -> Iterator[Problem]:
+    """KT204: no two tools have near-identical descriptions (an LLM could not choose between them)."""
     tools = sorted(_tools(tree), key=lambda pair: pair[1])
     texts = [_normalise(t.description) for t, _ in tools]
     for i, (_tool, rel) in enumerate(tools):
@@ -226,6 +230,7 @@ def check_similar_descriptions(tree: SpecTree) -> Iterator[Problem]:
 
 
 def check_budget(tree: SpecTree) -> Iterator[Problem]:
+    """KT205: each service's and toolset's tools/list stays within its token budget."""
     yield from docs.check_budget(tree)
 
 
@@ -330,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def load_tree(specs_dir: Path) -> SpecTree:
+    """The spec tree under `specs_dir` (imported late: the rules above need only the types)."""
     from codegen import specs
 
     return specs.load(specs_dir)

@@ -40,6 +40,7 @@ def load_document(path: Path) -> Any:
 
 
 def clear_cache() -> None:
+    """Forget the documents read so far (for a caller, such as a test, that rewrites spec files)."""
     _DOC_CACHE.clear()
 
 

@@ -42,6 +42,7 @@ _IDENT = re.compile(r"[^A-Za-z0-9_]+")
 
 
 def canonical(schema: Any) -> str:
+    """The schema as canonical JSON text: two identical definitions give the same text, and are shared."""
     return json.dumps(schema, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 

@@ -20,13 +20,16 @@ from referencing import Registry, Resource
 
 from codegen import advertised, naming, shared
 from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
+from kumitate.policy import GENERIC_CODES, Policy
 
-GENERIC_ERRORS = ("BAD_REQUEST", "INTERNAL")
-"""Codes every tool may return without declaring them (schema violations, crashes)."""
+GENERIC_ERRORS: tuple[str, ...] = tuple(sorted(GENERIC_CODES))
+"""Codes every tool may return without declaring them: the runtime's (kumitate.policy.GENERIC_CODES)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
+    """One finding of the spec lint: the file, the JSON pointer in it, the rule id and the message."""
+
     file: str
     pointer: str
     rule: str
@@ -38,6 +41,8 @@ class Problem:
 
 @dataclass(frozen=True, slots=True)
 class ErrorCode:
+    """One entry of specs/errors.yaml: the code, its HTTP status, whether to retry, and its text."""
+
     code: str
     status: int
     retryable: bool
@@ -47,6 +52,9 @@ class ErrorCode:
 
 @dataclass(slots=True)
 class Example:
+    """One example of a tool spec: an input and the output (or error code) it must give; `match` says
+    whether the output must be exact or a subset."""
+
     name: str
     input: Any
     output: Any = None
@@ -81,6 +89,8 @@ def _links(doc: dict[str, Any]) -> list[Link]:
 
 @dataclass(slots=True)
 class ToolSpec:
+    """One tool as read from specs/<service>/tools/<tool>.yaml, with its $refs resolved."""
+
     service: str
     name: str
     summary: str
@@ -114,16 +124,25 @@ class ToolSpec:
     links: list[Link] = field(default_factory=list)
 
     @property
+    def rules(self) -> Policy:
+        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
+        return Policy.parse(self.policy)
+
+    @property
     def is_task(self) -> bool:
+        """Whether the tool may run as a task (`execution.mode: task`)."""
         return bool(self.execution and self.execution.get("mode") == "task")
 
     @property
     def operation_id(self) -> str:
+        """The tool's OpenAPI operationId."""
         return naming.operation_id(self.service, self.name)
 
 
 @dataclass(slots=True)
 class ResourceSpec:
+    """One resource as read from specs/<service>/resources/<resource>.yaml."""
+
     service: str
     name: str
     uri: str
@@ -143,15 +162,23 @@ class ResourceSpec:
     links: list[Link] = field(default_factory=list)
 
     @property
+    def rules(self) -> Policy:
+        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
+        return Policy.parse(self.policy)
+
+    @property
     def params(self) -> list[str]:
+        """The URI template's parameters, in order."""
         return naming.uri_params(self.uri)
 
     @property
     def is_json(self) -> bool:
+        """Whether the resource is JSON (so it has an output schema and a generated model)."""
         return self.mime_type == "application/json" or self.mime_type.endswith("+json")
 
     @property
     def operation_id(self) -> str:
+        """The resource's OpenAPI operationId."""
         return naming.operation_id(self.service, self.name)
 
 
@@ -171,11 +198,14 @@ class PromptSpec:
 
     @property
     def method(self) -> str:
+        """The handler method that renders the prompt."""
         return naming.prompt_method(self.name)
 
 
 @dataclass(slots=True)
 class ServiceSpec:
+    """One service as read from specs/<service>/: service.yaml and its tools, resources and prompts."""
+
     name: str
     title: str
     version: str
@@ -208,6 +238,9 @@ class ToolsetSpec:
 
 @dataclass(slots=True)
 class SpecTree:
+    """Everything under specs/: the error catalogue, the services, the toolsets, and the problems found
+    while reading (a tree with problems is not generated from)."""
+
     root: Path
     errors: dict[str, ErrorCode]
     services: list[ServiceSpec]
@@ -216,12 +249,14 @@ class SpecTree:
     toolsets: list[ToolsetSpec] = field(default_factory=list)
 
     def service(self, name: str) -> ServiceSpec:
+        """The service named `name`; KeyError when there is none."""
         for svc in self.services:
             if svc.name == name:
                 return svc
         raise KeyError(name)
 
     def all_tools(self) -> list[ToolSpec]:
+        """Every tool of every service, opt-in services included, in service order."""
         return [tool for svc in self.services for tool in svc.tools]
 
     def default_tools(self) -> list[ToolSpec]:

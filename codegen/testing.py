@@ -28,12 +28,15 @@ START_TIMEOUT_S = 120.0
 
 @dataclass
 class Server:
+    """A kumitate server started in a subprocess for a check: its URL, its process and its log file."""
+
     url: str
     process: subprocess.Popen[bytes]
     log: Path
 
 
 def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])

@@ -444,7 +444,7 @@ class ServiceUnavailableError(ToolError):
     code = "SERVICE_UNAVAILABLE"
 
 
-class SqlErrorError(ToolError):
+class SqlError(ToolError):
     """SQL error (400): DuckDB could not run the query (syntax error, unknown table or column, type mismatch, out of memory); the message carries DuckDB's explanation."""
 
     code = "SQL_ERROR"
@@ -480,7 +480,7 @@ class UnsupportedMediaTypeError(ToolError):
     code = "UNSUPPORTED_MEDIA_TYPE"
 
 
-class UpstreamErrorError(ToolError):
+class UpstreamError(ToolError):
     """Upstream error (502): A service this tool depends on failed."""
 
     code = "UPSTREAM_ERROR"
@@ -498,7 +498,7 @@ class UriNotAllowedError(ToolError):
     code = "URI_NOT_ALLOWED"
 
 
-class ValidationErrorError(ToolError):
+class ValidationError(ToolError):
     """Validation error (422): The input matches the schema but breaks a domain rule; the message says which."""
 
     code = "VALIDATION_ERROR"
@@ -533,16 +533,16 @@ ERRORS: dict[str, type[ToolError]] = {
     "REQUEST_TIMEOUT": RequestTimeoutError,
     "ROW_LIMIT_EXCEEDED": RowLimitExceededError,
     "SERVICE_UNAVAILABLE": ServiceUnavailableError,
-    "SQL_ERROR": SqlErrorError,
+    "SQL_ERROR": SqlError,
     "STORAGE_UNAVAILABLE": StorageUnavailableError,
     "TASK_LOST": TaskLostError,
     "UNAUTHORIZED": UnauthorizedError,
     "UNSAFE_QUERY": UnsafeQueryError,
     "UNSUPPORTED_MEDIA_TYPE": UnsupportedMediaTypeError,
-    "UPSTREAM_ERROR": UpstreamErrorError,
+    "UPSTREAM_ERROR": UpstreamError,
     "UPSTREAM_TIMEOUT": UpstreamTimeoutError,
     "URI_NOT_ALLOWED": UriNotAllowedError,
-    "VALIDATION_ERROR": ValidationErrorError,
+    "VALIDATION_ERROR": ValidationError,
 }
 """The class of each code: what a client raises for a catalogue error body."""
 
@@ -577,14 +577,14 @@ __all__ = [
     "RequestTimeoutError",
     "RowLimitExceededError",
     "ServiceUnavailableError",
-    "SqlErrorError",
+    "SqlError",
     "StorageUnavailableError",
     "TaskLostError",
     "UnauthorizedError",
     "UnsafeQueryError",
     "UnsupportedMediaTypeError",
-    "UpstreamErrorError",
+    "UpstreamError",
     "UpstreamTimeoutError",
     "UriNotAllowedError",
-    "ValidationErrorError",
+    "ValidationError",
 ]

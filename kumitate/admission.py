@@ -35,6 +35,7 @@ CALLS_PER_THREAD = 16
 
 
 def overloaded(service: str, limit: int, waited_ms: int, queued: bool = False) -> ToolError:
+    """The 503 SERVICE_UNAVAILABLE (with Retry-After) for a call refused: its service full past the wait, or queued too long."""
     why = (
         f"the call waited {waited_ms} ms in this server's queue"
         if queued
@@ -48,6 +49,9 @@ def overloaded(service: str, limit: int, waited_ms: int, queued: bool = False) -
 
 
 class Admission:
+    """One service's admission gate on this instance: at most `limit` calls in flight, a newcomer waits `wait_s` for a slot;
+    a call queued in the event loop longer than `queue_s` before the application took it is shed."""
+
     def __init__(self, service: str, limit: int, wait_s: float, queue_s: float = 0.0) -> None:
         self.service = service
         self.limit = limit
@@ -83,6 +87,7 @@ class Admission:
         return 0 < self.queue_s < queued_s
 
     def exit(self) -> None:
+        """Give the slot back when the call has been answered (paired with `enter`)."""
         self.in_flight -= 1
         if self._slots is not None:
             self._slots.release()

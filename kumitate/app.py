@@ -34,6 +34,8 @@ from kumitate.transports.ops import health_routes, metrics_routes
 from kumitate.transports.origin import OriginPolicy
 from kumitate.workers import mcp_stateless
 
+__all__ = ["DOCS_ASSETS", "DOCS_HTML", "create_app", "create_litestar"]
+
 DOCS_ASSETS = "/schema/assets"
 DOCS_HTML = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>kumitate API</title>

@@ -25,6 +25,17 @@ DEFAULT_TASK_TIMEOUT_MS = 600_000
 if TYPE_CHECKING:
     from kumitate.service import ServiceSetup
 
+__all__ = [
+    "DEFAULT_TASK_TIMEOUT_MS",
+    "PromptBinding",
+    "ResourceBinding",
+    "ServiceBinding",
+    "ServiceRegistry",
+    "ToolBinding",
+    "fill_path",
+    "load_schemas",
+]
+
 
 def load_schemas(path: Path) -> dict[str, Any]:
     """Read a generated schemas.json (dereferenced input/output schemas and texts)."""
@@ -35,11 +46,15 @@ def load_schemas(path: Path) -> dict[str, Any]:
 def _parse_policy(binding: ToolBinding | ResourceBinding | PromptBinding) -> None:
     rules = Policy.parse(binding.policy)
     object.__setattr__(binding, "rules", rules)  # frozen: set once, while the binding is built
-    object.__setattr__(binding, "allowed", allowed_codes(binding.errors, rules))
+    resource = isinstance(binding, ResourceBinding)
+    object.__setattr__(binding, "allowed", allowed_codes(binding.errors, rules, resource=resource))
 
 
 @dataclass(frozen=True, slots=True)
 class ToolBinding:
+    """Everything the runtime needs to serve one tool, as generated from its spec: schemas, models,
+    routes, policy, annotations. Transports read it; nothing about a tool is decided elsewhere."""
+
     service: str
     name: str
     summary: str
@@ -80,6 +95,7 @@ class ToolBinding:
 
     @property
     def key(self) -> str:
+        """`service.tool`: the tool's name across the whole server (metrics, handler lookup)."""
         return f"{self.service}.{self.name}"
 
     @property
@@ -99,6 +115,8 @@ def fill_path(template: str, params: Mapping[str, str]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ResourceBinding:
+    """One resource of a service's spec: its URI template, HTTP route, MIME type and output schema."""
+
     service: str
     name: str
     uri: str
@@ -121,14 +139,17 @@ class ResourceBinding:
 
     @property
     def key(self) -> str:
+        """`service.resource`: the resource's name across the whole server."""
         return f"{self.service}.{self.name}"
 
     @property
     def is_json(self) -> bool:
+        """Whether the resource answers JSON (so its result is validated and served as structured content)."""
         return self.mime_type == "application/json" or self.mime_type.endswith("+json")
 
     @property
     def method_name(self) -> str:
+        """The handler method that reads it (`read_<name>`), as the generated Protocol declares it."""
         return f"read_{self.name}"
 
     def url(self, base: str, **params: str) -> str:
@@ -156,15 +177,19 @@ class PromptBinding:
 
     @property
     def key(self) -> str:
+        """`service.prompt`: the prompt's name across the whole server."""
         return f"{self.service}.{self.name}"
 
     @property
     def method_name(self) -> str:
+        """The handler method that renders it (`prompt_<name>`), as the generated Protocol declares it."""
         return f"prompt_{self.name}"
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceBinding:
+    """One service as generated from specs/<service>/: its metadata and every tool, resource and prompt binding."""
+
     name: str
     title: str
     version: str

@@ -35,6 +35,8 @@ def busy(service: str, waited: str) -> ToolError:
 
 
 class Bulkhead:
+    """One service's own thread pool and slot limit, so its hung sync handlers hold only its own threads."""
+
     def __init__(self, service: str, limit: int, wait_s: float) -> None:
         self.service = service
         self.limit = limit
@@ -100,4 +102,5 @@ class Bulkhead:
         return 0.0 if self.full_since is None else time.monotonic() - self.full_since
 
     def close(self) -> None:
+        """Stop the pool without waiting: a thread stuck in a handler cannot be joined, queued work is dropped."""
         self._threads.shutdown(wait=False, cancel_futures=True)

@@ -15,13 +15,20 @@ from typing import Any, Protocol
 
 from kumitate.storage.redis import Backoff
 
+__all__ = ["MemoryCache", "RedisCache", "SharedCache", "make_cache"]
+
 
 class SharedCache(Protocol):
-    def get(self, key: str) -> bytes | None: ...
+    """Short-lived bytes shared by a service's calls (charts, rendered results): process memory or Redis."""
 
-    def set(self, key: str, value: bytes, ttl_s: float) -> None: ...
+    def get(self, key: str) -> bytes | None:
+        """The value under `key`, or None when it is absent or has expired."""
 
-    def delete(self, key: str) -> None: ...
+    def set(self, key: str, value: bytes, ttl_s: float) -> None:
+        """Keep `value` under `key` for `ttl_s` seconds (a value may be dropped earlier to stay within the bounds)."""
+
+    def delete(self, key: str) -> None:
+        """Forget `key` (nothing happens when it is absent)."""
 
 
 class MemoryCache:
@@ -35,6 +42,7 @@ class MemoryCache:
         self._lock = threading.Lock()
 
     def get(self, key: str) -> bytes | None:
+        """The value under `key` and mark it recently used, or None when it is absent or has expired."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
@@ -46,6 +54,8 @@ class MemoryCache:
             return entry[1]
 
     def set(self, key: str, value: bytes, ttl_s: float) -> None:
+        """Keep `value` for `ttl_s` seconds, evicting the least recently used entries past `max_bytes`;
+        a value larger than the whole cache is not kept."""
         if len(value) > self._max_bytes:
             return
         with self._lock:
@@ -57,6 +67,7 @@ class MemoryCache:
                 self._drop(next(iter(self._entries)))
 
     def delete(self, key: str) -> None:
+        """Forget `key`."""
         with self._lock:
             if key in self._entries:
                 self._drop(key)
@@ -86,15 +97,19 @@ class RedisCache:
         return result
 
     def get(self, key: str) -> bytes | None:
+        """The value under `key` in Redis, or None when it is absent, expired or Redis is down."""
         value = self._call("get", key)
         return bytes(value) if value is not None else None
 
     def set(self, key: str, value: bytes, ttl_s: float) -> None:
+        """Keep `value` in Redis with a millisecond expiry (at least 1 ms)."""
         self._call("set", key, value, px=max(1, int(ttl_s * 1000)))
 
     def delete(self, key: str) -> None:
+        """Forget `key` in Redis."""
         self._call("delete", key)
 
 
 def make_cache(redis_client: Any | None) -> SharedCache:
+    """Redis when the process has a Redis client (state shared by every instance), else process memory."""
     return RedisCache(redis_client) if redis_client is not None else MemoryCache()

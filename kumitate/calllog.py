@@ -39,7 +39,10 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str).enco
 
 
 class JsonLineFormatter(logging.Formatter):
+    """One JSON object per line (the default log format): time, level, event and the record's fields."""
+
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one JSON line: `ts`, `level`, `event`, then its fields."""
         payload: dict[str, Any] = {
             "ts": round(record.created, 3),
             "level": record.levelname.lower(),
@@ -53,6 +56,7 @@ class TextFormatter(logging.Formatter):
     """`12:00:01 info call service=stays tool=... duration_ms=3` (KUMITATE_LOG_FORMAT=text)."""
 
     def format(self, record: logging.LogRecord) -> str:
+        """The record as one readable line: clock, level, event, then `key=value` fields sorted."""
         clock = time.strftime("%H:%M:%S", time.localtime(record.created))
         fields = _fields(record)
         trace = fields.pop("traceback", None)
@@ -135,10 +139,12 @@ def log_call(**fields: Any) -> None:
 
 
 def log_info(event: str, **fields: Any) -> None:
+    """Log an event at info level with its fields (ids, codes, durations; never tool input)."""
     LOGGER.info(event, extra={"fields": fields})
 
 
 def log_event(event: str, **fields: Any) -> None:
+    """Log an event an operator should see (warning level) with its fields; never tool input."""
     LOGGER.warning(event, extra={"fields": fields})
 
 

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kumitate.errors import ErrorCode
+
+__all__ = ["CatalogueEntry"]
+
 
 @dataclass(frozen=True, slots=True)
 class CatalogueEntry:
-    code: str
+    """One code of specs/errors.yaml: its HTTP status, whether a retry can succeed, and its text."""
+
+    code: ErrorCode
     status: int
     retryable: bool
     title: str

@@ -133,6 +133,7 @@ def _mcp(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `kumitate` command: parse `argv` and run the chosen subcommand; returns the exit status."""
     parser = argparse.ArgumentParser(prog="kumitate", description="Spec-driven tools over MCP and HTTP.")
     parser.add_argument("--version", action="version", version=f"kumitate {__version__}")
     sub = parser.add_subparsers(

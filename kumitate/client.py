@@ -26,14 +26,40 @@ import httpx
 from pydantic import BaseModel
 
 from kumitate.bindings import fill_path
-from kumitate.errors import ToolError
+from kumitate.errors import ErrorCode, ToolError
 from kumitate.outbound import retry_after_s
+from kumitate.policies.idempotency import KEY_ARGUMENT as IDEMPOTENCY_ARGUMENT
+
+__all__ = [
+    "IDEMPOTENCY_ARGUMENT",
+    "IDEMPOTENCY_HEADER",
+    "NO_RETRY",
+    "AsyncBackend",
+    "AsyncClient",
+    "AsyncHttpBackend",
+    "Backend",
+    "BlockingBackend",
+    "Call",
+    "HttpBackend",
+    "McpBackend",
+    "Op",
+    "Reply",
+    "RetryPolicy",
+    "SyncClient",
+    "error_from",
+    "mcp_result_body",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-IDEMPOTENCY_ARGUMENT = "idempotency_key"  # MCP carries the key as an argument (kumitate/transports/mcp/tools.py)
-_NO_BODY_CODES = {401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND", 408: "REQUEST_TIMEOUT", 429: "RATE_LIMITED"}
+_NO_BODY_CODES: dict[int, ErrorCode] = {
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    408: "REQUEST_TIMEOUT",
+    429: "RATE_LIMITED",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +87,8 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class Call:
+    """One request a client sends: the operation, its arguments or path parameters, and the ids it carries."""
+
     op: Op
     arguments: dict[str, Any] | None
     params: dict[str, str]
@@ -69,15 +97,23 @@ class Call:
 
 
 class Backend(Protocol):
-    def send(self, call: Call) -> Reply: ...
+    """How a blocking client reaches the server (HTTP, or MCP through a portal)."""
 
-    def close(self) -> None: ...
+    def send(self, call: Call) -> Reply:
+        """Send one call and return the server's answer, or a Reply saying it never arrived."""
+
+    def close(self) -> None:
+        """Release the connection(s); the backend is not used afterwards."""
 
 
 class AsyncBackend(Protocol):
-    async def send(self, call: Call) -> Reply: ...
+    """How an async client reaches the server (HTTP, MCP, or a runtime in the same process)."""
 
-    async def aclose(self) -> None: ...
+    async def send(self, call: Call) -> Reply:
+        """Send one call and return the server's answer, or a Reply saying it never arrived."""
+
+    async def aclose(self) -> None:
+        """Release the connection(s) or session; the backend is not used afterwards."""
 
 
 # -- errors -------------------------------------------------------------------------------
@@ -111,7 +147,7 @@ def _no_answer(exc: Exception, call: Call, *, sent: bool) -> Reply:
     """No answer from the server. A request that was never sent (no connection) ran nothing, so it
     is retryable; a lost answer (read time-out, reset) may have run the tool, so it is retried
     only where the idempotency key makes a repeat safe."""
-    code = "REQUEST_TIMEOUT" if sent else "SERVICE_UNAVAILABLE"
+    code: ErrorCode = "REQUEST_TIMEOUT" if sent else "SERVICE_UNAVAILABLE"
     message = f"no answer from the server: {type(exc).__name__}: {exc}"
     retryable = not sent or call.op.idempotent
     return Reply(ok=False, body={"error": {"code": code, "message": message, "retryable": retryable}})
@@ -131,6 +167,9 @@ class RetryPolicy:
     max_wait_s: float = 30.0
 
     def wait(self, error: ToolError, attempt: int) -> float | None:
+        """Seconds to wait before attempt `attempt + 1` after `error`, or None to give up: only a
+        retryable error is retried, the server's Retry-After wins over the backoff, and a wait past
+        `max_wait_s` is not taken."""
         if not error.retryable or attempt >= self.attempts:
             return None
         asked = error.retry_after_s
@@ -182,6 +221,7 @@ class HttpBackend:
         self._http.headers.update(_headers(token))
 
     def send(self, call: Call) -> Reply:
+        """Send the call to its /v1 route; a transport failure becomes a Reply that says whether it was sent."""
         method, path, kwargs = _http_request(call)
         try:
             return _http_reply(self._http.request(method, path, **kwargs))
@@ -189,6 +229,7 @@ class HttpBackend:
             return _no_answer(exc, call, sent=_sent(exc))
 
     def close(self) -> None:
+        """Close the HTTP connection pool."""
         self._http.close()
 
 
@@ -207,6 +248,7 @@ class AsyncHttpBackend:
         self._http.headers.update(_headers(token))
 
     async def send(self, call: Call) -> Reply:
+        """Send the call to its /v1 route; a transport failure becomes a Reply that says whether it was sent."""
         method, path, kwargs = _http_request(call)
         try:
             return _http_reply(await self._http.request(method, path, **kwargs))
@@ -214,6 +256,7 @@ class AsyncHttpBackend:
             return _no_answer(exc, call, sent=_sent(exc))
 
     async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
         await self._http.aclose()
 
 
@@ -271,6 +314,7 @@ class McpBackend:
         return self._client
 
     async def send(self, call: Call) -> Reply:
+        """Call the tool (or read the resource) over the MCP session, opening it on first use."""
         try:
             client = await self._session()
         except (OSError, RuntimeError, TimeoutError) as exc:
@@ -309,6 +353,7 @@ class McpBackend:
         return Reply(ok=True, body=first.text.encode())
 
     async def aclose(self) -> None:
+        """End the MCP session if one was opened."""
         async with self._lock:
             if self._open:
                 self._open = False
@@ -327,9 +372,11 @@ class BlockingBackend:
         self._portal = self._portal_cm.__enter__()
 
     def send(self, call: Call) -> Reply:
+        """Run the async backend's `send` on the portal's event loop and wait for it."""
         return self._portal.call(self._backend.send, call)
 
     def close(self) -> None:
+        """Close the async backend, then stop the portal's event loop thread."""
         try:
             self._portal.call(self._backend.aclose)
         finally:
@@ -413,6 +460,7 @@ class SyncClient(_Base):
 
     @classmethod
     def http(cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, **kw: Any) -> Self:
+        """A client of the /v1 routes at `base_url` (bearer `token` if given)."""
         return cls(HttpBackend(base_url, token=token, timeout_s=timeout_s), **kw)
 
     @classmethod
@@ -437,6 +485,7 @@ class SyncClient(_Base):
             self.sleep(self._wait_or_raise(reply, attempt))
 
     def close(self) -> None:
+        """Close the backend's connections."""
         self.backend.close()
 
     def __enter__(self) -> Self:
@@ -456,6 +505,7 @@ class AsyncClient(_Base):
 
     @classmethod
     def http(cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, **kw: Any) -> Self:
+        """A client of the /v1 routes at `base_url` (bearer `token` if given)."""
         return cls(AsyncHttpBackend(base_url, token=token, timeout_s=timeout_s), **kw)
 
     @classmethod
@@ -480,6 +530,7 @@ class AsyncClient(_Base):
             await self.sleep(self._wait_or_raise(reply, attempt))
 
     async def aclose(self) -> None:
+        """Close the backend's connections or session."""
         await self.backend.aclose()
 
     async def __aenter__(self) -> Self:

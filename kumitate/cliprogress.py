@@ -21,6 +21,7 @@ class Bar:
         self._task = progress.add_task(label, total=None)
 
     def report(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        """Move the bar to `done` of `total`, with `message` as its label (a progress sink)."""
         fields: dict[str, Any] = {"completed": done}
         if total is not None:
             fields["total"] = total

@@ -41,6 +41,7 @@ def _needs_codegen(run: Callable[[argparse.Namespace], int]) -> Callable[[argpar
 
 
 def add_parsers(sub: Any) -> None:
+    """Add the project subcommands (generate, lint, new, diff, ...) to the `kumitate` argument parser."""
     generate = sub.add_parser("generate", help="specs/ -> generated/ (models, bindings, OpenAPI, docs)")
     generate.add_argument("--check", action="store_true", help="list stale or orphan generated files; write nothing")
     generate.set_defaults(run=_needs_codegen(_generate))

@@ -16,6 +16,22 @@ from kumitate import tracing
 if TYPE_CHECKING:
     from kumitate.bindings import ResourceBinding
 
+__all__ = [
+    "Asker",
+    "Attachment",
+    "CallCancelled",
+    "CallContext",
+    "LogSink",
+    "Message",
+    "Principal",
+    "ProgressSink",
+    "bound",
+    "commit_gate",
+    "current_call",
+    "progress",
+    "url_for",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class Principal:
@@ -131,6 +147,7 @@ class CallContext:
         return route.url(self.public_url or "", **params)
 
     def expired(self) -> bool:
+        """Whether the call has timed out (or passed its deadline): a long handler may stop here."""
         return self._timed_out or (self.deadline is not None and time.monotonic() >= self.deadline)
 
     def check_deadline(self) -> None:

@@ -16,6 +16,19 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+__all__ = [
+    "RUN_ID_KEYS",
+    "RUN_ID_REPLACED_HEADER",
+    "TRACE_ID_KEYS",
+    "clean",
+    "clean_run_id",
+    "from_headers",
+    "from_meta",
+    "new_id",
+    "run_id_replaced",
+    "trace_from_traceparent",
+]
+
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,128}$")
 _PRINTABLE_ID = re.compile(r"^[\x21-\x7e](?:[\x20-\x7e]{0,126}[\x21-\x7e])?$")
 RUN_ID_REPLACED_HEADER = "X-Run-Id-Replaced"
@@ -60,6 +73,7 @@ def run_id_replaced(headers: Mapping[str, str]) -> bool:
 
 
 def trace_from_traceparent(value: str | None) -> str | None:
+    """The trace id of a W3C `traceparent` header, or None when it is missing, malformed or all zeros."""
     if not value:
         return None
     match = _TRACEPARENT.match(value.strip().lower())

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from kumitate import faults
 
+__all__ = ["PROBE_BYTES", "PROBE_NAME", "DataDirError", "check", "probe", "reason", "startup_error"]
+
 PROBE_NAME = ".kumitate-health-probe"
 PROBE_BYTES = b"k" * 4096
 """One page: a disk with room for a new inode but no data block still counts as full."""

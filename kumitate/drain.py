@@ -35,6 +35,9 @@ def longest_call_s(runtime: Any) -> float:
 
 
 class DrainingServer(uvicorn.Server):
+    """uvicorn's server with the drain on SIGTERM: readiness off at once, the listener closed after
+    the delay, calls in flight given their longest timeout to finish."""
+
     def __init__(self, config: uvicorn.Config, runtime: Any, delay_s: float) -> None:
         super().__init__(config)
         self.runtime = runtime
@@ -42,6 +45,8 @@ class DrainingServer(uvicorn.Server):
         config.timeout_graceful_shutdown = round(longest_call_s(runtime))
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """The first SIGTERM starts the drain instead of uvicorn's immediate shutdown; anything else
+        (SIGINT, a second SIGTERM) is uvicorn's own handling."""
         if sig == signal.SIGTERM and not self.runtime.draining.is_set() and not self.should_exit:
             self.runtime.draining.set()
             log_info("draining", delay_s=self.delay_s, in_flight_bound_s=self.config.timeout_graceful_shutdown)

@@ -3,17 +3,31 @@
 Generated subclasses (generated/errors.py) fix `code` per catalogue entry, so a
 handler writes `raise NotFoundError("no such chart")`. The transports map a
 ToolError to the catalogued status and body in one place each.
+
+`ErrorCode` is the type of a code: under mypy the Literal of every code of the project's
+catalogue (generated/error_codes.py), so `code="RATE_LIMTED"` fails the type check; at run time
+a plain `str` (the runtime never imports the generated package; kumitate.project loads it).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # the project's catalogue as a Literal type; never imported at run time
+    from generated.error_codes import ErrorCode
+else:
+    ErrorCode = str
+
+
+__all__ = ["ErrorCode", "ToolError"]
+
+__all__ = ["ToolError"]
 
 
 class ToolError(Exception):
     """A catalogued failure: `code` names an entry of specs/errors.yaml."""
 
-    code: ClassVar[str] = "INTERNAL"
+    code: ClassVar[ErrorCode] = "INTERNAL"
     # What a client (kumitate/client.py) read from the server's answer; unset where a handler raises it.
     status: int | None = None
     retryable: bool | None = None
@@ -25,7 +39,7 @@ class ToolError(Exception):
         self,
         message: str,
         *,
-        code: str | None = None,
+        code: ErrorCode | None = None,
         details: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:

@@ -22,6 +22,20 @@ from collections.abc import Iterator
 
 from kumitate.errors import ToolError
 
+__all__ = [
+    "ENGINE_STORAGE_TEXT",
+    "SQLITE_STORAGE_CODES",
+    "SQLITE_STORAGE_TEXT",
+    "STORAGE_ERRNOS",
+    "STORAGE_RETRY_AFTER_MS",
+    "classify",
+    "describe",
+    "redacted_traceback",
+    "storage_error",
+    "storage_failure",
+    "storage_reason",
+]
+
 STORAGE_RETRY_AFTER_MS = 5000
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT, errno.EFBIG})
 SQLITE_STORAGE_CODES = ("SQLITE_FULL", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_CANTOPEN")
@@ -75,6 +89,7 @@ def storage_reason(exc: BaseException) -> str:
 
 
 def storage_error() -> ToolError:
+    """The retryable 503 STORAGE_UNAVAILABLE a call gets when the disk or database failed under it."""
     return ToolError(
         "storage is unavailable (disk full, read-only or failing); nothing more was saved; retry later",
         code="STORAGE_UNAVAILABLE",

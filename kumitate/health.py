@@ -66,6 +66,7 @@ class Checks:
         return running
 
     def close(self) -> None:
+        """Stop the check threads without waiting (a hung check cannot be joined)."""
         self._threads.shutdown(wait=False, cancel_futures=True)
 
 
@@ -87,12 +88,15 @@ class Health:
         self.checks = Checks()
 
     async def start(self) -> None:
+        """Start the event-loop heartbeat (liveness reads it)."""
         await self.loop.start()
 
     async def stop(self) -> None:
+        """Stop the event-loop heartbeat."""
         await self.loop.stop()
 
     def close(self) -> None:
+        """Release the check threads."""
         self.checks.close()
 
     def problems(self) -> list[str]:
@@ -109,6 +113,7 @@ class Health:
         return found
 
     async def live(self) -> tuple[bool, dict[str, Any]]:
+        """/healthz: whether this process can serve at all (loop not stalled, workers not exhausted) and its body."""
         problems = self.problems()
         storage = (await self.checks.run({"data_dir": self._data_dir}))["data_dir"]
         body: dict[str, Any] = {"ok": not problems, "services": sorted(self.runtime.services)}
@@ -118,6 +123,8 @@ class Health:
         return not problems, body
 
     async def ready(self) -> tuple[bool, dict[str, Any]]:
+        """/readyz: whether this instance can serve its traffic now (not draining, data dir and database
+        answer within the check timeout; Redis down only degrades) and its body."""
         stores = self.runtime.stores
         found = await self.checks.run(
             {"data_dir": self._data_dir}

@@ -25,6 +25,8 @@ WHERE_FRAMES = 6
 
 
 class LoopWatch:
+    """Watches the event loop: a task records when it last woke, a thread reports a stall while it lasts."""
+
     def __init__(self, threshold_s: float) -> None:
         self.threshold_s = threshold_s
         self.memory_s = 3 * threshold_s
@@ -44,6 +46,7 @@ class LoopWatch:
         threading.Thread(target=self._monitor, name="kumitate-loop-monitor", daemon=True).start()
 
     async def stop(self) -> None:
+        """Stop the heartbeat task and the monitor thread."""
         self._stop.set()
         if self._task is not None:
             self._task.cancel()

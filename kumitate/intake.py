@@ -68,6 +68,7 @@ class JsonBody:
 
     @property
     def data(self) -> Any:
+        """The body decoded from JSON, once, on first use."""
         if self._data is _UNSET:
             self._data = decode_json(self.raw)
         return self._data
@@ -90,6 +91,7 @@ class Intake:
         self._validators: dict[int, Any] = {}
 
     def validator(self, schema: dict[str, Any]) -> Any:
+        """The compiled JSON Schema validator of `schema`, built once per schema object and reused."""
         key = id(schema)
         validator = self._validators.get(key)
         if validator is None:

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+__all__ = ["Before", "Caller", "Check", "Invariant", "Step"]
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -25,10 +27,13 @@ class Step:
 
     @property
     def ok(self) -> bool:
+        """Whether the call succeeded (no error code)."""
         return self.error is None
 
 
 class Caller(Protocol):
+    """How an invariant calls another tool of the service to check its claim (over the transport under test)."""
+
     def __call__(self, tool: str, arguments: Mapping[str, Any]) -> Step: ...
 
 
@@ -38,6 +43,9 @@ Before = Callable[[str, Mapping[str, Any], Caller, dict[str, Any]], None]
 
 @dataclass(frozen=True, slots=True)
 class Invariant:
+    """A property of a workflow that must hold after a successful call of some tools, checked by the
+    stateful fuzzer on both transports (e.g. what was stored can be read back)."""
+
     name: str
     description: str
     tools: frozenset[str]

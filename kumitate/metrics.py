@@ -63,6 +63,8 @@ class _ScrapeTime(Collector):
 
 
 class Metrics:
+    """The Prometheus metrics of one runtime, on a registry of its own."""
+
     def __init__(self, queue_depth: Callable[[], int] = lambda: 0) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.multiprocess = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
@@ -105,6 +107,7 @@ class Metrics:
 
     @contextmanager
     def running(self, service: str, tool: str) -> Iterator[None]:
+        """Count the call as in flight for as long as the block runs."""
         gauge = self._child(self.in_flight, service, tool)
         gauge.inc()
         try:
@@ -115,6 +118,7 @@ class Metrics:
     def observe(
         self, service: str, tool: str, transport: str, outcome: str, seconds: float, *, replayed: bool = False
     ) -> None:
+        """Record one finished call: its outcome code and duration (and whether it was a replay)."""
         self._child(self.calls, service, tool, transport, outcome).inc()
         self._child(self.duration, service, tool, transport).observe(seconds)
         if replayed:

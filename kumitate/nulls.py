@@ -12,8 +12,11 @@ from typing import Any
 
 from pydantic import ValidationInfo
 
+__all__ = ["refuse_null"]
+
 
 def refuse_null(value: Any, info: ValidationInfo) -> Any:
+    """A pydantic validator: refuse an explicit JSON null for an optional field, which must be left out instead."""
     if value is None and info.mode == "json":
         raise ValueError("null is not allowed here: leave the field out instead")
     return value

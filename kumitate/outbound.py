@@ -45,6 +45,17 @@ from kumitate import tracing
 from kumitate.context import current_call
 from kumitate.metrics import track_breaker
 
+__all__ = [
+    "RETRYABLE_STATUS",
+    "CircuitBreaker",
+    "OutboundClient",
+    "OutboundError",
+    "RetryPolicy",
+    "deadline_client",
+    "retry_after_s",
+    "total_deadline",
+]
+
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
 
@@ -124,12 +135,14 @@ class CircuitBreaker:
             return False
 
     def record_success(self) -> None:
+        """A call succeeded: close the circuit and forget the failures."""
         with self._lock:
             self._failures = 0
             self._opened_at = None
             self._trial_in_flight = False
 
     def record_failure(self) -> None:
+        """A call failed: open the circuit at the threshold, or again at once when the trial call failed."""
         with self._lock:
             self._failures += 1
             if self._trial_in_flight or self._failures >= self.failure_threshold:
@@ -298,6 +311,7 @@ class OutboundClient:
         track_breaker(self._http.base_url.netloc.decode("ascii", "replace") or base_url, self.breaker)
 
     def close(self) -> None:
+        """Close the HTTP connection pool."""
         self._http.close()
 
     def __enter__(self) -> OutboundClient:

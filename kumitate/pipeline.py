@@ -55,6 +55,9 @@ CONNECT = Policy()
 
 @dataclass(slots=True)
 class Policies:
+    """The cross-cutting policies one runtime applies to every call: authentication, rate limits,
+    the idempotency store, the failed-authentication guard."""
+
     auth: Authenticator = field(default_factory=lambda: Authenticator([], Principal("local", frozenset({"*"}))))
     limiter: RateLimiter = field(default_factory=RateLimiter)
     idempotency: IdempotencyStore | None = None
@@ -86,6 +89,9 @@ class Policies:
 
 
 class Pipeline:
+    """The one invocation pipeline every call passes exactly once, whatever the transport: correlation,
+    authentication, rate limit, idempotency, validation, the handler under its deadline, output checks, log."""
+
     def __init__(
         self,
         catalogue: Mapping[str, CatalogueEntry],

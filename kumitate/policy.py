@@ -6,25 +6,58 @@ codegen); the request path reads only this frozen form, never the mapping.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-GENERIC_CODES = frozenset({"BAD_REQUEST", "INTERNAL", "REQUEST_TIMEOUT", "STORAGE_UNAVAILABLE", "SERVICE_UNAVAILABLE"})
-"""Codes any handler may raise without declaring them: schema violations and crashes (codegen's
-GENERIC_ERRORS), and what the runtime's own helpers raise inside a handler (the commit gate and
-`ctx.check_deadline`: REQUEST_TIMEOUT; a storage failure: STORAGE_UNAVAILABLE; a service's full
-bulkhead: SERVICE_UNAVAILABLE)."""
+from kumitate.errors import ErrorCode
+
+GENERIC_CODES: frozenset[ErrorCode] = frozenset(
+    {"BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "STORAGE_UNAVAILABLE", "SERVICE_UNAVAILABLE"}
+)
+"""Codes any call may end with, whatever its spec declares, so a handler may raise them undeclared too:
+input that breaks the schema and crashes (codegen's GENERIC_ERRORS), the deadline (the Deadline step, the
+commit gate, `ctx.check_deadline`), a storage failure, a full bulkhead or a draining instance, and the
+failed-authentication guard (kumitate.policies.authguard), which refuses a blocked address on any route."""
+
+HTTP_EDGE_CODES: frozenset[ErrorCode] = frozenset(
+    {
+        "BAD_REQUEST",
+        "HEADERS_TOO_LARGE",
+        "INTERNAL",
+        "METHOD_NOT_ALLOWED",
+        "NOT_ACCEPTABLE",
+        "ORIGIN_NOT_ALLOWED",
+        "PAYLOAD_TOO_LARGE",
+        "REQUEST_TIMEOUT",
+        "UNSUPPORTED_MEDIA_TYPE",
+    }
+)
+"""Codes the HTTP edge answers on any route before or around the pipeline (kumitate/transports/asgi.py,
+protocol.py, http.py): a malformed request, headers or a body too large, a refused Host/Origin, a body
+that does not arrive in time, a method, media type or Accept the route does not take."""
+
+RESOURCE_CODES: frozenset[ErrorCode] = frozenset({"NOT_FOUND"})
+"""Codes every resource read may end with: a resource not enabled here, or a URI that names nothing."""
 
 
 @dataclass(frozen=True, slots=True)
 class RateLimit:
+    """`policy.rate_limit`: a token bucket per principal and tool (`rps` refill, `burst` size)."""
+
     rps: float
     burst: int
 
 
 @dataclass(frozen=True, slots=True)
 class Policy:
+    """A tool's, resource's or prompt's `policy` (service defaults merged with its own), typed.
+
+    The Python side of specs/_meta/policy.schema.json: one field per property of the meta-schema
+    (tests/runtime/steps/test_policy.py holds them together), but `idempotency_note`, which only the
+    spec lint reads. The runtime's steps and codegen (ToolSpec.rules) both read this form; `codes()`
+    is the one policy -> error-codes mapping."""
+
     scopes: tuple[str, ...] = ()
     public: bool = False
     rate_limit: RateLimit | None = None
@@ -37,6 +70,7 @@ class Policy:
 
     @classmethod
     def parse(cls, declared: Mapping[str, Any] | None) -> Policy:
+        """The policy of a spec's `policy` mapping (None: the defaults)."""
         data = declared or {}
         limit = data.get("rate_limit")
         return cls(
@@ -56,20 +90,35 @@ class Policy:
         """The scopes a caller's token must hold: none on a public route."""
         return () if self.public else self.scopes
 
-    def codes(self) -> frozenset[str]:
-        """The codes this policy itself can answer, so a handler may raise them undeclared too."""
-        codes = set()
-        if self.max_output_bytes:
-            codes.add("OUTPUT_TOO_LARGE")
+    def codes(self) -> frozenset[ErrorCode]:
+        """The codes this policy's own steps can answer (auth, rate limit, idempotency, request and output
+        size): with the declared and generic codes, what the wire may send, so a handler may raise them too.
+        The one policy -> codes mapping: the runtime (`allowed_codes`) and the OpenAPI document
+        (codegen/openapi.py) both read it."""
+        codes: set[ErrorCode] = set()
+        if not self.public:
+            codes.add("UNAUTHORIZED")
+            if self.scopes:
+                codes.add("FORBIDDEN")
         if self.rate_limit:
             codes.add("RATE_LIMITED")
-        if self.max_request_bytes:
-            codes.add("PAYLOAD_TOO_LARGE")
+        if self.timeout_ms:
+            codes.add("REQUEST_TIMEOUT")
         if self.idempotency:
             codes |= {"CONFLICT", "IN_PROGRESS"}
+        if self.max_output_bytes:  # also in trim mode: a body with nothing left to trim
+            codes.add("OUTPUT_TOO_LARGE")
+        if self.max_request_bytes:
+            codes.add("PAYLOAD_TOO_LARGE")
         return frozenset(codes)
 
 
-def allowed_codes(errors: list[str], policy: Policy) -> frozenset[str]:
-    """Every code a handler may raise: its declared `errors`, the generic ones, its policy's."""
-    return frozenset(errors) | GENERIC_CODES | policy.codes()
+def allowed_codes(errors: Iterable[str], policy: Policy, *, resource: bool = False) -> frozenset[str]:
+    """Every code a call may end with, so every code its handler may raise: its declared `errors`, the
+    generic ones, its policy's, and a resource's own."""
+    return frozenset(errors) | GENERIC_CODES | policy.codes() | (RESOURCE_CODES if resource else frozenset())
+
+
+def http_codes(errors: Iterable[str], policy: Policy, *, resource: bool = False) -> frozenset[str]:
+    """Every code the HTTP wire can send for an operation: what the call may end with, and the edge's."""
+    return allowed_codes(errors, policy, resource=resource) | HTTP_EDGE_CODES

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+__all__ = ["PACKAGE_NAMES", "SOURCE_CHECKOUT", "Project", "ProjectError", "load_generated", "load_toolsets"]
+
 SOURCE_CHECKOUT = Path(__file__).resolve().parent.parent
 """The repository this package runs from when installed in editable mode (bundled services)."""
 PACKAGE_NAMES = {"generated": "generated", "handlers": "handlers"}
@@ -35,6 +37,8 @@ class ProjectError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Project:
+    """A project's three directories: specs (the source of truth), generated code, and handlers."""
+
     root: Path
     specs: Path
     generated: Path
@@ -47,6 +51,7 @@ class Project:
 
     @property
     def openapi(self) -> Path:
+        """The generated OpenAPI document of the project."""
         return self.generated / "openapi.json"
 
     @classmethod

@@ -21,6 +21,8 @@ from kumitate.tasks import task_runner
 if TYPE_CHECKING:
     from kumitate.tasks.runner import TaskRunner
 
+__all__ = ["MissingHandlerError", "Runtime", "default_services"]
+
 
 class MissingHandlerError(RuntimeError):
     """A tool or resource of the spec has no handler: fail at start-up, not on first call."""
@@ -156,6 +158,8 @@ class Runtime:
         return self._tasks
 
     def close(self) -> None:
+        """Release what the runtime opened: health checks, tasks, worker pools, the idempotency store, storage
+        and what each service's handlers hold."""
         self.health.close()
         if self._tasks is not None:
             self._tasks.close()

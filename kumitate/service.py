@@ -25,6 +25,8 @@ from kumitate.storage import redis as shared_redis
 if TYPE_CHECKING:
     from kumitate.storage import Database
 
+__all__ = ["ServiceSetup", "Stores"]
+
 S = TypeVar("S", bound=EnvSettings)
 
 
@@ -46,6 +48,7 @@ class Stores:
 
     @classmethod
     def open(cls, settings: Settings) -> Stores:
+        """The shared state of `settings` (database and Redis opened on first use)."""
         return cls(settings)
 
     @property
@@ -71,6 +74,7 @@ class Stores:
         return self._database
 
     def close(self) -> None:
+        """Close the database and Redis connections if they were opened."""
         if self._database is not None:
             self._database.close()
         if self.redis is not None:
@@ -79,6 +83,8 @@ class Stores:
 
 @dataclass(frozen=True, slots=True)
 class ServiceSetup:
+    """What a service's `create()` is given: its name, the process settings and the shared stores."""
+
     name: str
     settings: Settings
     stores: Stores

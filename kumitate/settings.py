@@ -35,6 +35,19 @@ from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource
 from kumitate.admission import CALLS_PER_THREAD
 from kumitate.project import SOURCE_CHECKOUT, Project
 
+__all__ = [
+    "MAX_BODY_BYTES",
+    "REPO_ROOT",
+    "CommaList",
+    "DeploySettings",
+    "EnvSettings",
+    "ServiceSettings",
+    "Settings",
+    "SettingsError",
+    "invalid_variables",
+    "var",
+]
+
 REPO_ROOT = SOURCE_CHECKOUT
 MAX_BODY_BYTES = 16 * 1024 * 1024
 """Default request-body cap; a tool's `max_request_bytes` policy sets its own (stays and

@@ -48,6 +48,7 @@ def read_frame(stream: BinaryIO) -> bytes | None:
 
 
 def write_frame(stream: BinaryIO, body: bytes) -> None:
+    """Write one message with its Content-Length header and flush (a frame is whole or not sent)."""
     stream.write(f"Content-Length: {len(body)}\r\n\r\n".encode("ascii") + body)
     stream.flush()
 
@@ -82,6 +83,8 @@ class FramingBridge:
         return not (message.get("method") == "notifications/initialized" and self._initialized_sent)
 
     def pump_client(self) -> None:
+        """Copy the client's framed messages to the server as JSON lines, answering the pre-standard
+        handshake as the SDK expects it."""
         try:
             while (body := read_frame(self.client_in)) is not None:
                 try:
@@ -97,6 +100,7 @@ class FramingBridge:
             self.server_in.close()
 
     def pump_server(self) -> None:
+        """Copy the server's JSON lines back to the client as framed messages."""
         for line in self.server_out:
             body = line.strip()
             if not body:
@@ -116,6 +120,7 @@ class FramingBridge:
             write_frame(self.client_out, body)
 
     def start(self) -> None:
+        """Run both pumps on daemon threads (they end with the streams)."""
         for target in (self.pump_client, self.pump_server):
             threading.Thread(target=target, name=f"stdio-{target.__name__}", daemon=True).start()
 

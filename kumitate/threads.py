@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 def started_pool(size: int, name: str) -> ThreadPoolExecutor:
+    """A thread pool of `size` threads, all started and idle before it is returned."""
     pool = ThreadPoolExecutor(size, thread_name_prefix=name)
     everyone = threading.Barrier(size + 1)
     for _ in range(size):  # each waits at the barrier, so none is idle and every submit starts a thread

@@ -65,6 +65,7 @@ def use(provider: trace.TracerProvider | None) -> None:
 
 
 def enabled() -> bool:
+    """Whether spans are being exported (an OTLP endpoint is configured)."""
     return _tracer is not None
 
 

@@ -73,6 +73,8 @@ def diff_tool(
     api: tuple[PyApi, PyApi] | None = None,
     declared: bool = True,
 ) -> Iterator[Change]:
+    """The changes between two versions of a tool (renamed or not): schemas, errors, policy, annotations,
+    HTTP route and text, each a rule id and what changed, for the findings."""
     rename_cause = "TOOL_RENAMED" if renamed else None
     if renamed:
         how = (
@@ -168,6 +170,7 @@ def diff_resource(
     new: ResourceSpec,
     api: tuple[PyApi, PyApi] | None = None,
 ) -> Iterator[Change]:
+    """The changes between two versions of a resource: URI, MIME type, output schema, errors and text."""
     if old.uri != new.uri:
         yield "RESOURCE_URI_CHANGED", f"`{old.uri}` → `{new.uri}`", None
     if old.mime_type != new.mime_type:
@@ -195,6 +198,7 @@ def diff_resource(
 
 
 def diff_service(old: ServiceSpec, new: ServiceSpec) -> Iterator[Change]:
+    """The changes of a service's own fields: version, text and success envelope."""
     if old.version != new.version:
         yield "SERVICE_VERSION_CHANGED", f"version {old.version} → {new.version}", None
     for attr in ("title", "description", "instructions"):

@@ -53,6 +53,9 @@ def run(
     output: Path | None = None,
     exceptions_file: Path | None = None,
 ) -> int:
+    """`kumitate diff BASE [HEAD]`: load both sides, review them against the exceptions file and print
+    the report; returns 0 when nothing breaking is left unexcused, 1 when something is, 2 when a side
+    cannot be loaded."""
     head, head_label, note = resolve_head(head, repo)
     with tempfile.TemporaryDirectory(prefix="kumitate-diff-") as tmp:
         try:

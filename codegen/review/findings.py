@@ -20,6 +20,9 @@ KIND_ORDER = {"service": 0, "tool": 1, "resource": 2}
 
 @dataclass(frozen=True, slots=True)
 class Finding:
+    """One difference between the two sides: its rule, where it is, what changed, and whether an
+    exception or a version bump excuses it."""
+
     rule: str
     service: str
     kind: str
@@ -42,17 +45,21 @@ class Finding:
 
     @property
     def severity(self) -> str:
+        """The rule's severity (rules.yaml): breaking, non-breaking or info."""
         return RULES[self.rule].severity
 
     @property
     def surface(self) -> str:
+        """The surface the rule guards (rules.yaml): http (the wire), mcp, python (the generated API) or text."""
         return RULES[self.rule].surface
 
     @property
     def blocking(self) -> bool:
+        """Whether it fails the review: breaking, with neither an exception nor a version bump for it."""
         return self.severity == "breaking" and self.excused is None and self.allowed_by is None
 
     def sort_key(self) -> tuple[Any, ...]:
+        """The report's order: service, kind, subject, severity, then the rule and what changed."""
         return (
             self.service,
             KIND_ORDER[self.kind],
@@ -65,6 +72,9 @@ class Finding:
 
 @dataclass(slots=True)
 class ServiceVerdict:
+    """One service's outcome: its versions on both sides, the bumps that allow breaking changes,
+    and how many findings stay unexcused."""
+
     name: str
     base_version: str | None
     head_version: str | None
@@ -81,15 +91,20 @@ class ServiceVerdict:
 
     @property
     def ok(self) -> bool:
+        """Whether no finding of the service stays unexcused."""
         return self.unexcused == 0
 
     @property
     def bumped(self) -> bool:
+        """Whether the service's version or base path got a major bump (breaking changes allowed)."""
         return self.path_bump is not None or self.version_bump is not None
 
 
 @dataclass(slots=True)
 class Review:
+    """The whole review of BASE against HEAD: every finding, each service's verdict, and the problems
+    of the exceptions file and of the head's specs."""
+
     base: str
     head: str
     findings: list[Finding]
@@ -108,6 +123,7 @@ class Review:
 
     @property
     def ok(self) -> bool:
+        """Whether the review passes: every service ok, the exceptions valid and all used, the head's specs clean."""
         return (
             all(v.ok for v in self.services.values())
             and not self.exception_problems
@@ -117,12 +133,15 @@ class Review:
 
     @property
     def exit_code(self) -> int:
+        """The exit status of `kumitate diff`: 0 when the review passes, else 1."""
         return 0 if self.ok else 1
 
     def count(self, severity: str) -> int:
+        """How many findings have `severity`."""
         return sum(1 for f in self.findings if f.severity == severity)
 
     def to_json(self) -> dict[str, Any]:
+        """The review as JSON (`--format json`), for CI bots."""
         return {
             "base": self.base,
             "head": self.head,
@@ -146,10 +165,12 @@ Change = tuple[str, str, str | None]
 
 
 def show(value: Any) -> str:
+    """A value as compact, sorted JSON for a finding's text."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
 def at(direction: str, path: str) -> str:
+    """Where in a schema a change is, for a finding's text (`input `a.b``, or the root)."""
     return f"{direction} `{path}`" if path else f"{direction} (root)"
 
 

@@ -25,6 +25,8 @@ class LoadError(Exception):
 
 @dataclass(slots=True)
 class Side:
+    """One side of a review: its label (a git ref or a directory), where its specs were put, and the tree."""
+
     label: str
     specs_dir: Path
     tree: specs.SpecTree
@@ -102,6 +104,8 @@ def prepare_meta(specs_dir: Path, fallback: Path | None = None) -> None:
 
 
 def load_side(spec: str, workdir: Path, repo: Path | None = None, meta_fallback: Path | None = None) -> Side:
+    """Materialise `spec` (a git ref of `repo` or a directory) under `workdir` and load its spec tree;
+    a side older than the meta-schemas borrows them from `meta_fallback`."""
     specs_dir = materialise(spec, workdir, repo)
     prepare_meta(specs_dir, meta_fallback)
     return Side(spec, specs_dir, specs.load(specs_dir))

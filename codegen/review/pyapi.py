@@ -132,6 +132,7 @@ class PyApi:
 
     @classmethod
     def of(cls, tree: SpecTree) -> PyApi:
+        """The generated Python API of every service of `tree`."""
         defs = {svc.name: surfaces.service_defs(svc, tree.root) for svc in tree.services}
         return cls(defs, {svc.name: surfaces.shared_classes(svc, defs[svc.name]) for svc in tree.services})
 

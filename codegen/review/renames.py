@@ -13,6 +13,7 @@ RENAMED_FROM = "x-renamed-from"
 
 
 def bare(schema: Any) -> Any:
+    """`schema` without its `x-renamed-from` annotation (a rename note is not a change of the schema)."""
     return {k: v for k, v in schema.items() if k != RENAMED_FROM} if isinstance(schema, dict) else schema
 
 

@@ -73,6 +73,7 @@ def _exception(e: Exception_) -> str:
 
 
 def render(review: Review) -> str:
+    """The review as Markdown: a summary, then each service's verdict and its findings by severity."""
     lines = [f"## Spec review: `{review.base}` → `{review.head}`", "", _summary(review), ""]
     if review.head_note:
         lines += [review.head_note, ""]

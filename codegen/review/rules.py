@@ -24,6 +24,8 @@ SURFACES = {
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """One review rule of specs/review-rules.yaml: the surface it guards and how severe a finding is."""
+
     id: str
     surface: str
     severity: str
@@ -31,6 +33,7 @@ class Rule:
 
 
 def load_rules(path: Path = RULES_FILE) -> dict[str, Rule]:
+    """The rules by id from `path`; a duplicate id is an error."""
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     rules: dict[str, Rule] = {}
     for entry in doc["rules"]:
@@ -67,6 +70,7 @@ class Exception_:
         return (self.rule, self.tool, self.service, self.field, self.reason)
 
     def covers_field(self, path: str | None) -> bool:
+        """Whether the exception's field (if it names one) is the finding's field or encloses it."""
         if self.field is None:
             return True
         if path is None:
@@ -76,6 +80,8 @@ class Exception_:
     def matches(
         self, rule: str, caused_by: str | None, service: str, subject: str, field_path: str | None = None
     ) -> bool:
+        """Whether this exception excuses a finding of `rule` (or of the rule that caused it) on
+        this service, subject and field."""
         if self.rule not in (rule, caused_by):
             return False
         if self.service is not None and self.service != service:

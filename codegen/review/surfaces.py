@@ -43,6 +43,9 @@ def statuses(tree: SpecTree, codes: list[str]) -> dict[int, list[str]]:
 
 @dataclass(frozen=True, slots=True)
 class PyField:
+    """A field of a generated model as the Python API sees it: its type, whether it is required, and its
+    enum members."""
+
     type: str
     required: bool
     members: tuple[Any, ...] = ()
@@ -102,6 +105,7 @@ def is_class(schema: Any) -> bool:
 
 
 def enum_members(schema: Any, defs: Defs | None = None) -> tuple[Any, ...]:
+    """The values of the enum `schema` is (resolving a $ref through `defs`), without null; () when none."""
     schema = _resolve(schema, defs)
     if not isinstance(schema, dict):
         return ()
@@ -189,6 +193,7 @@ def tool_models(tool: ToolSpec, defs: Defs | None = None) -> dict[str, dict[str,
 
 
 def resource_models(res: ResourceSpec, defs: Defs | None = None) -> dict[str, dict[str, PyField]]:
+    """The generated model of a JSON resource, name -> its fields; empty for other resources."""
     if not res.is_json or res.output_schema is None:
         return {}
     name = naming.resource_model(res.name)
@@ -232,6 +237,7 @@ def rename_types(annotation: str, renamed: dict[str, str]) -> str:
 
 
 def py_union(annotation: str) -> set[str]:
+    """The members of a type annotation's union (`int | None` -> {'int', 'None'})."""
     return {part.strip() for part in annotation.split(" | ")} if annotation else set()
 
 

@@ -27,12 +27,14 @@ def _path_major(path: str | None) -> int:
 
 
 def path_bump(old: str | None, new: str | None, what: str) -> str | None:
+    """What a major bump of a base path says (`base path /v1/x → /v2/x`), or None when there is none."""
     if old is None or new is None or _path_major(new) <= _path_major(old):
         return None
     return f"{what} {old} → {new}"
 
 
 def version_bump(old: ServiceSpec | None, new: ServiceSpec | None) -> str | None:
+    """What a major bump of a service's version says (`version 1.2.0 → 2.0.0`), or None when there is none."""
     if old is None or new is None or _major(new.version) <= _major(old.version):
         return None
     return f"version {old.version} → {new.version}"

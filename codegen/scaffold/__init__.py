@@ -39,6 +39,8 @@ class ScaffoldError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Written:
+    """A file `kumitate new` wrote, and what to do with it next."""
+
     path: Path
     note: str = ""
 

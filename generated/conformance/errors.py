@@ -2,47 +2,115 @@
 # sources: specs/conformance/prompts/test_input_required_result_prompt.yaml, specs/conformance/prompts/test_prompt_with_arguments.yaml, specs/conformance/prompts/test_prompt_with_embedded_resource.yaml, specs/conformance/prompts/test_prompt_with_image.yaml, specs/conformance/prompts/test_simple_prompt.yaml, ... and 23 more
 # sources-sha256: 9296051d1239aef0
 """The error classes the conformance handlers may raise: the codes its tools and resources declare, and
-BAD_REQUEST and INTERNAL, which any call may end with. Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
     ConformanceFixtureFailedError,
     InternalError,
+    RateLimitedError,
+    RequestTimeoutError,
+    ServiceUnavailableError,
+    StorageUnavailableError,
 )
 
 DECLARED: dict[str, frozenset[str]] = {
-    "prompt_test_input_required_result_prompt": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "prompt_test_prompt_with_arguments": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "prompt_test_prompt_with_embedded_resource": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "prompt_test_prompt_with_image": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "prompt_test_simple_prompt": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "read_static_binary": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "read_static_text": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "read_template_data": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "read_watched_resource": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_audio_content": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_elicitation": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_elicitation_sep1034_defaults": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_elicitation_sep1330_enums": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_embedded_resource": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_error_handling": frozenset(["BAD_REQUEST", "CONFORMANCE_FIXTURE_FAILED", "INTERNAL"]),
-    "test_image_content": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_input_required_result_elicitation": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_input_required_result_multi_round": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_input_required_result_request_state": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_logging_tool": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_missing_capability": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_multiple_content_types": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_simple_text": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_streaming_elicitation": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_tool_with_logging": frozenset(["BAD_REQUEST", "INTERNAL"]),
-    "test_tool_with_progress": frozenset(["BAD_REQUEST", "INTERNAL"]),
+    "prompt_test_input_required_result_prompt": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "prompt_test_prompt_with_arguments": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "prompt_test_prompt_with_embedded_resource": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "prompt_test_prompt_with_image": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "prompt_test_simple_prompt": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "read_static_binary": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "read_static_text": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "read_template_data": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "read_watched_resource": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_audio_content": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_elicitation": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_elicitation_sep1034_defaults": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_elicitation_sep1330_enums": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_embedded_resource": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_error_handling": frozenset(
+        [
+            "BAD_REQUEST",
+            "CONFORMANCE_FIXTURE_FAILED",
+            "INTERNAL",
+            "RATE_LIMITED",
+            "REQUEST_TIMEOUT",
+            "SERVICE_UNAVAILABLE",
+            "STORAGE_UNAVAILABLE",
+        ]
+    ),
+    "test_image_content": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_input_required_result_elicitation": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_input_required_result_multi_round": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_input_required_result_request_state": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_logging_tool": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_missing_capability": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_multiple_content_types": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_simple_text": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_streaming_elicitation": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_tool_with_logging": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
+    "test_tool_with_progress": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with BAD_REQUEST and INTERNAL."""
+"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
 
 __all__ = [
     "DECLARED",
     "BadRequestError",
     "ConformanceFixtureFailedError",
     "InternalError",
+    "RateLimitedError",
+    "RequestTimeoutError",
+    "ServiceUnavailableError",
+    "StorageUnavailableError",
 ]

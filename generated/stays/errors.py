@@ -2,20 +2,30 @@
 # sources: specs/stays/service.yaml, specs/stays/tools/summarize_stays.yaml, specs/stays/types/stays.json
 # sources-sha256: 5b89388f1e2f07e0
 """The error classes the stays handlers may raise: the codes its tools and resources declare, and
-BAD_REQUEST and INTERNAL, which any call may end with. Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
     InternalError,
+    RateLimitedError,
+    RequestTimeoutError,
+    ServiceUnavailableError,
+    StorageUnavailableError,
 )
 
 DECLARED: dict[str, frozenset[str]] = {
-    "summarize_stays": frozenset(["BAD_REQUEST", "INTERNAL"]),
+    "summarize_stays": frozenset(
+        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
+    ),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with BAD_REQUEST and INTERNAL."""
+"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
 
 __all__ = [
     "DECLARED",
     "BadRequestError",
     "InternalError",
+    "RateLimitedError",
+    "RequestTimeoutError",
+    "ServiceUnavailableError",
+    "StorageUnavailableError",
 ]

@@ -42,6 +42,26 @@ from typing import Any, Literal
 
 from kumitate.settings import ServiceSettings, Settings, var
 
+__all__ = [
+    "MAX_JSON_SIZE",
+    "MAX_LOAD_ROWS",
+    "MAX_TABLE_ROWS",
+    "ExportAccessError",
+    "ExportForbiddenError",
+    "ExportLocation",
+    "ExportNotFoundError",
+    "ExportTooLargeError",
+    "ExportUnauthorizedError",
+    "OutputTooLargeError",
+    "default_exports_dir",
+    "estimate_tokens",
+    "polars_to_pandas",
+    "safe_json_output",
+    "safe_load_export",
+    "safe_summary_table",
+    "validate_output",
+]
+
 MAX_JSON_SIZE = 1024
 MAX_TABLE_ROWS = 10
 MAX_LOAD_ROWS = 10_000

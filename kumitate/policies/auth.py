@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kumitate.context import Principal
-from kumitate.errors import ToolError
+from kumitate.errors import ErrorCode, ToolError
 from kumitate.settings import Settings
 
 if TYPE_CHECKING:
@@ -33,6 +33,8 @@ ALL_SCOPES = "*"
 
 @dataclass(frozen=True, slots=True)
 class TokenEntry:
+    """One row of the static token table: the token's bytes (compared in constant time) and who it is."""
+
     token: bytes
     principal: Principal
 
@@ -76,12 +78,15 @@ class AuthError(ToolError):
     """An UNAUTHORIZED or FORBIDDEN refusal with the parameters of its RFC 6750 `WWW-Authenticate`
     challenge (`error`, `scope`, ...); the pipeline adds where to find the resource's metadata."""
 
-    def __init__(self, message: str, *, code: str, challenge: dict[str, str]) -> None:
+    def __init__(self, message: str, *, code: ErrorCode, challenge: dict[str, str]) -> None:
         super().__init__(message, code=code)
         self.challenge = challenge
 
 
 class Authenticator:
+    """Who is calling: the static token table, then an identity provider's JWT when one is configured;
+    a local (stdio, in-process) caller is trusted as `local`."""
+
     def __init__(self, entries: list[TokenEntry], local: Principal, oauth: OAuthVerifier | None = None) -> None:
         self.entries = entries
         self.local = local
@@ -95,6 +100,7 @@ class Authenticator:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Authenticator:
+        """The table from KUMITATE_TOKENS and/or KUMITATE_TOKENS_FILE, plus the OAuth verifier when configured."""
         entries: list[TokenEntry] = []
         if settings.tokens is not None:
             origin = "KUMITATE_TOKENS"
@@ -122,6 +128,7 @@ class Authenticator:
 
     @staticmethod
     def bearer_token(authorization: str | None) -> str | None:
+        """The token of an `Authorization: Bearer <token>` header, or None for any other header."""
         scheme, _, token = (authorization or "").partition(" ")
         return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
@@ -152,6 +159,8 @@ class Authenticator:
             await self.oauth.prepare(token)
 
     def authenticate(self, authorization: str | None, *, local: bool, public: bool) -> Principal:
+        """The caller's principal; raises UNAUTHORIZED when authentication is on and the request has no
+        valid token, unless the tool is public (then an anonymous principal)."""
         if local:
             return self.local
         if not self.enabled:
@@ -172,6 +181,7 @@ class Authenticator:
 
     @staticmethod
     def authorize(principal: Principal, required: list[str] | None) -> None:
+        """Raise FORBIDDEN when `principal` lacks a scope in `required`."""
         if not required or ALL_SCOPES in principal.scopes:
             return
         missing = sorted(set(required) - principal.scopes)

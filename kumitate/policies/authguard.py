@@ -41,6 +41,8 @@ def parse(spec: str | None) -> tuple[float, int]:
 
 
 class AuthGuard:
+    """Slows down token guessing: failed authentications are rate-limited per client address."""
+
     def __init__(
         self, limiter: RateLimiter, rate: float, burst: int, clock: Callable[[], float] = time.monotonic
     ) -> None:
@@ -58,6 +60,7 @@ class AuthGuard:
 
     @classmethod
     def from_settings(cls, limiter: RateLimiter, settings: Settings) -> AuthGuard:
+        """The guard at the rate and burst of KUMITATE_AUTH_FAILURES."""
         return cls(limiter, *parse(settings.auth_failures))
 
     def _refuse(self, until: float, now: float) -> ToolError:

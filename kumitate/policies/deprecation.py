@@ -8,6 +8,7 @@ from typing import Any
 
 
 def headers(deprecated: dict[str, Any] | None) -> dict[str, str]:
+    """The Deprecation (and, with a sunset date, Sunset) response headers of a deprecated tool (RFC 9745, RFC 8594)."""
     if not deprecated:
         return {}
     since = datetime.combine(date.fromisoformat(str(deprecated["since"])), datetime.min.time(), UTC)
@@ -19,6 +20,7 @@ def headers(deprecated: dict[str, Any] | None) -> dict[str, str]:
 
 
 def warning(name: str, deprecated: dict[str, Any] | None) -> str | None:
+    """The warning a deprecated tool's result carries: since when, until when, and what replaces it."""
     if not deprecated:
         return None
     text = f"deprecated: {name} is deprecated since {deprecated['since']}"

@@ -24,6 +24,7 @@ def resource_path(transport: str) -> str:
 
 
 def metadata_url(base_url: str, transport: str) -> str:
+    """The OAuth protected-resource metadata URL (RFC 9728) of the endpoint serving `transport`."""
     return f"{base_url.rstrip('/')}{WELL_KNOWN}{resource_path(transport)}"
 
 

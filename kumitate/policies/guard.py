@@ -11,6 +11,7 @@ TRIM_WARNING = "output_trimmed_to_{limit}_bytes"
 
 
 def size_of(body: Any) -> int:
+    """The size in bytes of `body` as the wire sends it (compact UTF-8 JSON): what max_output_bytes limits."""
     return len(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
 
 

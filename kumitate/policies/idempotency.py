@@ -43,6 +43,14 @@ if TYPE_CHECKING:
     from kumitate.policies.idempotency_store import IdempotencyStore as IdempotencyStore
 
 MAX_KEY_LENGTH = 255
+KEY_ARGUMENT = "idempotency_key"
+"""MCP carries the key as this tool argument (HTTP as the Idempotency-Key header)."""
+KEY_ARGUMENT_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_KEY_LENGTH,
+    "description": "Optional. Repeat a call with the same key to get the first result back instead of running it twice.",
+}
 UNBOUNDED_LEASE_S = 300.0
 """The lease of a tool that declares no timeout (and no KUMITATE_MAX_TIMEOUT_MS caps it)."""
 LEASE_MARGIN_S = 5.0
@@ -56,18 +64,27 @@ SWEEP_EVERY_S = 60.0
 Ident = tuple[str, str, str]
 
 
+def with_key_argument(input_schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's MCP input schema with the `idempotency_key` argument added: what `tools/list` shows for
+    a tool whose policy has idempotency (the server builds it, codegen's docs and lockfile mirror it)."""
+    return {**input_schema, "properties": {**input_schema.get("properties", {}), KEY_ARGUMENT: KEY_ARGUMENT_SCHEMA}}
+
+
 def lease_s(timeout_s: float | None) -> float:
     """How long a claim holds its key: the tool's deadline (timeout_s) plus the margin."""
     return (timeout_s or UNBOUNDED_LEASE_S) + LEASE_MARGIN_S
 
 
 def fingerprint(arguments: Any) -> str:
+    """A hash of the arguments (canonical JSON): the same key with other arguments is a CONFLICT."""
     canonical = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 @dataclass(slots=True)
 class Stored:
+    """A finished call's answer kept under its idempotency key, replayed to a retry."""
+
     status: int
     body: Any
 
@@ -84,6 +101,7 @@ class _Seen:
 
 
 def in_progress(remaining_s: float) -> ToolError:
+    """The retryable IN_PROGRESS answer to a retry whose first call still holds the key's lease."""
     retry_ms = math.ceil(1000 * max(0.001, min(remaining_s, RETRY_AFTER_MAX_S)))
     return ToolError(
         "a call with this idempotency key is still running (or its instance stopped: its lease ends in "

@@ -32,6 +32,9 @@ T = TypeVar("T")
 
 
 class IdempotencyStore:
+    """Idempotency keys in the database: a claim is a lease bound to the tool's deadline, a finished
+    call's answer is kept for the key's time to live and replayed."""
+
     def __init__(self, db: Database, clock: Callable[[], float] = time.time, wait_s: float = WAIT_S) -> None:
         self._db = db
         self._clock = clock

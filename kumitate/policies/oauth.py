@@ -143,6 +143,9 @@ class KeySet:
 
 @dataclass(frozen=True, slots=True)
 class OAuthSettings:
+    """Where tokens come from and whom they are for: the issuer, the accepted audiences, the JWKS URL and
+    how tolerant and how often the keys are fetched."""
+
     issuer: str
     audiences: tuple[str, ...]
     jwks_url: str | None
@@ -157,6 +160,7 @@ class OAuthSettings:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OAuthSettings | None:
+        """The OAuth settings from KUMITATE_OAUTH_*, or None when no issuer is configured."""
         issuer = (settings.oauth_issuer or "").strip()
         if not issuer:
             return None
@@ -197,6 +201,9 @@ def _header(token: str) -> dict[str, Any] | None:
 
 
 class OAuthVerifier:
+    """Verifies an identity provider's JWT (signature by the issuer's keys, issuer, audience, expiry)
+    and turns it into a principal with its scopes."""
+
     def __init__(self, settings: OAuthSettings, keys: KeySet | None = None) -> None:
         self.settings = settings
         self.keys = keys or KeySet(
@@ -210,11 +217,13 @@ class OAuthVerifier:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OAuthVerifier | None:
+        """The verifier of the configured issuer, or None when OAuth is off."""
         oauth = OAuthSettings.from_settings(settings)
         return cls(oauth) if oauth is not None else None
 
     @staticmethod
     def looks_like_jwt(token: str) -> bool:
+        """Whether the token has a JWT header (so it is verified here, not looked up in the token table)."""
         return _header(token) is not None
 
     async def prepare(self, token: str) -> None:

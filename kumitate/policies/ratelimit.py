@@ -20,6 +20,8 @@ MAX_BUCKETS = 100_000
 
 @dataclass(slots=True)
 class Bucket:
+    """One principal's token bucket for one tool: the tokens left and when they were counted."""
+
     tokens: float
     updated: float
     full_at: float = 0.0
@@ -40,6 +42,7 @@ class RateLimiter:
         self._lock = threading.Lock()
 
     def take(self, key: tuple[str, str], rps: float, burst: int) -> None:
+        """Take one token from the bucket of `key` (principal, tool); raises RATE_LIMITED with the wait when empty."""
         now = self._clock()  # type: ignore[operator]
         with self._lock:
             bucket = self._buckets.get(key)
@@ -118,6 +121,8 @@ class RedisRateLimiter(RateLimiter):
         self.backoff = Backoff("rate_limit_redis")
 
     def take(self, key: tuple[str, str], rps: float, burst: int) -> None:
+        """Take one token in Redis (shared by every instance, atomically); while Redis is away, from this
+        process's own buckets."""
         if not self.backoff.available():
             super().take(key, rps, burst)
             return

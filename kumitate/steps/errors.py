@@ -1,4 +1,8 @@
-"""Where exceptions become outcomes: the catalogue's body, or INTERNAL with the traceback logged."""
+"""Where exceptions become outcomes: the catalogue's body, or INTERNAL with the traceback logged.
+
+A code the catalogue does not hold (a misspelling mypy did not see: a code built at run time, or
+a catalogue that lost an entry the runtime needs) is refused loudly: an `unknown_error_code` line
+at ERROR naming the code, with its traceback, and INTERNAL on the wire; never a silent INTERNAL."""
 
 from __future__ import annotations
 
@@ -22,7 +26,10 @@ class ErrorMap:
     def outcome(self, exc: ToolError, run_id: str, trace_id: str) -> Outcome:
         if exc.code != "STORAGE_UNAVAILABLE" and faults.storage_failure(exc) is not None:
             exc = faults.storage_error()  # a handler's own code for it (SQL_ERROR, NOT_FOUND) would mislead
-        entry = self.catalogue.get(exc.code) or self.catalogue["INTERNAL"]
+        entry = self.catalogue.get(exc.code)
+        if entry is None:
+            calllog.log_crash("unknown_error_code", exc, code=exc.code, run_id=run_id)
+            exc, entry = ToolError(f"internal error; quote run_id {run_id}"), self.catalogue["INTERNAL"]
         error: dict[str, Any] = {"code": entry.code, "message": exc.message, "retryable": entry.retryable}
         error.update(exc.details)
         headers = dict(exc.headers)

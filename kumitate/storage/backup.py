@@ -37,12 +37,17 @@ class BackupError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Report:
+    """What a backup or restore did: the database's fate and how many files were copied."""
+
     database: str
     """What happened to the database: `copied (revision …)` or what to do instead (PostgreSQL)."""
     files: int
 
 
 def backup(data_dir: Path, target: Path, *, export_dir: Path | None, postgres: bool) -> Report:
+    """Copy the data directory into the new directory `target`, with a manifest: the SQLite database
+    consistently (SQLite's backup API, while it is in use), the other files, and the exports when they
+    live outside it. PostgreSQL is left to pg_dump."""
     if target.exists() and any(target.iterdir()):
         raise BackupError(f"{target} is not empty: back up into a new directory")
     if target.resolve().is_relative_to(data_dir.resolve()):
@@ -69,6 +74,7 @@ def backup(data_dir: Path, target: Path, *, export_dir: Path | None, postgres: b
 
 
 def restore(source: Path, data_dir: Path, *, export_dir: Path | None) -> Report:
+    """Copy a backup made by `backup` into the empty data directory `data_dir` (exports to `export_dir`)."""
     if not (source / MANIFEST).is_file():
         raise BackupError(f"{source} is not a kumitate backup (no {MANIFEST})")
     if data_dir.exists() and any(data_dir.iterdir()):

@@ -45,6 +45,8 @@ _within: ContextVar[float | None] = ContextVar("kumitate_storage_within", defaul
 
 @dataclass(slots=True)
 class Bound:
+    """The storage limit of one transaction: when waits end, when the watchdog cuts, and what to say."""
+
     until: float
     """time.monotonic() by which the pool wait, each statement and each lock wait end."""
     hard: float
@@ -54,13 +56,16 @@ class Bound:
     entries: list[Entry] = field(default_factory=list)
 
     def remaining_s(self) -> float:
+        """Seconds left before the limit (0 once it has passed)."""
         return max(0.0, self.until - time.monotonic())
 
     def remaining_ms(self) -> int:
+        """Milliseconds left, at least 1: what a statement timeout is set to."""
         return max(1, math.ceil(self.remaining_s() * 1000))
 
     @property
     def fired(self) -> bool:
+        """Whether the watchdog has cut one of this transaction's connections."""
         return any(e.fired for e in self.entries)
 
     def exhausted(self) -> bool:
@@ -68,6 +73,7 @@ class Bound:
         return self.fired or time.monotonic() >= self.until - 0.05
 
     def error(self) -> ToolError:
+        """The retryable STORAGE_UNAVAILABLE a call gets when the database did not answer within the limit."""
         return ToolError(
             f"the database did not answer within {self.what}; nothing was saved; retry shortly",
             code="STORAGE_UNAVAILABLE",
@@ -126,6 +132,8 @@ def disarm(bound: Bound | None) -> None:
 
 @contextmanager
 def waiting_on_storage() -> Iterator[None]:
+    """Mark the current call as waiting on storage for the block, so a deadline reached here is answered
+    503 STORAGE_UNAVAILABLE (retry) rather than 408 (narrow the request)."""
     call = current_call()
     if call is None:
         yield

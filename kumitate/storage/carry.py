@@ -18,6 +18,16 @@ from typing import Any
 
 from kumitate.calllog import log_info
 
+__all__ = [
+    "IDEMPOTENCY_FILE",
+    "SQLITE_COMPANIONS",
+    "UNOWNED",
+    "announce",
+    "import_idempotency",
+    "keep_original",
+    "stamp",
+]
+
 UNOWNED = "(unowned)"
 """The owner of a handle made by a release without owners: readable by principals holding scope
 `admin` or `*` (every caller when authentication is off, as the release that made it allowed)."""
@@ -31,6 +41,7 @@ def announce(step: str, message: str, **fields: Any) -> None:
 
 
 def stamp() -> str:
+    """The current UTC time as a file-name suffix (`20261128T093000Z`)."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 
 

@@ -21,6 +21,7 @@ ACTIONS = {
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `kumitate db` (upgrade, revision, backup, restore) to the command line."""
     db = sub.add_parser("db", help="database schema and data: upgrade, show the revision, back up, restore")
     db.add_argument("action", choices=list(ACTIONS), help="; ".join(f"{k}: {v}" for k, v in ACTIONS.items()))
     db.add_argument("path", nargs="?", type=Path, help="the backup directory (backup, restore)")

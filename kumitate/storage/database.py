@@ -51,6 +51,7 @@ class Database:
 
     @property
     def dialect(self) -> str:
+        """The SQL dialect in use: `sqlite` or `postgresql`."""
         return self.engine.dialect.name
 
     @contextmanager
@@ -146,6 +147,7 @@ class Database:
         return dialect_insert(table).values(**values).on_conflict_do_nothing()
 
     def close(self) -> None:
+        """Stop the database threads and close every pooled connection."""
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
         self.engine.dispose()

@@ -14,6 +14,18 @@ from sqlalchemy.engine import make_url
 
 from kumitate.storage import bounds
 
+__all__ = [
+    "CONNECT_TIMEOUT_S",
+    "KEEPALIVES",
+    "MAX_OVERFLOW",
+    "POOL_SIZE",
+    "SQLITE_FILE",
+    "WAIT_INTERVAL_S",
+    "create",
+    "database_url",
+    "slots",
+]
+
 SQLITE_FILE = "kumitate.sqlite3"
 POOL_SIZE = {"postgresql": 10, "sqlite": 5}
 MAX_OVERFLOW = {"postgresql": 20, "sqlite": 10}

@@ -37,6 +37,7 @@ class DatabaseUnreachableError(StartupError):
 
 
 def config(connection: Connection | None = None) -> Config:
+    """The Alembic configuration of the packaged migrations, on `connection` when given."""
     cfg = Config()
     cfg.set_main_option("script_location", SCRIPT_LOCATION)
     cfg.attributes["connection"] = connection
@@ -44,12 +45,14 @@ def config(connection: Connection | None = None) -> Config:
 
 
 def head() -> str:
+    """The newest revision of the packaged migrations: what the code expects."""
     revision = ScriptDirectory.from_config(config()).get_current_head()
     assert revision is not None, "kumitate/storage/migrations has no revision"
     return revision
 
 
 def current(engine: Engine) -> str | None:
+    """The revision the database is at, or None for a database never migrated."""
     with engine.connect() as conn:
         return MigrationContext.configure(conn).get_current_revision()
 

@@ -16,6 +16,7 @@ SOCKET_TIMEOUT_S = 0.5
 
 
 def connect(url: str) -> redis.Redis:
+    """A Redis client for `url` with short socket timeouts, so a hung Redis degrades calls instead of holding them."""
     import redis  # only a process configured with KUMITATE_REDIS_URL loads the client
 
     return redis.Redis.from_url(
@@ -39,15 +40,18 @@ class Backoff:
         self._down = False
 
     def available(self) -> bool:
+        """Whether to try Redis now (not within the pause after a failure)."""
         return self._clock() >= self._retry_at
 
     def failed(self, exc: BaseException) -> None:
+        """Redis failed: pause before the next try, and log the outage once."""
         self._retry_at = self._clock() + self._pause_s
         if not self._down:
             self._down = True
             log_event(f"{self._event}_unavailable", error=type(exc).__name__)
 
     def succeeded(self) -> None:
+        """Redis answered: log the recovery once if it was down."""
         if self._down:
             self._down = False
             log_event(f"{self._event}_restored")

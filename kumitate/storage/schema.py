@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from sqlalchemy import BigInteger, Column, Float, Index, Integer, MetaData, String, Table, Text
 
+__all__ = ["analytics_exports", "analytics_views", "attendance_rules", "idempotency", "metadata", "tasks"]
+
 metadata = MetaData()
 
 idempotency = Table(

@@ -22,6 +22,8 @@ from kumitate.calllog import log_event
 
 @dataclass(slots=True)
 class Entry:
+    """One armed cut: when it fires, how to cut the connection, and how to release it once the work is done."""
+
     at: float
     cut: Callable[[], None] = field(repr=False)
     release: Callable[[], None] = field(repr=False)
@@ -30,6 +32,9 @@ class Entry:
 
 
 class Watchdog:
+    """One thread that cuts a database connection at its hard limit, for a server that stops answering
+    (a statement timeout needs the server to be alive to work)."""
+
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._heap: list[tuple[float, int, Entry]] = []

@@ -18,11 +18,11 @@ if TYPE_CHECKING:
 
 def task_runner(pipeline: Pipeline, db: Database, settings: Settings) -> TaskRunner:
     """The runtime's task runner, on its database, with the KUMITATE_TASK_* settings."""
-    from kumitate.errors import ToolError
+    from kumitate.errors import ErrorCode, ToolError
     from kumitate.tasks.runner import TaskRunner
     from kumitate.tasks.store import TaskStore
 
-    def envelope(code: str, message: str, run_id: str, trace_id: str) -> tuple[int, dict[str, Any]]:
+    def envelope(code: ErrorCode, message: str, run_id: str, trace_id: str) -> tuple[int, dict[str, Any]]:
         outcome = pipeline.error_outcome(ToolError(message, code=code), run_id, trace_id)
         return outcome.status, outcome.body
 

@@ -39,12 +39,13 @@ from mcp_types.jsonrpc import HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILIT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict, Field
 
+from kumitate.errors import ErrorCode
 from kumitate.pipeline import Outcome
 from kumitate.runtime import Runtime
 from kumitate.tasks.store import CANCELLED, COMPLETED, WORKING, TaskRow
 
 POLL_INTERVAL_MS = 1000
-LOST_CODES = frozenset({"TASK_LOST", "INTERNAL"})
+LOST_CODES: frozenset[ErrorCode] = frozenset({"TASK_LOST", "INTERNAL"})
 """Catalogue codes that are no answer of the tool's: a `failed` task; any other code is the tool's error result."""
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from sqlalchemy import and_, delete, insert, select, update
 
+from kumitate.errors import ErrorCode
 from kumitate.storage import Database
 from kumitate.storage.schema import tasks as table
 
@@ -31,7 +32,7 @@ FAILED = "failed"
 CANCELLED = "cancelled"
 SWEEP_EVERY_S = 60.0
 
-Envelope = Callable[[str, str, str, str], tuple[int, dict[str, Any]]]
+Envelope = Callable[[ErrorCode, str, str, str], tuple[int, dict[str, Any]]]
 """(code, message, run_id, trace_id) -> (HTTP status, the catalogue's error body)."""
 
 

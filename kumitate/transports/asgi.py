@@ -30,7 +30,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.middleware.cors import CORSMiddleware
 
 from kumitate import calllog, correlation
-from kumitate.errors import ToolError
+from kumitate.errors import ErrorCode, ToolError
 from kumitate.transports.origin import OriginPolicy
 
 Scope = MutableMapping[str, Any]
@@ -62,7 +62,7 @@ HEADERS_KEY = "kumitate_headers"
 Lean = Callable[[Scope, Receive, Send], Awaitable[bool]]
 """A path in front of Litestar (kumitate.transports.http_lean): True when it answered the request."""
 MCP_PREFIX = "/mcp"
-STATUS_CODES = {
+STATUS_CODES: dict[int, ErrorCode] = {
     400: "BAD_REQUEST",
     401: "UNAUTHORIZED",
     403: "FORBIDDEN",
@@ -84,7 +84,7 @@ RETRY_AFTER_MS = 1000
 MAX_REWRITTEN_BODY = 65536
 
 
-def code_for_status(status: int) -> str:
+def code_for_status(status: int) -> ErrorCode:
     return STATUS_CODES.get(status, "INTERNAL" if status >= 500 else "BAD_REQUEST")
 
 
@@ -97,7 +97,7 @@ def _error_map() -> Any:
 
 
 def error_reply(
-    code: str, message: str, ids: tuple[str, str] | None = None, details: dict[str, Any] | None = None
+    code: ErrorCode, message: str, ids: tuple[str, str] | None = None, details: dict[str, Any] | None = None
 ) -> tuple[int, dict[str, str], bytes]:
     """(status, headers, catalogue envelope) of an answer given outside any route (fresh ids unless given)."""
     run_id, trace_id = ids or (correlation.new_id(), correlation.new_id())
@@ -202,7 +202,7 @@ class KumitateASGI:
             calllog.log_event("request_unanswered", code="INTERNAL", run_id=run_id)
         await _respond(exchange.send, *error_reply("INTERNAL", f"internal error; quote run_id {run_id}", ids))
 
-    def _refusal(self, scope: Scope, headers: Mapping[str, str]) -> tuple[str, str] | None:
+    def _refusal(self, scope: Scope, headers: Mapping[str, str]) -> tuple[ErrorCode, str] | None:
         """(code, message) when the request is refused before routing, else None."""
         fields = scope.get("headers", [])
         if len(fields) > self.limits.max_headers:
@@ -240,7 +240,7 @@ class KumitateASGI:
         await self.app(scope, receive, send)
 
     async def _refuse(
-        self, scope: Scope, send: Send, code: str, message: str, ids: tuple[str, str], started: float
+        self, scope: Scope, send: Send, code: ErrorCode, message: str, ids: tuple[str, str], started: float
     ) -> None:
         """The catalogue body, sent before the request body is read."""
         if scope["type"] == "websocket":

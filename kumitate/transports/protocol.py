@@ -37,6 +37,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from kumitate import calllog
+from kumitate.errors import ErrorCode
 from kumitate.transports.asgi import ARRIVED_KEY, error_reply
 
 
@@ -118,7 +119,7 @@ class EdgeProtocol(HttpToolsProtocol):
         message = f"the request headers did not arrive within {self.limits.header_timeout_s:g} s"
         self._answer("REQUEST_TIMEOUT", message, "http_headers_timed_out")
 
-    def _answer(self, code: str, message: str, event: str) -> None:
+    def _answer(self, code: ErrorCode, message: str, event: str) -> None:
         """Write the envelope as a complete response and close: the request (if any) is not read on."""
         status, _, body = error_reply(code, message)
         calllog.log_event(event, code=code, status=status)

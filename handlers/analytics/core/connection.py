@@ -47,7 +47,7 @@ from generated.errors import (
     QueryTimeoutError,
     QueryTooExpensiveError,
     RequestTimeoutError,
-    SqlErrorError,
+    SqlError,
     StorageUnavailableError,
     UnsafeQueryError,
 )
@@ -410,7 +410,7 @@ class QueryRunner:
 
     def map_error(
         self, exc: duckdb.Error
-    ) -> SqlErrorError | UnsafeQueryError | StorageUnavailableError | QueryTooExpensiveError:
+    ) -> SqlError | UnsafeQueryError | StorageUnavailableError | QueryTooExpensiveError:
         """Turn a DuckDB exception into a catalogued error with a scrubbed message."""
         if is_storage_failure(exc):
             return storage_unavailable(exc)
@@ -423,7 +423,7 @@ class QueryRunner:
         if isinstance(exc, duckdb.PermissionException):
             return UnsafeQueryError(f"The query tried something the sandbox forbids: {first}")
         detail = "\n".join(text.splitlines()[:4])
-        return SqlErrorError(f"DuckDB rejected the query: {detail}")
+        return SqlError(f"DuckDB rejected the query: {detail}")
 
 
 class _OneShot:

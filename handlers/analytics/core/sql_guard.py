@@ -43,7 +43,7 @@ from typing import Any
 
 import duckdb
 
-from generated.errors import InvalidInputError, SqlErrorError, UnsafeQueryError
+from generated.errors import InvalidInputError, SqlError, UnsafeQueryError
 
 from .connection import SqlConnection
 
@@ -105,7 +105,7 @@ def check_select(con: SqlConnection, sql: str, *, allowed_catalogs: frozenset[st
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as exc:
-        raise SqlErrorError(f"The query does not parse: {_first_line(exc)}") from exc
+        raise SqlError(f"The query does not parse: {_first_line(exc)}") from exc
     if len(statements) != 1:
         raise unsafe(f"Send exactly one SELECT statement (got {len(statements)}).")
     statement = statements[0]
@@ -147,7 +147,7 @@ def _serialize(con: SqlConnection, text: str) -> Any:
         kind = tree.get("error_type", "")
         message = tree.get("error_message", "")
         if kind == "parser":
-            raise SqlErrorError(f"The query does not parse: {message}")
+            raise SqlError(f"The query does not parse: {message}")
         raise unsafe(
             "Only plain SELECT queries are allowed (DESCRIBE, SUMMARIZE, SHOW and PIVOT are not); "
             "read the analytics://schema resource for table and column names."
@@ -251,7 +251,7 @@ def _check_base_table(
     if (not catalog and not schema and name in ctes) or name in tables:
         return
     available = ", ".join(sorted(tables))
-    raise SqlErrorError(
+    raise SqlError(
         f"No table named {table!r}. Tables and live views: {available} (see analytics://schema).",
     )
 

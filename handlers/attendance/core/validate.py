@@ -11,7 +11,7 @@ import copy
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from generated.errors import ValidationErrorError
+from generated.errors import ValidationError
 from handlers.attendance.core.schema import schema_errors
 
 _TYPE_FIELDS = {
@@ -93,7 +93,7 @@ def check_rule(rule: Any) -> dict[str, Any]:
     """Validate and normalise, or raise VALIDATION_ERROR naming every problem (for storing a rule)."""
     problems = rule_problems(rule)
     if problems:
-        raise ValidationErrorError("invalid attendance rule: " + "; ".join(problems))
+        raise ValidationError("invalid attendance rule: " + "; ".join(problems))
     return normalize_rule(rule)
 
 
@@ -102,7 +102,7 @@ def check_for_evaluation(rule: Any) -> tuple[dict[str, Any], list[str]]:
     found = findings(rule)
     fatal = [text for text, evaluable in found if not evaluable]
     if fatal:
-        raise ValidationErrorError("invalid attendance rule: " + "; ".join(fatal))
+        raise ValidationError("invalid attendance rule: " + "; ".join(fatal))
     return normalize_rule(rule), [text for text, _ in found]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 
-from generated.errors import ChartNotFoundError, ConflictError, DataNotFoundError, NotFoundError, ValidationErrorError
+from generated.errors import ChartNotFoundError, ConflictError, DataNotFoundError, NotFoundError, ValidationError
 
 MESSAGES = {
     "data_not_found": "データファイルが見つかりません",
@@ -41,7 +41,7 @@ def insufficient(detail: str) -> DataNotFoundError:
 
 def unknown_category(
     name: str, known: list[str], fallback: list[str] | None = None, kind: str | None = None
-) -> ValidationErrorError:
+) -> ValidationError:
     """VALIDATION_ERROR naming the nearest spending categories, so the caller can retry.
 
     `known`: the spending categories; `fallback`: what to offer when none is near (e.g. the largest ones);
@@ -55,7 +55,7 @@ def unknown_category(
     elif suggestions:
         parts.append(f"支出カテゴリの例: {', '.join(suggestions)}")
     hint = f"（{'。'.join(parts)}）" if parts else ""
-    return ValidationErrorError(
+    return ValidationError(
         f"{MESSAGES['category_not_found']}: {name}{hint}",
         details={"category": name, "suggestions": suggestions, "not_spending": kind},
     )
@@ -66,8 +66,8 @@ def not_found_category(name: str) -> NotFoundError:
     return NotFoundError(f"{MESSAGES['category_not_found']}: {name}（data://category_hierarchy に一覧があります）")
 
 
-def invalid(message: str) -> ValidationErrorError:
-    return ValidationErrorError(message)
+def invalid(message: str) -> ValidationError:
+    return ValidationError(message)
 
 
 def not_found(key: str, ident: object) -> NotFoundError:

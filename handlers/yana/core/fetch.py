@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from generated.yana.errors import (
     NotFoundError,
     PayloadTooLargeError,
-    UpstreamErrorError,
+    UpstreamError,
     UpstreamTimeoutError,
     UriNotAllowedError,
 )
@@ -85,7 +85,7 @@ class ImageFetcher:
                 raise NotFoundError("no image at this URL (HTTP 404)") from None
             if exc.kind == "timeout":
                 raise UpstreamTimeoutError("the image URL did not answer in time") from None
-            raise UpstreamErrorError(f"the image could not be fetched ({exc.kind})") from None
+            raise UpstreamError(f"the image could not be fetched ({exc.kind})") from None
         if response.status_code != 200:
-            raise UpstreamErrorError(f"the image URL answered HTTP {response.status_code} (redirects are not followed)")
+            raise UpstreamError(f"the image URL answered HTTP {response.status_code} (redirects are not followed)")
         return response.content

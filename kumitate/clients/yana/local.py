@@ -30,6 +30,7 @@ class LocalBackend:
         return cls(Runtime(Settings.from_env(env), services), owns=True)
 
     async def send(self, call: Call) -> Reply:
+        """Run the call through the runtime's pipeline in this process (transport `local`), as a server would."""
         service = self.runtime.services[call.op.service]
         request = CallRequest(
             transport="local",
@@ -49,5 +50,6 @@ class LocalBackend:
         )
 
     async def aclose(self) -> None:
+        """Close the runtime if this backend opened it."""
         if self._owns:
             self.runtime.close()

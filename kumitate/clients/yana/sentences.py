@@ -6,6 +6,8 @@ handlers import it from here.
 
 from __future__ import annotations
 
+__all__ = ["split_sentences"]
+
 _TERMINATORS = "。！？!?"
 _CLOSERS = "」』）)】"
 

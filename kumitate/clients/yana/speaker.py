@@ -36,7 +36,7 @@ import httpx
 from generated.yana.client import YanaClient
 from kumitate.client import NO_RETRY, BlockingBackend, HttpBackend, McpBackend
 from kumitate.clients.yana.sentences import split_sentences
-from kumitate.errors import ToolError
+from kumitate.errors import ErrorCode, ToolError
 
 if TYPE_CHECKING:
     from kumitate.runtime import Runtime
@@ -45,7 +45,9 @@ YanaError = ToolError
 """What a failed call raises: the generated class of its catalogue code (generated/errors.py)."""
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,128}$")  # the server's id rule (kumitate.correlation, ChatContext)
-_LOST_ANSWER = frozenset({"REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE"})
+_LOST_ANSWER: frozenset[ErrorCode] = frozenset({"REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE"})
+EMPTY_REPLY = "EMPTY_REPLY"
+"""meta.error of a reply with nothing left after shaping: the speaker's own verdict, not a catalogue code."""
 SOURCES = {"http": "http_v1", "mcp": "mcp_v1", "local": "local"}
 _call_timeout_s: contextvars.ContextVar[float | None] = contextvars.ContextVar("yana_call_timeout_s", default=None)
 
@@ -56,9 +58,12 @@ def clean_id(value: str | None) -> str | None:
 
 
 class SpeakerProvider(Protocol):
+    """What the duo-talk caller needs of a speaker: a reply to the user's text and its metadata."""
+
     def generate(
         self, user_text: str, *, run_id: str, top_k: int, filters: dict[str, Any], timeout_ms: int
-    ) -> tuple[str, dict[str, Any]]: ...
+    ) -> tuple[str, dict[str, Any]]:
+        """The speaker's reply to `user_text` and the metadata to log with it (sources, timings, fallbacks)."""
 
 
 _AIZUCHI = re.compile(r"(?:せやせや|せやな[ーあぁ〜~]*)[、,，!！。]*")
@@ -124,6 +129,7 @@ class SpeakerConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> SpeakerConfig:
+        """The configuration from SPEAKER_A_* variables (`env`, else the process environment), with defaults."""
         e = os.environ if env is None else env
         return cls(
             mode=e.get("SPEAKER_A_MODE", "http"),
@@ -203,6 +209,8 @@ class YanaSpeaker:
         timeout_ms: int | None = None,
         session_id: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
+        """Ask yana's chat for a reply (HTTP or MCP, retrying and falling back as configured) and shape
+        it for the speaker: the text, and metadata saying which path answered."""
         cfg = self.config
         timeout_s = (timeout_ms or cfg.timeout_ms) / 1000
         use_rag = cfg.use_rag
@@ -235,12 +243,11 @@ class YanaSpeaker:
                 retried = True
                 self._sleep(cfg.backoff_s * (1 + self._rng.uniform(0, 0.5)))  # 2^0 · base, jittered
                 continue
-            return self._failed(error, run_id=run_id, attempts=attempts, notes=notes)
+            return self._failed(error.code, error.trace_id, run_id=run_id, attempts=attempts, notes=notes)
         text, shaping = shape_text(result.reply)
         if not _has_content(text):  # nothing to say after shaping: a failed turn, not a silent success
-            error = ToolError("yana's reply is empty after shaping", code="EMPTY_REPLY")
-            error.retryable, error.trace_id = False, result.trace_id
-            return self._failed(error, run_id=run_id, attempts=attempts, notes=[*result.warnings, *notes, *shaping])
+            notes = [*result.warnings, *notes, *shaping]
+            return self._failed(EMPTY_REPLY, result.trace_id, run_id=run_id, attempts=attempts, notes=notes)
         return text, {
             "hits": [hit.model_dump(mode="json", exclude_unset=True) for hit in result.hits],
             "elapsed_ms": result.elapsed_ms,
@@ -253,14 +260,17 @@ class YanaSpeaker:
             "attempts": attempts,
         }
 
-    def _failed(self, error: ToolError, *, run_id: str, attempts: int, notes: list[str]) -> tuple[str, dict[str, Any]]:
-        """The turn failed: the fixed short text, or skip it ("" and meta.skipped), per SPEAKER_A_ON_FAILURE."""
+    def _failed(
+        self, code: str, trace_id: str | None, *, run_id: str, attempts: int, notes: list[str]
+    ) -> tuple[str, dict[str, Any]]:
+        """The turn failed (`code`: the server's catalogue code, or EMPTY_REPLY): the fixed short text, or
+        skip it ("" and meta.skipped), per SPEAKER_A_ON_FAILURE."""
         meta = {
             "source": self.config.source,
             "run_id": run_id,
-            "trace_id": error.trace_id,
+            "trace_id": trace_id,
             "attempts": attempts,
-            "error": error.code,
+            "error": code,
             "warnings": notes,
             "hits": [],
             "elapsed_ms": 0,

@@ -14,7 +14,8 @@ from kumitate import calllog
 from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
 from kumitate.pipeline import Outcome
-from kumitate.policies.idempotency import MAX_KEY_LENGTH
+from kumitate.policies.idempotency import KEY_ARGUMENT as IDEMPOTENCY_ARGUMENT
+from kumitate.policies.idempotency import MAX_KEY_LENGTH, with_key_argument
 from kumitate.runtime import Runtime
 from kumitate.transports.mcp.request import current_request, progress_sender
 from kumitate.transports.mcp.results import tool_result
@@ -30,7 +31,6 @@ ANNOTATION_FIELDS = {
     "idempotentHint": "idempotent_hint",
     "openWorldHint": "open_world_hint",
 }
-IDEMPOTENCY_ARGUMENT = "idempotency_key"
 
 
 class SpecTool(Tool):
@@ -76,19 +76,7 @@ class SpecTool(Tool):
 
 def mcp_input_schema(binding: ToolBinding) -> dict[str, Any]:
     """The spec's input schema, plus `idempotency_key` for tools that accept one (HTTP takes a header)."""
-    if not binding.rules.idempotency:
-        return binding.input_schema
-    schema = dict(binding.input_schema)
-    schema["properties"] = {
-        **schema.get("properties", {}),
-        IDEMPOTENCY_ARGUMENT: {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": MAX_KEY_LENGTH,
-            "description": "Optional. Repeat a call with the same key to get the first result back instead of running it twice.",
-        },
-    }
-    return schema
+    return with_key_argument(binding.input_schema) if binding.rules.idempotency else binding.input_schema
 
 
 def tool_component(runtime: Runtime, binding: ToolBinding) -> SpecTool:

@@ -51,3 +51,24 @@ async def test_crash_is_internal_and_its_traceback_is_logged_without_the_message
     line = json.loads(next(x for x in err.splitlines() if "handler_crashed" in x))
     assert line["error_type"] == "ValueError" and "crash" in line["traceback"]
     assert "hidden-42" not in err
+
+
+async def test_an_uncatalogued_code_is_refused_loudly(capsys: pytest.CaptureFixture[str]) -> None:
+    """A code the catalogue lacks (built at run time, where mypy cannot see it) never passes silently:
+    INTERNAL on the wire, without the refused error's message or details, and an ERROR line naming it."""
+    calllog.configure()
+    misspelt = "RATE_LIMTED"
+
+    async def raises(call: Call) -> Outcome:
+        raise ToolError("slow down, secret-7", code=misspelt, details={"retry_after_ms": 1500})  # type: ignore[arg-type]
+
+    outcome = await Errors(ErrorMap(CATALOGUE))(make_call(), raises)
+    assert (outcome.status, outcome.code) == (500, "INTERNAL")
+    assert outcome.body["error"] == {
+        "code": "INTERNAL",
+        "message": "internal error; quote run_id run-1",
+        "retryable": False,
+    }
+    assert "Retry-After" not in outcome.headers
+    line = json.loads(next(x for x in capsys.readouterr().err.splitlines() if "unknown_error_code" in x))
+    assert (line["code"], line["level"]) == (misspelt, "error") and "raises" in line["traceback"]

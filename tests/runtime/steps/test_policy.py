@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from typing import get_args, get_type_hints
 
 import pytest
 
 from generated.registry import SERVICES
 from kumitate.policy import GENERIC_CODES, Policy, RateLimit
+from tests.conftest import REPO
 from tests.runtime.test_pipeline import binding
 
 
@@ -46,7 +49,8 @@ def test_defaults_and_frozen() -> None:
 def test_binding_parses_its_policy_and_allowed_codes() -> None:
     tool = binding("echo", scopes=["demo:read"], max_output_bytes=100, rate_limit={"rps": 1, "burst": 2})
     assert tool.rules.scopes == ("demo:read",) and tool.rules.rate_limit == RateLimit(1.0, 2)
-    assert tool.allowed == {"NOT_FOUND", "OUTPUT_TOO_LARGE", "RATE_LIMITED"} | GENERIC_CODES
+    policy = {"NOT_FOUND", "OUTPUT_TOO_LARGE", "RATE_LIMITED", "UNAUTHORIZED", "FORBIDDEN"}
+    assert tool.allowed == policy | GENERIC_CODES
     assert dataclasses.replace(tool, policy={}).rules == Policy()  # a copy parses its own
 
 
@@ -55,3 +59,25 @@ def test_every_generated_binding_has_its_policy_typed() -> None:
         for b in (*svc.tools, *svc.resources):
             assert b.rules == Policy.parse(b.policy)
             assert set(b.errors) <= b.allowed
+
+
+def test_policy_codes_follow_what_it_turns_on() -> None:
+    assert Policy(public=True).codes() == frozenset()
+    assert Policy().codes() == {"UNAUTHORIZED"}  # no scopes: any valid token may call, none is refused 403
+    assert Policy(scopes=("a",), timeout_ms=5, max_request_bytes=2048).codes() == {
+        "UNAUTHORIZED",
+        "FORBIDDEN",
+        "REQUEST_TIMEOUT",
+        "PAYLOAD_TOO_LARGE",
+    }
+    trim = Policy(public=True, idempotency=True, max_output_bytes=100, on_oversize="trim")
+    assert trim.codes() == {"CONFLICT", "IN_PROGRESS", "OUTPUT_TOO_LARGE"}  # trim fails when nothing is left to trim
+
+
+def test_the_dataclass_has_a_field_for_every_property_of_the_meta_schema() -> None:
+    """kumitate.policy.Policy and specs/_meta/policy.schema.json describe one vocabulary: a property added
+    to one and not the other fails here (idempotency_note is the lint's alone)."""
+    schema = json.loads((REPO / "specs" / "_meta" / "policy.schema.json").read_text(encoding="utf-8"))
+    assert {f.name for f in dataclasses.fields(Policy)} | {"idempotency_note"} == set(schema["properties"])
+    assert {f.name for f in dataclasses.fields(RateLimit)} == set(schema["properties"]["rate_limit"]["properties"])
+    assert set(get_args(get_type_hints(Policy)["on_oversize"])) == set(schema["properties"]["on_oversize"]["enum"])
