@@ -81,6 +81,25 @@ class ConformanceHandlers:
     def test_missing_capability(self, input: models.NoInput, ctx: CallContext) -> Text:
         return Text(text="The client declared sampling.")
 
+    # -- tasks (spec execution: task)
+    def greet(self, input: models.GreetInput, ctx: CallContext) -> Text:
+        return Text(text=f"Hello, {input.name}!")
+
+    def slow_compute(self, input: models.SlowComputeInput, ctx: CallContext) -> Text:
+        """Sleeps in tenths, reporting each: `progress` is where a cancelled task stops (CallCancelled)."""
+        ends = time.monotonic() + input.seconds
+        while (left := ends - time.monotonic()) > 0:
+            ctx.progress(input.seconds - left, input.seconds)
+            time.sleep(min(left, 0.1))
+        return Text(text=f"{input.label or 'slow_compute'}: computed after {input.seconds:g} s")
+
+    def failing_job(self, input: models.NoInput, ctx: CallContext) -> Text:
+        time.sleep(1)
+        raise ConformanceFixtureFailedError("This job intentionally fails for testing")
+
+    def protocol_error_job(self, input: models.NoInput, ctx: CallContext) -> Text:
+        raise RuntimeError("protocol_error_job crashes on purpose (the runtime answers INTERNAL)")
+
     # -- asking the user
     def test_elicitation(self, input: models.TestElicitationInput, ctx: CallContext) -> Text:
         answer = ctx.ask("contact", input.message, core.CONTACT_SCHEMA)

@@ -12,7 +12,7 @@ else to the fastmcp app unchanged (the body it read is replayed): any other meth
 endpoint does not serve, a request fastmcp would refuse or treat specially (a bad envelope or
 header, a malformed id or params, a progress token, a requested log level, an elicitation-capable
 client, a tool that requires a client capability (`mcp.requires_client`), a task-capable tool
-called by a client that declares extensions (it may ask for a task), a
+called by a client that declares extensions (it may ask for a task) or one that runs only as a task, a
 multi-round-trip retry, `Mcp-Param-*` headers, an invalid idempotency key, a body over the cap).
 So every protocol decision (error codes, the unknown-tool answer, the error-result shape) stays
 where it is made today; tests/e2e/test_mcp_lean.py compares both paths' answers byte for byte.
@@ -151,6 +151,7 @@ class LeanMCP:
             or "elicitation" in capabilities
             or tool.binding.requires_client  # its capability check (-32021) is fastmcp's
             or (tool.binding.task_timeout_s and "extensions" in capabilities)  # may be a task (kumitate.tasks)
+            or tool.binding.task_required  # -32021 without the tasks extension (kumitate.tasks.mcp)
         ):
             return None
         try:  # the SDK's own check of the envelope (clientInfo, capabilities), without the arguments

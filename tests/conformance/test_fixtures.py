@@ -140,6 +140,16 @@ async def test_a_tool_requiring_a_client_capability_is_refused_without_it(runtim
     assert result.structured_content == {"text": "The client declared sampling."}
 
 
+async def test_a_tool_that_runs_only_as_a_task_is_refused_without_the_extension(runtime: Runtime) -> None:
+    async with Client(build_server(runtime)) as bare:
+        with pytest.raises(MCPError) as refused:
+            await bare.call_tool_mcp("failing_job", {})
+        synchronous = await bare.call_tool_mcp("slow_compute", {"seconds": 0, "label": "plain"})
+    assert refused.value.error.code == -32021
+    assert refused.value.error.data["requiredCapabilities"] == {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    assert synchronous.structured_content == {"text": "plain: computed after 0 s"}
+
+
 async def test_examples_of_the_opt_in_service(runtime: Runtime, spec_tree: SpecTree) -> None:
     """The shared example run skips opt-in services (they are not served by default): run them here."""
     svc = next(s for s in spec_tree.services if s.name == "conformance")
@@ -147,6 +157,8 @@ async def test_examples_of_the_opt_in_service(runtime: Runtime, spec_tree: SpecT
     assert examples
     async with Client(build_server(runtime), sampling_handler=_no_sampling) as client:
         for tool, example in examples:
+            if (tool.execution or {}).get("required"):  # over MCP only as a task: refused here, see below
+                continue
             result = await client.call_tool_mcp(tool.name, example.input)
             problem = check(example, Result(ok=not result.is_error, body=mcp_result_body(result)))
             assert problem is None, f"{tool.name}:{example.name}: {problem}"
