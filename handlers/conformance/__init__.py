@@ -125,6 +125,9 @@ class ConformanceHandlers:
         answer = ctx.ask("confirm", "Please confirm", core.one_field("ok", "boolean"))
         return Text(text=f"state-ok: confirmed={_said(answer)}")
 
+    def test_input_required_result_tampered_state(self, input: models.NoInput, ctx: CallContext) -> Text:
+        return self.test_input_required_result_request_state(input, ctx)
+
     def test_input_required_result_multi_round(self, input: models.NoInput, ctx: CallContext) -> Text:
         name = ctx.ask("step1", "Step 1: What is your name?", core.one_field("name")) or {}
         color = ctx.ask("step2", "Step 2: What is your favorite color?", core.one_field("color")) or {}

@@ -7,38 +7,79 @@ waits for the answer. On 2026-07-28 connections a server can no longer send requ
 ends with an `input_required` result carrying the question, and the client retries the call
 with the answer (SEP-2322). The handler then runs again and finds the answer under the same
 key; answers of earlier rounds travel in `requestState`, so a handler asking twice sees both.
+That state is signed (HMAC-SHA256, KUMITATE_MCP_STATE_SECRET or a key of this process): a retry whose
+`requestState` is not one this server wrote is refused, JSON-RPC -32602 (SEP-2322).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
+import hashlib
+import hmac
 import json
+import secrets
 import time
 from typing import Any
 
 import mcp_types as mt
 from fastmcp.server.dependencies import fastmcp_request_ctx, get_context
 from fastmcp.tools.base import InputRequiredToolResult
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kumitate import calllog
 from kumitate.context import Asker, CallCancelled, current_call
 from kumitate.errors import ToolError
+from kumitate.settings import Settings
 
 ELICITATION = mt.ClientCapabilities(elicitation=mt.ElicitationCapability())
 POLL_S = 0.25
 MAX_WAIT_S = 600.0
 """How long a call without a deadline waits for the user before it answers without asking."""
+_PROCESS_KEY = secrets.token_bytes(32)
+"""The `requestState` key where KUMITATE_MCP_STATE_SECRET is not set (a retry must reach this process)."""
+
+
+def state_key(settings: Settings) -> bytes:
+    secret = settings.mcp_state_secret
+    return secret.get_secret_value().encode() if secret is not None else _PROCESS_KEY
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def seal(answers: dict[str, Any], key: bytes) -> str:
+    """`answers` as a `requestState`: the JSON, base64url, then `.` and its HMAC-SHA256."""
+    payload = _b64(json.dumps(answers, separators=(",", ":"), sort_keys=True).encode())
+    return f"{payload}.{_b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())}"
+
+
+def unseal(state: str, key: bytes) -> dict[str, Any]:
+    """The answers of a `requestState` this server sealed; -32602 for any other."""
+    payload, _, mac = state.partition(".")
+    if hmac.compare_digest(mac, _b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())):
+        try:
+            answers = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        except ValueError:
+            answers = None
+        if isinstance(answers, dict):
+            return answers
+    raise MCPError(
+        INVALID_PARAMS, "requestState failed its integrity check: send back the one of the last input_required result"
+    )
 
 
 class InputRequired(BaseException):
     """Raised by `ask` on a 2026-07-28 connection whose retry has no answer yet; ends the handler
     (a BaseException, so a handler's `except Exception` lets it through) and becomes the result."""
 
-    def __init__(self, key: str, message: str, schema: dict[str, Any], answers: dict[str, Any]) -> None:
+    def __init__(self, key: str, message: str, schema: dict[str, Any], answers: dict[str, Any], sealed: str) -> None:
         super().__init__(key)
-        self.key, self.message, self.schema, self.answers = key, message, schema, answers
+        self.key, self.message, self.schema, self.answers, self.sealed = key, message, schema, answers, sealed
 
     def result(self) -> InputRequiredToolResult:
         return InputRequiredToolResult(self.input_required())
@@ -48,7 +89,7 @@ class InputRequired(BaseException):
         request = mt.ElicitRequest(
             params=mt.ElicitRequestFormParams(message=self.message, requested_schema=self.schema)
         )
-        return mt.InputRequiredResult(input_requests={self.key: request}, request_state=json.dumps(self.answers))
+        return mt.InputRequiredResult(input_requests={self.key: request}, request_state=self.sealed)
 
 
 def _content(result: Any) -> dict[str, Any] | None:
@@ -57,13 +98,13 @@ def _content(result: Any) -> dict[str, Any] | None:
     return dict(result.content)
 
 
-def asker() -> Asker | None:
+def asker(settings: Settings) -> Asker | None:
     """The asker of the MCP request being served, or None when its client cannot be asked."""
     rc = fastmcp_request_ctx.get()
     if rc is None or not rc.session.check_client_capability(ELICITATION):
         return None
     if rc.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        return _retrying()
+        return _retrying(state_key(settings))
     loop = asyncio.get_running_loop()
     session, request_id = rc.session, rc.request_id
 
@@ -103,14 +144,9 @@ def _wait(future: concurrent.futures.Future[Any]) -> Any:
                 raise TimeoutError("no answer") from None
 
 
-def _retrying() -> Asker:
+def _retrying(state: bytes) -> Asker:
     ctx = get_context()
-    answers: dict[str, Any] = {}
-    if ctx.request_state:
-        try:
-            answers = dict(json.loads(ctx.request_state))
-        except (ValueError, TypeError):
-            answers = {}
+    answers: dict[str, Any] = unseal(ctx.request_state, state) if ctx.request_state else {}
     for key, response in (ctx.input_responses or {}).items():
         answers[key] = _content(response)
 
@@ -118,7 +154,7 @@ def _retrying() -> Asker:
         if key in answers:
             answer: dict[str, Any] | None = answers[key]
             return answer
-        raise InputRequired(key, message, schema, answers)
+        raise InputRequired(key, message, schema, answers, seal(answers, state))
 
     return ask
 
