@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from codegen import specs
 from codegen.fuzz import http_stateful
 from codegen.fuzz.http import config_toml
 from tests.conftest import LiveServer
 
 
+@pytest.mark.slow  # make fuzz walks 250 sequences of every service
 def test_most_sequences_follow_a_link(live_server: LiveServer, spec_tree: specs.SpecTree, tmp_path: Path) -> None:
     config = tmp_path / "schemathesis.toml"
     config.write_text(config_toml(spec_tree, 5), encoding="utf-8")
