@@ -55,11 +55,24 @@ ProgressSink = Callable[[float, "float | None", "str | None"], None]
 LogSink = Callable[[str, str], None]
 """Where a call's log messages for the client go (level, message); callable from any thread."""
 
-Asker = Callable[[str, str, dict[str, Any]], "dict[str, Any] | None"]
-"""How a transport asks the user a question mid-call: (key, message, schema) -> the answer, or None.
 
-`key` names the question stably (the same question gets the same key when a call is run again);
-`schema` is a flat JSON Schema object of primitive properties (the form MCP elicitation takes)."""
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What a handler asks the caller's side for mid-call: `elicitation` (the user fills a form of
+    `schema`, flat primitive properties, after `message`), `sampling` (the client's model answers the
+    prompt `message` in at most `max_tokens`) or `roots` (the client's roots, as URIs)."""
+
+    kind: Literal["elicitation", "sampling", "roots"]
+    message: str = ""
+    schema: dict[str, Any] | None = None
+    max_tokens: int = 0
+
+
+Asker = Callable[[str, Question], Any]
+"""How a transport asks mid-call: (key, question) -> the answer (elicitation: the form's content;
+sampling: the text; roots: the URIs), or None when it cannot ask that (the client did not declare the
+capability) or was declined. `key` names the question stably (the same question gets the same key
+when a call is run again)."""
 
 
 class CallCancelled(BaseException):
@@ -173,12 +186,28 @@ class CallContext:
         arrives with a retry of the call, so a handler that asks must be safe to run again up to
         the question (it is: nothing is committed before it asks).
         """
+        answer: dict[str, Any] | None = self._put(key, Question("elicitation", message, schema))
+        return answer
+
+    def sample(self, key: str, prompt: str, max_tokens: int = 100) -> str | None:
+        """Ask the client's model (MCP sampling) and wait for its text; None where the transport cannot
+        (HTTP, a client without sampling). Like `ask`: sync handlers, the deadline runs meanwhile, and
+        over MCP 2026-07-28 the call runs again with the answer."""
+        answer: str | None = self._put(key, Question("sampling", prompt, max_tokens=max_tokens))
+        return answer
+
+    def roots(self, key: str) -> list[str] | None:
+        """The client's roots (MCP roots/list) as URIs; None where the transport cannot ask. Like `ask`."""
+        answer: list[str] | None = self._put(key, Question("roots"))
+        return answer
+
+    def _put(self, key: str, question: Question) -> Any:
         if self.asker is None:
             return None
         if self._cancelled:
             raise CallCancelled(self.run_id)
         self.check_deadline()
-        return self.asker(key, message, schema)
+        return self.asker(key, question)
 
     @contextmanager
     def committing(self) -> Iterator[None]:

@@ -133,6 +133,25 @@ class ConformanceHandlers:
         color = ctx.ask("step2", "Step 2: What is your favorite color?", core.one_field("color")) or {}
         return Text(text=f"{name.get('name', 'stranger')} likes {color.get('color', 'no colour')}.")
 
+    def test_input_required_result_sampling(self, input: models.NoInput, ctx: CallContext) -> Text:
+        answer = ctx.sample("capital_question", "What is the capital of France?", 100)
+        return Text(text=f"Sampling said: {answer or 'not asked'}")
+
+    def test_input_required_result_list_roots(self, input: models.NoInput, ctx: CallContext) -> Text:
+        roots = ctx.roots("client_roots")
+        return Text(text=f"Roots: {', '.join(roots) if roots is not None else 'not asked'}")
+
+    def test_input_required_result_capabilities(self, input: models.NoInput, ctx: CallContext) -> Text:
+        """A question of a kind the client did not declare is None without being asked (mcp_elicit)."""
+        greeting = ctx.sample("greeting", "Generate a greeting", 50)
+        if greeting is None:
+            greeting = (ctx.ask("user_name", "What is your name?", core.one_field("name")) or {}).get("name")
+        return Text(text=f"Greeting: {greeting or 'not asked'}")
+
+    def test_sampling(self, input: models.TestSamplingInput, ctx: CallContext) -> Text:
+        answer = ctx.sample("sampling", input.prompt, 100)
+        return Text(text=f"LLM response: {answer or 'not asked'}")
+
     # -- resources
     def read_static_text(self, ctx: CallContext) -> bytes:
         return b"This is the content of the static text resource."

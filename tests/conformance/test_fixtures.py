@@ -140,6 +140,25 @@ async def test_a_tool_requiring_a_client_capability_is_refused_without_it(runtim
     assert result.structured_content == {"text": "The client declared sampling."}
 
 
+async def _paris(*args: Any) -> str:
+    return "Paris."
+
+
+async def test_sampling_and_roots_questions_reach_the_client_and_only_one_that_declared_them(runtime: Runtime) -> None:
+    async with Client(build_server(runtime), sampling_handler=_paris, roots=["file:///srv/notes"]) as client:
+        sampled = await client.call_tool_mcp("test_input_required_result_sampling", {})
+        roots = await client.call_tool_mcp("test_input_required_result_list_roots", {})
+        either = await client.call_tool_mcp("test_input_required_result_capabilities", {})
+    assert sampled.structured_content == {"text": "Sampling said: Paris."}
+    assert roots.structured_content == {"text": "Roots: file:///srv/notes"}
+    assert either.structured_content == {"text": "Greeting: Paris."}
+    async with Client(build_server(runtime)) as bare:  # declares neither: nothing is asked
+        sampled = await bare.call_tool_mcp("test_input_required_result_sampling", {})
+        roots = await bare.call_tool_mcp("test_input_required_result_list_roots", {})
+    assert sampled.structured_content == {"text": "Sampling said: not asked"}
+    assert roots.structured_content == {"text": "Roots: not asked"}
+
+
 async def test_a_tool_that_runs_only_as_a_task_is_refused_without_the_extension(runtime: Runtime) -> None:
     async with Client(build_server(runtime)) as bare:
         with pytest.raises(MCPError) as refused:
@@ -155,9 +174,9 @@ async def test_examples_of_the_opt_in_service(runtime: Runtime, spec_tree: SpecT
     svc = next(s for s in spec_tree.services if s.name == "conformance")
     examples = [(t, ex) for t in svc.tools for ex in t.examples]
     assert examples
-    async with Client(build_server(runtime), sampling_handler=_no_sampling) as client:
+    async with Client(build_server(runtime)) as client:  # asks nothing: the examples say what HTTP answers
         for tool, example in examples:
-            if (tool.execution or {}).get("required"):  # over MCP only as a task: refused here, see below
+            if (tool.execution or {}).get("required") or tool.requires_client:  # refused here: tests above
                 continue
             result = await client.call_tool_mcp(tool.name, example.input)
             problem = check(example, Result(ok=not result.is_error, body=mcp_result_body(result)))
