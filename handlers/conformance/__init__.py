@@ -16,7 +16,7 @@ from generated.conformance import models
 from generated.errors import ConformanceFixtureFailedError
 from handlers.conformance import core
 from handlers.conformance.settings import ConformanceSettings
-from kumitate.context import Attachment, CallContext, Message
+from kumitate.context import Attachment, CallContext, Message, Question
 from kumitate.service import ServiceSetup
 
 Text = models.Text
@@ -147,6 +147,18 @@ class ConformanceHandlers:
         if greeting is None:
             greeting = (ctx.ask("user_name", "What is your name?", core.one_field("name")) or {}).get("name")
         return Text(text=f"Greeting: {greeting or 'not asked'}")
+
+    def test_input_required_result_multiple_inputs(self, input: models.NoInput, ctx: CallContext) -> Text:
+        got = ctx.ask_all(
+            {
+                "user_name": Question("elicitation", "What is your name?", core.one_field("name")),
+                "greeting": Question("sampling", "Generate a greeting", max_tokens=50),
+                "client_roots": Question("roots"),
+            }
+        )
+        name, greeting, roots = (got["user_name"] or {}).get("name"), got["greeting"], got["client_roots"]
+        said = {"name": name, "greeting": greeting, "roots": ", ".join(roots) if roots is not None else None}
+        return Text(text="; ".join(f"{k}: {v or 'not asked'}" for k, v in said.items()))
 
     def test_sampling(self, input: models.TestSamplingInput, ctx: CallContext) -> Text:
         answer = ctx.sample("sampling", input.prompt, 100)

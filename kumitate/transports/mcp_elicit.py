@@ -22,6 +22,7 @@ import hmac
 import json
 import secrets
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as mt
@@ -83,16 +84,17 @@ class InputRequired(BaseException):
     """Raised by `ask` on a 2026-07-28 connection whose retry has no answer yet; ends the handler
     (a BaseException, so a handler's `except Exception` lets it through) and becomes the result."""
 
-    def __init__(self, key: str, question: Question, answers: dict[str, Any], sealed: str) -> None:
-        super().__init__(key)
-        self.key, self.question, self.answers, self.sealed = key, question, answers, sealed
+    def __init__(self, questions: Mapping[str, Question], answers: dict[str, Any], sealed: str) -> None:
+        super().__init__(*questions)
+        self.questions, self.answers, self.sealed = dict(questions), answers, sealed
 
     def result(self) -> InputRequiredToolResult:
         return InputRequiredToolResult(self.input_required())
 
     def input_required(self) -> mt.InputRequiredResult:
         """The question as the protocol's InputRequiredResult (a tool's, a prompt's)."""
-        return mt.InputRequiredResult(input_requests={self.key: _request(self.question)}, request_state=self.sealed)
+        requests = {key: _request(question) for key, question in self.questions.items()}
+        return mt.InputRequiredResult(input_requests=requests, request_state=self.sealed)
 
 
 def _request(question: Question) -> Any:
@@ -132,8 +134,10 @@ def asker(settings: Settings) -> Asker | None:
         return None
     inner = _retrying(state_key(settings)) if rc.protocol_version in MODERN_PROTOCOL_VERSIONS else _pushing(rc)
 
-    def ask(key: str, question: Question) -> Any:
-        return inner(key, question) if question.kind in declared else None
+    def ask(questions: Mapping[str, Question]) -> dict[str, Any]:
+        askable = {key: question for key, question in questions.items() if question.kind in declared}
+        answers = inner(askable) if askable else {}
+        return {key: answers.get(key) for key in questions}
 
     return ask
 
@@ -151,7 +155,10 @@ def _pushing(rc: Any) -> Asker:
             return session.list_roots()
         return session.elicit_form(question.message, question.schema or {}, related_request_id=request_id)  # type: ignore[arg-type]
 
-    def ask(key: str, question: Question) -> Any:
+    def ask(questions: Mapping[str, Question]) -> dict[str, Any]:
+        return {key: one(question) for key, question in questions.items()}
+
+    def one(question: Question) -> Any:
         if _on_loop(loop):
             raise RuntimeError("CallContext.ask blocks; call it from a sync handler (a worker thread)")
         future = asyncio.run_coroutine_threadsafe(send(question), loop)
@@ -192,10 +199,11 @@ def _retrying(state: bytes) -> Asker:
     for key, response in (ctx.input_responses or {}).items():
         answers[key] = _answer(response)
 
-    def ask(key: str, question: Question) -> Any:
-        if key in answers:
-            return answers[key]
-        raise InputRequired(key, question, answers, seal(answers, state))
+    def ask(questions: Mapping[str, Question]) -> dict[str, Any]:
+        unanswered = {key: question for key, question in questions.items() if key not in answers}
+        if unanswered:
+            raise InputRequired(unanswered, answers, seal(answers, state))
+        return {key: answers[key] for key in questions}
 
     return ask
 

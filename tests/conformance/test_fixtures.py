@@ -159,6 +159,20 @@ async def test_sampling_and_roots_questions_reach_the_client_and_only_one_that_d
     assert roots.structured_content == {"text": "Roots: not asked"}
 
 
+async def _alice(*args: Any) -> dict[str, str]:
+    return {"name": "Alice"}
+
+
+async def test_three_kinds_of_question_asked_together_are_all_answered(runtime: Runtime) -> None:
+    server = build_server(runtime)
+    async with Client(server, sampling_handler=_paris, elicitation_handler=_alice, roots=["file:///r"]) as client:
+        result = await client.call_tool_mcp("test_input_required_result_multiple_inputs", {})
+    assert result.structured_content == {"text": "name: Alice; greeting: Paris.; roots: file:///r"}
+    async with Client(build_server(runtime), sampling_handler=_paris) as sampling_only:
+        result = await sampling_only.call_tool_mcp("test_input_required_result_multiple_inputs", {})
+    assert result.structured_content == {"text": "name: not asked; greeting: Paris.; roots: not asked"}
+
+
 async def test_a_tool_that_runs_only_as_a_task_is_refused_without_the_extension(runtime: Runtime) -> None:
     async with Client(build_server(runtime)) as bare:
         with pytest.raises(MCPError) as refused:
