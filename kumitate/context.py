@@ -71,11 +71,24 @@ ProgressSink = Callable[[float, "float | None", "str | None"], None]
 LogSink = Callable[[str, str], None]
 """Where a call's log messages for the client go (level, message); callable from any thread."""
 
-Asker = Callable[[str, str, dict[str, Any]], "dict[str, Any] | None"]
-"""How a transport asks the user a question mid-call: (key, message, schema) -> the answer, or None.
 
-`key` names the question stably (the same question gets the same key when a call is run again);
-`schema` is a flat JSON Schema object of primitive properties (the form MCP elicitation takes)."""
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What a handler asks the caller's side for mid-call: `elicitation` (the user fills a form of
+    `schema`, flat primitive properties, after `message`), `sampling` (the client's model answers the
+    prompt `message` in at most `max_tokens`) or `roots` (the client's roots, as URIs)."""
+
+    kind: Literal["elicitation", "sampling", "roots"]
+    message: str = ""
+    schema: dict[str, Any] | None = None
+    max_tokens: int = 0
+
+
+Asker = Callable[[Mapping[str, Question]], dict[str, Any]]
+"""How a transport asks mid-call: {key: question} -> {key: answer} (elicitation: the form's content;
+sampling: the text; roots: the URIs; None where it cannot ask that kind, the client did not declare
+the capability, or it was declined). A key names its question stably (the same question gets the
+same key when a call is run again); questions asked together may reach the client in one round."""
 
 
 class CallCancelled(BaseException):
@@ -190,12 +203,30 @@ class CallContext:
         arrives with a retry of the call, so a handler that asks must be safe to run again up to
         the question (it is: nothing is committed before it asks).
         """
+        answer: dict[str, Any] | None = self.ask_all({key: Question("elicitation", message, schema)})[key]
+        return answer
+
+    def sample(self, key: str, prompt: str, max_tokens: int = 100) -> str | None:
+        """Ask the client's model (MCP sampling) and wait for its text; None where the transport cannot
+        (HTTP, a client without sampling). Like `ask`: sync handlers, the deadline runs meanwhile, and
+        over MCP 2026-07-28 the call runs again with the answer."""
+        answer: str | None = self.ask_all({key: Question("sampling", prompt, max_tokens=max_tokens)})[key]
+        return answer
+
+    def roots(self, key: str) -> list[str] | None:
+        """The client's roots (MCP roots/list) as URIs; None where the transport cannot ask. Like `ask`."""
+        answer: list[str] | None = self.ask_all({key: Question("roots")})[key]
+        return answer
+
+    def ask_all(self, questions: Mapping[str, Question]) -> dict[str, Any]:
+        """Several questions at once ({key: Question}), answered by key as `ask`, `sample` and `roots`
+        answer; over MCP 2026-07-28 they are one round of `input_required` instead of one each."""
         if self.asker is None:
-            return None
+            return dict.fromkeys(questions)
         if self._cancelled:
             raise CallCancelled(self.run_id)
         self.check_deadline()
-        return self.asker(key, message, schema)
+        return self.asker(questions)
 
     @contextmanager
     def committing(self) -> Iterator[None]:

@@ -396,6 +396,12 @@ class Settings(DeploySettings):
         "items per page of an MCP `tools/list`, `resources/list`, `resources/templates/list`, `prompts/list`",
         ge=1,
     )
+    mcp_state_secret: SecretStr | None = var(
+        "KUMITATE_MCP_STATE_SECRET",
+        None,
+        "key that signs MCP `requestState` (2026-07-28 multi-round calls); give every instance of a cluster the same one",
+        "random per process",
+    )
     metrics_token: SecretStr | None = var(
         "KUMITATE_METRICS_TOKEN", None, "serve `/metrics` behind this bearer token", "off"
     )

@@ -97,6 +97,9 @@ class Stats:
     calls: int = 0
     invariant_checks: int = 0
     failure: str | None = None
+    restarts: int = 0
+    """Runs of the machine begun again with the next seed after hypothesis met a known prefix drawing
+    otherwise (the server's state outlives a sequence; HTTP walk)."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Time spent per tool (calls the invariants make included)."""
 

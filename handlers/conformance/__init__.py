@@ -16,7 +16,7 @@ from generated.conformance import models
 from generated.errors import ConformanceFixtureFailedError
 from handlers.conformance import core
 from handlers.conformance.settings import ConformanceSettings
-from kumitate.context import Attachment, CallContext, Message
+from kumitate.context import Attachment, CallContext, Message, Question
 from kumitate.service import ServiceSetup
 
 Text = models.Text
@@ -81,6 +81,25 @@ class ConformanceHandlers:
     def test_missing_capability(self, input: models.NoInput, ctx: CallContext) -> Text:
         return Text(text="The client declared sampling.")
 
+    # -- tasks (spec execution: task)
+    def greet(self, input: models.GreetInput, ctx: CallContext) -> Text:
+        return Text(text=f"Hello, {input.name}!")
+
+    def slow_compute(self, input: models.SlowComputeInput, ctx: CallContext) -> Text:
+        """Sleeps in tenths, reporting each: `progress` is where a cancelled task stops (CallCancelled)."""
+        ends = time.monotonic() + input.seconds
+        while (left := ends - time.monotonic()) > 0:
+            ctx.progress(input.seconds - left, input.seconds)
+            time.sleep(min(left, 0.1))
+        return Text(text=f"{input.label or 'slow_compute'}: computed after {input.seconds:g} s")
+
+    def failing_job(self, input: models.NoInput, ctx: CallContext) -> Text:
+        time.sleep(1)
+        raise ConformanceFixtureFailedError("This job intentionally fails for testing")
+
+    def protocol_error_job(self, input: models.NoInput, ctx: CallContext) -> Text:
+        raise RuntimeError("protocol_error_job crashes on purpose (the runtime answers INTERNAL)")
+
     # -- asking the user
     def test_elicitation(self, input: models.TestElicitationInput, ctx: CallContext) -> Text:
         answer = ctx.ask("contact", input.message, core.CONTACT_SCHEMA)
@@ -106,10 +125,44 @@ class ConformanceHandlers:
         answer = ctx.ask("confirm", "Please confirm", core.one_field("ok", "boolean"))
         return Text(text=f"state-ok: confirmed={_said(answer)}")
 
+    def test_input_required_result_tampered_state(self, input: models.NoInput, ctx: CallContext) -> Text:
+        return self.test_input_required_result_request_state(input, ctx)
+
     def test_input_required_result_multi_round(self, input: models.NoInput, ctx: CallContext) -> Text:
         name = ctx.ask("step1", "Step 1: What is your name?", core.one_field("name")) or {}
         color = ctx.ask("step2", "Step 2: What is your favorite color?", core.one_field("color")) or {}
         return Text(text=f"{name.get('name', 'stranger')} likes {color.get('color', 'no colour')}.")
+
+    def test_input_required_result_sampling(self, input: models.NoInput, ctx: CallContext) -> Text:
+        answer = ctx.sample("capital_question", "What is the capital of France?", 100)
+        return Text(text=f"Sampling said: {answer or 'not asked'}")
+
+    def test_input_required_result_list_roots(self, input: models.NoInput, ctx: CallContext) -> Text:
+        roots = ctx.roots("client_roots")
+        return Text(text=f"Roots: {', '.join(roots) if roots is not None else 'not asked'}")
+
+    def test_input_required_result_capabilities(self, input: models.NoInput, ctx: CallContext) -> Text:
+        """A question of a kind the client did not declare is None without being asked (mcp_elicit)."""
+        greeting = ctx.sample("greeting", "Generate a greeting", 50)
+        if greeting is None:
+            greeting = (ctx.ask("user_name", "What is your name?", core.one_field("name")) or {}).get("name")
+        return Text(text=f"Greeting: {greeting or 'not asked'}")
+
+    def test_input_required_result_multiple_inputs(self, input: models.NoInput, ctx: CallContext) -> Text:
+        got = ctx.ask_all(
+            {
+                "user_name": Question("elicitation", "What is your name?", core.one_field("name")),
+                "greeting": Question("sampling", "Generate a greeting", max_tokens=50),
+                "client_roots": Question("roots"),
+            }
+        )
+        name, greeting, roots = (got["user_name"] or {}).get("name"), got["greeting"], got["client_roots"]
+        said = {"name": name, "greeting": greeting, "roots": ", ".join(roots) if roots is not None else None}
+        return Text(text="; ".join(f"{k}: {v or 'not asked'}" for k, v in said.items()))
+
+    def test_sampling(self, input: models.TestSamplingInput, ctx: CallContext) -> Text:
+        answer = ctx.sample("sampling", input.prompt, 100)
+        return Text(text=f"LLM response: {answer or 'not asked'}")
 
     # -- resources
     def read_static_text(self, ctx: CallContext) -> bytes:

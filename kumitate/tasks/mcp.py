@@ -4,7 +4,7 @@ A `tools/call` of a tool whose spec says `execution: {mode: task}`, from a 2026-
 declares the extension for that request (`_meta` clientCapabilities), is started as a task:
 the answer is a flat CreateTaskResult (`resultType: "task"`, `taskId`, `status`, times, `ttlMs`,
 `pollIntervalMs`). Without the declaration, or on an older protocol, the call runs synchronously
-as before. The task is the same row HTTP's operations read, so either transport may follow it.
+as before, unless the spec says the tool runs only as a task (`execution.required`): then -32021. The task is the same row HTTP's operations read, so either transport may follow it.
 
     tasks/get     the task; once completed its CallToolResult inlined under `result` (a catalogued
                   error from the tool is a completed task with `isError: true`, as a synchronous
@@ -80,6 +80,15 @@ def _opted_in(ctx: Any, settings: dict[str, Any] | None) -> bool:
     return ctx is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and settings is not None
 
 
+def _missing_extension(why: str) -> MCPError:
+    """JSON-RPC -32021 naming the extension the request did not declare (SEP-2575's data shape)."""
+    return MCPError(
+        MISSING_REQUIRED_CLIENT_CAPABILITY,
+        f"{why}: declare the {TASKS_EXTENSION_ID} extension in this request's _meta (2026-07-28)",
+        data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}},
+    )
+
+
 def _check_name_header(task_id: str) -> None:
     """SEP-2243 for the tasks namespace: an `Mcp-Name` header (surrounding blanks ignored) must name the
     body's `taskId`, so a router that read the header routed what the server runs."""
@@ -122,6 +131,8 @@ class TasksExtension(ServerExtension):
         if binding is None or binding.task_timeout_s is None:
             return await call_next()
         if not _opted_in(context.request_context, context.client_extension_settings(TASKS_EXTENSION_ID)):
+            if binding.task_required:
+                raise _missing_extension("this tool runs only as a task")
             return await call_next()
         arguments = dict(params.arguments or {})
         key = arguments.pop(IDEMPOTENCY_ARGUMENT, None)
@@ -146,11 +157,7 @@ class TasksExtension(ServerExtension):
         from kumitate.transports.mcp import current_request
 
         if read_client_extension_settings(ctx, TASKS_EXTENSION_ID) is None:
-            raise MCPError(
-                MISSING_REQUIRED_CLIENT_CAPABILITY,
-                f"declare the {TASKS_EXTENSION_ID} extension in this request's _meta to use the tasks methods",
-                data={"requiredCapabilities": {"extensions": {TASKS_EXTENSION_ID: {}}}},
-            )
+            raise _missing_extension("the tasks methods need it")
         _check_name_header(task_id)
         try:
             caller = await self.runtime.pipeline.identify(current_request(), "cancel_task" if cancel else "get_task")

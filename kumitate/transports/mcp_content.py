@@ -88,7 +88,7 @@ class SpecPrompt(Prompt):
 
         values = {k: str(v) for k, v in (arguments or {}).items()}
         request = current_request()
-        request.asker = asker()
+        request.asker = asker(self.runtime.settings)
         try:
             outcome = await self.runtime.pipeline.get_prompt(self.binding, values, request)
         except InputRequired as question:  # 2026-07-28: the question is this round's result (mcp_elicit)

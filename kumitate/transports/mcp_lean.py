@@ -10,10 +10,11 @@ several times the call itself (issue 32: ~0.8x a bare FastMCP server before this
 The lean path only answers what it can answer exactly as fastmcp would, and hands everything
 else to the fastmcp app unchanged (the body it read is replayed): any other method, a tool this
 endpoint does not serve, a request fastmcp would refuse or treat specially (a bad envelope or
-header, a malformed id or params, a progress token, a requested log level, an elicitation-capable
-client, a tool that requires a client capability (`mcp.requires_client`), a task-capable tool
-called by a client that declares extensions (it may ask for a task), a
-multi-round-trip retry, `Mcp-Param-*` headers, an invalid idempotency key, a body over the cap).
+header, a malformed id or params, a progress token, a requested log level, a client that can be
+asked (elicitation, sampling or roots: `kumitate.transports.mcp_elicit`), a tool that requires a
+client capability (`mcp.requires_client`), a task-capable tool called by a client that declares
+extensions (it may ask for a task) or one that runs only as a task, a multi-round-trip retry,
+`Mcp-Param-*` headers, an invalid idempotency key, a body over the cap).
 So every protocol decision (error codes, the unknown-tool answer, the error-result shape) stays
 where it is made today; tests/e2e/test_mcp_lean.py compares both paths' answers byte for byte.
 
@@ -48,6 +49,7 @@ from kumitate.transports.asgi import IDS_KEY, ASGIApp, Receive, Scope, Send
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
 from kumitate.transports.http import CLIENT_CLOSED_REQUEST
 from kumitate.transports.mcp import IDEMPOTENCY_ARGUMENT, SpecTool, tool_result
+from kumitate.transports.mcp_elicit import CAPABILITIES as ASKABLE
 from kumitate.transports.mcp_scopes import read_body
 from kumitate.transports.origin import base_url_of
 
@@ -148,9 +150,10 @@ class LeanMCP:
             "progressToken" in meta
             or LOG_LEVEL_META_KEY in meta  # log messages go on a stream: fastmcp's
             or not isinstance(capabilities, dict)
-            or "elicitation" in capabilities
+            or not capabilities.keys().isdisjoint(ASKABLE)  # a handler may ask it: fastmcp's context
             or tool.binding.requires_client  # its capability check (-32021) is fastmcp's
             or (tool.binding.task_timeout_s and "extensions" in capabilities)  # may be a task (kumitate.tasks)
+            or tool.binding.task_required  # -32021 without the tasks extension (kumitate.tasks.mcp)
         ):
             return None
         try:  # the SDK's own check of the envelope (clientInfo, capabilities), without the arguments

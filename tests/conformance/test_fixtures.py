@@ -140,13 +140,58 @@ async def test_a_tool_requiring_a_client_capability_is_refused_without_it(runtim
     assert result.structured_content == {"text": "The client declared sampling."}
 
 
+async def _paris(*args: Any) -> str:
+    return "Paris."
+
+
+async def test_sampling_and_roots_questions_reach_the_client_and_only_one_that_declared_them(runtime: Runtime) -> None:
+    async with Client(build_server(runtime), sampling_handler=_paris, roots=["file:///srv/notes"]) as client:
+        sampled = await client.call_tool_mcp("test_input_required_result_sampling", {})
+        roots = await client.call_tool_mcp("test_input_required_result_list_roots", {})
+        either = await client.call_tool_mcp("test_input_required_result_capabilities", {})
+    assert sampled.structured_content == {"text": "Sampling said: Paris."}
+    assert roots.structured_content == {"text": "Roots: file:///srv/notes"}
+    assert either.structured_content == {"text": "Greeting: Paris."}
+    async with Client(build_server(runtime)) as bare:  # declares neither: nothing is asked
+        sampled = await bare.call_tool_mcp("test_input_required_result_sampling", {})
+        roots = await bare.call_tool_mcp("test_input_required_result_list_roots", {})
+    assert sampled.structured_content == {"text": "Sampling said: not asked"}
+    assert roots.structured_content == {"text": "Roots: not asked"}
+
+
+async def _alice(*args: Any) -> dict[str, str]:
+    return {"name": "Alice"}
+
+
+async def test_three_kinds_of_question_asked_together_are_all_answered(runtime: Runtime) -> None:
+    server = build_server(runtime)
+    async with Client(server, sampling_handler=_paris, elicitation_handler=_alice, roots=["file:///r"]) as client:
+        result = await client.call_tool_mcp("test_input_required_result_multiple_inputs", {})
+    assert result.structured_content == {"text": "name: Alice; greeting: Paris.; roots: file:///r"}
+    async with Client(build_server(runtime), sampling_handler=_paris) as sampling_only:
+        result = await sampling_only.call_tool_mcp("test_input_required_result_multiple_inputs", {})
+    assert result.structured_content == {"text": "name: not asked; greeting: Paris.; roots: not asked"}
+
+
+async def test_a_tool_that_runs_only_as_a_task_is_refused_without_the_extension(runtime: Runtime) -> None:
+    async with Client(build_server(runtime)) as bare:
+        with pytest.raises(MCPError) as refused:
+            await bare.call_tool_mcp("failing_job", {})
+        synchronous = await bare.call_tool_mcp("slow_compute", {"seconds": 0, "label": "plain"})
+    assert refused.value.error.code == -32021
+    assert refused.value.error.data["requiredCapabilities"] == {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    assert synchronous.structured_content == {"text": "plain: computed after 0 s"}
+
+
 async def test_examples_of_the_opt_in_service(runtime: Runtime, spec_tree: SpecTree) -> None:
     """The shared example run skips opt-in services (they are not served by default): run them here."""
     svc = next(s for s in spec_tree.services if s.name == "conformance")
     examples = [(t, ex) for t in svc.tools for ex in t.examples]
     assert examples
-    async with Client(build_server(runtime), sampling_handler=_no_sampling) as client:
+    async with Client(build_server(runtime)) as client:  # asks nothing: the examples say what HTTP answers
         for tool, example in examples:
+            if (tool.execution or {}).get("required") or tool.requires_client:  # refused here: tests above
+                continue
             result = await client.call_tool_mcp(tool.name, example.input)
             problem = check(example, Result(ok=not result.is_error, body=mcp_result_body(result)))
             assert problem is None, f"{tool.name}:{example.name}: {problem}"

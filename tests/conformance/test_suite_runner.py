@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from codegen.conformance import EXPECTED, REVISIONS, TARGETS, compare, parse_summary
+from codegen.conformance import EXPECTED, REVISIONS, TARGETS, compare, judged, parse_summary
 
 OUTPUT = """\
 === Running scenario: ping ===
@@ -15,9 +15,11 @@ OUTPUT = """\
 ✗ tools-call-image: 1 passed, 1 failed
 ✓ tools-list: 4 passed, 0 failed
 ✗ tasks-lifecycle: 2 passed, 7 failed
+✗ json-schema-2020-12: 1 passed, 1 failed
 Total: 10 passed, 8 failed
-Not scored for 2026-07-28: 1 scenario(s) run, 1 failing. These do not affect conformance.
+Not scored for 2026-07-28: 2 scenario(s) run, 2 failing. These do not affect conformance.
   ✗ tasks-lifecycle (extension)
+  ✗ json-schema-2020-12 (pending)
 """
 
 
@@ -28,8 +30,16 @@ def test_summary_is_read_and_unscored_scenarios_are_set_apart() -> None:
         "tools-call-image": False,
         "tools-list": True,
         "tasks-lifecycle": False,
+        "json-schema-2020-12": False,
     }
-    assert not_scored == {"tasks-lifecycle"}
+    assert not_scored == {"tasks-lifecycle": "extension", "json-schema-2020-12": "pending"}
+
+
+def test_extension_scenarios_are_judged_only_where_asked_and_pending_ones_never() -> None:
+    results, not_scored = parse_summary(OUTPUT)
+    scored = {"server-initialize": True, "tools-call-image": False, "tools-list": True}
+    assert judged(results, not_scored, extensions=False) == scored
+    assert judged(results, not_scored, extensions=True) == scored | {"tasks-lifecycle": False}
 
 
 def test_a_failure_not_listed_is_a_regression_and_a_listed_pass_is_only_reported() -> None:

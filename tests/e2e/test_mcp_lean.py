@@ -92,6 +92,15 @@ CASES: dict[str, tuple[str, Any, dict[str, str]]] = {
         ),
         {},
     ),
+    "sampling and roots client": (
+        "/mcp/stays",
+        _call(
+            "summarize_stays",
+            STAYS,
+            meta={**META, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "roots": {}}},
+        ),
+        {},
+    ),
     "arguments not an object": ("/mcp/stays", _call("summarize_stays", [1]), {}),
     "bool id": ("/mcp/stays", _call("summarize_stays", STAYS, request_id=True), {}),
     "malformed json": ("/mcp/stays", b'{"jsonrpc": "2.0", "id": 1, ', {}),

@@ -49,7 +49,7 @@ class SpecTool(Tool):
             if not (isinstance(key, str) and 1 <= len(key) <= MAX_KEY_LENGTH):
                 return tool_result(await self._refuse_key())
         request = current_request(key)
-        request.asker = asker()
+        request.asker = asker(self.runtime.settings)
         request.log = log_sender()
         try:
             sender = progress_sender()
