@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -214,12 +215,22 @@ class Cluster:
             self.wait_instance(index)
 
     # -- helpers ------------------------------------------------------------------------------------
+    def _state_secret(self) -> str:
+        """One key for every instance to sign MCP `requestState` with: a multi-round call's retry may reach
+        another instance. Made once per cluster directory, kept across restarts (a retry in flight survives one)."""
+        path = self.dir / "mcp-state-secret"
+        if not path.exists():
+            path.write_text(secrets.token_hex(32))
+            path.chmod(0o600)
+        return path.read_text().strip()
+
     def _env(self, data_dir: Path | None = None) -> dict[str, str]:
         """The instances' environment; each instance adds its KUMITATE_DATA_DIR and PORT (supervisor config)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("KUMITATE_")}
         env |= {
             "KUMITATE_DATABASE_URL": self.database_url,
             "KUMITATE_REDIS_URL": self.redis_url,
+            "KUMITATE_MCP_STATE_SECRET": self._state_secret(),
             "KUMITATE_PUBLIC_URL": self.url,
             "KUMITATE_EXPORT_DIR": str(self.dir / "shared" / "analytics-exports"),
             "FASTMCP_LOG_LEVEL": env.get("FASTMCP_LOG_LEVEL", "WARNING"),
