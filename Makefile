@@ -12,6 +12,11 @@ FUZZ_SEED ?= 20261122
 # per test. Empty: file order. CI derives it from the commit; `make test TEST_SEED=<n>` repeats a run.
 TEST_SEED ?= 1
 TEST_ORDER = $(if $(TEST_SEED),-p randomly --randomly-seed=$(TEST_SEED))
+# pytest-xdist workers for `make test` and `make fast` (1: one process). Most tests wait on servers they start,
+# so 2 workers on 2 cores take about half the time; a module's tests stay on one worker (--dist loadscope),
+# so a module-scoped server starts once.
+TEST_WORKERS ?= 2
+TEST_PROCS = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope)
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
@@ -20,7 +25,7 @@ CLUSTER_DIR  ?= var/cluster
 
 help:  ## list the targets (this text)
 	@awk 'BEGIN {FS = ":[^#]*## "} /^[a-z][a-z-]*:.*## / {printf "  make %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "  variables: PYTHON=$(PYTHON) HOST=$(HOST) PORT=$(PORT) BASE=$(BASE) FUZZ_PORT=$(FUZZ_PORT) FUZZ_SEED=$(FUZZ_SEED) TEST_SEED=$(TEST_SEED)"
+	@echo "  variables: PYTHON=$(PYTHON) HOST=$(HOST) PORT=$(PORT) BASE=$(BASE) FUZZ_PORT=$(FUZZ_PORT) FUZZ_SEED=$(FUZZ_SEED) TEST_SEED=$(TEST_SEED) TEST_WORKERS=$(TEST_WORKERS)"
 
 venv: $(VENV)/.installed  ## .venv with kumitate and its dev tools (pip install -e '.[dev]')
 
@@ -40,7 +45,7 @@ test: venv  ## drift check + the whole test suite with coverage, in TEST_SEED's 
 	$(PY) -m codegen --check
 	mkdir -p var
 	@echo "test order: $(if $(TEST_SEED),pytest-randomly seed $(TEST_SEED) (make test TEST_SEED=$(TEST_SEED) repeats it),file order)"
-	$(PY) -m pytest -q -rs --cov --cov-report= $(TEST_ORDER)
+	$(PY) -m pytest -q -rs --cov --cov-report= $(TEST_ORDER) $(TEST_PROCS)
 	@echo "coverage: $$($(PY) -m coverage report --format=total)% of kumitate, codegen and handlers (in-process lines)"
 
 test-latest:  ## the fast runtime/wire tests against the NEWEST fastmcp, mcp, litestar, pydantic (var/venv-latest); prints what broke
@@ -69,7 +74,7 @@ types: venv  ## mypy, then codegen.raises (each tool raises only the error codes
 	$(PY) -m codegen.raises
 
 fast: venv  ## the tests not marked slow
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" $(TEST_PROCS)
 
 fmt: venv  ## fix what ruff can, then format (what `make lint` checks)
 	$(BIN)/ruff check --fix .

@@ -96,7 +96,8 @@ def test_the_hooks_run_from_this_repository_with_try_repo(tmp_path: Path) -> Non
     """`pre-commit try-repo` installs kumitate from this repository (with its codegen extra) and runs
     both hooks on a new project: they pass, then the drift check fails on a hand-edited generated file."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUMITATE_", "VIRTUAL_ENV"))}
-    env |= {"PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PYTHONPATH": str(REPO)}
+    # PIP_NO_COMPILE: the hook environment's install skips byte-compiling ~100 packages (a third of its time)
+    env |= {"PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PYTHONPATH": str(REPO), "PIP_NO_COMPILE": "1"}
     init = subprocess.run(
         [sys.executable, "-m", "kumitate", "init", "my_tools"], cwd=tmp_path, env=env, capture_output=True, text=True
     )
@@ -106,10 +107,9 @@ def test_the_hooks_run_from_this_repository_with_try_repo(tmp_path: Path) -> Non
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
     for command in (["git", "init", "-q", "-b", "main"], ["git", "add", "-A"], [*git, "commit", "-q", "-m", "init"]):
         subprocess.run(command, cwd=project, check=True, env=env)
-    for hook in ("kumitate-generate-check", "kumitate-lint"):
-        done = tool("pre-commit", "try-repo", REPO, hook, "--all-files", cwd=project, env=env)
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        assert "Passed" in done.stdout
+    done = tool("pre-commit", "try-repo", REPO, "--all-files", cwd=project, env=env)  # every hook, one install
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert re.findall(r"^(kumitate \w+).*\.Passed$", done.stdout, re.M) == ["kumitate generate", "kumitate lint"], done.stdout
     models = project / "generated/hello/models.py"
     models.write_text(models.read_text() + "\n# edited by hand\n")
     done = tool("pre-commit", "try-repo", REPO, "kumitate-generate-check", "--all-files", cwd=project, env=env)

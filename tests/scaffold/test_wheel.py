@@ -26,6 +26,7 @@ from tests.conftest import REPO, free_port
 
 pytestmark = pytest.mark.slow
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("KUMITATE_", "PYTHON", "VIRTUAL_ENV", "MYPY_"))}
+ENV["PIP_NO_COMPILE"] = "1"  # the two installs of the wheel and its ~100 dependencies skip byte-compiling them
 
 
 def run(command: list[str], cwd: Path, timeout: float = 900, ok: bool = True) -> subprocess.CompletedProcess[str]:
