@@ -100,6 +100,16 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+K_OF_N_RULE = {
+    "version": "1.0",
+    "type": "K_OF_N",
+    "invitee_scope": {"include_invitee_keys": ["u:1", "u:2", "u:3"]},
+    "rule": {"k": 2, "n": 3},
+    "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot"},
+}
+"""An attendance rule every wire test can save: 2 of 3 invitees, the earliest valid slot."""
+
+
 IN_PROCESS_URL = "http://127.0.0.1:8000"
 """The address an in-process app believes it serves (no socket is bound): its public base URL,
 and the base URL of its client, so the Host/Origin gate and result URLs see what a server would."""

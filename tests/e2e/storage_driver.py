@@ -21,15 +21,9 @@ import httpx
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from tests.conftest import free_port, server_env  # noqa: E402
+from tests.conftest import K_OF_N_RULE, free_port, server_env  # noqa: E402
 
-RULE = {
-    "version": "1.0",
-    "type": "K_OF_N",
-    "invitee_scope": {"include_invitee_keys": ["u:1", "u:2", "u:3"]},
-    "rule": {"k": 2, "n": 3},
-    "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot"},
-}
+RULE = K_OF_N_RULE
 CALLS: list[tuple[str, str, dict[str, Any]]] = [
     ("write", "/v1/attendance/save_attendance_rule", {"thread_id": "full-disk", "rule": RULE}),
     ("write", "/v1/analytics/export", {"query": "SELECT 1 AS x", "format": "csv"}),

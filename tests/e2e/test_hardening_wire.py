@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from kumitate.client import mcp_result_body
-from tests.conftest import LiveServer, start_server, stop_server
+from tests.conftest import K_OF_N_RULE, LiveServer, start_server, stop_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -27,13 +27,7 @@ TOKENS = {
     "t-other": {"principal": "other", "scopes": ["attendance"]},
 }
 ALL = {"Authorization": "Bearer t-all"}
-RULE = {
-    "version": "1.0",
-    "type": "K_OF_N",
-    "invitee_scope": {"include_invitee_keys": ["u:1", "u:2", "u:3"]},
-    "rule": {"k": 2, "n": 3},
-    "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot"},
-}
+RULE = K_OF_N_RULE
 
 
 def launch(data_dir: Path, log: Path, seeded: Path, **env: str) -> LiveServer:

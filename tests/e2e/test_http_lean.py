@@ -26,7 +26,7 @@ from codegen.examples import all_examples
 from codegen.specs import SpecTree
 from kumitate.transports.asgi import ARRIVED_KEY
 from kumitate.transports.http_lean import LeanHTTP
-from tests.conftest import InProcessApp, serve_in_process
+from tests.conftest import K_OF_N_RULE, InProcessApp, serve_in_process
 
 pytestmark = pytest.mark.anyio
 
@@ -34,13 +34,7 @@ STAYS = {
     "granularity": "admin",
     "stays": [{"ref": "a", "code": "13101", "name": "千代田区", "start_ts": "2024-05-01T09:00:00+09:00"}],
 }
-RULE = {
-    "version": "1.0",
-    "type": "K_OF_N",
-    "invitee_scope": {"include_invitee_keys": ["u:1", "u:2", "u:3"]},
-    "rule": {"k": 2, "n": 3},
-    "finalize_policy": {"mode": "EARLIEST_VALID", "tie_breaker": "earliest_slot"},
-}
+RULE = K_OF_N_RULE
 TOKENS = {
     "t-all": {"principal": "ops", "scopes": ["stays", "yana", "household", "attendance", "analytics"]},
     "t-other": {"principal": "other", "scopes": ["attendance"]},
