@@ -88,25 +88,42 @@ def _links(doc: dict[str, Any]) -> list[Link]:
 
 
 @dataclass(slots=True)
-class ToolSpec:
-    """One tool as read from specs/<service>/tools/<tool>.yaml, with its $refs resolved."""
+class _Operation:
+    """What a tool spec and a resource spec share: one operation of a service's HTTP API, with its texts,
+    the codes it declares, its policy and the file it was read from."""
 
     service: str
     name: str
     summary: str
     description: str
+    errors: list[str]
+    policy: dict[str, Any]
+    source: Path
+    raw: dict[str, Any]
+
+    @property
+    def rules(self) -> Policy:
+        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
+        return Policy.parse(self.policy)
+
+    @property
+    def operation_id(self) -> str:
+        """The OpenAPI operationId of the tool or resource."""
+        return naming.operation_id(self.service, self.name)
+
+
+@dataclass(slots=True)
+class ToolSpec(_Operation):
+    """One tool as read from specs/<service>/tools/<tool>.yaml, with its $refs resolved."""
+
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
-    errors: list[str]
     http_method: str
     http_path: str
     content_types: list[str]
     annotations: dict[str, Any]
-    policy: dict[str, Any]
     deprecated: dict[str, Any] | None
     examples: list[Example]
-    source: Path
-    raw: dict[str, Any]
     handler_input: str = "model"
     handler_output: str = "model"
     inline_max_bytes: int | None = None
@@ -124,47 +141,24 @@ class ToolSpec:
     links: list[Link] = field(default_factory=list)
 
     @property
-    def rules(self) -> Policy:
-        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
-        return Policy.parse(self.policy)
-
-    @property
     def is_task(self) -> bool:
         """Whether the tool may run as a task (`execution.mode: task`)."""
         return bool(self.execution and self.execution.get("mode") == "task")
 
-    @property
-    def operation_id(self) -> str:
-        """The tool's OpenAPI operationId."""
-        return naming.operation_id(self.service, self.name)
-
 
 @dataclass(slots=True)
-class ResourceSpec:
+class ResourceSpec(_Operation):
     """One resource as read from specs/<service>/resources/<resource>.yaml."""
 
-    service: str
-    name: str
     uri: str
-    summary: str
-    description: str
     mime_type: str
     output_schema: dict[str, Any] | None
-    errors: list[str]
     http_path: str
-    policy: dict[str, Any]
     enabled_by: str | None
-    source: Path
-    raw: dict[str, Any]
     also_mime_types: list[str] = field(default_factory=list)
     cache: dict[str, Any] | None = None
     """`cache` (specs/_meta/cache.schema.json): the MCP caching hint of the resource's reads."""
     links: list[Link] = field(default_factory=list)
-
-    @property
-    def rules(self) -> Policy:
-        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
-        return Policy.parse(self.policy)
 
     @property
     def params(self) -> list[str]:
@@ -175,11 +169,6 @@ class ResourceSpec:
     def is_json(self) -> bool:
         """Whether the resource is JSON (so it has an output schema and a generated model)."""
         return self.mime_type == "application/json" or self.mime_type.endswith("+json")
-
-    @property
-    def operation_id(self) -> str:
-        """The resource's OpenAPI operationId."""
-        return naming.operation_id(self.service, self.name)
 
 
 @dataclass(slots=True)
