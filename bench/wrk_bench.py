@@ -74,8 +74,7 @@ MCP_HEADERS = {
 UVICORN = ["--loop", "uvloop", "--http", "httptools", "--workers", "1", "--no-access-log", "--log-level", "warning"]
 """The baselines' uvicorn options: what `kumitate serve` runs (uvloop is uvicorn's `auto` choice here)."""
 
-BASELINE_MCP = '''
-"""A one-file FastMCP 4 server with the summarize_stays tool (stateless streamable HTTP)."""
+BASELINE_MCP_TOOL = """
 from typing import Any
 from fastmcp import FastMCP
 from generated.stays.models import SummarizeStaysInput, SummarizeStaysOutput
@@ -95,8 +94,10 @@ def summarize_stays(stays: list[dict[str, Any]], granularity: str = "admin", mod
     return SummarizeStaysOutput.model_validate(HANDLER.summarize_stays(data.model_dump(mode="json"), ctx))
 
 
-app = mcp.http_app(path="/mcp", transport="http", stateless_http=True)
-'''
+"""
+"""The hand-written MCP baselines' module without its app: a one-file FastMCP 4 server with the summarize_stays
+tool that validates as kumitate does (bench.pipeline_bench adds a stateful app, this module a stateless one)."""
+BASELINE_MCP = BASELINE_MCP_TOOL + 'app = mcp.http_app(path="/mcp", transport="http", stateless_http=True)\n'
 
 
 # -- servers -------------------------------------------------------------------------------------
