@@ -118,7 +118,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 t0 = time.perf_counter()
 from handlers.household.core import charts
-charts.category_chart("2024年6月 支出内訳", ["食費", "住居", "交通費", "その他"], [5, 4, 3, 2], "pie", 800, 600)
+charts.png(charts.category_figure("2024年6月 支出内訳", ["食費", "住居", "交通費", "その他"], [5, 4, 3, 2], "pie", 800, 600))
 print(time.perf_counter() - t0)
 """
 

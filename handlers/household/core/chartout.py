@@ -6,12 +6,15 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kumitate.context import url_for
 
 from . import problems
 from .chart_cache import ChartCache
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 log = logging.getLogger("handlers.household.service")
 
@@ -54,11 +57,12 @@ def attach_chart(
     width: int,
     height: int,
     alt: str,
-    render: Callable[[], bytes],
+    figure: Callable[[], Figure],
 ) -> None:
-    """Render, cache and describe a chart; on a rendering failure keep the text answer (seed §10.7.2)."""
+    """Draw `figure()` (with the charts module of `renderer()`), render it as PNG, cache and describe it; on a
+    rendering failure keep the text answer (seed §10.7.2)."""
     try:
-        png = render()
+        png = renderer().png(figure())
     except Exception:
         log.exception("household chart rendering failed")
         result.warnings.append("グラフの生成に失敗したため、テキストで回答しました")

@@ -70,6 +70,6 @@ def get_monthly_household(core: HouseholdCore, year: int, month: int, chart: Cha
             width,
             height,
             f"家計簿グラフ - {year}年{month}月",
-            lambda: renderer().category_chart(title, labels, values, kind, width, height),
+            lambda: renderer().category_figure(title, labels, values, kind, width, height),
         )
     return result

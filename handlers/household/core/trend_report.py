@@ -79,7 +79,7 @@ def get_category_trend(
             width,
             height,
             f"家計簿グラフ - {name} {span}",
-            lambda: renderer().trend_chart(f"{name}（{span}）", labels, series, kind, width, height, averages),
+            lambda: renderer().trend_figure(f"{name}（{span}）", labels, series, kind, width, height, averages),
         )
     return result
 
