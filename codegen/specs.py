@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -21,6 +22,8 @@ from referencing import Registry, Resource
 from codegen import advertised, naming, shared
 from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
 from kumitate.policy import GENERIC_CODES, Policy
+
+T = TypeVar("T")
 
 GENERIC_ERRORS: tuple[str, ...] = tuple(sorted(GENERIC_CODES))
 """Codes every tool may return without declaring them: the runtime's (kumitate.policy.GENERIC_CODES)."""
@@ -449,22 +452,32 @@ def _load_service(
         tdoc = _read(type_file, root, problems)
         if tdoc is not None:
             svc.types[type_file.stem] = tdoc
-    for tool_file in sorted((sdir / "tools").glob("*.yaml")):
-        sources.append(tool_file)
-        tool = _load_tool(tool_file, svc, root, meta, problems)
-        if tool is not None:
-            svc.tools.append(tool)
-    for res_file in sorted((sdir / "resources").glob("*.yaml")):
-        sources.append(res_file)
-        res = _load_resource(res_file, svc, root, meta, problems)
-        if res is not None:
-            svc.resources.append(res)
-    for prompt_file in sorted((sdir / "prompts").glob("*.yaml")):
-        sources.append(prompt_file)
-        prompt = _load_prompt(prompt_file, svc, root, meta, problems)
-        if prompt is not None:
-            svc.prompts.append(prompt)
+    svc.tools = _load_all("tool", _load_tool, svc, root, meta, problems, sources)
+    svc.resources = _load_all("resource", _load_resource, svc, root, meta, problems, sources)
+    svc.prompts = _load_all("prompt", _load_prompt, svc, root, meta, problems, sources)
     return svc
+
+
+def _load_all(
+    kind: str,
+    load: Callable[[Path, str, dict[str, Any], ServiceSpec, Path, list[Problem]], T | None],
+    svc: ServiceSpec,
+    root: Path,
+    meta: _MetaValidators,
+    problems: list[Problem],
+    sources: list[Path],
+) -> list[T]:
+    """Every `<kind>s/*.yaml` of the service, in name order, checked (_read_checked) and built by `load`
+    (called with the file, its relative name, its document, the service, the root and the problems);
+    a file that does not load leaves its problems and no item."""
+    items: list[T] = []
+    for path in sorted((svc.source_dir / f"{kind}s").glob("*.yaml")):
+        sources.append(path)
+        checked = _read_checked(kind, path, root, meta, problems)
+        item = None if checked is None else load(path, *checked, svc, root, problems)
+        if item is not None:
+            items.append(item)
+    return items
 
 
 def _read_checked(
@@ -488,12 +501,8 @@ def _read_checked(
 
 
 def _load_prompt(
-    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
-) -> PromptSpec | None:
-    checked = _read_checked("prompt", path, root, meta, problems)
-    if checked is None:
-        return None
-    _, doc = checked
+    path: Path, rel: str, doc: dict[str, Any], svc: ServiceSpec, root: Path, problems: list[Problem]
+) -> PromptSpec:
     return PromptSpec(
         service=svc.name,
         name=doc["name"],
@@ -508,12 +517,8 @@ def _load_prompt(
 
 
 def _load_tool(
-    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
+    path: Path, rel: str, doc: dict[str, Any], svc: ServiceSpec, root: Path, problems: list[Problem]
 ) -> ToolSpec | None:
-    checked = _read_checked("tool", path, root, meta, problems)
-    if checked is None:
-        return None
-    rel, doc = checked
     names: dict[str, str] = {}
     input_schema = _deref(doc["input"], path, root, "/input", rel, problems, names)
     output_schema = _deref(doc["output"], path, root, "/output", rel, problems, names)
@@ -563,12 +568,8 @@ def _load_tool(
 
 
 def _load_resource(
-    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
-) -> ResourceSpec | None:
-    checked = _read_checked("resource", path, root, meta, problems)
-    if checked is None:
-        return None
-    rel, doc = checked
+    path: Path, rel: str, doc: dict[str, Any], svc: ServiceSpec, root: Path, problems: list[Problem]
+) -> ResourceSpec:
     output = None
     if "output" in doc:
         output = _deref(doc["output"], path, root, "/output", rel, problems)
