@@ -421,19 +421,11 @@ def _load_service(
     service_file: Path, root: Path, meta: _MetaValidators, problems: list[Problem], sources: list[Path]
 ) -> ServiceSpec | None:
     sdir = service_file.parent
-    rel = _rel(service_file, root)
     sources.append(service_file)
-    doc = _read(service_file, root, problems)
-    if doc is None:
+    checked = _read_checked("service", service_file, root, meta, problems, named_by=(sdir.name, "directory"))
+    if checked is None:
         return None
-    found = meta.check("service", doc, rel)
-    problems += found
-    if found:
-        return None
-    if doc["name"] != sdir.name:
-        problems.append(
-            Problem(rel, "/name", "KT003", f"service name {doc['name']!r} must equal its directory {sdir.name!r}")
-        )
+    _, doc = checked
     svc = ServiceSpec(
         name=doc["name"],
         title=doc["title"],
@@ -481,10 +473,17 @@ def _load_all(
 
 
 def _read_checked(
-    kind: str, path: Path, root: Path, meta: _MetaValidators, problems: list[Problem]
+    kind: str,
+    path: Path,
+    root: Path,
+    meta: _MetaValidators,
+    problems: list[Problem],
+    named_by: tuple[str, str] | None = None,
 ) -> tuple[str, dict[str, Any]] | None:
-    """A tool, resource or prompt file read and checked against its meta-schema (None when it cannot be
-    loaded; the problems say why), its `name` checked against the file name (KT003)."""
+    """A service, tool, resource or prompt file read and checked against its meta-schema (None when it cannot
+    be loaded; the problems say why), its `name` checked against the name that places it (KT003): `named_by`
+    (name, what gives it), the file name by default."""
+    expected, what = named_by or (path.stem, "file name")
     rel = _rel(path, root)
     doc = _read(path, root, problems)
     if doc is None:
@@ -493,9 +492,9 @@ def _read_checked(
     problems += found
     if found:
         return None
-    if doc["name"] != path.stem:
+    if doc["name"] != expected:
         problems.append(
-            Problem(rel, "/name", "KT003", f"{kind} name {doc['name']!r} must equal its file name {path.stem!r}")
+            Problem(rel, "/name", "KT003", f"{kind} name {doc['name']!r} must equal its {what} {expected!r}")
         )
     return rel, doc
 
