@@ -38,7 +38,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.foundation_bench import _free_port
+from bench.foundation_bench import _free_port, wait_or_kill
 
 REPO = Path(__file__).resolve().parent.parent
 PATH = "/v1/stays/summarize_stays"
@@ -156,11 +156,7 @@ def server(cmd: list[str], tmp: Path, ready_path: str, **env: str) -> Iterator[S
         yield Served(port, proc.pid)
     finally:
         proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        wait_or_kill(proc, 20)
 
 
 def kumitate_server(tmp: Path, **env: str) -> AbstractContextManager[Served]:
