@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.report import print_table
 from handlers.analytics.core.service import AnalyticsService
 from kumitate.clients.analytics import safe_load_export
 from kumitate.service import ServiceSetup
@@ -357,10 +358,7 @@ def main() -> None:
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"analytics bench ({os.cpu_count()} CPUs, Python {sys.version.split()[0]}, load average {load})\n")
-    print("| measure | result | target | verdict |")
-    print("|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    print_table(["measure", "result", "target", "verdict"], rows)
 
 
 if __name__ == "__main__":
