@@ -6,7 +6,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kumitate.context import url_for
 
@@ -28,6 +28,19 @@ class ChartRequest:
 
     kind: str | None = None
     size: str | None = None
+
+
+class ChartSize(NamedTuple):
+    """The chart type and pixel size to draw, in the order the figure functions take them (`*size`)."""
+
+    kind: str
+    width: int
+    height: int
+
+
+def chart_size(chart: ChartRequest, default_kind: str) -> ChartSize:
+    """What `chart` asks for, the tool's default type and 800x600 where it names none; INVALID_INPUT for a bad size."""
+    return ChartSize(chart.kind or default_kind, *parse_image_size(chart.size or "800x600"))
 
 
 @dataclass
@@ -53,9 +66,7 @@ def attach_chart(
     charts: ChartCache,
     result: Result,
     owner: str,
-    kind: str,
-    width: int,
-    height: int,
+    size: ChartSize,
     alt: str,
     figure: Callable[[], Figure],
 ) -> None:
@@ -73,9 +84,9 @@ def attach_chart(
         "chart_id": chart_id,
         "url": url_for("chart", chart_id=chart_id),
         "mime_type": "image/png",
-        "width": width,
-        "height": height,
-        "graph_type": kind,
+        "width": size.width,
+        "height": size.height,
+        "graph_type": size.kind,
         "alt_text": alt,
     }
 
