@@ -109,7 +109,9 @@ def test_the_hooks_run_from_this_repository_with_try_repo(tmp_path: Path) -> Non
         subprocess.run(command, cwd=project, check=True, env=env)
     done = tool("pre-commit", "try-repo", REPO, "--all-files", cwd=project, env=env)  # every hook, one install
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert re.findall(r"^(kumitate \w+).*\.Passed$", done.stdout, re.M) == ["kumitate generate", "kumitate lint"], done.stdout
+    assert re.findall(r"^(kumitate \w+).*\.Passed$", done.stdout, re.M) == ["kumitate generate", "kumitate lint"], (
+        done.stdout
+    )
     models = project / "generated/hello/models.py"
     models.write_text(models.read_text() + "\n# edited by hand\n")
     done = tool("pre-commit", "try-repo", REPO, "kumitate-generate-check", "--all-files", cwd=project, env=env)
