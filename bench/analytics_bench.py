@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.report import print_table
 from handlers.analytics.core.service import AnalyticsService
 from kumitate.clients.analytics import safe_load_export
 from kumitate.service import ServiceSetup
@@ -80,6 +81,11 @@ def paired(svc: AnalyticsService, query: str, runs: int = 7) -> tuple[float, flo
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
+
+
+def timing_row(label: str, seconds: float, limit_ms: int) -> tuple[str, str, str, str]:
+    """A table row for a timing with a target of under `limit_ms`."""
+    return label, ms(seconds), f"< {limit_ms} ms", "OK" if seconds < limit_ms / 1000 else "MISS"
 
 
 SLOW_NEIGHBOUR = "SELECT count(*) AS n FROM range(100000000000) r(i) WHERE hash(i) % 1000003 = 0"
@@ -274,14 +280,8 @@ def main() -> None:
 
         n_ts = counts["time_series_metrics"]
         t_profile = timed(lambda: svc.profile({"table_or_query": "time_series_metrics"}))
-        rows.append(
-            (
-                f"profile on-disk time_series_metrics ({n_ts:,} rows, all 10 columns, trimmed to 1 KB)",
-                ms(t_profile),
-                "< 300 ms",
-                "OK" if t_profile < 0.3 else "MISS",
-            )
-        )
+        label = f"profile on-disk time_series_metrics ({n_ts:,} rows, all 10 columns, trimmed to 1 KB)"
+        rows.append(timing_row(label, t_profile, 300))
         t_profile_q = timed(
             lambda: svc.profile(
                 {
@@ -290,31 +290,15 @@ def main() -> None:
                 }
             )
         )
-        rows.append(
-            ("profile 1M-row query, 3 columns", ms(t_profile_q), "< 300 ms", "OK" if t_profile_q < 0.3 else "MISS")
-        )
+        rows.append(timing_row("profile 1M-row query, 3 columns", t_profile_q, 300))
         t_hist = timed(
             lambda: svc.histogram({"table_or_query": "time_series_metrics", "column": "pace_s_per_km", "bins": 20})
         )
-        rows.append(
-            (
-                f"histogram on-disk table ({n_ts:,} rows), 20 bins",
-                ms(t_hist),
-                "< 200 ms",
-                "OK" if t_hist < 0.2 else "MISS",
-            )
-        )
+        rows.append(timing_row(f"histogram on-disk table ({n_ts:,} rows), 20 bins", t_hist, 200))
         t_hist100 = timed(
             lambda: svc.histogram({"table_or_query": "time_series_metrics", "column": "heart_rate", "bins": 100})
         )
-        rows.append(
-            (
-                f"histogram on-disk table ({n_ts:,} rows), 100 bins",
-                ms(t_hist100),
-                "< 200 ms",
-                "OK" if t_hist100 < 0.2 else "MISS",
-            )
-        )
+        rows.append(timing_row(f"histogram on-disk table ({n_ts:,} rows), 100 bins", t_hist100, 200))
 
         memory = export_memory(service_dir / "activities.duckdb")
         growth = max(memory["rss_growth_mb"], memory["peak_rss_growth_mb"])
@@ -357,10 +341,7 @@ def main() -> None:
 
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"analytics bench ({os.cpu_count()} CPUs, Python {sys.version.split()[0]}, load average {load})\n")
-    print("| measure | result | target | verdict |")
-    print("|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    print_table(["measure", "result", "target", "verdict"], rows)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_or_kill(proc: subprocess.Popen[Any], grace_s: float) -> None:
+    """Wait for a process the benchmark asked to stop (terminated, or its stdin closed); kill it after `grace_s`."""
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def _serve(target: list[str], port: int, data_dir: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "KUMITATE_DATA_DIR": str(data_dir), "PYTHONPATH": str(REPO), "FASTMCP_LOG_LEVEL": "CRITICAL"}
     cmd = [

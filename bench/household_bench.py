@@ -24,6 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.report import print_table  # noqa: E402
 from generated.household.bindings import SERVICE  # noqa: E402
 from handlers.household import create as create_handlers  # noqa: E402
 from handlers.household.core.duplicates import Options, find_candidates, find_candidates_pairwise  # noqa: E402
@@ -118,7 +119,7 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 t0 = time.perf_counter()
 from handlers.household.core import charts
-charts.category_chart("2024年6月 支出内訳", ["食費", "住居", "交通費", "その他"], [5, 4, 3, 2], "pie", 800, 600)
+charts.png(charts.category_figure("2024年6月 支出内訳", ["食費", "住居", "交通費", "その他"], [5, 4, 3, 2], "pie", 800, 600))
 print(time.perf_counter() - t0)
 """
 
@@ -250,10 +251,7 @@ def main() -> None:
         )
 
     print(f"household bench — {n:,} generated rows, Python {sys.version.split()[0]}\n")
-    print("| what | measured | target | met |")
-    print("|---|---|---|---|")
-    for row in ROWS:
-        print("| " + " | ".join(row) + " |")
+    print_table(["what", "measured", "target", "met"], ROWS)
 
 
 if __name__ == "__main__":

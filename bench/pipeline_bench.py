@@ -36,6 +36,7 @@ import orjson
 from bench.attendance_bench import INVITEES, evaluation_request
 from bench.foundation_bench import PAYLOAD, _free_port, http_throughput
 from bench.stays_bench import records
+from bench.wrk_bench import BASELINE_MCP_TOOL
 from generated.attendance.bindings import EVALUATE_ATTENDANCE
 from generated.stays.bindings import SUMMARIZE_STAYS
 from handlers.attendance.core.evaluate import evaluate_attendance
@@ -194,28 +195,7 @@ def large_payloads(url: str) -> list[dict[str, Any]]:
     return rows
 
 
-BASELINE_MCP = """
-from typing import Any
-from fastmcp import FastMCP
-from generated.stays.models import SummarizeStaysInput, SummarizeStaysOutput
-from handlers.stays import create
-from kumitate.context import CallContext
-from kumitate.service import ServiceSetup
-from kumitate.settings import Settings
-
-HANDLER = create(ServiceSetup.open("stays", Settings.from_env()))
-mcp = FastMCP("hand-written")
-
-
-@mcp.tool(name="summarize_stays")
-def summarize_stays(stays: list[dict[str, Any]], granularity: str = "admin", mode: str = "sequence") -> SummarizeStaysOutput:
-    ctx = CallContext(service="stays", tool="summarize_stays", transport="mcp", run_id="r", trace_id="t")
-    data = SummarizeStaysInput.model_validate({"stays": stays, "granularity": granularity, "mode": mode})
-    return SummarizeStaysOutput.model_validate(HANDLER.summarize_stays(data.model_dump(mode="json"), ctx))
-
-
-app = mcp.http_app(path="/mcp", transport="http")
-"""
+BASELINE_MCP = BASELINE_MCP_TOOL + 'app = mcp.http_app(path="/mcp", transport="http")\n'
 
 
 def mcp_small_calls(url: str, tmp: Path, calls: int = 300) -> dict[str, float]:

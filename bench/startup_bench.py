@@ -27,6 +27,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.foundation_bench import wait_or_kill
+
 REPO = Path(__file__).resolve().parent.parent
 RUNS = int(os.environ.get("STARTUP_RUNS", "7"))
 PY = sys.executable
@@ -115,11 +117,7 @@ def stdio_once(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, f
         return seconds, rss_mb(proc.pid), cpu_s(proc.pid)
     finally:
         proc.stdin.close()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        wait_or_kill(proc, 10)
 
 
 def _free_port() -> int:
@@ -155,11 +153,7 @@ def http_once(cmd: Callable[[int], list[str]], path: str, env: dict[str, str], c
             return seconds, rss_mb(proc.pid), cpu_s(proc.pid)
     finally:
         proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        wait_or_kill(proc, 10)
 
 
 def spread(values: list[float], fmt: str) -> str:

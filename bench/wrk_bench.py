@@ -38,7 +38,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.foundation_bench import _free_port
+from bench.foundation_bench import _free_port, wait_or_kill
 
 REPO = Path(__file__).resolve().parent.parent
 PATH = "/v1/stays/summarize_stays"
@@ -74,8 +74,7 @@ MCP_HEADERS = {
 UVICORN = ["--loop", "uvloop", "--http", "httptools", "--workers", "1", "--no-access-log", "--log-level", "warning"]
 """The baselines' uvicorn options: what `kumitate serve` runs (uvloop is uvicorn's `auto` choice here)."""
 
-BASELINE_MCP = '''
-"""A one-file FastMCP 4 server with the summarize_stays tool (stateless streamable HTTP)."""
+BASELINE_MCP_TOOL = """
 from typing import Any
 from fastmcp import FastMCP
 from generated.stays.models import SummarizeStaysInput, SummarizeStaysOutput
@@ -95,8 +94,10 @@ def summarize_stays(stays: list[dict[str, Any]], granularity: str = "admin", mod
     return SummarizeStaysOutput.model_validate(HANDLER.summarize_stays(data.model_dump(mode="json"), ctx))
 
 
-app = mcp.http_app(path="/mcp", transport="http", stateless_http=True)
-'''
+"""
+"""The hand-written MCP baselines' module without its app: a one-file FastMCP 4 server with the summarize_stays
+tool that validates as kumitate does (bench.pipeline_bench adds a stateful app, this module a stateless one)."""
+BASELINE_MCP = BASELINE_MCP_TOOL + 'app = mcp.http_app(path="/mcp", transport="http", stateless_http=True)\n'
 
 
 # -- servers -------------------------------------------------------------------------------------
@@ -155,11 +156,7 @@ def server(cmd: list[str], tmp: Path, ready_path: str, **env: str) -> Iterator[S
         yield Served(port, proc.pid)
     finally:
         proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        wait_or_kill(proc, 20)
 
 
 def kumitate_server(tmp: Path, **env: str) -> AbstractContextManager[Served]:

@@ -376,19 +376,26 @@ def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
         parameters.append({"$ref": "#/components/parameters/Prefer"})
     codes = http_codes(tool.errors, tool.rules)
     responses.update(_error_responses(tree, codes, tool.deprecated, idempotent, tool.examples))
-    op: dict[str, Any] = {
-        "operationId": tool.operation_id,
-        "summary": tool.summary,
-        "description": tool.description,
-        "tags": [tool.service],
-        "parameters": parameters,
-        "requestBody": _request_body(tool),
-        "responses": responses,
-    }
+    op = _operation(tool, parameters, responses)
+    op["requestBody"] = _request_body(tool)
     if tool.deprecated:
         op["deprecated"] = True
-    if not tool.rules.public:
-        op["security"] = [{"bearerAuth": list(tool.rules.scopes)}]
+    return op
+
+
+def _operation(spec: ToolSpec | ResourceSpec, parameters: list[Any], responses: dict[str, Any]) -> dict[str, Any]:
+    """What every operation, a tool's or a resource's, says: its id, texts, tag, parameters, responses and,
+    unless the policy makes it public, the bearer scopes it needs."""
+    op: dict[str, Any] = {
+        "operationId": spec.operation_id,
+        "summary": spec.summary,
+        "description": spec.description,
+        "tags": [spec.service],
+        "parameters": parameters,
+        "responses": responses,
+    }
+    if not spec.rules.public:
+        op["security"] = [{"bearerAuth": list(spec.rules.scopes)}]
     return op
 
 
@@ -414,17 +421,7 @@ def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
         {"name": p, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1, "maxLength": 128}}
         for p in res.params
     ] + _parameters(False)
-    op: dict[str, Any] = {
-        "operationId": res.operation_id,
-        "summary": res.summary,
-        "description": res.description,
-        "tags": [res.service],
-        "responses": responses,
-    }
-    op["parameters"] = parameters
-    if not res.rules.public:
-        op["security"] = [{"bearerAuth": list(res.rules.scopes)}]
-    return op
+    return _operation(res, parameters, responses)
 
 
 def build(tree: SpecTree) -> dict[str, Any]:

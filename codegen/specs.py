@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -21,6 +22,8 @@ from referencing import Registry, Resource
 from codegen import advertised, naming, shared
 from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
 from kumitate.policy import GENERIC_CODES, Policy
+
+T = TypeVar("T")
 
 GENERIC_ERRORS: tuple[str, ...] = tuple(sorted(GENERIC_CODES))
 """Codes every tool may return without declaring them: the runtime's (kumitate.policy.GENERIC_CODES)."""
@@ -88,25 +91,42 @@ def _links(doc: dict[str, Any]) -> list[Link]:
 
 
 @dataclass(slots=True)
-class ToolSpec:
-    """One tool as read from specs/<service>/tools/<tool>.yaml, with its $refs resolved."""
+class _Operation:
+    """What a tool spec and a resource spec share: one operation of a service's HTTP API, with its texts,
+    the codes it declares, its policy and the file it was read from."""
 
     service: str
     name: str
     summary: str
     description: str
+    errors: list[str]
+    policy: dict[str, Any]
+    source: Path
+    raw: dict[str, Any]
+
+    @property
+    def rules(self) -> Policy:
+        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
+        return Policy.parse(self.policy)
+
+    @property
+    def operation_id(self) -> str:
+        """The OpenAPI operationId of the tool or resource."""
+        return naming.operation_id(self.service, self.name)
+
+
+@dataclass(slots=True)
+class ToolSpec(_Operation):
+    """One tool as read from specs/<service>/tools/<tool>.yaml, with its $refs resolved."""
+
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
-    errors: list[str]
     http_method: str
     http_path: str
     content_types: list[str]
     annotations: dict[str, Any]
-    policy: dict[str, Any]
     deprecated: dict[str, Any] | None
     examples: list[Example]
-    source: Path
-    raw: dict[str, Any]
     handler_input: str = "model"
     handler_output: str = "model"
     inline_max_bytes: int | None = None
@@ -124,47 +144,24 @@ class ToolSpec:
     links: list[Link] = field(default_factory=list)
 
     @property
-    def rules(self) -> Policy:
-        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
-        return Policy.parse(self.policy)
-
-    @property
     def is_task(self) -> bool:
         """Whether the tool may run as a task (`execution.mode: task`)."""
         return bool(self.execution and self.execution.get("mode") == "task")
 
-    @property
-    def operation_id(self) -> str:
-        """The tool's OpenAPI operationId."""
-        return naming.operation_id(self.service, self.name)
-
 
 @dataclass(slots=True)
-class ResourceSpec:
+class ResourceSpec(_Operation):
     """One resource as read from specs/<service>/resources/<resource>.yaml."""
 
-    service: str
-    name: str
     uri: str
-    summary: str
-    description: str
     mime_type: str
     output_schema: dict[str, Any] | None
-    errors: list[str]
     http_path: str
-    policy: dict[str, Any]
     enabled_by: str | None
-    source: Path
-    raw: dict[str, Any]
     also_mime_types: list[str] = field(default_factory=list)
     cache: dict[str, Any] | None = None
     """`cache` (specs/_meta/cache.schema.json): the MCP caching hint of the resource's reads."""
     links: list[Link] = field(default_factory=list)
-
-    @property
-    def rules(self) -> Policy:
-        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
-        return Policy.parse(self.policy)
 
     @property
     def params(self) -> list[str]:
@@ -175,11 +172,6 @@ class ResourceSpec:
     def is_json(self) -> bool:
         """Whether the resource is JSON (so it has an output schema and a generated model)."""
         return self.mime_type == "application/json" or self.mime_type.endswith("+json")
-
-    @property
-    def operation_id(self) -> str:
-        """The resource's OpenAPI operationId."""
-        return naming.operation_id(self.service, self.name)
 
 
 @dataclass(slots=True)
@@ -429,19 +421,11 @@ def _load_service(
     service_file: Path, root: Path, meta: _MetaValidators, problems: list[Problem], sources: list[Path]
 ) -> ServiceSpec | None:
     sdir = service_file.parent
-    rel = _rel(service_file, root)
     sources.append(service_file)
-    doc = _read(service_file, root, problems)
-    if doc is None:
+    checked = _read_checked("service", service_file, root, meta, problems, named_by=(sdir.name, "directory"))
+    if checked is None:
         return None
-    found = meta.check("service", doc, rel)
-    problems += found
-    if found:
-        return None
-    if doc["name"] != sdir.name:
-        problems.append(
-            Problem(rel, "/name", "KT003", f"service name {doc['name']!r} must equal its directory {sdir.name!r}")
-        )
+    _, doc = checked
     svc = ServiceSpec(
         name=doc["name"],
         title=doc["title"],
@@ -460,29 +444,46 @@ def _load_service(
         tdoc = _read(type_file, root, problems)
         if tdoc is not None:
             svc.types[type_file.stem] = tdoc
-    for tool_file in sorted((sdir / "tools").glob("*.yaml")):
-        sources.append(tool_file)
-        tool = _load_tool(tool_file, svc, root, meta, problems)
-        if tool is not None:
-            svc.tools.append(tool)
-    for res_file in sorted((sdir / "resources").glob("*.yaml")):
-        sources.append(res_file)
-        res = _load_resource(res_file, svc, root, meta, problems)
-        if res is not None:
-            svc.resources.append(res)
-    for prompt_file in sorted((sdir / "prompts").glob("*.yaml")):
-        sources.append(prompt_file)
-        prompt = _load_prompt(prompt_file, svc, root, meta, problems)
-        if prompt is not None:
-            svc.prompts.append(prompt)
+    svc.tools = _load_all("tool", _load_tool, svc, root, meta, problems, sources)
+    svc.resources = _load_all("resource", _load_resource, svc, root, meta, problems, sources)
+    svc.prompts = _load_all("prompt", _load_prompt, svc, root, meta, problems, sources)
     return svc
 
 
+def _load_all(
+    kind: str,
+    load: Callable[[Path, str, dict[str, Any], ServiceSpec, Path, list[Problem]], T | None],
+    svc: ServiceSpec,
+    root: Path,
+    meta: _MetaValidators,
+    problems: list[Problem],
+    sources: list[Path],
+) -> list[T]:
+    """Every `<kind>s/*.yaml` of the service, in name order, checked (_read_checked) and built by `load`
+    (called with the file, its relative name, its document, the service, the root and the problems);
+    a file that does not load leaves its problems and no item."""
+    items: list[T] = []
+    for path in sorted((svc.source_dir / f"{kind}s").glob("*.yaml")):
+        sources.append(path)
+        checked = _read_checked(kind, path, root, meta, problems)
+        item = None if checked is None else load(path, *checked, svc, root, problems)
+        if item is not None:
+            items.append(item)
+    return items
+
+
 def _read_checked(
-    kind: str, path: Path, root: Path, meta: _MetaValidators, problems: list[Problem]
+    kind: str,
+    path: Path,
+    root: Path,
+    meta: _MetaValidators,
+    problems: list[Problem],
+    named_by: tuple[str, str] | None = None,
 ) -> tuple[str, dict[str, Any]] | None:
-    """A tool, resource or prompt file read and checked against its meta-schema (None when it cannot be
-    loaded; the problems say why), its `name` checked against the file name (KT003)."""
+    """A service, tool, resource or prompt file read and checked against its meta-schema (None when it cannot
+    be loaded; the problems say why), its `name` checked against the name that places it (KT003): `named_by`
+    (name, what gives it), the file name by default."""
+    expected, what = named_by or (path.stem, "file name")
     rel = _rel(path, root)
     doc = _read(path, root, problems)
     if doc is None:
@@ -491,20 +492,16 @@ def _read_checked(
     problems += found
     if found:
         return None
-    if doc["name"] != path.stem:
+    if doc["name"] != expected:
         problems.append(
-            Problem(rel, "/name", "KT003", f"{kind} name {doc['name']!r} must equal its file name {path.stem!r}")
+            Problem(rel, "/name", "KT003", f"{kind} name {doc['name']!r} must equal its {what} {expected!r}")
         )
     return rel, doc
 
 
 def _load_prompt(
-    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
-) -> PromptSpec | None:
-    checked = _read_checked("prompt", path, root, meta, problems)
-    if checked is None:
-        return None
-    _, doc = checked
+    path: Path, rel: str, doc: dict[str, Any], svc: ServiceSpec, root: Path, problems: list[Problem]
+) -> PromptSpec:
     return PromptSpec(
         service=svc.name,
         name=doc["name"],
@@ -519,12 +516,8 @@ def _load_prompt(
 
 
 def _load_tool(
-    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
+    path: Path, rel: str, doc: dict[str, Any], svc: ServiceSpec, root: Path, problems: list[Problem]
 ) -> ToolSpec | None:
-    checked = _read_checked("tool", path, root, meta, problems)
-    if checked is None:
-        return None
-    rel, doc = checked
     names: dict[str, str] = {}
     input_schema = _deref(doc["input"], path, root, "/input", rel, problems, names)
     output_schema = _deref(doc["output"], path, root, "/output", rel, problems, names)
@@ -574,12 +567,8 @@ def _load_tool(
 
 
 def _load_resource(
-    path: Path, svc: ServiceSpec, root: Path, meta: _MetaValidators, problems: list[Problem]
-) -> ResourceSpec | None:
-    checked = _read_checked("resource", path, root, meta, problems)
-    if checked is None:
-        return None
-    rel, doc = checked
+    path: Path, rel: str, doc: dict[str, Any], svc: ServiceSpec, root: Path, problems: list[Problem]
+) -> ResourceSpec:
     output = None
     if "output" in doc:
         output = _deref(doc["output"], path, root, "/output", rel, problems)

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
 from pydantic import BaseModel
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TASK_TIMEOUT_MS",
+    "Binding",
     "PromptBinding",
     "ResourceBinding",
     "ServiceBinding",
@@ -43,31 +44,47 @@ def load_schemas(path: Path) -> dict[str, Any]:
     return data
 
 
-def _parse_policy(binding: ToolBinding | ResourceBinding | PromptBinding) -> None:
-    rules = Policy.parse(binding.policy)
-    object.__setattr__(binding, "rules", rules)  # frozen: set once, while the binding is built
-    resource = isinstance(binding, ResourceBinding)
-    object.__setattr__(binding, "allowed", allowed_codes(binding.errors, rules, resource=resource))
-
-
 @dataclass(frozen=True, slots=True)
-class ToolBinding:
-    """Everything the runtime needs to serve one tool, as generated from its spec: schemas, models,
-    routes, policy, annotations. Transports read it; nothing about a tool is decided elsewhere."""
+class Binding:
+    """What a tool, resource and prompt binding share: a name within its service, the codes it declares
+    and its policy, parsed once (at registry load) for the request path."""
 
     service: str
     name: str
+    errors: list[str]
+    policy: dict[str, Any]
+    rules: Policy = field(init=False, repr=False, compare=False)
+    """`policy`, parsed once here: what the request path reads."""
+    allowed: frozenset[str] = field(init=False, repr=False, compare=False)
+    """Codes the handler may raise (kumitate.policy.allowed_codes); any other answers INTERNAL."""
+    _resource: ClassVar[bool] = False
+    """A resource's read may also answer what only reads can (kumitate.policy.allowed_codes)."""
+
+    def __post_init__(self) -> None:
+        rules = Policy.parse(self.policy)
+        object.__setattr__(self, "rules", rules)  # frozen: set once, while the binding is built
+        object.__setattr__(self, "allowed", allowed_codes(self.errors, rules, resource=self._resource))
+
+    @property
+    def key(self) -> str:
+        """`service.name`: the tool's, resource's or prompt's name across the whole server (metrics, handler lookup)."""
+        return f"{self.service}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBinding(Binding):
+    """Everything the runtime needs to serve one tool, as generated from its spec: schemas, models,
+    routes, policy, annotations. Transports read it; nothing about a tool is decided elsewhere."""
+
     summary: str
     description: str
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
     input_model: type[BaseModel]
-    errors: list[str]
     http_method: str
     http_path: str
     content_types: list[str]
     annotations: dict[str, Any]
-    policy: dict[str, Any]
     deprecated: dict[str, Any] | None
     execution: dict[str, Any] | None = None
     """Spec `execution` (`{mode: task, timeout_ms}`): a long tool a client may start as a task (kumitate.tasks)."""
@@ -85,18 +102,6 @@ class ToolBinding:
     model does not express the whole schema (codegen/fidelity.py)."""
     cache: dict[str, Any] | None = None
     """MCP caching hint of the tool's listing, `{ttl_ms, scope}` (spec `mcp.cache`); None: 0, private."""
-    rules: Policy = field(init=False, repr=False, compare=False)
-    """`policy`, parsed once here (at registry load): what the request path reads."""
-    allowed: frozenset[str] = field(init=False, repr=False, compare=False)
-    """Codes the handler may raise (kumitate.policy.allowed_codes); any other answers INTERNAL."""
-
-    def __post_init__(self) -> None:
-        _parse_policy(self)
-
-    @property
-    def key(self) -> str:
-        """`service.tool`: the tool's name across the whole server (metrics, handler lookup)."""
-        return f"{self.service}.{self.name}"
 
     @property
     def task_timeout_s(self) -> float | None:
@@ -119,33 +124,20 @@ def fill_path(template: str, params: Mapping[str, str]) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class ResourceBinding:
+class ResourceBinding(Binding):
     """One resource of a service's spec: its URI template, HTTP route, MIME type and output schema."""
 
-    service: str
-    name: str
     uri: str
     params: list[str]
     summary: str
     description: str
     mime_type: str
     output_schema: dict[str, Any] | None
-    errors: list[str]
     http_path: str
-    policy: dict[str, Any]
     enabled_by: str | None
     cache: dict[str, Any] | None = None
     """MCP caching hint of the resource's reads, `{ttl_ms, scope}` (spec `cache`); None: 0, private."""
-    rules: Policy = field(init=False, repr=False, compare=False)
-    allowed: frozenset[str] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        _parse_policy(self)
-
-    @property
-    def key(self) -> str:
-        """`service.resource`: the resource's name across the whole server."""
-        return f"{self.service}.{self.name}"
+    _resource: ClassVar[bool] = True
 
     @property
     def is_json(self) -> bool:
@@ -163,27 +155,13 @@ class ResourceBinding:
 
 
 @dataclass(frozen=True, slots=True)
-class PromptBinding:
+class PromptBinding(Binding):
     """A prompt (specs/<service>/prompts/): rendered by the handler method `prompt_<name>`."""
 
-    service: str
-    name: str
     title: str
     description: str
     arguments: list[dict[str, Any]]
     """`{name, description, required}` each; every value is a string."""
-    errors: list[str]
-    policy: dict[str, Any]
-    rules: Policy = field(init=False, repr=False, compare=False)
-    allowed: frozenset[str] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        _parse_policy(self)
-
-    @property
-    def key(self) -> str:
-        """`service.prompt`: the prompt's name across the whole server."""
-        return f"{self.service}.{self.name}"
 
     @property
     def method_name(self) -> str:

@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Protocol, Self, TypedDict, TypeVar, Unpack
 
 import httpx
 from pydantic import BaseModel
@@ -60,6 +60,19 @@ _NO_BODY_CODES: dict[int, ErrorCode] = {
     408: "REQUEST_TIMEOUT",
     429: "RATE_LIMITED",
 }
+
+
+Arguments = BaseModel | Mapping[str, Any] | None
+"""A call's arguments: the generated input model, or its fields as a mapping (None: no arguments)."""
+
+
+class CallOptions(TypedDict, total=False):
+    """What a generated client method passes beside its arguments: the route's parameters, the run id to
+    send, and an Idempotency-Key (one is made for an idempotent operation that names none)."""
+
+    params: Mapping[str, str] | None
+    run_id: str | None
+    idempotency_key: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,17 +442,10 @@ class _Base:
     def _over_mcp(cls, backend: McpBackend, **kw: Any) -> Self:
         raise NotImplementedError
 
-    def _prepare(
-        self,
-        op: Op,
-        arguments: BaseModel | Mapping[str, Any] | None,
-        params: Mapping[str, str] | None,
-        run_id: str | None,
-        idempotency_key: str | None,
-    ) -> Call:
-        key = idempotency_key or (uuid.uuid4().hex if op.idempotent else None)
+    def _prepare(self, op: Op, arguments: Arguments, options: CallOptions) -> Call:
+        key = options.get("idempotency_key") or (uuid.uuid4().hex if op.idempotent else None)
         args = None if arguments is None else _arguments(arguments)
-        return Call(op, args, dict(params or {}), run_id, key)
+        return Call(op, args, dict(options.get("params") or {}), options.get("run_id"), key)
 
     def _wait_or_raise(self, reply: Reply, attempt: int) -> float:
         """How long to wait before the next attempt of a failed call, or its error when none is left."""
@@ -467,17 +473,8 @@ class SyncClient(_Base):
     def _over_mcp(cls, backend: McpBackend, **kw: Any) -> Self:
         return cls(BlockingBackend(backend), **kw)
 
-    def _call(
-        self,
-        op: Op,
-        arguments: BaseModel | Mapping[str, Any] | None,
-        model: type[M] | None,
-        *,
-        params: Mapping[str, str] | None = None,
-        run_id: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> Any:
-        call = self._prepare(op, arguments, params, run_id, idempotency_key)
+    def _call(self, op: Op, arguments: Arguments, model: type[M] | None, **options: Unpack[CallOptions]) -> Any:
+        call = self._prepare(op, arguments, options)
         for attempt in itertools.count(1):
             reply = self.backend.send(call)
             if reply.ok:
@@ -512,17 +509,8 @@ class AsyncClient(_Base):
     def _over_mcp(cls, backend: McpBackend, **kw: Any) -> Self:
         return cls(backend, **kw)
 
-    async def _call(
-        self,
-        op: Op,
-        arguments: BaseModel | Mapping[str, Any] | None,
-        model: type[M] | None,
-        *,
-        params: Mapping[str, str] | None = None,
-        run_id: str | None = None,
-        idempotency_key: str | None = None,
-    ) -> Any:
-        call = self._prepare(op, arguments, params, run_id, idempotency_key)
+    async def _call(self, op: Op, arguments: Arguments, model: type[M] | None, **options: Unpack[CallOptions]) -> Any:
+        call = self._prepare(op, arguments, options)
         for attempt in itertools.count(1):
             reply = await self.backend.send(call)
             if reply.ok:

@@ -11,8 +11,12 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codegen.scaffold import Written
 
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
@@ -120,16 +124,9 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _init(args: argparse.Namespace) -> int:
     from codegen import scaffold
-    from codegen.__main__ import main as codegen_main
 
-    try:
-        written = scaffold.init_project(args.dir, args.service, args.tool, args.kumitate)
-    except scaffold.ScaffoldError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_USAGE
-    for item in written:
-        print(f"wrote {item.path}")
-    status = codegen_main(["--specs", str(args.dir / "specs"), "--out", str(args.dir)])
+    make = partial(scaffold.init_project, args.dir, args.service, args.tool, args.kumitate)
+    status = _scaffold(make, args.dir / "specs", args.dir)
     if status == 0:
         print(f"\nnext: cd {args.dir} && make test && make serve")
     return status
@@ -137,23 +134,32 @@ def _init(args: argparse.Namespace) -> int:
 
 def _new(args: argparse.Namespace) -> int:
     from codegen import scaffold
-    from codegen.__main__ import main as codegen_main
     from kumitate.project import Project
 
     project = Project.discover()
+    if args.kind == "service":
+        make = partial(scaffold.new_service, project.specs, project.handlers, args.name)
+    elif args.kind == "tool":
+        make = partial(scaffold.new_tool, project.specs, project.handlers, args.service, args.name)
+    else:
+        make = partial(scaffold.new_resource, project.specs, project.handlers, args.service, args.name)
+    return _scaffold(make, project.specs, project.out)
+
+
+def _scaffold(make: Callable[[], list[Written]], specs: Path, out: Path) -> int:
+    """Write what `make` scaffolds (EXIT_USAGE and nothing written on a ScaffoldError), say what was written,
+    then generate the project's code from `specs` into `out`."""
+    from codegen import scaffold
+    from codegen.__main__ import main as codegen_main
+
     try:
-        if args.kind == "service":
-            written = scaffold.new_service(project.specs, project.handlers, args.name)
-        elif args.kind == "tool":
-            written = scaffold.new_tool(project.specs, project.handlers, args.service, args.name)
-        else:
-            written = scaffold.new_resource(project.specs, project.handlers, args.service, args.name)
+        written = make()
     except scaffold.ScaffoldError as exc:
         print(exc, file=sys.stderr)
         return EXIT_USAGE
     for item in written:
-        print(f"{item.note or 'wrote'}: {item.path}" if item.note else f"wrote {item.path}")
-    return codegen_main(["--specs", str(project.specs), "--out", str(project.out)])
+        print(f"{item.note}: {item.path}" if item.note else f"wrote {item.path}")
+    return codegen_main(["--specs", str(specs), "--out", str(out)])
 
 
 def _generate(args: argparse.Namespace) -> int:

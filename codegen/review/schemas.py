@@ -51,7 +51,7 @@ def _loose(direction: str) -> str:
 
 def _constraints(old: dict[str, Any], new: dict[str, Any], direction: str, where: str) -> Iterator[Change]:
     tight, loose = _tight(direction), _loose(direction)
-    for key in UPPER + LOWER:
+    for key in UPPER + LOWER + EXACT:
         a, b = old.get(key), new.get(key)
         if a == b:
             continue
@@ -59,19 +59,9 @@ def _constraints(old: dict[str, Any], new: dict[str, Any], direction: str, where
             yield tight, f"{where}: {key} {show(b)} added", None
         elif b is None:
             yield loose, f"{where}: {key} {show(a)} removed", None
-        else:
-            stricter = b < a if key in UPPER else b > a
+        else:  # an EXACT change is neither provably stricter nor looser: breaking both ways
+            stricter = direction == "input" if key in EXACT else (b < a if key in UPPER else b > a)
             yield (tight if stricter else loose), f"{where}: {key} {show(a)} → {show(b)}", None
-    for key in EXACT:
-        a, b = old.get(key), new.get(key)
-        if a == b:
-            continue
-        if a is None:
-            yield tight, f"{where}: {key} {show(b)} added", None
-        elif b is None:
-            yield loose, f"{where}: {key} {show(a)} removed", None
-        else:  # neither provably stricter nor looser: breaking both ways
-            yield (tight if direction == "input" else loose), f"{where}: {key} {show(a)} → {show(b)}", None
     if bool(old.get("uniqueItems")) != bool(new.get("uniqueItems")):
         yield (
             (tight if new.get("uniqueItems") else loose),

@@ -89,28 +89,32 @@ def operation_routes(runtime: Runtime) -> list[Any]:
     def refused(request: Request[Any, Any, Any], exc: ToolError) -> Response[bytes]:
         return to_response(runtime.pipeline.error_outcome(exc, *request_ids(request)))
 
-    async def get_operation(request: Request[Any, Any, Any], name: str) -> Response[Any]:
+    async def answer(
+        request: Request[Any, Any, Any],
+        task_id: str,
+        what: str,
+        act: Callable[[str, str], Awaitable[TaskRow | None]],
+    ) -> Response[Any]:
+        """The operation as `act` (get or cancel, for the caller) leaves it; the refusal when there is none."""
         try:
-            row = await runtime.tasks.get(name, await caller(request, "get_operation"))
-            if row is None:
-                raise _not_found(name)
-        except ToolError as exc:
-            return refused(request, exc)
-        return _answer(row)
-
-    async def cancel_operation(request: Request[Any, Any, Any], name: str) -> Response[Any]:
-        task_id, _, verb = name.partition(":")
-        try:
-            if verb != "cancel":
-                raise ToolError(
-                    f"no such operation method {verb!r}; use POST {OPERATIONS}/<id>:cancel", code="NOT_FOUND"
-                )
-            row = await runtime.tasks.cancel(task_id, await caller(request, "cancel_operation"))
+            row = await act(task_id, await caller(request, what))
             if row is None:
                 raise _not_found(task_id)
         except ToolError as exc:
             return refused(request, exc)
         return _answer(row)
+
+    async def get_operation(request: Request[Any, Any, Any], name: str) -> Response[Any]:
+        return await answer(request, name, "get_operation", runtime.tasks.get)
+
+    async def cancel_operation(request: Request[Any, Any, Any], name: str) -> Response[Any]:
+        task_id, _, verb = name.partition(":")
+        if verb != "cancel":
+            method = ToolError(
+                f"no such operation method {verb!r}; use POST {OPERATIONS}/<id>:cancel", code="NOT_FOUND"
+            )
+            return refused(request, method)
+        return await answer(request, task_id, "cancel_operation", runtime.tasks.cancel)
 
     # one Litestar path holds `{id}` (GET) and `{id}:cancel` (POST), so OPTIONS is answered here: its
     # Allow header names the methods of the address asked about, as the OpenAPI document does

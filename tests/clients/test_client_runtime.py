@@ -51,10 +51,10 @@ def test_retry_waits_what_the_server_asked_within_the_bound() -> None:
 def test_idempotency_keys_are_fresh_per_call_and_only_where_the_policy_declares_them() -> None:
     """Reuse across one call's retries runs against a real server (test_generated_clients.py)."""
     client = HouseholdClient.http("http://127.0.0.1:9")
-    first, second = (client._prepare(CONFIRM_DUPLICATE, {}, None, None, None) for _ in range(2))
+    first, second = (client._prepare(CONFIRM_DUPLICATE, {}, {}) for _ in range(2))
     assert first.idempotency_key and second.idempotency_key and first.idempotency_key != second.idempotency_key
-    assert client._prepare(CONFIRM_DUPLICATE, {}, None, None, "mine").idempotency_key == "mine"
-    assert client._prepare(SUMMARIZE_STAYS, {}, None, None, None).idempotency_key is None
+    assert client._prepare(CONFIRM_DUPLICATE, {}, {"idempotency_key": "mine"}).idempotency_key == "mine"
+    assert client._prepare(SUMMARIZE_STAYS, {}, {}).idempotency_key is None
     client.close()
 
 
@@ -62,7 +62,7 @@ def test_a_lost_answer_is_retried_only_under_an_idempotency_key() -> None:
     """A read time-out may have run the tool: a repeat is safe only where the key replays it."""
     client = HouseholdClient.http("http://127.0.0.1:9")
     for op, retried in ((CONFIRM_DUPLICATE, True), (SUMMARIZE_STAYS, False)):
-        call = client._prepare(op, {}, None, None, None)
+        call = client._prepare(op, {}, {})
         lost = error_from(_no_answer(httpx.ReadTimeout("slow"), call, sent=True), errors.ERRORS)
         assert isinstance(lost, errors.RequestTimeoutError) and lost.retryable is retried
         refused = error_from(_no_answer(httpx.ConnectError("refused"), call, sent=False), errors.ERRORS)

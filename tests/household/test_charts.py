@@ -163,10 +163,10 @@ def test_month_with_income_but_no_spending_has_no_pie(tmp_path: Path, make_servi
 
 
 def test_pie_of_zeros_is_refused_by_the_renderer() -> None:
-    from handlers.household.core.charts import category_chart
+    from handlers.household.core.charts import category_figure
 
     with pytest.raises(ValueError):
-        category_chart("t", ["食費"], [0], "pie", 400, 300)
+        category_figure("t", ["食費"], [0], "pie", 400, 300)
 
 
 def _as(principal: str, *scopes: str) -> CallContext:

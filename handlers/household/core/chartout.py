@@ -6,12 +6,15 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kumitate.context import url_for
 
 from . import problems
 from .chart_cache import ChartCache
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 log = logging.getLogger("handlers.household.service")
 
@@ -25,6 +28,19 @@ class ChartRequest:
 
     kind: str | None = None
     size: str | None = None
+
+
+class ChartSize(NamedTuple):
+    """The chart type and pixel size to draw, in the order the figure functions take them (`*size`)."""
+
+    kind: str
+    width: int
+    height: int
+
+
+def chart_size(chart: ChartRequest, default_kind: str) -> ChartSize:
+    """What `chart` asks for, the tool's default type and 800x600 where it names none; INVALID_INPUT for a bad size."""
+    return ChartSize(chart.kind or default_kind, *parse_image_size(chart.size or "800x600"))
 
 
 @dataclass
@@ -50,15 +66,14 @@ def attach_chart(
     charts: ChartCache,
     result: Result,
     owner: str,
-    kind: str,
-    width: int,
-    height: int,
+    size: ChartSize,
     alt: str,
-    render: Callable[[], bytes],
+    figure: Callable[[], Figure],
 ) -> None:
-    """Render, cache and describe a chart; on a rendering failure keep the text answer (seed §10.7.2)."""
+    """Draw `figure()` (with the charts module of `renderer()`), render it as PNG, cache and describe it; on a
+    rendering failure keep the text answer (seed §10.7.2)."""
     try:
-        png = render()
+        png = renderer().png(figure())
     except Exception:
         log.exception("household chart rendering failed")
         result.warnings.append("グラフの生成に失敗したため、テキストで回答しました")
@@ -69,9 +84,9 @@ def attach_chart(
         "chart_id": chart_id,
         "url": url_for("chart", chart_id=chart_id),
         "mime_type": "image/png",
-        "width": width,
-        "height": height,
-        "graph_type": kind,
+        "width": size.width,
+        "height": size.height,
+        "graph_type": size.kind,
         "alt_text": alt,
     }
 

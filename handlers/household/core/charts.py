@@ -85,10 +85,13 @@ def _figure(width: int, height: int) -> Figure:
     return fig
 
 
-def _png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, facecolor="white", metadata={"Software": None})
-    return buf.getvalue()
+def png(fig: Figure) -> bytes:
+    """A figure (category_figure, trend_figure) as PNG, under the rc settings of its size: the tick labels
+    are formatted when it is drawn, here."""
+    with matplotlib.rc_context(_rc(round(fig.bbox.width), round(fig.bbox.height))):
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=DPI, facecolor="white", metadata={"Software": None})
+        return buf.getvalue()
 
 
 def _renderer(fig: Figure, *, layout: bool = True) -> Any:
@@ -237,11 +240,6 @@ def _inside(text: Text, wedge: Any, renderer: Any) -> bool:
     return bool(path.contains_points(corners).all())
 
 
-def category_chart(title: str, labels: list[str], values: list[int], kind: str, width: int, height: int) -> bytes:
-    with matplotlib.rc_context(_rc(width, height)):
-        return _png(category_figure(title, labels, values, kind, width, height))
-
-
 def trend_figure(
     title: str,
     month_labels: list[str],
@@ -307,16 +305,3 @@ def _month_ticks(fig: Figure, ax: Any, x: list[int], labels: list[str]) -> None:
     fits = max(1, int(room // (widest * 1.3 + 1)))
     step = max(1, math.ceil(len(x) / fits))
     ax.set_xticks(x[::step], labels[::step])
-
-
-def trend_chart(
-    title: str,
-    month_labels: list[str],
-    series: dict[str, list[int | None]],
-    kind: str,
-    width: int,
-    height: int,
-    averages: dict[str, list[int | None]] | None = None,
-) -> bytes:
-    with matplotlib.rc_context(_rc(width, height)):
-        return _png(trend_figure(title, month_labels, series, kind, width, height, averages))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store import queries
 from . import months, problems
-from .chartout import ChartRequest, Result, attach_chart, parse_image_size, renderer
+from .chartout import ChartRequest, Result, attach_chart, chart_size, renderer
 from .formatting import round_half_up, yen
 
 if TYPE_CHECKING:
@@ -54,22 +54,15 @@ def get_monthly_household(core: HouseholdCore, year: int, month: int, chart: Cha
     }
     result = Result(data)
     if chart is not None:
-        kind = chart.kind or "pie"
-        width, height = parse_image_size(chart.size or "800x600")
+        size = chart_size(chart, "pie")
         if total <= 0:  # e.g. a month with income only: nothing to draw (a pie of zeros cannot be drawn)
             result.warnings.append(f"{months.jp(m)}は支出がないため、グラフは作成しませんでした")
             return result
         labels = [str(c["category_major"]) for c in categories]
         values = [int(c["amount"]) for c in categories]
         title = f"{months.jp(m)} 支出内訳（合計 {yen(total)}）"
+        alt = f"家計簿グラフ - {year}年{month}月"
         attach_chart(
-            core.charts,
-            result,
-            owner,
-            kind,
-            width,
-            height,
-            f"家計簿グラフ - {year}年{month}月",
-            lambda: renderer().category_chart(title, labels, values, kind, width, height),
+            core.charts, result, owner, size, alt, lambda: renderer().category_figure(title, labels, values, *size)
         )
     return result

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..store import queries
 from . import months, problems
-from .chartout import ChartRequest, Result, attach_chart, parse_image_size, renderer
+from .chartout import ChartRequest, Result, attach_chart, chart_size, renderer
 from .formatting import NA, pct, yen
 from .trends import MonthMetric, compute_metrics
 
@@ -61,8 +61,7 @@ def get_category_trend(
     }
     result = Result(data)
     if chart is not None:
-        kind = chart.kind or "line"
-        width, height = parse_image_size(chart.size or "800x600")
+        size = chart_size(chart, "line")
         if not blocks:
             result.warnings.append("対象期間に支出がないため、グラフは作成しませんでした")
             return result
@@ -71,15 +70,15 @@ def get_category_trend(
         averages = {str(b["category"]): [mm.moving_average_12m for mm in metrics] for b, metrics in blocks}
         span = months.jp(start) if start == end else f"{months.jp(start)}〜{months.jp(end)}"
         name = f"{category}の月次推移" if category else "支出上位カテゴリの月次推移"
+        alt = f"家計簿グラフ - {name} {span}"
+        title = f"{name}（{span}）"
         attach_chart(
             core.charts,
             result,
             owner,
-            kind,
-            width,
-            height,
-            f"家計簿グラフ - {name} {span}",
-            lambda: renderer().trend_chart(f"{name}（{span}）", labels, series, kind, width, height, averages),
+            size,
+            alt,
+            lambda: renderer().trend_figure(title, labels, series, *size, averages),
         )
     return result
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 from fastmcp.resources import Resource, ResourceResult, ResourceTemplate
 
@@ -36,25 +36,26 @@ def _resource_reader(runtime: Runtime, binding: ResourceBinding) -> Any:
     return read
 
 
+class _Listing(TypedDict):
+    name: str
+    description: str
+    mime_type: str
+
+
+def _listing(binding: ResourceBinding) -> _Listing:
+    """What resources/list and resources/templates/list say of a resource besides its URI."""
+    return {"name": binding.name, "description": binding.description, "mime_type": binding.mime_type}
+
+
 def resource_template_component(runtime: Runtime, binding: ResourceBinding) -> ResourceTemplate:
     """A resource whose URI has parameters (chart://{chart_id})."""
-    return ResourceTemplate.from_function(
-        _resource_reader(runtime, binding),
-        uri_template=binding.uri,
-        name=binding.name,
-        description=binding.description,
-        mime_type=binding.mime_type,
-    )
+    reader = _resource_reader(runtime, binding)
+    return ResourceTemplate.from_function(reader, uri_template=binding.uri, **_listing(binding))
 
 
 def resource_component(runtime: Runtime, binding: ResourceBinding) -> Resource:
-    return Resource.from_function(
-        _resource_reader(runtime, binding),
-        uri=binding.uri,
-        name=binding.name,
-        description=binding.description,
-        mime_type=binding.mime_type,
-    )
+    """A resource at a fixed URI."""
+    return Resource.from_function(_resource_reader(runtime, binding), uri=binding.uri, **_listing(binding))
 
 
 def versions_resource(runtime: Runtime, services: list[str]) -> Resource:
