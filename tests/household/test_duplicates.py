@@ -311,3 +311,17 @@ def test_a_huge_tolerance_stores_only_the_best_candidates_and_warns(tmp_path: Pa
     ctx.warnings.clear()
     assert svc.detect_duplicates({}, ctx)["candidates_truncated"] is False
     assert ctx.warnings == []
+
+
+def test_skip_then_duplicate_then_restore_gives_the_month_back(dup_service, ctx) -> None:
+    """The stateful fuzz's sequence: a check decided 'skip', then 'duplicate', then the marked row restored."""
+    svc = dup_service
+    svc.detect_duplicates({}, ctx)
+    check_id = svc.list_duplicate_candidates({}, ctx)["candidates"][0]["check_id"]
+    svc.confirm_duplicate({"check_id": check_id, "decision": "skip"}, ctx)
+    before = svc.get_monthly_household({"year": 2025, "month": 1}, ctx)
+    marked = svc.confirm_duplicate({"check_id": check_id, "decision": "duplicate"}, ctx)["marked_transaction_id"]
+    svc.restore_duplicate({"transaction_id": marked}, ctx)
+    after = svc.get_monthly_household({"year": 2025, "month": 1}, ctx)
+    figures = ("total_expense", "total_income", "transaction_count")
+    assert [after[k] for k in figures] == [before[k] for k in figures]
