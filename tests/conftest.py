@@ -36,6 +36,28 @@ if TYPE_CHECKING:  # the app is imported by the fixtures that build one, not by 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("FASTMCP_LOG_LEVEL", "CRITICAL")
 
+# Test modules that share one expensive session fixture run on one xdist worker, as one work unit.
+# The cluster (PostgreSQL, Redis, nginx and three instances) is the one: split across two workers,
+# two clusters ran at once on two cores, and a killed instance took longer than 10 s to come back.
+SHARED_SESSION_DIRS = ("tests/cluster/",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadscope`, but each of SHARED_SESSION_DIRS is a single scope (one worker, one set-up)."""
+    if config.getoption("dist", None) != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedSessionScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            for directory in SHARED_SESSION_DIRS:
+                if nodeid.startswith(directory):
+                    return directory
+            return str(super()._split_scope(nodeid))
+
+    return SharedSessionScheduling(config, log)  # type: ignore[arg-type]
+
 
 @pytest.fixture(scope="module")
 def anyio_backend() -> str:

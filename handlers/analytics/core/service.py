@@ -24,7 +24,6 @@ from generated.errors import InvalidInputError, NotFoundError, QueryTimeoutError
 from kumitate.context import Principal, progress
 from kumitate.storage import Database
 from kumitate.storage.carry import announce
-from samples.analytics import ensure_database
 
 from ..store import ExportRegistry, ViewRegistry
 from .connection import DEFAULT_POOL_SIZE, DEFAULT_WORKER_MEMORY_MB, QueryRunner, Sandbox, WorkerConnection
@@ -107,9 +106,12 @@ class AnalyticsService:
         self.clock = clock
         self.db_path = Path(db_path) if db_path else Path(service_dir) / DB_FILE
         started = time.perf_counter()
-        if ensure_database(self.db_path, scale=scale, seed=seed):
-            seconds = round(time.perf_counter() - started, 2)
-            announce("analytics", f"generated the sample database {self.db_path} in {seconds} s", seconds=seconds)
+        if not self.db_path.exists():  # the generator's numpy and pandas cost a restart 0.6 s: load them only here
+            from samples.analytics import ensure_database
+
+            if ensure_database(self.db_path, scale=scale, seed=seed):
+                seconds = round(time.perf_counter() - started, 2)
+                announce("analytics", f"generated the sample database {self.db_path} in {seconds} s", seconds=seconds)
         self.database = database
         exports_dir = Path(export_dir) if export_dir else Path(service_dir) / "exports"
         exports_dir.mkdir(parents=True, exist_ok=True)
