@@ -27,8 +27,9 @@ sys.path.insert(0, str(ROOT))
 from bench.report import print_table  # noqa: E402
 from generated.household.bindings import SERVICE  # noqa: E402
 from handlers.household import create as create_handlers  # noqa: E402
-from handlers.household.core.duplicates import Options, find_candidates, find_candidates_pairwise  # noqa: E402
-from handlers.household.store.checks import load_items  # noqa: E402
+from handlers.household.core.detection import load_items  # noqa: E402
+from handlers.household.core.duplicates import find_candidates, find_candidates_pairwise  # noqa: E402
+from handlers.household.records import Options  # noqa: E402
 from kumitate.context import CallContext, bound  # noqa: E402
 from kumitate.service import ServiceSetup  # noqa: E402
 from kumitate.settings import Settings  # noqa: E402

@@ -31,7 +31,7 @@ from kumitate.storage import Database
 from kumitate.storage.schema import analytics_exports as exports_table
 from kumitate.storage.schema import analytics_views as views_table
 
-from .core.storage_errors import storage_unavailable
+from .storage_errors import storage_unavailable
 
 WRITING, READY = "writing", "ready"
 VIEWS_LOCK = "analytics.views"

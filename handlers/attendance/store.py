@@ -27,7 +27,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 
 from generated.errors import NotFoundError, StorageUnavailableError
-from handlers.attendance.core.validate import check_rule
+from handlers.attendance.validate import check_rule
 from kumitate.storage import Database, carry
 from kumitate.storage.schema import attendance_rules as rules
 

@@ -3,11 +3,12 @@
 The thin adapter between the generated models / CallContext and the domain code: it takes each
 tool's generated input model, calls the domain (core/: core.service.HouseholdCore and one module
 per tool) or the stored duplicate checks (store.checks) with plain typed arguments, and returns the
-tool's generated output model; failures are generated error classes (core/problems.py). Tool
+tool's generated output model; failures are generated error classes (problems.py). Tool
 inputs are never logged: they can hold a person's spending.
 
 Layout: settings.py (every variable household reads), store/ (its tables and queries on the
-runtime's database), core/ (the domain).
+runtime's database), core/ (the domain, which uses store/ and never the other way round), and what
+both use: problems.py (the catalogued failures), months.py (month arithmetic), records.py (typed records).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from kumitate.service import ServiceSetup
 
 from .core import clarify, monthly, trend_report
 from .core.chartout import ChartRequest, Result
-from .core.duplicates import Options
 from .core.service import ADMIN_SCOPES, HouseholdCore
+from .records import Options
 from .settings import HouseholdSettings
 from .store import checks
 

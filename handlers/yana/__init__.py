@@ -7,7 +7,9 @@ its circuit breaker, the call journal, and `last_error` for /v1/healthz.
 
 Layout: settings.py (YanaSettings: every variable yana reads), store/ (the knowledge base on the
 runtime's database: store/labels.py the tables and SQL, store/kb.py first-start loading and the
-search documents), core/ (chat, search, ingest, the reply policy, the LLM, text analysis).
+search documents), core/ (chat, search, ingest, the reply policy, the LLM), which uses store/ and never
+the other way round, and the text analysis both use: japanese.py (folding, readings, query words) and
+text.py (normalisation, region terms, fingerprints).
 """
 
 from __future__ import annotations

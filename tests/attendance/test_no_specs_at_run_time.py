@@ -9,7 +9,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = """
-from handlers.attendance.core.validate import rule_problems
+from handlers.attendance.validate import rule_problems
 from handlers.attendance.core.llm import output_schema
 rule = {"version": "1.0", "type": "K_OF_N", "invitee_scope": {"include_invitee_keys": ["u:1", "u:2"]},
         "rule": {"k": 3, "n": 2}, "finalize_policy": {"mode": "EARLIEST_VALID"}}

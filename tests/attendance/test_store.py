@@ -13,8 +13,8 @@ from alembic import command
 from sqlalchemy import inspect, text
 
 import handlers.attendance as attendance
-from handlers.attendance.core.validate import check_rule
 from handlers.attendance.store import canonical
+from handlers.attendance.validate import check_rule
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.service import ServiceSetup

@@ -10,7 +10,7 @@ import pytest
 import handlers.attendance as attendance
 from handlers.attendance.core.keys import invitee_key
 from handlers.attendance.core.parse import parse_attendance_intent
-from handlers.attendance.core.validate import check_rule, rule_problems
+from handlers.attendance.validate import check_rule, rule_problems
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 

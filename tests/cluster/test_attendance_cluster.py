@@ -24,8 +24,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from deploy.cluster import Cluster
-from handlers.attendance.core.validate import check_rule
 from handlers.attendance.store import canonical
+from handlers.attendance.validate import check_rule
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.anyio]
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from handlers.household.core.duplicates import Item, Options, find_candidates, find_candidates_pairwise, similarity
+from handlers.household.core.duplicates import Item, find_candidates, find_candidates_pairwise, similarity
+from handlers.household.records import Options
 from kumitate.errors import ToolError
 
 from .conftest import row, sql, write_export
@@ -302,7 +303,8 @@ def test_a_huge_tolerance_stores_only_the_best_candidates_and_warns(tmp_path: Pa
     assert best[0] >= best[-1] and all(s >= best[-1] for s in best)
     # the stored five are the five best of the 66
     ids = {(c["transaction_1"]["id"], c["transaction_2"]["id"]) for c in listed["candidates"]}
-    from handlers.household.core.duplicates import Item, Options, find_candidates
+    from handlers.household.core.duplicates import Item, find_candidates
+    from handlers.household.records import Options
 
     with_items = [Item(i + 1, 739000 + (1 + i % 20), -1000 - i) for i in range(12)]
     top = find_candidates(with_items, Options(31, 100, 0, 0))[:5]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from handlers.household.core import months
+from handlers.household import months
 from handlers.household.core.formatting import pct, yen
 from handlers.household.core.trends import compute_metrics, pct_change
 from kumitate.errors import ToolError

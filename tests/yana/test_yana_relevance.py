@@ -9,7 +9,7 @@ import pytest
 from conftest import ctx
 
 from handlers.yana import YanaHandlers
-from handlers.yana.core.japanese import fold, query_words, reading
+from handlers.yana.japanese import fold, query_words, reading
 
 QUERIES = json.loads((Path(__file__).with_name("relevance.json")).read_text(encoding="utf-8"))["queries"]
 

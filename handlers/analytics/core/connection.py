@@ -54,7 +54,7 @@ from generated.errors import (
 from kumitate.context import CallCancelled, CallContext, current_call
 from kumitate.errors import ToolError
 
-from .storage_errors import is_storage_failure, storage_unavailable
+from ..storage_errors import is_storage_failure, storage_unavailable
 
 log = logging.getLogger("kumitate.analytics")
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from generated.errors import InvalidInputError
 from handlers.attendance.core.timeutil import instant, utc_text, zone
-from handlers.attendance.core.validate import check_for_evaluation
+from handlers.attendance.validate import check_for_evaluation
 
 SELECTED, DECLINED, PENDING = -1, -2, -3
 

@@ -35,8 +35,8 @@ from typing import Any
 from pydantic import SecretStr
 
 from handlers.attendance.core.keys import key_of_invitee
-from handlers.attendance.core.schema import schema, schema_errors
-from handlers.attendance.core.validate import rule_problems
+from handlers.attendance.schema import schema, schema_errors
+from handlers.attendance.validate import rule_problems
 from kumitate.outbound import CircuitBreaker, OutboundClient, OutboundError, RetryPolicy
 
 log = logging.getLogger("kumitate.attendance")

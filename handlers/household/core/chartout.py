@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kumitate.context import url_for
 
-from . import problems
+from .. import problems
 from .chart_cache import ChartCache
 
 if TYPE_CHECKING:

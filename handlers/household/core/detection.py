@@ -7,10 +7,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Connection
+
 from kumitate.context import progress
 
+from ..records import Options
 from ..store import Store, checks
-from .duplicates import Item, Options, find_candidates, search
+from .duplicates import Item, find_candidates, search
+
+
+def load_items(con: Connection, ids: list[int] | None) -> list[Item]:
+    """The transactions a search compares (all, or those of `ids`), duplicates already marked left out."""
+    return [Item(*row) for row in zip(*checks.load_columns(con, ids), strict=True)]
 
 
 def detect(store: Store, opts: Options, ids: list[int] | None, max_stored: int) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from decimal import Decimal
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from ..records import Options
 from .formatting import round_half_up
 
 if TYPE_CHECKING:
@@ -53,14 +54,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     IntArray = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    date_tolerance_days: int = 0
-    amount_tolerance_abs: float = 0.0
-    amount_tolerance_pct: float = 0.0
-    min_similarity_score: float = 0.8
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from .. import months, problems
 from ..store import queries
-from . import months, problems
 from .chartout import ChartRequest, Result, attach_chart, chart_size, renderer
 from .formatting import round_half_up, yen
 

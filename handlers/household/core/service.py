@@ -17,12 +17,13 @@ from kumitate.cache import SharedCache
 from kumitate.storage import Database
 from kumitate.storage.carry import announce
 
+from .. import months, problems
+from ..records import Options
 from ..settings import HouseholdSettings
 from ..store import Store, legacy, queries, t
-from . import detection, months, problems
+from . import detection
 from .chart_cache import ChartCache
 from .chartout import Result
-from .duplicates import Options
 from .importer import find_files, import_files
 
 log = logging.getLogger(__name__)

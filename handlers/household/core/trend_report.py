@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import months, problems
 from ..store import queries
-from . import months, problems
 from .chartout import ChartRequest, Result, attach_chart, chart_size, renderer
 from .formatting import NA, pct, yen
 from .trends import MonthMetric, compute_metrics

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from ..months import label
 from .formatting import round_half_up
-from .months import label
 
 WINDOW = 12
 

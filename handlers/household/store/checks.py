@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, func, select, update
 
-from ..core import problems
-from ..core.duplicates import Item, Options
+from .. import problems
+from ..records import Options
 from . import Store, chunks, refresh_aggregates, t
 from .queries import transaction
 from .tables import checks, now
@@ -57,10 +57,6 @@ def load_columns(con: Connection, ids: list[int] | None) -> tuple[list[int], lis
     tids, dates, amounts, kinds = (list(col) for col in zip(*rows, strict=True))
     ordinals = {d: date.fromisoformat(d).toordinal() for d in set(dates)}  # a few thousand distinct dates
     return tids, [ordinals[d] for d in dates], [int(a) for a in amounts], [int(k) for k in kinds]
-
-
-def load_items(con: Connection, ids: list[int] | None) -> list[Item]:
-    return [Item(*row) for row in zip(*load_columns(con, ids), strict=True)]
 
 
 def _remove_stale(con: Connection, ids: list[int] | None, id_1: list[int], id_2: list[int]) -> int:

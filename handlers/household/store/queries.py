@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import Connection, case, func, select
 
-from ..core import months
+from .. import months
 from . import ACTIVE, EXPENSE, INCOME, t
 from .tables import active_months
 from .tables import monthly_spending as ms

@@ -1,1 +1,1 @@
-"""yana's domain logic: chat, search, ingest, the reply policy, the LLM and text analysis (no SQL, no environment)."""
+"""yana's domain logic: chat, search, ingest, the reply policy and the LLM (no SQL, no environment)."""

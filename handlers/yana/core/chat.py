@@ -16,9 +16,9 @@ from typing import Any
 from generated.yana.errors import BadRequestError
 from handlers.yana.core.generate import LlmUnavailable, OpenAIChat, template_reply
 from handlers.yana.core.search import rag_unavailable, search
-from handlers.yana.core.text import strip_controls
 from handlers.yana.core.voice import apply_policy
 from handlers.yana.store.kb import KnowledgeBase
+from handlers.yana.text import strip_controls
 
 
 def retrieve(

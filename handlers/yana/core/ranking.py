@@ -1,7 +1,7 @@
 """How well a label matches a query: field-weighted word matching (pure Python, no SQL).
 
 A label is its index document (handlers.yana.store.kb.index_document): per field the folded text
-and the folded reading. A query is a list of `QueryWord`s (handlers.yana.core.japanese).
+and the folded reading. A query is a list of `QueryWord`s (handlers.yana.japanese).
 
 * A word matches a field as a whole token (1.0), as the start of a token (0.8) or inside one
   (0.7); against the reading 0.9 / 0.6. One-character words match whole tokens only (作, 梵),
@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from handlers.yana.core.japanese import QueryWord
+from handlers.yana.japanese import QueryWord
 
 FIELD_WEIGHTS = {
     "brand_name": 1.0,

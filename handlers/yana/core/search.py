@@ -1,6 +1,6 @@
 """Ranked, de-duplicated, paged label search (the domain core behind /v1/search and chat's RAG).
 
-The query is analysed into content words (handlers.yana.core.japanese: folding, readings,
+The query is analysed into content words (handlers.yana.japanese: folding, readings,
 morphological analysis); candidates come from the storage engine (handlers.yana.store.labels:
 substring tests over folded text and readings, an FTS5 trigram index on SQLite, pg_trgm on
 PostgreSQL, LIKE for words under 3 characters) plus rows whose brand, brewery or region is
@@ -42,11 +42,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from generated.yana.errors import BadRequestError, RagUnavailableError
 from handlers.yana.core.bm25 import bm25 as bm25_scores
-from handlers.yana.core.japanese import QueryWord, fold, query_words
 from handlers.yana.core.ranking import field_scores
-from handlers.yana.core.text import normalize, text_fingerprint
+from handlers.yana.japanese import QueryWord, fold, query_words
 from handlers.yana.store.kb import READING_FIELDS, TEXT_FIELDS, KnowledgeBase, row_to_hit
 from handlers.yana.store.labels import LabelStore, UnsearchableQuery
+from handlers.yana.text import normalize, text_fingerprint
 from kumitate.errors import ToolError
 
 # brand, product, brewery, region, features, category words; then the reading columns

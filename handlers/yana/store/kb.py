@@ -1,7 +1,7 @@
 """The label knowledge base on the storage layer: labels, their search documents, first-start loading.
 
 Each label is indexed twice per field: its folded text (NFKC, casefold, katakana → hiragana:
-see handlers.yana.core.japanese) and its folded hiragana reading (獺祭 → だっさい, 林檎 → りんご),
+see handlers.yana.japanese) and its folded hiragana reading (獺祭 → だっさい, 林檎 → りんご),
 so kana variants, kanji forms and readings of a name all find it. The tables live in the
 storage layer's database (kumitate.storage: the SQLite file under the data directory, or
 PostgreSQL with KUMITATE_DATABASE_URL); handlers.yana.store.labels holds the SQL.
@@ -29,9 +29,9 @@ import imagehash
 from PIL import Image
 from sqlalchemy import Connection
 
-from handlers.yana.core.japanese import fold, reading
-from handlers.yana.core.text import region_terms
+from handlers.yana.japanese import fold, reading
 from handlers.yana.store.labels import DOC_COLUMNS, LabelStore, features_of
+from handlers.yana.text import region_terms
 from kumitate.storage import Database, SchemaMismatchError, carry
 
 INDEX_VERSION = 3

@@ -84,7 +84,7 @@ _STOP_RAW = (
     "お",
     "ご",
 )
-READINGS_FILE = Path(__file__).resolve().parents[3] / "data" / "yana" / "readings.json"
+READINGS_FILE = Path(__file__).resolve().parents[2] / "data" / "yana" / "readings.json"
 
 
 def strip_controls(text: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from generated.errors import ValidationError
-from handlers.attendance.core.schema import schema_errors
+from handlers.attendance.schema import schema_errors
 
 _TYPE_FIELDS = {
     "ALL": set(),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from handlers.yana.core.japanese import normalize, strip_controls
+from handlers.yana.japanese import normalize, strip_controls
 
 __all__ = ["normalize", "region_terms", "strip_controls", "text_fingerprint"]
 
