@@ -142,10 +142,11 @@ def _schemas_json(svc: ServiceSpec) -> str:
 
 
 def _service_errors(svc: ServiceSpec, errors: list[dict[str, Any]]) -> dict[str, Any]:
-    """What generated/<svc>/errors.py re-exports: the declared codes' classes, per tool and in all."""
-    declared = {t.name: sorted({*t.errors, *GENERIC_ERRORS}) for t in svc.tools}
-    declared.update({naming.resource_method(r.name): sorted({*r.errors, *GENERIC_ERRORS}) for r in svc.resources})
-    declared.update({p.method: sorted({*p.errors, *GENERIC_ERRORS}) for p in svc.prompts})
+    """What generated/<svc>/errors.py re-exports: the classes of the declared and the generic codes, and
+    per entry only the codes its spec declares (kumitate.policy.GENERIC_CODES alone owns the generic ones)."""
+    declared = {t.name: sorted(set(t.errors)) for t in svc.tools}
+    declared.update({naming.resource_method(r.name): sorted(set(r.errors)) for r in svc.resources})
+    declared.update({p.method: sorted(set(p.errors)) for p in svc.prompts})
     used = {code for codes in declared.values() for code in codes} | set(GENERIC_ERRORS)
     return {
         "errors": [e for e in errors if e["code"] in used],

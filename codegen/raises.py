@@ -98,6 +98,7 @@ from mypy.types import (
 )
 from mypy.typevars import fill_typevars_with_any
 
+from kumitate.policy import GENERIC_CODES
 from kumitate.project import Project
 
 TOOL_ERROR = "kumitate.errors.ToolError"
@@ -139,6 +140,7 @@ class Package:
     service: str
     module: str
     declared: dict[str, frozenset[str]]
+    """Entry (a tool, `read_<resource>` or `prompt_<name>` method) -> the codes it may raise."""
     codes: dict[str, str]
     """Full name of a generated error class -> its code."""
 
@@ -163,9 +165,11 @@ def services() -> list[str]:
 
 
 def service_package(service: str) -> Package:
-    """A service's handler package, with the codes its spec declares per entry."""
+    """A service's handler package, with the codes each entry may raise: its spec's (generated DECLARED) and
+    the generic ones any call may end with (kumitate.policy.GENERIC_CODES)."""
     declared = importlib.import_module(f"generated.{service}.errors").DECLARED
-    return Package(service, f"handlers.{service}", dict(declared), error_classes())
+    allowed = {entry: frozenset(codes) | GENERIC_CODES for entry, codes in declared.items()}
+    return Package(service, f"handlers.{service}", allowed, error_classes())
 
 
 def module_sources(directory: Path, module: str) -> list[BuildSource]:
