@@ -24,30 +24,15 @@ from ..errors import (
 )
 
 DECLARED: dict[str, frozenset[str]] = {
-    "drop_materialized": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "INVALID_INPUT",
-            "QUERY_TIMEOUT",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
+    "drop_materialized": frozenset(["INVALID_INPUT", "QUERY_TIMEOUT", "REQUEST_TIMEOUT", "STORAGE_UNAVAILABLE"]),
     "export": frozenset(
         [
-            "BAD_REQUEST",
             "EXPORT_QUOTA_EXCEEDED",
-            "INTERNAL",
             "INVALID_INPUT",
             "QUERY_TIMEOUT",
             "QUERY_TOO_EXPENSIVE",
-            "RATE_LIMITED",
             "REQUEST_TIMEOUT",
             "ROW_LIMIT_EXCEEDED",
-            "SERVICE_UNAVAILABLE",
             "SQL_ERROR",
             "STORAGE_UNAVAILABLE",
             "UNSAFE_QUERY",
@@ -55,15 +40,11 @@ DECLARED: dict[str, frozenset[str]] = {
     ),
     "histogram": frozenset(
         [
-            "BAD_REQUEST",
-            "INTERNAL",
             "INVALID_INPUT",
             "NOT_FOUND",
             "QUERY_TIMEOUT",
             "QUERY_TOO_EXPENSIVE",
-            "RATE_LIMITED",
             "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
             "SQL_ERROR",
             "STORAGE_UNAVAILABLE",
             "UNSAFE_QUERY",
@@ -71,16 +52,12 @@ DECLARED: dict[str, frozenset[str]] = {
     ),
     "materialize": frozenset(
         [
-            "BAD_REQUEST",
             "CONFLICT",
-            "INTERNAL",
             "INVALID_INPUT",
             "QUERY_TIMEOUT",
             "QUERY_TOO_EXPENSIVE",
-            "RATE_LIMITED",
             "REQUEST_TIMEOUT",
             "ROW_LIMIT_EXCEEDED",
-            "SERVICE_UNAVAILABLE",
             "SQL_ERROR",
             "STORAGE_UNAVAILABLE",
             "UNSAFE_QUERY",
@@ -88,58 +65,23 @@ DECLARED: dict[str, frozenset[str]] = {
     ),
     "profile": frozenset(
         [
-            "BAD_REQUEST",
-            "INTERNAL",
             "INVALID_INPUT",
             "NOT_FOUND",
             "QUERY_TIMEOUT",
             "QUERY_TOO_EXPENSIVE",
-            "RATE_LIMITED",
             "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
             "SQL_ERROR",
             "STORAGE_UNAVAILABLE",
             "UNSAFE_QUERY",
         ]
     ),
-    "read_column": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "NOT_FOUND",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "read_export_file": frozenset(
-        [
-            "BAD_REQUEST",
-            "EXPORT_NOT_FOUND",
-            "INTERNAL",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "read_schema": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
-    ),
-    "read_table": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "NOT_FOUND",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
+    "read_column": frozenset(["NOT_FOUND"]),
+    "read_export_file": frozenset(["EXPORT_NOT_FOUND", "STORAGE_UNAVAILABLE"]),
+    "read_schema": frozenset(["STORAGE_UNAVAILABLE"]),
+    "read_table": frozenset(["NOT_FOUND"]),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
+"""Per tool (and `read_<resource>` / `prompt_<name>` method): the codes its spec declares. Any call may also end
+with the generic ones (kumitate.policy.GENERIC_CODES), which are not repeated here."""
 
 __all__ = [
     "DECLARED",

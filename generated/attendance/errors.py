@@ -17,64 +17,14 @@ from ..errors import (
 )
 
 DECLARED: dict[str, frozenset[str]] = {
-    "evaluate_attendance": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "INVALID_INPUT",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-            "VALIDATION_ERROR",
-        ]
-    ),
-    "get_attendance_rule": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "NOT_FOUND",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "invitee_key": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "INVALID_INPUT",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "parse_attendance_intent": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "INVALID_INPUT",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "save_attendance_rule": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-            "VALIDATION_ERROR",
-        ]
-    ),
+    "evaluate_attendance": frozenset(["INVALID_INPUT", "VALIDATION_ERROR"]),
+    "get_attendance_rule": frozenset(["NOT_FOUND", "STORAGE_UNAVAILABLE"]),
+    "invitee_key": frozenset(["INVALID_INPUT"]),
+    "parse_attendance_intent": frozenset(["INVALID_INPUT"]),
+    "save_attendance_rule": frozenset(["STORAGE_UNAVAILABLE", "VALIDATION_ERROR"]),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
+"""Per tool (and `read_<resource>` / `prompt_<name>` method): the codes its spec declares. Any call may also end
+with the generic ones (kumitate.policy.GENERIC_CODES), which are not repeated here."""
 
 __all__ = [
     "DECLARED",

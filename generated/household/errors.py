@@ -19,130 +19,24 @@ from ..errors import (
 )
 
 DECLARED: dict[str, frozenset[str]] = {
-    "confirm_duplicate": frozenset(
-        [
-            "BAD_REQUEST",
-            "CONFLICT",
-            "INTERNAL",
-            "NOT_FOUND",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-            "VALIDATION_ERROR",
-        ]
-    ),
-    "detect_duplicates": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-            "VALIDATION_ERROR",
-        ]
-    ),
-    "get_category_trend": frozenset(
-        [
-            "BAD_REQUEST",
-            "DATA_NOT_FOUND",
-            "INTERNAL",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-            "VALIDATION_ERROR",
-        ]
-    ),
-    "get_duplicate_candidate_detail": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "NOT_FOUND",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "get_duplicate_stats": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
-    ),
-    "get_monthly_household": frozenset(
-        [
-            "BAD_REQUEST",
-            "DATA_NOT_FOUND",
-            "INTERNAL",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-            "VALIDATION_ERROR",
-        ]
-    ),
-    "import_household_data": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
-    ),
-    "list_duplicate_candidates": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
-    ),
-    "read_available_months": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
-    ),
-    "read_category": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "NOT_FOUND",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "read_category_hierarchy": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
-    ),
-    "read_category_trend_summary": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
-    ),
-    "read_chart": frozenset(
-        [
-            "BAD_REQUEST",
-            "CHART_NOT_FOUND",
-            "INTERNAL",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "read_month": frozenset(
-        [
-            "BAD_REQUEST",
-            "DATA_NOT_FOUND",
-            "INTERNAL",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "restore_duplicate": frozenset(
-        [
-            "BAD_REQUEST",
-            "CONFLICT",
-            "INTERNAL",
-            "NOT_FOUND",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
+    "confirm_duplicate": frozenset(["CONFLICT", "NOT_FOUND", "VALIDATION_ERROR"]),
+    "detect_duplicates": frozenset(["VALIDATION_ERROR"]),
+    "get_category_trend": frozenset(["DATA_NOT_FOUND", "VALIDATION_ERROR"]),
+    "get_duplicate_candidate_detail": frozenset(["NOT_FOUND"]),
+    "get_duplicate_stats": frozenset([]),
+    "get_monthly_household": frozenset(["DATA_NOT_FOUND", "VALIDATION_ERROR"]),
+    "import_household_data": frozenset([]),
+    "list_duplicate_candidates": frozenset([]),
+    "read_available_months": frozenset([]),
+    "read_category": frozenset(["NOT_FOUND"]),
+    "read_category_hierarchy": frozenset([]),
+    "read_category_trend_summary": frozenset([]),
+    "read_chart": frozenset(["CHART_NOT_FOUND"]),
+    "read_month": frozenset(["DATA_NOT_FOUND"]),
+    "restore_duplicate": frozenset(["CONFLICT", "NOT_FOUND"]),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
+"""Per tool (and `read_<resource>` / `prompt_<name>` method): the codes its spec declares. Any call may also end
+with the generic ones (kumitate.policy.GENERIC_CODES), which are not repeated here."""
 
 __all__ = [
     "DECLARED",

@@ -14,11 +14,10 @@ from ..errors import (
 )
 
 DECLARED: dict[str, frozenset[str]] = {
-    "summarize_stays": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
-    ),
+    "summarize_stays": frozenset(["BAD_REQUEST"]),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
+"""Per tool (and `read_<resource>` / `prompt_<name>` method): the codes its spec declares. Any call may also end
+with the generic ones (kumitate.policy.GENERIC_CODES), which are not repeated here."""
 
 __all__ = [
     "DECLARED",

@@ -22,86 +22,28 @@ from ..errors import (
 )
 
 DECLARED: dict[str, frozenset[str]] = {
-    "chat": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "RAG_UNAVAILABLE",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
+    "chat": frozenset(["BAD_REQUEST", "RAG_UNAVAILABLE", "REQUEST_TIMEOUT"]),
     "ingest": frozenset(
         [
             "BAD_REQUEST",
             "CONFLICT",
-            "INTERNAL",
             "INVALID_IMAGE",
             "NOT_FOUND",
             "PAYLOAD_TOO_LARGE",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
             "UPSTREAM_ERROR",
             "UPSTREAM_TIMEOUT",
             "URI_NOT_ALLOWED",
         ]
     ),
-    "read_brand": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "NOT_FOUND",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "read_brewery": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "NOT_FOUND",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "read_healthz": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
-    ),
-    "read_logs_today": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "NOT_FOUND",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
-    "read_version": frozenset(
-        ["BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE", "STORAGE_UNAVAILABLE"]
-    ),
-    "search": frozenset(
-        [
-            "BAD_REQUEST",
-            "INTERNAL",
-            "RAG_UNAVAILABLE",
-            "RATE_LIMITED",
-            "REQUEST_TIMEOUT",
-            "SERVICE_UNAVAILABLE",
-            "STORAGE_UNAVAILABLE",
-        ]
-    ),
+    "read_brand": frozenset(["NOT_FOUND"]),
+    "read_brewery": frozenset(["NOT_FOUND"]),
+    "read_healthz": frozenset([]),
+    "read_logs_today": frozenset(["NOT_FOUND"]),
+    "read_version": frozenset([]),
+    "search": frozenset(["BAD_REQUEST", "RAG_UNAVAILABLE"]),
 }
-"""Per tool (and `read_<resource>` method): the codes its spec declares, with the generic ones."""
+"""Per tool (and `read_<resource>` / `prompt_<name>` method): the codes its spec declares. Any call may also end
+with the generic ones (kumitate.policy.GENERIC_CODES), which are not repeated here."""
 
 __all__ = [
     "DECLARED",
