@@ -26,7 +26,7 @@ import httpx
 from pydantic import BaseModel
 
 from kumitate.bindings import fill_path
-from kumitate.errors import ErrorCode, ToolError
+from kumitate.errors import STATUS_CODES, ErrorCode, ToolError
 from kumitate.outbound import retry_after_s
 from kumitate.policies.idempotency import KEY_ARGUMENT as IDEMPOTENCY_ARGUMENT
 
@@ -53,13 +53,6 @@ __all__ = [
 M = TypeVar("M", bound=BaseModel)
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-_NO_BODY_CODES: dict[int, ErrorCode] = {
-    401: "UNAUTHORIZED",
-    403: "FORBIDDEN",
-    404: "NOT_FOUND",
-    408: "REQUEST_TIMEOUT",
-    429: "RATE_LIMITED",
-}
 
 
 Arguments = BaseModel | Mapping[str, Any] | None
@@ -143,7 +136,7 @@ def error_from(reply: Reply, classes: Mapping[str, type[ToolError]]) -> ToolErro
         retryable = bool(err.get("retryable"))
     else:
         status = reply.status or 0
-        code = _NO_BODY_CODES.get(status) or ("SERVICE_UNAVAILABLE" if status >= 500 else "BAD_REQUEST")
+        code = STATUS_CODES.get(status) or ("SERVICE_UNAVAILABLE" if status >= 500 else "BAD_REQUEST")
         message, details = f"HTTP {status} without a catalogue error body", {}
         retryable = code in ("SERVICE_UNAVAILABLE", "RATE_LIMITED", "REQUEST_TIMEOUT")
     cls = classes.get(code)

@@ -19,9 +19,27 @@ else:
     ErrorCode = str
 
 
-__all__ = ["ErrorCode", "ToolError"]
+__all__ = ["STATUS_CODES", "ErrorCode", "ToolError"]
 
-__all__ = ["ToolError"]
+STATUS_CODES: dict[int, ErrorCode] = {
+    400: "BAD_REQUEST",
+    401: "UNAUTHORIZED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    406: "NOT_ACCEPTABLE",
+    408: "REQUEST_TIMEOUT",
+    409: "CONFLICT",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+    422: "VALIDATION_ERROR",
+    429: "RATE_LIMITED",
+    431: "HEADERS_TOO_LARGE",
+    503: "SERVICE_UNAVAILABLE",
+}
+"""The catalogue code of an HTTP status that came without one: an answer a library gave on its own
+(kumitate.transports.asgi) or a proxy's page a client received (kumitate.client). Each side picks its
+own code for a status not listed here."""
 
 
 class ToolError(Exception):

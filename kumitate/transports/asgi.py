@@ -30,7 +30,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.middleware.cors import CORSMiddleware
 
 from kumitate import calllog, correlation
-from kumitate.errors import ErrorCode, ToolError
+from kumitate.errors import STATUS_CODES, ErrorCode, ToolError
 from kumitate.transports.origin import OriginPolicy
 
 Scope = MutableMapping[str, Any]
@@ -62,29 +62,14 @@ HEADERS_KEY = "kumitate_headers"
 Lean = Callable[[Scope, Receive, Send], Awaitable[bool]]
 """A path in front of Litestar (kumitate.transports.http_lean): True when it answered the request."""
 MCP_PREFIX = "/mcp"
-STATUS_CODES: dict[int, ErrorCode] = {
-    400: "BAD_REQUEST",
-    401: "UNAUTHORIZED",
-    403: "FORBIDDEN",
-    404: "NOT_FOUND",
-    405: "METHOD_NOT_ALLOWED",
-    406: "NOT_ACCEPTABLE",
-    408: "REQUEST_TIMEOUT",
-    409: "CONFLICT",
-    413: "PAYLOAD_TOO_LARGE",
-    415: "UNSUPPORTED_MEDIA_TYPE",
-    422: "VALIDATION_ERROR",
-    429: "RATE_LIMITED",
-    431: "HEADERS_TOO_LARGE",
-    503: "SERVICE_UNAVAILABLE",
-}
-"""The catalogue code for an HTTP status a library answered with on its own."""
 RETRY_AFTER_MS = 1000
 """Retry-After of a 503 the MCP SDK gives at its session cap (a session ends or idles out soon)."""
 MAX_REWRITTEN_BODY = 65536
 
 
 def code_for_status(status: int) -> ErrorCode:
+    """The code of an answer a library gave on its own: a status not in STATUS_CODES is INTERNAL (5xx) or
+    BAD_REQUEST."""
     return STATUS_CODES.get(status, "INTERNAL" if status >= 500 else "BAD_REQUEST")
 
 

@@ -32,6 +32,8 @@ def test_a_body_without_the_catalogue_envelope_gets_a_code_from_its_status() -> 
     assert isinstance(limited, errors.RateLimitedError) and limited.retry_after_s == 3.0
     teapot = error_from(Reply(ok=False, body={}, status=418), errors.ERRORS)
     assert isinstance(teapot, errors.BadRequestError) and not teapot.retryable
+    too_large = error_from(Reply(ok=False, body="<html>413</html>", status=413), errors.ERRORS)
+    assert isinstance(too_large, errors.PayloadTooLargeError) and not too_large.retryable
 
 
 def test_retry_waits_what_the_server_asked_within_the_bound() -> None:
