@@ -1,6 +1,6 @@
 """`make bench`: run every benchmark and write docs/BENCHMARKS.md (with the commands and the machine).
 
-python -m bench [NAME ...]     NAME in: startup client_schema foundation pipeline stays household attendance analytics yana yana_search yana_load cluster tracing wrk
+python -m bench [NAME ...]     NAME: one of SUITES below (bench/<NAME>_bench.py); none: all of them, in that order
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ SUITES = [
     "tracing",
     "wrk",
 ]
+"""The benchmarks, in the order docs/BENCHMARKS.md shows them."""
 
 
 def machine() -> str:
