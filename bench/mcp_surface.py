@@ -56,7 +56,7 @@ async def measure() -> list[tuple[str, int, int, int]]:
                 rows.append(_row(path, await _list(build_server(runtime, **kwargs))))
             for service in runtime.services:
                 tools = runtime.services[service].tools
-                scopes = frozenset().union(*(t.rules.required_scopes for t in tools))
+                scopes = frozenset().union(*(t.policy.required_scopes for t in tools))
                 scoped = await _list(build_server(runtime), scopes)
                 rows.append(_row(f"/mcp, {service} scope only", scoped))
             runtime.settings = runtime.settings.model_copy(update={"mcp_tool_search": True})

@@ -7,6 +7,7 @@ drift check both start from it, so `--check` compares exactly what a run of
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -17,6 +18,8 @@ import jinja2
 
 from codegen import docs, fidelity, lockfile, models, naming, openapi
 from codegen.specs import GENERIC_ERRORS, ResourceSpec, ServiceSpec, SpecTree, ToolSpec, tool_sources
+from kumitate.bindings import Annotations
+from kumitate.policies.deprecation import Deprecation
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
@@ -26,6 +29,33 @@ TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
 )
 TEMPLATES.filters["py"] = repr  # Python literals (None, lists, strings); ruff then normalises quotes
+
+
+def record(value: Any) -> str:
+    """A frozen record (Policy, RateLimit, Annotations, Deprecation) as the Python expression that builds
+    it, naming only the fields that differ from their defaults: `Policy(scopes=('a:read',), idempotency=True)`."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        args = [
+            f"{f.name}={record(getattr(value, f.name))}"
+            for f in dataclasses.fields(value)
+            if f.init and getattr(value, f.name) != f.default
+        ]
+        return f"{type(value).__name__}({', '.join(args)})"
+    return repr(value)
+
+
+TEMPLATES.filters["record"] = record
+
+
+def _binding_imports(svc: ServiceSpec) -> dict[str, list[str]]:
+    """module -> the names a service's generated bindings import (the records only where it builds them)."""
+    policies = [t.rules for t in svc.tools] + [r.rules for r in svc.resources] + [p.rules for p in svc.prompts]
+    bindings = ["Annotations", "ResourceBinding", "ServiceBinding", "ToolBinding", "load_schemas"]
+    bindings += ["Deprecation"] * any(t.deprecated for t in svc.tools) + ["PromptBinding"] * bool(svc.prompts)
+    return {
+        "kumitate.bindings": sorted(bindings, key=lambda name: (name[0].islower(), name)),
+        "kumitate.policy": ["Policy", *(["RateLimit"] if any(p.rate_limit for p in policies) else [])],
+    }
 
 
 def header(tree: SpecTree, sources: list[Path], comment: str = "#") -> str:
@@ -68,6 +98,9 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
         "cache": tool.cache,
         "idempotent": tool.rules.idempotency,
+        "policy": tool.rules,
+        "annotations": Annotations.parse(tool.annotations),
+        "deprecated": Deprecation.parse(tool.deprecated),
     }
 
 
@@ -91,6 +124,7 @@ def _resource_ctx(res: ResourceSpec) -> dict[str, Any]:
         "http_path": res.http_path,
         "enabled_by": res.enabled_by,
         "cache": res.cache,
+        "policy": res.rules,
         "method": naming.resource_method(res.name),
         "returns": returns,
         "client_returns": client_returns,
@@ -121,23 +155,14 @@ def _schemas_json(svc: ServiceSpec) -> str:
                 "description": docs.mcp_description(t),
                 "input": t.wire_input,
                 "output": t.wire_output,
-                "annotations": t.annotations,
-                "policy": t.policy,
-                "deprecated": t.deprecated,
             }
             | ({"execution": t.execution} if t.execution else {})
             for t in svc.tools
         },
-        "resources": {
-            r.name: {"description": r.description.strip(), "output": r.output_schema, "policy": r.policy}
-            for r in svc.resources
-        },
+        "resources": {r.name: {"description": r.description.strip(), "output": r.output_schema} for r in svc.resources},
     }
     if svc.prompts:
-        doc["prompts"] = {
-            p.name: {"description": p.description.strip(), "arguments": p.arguments, "policy": p.policy}
-            for p in svc.prompts
-        }
+        doc["prompts"] = {p.name: {"description": p.description.strip(), "arguments": p.arguments} for p in svc.prompts}
     return json.dumps(doc, ensure_ascii=False, sort_keys=True, indent=1) + "\n"
 
 
@@ -206,6 +231,7 @@ def render_all(tree: SpecTree) -> dict[str, str]:
             "resources": [_resource_ctx(r) for r in sorted(svc.resources, key=lambda r: r.name)],
             "prompts": sorted(svc.prompts, key=lambda p: p.name),
             "client": f"{naming.pascal(svc.name)}Client",
+            "imports": _binding_imports(svc),
         }
         base = f"generated/{svc.name}"
         py[f"{base}/__init__.py"] = head + f'\n"""The {svc.name} service, generated from specs/{svc.name}."""\n'

@@ -399,11 +399,6 @@ def _operation(spec: ToolSpec | ResourceSpec, parameters: list[Any], responses: 
     return op
 
 
-def policy_errors(policy: dict[str, Any]) -> list[str]:
-    """Error codes a declared policy can produce, whatever the tool declares (kumitate.policy.Policy.codes)."""
-    return sorted(Policy.parse(policy).codes())
-
-
 def _resource_operation(tree: SpecTree, res: ResourceSpec) -> dict[str, Any]:
     if res.is_json:
         schema = _schema_ref(naming.resource_model(res.name)) if res.output_schema is not None else {}
@@ -465,4 +460,4 @@ def build(tree: SpecTree) -> dict[str, Any]:
     }
 
 
-__all__ = ["build", "naming", "policy_errors"]
+__all__ = ["build", "naming"]

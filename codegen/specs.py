@@ -189,6 +189,11 @@ class PromptSpec:
     source: Path
 
     @property
+    def rules(self) -> Policy:
+        """`policy` typed, as the runtime reads it (kumitate.policy.Policy)."""
+        return Policy.parse(self.policy)
+
+    @property
     def method(self) -> str:
         """The handler method that renders the prompt."""
         return naming.prompt_method(self.name)

@@ -86,7 +86,9 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
 
     body_cap = settings.max_request_bytes  # enforced while the body streams in: 413 before it is buffered
     # one MCP endpoint serves every tool: its cap is the largest a tool declares
-    mcp_cap = max([body_cap] + [t.rules.max_request_bytes or 0 for svc in runtime.services.values() for t in svc.tools])
+    mcp_cap = max(
+        [body_cap] + [t.policy.max_request_bytes or 0 for svc in runtime.services.values() for t in svc.tools]
+    )
     stateless = mcp_stateless(settings)
     serve = functools.partial(
         FastMCP.http_app,

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from kumitate.context import CallContext
+from kumitate.policies.deprecation import Deprecation
 from kumitate.policy import Policy, allowed_codes
 
 DEFAULT_TASK_TIMEOUT_MS = 600_000
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TASK_TIMEOUT_MS",
+    "Annotations",
     "Binding",
+    "Deprecation",
     "PromptBinding",
     "ResourceBinding",
     "ServiceBinding",
@@ -45,25 +48,52 @@ def load_schemas(path: Path) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, slots=True)
+class Annotations:
+    """A tool's spec `mcp.annotations`, by the MCP SDK's field names (mcp.types.ToolAnnotations): hints
+    for a client about what the tool does, never enforced; None where the spec says nothing."""
+
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+    SPEC_KEYS: ClassVar[dict[str, str]] = {
+        "title": "title",
+        "readOnlyHint": "read_only_hint",
+        "destructiveHint": "destructive_hint",
+        "idempotentHint": "idempotent_hint",
+        "openWorldHint": "open_world_hint",
+    }
+    """Spec (and MCP wire) key -> field."""
+
+    @classmethod
+    def parse(cls, declared: Mapping[str, Any]) -> Annotations:
+        """The record of a spec's `mcp.annotations` mapping."""
+        return cls(**{field: declared[key] for key, field in cls.SPEC_KEYS.items() if key in declared})
+
+    def declared(self) -> dict[str, Any]:
+        """The hints the spec sets, by field name (what ToolAnnotations takes)."""
+        return {field: value for field in self.SPEC_KEYS.values() if (value := getattr(self, field)) is not None}
+
+
+@dataclass(frozen=True, slots=True)
 class Binding:
     """What a tool, resource and prompt binding share: a name within its service, the codes it declares
-    and its policy, parsed once (at registry load) for the request path."""
+    and its policy (typed, as generated from the spec)."""
 
     service: str
     name: str
     errors: list[str]
-    policy: dict[str, Any]
-    rules: Policy = field(init=False, repr=False, compare=False)
-    """`policy`, parsed once here: what the request path reads."""
+    policy: Policy
     allowed: frozenset[str] = field(init=False, repr=False, compare=False)
     """Codes the handler may raise (kumitate.policy.allowed_codes); any other answers INTERNAL."""
     _resource: ClassVar[bool] = False
     """A resource's read may also answer what only reads can (kumitate.policy.allowed_codes)."""
 
     def __post_init__(self) -> None:
-        rules = Policy.parse(self.policy)
-        object.__setattr__(self, "rules", rules)  # frozen: set once, while the binding is built
-        object.__setattr__(self, "allowed", allowed_codes(self.errors, rules, resource=self._resource))
+        allowed = allowed_codes(self.errors, self.policy, resource=self._resource)
+        object.__setattr__(self, "allowed", allowed)  # frozen: set once, while the binding is built
 
     @property
     def key(self) -> str:
@@ -84,8 +114,8 @@ class ToolBinding(Binding):
     http_method: str
     http_path: str
     content_types: list[str]
-    annotations: dict[str, Any]
-    deprecated: dict[str, Any] | None
+    annotations: Annotations
+    deprecated: Deprecation | None
     execution: dict[str, Any] | None = None
     """Spec `execution` (`{mode: task, timeout_ms}`): a long tool a client may start as a task (kumitate.tasks)."""
     handler_input: str = "model"

@@ -30,7 +30,7 @@ def longest_call_s(runtime: Any) -> float:
     """How long a call in flight may still run: the longest deadline of a served tool, plus the
     idempotency lease's margin (a tool without a timeout counts as the lease of one)."""
     cap = runtime.settings.max_timeout_ms
-    deadlines = [timeout_s(t.rules.timeout_ms, cap) for svc in runtime.services.values() for t in svc.tools]
+    deadlines = [timeout_s(t.policy.timeout_ms, cap) for svc in runtime.services.values() for t in svc.tools]
     return max((lease_s(d) for d in deadlines), default=lease_s(None))
 
 

@@ -154,14 +154,14 @@ class Pipeline:
         return OutputCheck(self.intake.validator(schema)) if schema is not None else None
 
     def _admission(self, binding: ToolBinding | ResourceBinding | PromptBinding) -> list[Step]:
-        steps: list[Step] = [Errors(self.errors), Authenticate(self.policies, binding.rules)]
-        if binding.rules.rate_limit is not None:
-            steps.append(RateLimited(self.policies.limiter, binding.key, binding.rules.rate_limit))
+        steps: list[Step] = [Errors(self.errors), Authenticate(self.policies, binding.policy)]
+        if binding.policy.rate_limit is not None:
+            steps.append(RateLimited(self.policies.limiter, binding.key, binding.policy.rate_limit))
         return steps
 
     def _running(self, binding: ToolBinding | ResourceBinding | PromptBinding, check: OutputCheck | None) -> list[Step]:
         steps: list[Step] = [Result(self.services[binding.service], check)]
-        seconds = timeout_s(binding.rules.timeout_ms, self.policies.max_timeout_ms)
+        seconds = timeout_s(binding.policy.timeout_ms, self.policies.max_timeout_ms)
         if seconds or (isinstance(binding, ToolBinding) and binding.task_timeout_s):
             steps.append(Deadline(binding.name, seconds or 0.0, self.policies.commit_grace_s))
         return steps
@@ -172,7 +172,7 @@ class Pipeline:
         )
 
     def _tool_chain(self, binding: ToolBinding) -> CallNext:
-        rules = binding.rules
+        rules = binding.policy
         check = self._check(binding.output_schema)
         steps: list[Step] = []
         if binding.deprecated:
@@ -338,7 +338,7 @@ class Pipeline:
         ctx = self._context(binding.service, f"complete_{source}", request)
         try:
             await self.policies.auth.prepare(request.authorization)
-            authenticate(self.policies, binding.rules, ctx, request)
+            authenticate(self.policies, binding.policy, ctx, request)
             if binding.key in self.disabled:
                 return []
             method = getattr(self.handlers[binding.service], f"complete_{source}")

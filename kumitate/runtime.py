@@ -128,7 +128,7 @@ class Runtime:
     def _idempotency(self) -> Any:
         """The idempotency store, on the database, when a tool served declares `idempotency` (else None:
         no tool of these services takes a key, and the database need not open for it)."""
-        if not any(t.rules.idempotency for svc in self.services.values() for t in svc.tools):
+        if not any(t.policy.idempotency for svc in self.services.values() for t in svc.tools):
             return None
         from kumitate.policies.idempotency_store import IdempotencyStore
 

@@ -20,16 +20,15 @@ import tempfile
 from pathlib import Path
 
 from codegen import specs
-from codegen.openapi import policy_errors
 from codegen.testing import serve
 from kumitate.project import Project
 
 
 def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
     lines = ["[generation]", f"max-examples = {max_examples}", 'database = "none"', ""]
-    entries = [(t.http_method, t.http_path, t.errors + policy_errors(t.policy)) for t in tree.default_tools()]
+    entries = [(t.http_method, t.http_path, [*t.errors, *sorted(t.rules.codes())]) for t in tree.default_tools()]
     entries += [
-        ("GET", r.http_path, [*r.errors, "NOT_FOUND", *policy_errors(r.policy)])
+        ("GET", r.http_path, [*r.errors, "NOT_FOUND", *sorted(r.rules.codes())])
         for s in tree.services
         if not s.opt_in
         for r in s.resources

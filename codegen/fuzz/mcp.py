@@ -180,7 +180,6 @@ async def fuzz(url: str, token: str, count: int, fixed_seed: int, only: set[str]
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
-    from codegen.openapi import policy_errors
     from generated.errors import CATALOGUE
     from generated.registry import SERVICES
 
@@ -192,8 +191,8 @@ async def fuzz(url: str, token: str, count: int, fixed_seed: int, only: set[str]
             if only and tool.name not in only:
                 continue
             binding = bindings[tool.name]
-            declared = {*binding.errors, *policy_errors(binding.policy), "RATE_LIMITED"}
-            hang_s = (binding.policy.get("timeout_ms") or 10_000) / 1000 + HANG_SLACK_S
+            declared = {*binding.errors, *binding.policy.codes(), "RATE_LIMITED"}
+            hang_s = (binding.policy.timeout_ms or 10_000) / 1000 + HANG_SLACK_S
             cases = cases_for(tool.name, tool.input_schema, count, fixed_seed)
             report.per_tool[tool.name] = (sum(c.valid for c in cases), sum(not c.valid for c in cases))
             for case in cases:

@@ -355,7 +355,6 @@ def run(
 ) -> Stats:
     """Walk the link graph in `sequences` sequences of up to `steps` calls; `connect()` gives the MCP client
     (entered on the fuzz's own event loop). Returns the counts, and the first failure as a sequence."""
-    from codegen.openapi import policy_errors
     from generated.registry import SERVICES
 
     roots, edges = graph(tree)
@@ -363,7 +362,7 @@ def run(
         return Stats()  # no links: nothing to walk
     invariants = load_invariants([s.name for s in tree.services]) if invariants is None else invariants
     bindings = {t.name: t for svc in SERVICES.values() for t in svc.tools}
-    declared = {n: {*b.errors, *policy_errors(b.policy), "RATE_LIMITED"} for n, b in bindings.items()}
+    declared = {n: {*b.errors, *b.policy.codes(), "RATE_LIMITED"} for n, b in bindings.items()}
     stats = Stats()
     loop = Loop()
     try:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kumitate.policies import deprecation
 from kumitate.steps import Call, CallNext, Outcome
 
@@ -11,7 +9,7 @@ from kumitate.steps import Call, CallNext, Outcome
 class Deprecated:
     """RFC 9745/8594 headers (HTTP) and a warning (MCP `_meta`), computed once per tool."""
 
-    def __init__(self, name: str, deprecated: dict[str, Any]) -> None:
+    def __init__(self, name: str, deprecated: deprecation.Deprecation) -> None:
         self.headers = deprecation.headers(deprecated)
         self.note = deprecation.warning(name, deprecated)
 

@@ -194,7 +194,7 @@ def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
         return to_response(outcome)
 
     endpoint.__name__ = f"tool_{binding.service}_{binding.name}"
-    limit = binding.rules.max_request_bytes
+    limit = binding.policy.max_request_bytes
     return route(
         binding.http_path,
         http_method=[HttpMethod(binding.http_method)],

@@ -47,7 +47,7 @@ class LeanHTTP:
         self.pipeline = runtime.pipeline
         self.enabled = True
         self.routes: dict[str, tuple[ToolBinding, int]] = {
-            tool.http_path: (tool, tool.rules.max_request_bytes or body_cap)
+            tool.http_path: (tool, tool.policy.max_request_bytes or body_cap)
             for service in runtime.services.values()
             for tool in service.tools
             if tool.http_method == "POST" and JSON in tool.content_types and "{" not in tool.http_path

@@ -46,7 +46,7 @@ def may_call(tool: Any, scopes: frozenset[str]) -> bool:
     binding = getattr(tool, "binding", None)
     if binding is None or ALL_SCOPES in scopes:
         return True
-    return set(binding.rules.required_scopes) <= scopes
+    return set(binding.policy.required_scopes) <= scopes
 
 
 def visible(tools: Iterable[Any], scopes: frozenset[str] | None) -> list[Any]:

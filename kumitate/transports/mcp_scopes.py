@@ -30,12 +30,12 @@ class ScopeMap:
 
     @classmethod
     def of(cls, runtime: Runtime) -> ScopeMap:
-        tools = {t.name: frozenset(t.rules.required_scopes) for s in runtime.services.values() for t in s.tools}
+        tools = {t.name: frozenset(t.policy.required_scopes) for s in runtime.services.values() for t in s.tools}
         resources = [
-            (_uri_pattern(r.uri), frozenset(r.rules.required_scopes))
+            (_uri_pattern(r.uri), frozenset(r.policy.required_scopes))
             for s in runtime.services.values()
             for r in s.resources
-            if not r.rules.public
+            if not r.policy.public
         ]
         return cls(tools, resources)
 

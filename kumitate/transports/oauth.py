@@ -26,8 +26,8 @@ from kumitate.transports.origin import base_url_of
 
 
 def _scopes(runtime: Runtime) -> set[str]:
-    rules = [b.rules for svc in runtime.services.values() for b in svc.tools]
-    rules += [b.rules for svc in runtime.services.values() for b in svc.resources]
+    rules = [b.policy for svc in runtime.services.values() for b in svc.tools]
+    rules += [b.policy for svc in runtime.services.values() for b in svc.resources]
     return {scope for policy in rules for scope in policy.scopes}
 
 

@@ -1,7 +1,7 @@
 """The OpenAPI document of every operation lists exactly the error codes, and so the statuses, the HTTP
 wire can send for it: what the runtime lets the call end with (its binding's `allowed`: declared, generic,
 policy's; kumitate.policy) and what the HTTP edge answers on any route. Derived from the runtime's own
-bindings (their policy parsed at run time from generated schemas.json), never restated here."""
+bindings (their typed policy, as generated/<svc>/bindings.py builds it), never restated here."""
 
 from __future__ import annotations
 

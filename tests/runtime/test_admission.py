@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from generated.errors import CATALOGUE
-from kumitate.bindings import ServiceBinding, ToolBinding
+from kumitate.bindings import Annotations, ServiceBinding, ToolBinding
 from kumitate.context import CallContext
 from kumitate.pipeline import CallRequest, Pipeline, Policies
+from kumitate.policy import Policy
 from tests.runtime.test_pipeline import INPUT, OUTPUT, EchoInput
 
 pytestmark = pytest.mark.anyio
@@ -48,8 +49,8 @@ def tool(service: str) -> ToolBinding:
         http_method="POST",
         http_path=f"/v1/{service}/hold",
         content_types=["application/json"],
-        annotations={},
-        policy={},
+        annotations=Annotations(),
+        policy=Policy(),
         deprecated=None,
     )
 

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from kumitate.bindings import ToolBinding
+from kumitate.bindings import Annotations, ToolBinding
 from kumitate.errors import ToolError
 from kumitate.intake import MAX_DEPTH, Intake, JsonBody, decode_json
+from kumitate.policy import Policy
 
 SCHEMA = {
     "type": "object",
@@ -38,8 +39,8 @@ def binding(handler_input: str = "model", schema_check: bool = False) -> ToolBin
         http_method="POST",
         http_path="/t",
         content_types=["application/json"],
-        annotations={},
-        policy={},
+        annotations=Annotations(),
+        policy=Policy(),
         deprecated=None,
         handler_input=handler_input,
         schema_check=schema_check,

@@ -12,9 +12,10 @@ from pydantic import BaseModel
 
 from generated.errors import CATALOGUE, NotFoundError
 from kumitate import calllog
-from kumitate.bindings import ServiceBinding, ToolBinding
+from kumitate.bindings import Annotations, ServiceBinding, ToolBinding
 from kumitate.context import CallContext
 from kumitate.pipeline import CallRequest, Pipeline
+from kumitate.policy import Policy
 from kumitate.runtime import MissingHandlerError, _check_handlers
 
 pytestmark = pytest.mark.anyio
@@ -68,8 +69,8 @@ def binding(name: str, **policy: Any) -> ToolBinding:
         http_method="POST",
         http_path=f"/v1/demo/{name}",
         content_types=["application/json"],
-        annotations={},
-        policy=policy,
+        annotations=Annotations(),
+        policy=Policy.parse(policy),
         deprecated=None,
     )
 

@@ -18,6 +18,7 @@ from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policies import guard
 from kumitate.policies.auth import Authenticator, exposure_warning
+from kumitate.policies.deprecation import Deprecation
 from kumitate.policies.idempotency import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter
 from kumitate.storage import open_database
@@ -226,7 +227,7 @@ async def test_output_guard_in_the_pipeline() -> None:
 async def test_deprecation_headers_and_warning() -> None:
     pipeline, _ = make_pipeline()
     tool = dataclasses.replace(
-        binding("echo"), deprecated={"since": "2026-01-01", "sunset": "2026-12-31", "replacement": "echo2"}
+        binding("echo"), deprecated=Deprecation("2026-01-01", sunset="2026-12-31", replacement="echo2")
     )
     outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=("r", "t")))
     assert outcome.headers["Deprecation"] == "@1767225600"

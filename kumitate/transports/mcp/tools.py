@@ -24,14 +24,6 @@ from kumitate.transports.mcp_elicit import InputRequired, asker
 from kumitate.transports.mcp_logging import log_sender
 from kumitate.transports.progress import relaying
 
-ANNOTATION_FIELDS = {
-    "title": "title",
-    "readOnlyHint": "read_only_hint",
-    "destructiveHint": "destructive_hint",
-    "idempotentHint": "idempotent_hint",
-    "openWorldHint": "open_world_hint",
-}
-
 
 class SpecTool(Tool):
     """A tool whose schemas, annotations and description come from the spec."""
@@ -76,20 +68,17 @@ class SpecTool(Tool):
 
 def mcp_input_schema(binding: ToolBinding) -> dict[str, Any]:
     """The spec's input schema, plus `idempotency_key` for tools that accept one (HTTP takes a header)."""
-    return with_key_argument(binding.input_schema) if binding.rules.idempotency else binding.input_schema
+    return with_key_argument(binding.input_schema) if binding.policy.idempotency else binding.input_schema
 
 
 def tool_component(runtime: Runtime, binding: ToolBinding) -> SpecTool:
-    annotations = ToolAnnotations(
-        **{ANNOTATION_FIELDS[k]: v for k, v in binding.annotations.items() if k in ANNOTATION_FIELDS}
-    )
     return SpecTool(
         name=binding.name,
-        title=binding.annotations.get("title") or binding.summary,
+        title=binding.annotations.title or binding.summary,
         description=binding.description,
         parameters=mcp_input_schema(binding),
         output_schema=binding.output_schema,
-        annotations=annotations,
+        annotations=ToolAnnotations(**binding.annotations.declared()),
         runtime=runtime,
         binding=binding,
     )

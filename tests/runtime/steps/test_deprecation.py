@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from kumitate.policies.deprecation import Deprecation
 from kumitate.steps import Call, Outcome
 from kumitate.steps.deprecation import Deprecated
 from tests.runtime.steps.helpers import make_call, ok
 
 pytestmark = pytest.mark.anyio
 
-DEPRECATED = {"since": "2026-01-01", "sunset": "2027-01-01", "replacement": "echo2"}
+DEPRECATED = Deprecation("2026-01-01", sunset="2027-01-01", replacement="echo2")
 
 
 async def test_success_gets_headers_and_warning() -> None:

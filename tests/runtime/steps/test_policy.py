@@ -8,7 +8,9 @@ from typing import get_args, get_type_hints
 
 import pytest
 
+from codegen import specs
 from generated.registry import SERVICES
+from kumitate.bindings import Annotations, Deprecation
 from kumitate.policy import GENERIC_CODES, Policy, RateLimit
 from tests.conftest import REPO
 from tests.runtime.test_pipeline import binding
@@ -48,17 +50,29 @@ def test_defaults_and_frozen() -> None:
 
 def test_binding_parses_its_policy_and_allowed_codes() -> None:
     tool = binding("echo", scopes=["demo:read"], max_output_bytes=100, rate_limit={"rps": 1, "burst": 2})
-    assert tool.rules.scopes == ("demo:read",) and tool.rules.rate_limit == RateLimit(1.0, 2)
+    assert tool.policy.scopes == ("demo:read",) and tool.policy.rate_limit == RateLimit(1.0, 2)
     policy = {"NOT_FOUND", "OUTPUT_TOO_LARGE", "RATE_LIMITED", "UNAUTHORIZED", "FORBIDDEN"}
     assert tool.allowed == policy | GENERIC_CODES
-    assert dataclasses.replace(tool, policy={}).rules == Policy()  # a copy parses its own
+    public = dataclasses.replace(tool, policy=Policy(public=True))  # a copy computes its own
+    assert public.allowed == {"NOT_FOUND"} | GENERIC_CODES
 
 
-def test_every_generated_binding_has_its_policy_typed() -> None:
-    for svc in SERVICES.values():
-        for b in (*svc.tools, *svc.resources):
-            assert b.rules == Policy.parse(b.policy)
+def test_every_generated_binding_carries_its_spec_typed() -> None:
+    """generated/<svc>/bindings.py builds Policy, Annotations and Deprecation records that equal the spec's."""
+    tree = specs.load(REPO / "specs")
+    for spec in tree.services:
+        svc = SERVICES[spec.name]
+        tools = {b.name: b for b in svc.tools}
+        for tool in spec.tools:
+            b = tools[tool.name]
+            assert (b.policy, b.annotations, b.deprecated) == (
+                tool.rules,
+                Annotations.parse(tool.annotations),
+                Deprecation.parse(tool.deprecated),
+            )
             assert set(b.errors) <= b.allowed
+        ops = {b.name: b.policy for b in (*svc.resources, *svc.prompts)}
+        assert ops == {op.name: op.rules for op in (*spec.resources, *spec.prompts)}
 
 
 def test_policy_codes_follow_what_it_turns_on() -> None:
