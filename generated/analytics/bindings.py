@@ -5,7 +5,8 @@
 
 from pathlib import Path
 
-from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.policy import Policy
 from kumitate.service import ServiceSetup
 
 from . import models
@@ -33,9 +34,15 @@ DROP_MATERIALIZED = ToolBinding(
     http_method="POST",
     http_path="/v1/analytics/drop_materialized",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["drop_materialized"]["annotations"],
-    policy=_SCHEMAS["tools"]["drop_materialized"]["policy"],
-    deprecated=_SCHEMAS["tools"]["drop_materialized"]["deprecated"],
+    annotations=Annotations(
+        title="Drop a materialized view",
+        read_only_hint=False,
+        destructive_hint=True,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("analytics",), timeout_ms=15000, idempotency=True, max_output_bytes=2048),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -62,9 +69,17 @@ EXPORT = ToolBinding(
     http_method="POST",
     http_path="/v1/analytics/export",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["export"]["annotations"],
-    policy=_SCHEMAS["tools"]["export"]["policy"],
-    deprecated=_SCHEMAS["tools"]["export"]["deprecated"],
+    annotations=Annotations(
+        title="Export query results",
+        read_only_hint=False,
+        destructive_hint=False,
+        idempotent_hint=False,
+        open_world_hint=False,
+    ),
+    policy=Policy(
+        scopes=("analytics",), timeout_ms=15000, idempotency=True, idempotency_ttl_s=3600, max_output_bytes=2048
+    ),
+    deprecated=None,
     execution=_SCHEMAS["tools"]["export"]["execution"],
     handler_input="model",
     schema_check=False,
@@ -91,9 +106,15 @@ HISTOGRAM = ToolBinding(
     http_method="POST",
     http_path="/v1/analytics/histogram",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["histogram"]["annotations"],
-    policy=_SCHEMAS["tools"]["histogram"]["policy"],
-    deprecated=_SCHEMAS["tools"]["histogram"]["deprecated"],
+    annotations=Annotations(
+        title="Histogram of a column",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("analytics",), timeout_ms=15000, max_output_bytes=8192),
+    deprecated=None,
     handler_input="model",
     schema_check=True,
 )
@@ -120,9 +141,15 @@ MATERIALIZE = ToolBinding(
     http_method="POST",
     http_path="/v1/analytics/materialize",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["materialize"]["annotations"],
-    policy=_SCHEMAS["tools"]["materialize"]["policy"],
-    deprecated=_SCHEMAS["tools"]["materialize"]["deprecated"],
+    annotations=Annotations(
+        title="Materialize a query",
+        read_only_hint=False,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("analytics",), timeout_ms=15000, idempotency=True, max_output_bytes=2048),
+    deprecated=None,
     execution=_SCHEMAS["tools"]["materialize"]["execution"],
     handler_input="model",
     schema_check=False,
@@ -149,9 +176,15 @@ PROFILE = ToolBinding(
     http_method="POST",
     http_path="/v1/analytics/profile",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["profile"]["annotations"],
-    policy=_SCHEMAS["tools"]["profile"]["policy"],
-    deprecated=_SCHEMAS["tools"]["profile"]["deprecated"],
+    annotations=Annotations(
+        title="Profile a table or query",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("analytics",), timeout_ms=15000, max_output_bytes=2048),
+    deprecated=None,
     handler_input="model",
     schema_check=True,
 )
@@ -167,7 +200,7 @@ RESOURCE_COLUMN = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["column"]["output"],
     errors=["NOT_FOUND"],
     http_path="/v1/analytics/tables/{table}/columns/{column}",
-    policy=_SCHEMAS["resources"]["column"]["policy"],
+    policy=Policy(scopes=("analytics",)),
     enabled_by=None,
 )
 
@@ -182,7 +215,7 @@ RESOURCE_EXPORT_FILE = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["export_file"]["output"],
     errors=["EXPORT_NOT_FOUND", "STORAGE_UNAVAILABLE"],
     http_path="/v1/analytics/exports/{handle}",
-    policy=_SCHEMAS["resources"]["export_file"]["policy"],
+    policy=Policy(scopes=("analytics",)),
     enabled_by=None,
 )
 
@@ -197,7 +230,7 @@ RESOURCE_SCHEMA = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["schema"]["output"],
     errors=["STORAGE_UNAVAILABLE"],
     http_path="/v1/analytics/schema",
-    policy=_SCHEMAS["resources"]["schema"]["policy"],
+    policy=Policy(scopes=("analytics",)),
     enabled_by=None,
 )
 
@@ -212,7 +245,7 @@ RESOURCE_TABLE = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["table"]["output"],
     errors=["NOT_FOUND"],
     http_path="/v1/analytics/tables/{table}",
-    policy=_SCHEMAS["resources"]["table"]["policy"],
+    policy=Policy(scopes=("analytics",)),
     enabled_by=None,
 )
 

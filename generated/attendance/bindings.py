@@ -5,7 +5,8 @@
 
 from pathlib import Path
 
-from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.policy import Policy
 from kumitate.service import ServiceSetup
 
 from . import models
@@ -33,9 +34,15 @@ EVALUATE_ATTENDANCE = ToolBinding(
     http_method="POST",
     http_path="/v1/attendance/evaluate_attendance",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["evaluate_attendance"]["annotations"],
-    policy=_SCHEMAS["tools"]["evaluate_attendance"]["policy"],
-    deprecated=_SCHEMAS["tools"]["evaluate_attendance"]["deprecated"],
+    annotations=Annotations(
+        title="Evaluate attendance",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("attendance",), max_request_bytes=33554432),
+    deprecated=None,
     handler_input="data",
     schema_check=True,
 )
@@ -52,9 +59,15 @@ GET_ATTENDANCE_RULE = ToolBinding(
     http_method="POST",
     http_path="/v1/attendance/get_attendance_rule",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["get_attendance_rule"]["annotations"],
-    policy=_SCHEMAS["tools"]["get_attendance_rule"]["policy"],
-    deprecated=_SCHEMAS["tools"]["get_attendance_rule"]["deprecated"],
+    annotations=Annotations(
+        title="Get an attendance rule",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("attendance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=True,
 )
@@ -71,9 +84,11 @@ INVITEE_KEY = ToolBinding(
     http_method="POST",
     http_path="/v1/attendance/invitee_key",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["invitee_key"]["annotations"],
-    policy=_SCHEMAS["tools"]["invitee_key"]["policy"],
-    deprecated=_SCHEMAS["tools"]["invitee_key"]["deprecated"],
+    annotations=Annotations(
+        title="Invitee key", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
+    policy=Policy(scopes=("attendance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -90,9 +105,15 @@ PARSE_ATTENDANCE_INTENT = ToolBinding(
     http_method="POST",
     http_path="/v1/attendance/parse_attendance_intent",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["parse_attendance_intent"]["annotations"],
-    policy=_SCHEMAS["tools"]["parse_attendance_intent"]["policy"],
-    deprecated=_SCHEMAS["tools"]["parse_attendance_intent"]["deprecated"],
+    annotations=Annotations(
+        title="Parse an attendance rule",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("attendance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -109,9 +130,15 @@ SAVE_ATTENDANCE_RULE = ToolBinding(
     http_method="POST",
     http_path="/v1/attendance/save_attendance_rule",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["save_attendance_rule"]["annotations"],
-    policy=_SCHEMAS["tools"]["save_attendance_rule"]["policy"],
-    deprecated=_SCHEMAS["tools"]["save_attendance_rule"]["deprecated"],
+    annotations=Annotations(
+        title="Save an attendance rule",
+        read_only_hint=False,
+        destructive_hint=False,
+        idempotent_hint=False,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("attendance",), idempotency=True),
+    deprecated=None,
     handler_input="model",
     schema_check=True,
 )

@@ -5,7 +5,8 @@
 
 from pathlib import Path
 
-from kumitate.bindings import PromptBinding, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import Annotations, PromptBinding, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.policy import Policy
 from kumitate.service import ServiceSetup
 
 from . import models
@@ -33,9 +34,15 @@ FAILING_JOB = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/failing_job",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["failing_job"]["annotations"],
-    policy=_SCHEMAS["tools"]["failing_job"]["policy"],
-    deprecated=_SCHEMAS["tools"]["failing_job"]["deprecated"],
+    annotations=Annotations(
+        title="A task that fails",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     execution=_SCHEMAS["tools"]["failing_job"]["execution"],
     handler_input="model",
     schema_check=False,
@@ -53,9 +60,11 @@ GREET = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/greet",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["greet"]["annotations"],
-    policy=_SCHEMAS["tools"]["greet"]["policy"],
-    deprecated=_SCHEMAS["tools"]["greet"]["deprecated"],
+    annotations=Annotations(
+        title="Greets a name", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -72,9 +81,15 @@ PROTOCOL_ERROR_JOB = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/protocol_error_job",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["protocol_error_job"]["annotations"],
-    policy=_SCHEMAS["tools"]["protocol_error_job"]["policy"],
-    deprecated=_SCHEMAS["tools"]["protocol_error_job"]["deprecated"],
+    annotations=Annotations(
+        title="A task that crashes",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     execution=_SCHEMAS["tools"]["protocol_error_job"]["execution"],
     handler_input="model",
     schema_check=False,
@@ -92,9 +107,15 @@ SLOW_COMPUTE = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/slow_compute",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["slow_compute"]["annotations"],
-    policy=_SCHEMAS["tools"]["slow_compute"]["policy"],
-    deprecated=_SCHEMAS["tools"]["slow_compute"]["deprecated"],
+    annotations=Annotations(
+        title="Waits, then says so",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",), timeout_ms=130000),
+    deprecated=None,
     execution=_SCHEMAS["tools"]["slow_compute"]["execution"],
     handler_input="model",
     schema_check=False,
@@ -112,9 +133,15 @@ TEST_AUDIO_CONTENT = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_audio_content",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_audio_content"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_audio_content"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_audio_content"]["deprecated"],
+    annotations=Annotations(
+        title="Answers with audio content (a short WAV) beside its text",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -131,9 +158,15 @@ TEST_ELICITATION = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_elicitation",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_elicitation"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_elicitation"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_elicitation"]["deprecated"],
+    annotations=Annotations(
+        title="Asks the user for a username and an email address, then says what they answered",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -150,9 +183,15 @@ TEST_ELICITATION_SEP1034_DEFAULTS = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_elicitation_sep1034_defaults",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_elicitation_sep1034_defaults"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_elicitation_sep1034_defaults"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_elicitation_sep1034_defaults"]["deprecated"],
+    annotations=Annotations(
+        title="Asks a form whose every field has a default (SEP-1034)",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -169,9 +208,15 @@ TEST_ELICITATION_SEP1330_ENUMS = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_elicitation_sep1330_enums",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_elicitation_sep1330_enums"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_elicitation_sep1330_enums"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_elicitation_sep1330_enums"]["deprecated"],
+    annotations=Annotations(
+        title="Asks a form with each enum shape of SEP-1330",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -188,9 +233,15 @@ TEST_EMBEDDED_RESOURCE = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_embedded_resource",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_embedded_resource"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_embedded_resource"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_embedded_resource"]["deprecated"],
+    annotations=Annotations(
+        title="Answers with an embedded text resource",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -207,9 +258,11 @@ TEST_ERROR_HANDLING = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_error_handling",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_error_handling"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_error_handling"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_error_handling"]["deprecated"],
+    annotations=Annotations(
+        title="Always fails", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -226,9 +279,15 @@ TEST_IMAGE_CONTENT = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_image_content",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_image_content"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_image_content"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_image_content"]["deprecated"],
+    annotations=Annotations(
+        title="Answers with image content (a 1x1 PNG) beside its text",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -245,9 +304,15 @@ TEST_INPUT_REQUIRED_RESULT_CAPABILITIES = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_input_required_result_capabilities",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_input_required_result_capabilities"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_input_required_result_capabilities"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_input_required_result_capabilities"]["deprecated"],
+    annotations=Annotations(
+        title="Asks only what the client can answer",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -264,9 +329,15 @@ TEST_INPUT_REQUIRED_RESULT_ELICITATION = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_input_required_result_elicitation",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_input_required_result_elicitation"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_input_required_result_elicitation"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_input_required_result_elicitation"]["deprecated"],
+    annotations=Annotations(
+        title="Asks the user's name, then greets them",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -283,9 +354,15 @@ TEST_INPUT_REQUIRED_RESULT_LIST_ROOTS = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_input_required_result_list_roots",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_input_required_result_list_roots"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_input_required_result_list_roots"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_input_required_result_list_roots"]["deprecated"],
+    annotations=Annotations(
+        title="Asks the client for its roots",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -302,9 +379,15 @@ TEST_INPUT_REQUIRED_RESULT_MULTI_ROUND = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_input_required_result_multi_round",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_input_required_result_multi_round"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_input_required_result_multi_round"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_input_required_result_multi_round"]["deprecated"],
+    annotations=Annotations(
+        title="Asks two questions in two rounds (name, then colour)",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -321,9 +404,15 @@ TEST_INPUT_REQUIRED_RESULT_MULTIPLE_INPUTS = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_input_required_result_multiple_inputs",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_input_required_result_multiple_inputs"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_input_required_result_multiple_inputs"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_input_required_result_multiple_inputs"]["deprecated"],
+    annotations=Annotations(
+        title="Asks three questions at once",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -340,9 +429,15 @@ TEST_INPUT_REQUIRED_RESULT_REQUEST_STATE = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_input_required_result_request_state",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_input_required_result_request_state"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_input_required_result_request_state"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_input_required_result_request_state"]["deprecated"],
+    annotations=Annotations(
+        title="Asks for a confirmation whose answer travels back in requestState",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -359,9 +454,15 @@ TEST_INPUT_REQUIRED_RESULT_SAMPLING = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_input_required_result_sampling",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_input_required_result_sampling"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_input_required_result_sampling"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_input_required_result_sampling"]["deprecated"],
+    annotations=Annotations(
+        title="Asks the client's model a question",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -378,9 +479,15 @@ TEST_INPUT_REQUIRED_RESULT_TAMPERED_STATE = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_input_required_result_tampered_state",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_input_required_result_tampered_state"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_input_required_result_tampered_state"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_input_required_result_tampered_state"]["deprecated"],
+    annotations=Annotations(
+        title="Asks for a confirmation whose requestState is signed",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -397,9 +504,15 @@ TEST_LOGGING_TOOL = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_logging_tool",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_logging_tool"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_logging_tool"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_logging_tool"]["deprecated"],
+    annotations=Annotations(
+        title="Logs three messages (stateless checks)",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -417,9 +530,15 @@ TEST_MISSING_CAPABILITY = ToolBinding(
     http_path="/v1/conformance/test_missing_capability",
     content_types=["application/json"],
     requires_client=("sampling",),
-    annotations=_SCHEMAS["tools"]["test_missing_capability"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_missing_capability"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_missing_capability"]["deprecated"],
+    annotations=Annotations(
+        title="Needs a client that declared sampling",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -436,9 +555,15 @@ TEST_MULTIPLE_CONTENT_TYPES = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_multiple_content_types",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_multiple_content_types"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_multiple_content_types"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_multiple_content_types"]["deprecated"],
+    annotations=Annotations(
+        title="Answers with text, image and an embedded resource at once",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -456,9 +581,15 @@ TEST_SAMPLING = ToolBinding(
     http_path="/v1/conformance/test_sampling",
     content_types=["application/json"],
     requires_client=("sampling",),
-    annotations=_SCHEMAS["tools"]["test_sampling"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_sampling"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_sampling"]["deprecated"],
+    annotations=Annotations(
+        title="Asks the client's model",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -475,9 +606,15 @@ TEST_SIMPLE_TEXT = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_simple_text",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_simple_text"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_simple_text"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_simple_text"]["deprecated"],
+    annotations=Annotations(
+        title="Answers with plain text",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -494,9 +631,15 @@ TEST_STREAMING_ELICITATION = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_streaming_elicitation",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_streaming_elicitation"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_streaming_elicitation"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_streaming_elicitation"]["deprecated"],
+    annotations=Annotations(
+        title="Asks the user to confirm, then says what they answered",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -513,9 +656,15 @@ TEST_TOOL_WITH_LOGGING = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_tool_with_logging",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_tool_with_logging"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_tool_with_logging"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_tool_with_logging"]["deprecated"],
+    annotations=Annotations(
+        title="Logs three messages",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -532,9 +681,15 @@ TEST_TOOL_WITH_PROGRESS = ToolBinding(
     http_method="POST",
     http_path="/v1/conformance/test_tool_with_progress",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["test_tool_with_progress"]["annotations"],
-    policy=_SCHEMAS["tools"]["test_tool_with_progress"]["policy"],
-    deprecated=_SCHEMAS["tools"]["test_tool_with_progress"]["deprecated"],
+    annotations=Annotations(
+        title="Reports progress 0, 50 and 100 of 100, about 50 ms apart",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("conformance",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -550,7 +705,7 @@ RESOURCE_STATIC_BINARY = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["static_binary"]["output"],
     errors=[],
     http_path="/v1/conformance/static-binary",
-    policy=_SCHEMAS["resources"]["static_binary"]["policy"],
+    policy=Policy(scopes=("conformance",)),
     enabled_by=None,
 )
 
@@ -565,7 +720,7 @@ RESOURCE_STATIC_TEXT = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["static_text"]["output"],
     errors=[],
     http_path="/v1/conformance/static-text",
-    policy=_SCHEMAS["resources"]["static_text"]["policy"],
+    policy=Policy(scopes=("conformance",)),
     enabled_by=None,
 )
 
@@ -580,7 +735,7 @@ RESOURCE_TEMPLATE_DATA = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["template_data"]["output"],
     errors=[],
     http_path="/v1/conformance/template/{id}/data",
-    policy=_SCHEMAS["resources"]["template_data"]["policy"],
+    policy=Policy(scopes=("conformance",)),
     enabled_by=None,
 )
 
@@ -595,7 +750,7 @@ RESOURCE_WATCHED_RESOURCE = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["watched_resource"]["output"],
     errors=[],
     http_path="/v1/conformance/watched-resource",
-    policy=_SCHEMAS["resources"]["watched_resource"]["policy"],
+    policy=Policy(scopes=("conformance",)),
     enabled_by=None,
 )
 
@@ -606,7 +761,7 @@ PROMPT_TEST_INPUT_REQUIRED_RESULT_PROMPT = PromptBinding(
     description=_SCHEMAS["prompts"]["test_input_required_result_prompt"]["description"],
     arguments=_SCHEMAS["prompts"]["test_input_required_result_prompt"]["arguments"],
     errors=[],
-    policy=_SCHEMAS["prompts"]["test_input_required_result_prompt"]["policy"],
+    policy=Policy(),
 )
 
 PROMPT_TEST_PROMPT_WITH_ARGUMENTS = PromptBinding(
@@ -616,7 +771,7 @@ PROMPT_TEST_PROMPT_WITH_ARGUMENTS = PromptBinding(
     description=_SCHEMAS["prompts"]["test_prompt_with_arguments"]["description"],
     arguments=_SCHEMAS["prompts"]["test_prompt_with_arguments"]["arguments"],
     errors=[],
-    policy=_SCHEMAS["prompts"]["test_prompt_with_arguments"]["policy"],
+    policy=Policy(),
 )
 
 PROMPT_TEST_PROMPT_WITH_EMBEDDED_RESOURCE = PromptBinding(
@@ -626,7 +781,7 @@ PROMPT_TEST_PROMPT_WITH_EMBEDDED_RESOURCE = PromptBinding(
     description=_SCHEMAS["prompts"]["test_prompt_with_embedded_resource"]["description"],
     arguments=_SCHEMAS["prompts"]["test_prompt_with_embedded_resource"]["arguments"],
     errors=[],
-    policy=_SCHEMAS["prompts"]["test_prompt_with_embedded_resource"]["policy"],
+    policy=Policy(),
 )
 
 PROMPT_TEST_PROMPT_WITH_IMAGE = PromptBinding(
@@ -636,7 +791,7 @@ PROMPT_TEST_PROMPT_WITH_IMAGE = PromptBinding(
     description=_SCHEMAS["prompts"]["test_prompt_with_image"]["description"],
     arguments=_SCHEMAS["prompts"]["test_prompt_with_image"]["arguments"],
     errors=[],
-    policy=_SCHEMAS["prompts"]["test_prompt_with_image"]["policy"],
+    policy=Policy(),
 )
 
 PROMPT_TEST_SIMPLE_PROMPT = PromptBinding(
@@ -646,7 +801,7 @@ PROMPT_TEST_SIMPLE_PROMPT = PromptBinding(
     description=_SCHEMAS["prompts"]["test_simple_prompt"]["description"],
     arguments=_SCHEMAS["prompts"]["test_simple_prompt"]["arguments"],
     errors=[],
-    policy=_SCHEMAS["prompts"]["test_simple_prompt"]["policy"],
+    policy=Policy(),
 )
 
 SERVICE = ServiceBinding(

@@ -5,7 +5,8 @@
 
 from pathlib import Path
 
-from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.policy import Policy
 from kumitate.service import ServiceSetup
 
 from . import models
@@ -33,9 +34,11 @@ CONFIRM_DUPLICATE = ToolBinding(
     http_method="POST",
     http_path="/v1/household/confirm_duplicate",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["confirm_duplicate"]["annotations"],
-    policy=_SCHEMAS["tools"]["confirm_duplicate"]["policy"],
-    deprecated=_SCHEMAS["tools"]["confirm_duplicate"]["deprecated"],
+    annotations=Annotations(
+        title="重複の判定", read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+    ),
+    policy=Policy(scopes=("household",), idempotency=True),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -52,9 +55,15 @@ DETECT_DUPLICATES = ToolBinding(
     http_method="POST",
     http_path="/v1/household/detect_duplicates",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["detect_duplicates"]["annotations"],
-    policy=_SCHEMAS["tools"]["detect_duplicates"]["policy"],
-    deprecated=_SCHEMAS["tools"]["detect_duplicates"]["deprecated"],
+    annotations=Annotations(
+        title="重複候補の検出",
+        read_only_hint=False,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("household",), timeout_ms=60000, idempotency=True),
+    deprecated=None,
     handler_input="model",
     schema_check=True,
 )
@@ -71,9 +80,15 @@ GET_CATEGORY_TREND = ToolBinding(
     http_method="POST",
     http_path="/v1/household/get_category_trend",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["get_category_trend"]["annotations"],
-    policy=_SCHEMAS["tools"]["get_category_trend"]["policy"],
-    deprecated=_SCHEMAS["tools"]["get_category_trend"]["deprecated"],
+    annotations=Annotations(
+        title="カテゴリ別の推移",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("household",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -90,9 +105,11 @@ GET_DUPLICATE_CANDIDATE_DETAIL = ToolBinding(
     http_method="POST",
     http_path="/v1/household/get_duplicate_candidate_detail",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["get_duplicate_candidate_detail"]["annotations"],
-    policy=_SCHEMAS["tools"]["get_duplicate_candidate_detail"]["policy"],
-    deprecated=_SCHEMAS["tools"]["get_duplicate_candidate_detail"]["deprecated"],
+    annotations=Annotations(
+        title="重複候補の詳細", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
+    policy=Policy(scopes=("household",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -109,9 +126,11 @@ GET_DUPLICATE_STATS = ToolBinding(
     http_method="POST",
     http_path="/v1/household/get_duplicate_stats",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["get_duplicate_stats"]["annotations"],
-    policy=_SCHEMAS["tools"]["get_duplicate_stats"]["policy"],
-    deprecated=_SCHEMAS["tools"]["get_duplicate_stats"]["deprecated"],
+    annotations=Annotations(
+        title="重複の統計", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
+    policy=Policy(scopes=("household",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -128,9 +147,11 @@ GET_MONTHLY_HOUSEHOLD = ToolBinding(
     http_method="POST",
     http_path="/v1/household/get_monthly_household",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["get_monthly_household"]["annotations"],
-    policy=_SCHEMAS["tools"]["get_monthly_household"]["policy"],
-    deprecated=_SCHEMAS["tools"]["get_monthly_household"]["deprecated"],
+    annotations=Annotations(
+        title="月次の家計簿", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
+    policy=Policy(scopes=("household",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -147,9 +168,15 @@ IMPORT_HOUSEHOLD_DATA = ToolBinding(
     http_method="POST",
     http_path="/v1/household/import_household_data",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["import_household_data"]["annotations"],
-    policy=_SCHEMAS["tools"]["import_household_data"]["policy"],
-    deprecated=_SCHEMAS["tools"]["import_household_data"]["deprecated"],
+    annotations=Annotations(
+        title="家計簿データの取り込み",
+        read_only_hint=False,
+        destructive_hint=True,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("household",), timeout_ms=120000, idempotency=True),
+    deprecated=None,
     execution=_SCHEMAS["tools"]["import_household_data"]["execution"],
     handler_input="model",
     schema_check=False,
@@ -167,9 +194,11 @@ LIST_DUPLICATE_CANDIDATES = ToolBinding(
     http_method="POST",
     http_path="/v1/household/list_duplicate_candidates",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["list_duplicate_candidates"]["annotations"],
-    policy=_SCHEMAS["tools"]["list_duplicate_candidates"]["policy"],
-    deprecated=_SCHEMAS["tools"]["list_duplicate_candidates"]["deprecated"],
+    annotations=Annotations(
+        title="重複候補の一覧", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
+    policy=Policy(scopes=("household",)),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -186,9 +215,15 @@ RESTORE_DUPLICATE = ToolBinding(
     http_method="POST",
     http_path="/v1/household/restore_duplicate",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["restore_duplicate"]["annotations"],
-    policy=_SCHEMAS["tools"]["restore_duplicate"]["policy"],
-    deprecated=_SCHEMAS["tools"]["restore_duplicate"]["deprecated"],
+    annotations=Annotations(
+        title="重複マークの取り消し",
+        read_only_hint=False,
+        destructive_hint=False,
+        idempotent_hint=False,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("household",), idempotency=True),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -204,7 +239,7 @@ RESOURCE_AVAILABLE_MONTHS = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["available_months"]["output"],
     errors=[],
     http_path="/v1/household/available_months",
-    policy=_SCHEMAS["resources"]["available_months"]["policy"],
+    policy=Policy(scopes=("household",)),
     enabled_by=None,
 )
 
@@ -219,7 +254,7 @@ RESOURCE_CATEGORY = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["category"]["output"],
     errors=["NOT_FOUND"],
     http_path="/v1/household/categories/{category}",
-    policy=_SCHEMAS["resources"]["category"]["policy"],
+    policy=Policy(scopes=("household",)),
     enabled_by=None,
 )
 
@@ -234,7 +269,7 @@ RESOURCE_CATEGORY_HIERARCHY = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["category_hierarchy"]["output"],
     errors=[],
     http_path="/v1/household/category_hierarchy",
-    policy=_SCHEMAS["resources"]["category_hierarchy"]["policy"],
+    policy=Policy(scopes=("household",)),
     enabled_by=None,
 )
 
@@ -249,7 +284,7 @@ RESOURCE_CATEGORY_TREND_SUMMARY = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["category_trend_summary"]["output"],
     errors=[],
     http_path="/v1/household/category_trend_summary",
-    policy=_SCHEMAS["resources"]["category_trend_summary"]["policy"],
+    policy=Policy(scopes=("household",)),
     enabled_by=None,
 )
 
@@ -264,7 +299,7 @@ RESOURCE_CHART = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["chart"]["output"],
     errors=["CHART_NOT_FOUND"],
     http_path="/api/charts/{chart_id}",
-    policy=_SCHEMAS["resources"]["chart"]["policy"],
+    policy=Policy(scopes=("household",)),
     enabled_by=None,
 )
 
@@ -279,7 +314,7 @@ RESOURCE_MONTH = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["month"]["output"],
     errors=["DATA_NOT_FOUND"],
     http_path="/v1/household/months/{month}",
-    policy=_SCHEMAS["resources"]["month"]["policy"],
+    policy=Policy(scopes=("household",)),
     enabled_by=None,
 )
 

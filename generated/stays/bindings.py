@@ -5,7 +5,8 @@
 
 from pathlib import Path
 
-from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.policy import Policy
 from kumitate.service import ServiceSetup
 
 from . import models
@@ -33,9 +34,15 @@ SUMMARIZE_STAYS = ToolBinding(
     http_method="POST",
     http_path="/v1/stays/summarize_stays",
     content_types=["application/json"],
-    annotations=_SCHEMAS["tools"]["summarize_stays"]["annotations"],
-    policy=_SCHEMAS["tools"]["summarize_stays"]["policy"],
-    deprecated=_SCHEMAS["tools"]["summarize_stays"]["deprecated"],
+    annotations=Annotations(
+        title="Summarize stays",
+        read_only_hint=True,
+        destructive_hint=False,
+        idempotent_hint=True,
+        open_world_hint=False,
+    ),
+    policy=Policy(scopes=("stays",), max_request_bytes=33554432),
+    deprecated=None,
     handler_input="data",
     schema_check=True,
     inline_max_bytes=16384,

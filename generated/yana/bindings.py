@@ -5,7 +5,8 @@
 
 from pathlib import Path
 
-from kumitate.bindings import ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.policy import Policy, RateLimit
 from kumitate.service import ServiceSetup
 
 from . import models
@@ -34,9 +35,11 @@ CHAT = ToolBinding(
     http_path="/v1/chat",
     content_types=["application/json", "application/x-www-form-urlencoded", "multipart/form-data"],
     form_flatten=("filters",),
-    annotations=_SCHEMAS["tools"]["chat"]["annotations"],
-    policy=_SCHEMAS["tools"]["chat"]["policy"],
-    deprecated=_SCHEMAS["tools"]["chat"]["deprecated"],
+    annotations=Annotations(
+        title="Chat with yana", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+    ),
+    policy=Policy(scopes=("yana",), rate_limit=RateLimit(rps=5.0, burst=50), timeout_ms=12000),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -62,9 +65,13 @@ INGEST = ToolBinding(
     http_method="POST",
     http_path="/v1/ingest",
     content_types=["application/json", "multipart/form-data"],
-    annotations=_SCHEMAS["tools"]["ingest"]["annotations"],
-    policy=_SCHEMAS["tools"]["ingest"]["policy"],
-    deprecated=_SCHEMAS["tools"]["ingest"]["deprecated"],
+    annotations=Annotations(
+        title="Ingest a label", read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=True
+    ),
+    policy=Policy(
+        scopes=("yana",), rate_limit=RateLimit(rps=5.0, burst=50), idempotency=True, max_request_bytes=8388608
+    ),
+    deprecated=None,
     execution=_SCHEMAS["tools"]["ingest"]["execution"],
     handler_input="model",
     schema_check=False,
@@ -83,9 +90,11 @@ SEARCH = ToolBinding(
     http_path="/v1/search",
     content_types=["application/json", "application/x-www-form-urlencoded"],
     form_flatten=("filters",),
-    annotations=_SCHEMAS["tools"]["search"]["annotations"],
-    policy=_SCHEMAS["tools"]["search"]["policy"],
-    deprecated=_SCHEMAS["tools"]["search"]["deprecated"],
+    annotations=Annotations(
+        title="Search labels", read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    ),
+    policy=Policy(scopes=("yana",), rate_limit=RateLimit(rps=5.0, burst=50), timeout_ms=2000),
+    deprecated=None,
     handler_input="model",
     schema_check=False,
 )
@@ -101,7 +110,7 @@ RESOURCE_BRAND = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["brand"]["output"],
     errors=["NOT_FOUND"],
     http_path="/v1/brands/{brand}",
-    policy=_SCHEMAS["resources"]["brand"]["policy"],
+    policy=Policy(scopes=("yana",), rate_limit=RateLimit(rps=5.0, burst=50)),
     enabled_by=None,
 )
 
@@ -116,7 +125,7 @@ RESOURCE_BREWERY = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["brewery"]["output"],
     errors=["NOT_FOUND"],
     http_path="/v1/breweries/{brewery}",
-    policy=_SCHEMAS["resources"]["brewery"]["policy"],
+    policy=Policy(scopes=("yana",), rate_limit=RateLimit(rps=5.0, burst=50)),
     enabled_by=None,
 )
 
@@ -131,7 +140,7 @@ RESOURCE_HEALTHZ = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["healthz"]["output"],
     errors=[],
     http_path="/v1/healthz",
-    policy=_SCHEMAS["resources"]["healthz"]["policy"],
+    policy=Policy(scopes=("yana",), public=True, rate_limit=RateLimit(rps=5.0, burst=50)),
     enabled_by=None,
 )
 
@@ -146,7 +155,7 @@ RESOURCE_LOGS_TODAY = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["logs_today"]["output"],
     errors=["NOT_FOUND"],
     http_path="/v1/logs/today",
-    policy=_SCHEMAS["resources"]["logs_today"]["policy"],
+    policy=Policy(scopes=("yana",), rate_limit=RateLimit(rps=5.0, burst=50)),
     enabled_by="YANA_EXPOSE_LOGS",
 )
 
@@ -161,7 +170,7 @@ RESOURCE_VERSION = ResourceBinding(
     output_schema=_SCHEMAS["resources"]["version"]["output"],
     errors=[],
     http_path="/v1/version",
-    policy=_SCHEMAS["resources"]["version"]["policy"],
+    policy=Policy(scopes=("yana",), public=True, rate_limit=RateLimit(rps=5.0, burst=50)),
     enabled_by=None,
     cache={"ttl_ms": 60000, "scope": "public"},
 )
