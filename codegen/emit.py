@@ -18,7 +18,7 @@ import jinja2
 
 from codegen import docs, fidelity, lockfile, models, naming, openapi
 from codegen.specs import GENERIC_ERRORS, ResourceSpec, ServiceSpec, SpecTree, ToolSpec, tool_sources
-from kumitate.bindings import Annotations
+from kumitate.bindings import Annotations, Execution
 from kumitate.policies.deprecation import Deprecation
 
 TEMPLATES = jinja2.Environment(
@@ -52,6 +52,7 @@ def _binding_imports(svc: ServiceSpec) -> dict[str, list[str]]:
     policies = [t.rules for t in svc.tools] + [r.rules for r in svc.resources] + [p.rules for p in svc.prompts]
     bindings = ["Annotations", "ResourceBinding", "ServiceBinding", "ToolBinding", "load_schemas"]
     bindings += ["Deprecation"] * any(t.deprecated for t in svc.tools) + ["PromptBinding"] * bool(svc.prompts)
+    bindings += ["Execution"] * any(t.execution for t in svc.tools)
     return {
         "kumitate.bindings": sorted(bindings, key=lambda name: (name[0].islower(), name)),
         "kumitate.policy": ["Policy", *(["RateLimit"] if any(p.rate_limit for p in policies) else [])],
@@ -91,7 +92,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "content_types": tool.content_types,
         "form_flatten": tuple(tool.form_flatten),
         "requires_client": tuple(tool.requires_client),
-        "execution": tool.execution,
+        "execution": Execution.parse(tool.execution),
         "handler_input": tool.handler_input,
         "handler_output": tool.handler_output,
         "inline_max_bytes": tool.inline_max_bytes,
@@ -156,7 +157,6 @@ def _schemas_json(svc: ServiceSpec) -> str:
                 "input": t.wire_input,
                 "output": t.wire_output,
             }
-            | ({"execution": t.execution} if t.execution else {})
             for t in svc.tools
         },
         "resources": {r.name: {"description": r.description.strip(), "output": r.output_schema} for r in svc.resources},

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from urllib.parse import quote
 
 from pydantic import BaseModel
@@ -31,6 +31,7 @@ __all__ = [
     "Annotations",
     "Binding",
     "Deprecation",
+    "Execution",
     "PromptBinding",
     "ResourceBinding",
     "ServiceBinding",
@@ -78,6 +79,25 @@ class Annotations:
 
 
 @dataclass(frozen=True, slots=True)
+class Execution:
+    """A tool's spec `execution`: with `mode: task` a client may start it as a task (kumitate.tasks),
+    whose body runs under `timeout_ms`; `required`: over MCP only as a task."""
+
+    mode: Literal["sync", "task"] = "sync"
+    timeout_ms: int = DEFAULT_TASK_TIMEOUT_MS
+    required: bool = False
+
+    @classmethod
+    def parse(cls, declared: Mapping[str, Any] | None) -> Execution | None:
+        """The record of a spec's `execution` mapping (None: the spec has none)."""
+        if not declared:
+            return None
+        mode: Literal["sync", "task"] = "task" if declared.get("mode") == "task" else "sync"
+        timeout_ms = int(declared.get("timeout_ms", DEFAULT_TASK_TIMEOUT_MS))
+        return cls(mode, timeout_ms, bool(declared.get("required")))
+
+
+@dataclass(frozen=True, slots=True)
 class Binding:
     """What a tool, resource and prompt binding share: a name within its service, the codes it declares
     and its policy (typed, as generated from the spec)."""
@@ -116,8 +136,8 @@ class ToolBinding(Binding):
     content_types: list[str]
     annotations: Annotations
     deprecated: Deprecation | None
-    execution: dict[str, Any] | None = None
-    """Spec `execution` (`{mode: task, timeout_ms}`): a long tool a client may start as a task (kumitate.tasks)."""
+    execution: Execution | None = None
+    """Spec `execution`: a long tool a client may start as a task (kumitate.tasks)."""
     handler_input: str = "model"
     """`model`: the handler takes the generated input model; `data`: the validated JSON data (spec `handler_input`)."""
     inline_max_bytes: int | None = None
@@ -136,14 +156,14 @@ class ToolBinding(Binding):
     @property
     def task_timeout_s(self) -> float | None:
         """The task body's own deadline when the spec lets the tool run as a task, else None."""
-        if not self.execution or self.execution.get("mode") != "task":
+        if self.execution is None or self.execution.mode != "task":
             return None
-        return int(self.execution.get("timeout_ms", DEFAULT_TASK_TIMEOUT_MS)) / 1000
+        return self.execution.timeout_ms / 1000
 
     @property
     def task_required(self) -> bool:
         """Over MCP the tool runs only as a task (spec `execution.required`): -32021 for a client without the extension."""
-        return self.task_timeout_s is not None and bool(self.execution and self.execution.get("required"))
+        return self.task_timeout_s is not None and self.execution is not None and self.execution.required
 
 
 def fill_path(template: str, params: Mapping[str, str]) -> str:

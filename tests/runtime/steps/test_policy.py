@@ -10,7 +10,7 @@ import pytest
 
 from codegen import specs
 from generated.registry import SERVICES
-from kumitate.bindings import Annotations, Deprecation
+from kumitate.bindings import Annotations, Deprecation, Execution
 from kumitate.policy import GENERIC_CODES, Policy, RateLimit
 from tests.conftest import REPO
 from tests.runtime.test_pipeline import binding
@@ -65,10 +65,11 @@ def test_every_generated_binding_carries_its_spec_typed() -> None:
         tools = {b.name: b for b in svc.tools}
         for tool in spec.tools:
             b = tools[tool.name]
-            assert (b.policy, b.annotations, b.deprecated) == (
+            assert (b.policy, b.annotations, b.deprecated, b.execution) == (
                 tool.rules,
                 Annotations.parse(tool.annotations),
                 Deprecation.parse(tool.deprecated),
+                Execution.parse(tool.execution),
             )
             assert set(b.errors) <= b.allowed
         ops = {b.name: b.policy for b in (*svc.resources, *svc.prompts)}
