@@ -5,7 +5,7 @@
 
 from pathlib import Path
 
-from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import Annotations, Execution, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
 from kumitate.policy import Policy
 from kumitate.service import ServiceSetup
 
@@ -80,7 +80,7 @@ EXPORT = ToolBinding(
         scopes=("analytics",), timeout_ms=15000, idempotency=True, idempotency_ttl_s=3600, max_output_bytes=2048
     ),
     deprecated=None,
-    execution=_SCHEMAS["tools"]["export"]["execution"],
+    execution=Execution(mode="task", timeout_ms=300000),
     handler_input="model",
     schema_check=False,
 )
@@ -150,7 +150,7 @@ MATERIALIZE = ToolBinding(
     ),
     policy=Policy(scopes=("analytics",), timeout_ms=15000, idempotency=True, max_output_bytes=2048),
     deprecated=None,
-    execution=_SCHEMAS["tools"]["materialize"]["execution"],
+    execution=Execution(mode="task", timeout_ms=300000),
     handler_input="model",
     schema_check=False,
 )

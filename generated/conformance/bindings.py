@@ -5,7 +5,15 @@
 
 from pathlib import Path
 
-from kumitate.bindings import Annotations, PromptBinding, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import (
+    Annotations,
+    Execution,
+    PromptBinding,
+    ResourceBinding,
+    ServiceBinding,
+    ToolBinding,
+    load_schemas,
+)
 from kumitate.policy import Policy
 from kumitate.service import ServiceSetup
 
@@ -43,7 +51,7 @@ FAILING_JOB = ToolBinding(
     ),
     policy=Policy(scopes=("conformance",)),
     deprecated=None,
-    execution=_SCHEMAS["tools"]["failing_job"]["execution"],
+    execution=Execution(mode="task", timeout_ms=30000, required=True),
     handler_input="model",
     schema_check=False,
 )
@@ -90,7 +98,7 @@ PROTOCOL_ERROR_JOB = ToolBinding(
     ),
     policy=Policy(scopes=("conformance",)),
     deprecated=None,
-    execution=_SCHEMAS["tools"]["protocol_error_job"]["execution"],
+    execution=Execution(mode="task", timeout_ms=30000),
     handler_input="model",
     schema_check=False,
 )
@@ -116,7 +124,7 @@ SLOW_COMPUTE = ToolBinding(
     ),
     policy=Policy(scopes=("conformance",), timeout_ms=130000),
     deprecated=None,
-    execution=_SCHEMAS["tools"]["slow_compute"]["execution"],
+    execution=Execution(mode="task", timeout_ms=150000),
     handler_input="model",
     schema_check=False,
 )

@@ -5,7 +5,7 @@
 
 from pathlib import Path
 
-from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import Annotations, Execution, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
 from kumitate.policy import Policy
 from kumitate.service import ServiceSetup
 
@@ -177,7 +177,7 @@ IMPORT_HOUSEHOLD_DATA = ToolBinding(
     ),
     policy=Policy(scopes=("household",), timeout_ms=120000, idempotency=True),
     deprecated=None,
-    execution=_SCHEMAS["tools"]["import_household_data"]["execution"],
+    execution=Execution(mode="task"),
     handler_input="model",
     schema_check=False,
 )

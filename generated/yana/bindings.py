@@ -5,7 +5,7 @@
 
 from pathlib import Path
 
-from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import Annotations, Execution, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
 from kumitate.policy import Policy, RateLimit
 from kumitate.service import ServiceSetup
 
@@ -72,7 +72,7 @@ INGEST = ToolBinding(
         scopes=("yana",), rate_limit=RateLimit(rps=5.0, burst=50), idempotency=True, max_request_bytes=8388608
     ),
     deprecated=None,
-    execution=_SCHEMAS["tools"]["ingest"]["execution"],
+    execution=Execution(mode="task", timeout_ms=120000),
     handler_input="model",
     schema_check=False,
 )
