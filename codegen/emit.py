@@ -18,7 +18,7 @@ import jinja2
 
 from codegen import docs, fidelity, lockfile, models, naming, openapi
 from codegen.specs import GENERIC_ERRORS, ResourceSpec, ServiceSpec, SpecTree, ToolSpec, tool_sources
-from kumitate.bindings import Annotations, Execution
+from kumitate.bindings import Annotations, CacheHint, Execution
 from kumitate.policies.deprecation import Deprecation
 
 TEMPLATES = jinja2.Environment(
@@ -53,6 +53,7 @@ def _binding_imports(svc: ServiceSpec) -> dict[str, list[str]]:
     bindings = ["Annotations", "ResourceBinding", "ServiceBinding", "ToolBinding", "load_schemas"]
     bindings += ["Deprecation"] * any(t.deprecated for t in svc.tools) + ["PromptBinding"] * bool(svc.prompts)
     bindings += ["Execution"] * any(t.execution for t in svc.tools)
+    bindings += ["CacheHint"] * (any(t.cache for t in svc.tools) or any(r.cache for r in svc.resources))
     return {
         "kumitate.bindings": sorted(bindings, key=lambda name: (name[0].islower(), name)),
         "kumitate.policy": ["Policy", *(["RateLimit"] if any(p.rate_limit for p in policies) else [])],
@@ -97,7 +98,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "handler_output": tool.handler_output,
         "inline_max_bytes": tool.inline_max_bytes,
         "schema_check": tool.handler_input == "data" or not fidelity.model_expresses(tool.input_schema),
-        "cache": tool.cache,
+        "cache": CacheHint.parse(tool.cache),
         "idempotent": tool.rules.idempotency,
         "policy": tool.rules,
         "annotations": Annotations.parse(tool.annotations),
@@ -124,7 +125,7 @@ def _resource_ctx(res: ResourceSpec) -> dict[str, Any]:
         "errors": sorted(res.errors),
         "http_path": res.http_path,
         "enabled_by": res.enabled_by,
-        "cache": res.cache,
+        "cache": CacheHint.parse(res.cache),
         "policy": res.rules,
         "method": naming.resource_method(res.name),
         "returns": returns,

@@ -30,6 +30,7 @@ __all__ = [
     "DEFAULT_TASK_TIMEOUT_MS",
     "Annotations",
     "Binding",
+    "CacheHint",
     "Deprecation",
     "Execution",
     "PromptBinding",
@@ -76,6 +77,22 @@ class Annotations:
     def declared(self) -> dict[str, Any]:
         """The hints the spec sets, by field name (what ToolAnnotations takes)."""
         return {field: value for field in self.SPEC_KEYS.values() if (value := getattr(self, field)) is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class CacheHint:
+    """An MCP caching hint from the spec (`cache` on a resource, `mcp.cache` on a tool): how long a
+    client may keep the answer, and whether a shared cache may (kumitate.transports.mcp.cache)."""
+
+    ttl_ms: int
+    scope: Literal["public", "private"] = "private"
+
+    @classmethod
+    def parse(cls, declared: Mapping[str, Any] | None) -> CacheHint | None:
+        """The record of a spec's `cache` mapping (None: the spec has none, so 0 ms, private)."""
+        if not declared:
+            return None
+        return cls(int(declared["ttl_ms"]), "public" if declared.get("scope") == "public" else "private")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,8 +167,8 @@ class ToolBinding(Binding):
     schema_check: bool = True
     """Run the JSON Schema check on the success path: always for `data`; for `model` only where the
     model does not express the whole schema (codegen/fidelity.py)."""
-    cache: dict[str, Any] | None = None
-    """MCP caching hint of the tool's listing, `{ttl_ms, scope}` (spec `mcp.cache`); None: 0, private."""
+    cache: CacheHint | None = None
+    """MCP caching hint of the tool's listing (spec `mcp.cache`); None: 0, private."""
 
     @property
     def task_timeout_s(self) -> float | None:
@@ -185,8 +202,8 @@ class ResourceBinding(Binding):
     output_schema: dict[str, Any] | None
     http_path: str
     enabled_by: str | None
-    cache: dict[str, Any] | None = None
-    """MCP caching hint of the resource's reads, `{ttl_ms, scope}` (spec `cache`); None: 0, private."""
+    cache: CacheHint | None = None
+    """MCP caching hint of the resource's reads (spec `cache`); None: 0, private."""
     _resource: ClassVar[bool] = True
 
     @property

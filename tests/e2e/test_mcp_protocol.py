@@ -203,10 +203,11 @@ async def test_a_resource_read_carries_its_declared_cache_hint(app: InProcessApp
 def test_an_endpoints_lists_are_as_fresh_as_its_least_cacheable_declaration() -> None:
     from types import SimpleNamespace
 
+    from kumitate.bindings import CacheHint
     from kumitate.transports.mcp.cache import list_hint
 
     def bindings(*caches: Any) -> list[Any]:
-        return [SimpleNamespace(cache=c) for c in caches]
+        return [SimpleNamespace(cache=CacheHint.parse(c)) for c in caches]
 
     assert list_hint(bindings({"ttl_ms": 60000, "scope": "public"}, {"ttl_ms": 5000, "scope": "public"})) == (
         5,

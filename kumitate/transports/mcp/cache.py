@@ -35,10 +35,10 @@ class HintedResourceResult(ResourceResult):
 
 def hinted(value: str | bytes, binding: ResourceBinding) -> str | bytes | ResourceResult:
     """What a resource reader returns: the value, with the resource's hint when the spec declares one."""
-    if not binding.cache:
+    if binding.cache is None:
         return value
     contents = [ResourceContent(value, mime_type=binding.mime_type)]
-    return HintedResourceResult(contents, binding.cache["ttl_ms"], binding.cache.get("scope", "private"))
+    return HintedResourceResult(contents, binding.cache.ttl_ms, binding.cache.scope)
 
 
 def list_hint(
@@ -49,8 +49,8 @@ def list_hint(
     hints = [b.cache for b in bindings]
     if not hints or any(h is None for h in hints):
         return None, None
-    seconds = min(h["ttl_ms"] for h in hints if h is not None) // 1000
+    seconds = min(h.ttl_ms for h in hints if h is not None) // 1000
     if seconds <= 0:
         return None, None
-    public = all(h.get("scope") == "public" for h in hints if h is not None)
+    public = all(h.scope == "public" for h in hints if h is not None)
     return seconds, "public" if public else "private"

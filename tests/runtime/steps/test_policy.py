@@ -10,7 +10,7 @@ import pytest
 
 from codegen import specs
 from generated.registry import SERVICES
-from kumitate.bindings import Annotations, Deprecation, Execution
+from kumitate.bindings import Annotations, CacheHint, Deprecation, Execution
 from kumitate.policy import GENERIC_CODES, Policy, RateLimit
 from tests.conftest import REPO
 from tests.runtime.test_pipeline import binding
@@ -65,15 +65,17 @@ def test_every_generated_binding_carries_its_spec_typed() -> None:
         tools = {b.name: b for b in svc.tools}
         for tool in spec.tools:
             b = tools[tool.name]
-            assert (b.policy, b.annotations, b.deprecated, b.execution) == (
+            assert (b.policy, b.annotations, b.deprecated, b.execution, b.cache) == (
                 tool.rules,
                 Annotations.parse(tool.annotations),
                 Deprecation.parse(tool.deprecated),
                 Execution.parse(tool.execution),
+                CacheHint.parse(tool.cache),
             )
             assert set(b.errors) <= b.allowed
         ops = {b.name: b.policy for b in (*svc.resources, *svc.prompts)}
         assert ops == {op.name: op.rules for op in (*spec.resources, *spec.prompts)}
+        assert {r.name: r.cache for r in svc.resources} == {r.name: CacheHint.parse(r.cache) for r in spec.resources}
 
 
 def test_policy_codes_follow_what_it_turns_on() -> None:
