@@ -5,7 +5,15 @@
 
 from pathlib import Path
 
-from kumitate.bindings import Annotations, Execution, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
+from kumitate.bindings import (
+    Annotations,
+    CacheHint,
+    Execution,
+    ResourceBinding,
+    ServiceBinding,
+    ToolBinding,
+    load_schemas,
+)
 from kumitate.policy import Policy, RateLimit
 from kumitate.service import ServiceSetup
 
@@ -172,7 +180,7 @@ RESOURCE_VERSION = ResourceBinding(
     http_path="/v1/version",
     policy=Policy(scopes=("yana",), public=True, rate_limit=RateLimit(rps=5.0, burst=50)),
     enabled_by=None,
-    cache={"ttl_ms": 60000, "scope": "public"},
+    cache=CacheHint(ttl_ms=60000, scope="public"),
 )
 
 SERVICE = ServiceBinding(
