@@ -139,6 +139,7 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         gate=gate,
         limits=limits,
         lean=LeanHTTP(runtime, body_cap) if settings.http_lean else None,
+        draining=runtime.draining,
     )
     app.runtime = runtime  # type: ignore[attr-defined]
     return app
