@@ -149,6 +149,12 @@ class TasksExtension(ServerExtension):
             ttl_ms=self._ttl_ms(),
         )
 
+    def _text_content(self, key: str) -> str | None:
+        """`mcp.text_content` of the tool `key` (service.tool) names."""
+        service = self.runtime.services.get(key.partition(".")[0])
+        found = [t for t in service.tools if t.key == key] if service is not None else []
+        return found[0].text_content if found else None
+
     def _ttl_ms(self) -> int:
         return int(self.runtime.tasks.store.ttl_s * 1000)
 
@@ -197,7 +203,7 @@ class TasksExtension(ServerExtension):
         outcome = Outcome(
             row.status == COMPLETED, row.http_status or 200, code or "OK", row.result, row.run_id, row.trace_id
         )
-        result = tool_result(outcome).to_mcp_result()
+        result = tool_result(outcome, self._text_content(row.tool)).to_mcp_result()
         assert isinstance(result, CallToolResult)  # a result with _meta always is
         answer |= {"status": "completed", "result": result.model_dump(by_alias=True, mode="json", exclude_none=True)}
         return answer

@@ -61,6 +61,14 @@ async def test_content_kinds_reach_the_wire(client: Client[Any]) -> None:
     assert json.loads(mixed.content[2].resource.text) == {"test": "data", "value": 123}
 
 
+async def test_text_content_is_the_declared_property_and_structured_content_the_body(client: Client[Any]) -> None:
+    greet = await client.call_tool_mcp("greet", {"name": "sep-2243"})  # spec mcp.text_content: text
+    assert greet.content[0].text == "Hello, sep-2243!"
+    assert greet.structured_content == {"text": "Hello, sep-2243!"}
+    refused = await client.call_tool_mcp("greet", {"name": ""})  # an error keeps its JSON text
+    assert refused.is_error and json.loads(refused.content[0].text)["error"]["code"]
+
+
 async def test_error_fixture_is_a_catalogued_error(client: Client[Any]) -> None:
     result = await client.call_tool_mcp("test_error_handling", {})
     assert result.is_error
