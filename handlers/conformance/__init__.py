@@ -100,6 +100,24 @@ class ConformanceHandlers:
     def protocol_error_job(self, input: models.NoInput, ctx: CallContext) -> Text:
         raise RuntimeError("protocol_error_job crashes on purpose (the runtime answers INTERNAL)")
 
+    def confirm_delete(self, input: models.ConfirmDeleteInput, ctx: CallContext) -> Text:
+        answer = ctx.ask("confirm", f"Delete {input.filename}?", core.one_field("confirm", "boolean"))
+        done = "not asked" if answer is None else "confirmed" if answer.get("confirm") else "declined"
+        return Text(text=f"{input.filename}: {done}, kept")
+
+    def multi_input(self, input: models.NoInput, ctx: CallContext) -> Text:
+        got = ctx.ask_all(
+            {
+                "first": Question("elicitation", "First: your name?", core.one_field("name")),
+                "second": Question("elicitation", "Second: confirm?", core.one_field("confirm", "boolean")),
+            }
+        )
+        return Text(text="; ".join(f"{key}: {_said(answer)}" for key, answer in got.items()))
+
+    def test_tool_with_task(self, input: models.NoInput, ctx: CallContext) -> Text:
+        answer = ctx.ask("user_name", "What is your name?", core.one_field("name")) or {}
+        return Text(text=f"Hello from the task, {answer.get('name', 'stranger')}!")
+
     # -- asking the user
     def test_elicitation(self, input: models.TestElicitationInput, ctx: CallContext) -> Text:
         answer = ctx.ask("contact", input.message, core.CONTACT_SCHEMA)
