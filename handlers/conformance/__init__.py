@@ -9,6 +9,7 @@ The methods are sync: they run on a worker thread, where `ask` may wait for the 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -33,6 +34,8 @@ class ConformanceHandlers:
         self.settings = settings
         self.png = core.red_pixel_png()
         self.wav = core.silent_wav()
+        self.watched_changes = 0  # test://watched-resource's one state: how often it changed
+        self.lock = threading.Lock()
 
     # -- content kinds
     def test_simple_text(self, input: models.NoInput, ctx: CallContext) -> Text:
@@ -193,7 +196,13 @@ class ConformanceHandlers:
         return models.TemplateDataResource(id=id, templateTest=True, data=f"Data for ID: {id}")
 
     def read_watched_resource(self, ctx: CallContext) -> bytes:
-        return b"This resource never changes."
+        return f"Changed {self.watched_changes} times.".encode()
+
+    def touch_watched_resource(self, input: models.NoInput, ctx: CallContext) -> Text:
+        with self.lock:
+            self.watched_changes += 1
+        ctx.changed("watched_resource")
+        return Text(text="test://watched-resource changed")
 
     def complete_template_ids(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
         return [i for i in ("123", "456", "789") if i.startswith(prefix)]

@@ -8,6 +8,7 @@ Node, in about a second.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator
@@ -210,3 +211,48 @@ def test_an_opt_in_service_is_not_served_by_default() -> None:
 
     assert SERVICES["conformance"].opt_in
     assert default_services(SERVICES) == [name for name in SERVICES if name != "conformance"]
+
+
+SUBSCRIBE_DEPRECATED = pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+"""The SDK client's warning: handshake-era subscriptions are gone from 2026-07-28 (subscriptions/listen)."""
+
+
+@SUBSCRIBE_DEPRECATED
+async def test_a_subscribed_resource_that_changes_notifies_its_subscriber_until_it_unsubscribes(
+    runtime: Runtime,
+) -> None:
+    updated: list[str] = []
+
+    async def collect(message: Any) -> None:
+        if isinstance(message, mt.ResourceUpdatedNotification):
+            updated.append(message.params.uri)
+
+    uri = "test://watched-resource"
+    async with Client(build_server(runtime), message_handler=collect, mode="legacy") as client:
+        assert client.initialize_result is not None and client.initialize_result.capabilities.resources.subscribe
+        await client.session.subscribe_resource(uri)
+        before = (await client.read_resource(uri))[0].text
+        await client.call_tool("touch_watched_resource", {})
+        for _ in range(50):
+            if updated:
+                break
+            await asyncio.sleep(0.02)
+        assert updated == [uri]
+        assert (await client.read_resource(uri))[0].text != before
+        await client.session.unsubscribe_resource(uri)
+        await client.call_tool("touch_watched_resource", {})
+        await asyncio.sleep(0.2)
+        assert updated == [uri]  # no more once unsubscribed
+        with pytest.raises(MCPError) as unknown:
+            await client.session.subscribe_resource("test://no-such-resource")
+        assert unknown.value.error.code == -32602
+
+
+@SUBSCRIBE_DEPRECATED
+async def test_without_sessions_resources_cannot_be_subscribed_to(runtime: Runtime) -> None:
+    async with Client(build_server(runtime, sessions=False), mode="legacy") as client:
+        assert client.initialize_result is not None
+        assert not client.initialize_result.capabilities.resources.subscribe
+        with pytest.raises(MCPError) as refused:
+            await client.session.subscribe_resource("test://watched-resource")
+        assert refused.value.error.code == -32601
