@@ -12,6 +12,7 @@ import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import mcp_types as mt
@@ -24,6 +25,7 @@ from codegen.specs import SpecTree
 from kumitate.client import mcp_result_body
 from kumitate.runtime import Runtime, default_services
 from kumitate.transports.mcp import build_server
+from kumitate.transports.mcp.subscriptions import Subscriptions
 from tests.conftest import app_settings
 
 # fastmcp's Context.log still calls the SDK's session.send_log_message, deprecated at 2026-07-28
@@ -256,3 +258,12 @@ async def test_without_sessions_resources_cannot_be_subscribed_to(runtime: Runti
         with pytest.raises(MCPError) as refused:
             await client.session.subscribe_resource("test://watched-resource")
         assert refused.value.error.code == -32601
+
+
+async def test_a_resource_keeps_at_most_the_session_cap_of_subscribers(runtime: Runtime) -> None:
+    subscriptions = Subscriptions(build_server(runtime), most=2)
+    uri = "test://watched-resource"
+    clients = [SimpleNamespace(session=SimpleNamespace(client_params=object())) for _ in range(3)]
+    for client in [*clients, clients[2]]:  # the same client twice is one subscriber
+        await subscriptions.subscribe(client, mt.SubscribeRequestParams(uri=uri))
+    assert subscriptions.sessions[uri] == [clients[1].session, clients[2].session]  # the oldest made room

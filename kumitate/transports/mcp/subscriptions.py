@@ -6,7 +6,9 @@ Only where the transport keeps a session per client (stdio, streamable HTTP unle
 stateless server has nobody to notify between requests, so it neither serves the methods nor
 declares `resources.subscribe` (the SDK declares it exactly when the method is served). 2026-07-28
 clients subscribe through `subscriptions/listen` instead, which kumitate does not serve yet.
-Subscriptions live in this process: a session is dropped once a notification to it fails.
+Subscriptions live in this process: a session is dropped once a notification to it fails, and a
+resource keeps at most KUMITATE_MCP_MAX_SESSIONS subscribers (the oldest, likely a session gone
+without unsubscribing, makes room), so sessions that end silently cannot pile up.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from kumitate.transports.mcp.compat import serve_request
 class Subscriptions:
     """Who is subscribed to which URI on one server, and the notifications they get."""
 
-    def __init__(self, server: FastMCP) -> None:
+    def __init__(self, server: FastMCP, most: int) -> None:
         self.server = server
+        self.most = most
         self.sessions: dict[str, list[Any]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -40,6 +43,7 @@ class Subscriptions:
         subscribed = self.sessions.setdefault(uri, [])
         if not any(_same_client(s, ctx.session) for s in subscribed):
             subscribed.append(ctx.session)
+            del subscribed[: -self.most]
         return mt.EmptyResult()
 
     async def unsubscribe(self, ctx: Any, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
@@ -80,7 +84,7 @@ def _same_client(one: Any, other: Any) -> bool:
 
 def serve_subscriptions(server: FastMCP, runtime: Runtime) -> None:
     """Serve resources/subscribe and resources/unsubscribe on `server` (see the module docstring)."""
-    subscriptions = Subscriptions(server)
+    subscriptions = Subscriptions(server, runtime.settings.mcp_max_sessions)
     serve_request(server, "resources/subscribe", mt.SubscribeRequestParams, subscriptions.subscribe)
     serve_request(server, "resources/unsubscribe", mt.UnsubscribeRequestParams, subscriptions.unsubscribe)
     runtime.pipeline.changes.listen(subscriptions.changed)
