@@ -121,3 +121,18 @@ async def test_questions_asked_first_are_rounds_of_the_call_then_the_task_has_th
     assert created["resultType"] == "task" and not {"requestState", "inputRequests"} & set(created)
     done = await until(app, created["taskId"], "completed", "failed", "cancelled")
     assert done["result"]["content"][0]["text"] == "Hello from the task, Alice!"
+
+
+async def test_answers_written_through_another_instance_reach_the_waiting_task(app: InProcessApp) -> None:
+    created = await result(app, "tools/call", {"name": "confirm_delete", "arguments": {"filename": "c.txt"}})
+    task_id = created["taskId"]
+    await until(app, task_id, "input_required")
+    operation = (await app.http.get(f"/v1/operations/{task_id}")).json()
+    assert operation["done"] is False and operation["metadata"]["status"] == "input_required"
+    # the row written as another instance's tasks/update would: this one is not woken, it reads the row
+    store = app.runtime.tasks.store
+    row = await asyncio.to_thread(store.get, task_id, "anonymous")
+    assert row is not None
+    await asyncio.to_thread(store.answer, task_id, row.principal, {"confirm": {"confirm": False}})
+    done = await until(app, task_id, "completed", within_s=5)
+    assert done["result"]["content"][0]["text"] == "c.txt: declined, kept"
