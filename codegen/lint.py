@@ -41,6 +41,7 @@ RULES: dict[str, str] = {
     "KT115": "an inline enum has a `title`: it names the generated class (else the generator numbers it: Format1)",
     "KT116": "`http.form_flatten` names object properties of the input, on a tool that takes forms, whose properties "
     "clash with no other form field",
+    "KT117": "`mcp.text_content` names a required string property of the output",
     "KT120": "a link names an existing tool or resource, its fields that target's inputs, fed by fields of this "
     "result (or input) of a type the target takes",
 }
