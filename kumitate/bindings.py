@@ -97,6 +97,8 @@ class ToolBinding(Binding):
     """Object properties whose own properties a form body may send as fields of their own (spec `http.form_flatten`)."""
     requires_client: tuple[str, ...] = ()
     """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`): -32021 without them."""
+    text_content: str | None = None
+    """The output property whose value is a success's MCP text content, not the result's JSON (spec `mcp.text_content`)."""
     schema_check: bool = True
     """Run the JSON Schema check on the success path: always for `data`; for `model` only where the
     model does not express the whole schema (codegen/fidelity.py)."""
