@@ -93,6 +93,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "content_types": tool.content_types,
         "form_flatten": tuple(tool.form_flatten),
         "requires_client": tuple(tool.requires_client),
+        "text_content": tool.text_content,
         "execution": Execution.parse(tool.execution),
         "handler_input": tool.handler_input,
         "handler_output": tool.handler_output,

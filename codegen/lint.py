@@ -41,6 +41,7 @@ RULES: dict[str, str] = {
     "KT115": "an inline enum has a `title`: it names the generated class (else the generator numbers it: Format1)",
     "KT116": "`http.form_flatten` names object properties of the input, on a tool that takes forms, whose properties "
     "clash with no other form field",
+    "KT117": "`mcp.text_content` names a required string property of the output",
     "KT120": "a link names an existing tool or resource, its fields that target's inputs, fed by fields of this "
     "result (or input) of a type the target takes",
 }
@@ -372,6 +373,20 @@ def check_form_flatten(tree: SpecTree) -> Iterator[Problem]:
                 seen[name] = repr(group)
 
 
+def check_text_content(tree: SpecTree) -> Iterator[Problem]:
+    """KT117: `mcp.text_content` names a required string property of the output."""
+    for tool, rel in _tools(tree):
+        name = tool.text_content
+        if name is None:
+            continue
+        output = tool.output_schema
+        target = output.get("properties", {}).get(name)
+        if not isinstance(target, dict) or target.get("type") != "string" or name not in output.get("required", []):
+            yield Problem(
+                rel, "/mcp/text_content", "KT117", f"{name!r} is not a required string property of the output"
+            )
+
+
 CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_names,
     check_annotations,
@@ -387,6 +402,7 @@ CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_toolsets,
     check_enum_titles,
     check_form_flatten,
+    check_text_content,
     check_links,
 )
 

@@ -137,6 +137,8 @@ class ToolSpec(_Operation):
     """Object properties of the input whose own properties a form body may send as fields of their own."""
     requires_client: list[str] = field(default_factory=list)
     """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`)."""
+    text_content: str | None = None
+    """The output property whose value is a success's MCP text content (spec `mcp.text_content`)."""
     cache: dict[str, Any] | None = None
     """`mcp.cache` (specs/_meta/cache.schema.json): the MCP caching hint of the tool's listing."""
     execution: dict[str, Any] | None = None
@@ -556,6 +558,7 @@ def _load_tool(
         links=_links(doc),
         annotations=dict(doc["mcp"]["annotations"]),
         requires_client=list(doc["mcp"].get("requires_client", [])),
+        text_content=doc["mcp"].get("text_content"),
         policy=_merge_policy(svc.policy, doc.get("policy")),
         deprecated=doc.get("deprecated"),
         execution=doc.get("execution"),

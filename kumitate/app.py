@@ -98,10 +98,11 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         session_idle_timeout=settings.mcp_session_idle_s,
         middleware=HTTP_MIDDLEWARE,
     )
-    mcp_all = serve(build_server(runtime))
-    mcp_services = {name: serve(build_server(runtime, [name])) for name in runtime.services}
+    sessions = not stateless  # a stateless endpoint has nobody to notify of a subscribed resource's change
+    mcp_all = serve(build_server(runtime, sessions=sessions))
+    mcp_services = {name: serve(build_server(runtime, [name], sessions=sessions)) for name in runtime.services}
     # a toolset's name is never a service's (lint KT114)
-    mcp_services |= {name: serve(build_server(runtime, toolset=name)) for name in runtime.toolsets}
+    mcp_services |= {name: serve(build_server(runtime, toolset=name, sessions=sessions)) for name in runtime.toolsets}
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Litestar) -> AsyncIterator[None]:
@@ -141,6 +142,7 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         gate=gate,
         limits=limits,
         lean=LeanHTTP(runtime, body_cap) if settings.http_lean else None,
+        draining=runtime.draining,
     )
     app.runtime = runtime  # type: ignore[attr-defined]
     return app

@@ -98,11 +98,13 @@ class CacheHint:
 @dataclass(frozen=True, slots=True)
 class Execution:
     """A tool's spec `execution`: with `mode: task` a client may start it as a task (kumitate.tasks),
-    whose body runs under `timeout_ms`; `required`: over MCP only as a task."""
+    whose body runs under `timeout_ms`; `required`: over MCP only as a task; `asks_first`: the keys of
+    questions asked as rounds of the `tools/call` itself before the task starts (kumitate.tasks.mcp)."""
 
     mode: Literal["sync", "task"] = "sync"
     timeout_ms: int = DEFAULT_TASK_TIMEOUT_MS
     required: bool = False
+    asks_first: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, declared: Mapping[str, Any] | None) -> Execution | None:
@@ -111,7 +113,7 @@ class Execution:
             return None
         mode: Literal["sync", "task"] = "task" if declared.get("mode") == "task" else "sync"
         timeout_ms = int(declared.get("timeout_ms", DEFAULT_TASK_TIMEOUT_MS))
-        return cls(mode, timeout_ms, bool(declared.get("required")))
+        return cls(mode, timeout_ms, bool(declared.get("required")), tuple(declared.get("asks_first", ())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +166,8 @@ class ToolBinding(Binding):
     """Object properties whose own properties a form body may send as fields of their own (spec `http.form_flatten`)."""
     requires_client: tuple[str, ...] = ()
     """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`): -32021 without them."""
+    text_content: str | None = None
+    """The output property whose value is a success's MCP text content, not the result's JSON (spec `mcp.text_content`)."""
     schema_check: bool = True
     """Run the JSON Schema check on the success path: always for `data`; for `model` only where the
     model does not express the whole schema (codegen/fidelity.py)."""

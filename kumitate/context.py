@@ -133,9 +133,11 @@ class CallContext:
     progress_sink: ProgressSink | None = field(default=None, repr=False, compare=False)
     """Set by a transport whose caller asked for progress (an MCP progressToken)."""
     asker: Asker | None = field(default=None, repr=False, compare=False)
+    """Set by a transport that can put a question to the user (MCP elicitation); see `ask`."""
     log_sink: LogSink | None = field(default=None, repr=False, compare=False)
     """Set by a transport whose caller asked for log messages (an MCP log level); see `log`."""
-    """Set by a transport that can put a question to the user (MCP elicitation); see `ask`."""
+    change_sink: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
+    """Where `changed` sends the URI of a resource that changed (the pipeline's ResourceChanges)."""
     _gate: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
     _timed_out: bool = field(default=False, repr=False, compare=False)
     _cancelled: bool = field(default=False, repr=False, compare=False)
@@ -151,13 +153,27 @@ class CallContext:
         address served. A resource the service does not have, or a parameter missing or extra, is a
         programming error (LookupError, TypeError), never an answer to the caller.
         """
+        return self._route(resource, params).url(self.public_url or "", **params)
+
+    def changed(self, resource: str, **params: str) -> None:
+        """Say that one of this service's resources changed (named and filled as for `url_for`): the
+        MCP clients subscribed to it get `notifications/resources/updated` (on transports that keep a
+        session, on this instance); nowhere else. Safe from a worker thread."""
+        route = self._route(resource, params)
+        if self.change_sink is not None:
+            uri = route.uri
+            for name, value in params.items():
+                uri = uri.replace(f"{{{name}}}", value)
+            self.change_sink(uri)
+
+    def _route(self, resource: str, params: Mapping[str, str]) -> ResourceBinding:
         route = self.routes.get(resource)
         if route is None:
             known = ", ".join(sorted(self.routes)) or "none"
             raise LookupError(f"service {self.service!r} has no resource {resource!r} (it has: {known})")
         if set(params) != set(route.params):
             raise TypeError(f"resource {resource!r} takes {sorted(route.params)}, not {sorted(params)}")
-        return route.url(self.public_url or "", **params)
+        return route
 
     def expired(self) -> bool:
         """Whether the call has timed out (or passed its deadline): a long handler may stop here."""

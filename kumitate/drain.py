@@ -1,7 +1,9 @@
 """Graceful drain on SIGTERM (a deploy, a scale-down, `supervisorctl stop`).
 
 1. At once: the runtime is `draining`, so /readyz answers 503 and the balancer takes the instance out
-   of rotation at its next readiness check; requests that still arrive are served.
+   of rotation at its next readiness check; requests that still arrive are served, and their responses
+   carry `Connection: close`, so a balancer's keep-alive connections end before the port closes (a
+   request sent on a connection that is closed under it cannot be retried when it is a POST).
 2. After KUMITATE_DRAIN_DELAY_S (the balancer's check period): the listener closes (new connections
    are refused, and a balancer passes a refused request to another instance), idle keep-alive
    connections are closed.

@@ -24,6 +24,7 @@ from kumitate.admission import CALLS_PER_THREAD, Admission, overloaded
 from kumitate.bindings import PromptBinding, ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.bulkhead import Bulkhead
 from kumitate.catalogue import CatalogueEntry
+from kumitate.changes import ResourceChanges
 from kumitate.context import CallContext, Principal, bound
 from kumitate.errors import ToolError
 from kumitate.intake import Intake
@@ -124,6 +125,8 @@ class Pipeline:
             )
             for name, bulkhead in self.bulkheads.items()
         }
+        self.changes = ResourceChanges()
+        """Resources the handlers say changed, for what serves subscriptions (kumitate.changes)."""
         self.metrics = Metrics(queue_depth=lambda: sum(b.waiting for b in self.bulkheads.values()))
         self._chains: dict[int, tuple[ToolBinding | ResourceBinding | PromptBinding, CallNext]] = {}
 
@@ -219,6 +222,7 @@ class Pipeline:
             progress_sink=request.progress,
             asker=request.asker,
             log_sink=request.log,
+            change_sink=self.changes.publish,
         )
 
     def _finish(self, outcome: Outcome, ctx: CallContext, transport: str, started: float) -> Outcome:

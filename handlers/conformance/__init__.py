@@ -9,6 +9,7 @@ The methods are sync: they run on a worker thread, where `ask` may wait for the 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from typing import Any
 
@@ -33,6 +34,8 @@ class ConformanceHandlers:
         self.settings = settings
         self.png = core.red_pixel_png()
         self.wav = core.silent_wav()
+        self.watched_changes = 0  # test://watched-resource's one state: how often it changed
+        self.lock = threading.Lock()
 
     # -- content kinds
     def test_simple_text(self, input: models.NoInput, ctx: CallContext) -> Text:
@@ -99,6 +102,24 @@ class ConformanceHandlers:
 
     def protocol_error_job(self, input: models.NoInput, ctx: CallContext) -> Text:
         raise RuntimeError("protocol_error_job crashes on purpose (the runtime answers INTERNAL)")
+
+    def confirm_delete(self, input: models.ConfirmDeleteInput, ctx: CallContext) -> Text:
+        answer = ctx.ask("confirm", f"Delete {input.filename}?", core.one_field("confirm", "boolean"))
+        done = "not asked" if answer is None else "confirmed" if answer.get("confirm") else "declined"
+        return Text(text=f"{input.filename}: {done}, kept")
+
+    def multi_input(self, input: models.NoInput, ctx: CallContext) -> Text:
+        got = ctx.ask_all(
+            {
+                "first": Question("elicitation", "First: your name?", core.one_field("name")),
+                "second": Question("elicitation", "Second: confirm?", core.one_field("confirm", "boolean")),
+            }
+        )
+        return Text(text="; ".join(f"{key}: {_said(answer)}" for key, answer in got.items()))
+
+    def test_tool_with_task(self, input: models.NoInput, ctx: CallContext) -> Text:
+        answer = ctx.ask("user_name", "What is your name?", core.one_field("name")) or {}
+        return Text(text=f"Hello from the task, {answer.get('name', 'stranger')}!")
 
     # -- asking the user
     def test_elicitation(self, input: models.TestElicitationInput, ctx: CallContext) -> Text:
@@ -175,7 +196,13 @@ class ConformanceHandlers:
         return models.TemplateDataResource(id=id, templateTest=True, data=f"Data for ID: {id}")
 
     def read_watched_resource(self, ctx: CallContext) -> bytes:
-        return b"This resource never changes."
+        return f"Changed {self.watched_changes} times.".encode()
+
+    def touch_watched_resource(self, input: models.NoInput, ctx: CallContext) -> Text:
+        with self.lock:
+            self.watched_changes += 1
+        ctx.changed("watched_resource")
+        return Text(text="test://watched-resource changed")
 
     def complete_template_ids(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
         return [i for i in ("123", "456", "789") if i.startswith(prefix)]

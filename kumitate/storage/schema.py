@@ -66,8 +66,10 @@ tasks = Table(
     Column("id", String(40), primary_key=True),
     Column("tool", String(200), nullable=False, comment="service.tool"),
     Column("principal", String(255), nullable=False, comment="who started it: the only caller who may read it"),
-    Column("status", String(16), nullable=False, comment="working, completed, failed or cancelled"),
+    Column("status", String(16), nullable=False, comment="working, input_required, completed, failed or cancelled"),
     Column("progress", Text, nullable=True, comment="JSON {done, total, message}: the latest progress report"),
+    Column("questions", Text, nullable=True, comment="JSON {key: question} the task waits on (input_required)"),
+    Column("answers", Text, nullable=True, comment="JSON {key: answer} given to those questions, not yet taken"),
     Column(
         "result", Text, nullable=True, comment="JSON body of the outcome (bounded): the result or the error envelope"
     ),

@@ -6,12 +6,20 @@ the answer is a flat CreateTaskResult (`resultType: "task"`, `taskId`, `status`,
 `pollIntervalMs`). Without the declaration, or on an older protocol, the call runs synchronously
 as before, unless the spec says the tool runs only as a task (`execution.required`): then -32021. The task is the same row HTTP's operations read, so either transport may follow it.
 
+A task may ask the client what the client declared it can answer (elicitation, sampling, roots):
+it then reads `input_required` with the questions as `inputRequests`, and `tasks/update` brings
+the answers. Questions the spec lists in `execution.asks_first` are asked before the task starts,
+as multi-round-trip rounds of the `tools/call` itself (SEP-2322); the round that carries all their
+answers starts the task, which gets them.
+
     tasks/get     the task; once completed its CallToolResult inlined under `result` (a catalogued
                   error from the tool is a completed task with `isError: true`, as a synchronous
                   call's), or, for a task lost with its instance or an internal failure, `failed`
                   with a JSON-RPC `error` whose `data` is the catalogue's body
     tasks/cancel  an empty ack; the task reads `cancelled` once it stopped (a finished one stays as it was)
-    tasks/update  an empty ack: kumitate's tasks never wait for input
+    tasks/get     while `input_required`: the questions still unanswered, `inputRequests` {key: request}
+    tasks/update  an empty ack; the `inputResponses` to questions the task waits on are its answers
+                  (others are ignored); the task works on once every one is answered
 """
 
 from __future__ import annotations
@@ -42,7 +50,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from kumitate.errors import ErrorCode
 from kumitate.pipeline import Outcome
 from kumitate.runtime import Runtime
-from kumitate.tasks.store import CANCELLED, COMPLETED, WORKING, TaskRow
+from kumitate.tasks.store import CANCELLED, COMPLETED, INPUT_REQUIRED, LIVE, TaskRow
+from kumitate.transports.mcp_elicit import answer_of, declared_kinds, given_answers, input_request
 
 POLL_INTERVAL_MS = 1000
 LOST_CODES: frozenset[ErrorCode] = frozenset({"TASK_LOST", "INTERNAL"})
@@ -138,9 +147,14 @@ class TasksExtension(ServerExtension):
         key = arguments.pop(IDEMPOTENCY_ARGUMENT, None)
         if key is not None and not isinstance(key, str):
             return await call_next()  # the synchronous path refuses it, after admission
-        started = await self.runtime.tasks.start(binding, current_request(key), arguments=arguments)
+        kinds = declared_kinds()
+        answered = given_answers(self.runtime.settings) if kinds else {}
+        if kinds and any(first not in answered for first in binding.execution.asks_first):
+            return await call_next()  # the questions asked first: a synchronous round (input_required)
+        request = current_request(key)
+        started = await self.runtime.tasks.start(binding, request, arguments=arguments, asks=kinds, answered=answered)
         if isinstance(started, Outcome):
-            return tool_result(started)
+            return tool_result(started, binding.text_content)
         return CreateTaskResult(
             task_id=started.id,
             status=started.status,
@@ -148,6 +162,12 @@ class TasksExtension(ServerExtension):
             last_updated_at=_time(started.updated_at),
             ttl_ms=self._ttl_ms(),
         )
+
+    def _text_content(self, key: str) -> str | None:
+        """`mcp.text_content` of the tool `key` (service.tool) names."""
+        service = self.runtime.services.get(key.partition(".")[0])
+        found = [t for t in service.tools if t.key == key] if service is not None else []
+        return found[0].text_content if found else None
 
     def _ttl_ms(self) -> int:
         return int(self.runtime.tasks.store.ttl_s * 1000)
@@ -182,7 +202,9 @@ class TasksExtension(ServerExtension):
             "ttlMs": self._ttl_ms(),
             "pollIntervalMs": POLL_INTERVAL_MS,
         }
-        if row.status == WORKING:
+        if row.status == INPUT_REQUIRED:
+            answer["inputRequests"] = {k: input_request(q) for k, q in (row.questions or {}).items()}
+        if row.status in LIVE:
             if row.progress and row.progress.get("message"):
                 answer["statusMessage"] = row.progress["message"]
             return answer
@@ -197,7 +219,7 @@ class TasksExtension(ServerExtension):
         outcome = Outcome(
             row.status == COMPLETED, row.http_status or 200, code or "OK", row.result, row.run_id, row.trace_id
         )
-        result = tool_result(outcome).to_mcp_result()
+        result = tool_result(outcome, self._text_content(row.tool)).to_mcp_result()
         assert isinstance(result, CallToolResult)  # a result with _meta always is
         answer |= {"status": "completed", "result": result.model_dump(by_alias=True, mode="json", exclude_none=True)}
         return answer
@@ -207,5 +229,9 @@ class TasksExtension(ServerExtension):
         return {"resultType": "complete"}
 
     async def _update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> dict[str, Any]:
-        await self._row(ctx, params.task_id)
+        row = await self._row(ctx, params.task_id)
+        waiting = row.questions or {} if row.status == INPUT_REQUIRED else {}
+        answers = {k: answer_of(waiting[k], r) for k, r in params.input_responses.items() if k in waiting}
+        if answers:
+            await self.runtime.tasks.answer(row.id, row.principal, answers)
         return {"resultType": "complete"}

@@ -8,6 +8,12 @@ if synchronous, and leaves no task behind. The handler then runs on under the ta
 (spec `execution.timeout_ms`), at most KUMITATE_TASK_WORKERS of them per instance, and its outcome
 (bounded: KUMITATE_TASK_MAX_RESULT_BYTES) goes to the row, where any instance reads it.
 
+A task may ask its caller something (`CallContext.ask`, `sample`, `roots`) when the transport says
+which kinds of question its caller can answer (`start(asks=...)`): the task then waits
+`input_required` with the questions in its row, and its worker thread waits for the answers, which
+any instance may write (`answer`); this one takes them at once when they arrive here, else within
+ANSWER_POLL_S. The task's deadline and its cancellation run meanwhile.
+
 One heartbeat per instance renews the leases of its running tasks, carries their latest progress
 to the rows, and stops the ones cancelled meanwhile (maybe through another instance).
 """
@@ -18,19 +24,22 @@ import asyncio
 import contextvars
 import json
 import secrets
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from kumitate import calllog
 from kumitate.bindings import ToolBinding
-from kumitate.context import CallContext
+from kumitate.context import Asker, CallCancelled, CallContext, Question, current_call
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Outcome, Pipeline
-from kumitate.tasks.store import COMPLETED, FAILED, TaskRow, TaskStore
+from kumitate.tasks.store import COMPLETED, FAILED, LIVE, TaskRow, TaskStore
 
 T = TypeVar("T")
 BUSY_RETRY_AFTER_MS = 5000
+ANSWER_POLL_S = 1.0
+"""How often a task waiting for answers reads its row (answers given through another instance)."""
 
 
 @dataclass(slots=True)
@@ -39,8 +48,11 @@ class _Running:
     inner: asyncio.Future[Outcome]
     progress: dict[str, Any] | None = None
     reported: dict[str, Any] | None = None
-    created: asyncio.Event = field(default_factory=asyncio.Event)
+    created: threading.Event = field(default_factory=threading.Event)
+    """Set once the task's row exists (the handler may start before it is written)."""
     settler: asyncio.Future[None] | None = None
+    answered: threading.Event = field(default_factory=threading.Event)
+    """Set when answers to its questions were written through this instance."""
 
     def report(self, done: float, total: float | None, message: str | None) -> None:
         self.progress = {"done": done, "total": total, "message": message}
@@ -52,6 +64,17 @@ class _Running:
             return None
         self.reported = latest
         return latest
+
+
+def _waiting_on(event: threading.Event) -> None:
+    """On a task's worker thread: until `event` is set or ANSWER_POLL_S passed; CallCancelled once the
+    call was cancelled, REQUEST_TIMEOUT past its deadline."""
+    event.wait(ANSWER_POLL_S)
+    call = current_call()
+    if call is not None:
+        if call.cancelled():
+            raise CallCancelled(call.run_id)
+        call.check_deadline()
 
 
 def new_task_id() -> str:
@@ -80,8 +103,13 @@ class TaskRunner:
         request: CallRequest,
         arguments: Any = None,
         read: Callable[[], Awaitable[Any]] | None = None,
+        asks: Collection[str] = (),
+        answered: Mapping[str, Any] | None = None,
     ) -> Outcome | TaskRow:
-        """The task's row once the call is admitted, else the call's own (synchronous) outcome."""
+        """The task's row once the call is admitted, else the call's own (synchronous) outcome.
+
+        `asks`: the kinds of Question the caller can answer (none: the handler's questions get None);
+        `answered`: answers the caller gave before the task started (by question key)."""
         loop = asyncio.get_running_loop()
         admitted: asyncio.Future[CallContext] = loop.create_future()
         task_id = new_task_id()
@@ -102,6 +130,8 @@ class TaskRunner:
         inner = asyncio.ensure_future(self.pipeline.call_tool(binding, arguments, request, read=read))
         entry = _Running(task_id, inner)
         request.progress = entry.report
+        if asks:
+            request.asker = self._asker(entry, frozenset(asks), dict(answered or {}))
         try:
             waiting: set[asyncio.Future[Any]] = {inner, admitted}
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
@@ -124,6 +154,51 @@ class TaskRunner:
         entry.settler = asyncio.ensure_future(self._settle(entry, binding))
         self._beat()
         calllog.log_info("task_started", service=binding.service, tool=binding.name, run_id=ctx.run_id, task=task_id)
+        return row
+
+    # -- questions -------------------------------------------------------------------------
+    def _asker(self, entry: _Running, kinds: frozenset[str], answered: dict[str, Any]) -> Asker:
+        """The task's asker: questions not yet answered put the task `input_required` and wait."""
+        loop = asyncio.get_running_loop()
+
+        def db(fn: Callable[..., T], *args: Any) -> T:
+            return asyncio.run_coroutine_threadsafe(self._db(fn, *args), loop).result()
+
+        def stopped() -> CallCancelled:
+            """The task no longer runs (cancelled or lost, maybe through another instance): stop its call."""
+            loop.call_soon_threadsafe(entry.inner.cancel)
+            return CallCancelled(entry.id)
+
+        def ask(questions: Mapping[str, Question]) -> dict[str, Any]:
+            askable = {key: q for key, q in questions.items() if q.kind in kinds}
+            waiting = {key: asdict(q) for key, q in askable.items() if key not in answered}
+            if waiting:
+                while not entry.created.is_set():  # the row is written just after the handler starts
+                    _waiting_on(entry.created)
+                entry.answered.clear()
+                if not db(self.store.ask, entry.id, waiting):
+                    raise stopped()
+                calllog.log_info("task_input_required", task=entry.id, questions=len(waiting))
+                while True:
+                    _waiting_on(entry.answered)
+                    entry.answered.clear()
+                    status, answers = db(self.store.taken, entry.id)
+                    if status not in LIVE:
+                        raise stopped()
+                    if answers is not None:
+                        answered.update(answers)
+                        break
+            return {key: answered.get(key) if key in askable else None for key in questions}
+
+        return ask
+
+    async def answer(self, task_id: str, principal: str, answers: Mapping[str, Any]) -> TaskRow | None:
+        """Answers to the caller's `input_required` task (keys it does not wait on are ignored);
+        the task as it now is (None: no such task)."""
+        row = await self._db(self.store.answer, task_id, principal, answers)
+        running = self._running.get(task_id)
+        if running is not None:
+            running.answered.set()
         return row
 
     # -- end -------------------------------------------------------------------------------
@@ -171,6 +246,7 @@ class TaskRunner:
         running = self._running.get(task_id)
         if row is not None and running is not None and row.status != COMPLETED:
             running.inner.cancel()
+            running.answered.set()
         return row
 
     # -- heartbeat -------------------------------------------------------------------------

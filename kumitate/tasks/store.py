@@ -6,8 +6,12 @@ leases, kumitate/policies/idempotency.py, but renewed: a task may run for many m
 still `working` once its lease has run out was being run by an instance that died: the first
 read marks it `failed` with TASK_LOST, so a client is told, never left polling for ever.
 
-A row moves out of `working` once (`UPDATE … WHERE status = 'working'`): a cancel and the
-task's own end race safely, the first one wins. Finished rows are forgotten KUMITATE_TASK_TTL_S
+A task that asks its caller something waits `input_required`: the row holds the questions still
+unanswered and the answers given so far (any instance may take them, `answer`); once every
+question is answered it works again and the instance running it takes the answers (`taken`).
+
+A row moves out of the live statuses (`working`, `input_required`) once (`UPDATE … WHERE status IN
+…`): a cancel and the task's own end race safely, the first one wins. Finished rows are forgotten KUMITATE_TASK_TTL_S
 after they finished. Every method is blocking: callers run them on the storage threads
 (`Database.run`) outside any call's commit gate, since a task's bookkeeping is not the call's change.
 """
@@ -27,9 +31,12 @@ from kumitate.storage import Database
 from kumitate.storage.schema import tasks as table
 
 WORKING = "working"
+INPUT_REQUIRED = "input_required"
 COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
+LIVE = (WORKING, INPUT_REQUIRED)
+"""The statuses of a task still running (its lease renewed, its end not yet written)."""
 SWEEP_EVERY_S = 60.0
 
 Envelope = Callable[[ErrorCode, str, str, str], tuple[int, dict[str, Any]]]
@@ -50,10 +57,12 @@ class TaskRow:
     created_at: float
     updated_at: float
     expires_at: float
+    questions: dict[str, Any] | None = None
+    """{key: question} the task waits on while `input_required` (kumitate.context.Question's fields)."""
 
     @property
     def done(self) -> bool:
-        return self.status != WORKING
+        return self.status not in LIVE
 
 
 def _row(found: Any) -> TaskRow:
@@ -70,6 +79,7 @@ def _row(found: Any) -> TaskRow:
         created_at=found.created_at,
         updated_at=found.updated_at,
         expires_at=found.expires_at,
+        questions=json.loads(found.questions) if found.questions else None,
     )
 
 
@@ -107,7 +117,7 @@ class TaskStore:
         with self.db.transaction() as conn:
             conn.execute(insert(table).values(**values))
             if now - self._swept_at >= SWEEP_EVERY_S:
-                conn.execute(delete(table).where(table.c.expires_at <= now, table.c.status != WORKING))
+                conn.execute(delete(table).where(table.c.expires_at <= now, table.c.status.notin_(LIVE)))
                 self._swept_at = now
         return TaskRow(
             task_id, tool, principal, WORKING, None, None, None, run_id, trace_id, now, now, now + self.ttl_s
@@ -115,7 +125,7 @@ class TaskStore:
 
     def renew(self, progress: Mapping[str, dict[str, Any] | None]) -> set[str]:
         """Extend the leases of the tasks this instance runs (with their latest progress); returns the
-        ids among them no longer `working` (cancelled by a caller, maybe through another instance)."""
+        ids among them no longer running (cancelled by a caller, maybe through another instance)."""
         if not progress:
             return set()
         now = self._clock()
@@ -127,12 +137,62 @@ class TaskStore:
                 }
                 if report is not None:
                     values |= {"progress": json.dumps(report, ensure_ascii=False), "updated_at": now}
-                conn.execute(update(table).where(table.c.id == task_id, table.c.status == WORKING).values(**values))
-            rows = conn.execute(select(table.c.id).where(table.c.id.in_(list(progress)), table.c.status != WORKING))
+                conn.execute(update(table).where(table.c.id == task_id, table.c.status.in_(LIVE)).values(**values))
+            rows = conn.execute(select(table.c.id).where(table.c.id.in_(list(progress)), table.c.status.notin_(LIVE)))
             return {r.id for r in rows}
 
+    def ask(self, task_id: str, questions: Mapping[str, dict[str, Any]]) -> bool:
+        """The running task waits on `questions` ({key: question}): `input_required` (False: it no
+        longer runs)."""
+        values = {
+            "status": INPUT_REQUIRED,
+            "questions": json.dumps(questions, ensure_ascii=False),
+            "answers": None,
+            "updated_at": self._clock(),
+        }
+        with self.db.transaction() as conn:
+            where = and_(table.c.id == task_id, table.c.status.in_(LIVE))
+            return bool(conn.execute(update(table).where(where).values(**values)).rowcount)
+
+    def answer(self, task_id: str, principal: str, answers: Mapping[str, Any]) -> TaskRow | None:
+        """Give the caller's `input_required` task answers to some of its questions (others are
+        ignored); once none is left unanswered it works again. The task as it now is (None: no such task)."""
+        now = self._clock()
+        with self.db.transaction() as conn:
+            found = conn.execute(
+                select(table.c.questions, table.c.answers)
+                .where(table.c.id == task_id, table.c.principal == principal, table.c.status == INPUT_REQUIRED)
+                .with_for_update()
+            ).first()
+            if found is not None:
+                waiting = json.loads(found.questions or "{}")
+                given = json.loads(found.answers or "{}") | {k: v for k, v in answers.items() if k in waiting}
+                left = {k: v for k, v in waiting.items() if k not in given}
+                values = {
+                    "status": INPUT_REQUIRED if left else WORKING,
+                    "questions": json.dumps(left, ensure_ascii=False) if left else None,
+                    "answers": json.dumps(given, ensure_ascii=False),
+                    "updated_at": now,
+                }
+                conn.execute(update(table).where(table.c.id == task_id).values(**values))
+        return self.get(task_id, principal)
+
+    def taken(self, task_id: str) -> tuple[str, dict[str, Any] | None]:
+        """For the instance running the task: (its status, the answers once every question is
+        answered, None while some still wait); the answers are taken (cleared) as they are read."""
+        with self.db.transaction() as conn:
+            found = conn.execute(
+                select(table.c.status, table.c.answers).where(table.c.id == task_id).with_for_update()
+            ).first()
+            if found is None:
+                return CANCELLED, None
+            if found.status != WORKING or found.answers is None:
+                return found.status, None
+            conn.execute(update(table).where(table.c.id == task_id).values(answers=None))
+            return WORKING, json.loads(found.answers)
+
     def finish(self, task_id: str, status: str, http_status: int, body: Any) -> bool:
-        """Store the outcome of a task still `working` (False: it was cancelled or lost meanwhile)."""
+        """Store the outcome of a task still running (False: it was cancelled or lost meanwhile)."""
         return self._settle(task_id, status, http_status, json.dumps(body, ensure_ascii=False))
 
     def cancel(self, task_id: str, principal: str) -> TaskRow | None:
@@ -164,7 +224,7 @@ class TaskStore:
             ).first()
         if found is None:
             return None
-        if found.status == WORKING and found.lease_until <= now:
+        if found.status in LIVE and found.lease_until <= now:
             http_status, body = self.envelope(
                 "TASK_LOST",
                 "the instance running this task stopped before it finished; its outcome is unknown: start it again",
@@ -178,7 +238,7 @@ class TaskStore:
 
     def _settle(self, task_id: str, status: str, http_status: int, result: str, extra: Any = None) -> bool:
         now = self._clock()
-        where = and_(table.c.id == task_id, table.c.status == WORKING)
+        where = and_(table.c.id == task_id, table.c.status.in_(LIVE))
         if extra is not None:
             where = and_(where, extra)
         values = {"status": status, "http_status": http_status, "result": result, "updated_at": now}

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from contextvars import ContextVar
@@ -113,9 +114,11 @@ class KumitateASGI:
         gate: Gate | None = None,
         limits: RequestLimits | None = None,
         lean: Lean | None = None,
+        draining: threading.Event | None = None,
     ) -> None:
         self.app = app
         self.lean = lean
+        self.draining = draining
         self.gate = gate
         self.mcp_all = mcp_all
         self.mcp_services = mcp_services
@@ -172,6 +175,8 @@ class KumitateASGI:
                 if replaced:
                     out[correlation.RUN_ID_REPLACED_HEADER] = "invalid"
                 out["X-Request-Duration-Ms"] = f"{(time.perf_counter() - started) * 1000:.2f}"
+                if self.draining is not None and self.draining.is_set():
+                    out["Connection"] = "close"  # a balancer stops reusing the connection before the port closes
             await send(message)
 
         exchange = Exchange(receive, send_with_ids, self.limits.body_timeout_s, ids)

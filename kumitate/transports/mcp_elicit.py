@@ -31,6 +31,7 @@ from fastmcp.tools.base import InputRequiredToolResult
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter, ValidationError
 
 from kumitate import calllog
 from kumitate.context import Asker, CallCancelled, Question, current_call
@@ -124,15 +125,21 @@ def _answer(result: Any) -> Any:
     return dict(result.content)
 
 
+def declared_kinds() -> set[str]:
+    """The kinds of Question the client of the MCP request being served declared it can answer."""
+    rc = fastmcp_request_ctx.get()
+    if rc is None:
+        return set()
+    return {kind for kind, capability in CAPABILITIES.items() if rc.session.check_client_capability(capability)}
+
+
 def asker(settings: Settings) -> Asker | None:
     """The asker of the MCP request being served, or None when its client cannot be asked."""
     rc = fastmcp_request_ctx.get()
-    if rc is None:
+    declared = declared_kinds()
+    if rc is None or not declared:
         return None
-    declared = {kind for kind, capability in CAPABILITIES.items() if rc.session.check_client_capability(capability)}
-    if not declared:
-        return None
-    inner = _retrying(state_key(settings)) if rc.protocol_version in MODERN_PROTOCOL_VERSIONS else _pushing(rc)
+    inner = _retrying(settings) if rc.protocol_version in MODERN_PROTOCOL_VERSIONS else _pushing(rc)
 
     def ask(questions: Mapping[str, Question]) -> dict[str, Any]:
         askable = {key: question for key, question in questions.items() if question.kind in declared}
@@ -193,11 +200,42 @@ def _wait(future: concurrent.futures.Future[Any]) -> Any:
                 raise TimeoutError("no answer") from None
 
 
-def _retrying(state: bytes) -> Asker:
+def given_answers(settings: Settings) -> dict[str, Any]:
+    """The answers a 2026-07-28 retry carries: earlier rounds' from its (checked) `requestState`,
+    this round's from its `inputResponses`."""
     ctx = get_context()
-    answers: dict[str, Any] = unseal(ctx.request_state, state) if ctx.request_state else {}
+    answers: dict[str, Any] = unseal(ctx.request_state, state_key(settings)) if ctx.request_state else {}
     for key, response in (ctx.input_responses or {}).items():
         answers[key] = _answer(response)
+    return answers
+
+
+_RESPONSES: dict[str, TypeAdapter[Any]] = {
+    "elicitation": TypeAdapter(mt.ElicitResult),
+    "sampling": TypeAdapter(mt.CreateMessageResult | mt.CreateMessageResultWithTools),
+    "roots": TypeAdapter(mt.ListRootsResult),
+}
+
+
+def input_request(question: Mapping[str, Any]) -> dict[str, Any]:
+    """A question (a Question's fields, as a task stores it) as the request an `inputRequests` entry holds."""
+    return _request(Question(**question)).model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def answer_of(question: Mapping[str, Any], response: Any) -> Any:
+    """What a handler gets from a client's response to `question` (a Question's fields); -32602
+    when the response is not one to a question of its kind."""
+    try:
+        return _answer(_RESPONSES[question["kind"]].validate_python(response))
+    except ValidationError as exc:
+        raise MCPError(
+            INVALID_PARAMS, f"not a response to a {question['kind']} request: {exc.errors()[0]['msg']}"
+        ) from None
+
+
+def _retrying(settings: Settings) -> Asker:
+    answers = given_answers(settings)
+    state = state_key(settings)
 
     def ask(questions: Mapping[str, Question]) -> dict[str, Any]:
         unanswered = {key: question for key, question in questions.items() if key not in answers}

@@ -171,7 +171,7 @@ class LeanMCP:
         request = _call_request(scope, headers, meta, key)
         call = self.runtime.pipeline.call_tool(tool.binding, arguments, request)
         outcome = await unless_disconnected(receive, BODY_READ, call)
-        result = self._wire_result(verdict.protocol_version, tool_result(outcome))
+        result = self._wire_result(verdict.protocol_version, tool_result(outcome, tool.binding.text_content))
         reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
         return json.dumps(reply, separators=(",", ":")).encode()
 

@@ -8,9 +8,11 @@ Node, in about a second.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import mcp_types as mt
@@ -23,6 +25,7 @@ from codegen.specs import SpecTree
 from kumitate.client import mcp_result_body
 from kumitate.runtime import Runtime, default_services
 from kumitate.transports.mcp import build_server
+from kumitate.transports.mcp.subscriptions import Subscriptions
 from tests.conftest import app_settings
 
 # fastmcp's Context.log still calls the SDK's session.send_log_message, deprecated at 2026-07-28
@@ -59,6 +62,14 @@ async def test_content_kinds_reach_the_wire(client: Client[Any]) -> None:
     mixed = await client.call_tool_mcp("test_multiple_content_types", {})
     assert _kinds(mixed) == ["text", "image", "resource"]
     assert json.loads(mixed.content[2].resource.text) == {"test": "data", "value": 123}
+
+
+async def test_text_content_is_the_declared_property_and_structured_content_the_body(client: Client[Any]) -> None:
+    greet = await client.call_tool_mcp("greet", {"name": "sep-2243"})  # spec mcp.text_content: text
+    assert greet.content[0].text == "Hello, sep-2243!"
+    assert greet.structured_content == {"text": "Hello, sep-2243!"}
+    refused = await client.call_tool_mcp("greet", {"name": ""})  # an error keeps its JSON text
+    assert refused.is_error and json.loads(refused.content[0].text)["error"]["code"]
 
 
 async def test_error_fixture_is_a_catalogued_error(client: Client[Any]) -> None:
@@ -202,3 +213,57 @@ def test_an_opt_in_service_is_not_served_by_default() -> None:
 
     assert SERVICES["conformance"].opt_in
     assert default_services(SERVICES) == [name for name in SERVICES if name != "conformance"]
+
+
+SUBSCRIBE_DEPRECATED = pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+"""The SDK client's warning: handshake-era subscriptions are gone from 2026-07-28 (subscriptions/listen)."""
+
+
+@SUBSCRIBE_DEPRECATED
+async def test_a_subscribed_resource_that_changes_notifies_its_subscriber_until_it_unsubscribes(
+    runtime: Runtime,
+) -> None:
+    updated: list[str] = []
+
+    async def collect(message: Any) -> None:
+        if isinstance(message, mt.ResourceUpdatedNotification):
+            updated.append(message.params.uri)
+
+    uri = "test://watched-resource"
+    async with Client(build_server(runtime), message_handler=collect, mode="legacy") as client:
+        assert client.initialize_result is not None and client.initialize_result.capabilities.resources.subscribe
+        await client.session.subscribe_resource(uri)
+        before = (await client.read_resource(uri))[0].text
+        await client.call_tool("touch_watched_resource", {})
+        for _ in range(50):
+            if updated:
+                break
+            await asyncio.sleep(0.02)
+        assert updated == [uri]
+        assert (await client.read_resource(uri))[0].text != before
+        await client.session.unsubscribe_resource(uri)
+        await client.call_tool("touch_watched_resource", {})
+        await asyncio.sleep(0.2)
+        assert updated == [uri]  # no more once unsubscribed
+        with pytest.raises(MCPError) as unknown:
+            await client.session.subscribe_resource("test://no-such-resource")
+        assert unknown.value.error.code == -32602
+
+
+@SUBSCRIBE_DEPRECATED
+async def test_without_sessions_resources_cannot_be_subscribed_to(runtime: Runtime) -> None:
+    async with Client(build_server(runtime, sessions=False), mode="legacy") as client:
+        assert client.initialize_result is not None
+        assert not client.initialize_result.capabilities.resources.subscribe
+        with pytest.raises(MCPError) as refused:
+            await client.session.subscribe_resource("test://watched-resource")
+        assert refused.value.error.code == -32601
+
+
+async def test_a_resource_keeps_at_most_the_session_cap_of_subscribers(runtime: Runtime) -> None:
+    subscriptions = Subscriptions(build_server(runtime), most=2)
+    uri = "test://watched-resource"
+    clients = [SimpleNamespace(session=SimpleNamespace(client_params=object())) for _ in range(3)]
+    for client in [*clients, clients[2]]:  # the same client twice is one subscriber
+        await subscriptions.subscribe(client, mt.SubscribeRequestParams(uri=uri))
+    assert subscriptions.sessions[uri] == [clients[1].session, clients[2].session]  # the oldest made room

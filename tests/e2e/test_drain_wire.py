@@ -1,5 +1,5 @@
-"""SIGTERM drains a real `kumitate serve`: /readyz answers 503 at once while requests are still served,
-the port closes after KUMITATE_DRAIN_DELAY_S, the call in flight gets its answer, and the process exits 0."""
+"""SIGTERM drains a real `kumitate serve`: /readyz answers 503 at once while requests are still served
+(with `Connection: close`, so a balancer keeps no connection to it), the port closes after KUMITATE_DRAIN_DELAY_S, the call in flight gets its answer, and the process exits 0."""
 
 from __future__ import annotations
 
@@ -43,12 +43,15 @@ def test_sigterm_turns_readiness_off_then_closes_the_port_and_finishes_the_call_
             in_flight = pool.submit(httpx.post, f"{server.url}/v1/analytics/profile", json=body, timeout=60)
             time.sleep(0.5)
             assert not in_flight.done()
+            assert httpx.get(f"{server.url}/healthz", timeout=5).headers.get("Connection") != "close"
             server.process.send_signal(signal.SIGTERM)
             signalled = time.monotonic()
             ready = httpx.get(f"{server.url}/readyz", timeout=5)
             assert ready.status_code == 503 and ready.json()["draining"] is True
             assert ready.headers["Retry-After"].isdigit()
-            assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200  # still serving
+            served = httpx.get(f"{server.url}/healthz", timeout=5)
+            assert served.status_code == 200  # still serving, but no connection kept for the next request
+            assert served.headers["Connection"] == "close" and ready.headers["Connection"] == "close"
             while not refuses(server.url) and time.monotonic() - signalled < delay_s + 10:
                 time.sleep(0.05)
             closed_after = time.monotonic() - signalled

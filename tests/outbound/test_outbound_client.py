@@ -314,8 +314,12 @@ def test_the_tool_call_deadline_caps_the_outbound_deadline(server: Scripted) -> 
     """Inside a tool call, an outbound call never outlives the call's own deadline."""
     from kumitate.context import CallContext, bound
 
-    server.default = (200, 2.0, {}, b"{}")
-    call = CallContext("svc", "tool", "http", "run", "trace", deadline=time.monotonic() + 0.3)
+    server.default = (200, 5.0, {}, b"{}")
+    started = time.monotonic()
+    call = CallContext("svc", "tool", "http", "run", "trace", deadline=started + 0.3)
     with client(server.url) as c, bound(call), pytest.raises(OutboundError) as err:
         c.request("GET", "/x", deadline_s=10.0)
-    assert err.value.kind == "timeout" and server.count == 1
+    # not retried, and given up long before the server's 5 s answer (on a loaded machine the one request
+    # may not even have reached the server by the deadline)
+    assert err.value.kind == "timeout" and server.count <= 1
+    assert time.monotonic() - started < 4.0

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
+import mcp_types as mt
 import pytest
-from fastmcp import FastMCP
+from fastmcp import Client, FastMCP
 from mcp.server.transport_security import RequestBodyLimitMiddleware
 
-from kumitate.transports.mcp.compat import configure_sessions, session_managers
+from kumitate.transports.mcp.compat import configure_sessions, serve_request, session_managers
 
 KUMITATE = Path(__file__).resolve().parents[2] / "kumitate"
 COMPAT = KUMITATE / "transports" / "mcp" / "compat.py"
@@ -37,6 +39,22 @@ async def test_the_session_caps_reach_the_sdk() -> None:
         assert isinstance(manager.asgi_app, RequestBodyLimitMiddleware)
         assert manager.asgi_app.max_body_size == manager.max_request_body_size == 64 << 20
         assert manager.max_sessions == 7
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed")
+async def test_a_request_handler_reaches_the_sdk_server() -> None:
+    seen: list[str] = []
+
+    async def subscribe(ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
+        seen.append(str(params.uri))
+        return mt.EmptyResult()
+
+    server = FastMCP("t")
+    serve_request(server, "resources/subscribe", mt.SubscribeRequestParams, subscribe)
+    async with Client(server, mode="legacy") as client:
+        await client.session.subscribe_resource("test://x")
+    assert seen == ["test://x"]
 
 
 def own_private_names(text: str) -> set[str]:

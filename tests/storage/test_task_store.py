@@ -11,7 +11,7 @@ import pytest
 
 from kumitate.deploy import DeploySettings
 from kumitate.storage import open_database
-from kumitate.tasks.store import CANCELLED, COMPLETED, FAILED, WORKING, TaskStore
+from kumitate.tasks.store import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskStore
 
 
 def envelope(code: str, message: str, run_id: str, trace_id: str) -> tuple[int, dict[str, Any]]:
@@ -84,3 +84,30 @@ def test_cancel_wins_over_a_later_finish_and_the_runner_learns_it_on_renewal(
     assert one.renew({"t3": None}) == {"t3"}
     assert not one.finish("t3", COMPLETED, 200, {})
     assert two.cancel("t3", "alice").status == CANCELLED  # type: ignore[union-attr]  # idempotent
+
+
+def test_a_task_waiting_for_input_is_answered_through_the_other_instance_and_keeps_its_lease(
+    pair: tuple[TaskStore, TaskStore], clock: Clock
+) -> None:
+    one, two = pair
+    one.create("t4", "conformance.multi_input", "alice", "run", "trace")
+    questions = {"first": {"kind": "elicitation"}, "second": {"kind": "elicitation"}}
+    assert one.ask("t4", questions)
+    waiting = two.get("t4", "alice")
+    assert waiting is not None and waiting.status == INPUT_REQUIRED and not waiting.done
+    assert waiting.questions == questions
+    assert two.answer("t4", "bob", {"first": 1}) is None  # not bob's task
+    partly = two.answer("t4", "alice", {"first": {"name": "a"}, "unknown": 0})
+    assert (
+        partly is not None and partly.status == INPUT_REQUIRED and partly.questions == {"second": questions["second"]}
+    )
+    assert one.taken("t4") == (INPUT_REQUIRED, None)  # still waiting on "second"
+    clock.now += 20
+    assert one.renew({"t4": None}) == set()  # a waiting task is renewed like a working one
+    clock.now += 20
+    assert two.get("t4", "alice").status == INPUT_REQUIRED  # type: ignore[union-attr]  # not lost
+    assert two.answer("t4", "alice", {"second": True}).status == WORKING  # type: ignore[union-attr]
+    assert one.taken("t4") == (WORKING, {"first": {"name": "a"}, "second": True})
+    assert one.taken("t4") == (WORKING, None)  # taken once
+    assert one.finish("t4", COMPLETED, 200, {"text": "done"})
+    assert two.answer("t4", "alice", {"second": False}).status == COMPLETED  # type: ignore[union-attr]  # too late

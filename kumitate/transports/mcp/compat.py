@@ -1,5 +1,10 @@
 """The one place kumitate relies on fastmcp/mcp internals, because no public hook exists yet.
 
+Upstream need (fastmcp): FastMCP serves no `resources/subscribe` and offers no public way to add a
+request handler to its SDK server (`FastMCP._mcp_server`), though the SDK server has a public
+`add_request_handler`. `serve_request` reaches the SDK server that way, checked here and by
+tests/runtime/test_mcp_compat.py.
+
 Upstream need (fastmcp): `FastMCP.http_app()` builds the SDK's `StreamableHTTPSessionManager` in
 its lifespan and passes neither `max_request_body_size` nor `max_sessions`, both of which the
 SDK's constructor takes. Until it does, `configure_sessions` finds the manager the lifespan
@@ -14,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fastmcp import FastMCP
+from mcp.server.lowlevel.server import Server as SdkServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import RequestBodyLimitMiddleware
 
@@ -49,3 +56,12 @@ def configure_sessions(app: Any, body_cap: int, max_sessions: int) -> None:
         manager.max_sessions = max_sessions
         manager.max_request_body_size = body_cap
         limiter.max_body_size = body_cap
+
+
+def serve_request(server: FastMCP, method: str, params_type: type[Any], handler: Any) -> None:
+    """Have `server` answer the request `method` (params validated as `params_type`) with `handler`
+    (`(ServerRequestContext, params) -> result`), through its SDK server's `add_request_handler`."""
+    sdk = getattr(server, "_mcp_server", None)
+    if not isinstance(sdk, SdkServer):
+        raise RuntimeError("FastMCP no longer keeps its SDK server in _mcp_server (compat.py)")
+    sdk.add_request_handler(method, params_type, handler)

@@ -1,7 +1,7 @@
 """The pipeline's outcome on the MCP wire: a tool result, or a JSON-RPC error.
 
 A success is `structuredContent` (the body itself, which the tool's `outputSchema` describes),
-the same body as JSON text, and a content block per attachment (image, audio, embedded resource). A failure is `isError: true`
+the same body as JSON text (or, where the spec names one in `mcp.text_content`, that property's string), and a content block per attachment (image, audio, embedded resource). A failure is `isError: true`
 WITHOUT `structuredContent`: a strict client validates `structuredContent` against the tool's
 `outputSchema`, which describes successes only (typescript-sdk #1943). The catalogue code stays
 machine-readable twice: the text content is the JSON body HTTP sends
@@ -33,9 +33,14 @@ IDS_META = "kumitate"
 _ENCODER = msgspec.json.Encoder()
 
 
-def tool_result(outcome: Outcome) -> ToolResult:
-    """The tool result of a finished call (see the module docstring for the shape)."""
-    text = _ENCODER.encode(outcome.body).decode("utf-8")
+def tool_result(outcome: Outcome, text_content: str | None = None) -> ToolResult:
+    """The tool result of a finished call (see the module docstring for the shape); `text_content`
+    names the property of a success whose value is the text content instead of the JSON (spec
+    `mcp.text_content`)."""
+    if outcome.ok and text_content is not None and isinstance(said := outcome.body.get(text_content), str):
+        text = said
+    else:
+        text = _ENCODER.encode(outcome.body).decode("utf-8")
     content: list[Any] = [TextContent(type="text", text=text)]
     content += [block for a in outcome.attachments if (block := content_block(a)) is not None]
     ids: dict[str, Any] = {"run_id": outcome.run_id, "trace_id": outcome.trace_id}

@@ -16,12 +16,16 @@ from kumitate.transports.mcp.cache import list_hint
 from kumitate.transports.mcp.capabilities import TrueCapabilities
 from kumitate.transports.mcp.catalogue import QUIET, CatalogueErrors
 from kumitate.transports.mcp.resources import versions_resource
+from kumitate.transports.mcp.subscriptions import serve_subscriptions
 from kumitate.transports.mcp_content import prompt_component
 
 
-def build_server(runtime: Runtime, services: list[str] | None = None, toolset: str | None = None) -> FastMCP:
+def build_server(
+    runtime: Runtime, services: list[str] | None = None, toolset: str | None = None, sessions: bool = True
+) -> FastMCP:
     """One FastMCP server with the tools and resources of the given services (all by default), or
-    of a named toolset: its tools, and the resources of the services they come from."""
+    of a named toolset: its tools, and the resources of the services they come from. `sessions`:
+    the transport keeps a session per client (not stateless HTTP), so resources may be subscribed to."""
     keys = runtime.toolsets[toolset] if toolset is not None else None
     names = sorted({k.partition(".")[0] for k in keys}) if keys is not None else services or list(runtime.services)
     instructions = "\n\n".join(
@@ -61,4 +65,6 @@ def build_server(runtime: Runtime, services: list[str] | None = None, toolset: s
 
         server.add_extension(TasksExtension(runtime))
     server.add_resource(versions_resource(runtime, names))
+    if sessions and any(runtime.services[n].resources for n in names):
+        serve_subscriptions(server, runtime)
     return server

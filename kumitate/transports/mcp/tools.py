@@ -46,14 +46,15 @@ class SpecTool(Tool):
         try:
             sender = progress_sender()
             if sender is None:  # the common case: no relay task, no context manager
-                return tool_result(await self.runtime.pipeline.call_tool(self.binding, arguments, request))
+                outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, request)
+                return tool_result(outcome, self.binding.text_content)
             async with relaying(sender) as relay:
                 request.progress = relay
                 outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, request)
         except InputRequired as question:  # 2026-07-28: the question is this round's result (mcp_elicit)
             calllog.log_event("input_required", service=self.binding.service, tool=self.binding.name)
             return question.result()
-        return tool_result(outcome)
+        return tool_result(outcome, self.binding.text_content)
 
     async def _refuse_key(self) -> Outcome:
         """A key that breaks the advertised schema is a BAD_REQUEST, after admission like any input error."""
