@@ -14,8 +14,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -140,16 +143,30 @@ class AnalyticsService:
             max_rows=self.limits.materialize_max_rows,
         )
         self.catalog = sandbox.catalog
-        try:
-            with self.runner.session(timeout_s=60) as c:
-                self.tables = describe_database(c)
-        except BaseException:
-            self.runner.close()
-            raise
-        self.user_tables = {t["name"].lower(): t["name"] for t in self.tables}
+        self._described: Future[list[dict[str, Any]]] = Future()
+        threading.Thread(target=self._describe, name="analytics-describe", daemon=True).start()
         self.allowed_catalogs = frozenset({self.catalog.lower(), "temp", "main"})
         self._closed = threading.Event()
         self._last_sweep = float("-inf")
+
+    def _describe(self) -> None:
+        """The database's tables, read by the first worker while the process goes on starting (a worker takes
+        ~0.3 s to start, more on a loaded host): the first call that needs them waits for the rest."""
+        try:
+            with self.runner.session(timeout_s=60) as c:
+                self._described.set_result(describe_database(c))
+        except BaseException as exc:
+            self._described.set_exception(exc)
+
+    @property
+    def tables(self) -> list[dict[str, Any]]:
+        """The database's tables and their columns (analytics://schema)."""
+        return self._described.result()
+
+    @cached_property
+    def user_tables(self) -> dict[str, str]:
+        """The database's table names, lower case -> as written."""
+        return {t["name"].lower(): t["name"] for t in self.tables}
 
     # -- helpers -----------------------------------------------------------------
 
@@ -295,6 +312,8 @@ class AnalyticsService:
 
     def close(self) -> None:
         self._closed.set()
+        with suppress(BaseException):
+            self._described.exception()  # its worker is not started after the pool is closed
         self.runner.close()
 
 
