@@ -121,3 +121,24 @@ def test_importing_every_service_loads_no_numerical_stack(tmp_path: Path) -> Non
     assert "handlers.yana.store.kb" in loaded  # the probe imported what a start imports
     heavy = sorted(m for m in loaded if m.split(".")[0] in ("numpy", "pandas", "imagehash", "matplotlib", "scipy"))
     assert heavy == [], heavy[:20]
+
+
+@pytest.mark.slow  # a fresh interpreter building the app: ~3 s idle, 7 s on a loaded host
+def test_an_http_instance_for_stays_loads_no_storage_stack(tmp_path: Path) -> None:
+    """`kumitate serve --service stays` builds its app without SQLAlchemy, Alembic or psycopg: the task
+    routes (and their store) are added only where a served tool can run as a task."""
+    probe = (
+        "import json, sys\n"
+        "from kumitate.app import create_app\n"
+        "from kumitate.settings import Settings\n"
+        "app = create_app(Settings.from_env())\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+        "app.runtime.close()\n"
+    )
+    env = server_env(tmp_path / "var", KUMITATE_SERVICES="stays")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = set(json.loads(done.stdout))
+    assert "litestar" in loaded and "generated.stays.http" in loaded  # the probe built the HTTP app
+    heavy = sorted(m for m in loaded if m.startswith(("sqlalchemy", "alembic", "psycopg", "kumitate.tasks.store")))
+    assert heavy == [], heavy[:20]
