@@ -104,6 +104,8 @@ def check_select(con: SqlConnection, sql: str, *, allowed_catalogs: frozenset[st
         raise unsafe("The query contains a NUL character.")
     try:
         statements = con.extract_statements(sql)
+    except duckdb.InterruptException:
+        raise  # the call's deadline or cancellation, not the query's syntax
     except duckdb.Error as exc:
         raise SqlError(f"The query does not parse: {_first_line(exc)}") from exc
     if len(statements) != 1:
