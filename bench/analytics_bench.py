@@ -59,24 +59,56 @@ def rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
 
 
-def paired(svc: AnalyticsService, query: str, runs: int = 7) -> tuple[float, float]:
-    """Median export time vs bare COPY, interleaved; both write a fresh file each run (deleted after)."""
+def paired_samples(svc: AnalyticsService, query: str, runs: int = 7) -> dict[str, list[float]]:
+    """Seconds per export and per bare COPY, interleaved, and the CPU seconds of this process (the server's
+    side: guard, registry, files; the statements run in the worker) for each; every run writes a fresh
+    file (deleted after). The first pair is a warm-up."""
     con = svc.runner.con
-    ours, bare = [], []
+    out: dict[str, list[float]] = {"ours": [], "bare": [], "ours_cpu": [], "bare_cpu": []}
     for i in range(runs + 1):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         handle = svc.export({"query": query, "max_rows": 1_000_000})["handle"]
-        t_ours = time.perf_counter() - started
+        t_ours, c_ours = time.perf_counter() - started, time.process_time() - cpu
         target = svc.exports.directory / f"bare_{i}.parquet"
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         con.execute(f"COPY ({query}) TO '{target}' (FORMAT parquet, COMPRESSION zstd)").fetchall()
-        t_bare = time.perf_counter() - started
+        t_bare, c_bare = time.perf_counter() - started, time.process_time() - cpu
         for path in [target, *svc.exports.directory.glob(f"{handle}.*")]:
             path.unlink()
-        if i:  # the first pair is a warm-up
-            ours.append(t_ours)
-            bare.append(t_bare)
-    return statistics.median(ours), statistics.median(bare)
+        if i:
+            for key, value in zip(out, (t_ours, t_bare, c_ours, c_bare), strict=True):
+                out[key].append(value)
+    return out
+
+
+def paired(svc: AnalyticsService, query: str, runs: int = 7) -> tuple[float, float]:
+    """Median export time vs bare COPY, interleaved (paired_samples)."""
+    got = paired_samples(svc, query, runs)
+    return statistics.median(got["ours"]), statistics.median(got["bare"])
+
+
+def export_fixed_cost(tmp: Path, runs: int) -> None:
+    """`--export-only`: export 10k rows vs bare COPY on a scale-1 sample, median (min-max) of `runs` pairs."""
+    service_dir = tmp / "analytics"
+    build_database(service_dir / "activities.duckdb", scale=1.0)
+    setup = ServiceSetup.open("analytics", Settings.from_env({"KUMITATE_DATA_DIR": str(tmp)}))
+    svc = AnalyticsService(setup.database, setup.data_dir)
+    try:
+        got = paired_samples(svc, "SELECT * FROM time_series_metrics LIMIT 10000", runs)
+    finally:
+        svc.close()
+        setup.close()
+
+    def spread(key: str) -> str:
+        values = [v * 1000 for v in got[key]]
+        return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    ratio = statistics.median(got["ours"]) / statistics.median(got["bare"])
+    print(f"export 10,000 rows (parquet zstd) vs bare COPY, {runs} interleaved pairs after a warm-up:\n")
+    print("| what | export | bare COPY | ratio |")
+    print("|---|---|---|---|")
+    print(f"| wall ms | {spread('ours')} | {spread('bare')} | **{ratio:.2f}** |")
+    print(f"| CPU ms of the server process | {spread('ours_cpu')} | {spread('bare_cpu')} | - |")
 
 
 def ms(seconds: float) -> str:
@@ -209,9 +241,14 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=6.0, help="sample scale (6 gives ~1.2M per-second rows)")
     parser.add_argument("--big", action="store_true", help="also time generating >= 10M per-second rows")
     parser.add_argument("--export-memory-child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--export-only", type=int, metavar="RUNS", help="only the 10k-row export's fixed cost")
     args = parser.parse_args()
     if args.export_memory_child:
         export_memory_child(args.export_memory_child)
+        return
+    if args.export_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            export_fixed_cost(Path(tmp), args.export_only)
         return
     rows: list[tuple[str, str, str, str]] = []
 

@@ -9,7 +9,12 @@ FastMCP server with the same tool.
 Runs are interleaved (kumitate, baseline, kumitate, ...) so the machine's load hits both alike;
 each figure is the median of RUNS with its spread (min-max). Targets: start <= 1.15x, RSS <= 1.2x.
 
-Run: python -m bench.startup_bench  (prints a Markdown table; about a minute)
+* restart of a whole instance: `kumitate serve` (every service) on a data directory an earlier start
+  has filled, spawn -> `/readyz` 200 (what a supervisor waits for after a crash). With
+  STARTUP_BEFORE=<a checkout of an earlier commit>, that tree's `kumitate serve` is measured in the
+  same rounds (interleaved), for a before/after of the same run.
+
+Run: python -m bench.startup_bench  (prints a Markdown table; a few minutes on a loaded machine)
 """
 
 from __future__ import annotations
@@ -156,6 +161,49 @@ def http_once(cmd: Callable[[int], list[str]], path: str, env: dict[str, str], c
         wait_or_kill(proc, 10)
 
 
+def restart_once(repo: Path, data_dir: Path) -> tuple[float, float]:
+    """Seconds from spawning `kumitate serve` (all services) from `repo` until `/readyz` answers 200, and the
+    CPU seconds it used by then."""
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(repo), "KUMITATE_DATA_DIR": str(data_dir), "FASTMCP_LOG_LEVEL": "WARNING"}
+    cmd = [PY, "-m", "kumitate", "serve", "--port", str(port), "--log-level", "warning"]
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with httpx.Client(timeout=10) as http:
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"kumitate serve ({repo}) exited {proc.returncode}")
+                try:
+                    if http.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+                        return time.perf_counter() - started, cpu_s(proc.pid)
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.02)
+    finally:
+        proc.terminate()
+        wait_or_kill(proc, 10)
+
+
+def restart_rows(tmp: Path) -> list[str]:
+    """Table rows for the whole-instance restart, this tree and (STARTUP_BEFORE) an earlier one, interleaved."""
+    trees = {"this tree": REPO}
+    if os.environ.get("STARTUP_BEFORE"):
+        trees["before (STARTUP_BEFORE)"] = Path(os.environ["STARTUP_BEFORE"]).resolve()
+    data = {name: tmp / f"restart-{i}" for i, name in enumerate(trees)}
+    for name, repo in trees.items():  # the first start builds the samples; not counted
+        restart_once(repo, data[name])
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+    for _ in range(RUNS):
+        for name, repo in trees.items():
+            runs[name].append(restart_once(repo, data[name]))
+    return [
+        f"| `kumitate serve` (all services) restart, spawn -> `/readyz` 200, {name}: seconds; CPU seconds "
+        f"| {spread([r[0] for r in got], '.2f')}; {spread([r[1] for r in got], '.2f')} | - | - | - |"
+        for name, got in runs.items()
+    ]
+
+
 def spread(values: list[float], fmt: str) -> str:
     return f"{format(statistics.median(values), fmt)} ({format(min(values), fmt)}-{format(max(values), fmt)})"
 
@@ -190,6 +238,7 @@ def main() -> None:
             runs["b_stdio"].append(stdio_once(baseline_stdio, env, tmp))
             runs["k_http"].append(http_once(kumitate_http, "/mcp/stays", env, REPO))
             runs["b_http"].append(http_once(baseline_http, "/mcp", {**env, "BASELINE_HTTP": "1"}, tmp))
+        restarts = restart_rows(tmp)
 
     def col(key: str, i: int) -> list[float]:
         return [r[i] for r in runs[key]]
@@ -233,6 +282,7 @@ def main() -> None:
         f"| RSS after start, HTTP + MCP (MB) | {spread(col('k_http', 1), '.0f')} | {spread(col('b_http', 1), '.0f')} "
         f"| **{rss_http:.2f}** | <= 1.2 {met(rss_http <= 1.2)} |"
     )
+    print("\n".join(restarts))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ from swagger_ui_bundle import swagger_ui_path
 from kumitate import calllog
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
-from kumitate.tasks.http import operation_routes
 from kumitate.transports.asgi import KumitateASGI, RequestLimits
 from kumitate.transports.http import error_response
 from kumitate.transports.http_lean import LeanHTTP
@@ -80,7 +79,10 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
     routes: list[Any] = _schema_routes(runtime.project.openapi) + _meta_routes(runtime)
     routes += metrics_routes(runtime.pipeline.metrics, settings)
     routes += discovery_routes(runtime)
-    routes += operation_routes(runtime)
+    if any(tool.task_timeout_s is not None for svc in runtime.services.values() for tool in svc.tools):
+        from kumitate.tasks.http import operation_routes  # its task store loads SQLAlchemy: only where tasks run
+
+        routes += operation_routes(runtime)
     for name in runtime.services:
         routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
 

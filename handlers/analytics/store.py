@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, exc, func, or_, select, text, update
+from sqlalchemy import Connection, and_, bindparam, delete, exc, func, or_, select, text, update
 
 from generated.errors import StorageUnavailableError
 from kumitate.errors import ToolError
@@ -85,6 +85,10 @@ class ExportRow:
     expires_at: float
 
 
+_PUBLISH = update(exports_table).where(exports_table.c.handle == bindparam("published"))
+"""Built once (its SET clause comes from the parameters): a statement made per call costs its cache key each time."""
+
+
 class ExportRegistry:
     """Rows of `analytics_exports`; times are POSIX seconds from the service's clock."""
 
@@ -119,18 +123,19 @@ class ExportRegistry:
             allowed = min(per_export, per_principal - used)
             if allowed > 0:
                 conn.execute(
-                    exports_table.insert().values(
-                        handle=handle,
-                        owner=owner,
-                        state=WRITING,
-                        format="",
-                        mime_type="",
-                        rows=0,
-                        size_bytes=allowed,
-                        columns="[]",
-                        created_at=now,
-                        expires_at=lease_until,
-                    )
+                    exports_table.insert(),  # values as parameters: the statement's cache key is not rebuilt per call
+                    {
+                        "handle": handle,
+                        "owner": owner,
+                        "state": WRITING,
+                        "format": "",
+                        "mime_type": "",
+                        "rows": 0,
+                        "size_bytes": allowed,
+                        "columns": "[]",
+                        "created_at": now,
+                        "expires_at": lease_until,
+                    },
                 )
         return used, allowed
 
@@ -138,18 +143,18 @@ class ExportRegistry:
         """The reservation becomes the export: from this commit on the handle exists, on every instance."""
         with _write(self.db) as conn:
             conn.execute(
-                update(exports_table)
-                .where(exports_table.c.handle == row.handle)
-                .values(
-                    state=READY,
-                    format=row.format,
-                    mime_type=row.mime_type,
-                    rows=row.rows,
-                    size_bytes=row.size_bytes,
-                    columns=json.dumps(row.columns),
-                    created_at=row.created_at,
-                    expires_at=row.expires_at,
-                )
+                _PUBLISH,
+                {
+                    "published": row.handle,
+                    "state": READY,
+                    "format": row.format,
+                    "mime_type": row.mime_type,
+                    "rows": row.rows,
+                    "size_bytes": row.size_bytes,
+                    "columns": json.dumps(row.columns),
+                    "created_at": row.created_at,
+                    "expires_at": row.expires_at,
+                },
             )
 
     def adopt(self, row: ExportRow) -> bool:

@@ -8,6 +8,7 @@ body is always the catalogue's envelope.
 
 import asyncio
 import base64
+import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -170,7 +171,8 @@ async def _form_value(value: Any, schema: Mapping[str, Any]) -> Any:
 
 
 def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
-    from kumitate.tasks import http as tasks_http  # it builds on this module
+    # it builds on this module; its task store loads the storage stack: only for a tool that can run as a task
+    tasks_http = importlib.import_module("kumitate.tasks.http") if binding.task_timeout_s is not None else None
 
     async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
         body_read = asyncio.Event()
@@ -183,7 +185,7 @@ def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
             finally:
                 body_read.set()
 
-        if tasks_http.wants_task(binding, request):  # `Prefer: respond-async`: 202 and an operation
+        if tasks_http is not None and tasks_http.wants_task(binding, request):  # `Prefer: respond-async`: 202
             return await tasks_http.start(runtime, binding, request, read)
         # the body is read by the pipeline once the caller is admitted (auth, rate limit)
         call = runtime.pipeline.call_tool(binding, None, call_request(request), read=read)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import re
+from typing import Any
 
 import polars as pl
 import pytest
 
-from handlers.analytics.core.service import AnalyticsService
+from handlers.analytics.core.connection import Worker
+from handlers.analytics.core.service import LOCAL, AnalyticsService
 from handlers.analytics.store import ExportRegistry
 from kumitate.errors import ToolError
 
@@ -118,4 +120,29 @@ def test_a_failed_export_reports_its_own_error_when_the_registry_is_gone_too(ser
     with pytest.raises(ToolError) as info:
         service.export({"query": "SELECT * FROM time_series_metrics", "max_rows": 10})
     assert info.value.code == "ROW_LIMIT_EXCEEDED"
+    assert not [p for p in service.exports.directory.iterdir() if p.is_file()]
+
+
+def test_an_export_asks_its_worker_twice(service: AnalyticsService, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fixed cost of a small export (issue 32): the guard's parse and tree in one round trip to the worker,
+    the column names and the COPY in another (it was four)."""
+    asked: list[str] = []
+    request = Worker.request
+
+    def counted(worker: Worker, op: str, *args: Any) -> Any:
+        asked.append(op)
+        return request(worker, op, *args)
+
+    service.export({"query": "SELECT 1 AS warm"})  # the view sync may expose views on a fresh worker
+    monkeypatch.setattr(Worker, "request", counted)
+    result = service.export({"query": ONE_RUN + ";  "})
+    assert asked == ["statements", "execute_all"]
+    assert (result["rows"], result["columns"]) == (300, ["elapsed_s", "pace_s_per_km", "heart_rate"])
+
+
+def test_a_query_the_binder_refuses_gives_its_reservation_back(service: AnalyticsService) -> None:
+    with pytest.raises(ToolError) as info:
+        service.export({"query": "SELECT no_such_column FROM time_series_metrics"})
+    assert info.value.code == "SQL_ERROR" and "no_such_column" in info.value.message
+    assert service.exports.usage(LOCAL.id) == 0
     assert not [p for p in service.exports.directory.iterdir() if p.is_file()]

@@ -39,6 +39,25 @@ def test_first_start_creates_db_and_reimport_is_idempotent(tmp_path: Path, make_
     assert make_service(data).core.startup_report["total_imported"] == 0
 
 
+def test_a_restart_reads_the_files_again_only_when_they_or_rows_changed(tmp_path: Path, make_service) -> None:
+    """Issue 32: an unchanged restart skips the import (reading 48 files cost every start ~0.5 s); a changed
+    file, or stored rows changed behind the import's back, still bring the stored rows back to the files."""
+    data = tmp_path / "exports"
+    data.mkdir()
+    write_export(data, "2025-01-01_2025-01-31", good_rows())
+    assert make_service(data).core.startup_report["total_imported"] == 3
+    unchanged = make_service(data).core.startup_report
+    assert (unchanged["files_processed"], unchanged["total_transactions"]) == (0, 3), unchanged
+    svc = make_service(data)
+    sql(svc, "DELETE FROM household_transactions WHERE amount = -800")
+    report = make_service(data).core.startup_report
+    assert (report["files_processed"], report["total_imported"], report["total_transactions"]) == (1, 1, 3)
+    write_export(data, "2025-01-01_2025-01-31", [*good_rows(), row("2025/01/26", -500, "食費", "外食")])
+    report = make_service(data).core.startup_report
+    assert (report["files_processed"], report["total_imported"], report["total_transactions"]) == (1, 1, 4)
+    assert make_service(data).core.startup_report["files_processed"] == 0
+
+
 def test_imported_rows_carry_every_default(tmp_path: Path, make_service) -> None:
     """The bulk insert goes through the driver, not SQLAlchemy: the table's defaults are still written."""
     data = tmp_path / "exports"

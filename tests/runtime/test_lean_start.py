@@ -102,3 +102,43 @@ async def test_a_service_with_state_opens_the_database_at_start_and_readiness_ch
         assert served.runtime.stores.opened_database is not None
         ready = await served.http.get("/readyz")
         assert ready.status_code == 200 and ready.json()["checks"]["database"] == {"ok": True}, ready.text
+
+
+@pytest.mark.slow  # a fresh interpreter importing all five services: ~5 s idle, 20 s on a loaded CI host
+def test_importing_every_service_loads_no_numerical_stack(tmp_path: Path) -> None:
+    """A restart pays for numpy, pandas, imagehash or matplotlib only when it builds a sample, hashes an image
+    or draws a chart (issue 32: imagehash alone cost every `kumitate serve` start 0.3-0.7 s)."""
+    probe = (
+        "import json, sys\n"
+        "import handlers.analytics, handlers.attendance, handlers.household, handlers.stays, handlers.yana\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, env=server_env(tmp_path), timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = set(json.loads(done.stdout))
+    assert "handlers.yana.store.kb" in loaded  # the probe imported what a start imports
+    heavy = sorted(m for m in loaded if m.split(".")[0] in ("numpy", "pandas", "imagehash", "matplotlib", "scipy"))
+    assert heavy == [], heavy[:20]
+
+
+@pytest.mark.slow  # a fresh interpreter building the app: ~3 s idle, 7 s on a loaded host
+def test_an_http_instance_for_stays_loads_no_storage_stack(tmp_path: Path) -> None:
+    """`kumitate serve --service stays` builds its app without SQLAlchemy, Alembic or psycopg: the task
+    routes (and their store) are added only where a served tool can run as a task."""
+    probe = (
+        "import json, sys\n"
+        "from kumitate.app import create_app\n"
+        "from kumitate.settings import Settings\n"
+        "app = create_app(Settings.from_env())\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+        "app.runtime.close()\n"
+    )
+    env = server_env(tmp_path / "var", KUMITATE_SERVICES="stays")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = set(json.loads(done.stdout))
+    assert "litestar" in loaded and "generated.stays.http" in loaded  # the probe built the HTTP app
+    heavy = sorted(m for m in loaded if m.startswith(("sqlalchemy", "alembic", "psycopg", "kumitate.tasks.store")))
+    assert heavy == [], heavy[:20]

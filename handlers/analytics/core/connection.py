@@ -216,6 +216,9 @@ class Worker:
 class Statement(NamedTuple):
     type: duckdb.StatementType
     query: str
+    serialized: tuple[str, str] | None = None
+    """For a sole SELECT: (its text without trailing semicolons, that text's json_serialize_sql), parsed by
+    the worker along with the statements (sql_guard uses it instead of asking again)."""
 
 
 class _Result:
@@ -240,9 +243,13 @@ class WorkerConnection:
     def execute(self, query: str, parameters: Any = None, /) -> _Result:
         return _Result(self._worker.request("execute", (query, parameters), self._stop))
 
+    def execute_all(self, queries: list[str], /) -> list[list[tuple[Any, ...]]]:
+        """Each query's rows, the queries run in order in one round trip to the worker; the first failure ends it."""
+        return list(self._worker.request("execute_all", (queries,), self._stop))
+
     def extract_statements(self, query: str, /) -> list[Statement]:
-        found = self._worker.request("statements", (query,), self._stop)
-        return [Statement(duckdb.StatementType.__members__[kind], text) for kind, text in found]
+        found, serialized = self._worker.request("statements", (query,), self._stop)
+        return [Statement(duckdb.StatementType.__members__[kind], text, serialized) for kind, text in found]
 
 
 @dataclass

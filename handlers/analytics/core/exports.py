@@ -42,7 +42,7 @@ from kumitate.errors import ToolError
 from kumitate.storage.carry import UNOWNED, announce
 
 from ..store import ExportRegistry, ExportRow
-from .connection import SqlConnection
+from .connection import SqlConnection, WorkerConnection
 from .source import wrap_query
 
 HANDLE = re.compile(r"^[0-9a-f]{32}$")
@@ -144,7 +144,7 @@ class ExportStore:
 
     def write(
         self,
-        con: SqlConnection,
+        con: WorkerConnection,
         sql: str,
         *,
         fmt: str,
@@ -161,7 +161,7 @@ class ExportStore:
         ext, _, options = FORMATS[fmt]
         handle = secrets.token_hex(16)
         data_path, meta_path = self._paths(handle, ext)
-        columns = [str(r[0]) for r in con.execute(f"DESCRIBE SELECT * FROM {wrap_query(sql)} AS q").fetchall()]
+        describe = f"DESCRIBE SELECT * FROM {wrap_query(sql)} AS q"
         target = str(data_path).replace("'", "''")
         copy = f"COPY (SELECT * FROM {wrap_query(sql)} AS q LIMIT {int(max_rows) + 1}) TO '{target}' {options}"
         now = self._now()
@@ -185,7 +185,9 @@ class ExportStore:
 
         try:
             with watch(too_large) if watch else nullcontext():
-                rows = int(con.execute(copy).fetchall()[0][0])
+                described, copied = con.execute_all([describe, copy])  # one round trip to the worker
+            columns = [str(r[0]) for r in described]
+            rows = int(copied[0][0])
             error = too_large()
             if error:
                 raise error

@@ -14,8 +14,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,7 @@ from ..store import ExportRegistry, ViewRegistry
 from .connection import DEFAULT_POOL_SIZE, DEFAULT_WORKER_MEMORY_MB, QueryRunner, Sandbox, WorkerConnection
 from .exports import FORMATS, ExportQuota, ExportStore
 from .histogram import MAX_BINS, compute_histogram
+from .materialize import PREFIX as VIEW_PREFIX
 from .materialize import Materializer
 from .profile import PROFILE_MAX_BYTES, compute_profile
 from .schema import describe_database
@@ -36,6 +40,9 @@ from .source import apply_date_range, resolve
 from .sql_guard import check_select
 
 log = logging.getLogger("kumitate.analytics")
+
+VIEW_WORDS = (VIEW_PREFIX, "information_schema")
+"""What SQL that reads a materialized view, or lists them, must contain (lower case)."""
 
 DB_FILE = "activities.duckdb"
 EXPORT_MAX_ROWS = 1_000_000
@@ -140,26 +147,50 @@ class AnalyticsService:
             max_rows=self.limits.materialize_max_rows,
         )
         self.catalog = sandbox.catalog
-        try:
-            with self.runner.session(timeout_s=60) as c:
-                self.tables = describe_database(c)
-        except BaseException:
-            self.runner.close()
-            raise
-        self.user_tables = {t["name"].lower(): t["name"] for t in self.tables}
+        self._described: Future[list[dict[str, Any]]] = Future()
+        threading.Thread(target=self._describe, name="analytics-describe", daemon=True).start()
         self.allowed_catalogs = frozenset({self.catalog.lower(), "temp", "main"})
         self._closed = threading.Event()
         self._last_sweep = float("-inf")
 
+    def _describe(self) -> None:
+        """The database's tables, read by the first worker while the process goes on starting (a worker takes
+        ~0.3 s to start, more on a loaded host): the first call that needs them waits for the rest."""
+        try:
+            with self.runner.session(timeout_s=60) as c:
+                tables = describe_database(c)
+        except BaseException as exc:
+            self._described.set_exception(exc)
+            return
+        self._described.set_result(tables)  # once the worker is back in the pool, for the call that waits
+
+    @property
+    def tables(self) -> list[dict[str, Any]]:
+        """The database's tables and their columns (analytics://schema)."""
+        return self._described.result()
+
+    @cached_property
+    def user_tables(self) -> dict[str, str]:
+        """The database's table names, lower case -> as written."""
+        return {t["name"].lower(): t["name"] for t in self.tables}
+
     # -- helpers -----------------------------------------------------------------
 
-    def _known_tables(self, con: WorkerConnection) -> dict[str, str]:
-        """The database's tables and the live views (exposed on this instance first: see Materializer.sync)."""
+    def _known_tables(self, con: WorkerConnection, sql: str) -> dict[str, str]:
+        """The database's tables and the live views (exposed on this instance first: see Materializer.sync).
+
+        SQL that cannot name a view (views are `mat_*`; `information_schema` lists them) is checked against
+        the tables alone, without reading the view registry (a transaction per call: issue 32)."""
+        if not any(word in sql.lower() for word in VIEW_WORDS):
+            return self.user_tables
         return {**self.user_tables, **self.views.names(self.views.sync(con))}
 
     def _source(self, con: WorkerConnection, params: dict[str, Any]) -> Any:
         source = resolve(
-            con, params["table_or_query"], tables=self._known_tables(con), allowed_catalogs=self.allowed_catalogs
+            con,
+            params["table_or_query"],
+            tables=self._known_tables(con, params["table_or_query"]),
+            allowed_catalogs=self.allowed_catalogs,
         )
         return apply_date_range(source, params.get("date_range"), params.get("date_column"))
 
@@ -168,8 +199,10 @@ class AnalyticsService:
 
         The pipeline answers REQUEST_TIMEOUT at its own deadline (which an operator cap
         may set below query_timeout_s); interrupting DuckDB by then keeps a query nobody
-        waits for from holding the connection that every other call needs.
+        waits for from holding the connection that every other call needs. A call made while the
+        start-up's table list is still being read waits for it first (and then gets its warm worker).
         """
+        self._described.exception()
         limit = self.limits.query_timeout_s
         if deadline is not None:
             left = deadline - time.monotonic()
@@ -198,7 +231,10 @@ class AnalyticsService:
         with self.runner.user_session(timeout_s=self._timeout(deadline)) as con:
             progress(0, 3, "checking the query")
             sql = check_select(
-                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables(con)
+                con,
+                params["query"],
+                allowed_catalogs=self.allowed_catalogs,
+                tables=self._known_tables(con, params["query"]),
             )
             progress(1, 3, "writing the export")
             meta = self.exports.write(
@@ -232,7 +268,10 @@ class AnalyticsService:
         with self.runner.user_session(timeout_s=self._timeout(deadline)) as con:
             progress(0, 3, "checking the query")
             sql = check_select(
-                con, params["query"], allowed_catalogs=self.allowed_catalogs, tables=self._known_tables(con)
+                con,
+                params["query"],
+                allowed_catalogs=self.allowed_catalogs,
+                tables=self._known_tables(con, params["query"]),
             )
             progress(1, 3, "building the table")
             result = self.views.create(con, params["name"], sql, ttl_seconds=ttl, user_tables=set(self.user_tables))
@@ -295,6 +334,8 @@ class AnalyticsService:
 
     def close(self) -> None:
         self._closed.set()
+        with suppress(BaseException):
+            self._described.exception()  # its worker is not started after the pool is closed
         self.runner.close()
 
 

@@ -104,6 +104,8 @@ def check_select(con: SqlConnection, sql: str, *, allowed_catalogs: frozenset[st
         raise unsafe("The query contains a NUL character.")
     try:
         statements = con.extract_statements(sql)
+    except duckdb.InterruptException:
+        raise  # the call's deadline or cancellation, not the query's syntax
     except duckdb.Error as exc:
         raise SqlError(f"The query does not parse: {_first_line(exc)}") from exc
     if len(statements) != 1:
@@ -115,7 +117,8 @@ def check_select(con: SqlConnection, sql: str, *, allowed_catalogs: frozenset[st
     text = statement.query.rstrip()
     while text.endswith(";"):
         text = text[:-1].rstrip()
-    tree = _serialize(con, text)
+    prefetched = getattr(statement, "serialized", None)  # a worker's statements carry it (one round trip less)
+    tree = _serialize(con, text, prefetched[1] if prefetched and prefetched[0] == text else None)
     _walk(tree, allowed_catalogs, frozenset(t.lower() for t in tables))
     return text
 
@@ -130,11 +133,13 @@ def tree_depth(raw: str) -> int:
     return max(accumulate(1 if ch in "[{" else -1 for ch in brackets), default=0)
 
 
-def _serialize(con: SqlConnection, text: str) -> Any:
-    try:
-        raw = con.execute("SELECT json_serialize_sql(?::VARCHAR)", [text]).fetchall()[0][0]
-    except duckdb.Error as exc:  # pragma: no cover - json_serialize_sql reports errors in its result
-        raise unsafe(f"The query could not be analysed: {_first_line(exc)}") from exc
+def _serialize(con: SqlConnection, text: str, raw: str | None = None) -> Any:
+    """`text`'s syntax tree (json_serialize_sql, or `raw` when the worker already returned it), depth-checked."""
+    if raw is None:
+        try:
+            raw = con.execute("SELECT json_serialize_sql(?::VARCHAR)", [text]).fetchall()[0][0]
+        except duckdb.Error as exc:  # pragma: no cover - json_serialize_sql reports errors in its result
+            raise unsafe(f"The query could not be analysed: {_first_line(exc)}") from exc
     depth = tree_depth(raw)
     if depth > MAX_TREE_DEPTH:
         raise unsafe(

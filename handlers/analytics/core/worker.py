@@ -117,9 +117,29 @@ class Worker:
             sql, parameters = args
             result = self.con.execute(sql) if parameters is None else self.con.execute(sql, parameters)
             return result.fetchall()
+        if op == "execute_all":
+            return [self.con.execute(sql).fetchall() for sql in args[0]]
         if op == "statements":
-            return [(s.type.name, s.query) for s in self.con.extract_statements(args[0])]
+            return self.statements(args[0])
         raise ValueError(f"unknown op {op!r}")
+
+    def statements(self, sql: str) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:
+        """The statements (type, text), and for a sole SELECT its text without trailing semicolons and that
+        text's json_serialize_sql tree: the SQL guard's next question, answered in the same round trip."""
+        import duckdb
+
+        found = self.con.extract_statements(sql)
+        listed = [(s.type.name, s.query) for s in found]
+        if len(found) != 1 or found[0].type != duckdb.StatementType.SELECT:
+            return listed, None
+        text = found[0].query.rstrip()
+        while text.endswith(";"):
+            text = text[:-1].rstrip()
+        try:
+            tree = self.con.execute("SELECT json_serialize_sql(?::VARCHAR)", [text]).fetchall()[0][0]
+        except duckdb.Error:
+            return listed, None  # the guard asks again and reports it
+        return listed, (text, tree)
 
 
 def main(argv: list[str]) -> None:

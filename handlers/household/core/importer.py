@@ -39,6 +39,7 @@ One bad file or row is reported and never stops the rest.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -139,6 +140,18 @@ def find_files(directories: list[Path]) -> list[Path]:
             for path in sorted(directory.glob(FILE_GLOB)):
                 seen.setdefault(str(path.resolve()), path)
     return sorted(seen.values(), key=lambda p: (p.name, str(p)))
+
+
+def fingerprint(paths: list[Path], *, sample_dir: Path | None, include_samples: bool) -> str:
+    """What an import of `paths` reads: each file's source, mtime (it picks the newest of a period) and
+    content, whether samples are kept, and this importer's own code (a release that parses differently)."""
+    digest = hashlib.sha256(f"{include_samples}\n{sample_dir}\n".encode())
+    for code in (Path(__file__), Path(__file__).with_name("csvfile.py"), Path(__file__).with_name("identity.py")):
+        digest.update(code.read_bytes())
+    for path in paths:
+        digest.update(f"{source_id(path, sample_dir)}\n{path.stat().st_mtime_ns}\n".encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def latest_exports(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], list[dict[str, str]]]:

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import imagehash
 from PIL import Image
 from sqlalchemy import Connection
 
@@ -51,6 +50,8 @@ class ImageHashes:
 
 def hash_image(data: bytes, image: Image.Image) -> ImageHashes:
     """sha1 of the exact bytes (identity) and a 64-bit DCT pHash (visual similarity)."""
+    import imagehash  # with numpy and scipy ~0.5 s: paid by the first image hashed, not by every start
+
     return ImageHashes(hashlib.sha1(data).hexdigest(), str(imagehash.phash(image)))
 
 
