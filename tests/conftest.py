@@ -172,6 +172,13 @@ def seeded_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data_dir
 
 
+def seeded_copy(seeded: Path, data_dir: Path) -> Path:
+    """`data_dir` as a copy of the session's seeded data directory (for a server started by other means
+    than `start_server`, e.g. `kumitate mcp --stdio`): a first start's imports take seconds."""
+    shutil.copytree(seeded, data_dir)
+    return data_dir
+
+
 @contextlib.asynccontextmanager
 async def serve_in_process(data_dir: Path, seeded: Path | None = None, **env: str) -> AsyncIterator[InProcessApp]:
     """The app for `server_env(data_dir, **env)` through its lifespan, requests sent through

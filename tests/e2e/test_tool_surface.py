@@ -14,7 +14,7 @@ from codegen.specs import SpecTree
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server, mcp_input_schema
-from tests.conftest import REPO, LiveServer, server_env
+from tests.conftest import REPO, LiveServer, seeded_copy, server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +51,7 @@ async def test_tools_list_is_the_spec(tmp_path: Path, spec_tree: SpecTree) -> No
 
 @pytest.mark.slow
 async def test_per_service_endpoints_and_stdio_filter(
-    live_server: LiveServer, tmp_path: Path, spec_tree: SpecTree
+    live_server: LiveServer, tmp_path: Path, spec_tree: SpecTree, seeded_data_dir: Path
 ) -> None:
     for svc in (s for s in spec_tree.services if not s.opt_in):  # the live server serves the default ones
         async with Client(f"{live_server.url}/mcp/{svc.name}") as client:
@@ -60,7 +60,7 @@ async def test_per_service_endpoints_and_stdio_filter(
         command=sys.executable,
         args=["-m", "kumitate", "mcp", "--stdio", "--service", "stays"],
         cwd=str(REPO),
-        env=server_env(tmp_path),
+        env=server_env(seeded_copy(seeded_data_dir, tmp_path / "var")),
         keep_alive=False,
     )
     async with Client(transport) as client:
