@@ -139,8 +139,12 @@ def free_port() -> int:
 
 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a server a test starts. No drain delay on SIGTERM (5 s by default: the balancer's
+    check period, with no balancer here), so stopping a server costs no wait; tests/e2e/test_drain_wire.py
+    sets one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUMITATE_", "OPENAI_"))}
     env.update({"KUMITATE_DATA_DIR": str(data_dir), "FASTMCP_LOG_LEVEL": "CRITICAL", "PYTHONPATH": str(REPO)})
+    env["KUMITATE_DRAIN_DELAY_S"] = "0"
     env.update(extra)
     return env
 
