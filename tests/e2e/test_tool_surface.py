@@ -26,8 +26,9 @@ ANNOTATIONS = {
 }
 
 
-async def test_tools_list_is_the_spec(tmp_path: Path, spec_tree: SpecTree) -> None:
-    runtime = Runtime(Settings(data_dir=tmp_path, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000"))
+async def test_tools_list_is_the_spec(tmp_path: Path, spec_tree: SpecTree, seeded_data_dir: Path) -> None:
+    data_dir = seeded_copy(seeded_data_dir, tmp_path / "var")
+    runtime = Runtime(Settings(data_dir=data_dir, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000"))
     try:
         async with Client(build_server(runtime)) as client:
             listed = {tool.name: tool for tool in await client.list_tools()}
