@@ -41,10 +41,23 @@ os.environ.setdefault("FASTMCP_LOG_LEVEL", "CRITICAL")
 # two clusters ran at once on two cores, and a killed instance took longer than 10 s to come back.
 SHARED_SESSION_DIRS = ("tests/cluster/",)
 
+# The longest work units (measured: `pytest -m slow --durations`), handed out first and paired so the two
+# workers start on about equal loads; every other unit then goes to whichever worker is free. xdist's
+# default order (most tests first) left these few-test, minutes-long modules for the end of a run, where
+# one worker ran them alone while the other idled.
+LONGEST_SCOPES_FIRST = (
+    "tests/scaffold/test_wheel.py",  # a wheel build and a fresh venv install, then the project's make test
+    "tests/scaffold/test_ci.py",  # pre-commit try-repo: a hook venv installed from this repository
+    "tests/scaffold/test_scaffold.py",  # projects' mypy, raises check, tests and fuzz
+    "tests/cluster/",  # PostgreSQL, Redis, nginx and three instances, killed and restarted
+    "tests/codegen/test_golden_typed.py",  # mypy --strict on every golden case
+)
+
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """`--dist loadscope`, but each of SHARED_SESSION_DIRS is a single scope (one worker, one set-up)."""
+    """`--dist loadscope`, but each of SHARED_SESSION_DIRS is a single scope (one worker, one set-up),
+    and LONGEST_SCOPES_FIRST are dispatched before the rest."""
     if config.getoption("dist", None) != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
@@ -55,6 +68,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
                 if nodeid.startswith(directory):
                     return directory
             return str(super()._split_scope(nodeid))
+
+        def schedule(self) -> None:
+            """The work queue keeps the position a scope was first put at: put the longest in first
+            (xdist then fills in their tests and appends every other scope in its own order)."""
+            if self.collection is None and self.registered_collections:
+                scopes = {self._split_scope(nodeid) for nodeid in next(iter(self.registered_collections.values()))}
+                for scope in LONGEST_SCOPES_FIRST:
+                    if scope in scopes:
+                        self.workqueue[scope] = {}
+            super().schedule()
 
     return SharedSessionScheduling(config, log)  # type: ignore[arg-type]
 
@@ -116,8 +139,12 @@ def free_port() -> int:
 
 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a server a test starts. No drain delay on SIGTERM (5 s by default: the balancer's
+    check period, with no balancer here), so stopping a server costs no wait; tests/e2e/test_drain_wire.py
+    sets one."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUMITATE_", "OPENAI_"))}
     env.update({"KUMITATE_DATA_DIR": str(data_dir), "FASTMCP_LOG_LEVEL": "CRITICAL", "PYTHONPATH": str(REPO)})
+    env["KUMITATE_DRAIN_DELAY_S"] = "0"
     env.update(extra)
     return env
 
@@ -169,6 +196,13 @@ def seeded_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     data_dir = tmp_path_factory.mktemp("seeded") / "var"
     Runtime(app_settings(data_dir)).close()
+    return data_dir
+
+
+def seeded_copy(seeded: Path, data_dir: Path) -> Path:
+    """`data_dir` as a copy of the session's seeded data directory (for a server started by other means
+    than `start_server`, e.g. `kumitate mcp --stdio`): a first start's imports take seconds."""
+    shutil.copytree(seeded, data_dir)
     return data_dir
 
 

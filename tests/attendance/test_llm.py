@@ -224,7 +224,7 @@ def test_no_call_when_the_deadline_has_no_time_left(llm: FakeLLM) -> None:
 
 
 @pytest.mark.slow
-def test_served_parse_answers_in_time_with_a_slow_model(llm: FakeLLM, tmp_path: Path) -> None:
+def test_served_parse_answers_in_time_with_a_slow_model(llm: FakeLLM, tmp_path: Path, seeded_data_dir: Path) -> None:
     """kumitate serve with a 1.5 s cap on every call and a model that answers after 30 s: 200, rule-based."""
     import httpx
 
@@ -232,7 +232,9 @@ def test_served_parse_answers_in_time_with_a_slow_model(llm: FakeLLM, tmp_path: 
 
     llm.reply = answer("3人以上")
     llm.delay = 30
-    server = start_server(tmp_path / "var", tmp_path / "server.log", KUMITATE_MAX_TIMEOUT_MS="1500", **llm.env)
+    server = start_server(
+        tmp_path / "var", tmp_path / "server.log", KUMITATE_MAX_TIMEOUT_MS="1500", **llm.env, seeded=seeded_data_dir
+    )
     try:
         response = httpx.post(f"{server.url}/v1/attendance/parse_attendance_intent", json=request(), timeout=30)
     finally:

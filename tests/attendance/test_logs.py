@@ -61,13 +61,13 @@ def test_no_input_value_in_stderr_or_log_records(
 
 
 @pytest.mark.slow
-def test_a_real_server_writes_no_input_value_to_stderr(tmp_path: Path) -> None:
+def test_a_real_server_writes_no_input_value_to_stderr(tmp_path: Path, seeded_data_dir: Path) -> None:
     """The same calls over HTTP to `kumitate serve` (stdout and stderr captured in one log file)."""
     import httpx
 
     from tests.conftest import start_server, stop_server
 
-    server = start_server(tmp_path / "var", tmp_path / "server.log")
+    server = start_server(tmp_path / "var", tmp_path / "server.log", seeded=seeded_data_dir)
     try:
         base = f"{server.url}/v1/attendance"
         invitees = [

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,7 +21,7 @@ from kumitate.client import mcp_result_body
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server
-from tests.conftest import REPO, LiveServer, server_env
+from tests.conftest import REPO, LiveServer, seeded_copy, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 Run = tuple[list[str], dict[str, Any]]
@@ -68,12 +69,12 @@ async def over_mcp_streamable_http(live_server: LiveServer, spec_tree: SpecTree)
 
 
 @pytest.fixture(scope="module")
-async def over_mcp_stdio(tmp_path_factory: pytest.TempPathFactory, spec_tree: SpecTree) -> Run:
+async def over_mcp_stdio(tmp_path_factory: pytest.TempPathFactory, spec_tree: SpecTree, seeded_data_dir: Path) -> Run:
     transport = StdioTransport(
         command=sys.executable,
         args=["-m", "kumitate", "mcp", "--stdio"],
         cwd=str(REPO),
-        env=server_env(tmp_path_factory.mktemp("examples-stdio")),
+        env=server_env(seeded_copy(seeded_data_dir, tmp_path_factory.mktemp("examples-stdio") / "var")),
         keep_alive=False,
     )
     return await _run_mcp(Client(transport), spec_tree)

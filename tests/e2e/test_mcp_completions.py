@@ -19,7 +19,7 @@ import pytest
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
-from tests.conftest import REPO, LiveServer, server_env, start_server, stop_server
+from tests.conftest import REPO, LiveServer, seeded_copy, server_env, start_server, stop_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -136,8 +136,8 @@ async def test_yana_brands_and_breweries_complete_from_the_knowledge_base(server
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
 
 
-async def test_completion_over_stdio(tmp_path: Path) -> None:
-    env = server_env(tmp_path / "var")
+async def test_completion_over_stdio(tmp_path: Path, seeded_data_dir: Path) -> None:
+    env = server_env(seeded_copy(seeded_data_dir, tmp_path / "var"))
     stdio = StdioTransport(sys.executable, ["-m", "kumitate", "mcp", "--stdio"], cwd=str(REPO), env=env)
     async with Client(stdio) as local:
         chart = (await local.call_tool("get_monthly_household", JUNE_CHART)).structured_content["chart"]["chart_id"]

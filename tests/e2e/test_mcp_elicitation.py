@@ -23,7 +23,7 @@ from kumitate.client import mcp_result_body
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server
-from tests.conftest import REPO, LiveServer, server_env, start_server, stop_server
+from tests.conftest import REPO, LiveServer, seeded_copy, server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -143,17 +143,10 @@ async def test_an_unambiguous_parse_asks_nothing(runtime: Runtime) -> None:
     assert not result.is_error and organiser.asked == []
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> Iterator[LiveServer]:
-    root = tmp_path_factory.mktemp("elicit")
-    live = start_server(root / "var", root / "server.log", seeded=seeded_data_dir)
-    yield live
-    stop_server(live)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-async def test_elicitation_over_streamable_http(server: LiveServer, mode: str) -> None:
+async def test_elicitation_over_streamable_http(live_server: LiveServer, mode: str) -> None:
+    server = live_server
     organiser = Organiser("田中 一郎")
     transport = StreamableHttpTransport(f"{server.url}/mcp/attendance")
     async with Client(transport, elicitation_handler=organiser, mode=mode) as client:
@@ -165,8 +158,8 @@ async def test_elicitation_over_streamable_http(server: LiveServer, mode: str) -
 
 
 @pytest.mark.slow
-async def test_elicitation_over_stdio(tmp_path: Path) -> None:
-    env = server_env(tmp_path / "var")
+async def test_elicitation_over_stdio(tmp_path: Path, seeded_data_dir: Path) -> None:
+    env = server_env(seeded_copy(seeded_data_dir, tmp_path / "var"))
     stdio = StdioTransport(sys.executable, ["-m", "kumitate", "mcp", "--stdio"], cwd=str(REPO), env=env)
     organiser = Organiser("田中 花子")
     async with Client(stdio, elicitation_handler=organiser, mode="legacy") as client:

@@ -14,7 +14,7 @@ from codegen.specs import SpecTree
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server, mcp_input_schema
-from tests.conftest import REPO, LiveServer, server_env
+from tests.conftest import REPO, LiveServer, seeded_copy, server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -26,8 +26,9 @@ ANNOTATIONS = {
 }
 
 
-async def test_tools_list_is_the_spec(tmp_path: Path, spec_tree: SpecTree) -> None:
-    runtime = Runtime(Settings(data_dir=tmp_path, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000"))
+async def test_tools_list_is_the_spec(tmp_path: Path, spec_tree: SpecTree, seeded_data_dir: Path) -> None:
+    data_dir = seeded_copy(seeded_data_dir, tmp_path / "var")
+    runtime = Runtime(Settings(data_dir=data_dir, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000"))
     try:
         async with Client(build_server(runtime)) as client:
             listed = {tool.name: tool for tool in await client.list_tools()}
@@ -51,7 +52,7 @@ async def test_tools_list_is_the_spec(tmp_path: Path, spec_tree: SpecTree) -> No
 
 @pytest.mark.slow
 async def test_per_service_endpoints_and_stdio_filter(
-    live_server: LiveServer, tmp_path: Path, spec_tree: SpecTree
+    live_server: LiveServer, tmp_path: Path, spec_tree: SpecTree, seeded_data_dir: Path
 ) -> None:
     for svc in (s for s in spec_tree.services if not s.opt_in):  # the live server serves the default ones
         async with Client(f"{live_server.url}/mcp/{svc.name}") as client:
@@ -60,7 +61,7 @@ async def test_per_service_endpoints_and_stdio_filter(
         command=sys.executable,
         args=["-m", "kumitate", "mcp", "--stdio", "--service", "stays"],
         cwd=str(REPO),
-        env=server_env(tmp_path),
+        env=server_env(seeded_copy(seeded_data_dir, tmp_path / "var")),
         keep_alive=False,
     )
     async with Client(transport) as client:

@@ -13,7 +13,7 @@ from fastmcp.client.transports import StdioTransport
 from mcp.shared.exceptions import MCPError
 
 from codegen.specs import SpecTree
-from tests.conftest import REPO, LiveServer, server_env
+from tests.conftest import REPO, LiveServer, seeded_copy, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
@@ -40,12 +40,12 @@ def test_a_toolset_path_is_behind_the_origin_check(live_server: LiveServer) -> N
     assert response.json()["error"]["code"] == "ORIGIN_NOT_ALLOWED"
 
 
-async def test_stdio_serves_a_toolset(tmp_path: Path, spec_tree: SpecTree) -> None:
+async def test_stdio_serves_a_toolset(tmp_path: Path, spec_tree: SpecTree, seeded_data_dir: Path) -> None:
     transport = StdioTransport(
         command=sys.executable,
         args=["-m", "kumitate", "mcp", "--stdio", "--toolset", "household-reports"],
         cwd=str(REPO),
-        env=server_env(tmp_path),
+        env=server_env(seeded_copy(seeded_data_dir, tmp_path / "var")),
         keep_alive=False,
     )
     async with Client(transport) as client:

@@ -28,12 +28,13 @@ TOKENS = {"t-duo": {"principal": "duo", "scopes": ["yana"]}, "t-flood": {"princi
 
 
 def _yana_server(
-    upstream: FakeUpstream, root: Path, *, deadline_ms: int, breaker_failures: int, **env: str
+    upstream: FakeUpstream, root: Path, seeded: Path, *, deadline_ms: int, breaker_failures: int, **env: str
 ) -> LiveServer:
     """A real server whose yana LLM provider is the fake upstream."""
     return start_server(
         root / "var",
         root / "server.log",
+        seeded=seeded,
         OPENAI_BASE_URL=upstream.base_url,
         OPENAI_API_KEY="test-key",
         OPENAI_MODEL="fake-model",
@@ -51,8 +52,11 @@ def upstream() -> Iterator[FakeUpstream]:
 
 
 @pytest.fixture(scope="module")
-def server(upstream: FakeUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    live = _yana_server(upstream, tmp_path_factory.mktemp("yana-contract"), deadline_ms=800, breaker_failures=1000)
+def server(
+    upstream: FakeUpstream, tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path
+) -> Iterator[LiveServer]:
+    root = tmp_path_factory.mktemp("yana-contract")
+    live = _yana_server(upstream, root, seeded_data_dir, deadline_ms=800, breaker_failures=1000)
     yield live
     stop_server(live)
 
@@ -197,11 +201,14 @@ def fragile_upstream() -> Iterator[FakeUpstream]:
 
 
 @pytest.fixture(scope="module")
-def fragile(fragile_upstream: FakeUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def fragile(
+    fragile_upstream: FakeUpstream, tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path
+) -> Iterator[LiveServer]:
     """A second server whose LLM breaker opens after 2 consecutive failures and half-opens after 1 s."""
     live = _yana_server(
         fragile_upstream,
         tmp_path_factory.mktemp("yana-breaker"),
+        seeded_data_dir,
         deadline_ms=500,
         breaker_failures=2,
         YANA_LLM_BREAKER_COOLDOWN_S="1",

@@ -24,9 +24,9 @@ TOKENS = {
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def server(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -> Iterator[LiveServer]:
     root: Path = tmp_path_factory.mktemp("charts")
-    live = start_server(root / "var", root / "server.log", KUMITATE_TOKENS=json.dumps(TOKENS))
+    live = start_server(root / "var", root / "server.log", KUMITATE_TOKENS=json.dumps(TOKENS), seeded=seeded_data_dir)
     yield live
     stop_server(live)
 

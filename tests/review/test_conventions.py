@@ -15,6 +15,7 @@ import pytest
 
 import kumitate
 from kumitate import cli
+from tests.conftest import seeded_copy
 from tests.review.support import REPO
 
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
@@ -58,16 +59,18 @@ def test_version_is_the_pyproject_version(capsys: pytest.CaptureFixture[str]) ->
     assert f'"version": "{VERSION}"' in openapi
 
 
-def test_the_mcp_server_reports_kumitates_version(tmp_path: Path) -> None:
+def test_the_mcp_server_reports_kumitates_version(tmp_path: Path, seeded_data_dir: Path) -> None:
     from fastmcp import Client
 
     from kumitate.runtime import Runtime
     from kumitate.settings import Settings
     from kumitate.transports.mcp import build_server
 
+    data_dir = seeded_copy(seeded_data_dir, tmp_path / "var")  # no first start's imports to wait for
+
     async def served() -> Any:
         runtime = Runtime(
-            Settings(data_dir=tmp_path, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000")
+            Settings(data_dir=data_dir, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000")
         )
         try:
             async with Client(build_server(runtime)) as client:

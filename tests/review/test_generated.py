@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from codegen import docs, lint, lockfile, specs
+from tests.conftest import seeded_copy
 from tests.review.support import REPO, build
 
 
@@ -59,7 +60,7 @@ def test_lockfile_hashes_what_tools_list_serves(tmp_path: Path) -> None:
     assert lockfile.surface(tag)["description"].startswith("DEPRECATED since 2025-01-01; use lookup instead.")
 
 
-def test_lockfile_matches_a_live_tools_list(tmp_path: Path) -> None:
+def test_lockfile_matches_a_live_tools_list(tmp_path: Path, seeded_data_dir: Path) -> None:
     """A client that hashes the entries of a real tools/list (in memory) gets the committed lockfile's hashes."""
     import asyncio
 
@@ -69,9 +70,11 @@ def test_lockfile_matches_a_live_tools_list(tmp_path: Path) -> None:
     from kumitate.settings import Settings
     from kumitate.transports.mcp import build_server
 
+    data_dir = seeded_copy(seeded_data_dir, tmp_path / "var")  # no first start's imports to wait for
+
     async def served() -> list[dict[str, Any]]:
         runtime = Runtime(
-            Settings(data_dir=tmp_path, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000")
+            Settings(data_dir=data_dir, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000")
         )
         try:
             async with Client(build_server(runtime)) as client:

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, server_env
+from tests.conftest import REPO, seeded_copy, server_env
 
 
 @pytest.mark.slow
-def test_litestar_routes_lists_the_generated_http_routes(tmp_path: Path) -> None:
+def test_litestar_routes_lists_the_generated_http_routes(tmp_path: Path, seeded_data_dir: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "litestar", "--app", "kumitate.app:create_litestar", "routes"],
         cwd=REPO,
-        env={**server_env(tmp_path / "var"), "COLUMNS": "200"},
+        env={**server_env(seeded_copy(seeded_data_dir, tmp_path / "var")), "COLUMNS": "200"},
         capture_output=True,
         text=True,
         timeout=180,

@@ -28,8 +28,8 @@ async def post_as_a_client(http: httpx.AsyncClient, url: str, headers: dict[str,
     return response
 
 
-async def test_two_processes_on_one_sqlite_file_execute_a_key_once(tmp_path: Path) -> None:
-    first = start_server(tmp_path / "var", tmp_path / "one.log")
+async def test_two_processes_on_one_sqlite_file_execute_a_key_once(tmp_path: Path, seeded_data_dir: Path) -> None:
+    first = start_server(tmp_path / "var", tmp_path / "one.log", seeded=seeded_data_dir)
     second = start_server(tmp_path / "var", tmp_path / "two.log")
     try:
         headers = {"Idempotency-Key": "shared-dir"}

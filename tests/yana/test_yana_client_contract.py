@@ -68,11 +68,12 @@ def images() -> Iterator[ImageHost]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, images: ImageHost) -> Iterator[LiveServer]:
+def server(tmp_path_factory: pytest.TempPathFactory, images: ImageHost, seeded_data_dir: Path) -> Iterator[LiveServer]:
     root = tmp_path_factory.mktemp("duo-client")
     live = start_server(
         root / "var",
         root / "server.log",
+        seeded=seeded_data_dir,
         KUMITATE_TOKENS=json.dumps({TOKEN: {"principal": "duo", "scopes": ["yana"]}}),
         YANA_INGEST_URL_ALLOW=images.host,
     )

@@ -21,11 +21,12 @@ pytestmark = pytest.mark.slow
 CAP_MS = 2500  # the operator's cap: below yana's 8 s LLM deadline, above its 1 s fallback reserve
 
 
-def test_slow_llm_leaves_time_for_the_template_fallback(tmp_path: Path) -> None:
+def test_slow_llm_leaves_time_for_the_template_fallback(tmp_path: Path, seeded_data_dir: Path) -> None:
     with FakeUpstream(default="slow", slow_s=8.0) as upstream:
         server = start_server(
             tmp_path / "var",
             tmp_path / "server.log",
+            seeded=seeded_data_dir,
             OPENAI_BASE_URL=upstream.base_url,
             OPENAI_API_KEY="k",
             OPENAI_MODEL="m",

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from kumitate.stdio_framing import read_frame, write_frame
-from tests.conftest import REPO
+from tests.conftest import REPO, seeded_copy
 
 pytestmark = pytest.mark.slow
 
@@ -53,8 +53,8 @@ class FramedClient:
         self.proc.wait(timeout=20)
 
 
-def test_content_length_client_works_unchanged(tmp_path: Path) -> None:
-    client = FramedClient(tmp_path / "var")
+def test_content_length_client_works_unchanged(tmp_path: Path, seeded_data_dir: Path) -> None:
+    client = FramedClient(seeded_copy(seeded_data_dir, tmp_path / "var"))
     try:
         init = client.call("initialize", {"clientInfo": {"name": "duo-talk", "version": "0"}})
         assert "error" not in init and init["result"]["serverInfo"]
