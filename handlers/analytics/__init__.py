@@ -67,12 +67,15 @@ class AnalyticsHandlers:
         return HistogramOutput.model_validate(self.service.histogram(_params(input), deadline=ctx.deadline))
 
     def materialize(self, input: MaterializeInput, ctx: CallContext) -> MaterializeOutput:
-        return MaterializeOutput.model_validate(self.service.materialize(_params(input), deadline=ctx.deadline))
+        result = self.service.materialize(_params(input), deadline=ctx.deadline)
+        ctx.changed("schema")  # it lists the live views (the tables and columns resources do not)
+        return MaterializeOutput.model_validate(result)
 
     def drop_materialized(self, input: DropMaterializedInput, ctx: CallContext) -> DropMaterializedOutput:
-        return DropMaterializedOutput.model_validate(
-            self.service.drop_materialized(_params(input), deadline=ctx.deadline)
-        )
+        result = self.service.drop_materialized(_params(input), deadline=ctx.deadline)
+        if result["dropped"]:
+            ctx.changed("schema")
+        return DropMaterializedOutput.model_validate(result)
 
     def read_schema(self, ctx: CallContext) -> SchemaResource:
         return SchemaResource.model_validate(self.service.schema())

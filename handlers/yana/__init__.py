@@ -157,6 +157,10 @@ class YanaHandlers:
                 fetcher=self.fetcher,
             ),
         )
+        if not body["dedup"]:  # a new label: its brand's and brewery's groups changed (names as stored)
+            for resource, name in (("brand", input.brand_name), ("brewery", input.brewery)):
+                if name and name.strip():
+                    ctx.changed(resource, **{resource: name.strip()})
         return IngestOutput.model_validate({**body, **_envelope(ctx)})
 
     # resources -----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # fake_upstream, helpe
 
 from pydantic import BaseModel, ValidationError
 
+from generated.yana.bindings import SERVICE
 from generated.yana.models import ChatInput, IngestInput, SearchInput
 from handlers.yana import YanaHandlers
 from handlers.yana import create as create_handlers
@@ -74,7 +75,8 @@ def create(settings: Settings) -> Any:
 
 
 def ctx(tool: str = "test") -> CallContext:
-    return CallContext(service="yana", tool=tool, transport="test", run_id="run-test", trace_id="trace-test")
+    """A call's context as the pipeline makes one: yana's routes (for ctx.changed, url_for)."""
+    return SERVICE.direct_call(tool, transport="test", run_id="run-test", trace_id="trace-test")
 
 
 @pytest.fixture()

@@ -13,7 +13,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from kumitate.context import CallContext
+from generated.yana.bindings import SERVICE
 from kumitate.errors import ToolError
 
 STATUS = {
@@ -56,7 +56,7 @@ class YanaHttpStub:
                 length = int(self.headers.get("Content-Length", "0") or 0)
                 args = json.loads(self.rfile.read(length) or b"{}") if method == "POST" else {}
                 stub.requests.append({"path": self.path, "args": args, "run_id": run_id})
-                ctx = CallContext(service="yana", tool=self.path, transport="http", run_id=run_id, trace_id=trace_id)
+                ctx = SERVICE.direct_call(self.path, transport="http", run_id=run_id, trace_id=trace_id)
                 if stub.faults:
                     status, code = stub.faults.pop(0)
                     self._reply(

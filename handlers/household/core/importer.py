@@ -52,7 +52,8 @@ from sqlalchemy import Connection, bindparam, delete, func, or_, select, update
 
 from kumitate.context import progress
 
-from ..store import Store, chunks, refresh_aggregates, t
+from .. import changes
+from ..store import Store, chunks, queries, refresh_aggregates, t
 from ..store.tables import checks, now
 from .csvfile import RowError, RowTuple, read_tuples
 from .identity import Plan, Stored, plan
@@ -338,6 +339,7 @@ def import_files(
     started = time.perf_counter()
     chosen, report.superseded = latest_exports(paths)
     with store.write() as con:
+        before = queries.shape(con)
         known = set(con.scalars(select(t.c.source_file).distinct()))
         sources = [
             (path, source_id(path, sample_dir), [source_id(o, sample_dir) for o in older]) for path, older in chosen
@@ -365,6 +367,9 @@ def import_files(
                 refresh_aggregates(con, month)
         if report.imported >= ANALYZE_AFTER_ROWS or report.samples_removed:
             store.analyze(con)
+        touched |= set(before.months) if report.samples_removed else set()
+        after = queries.shape(con) if touched else before
+    changes.announce(before, after, touched)
     log.info(
         "household import: files=%d imported=%d changed=%d removed=%d skipped=%d superseded=%d adopted=%d "
         "samples_removed=%d errors=%d in %.0f ms",

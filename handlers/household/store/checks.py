@@ -17,10 +17,10 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, func, select, update
 
-from .. import problems
+from .. import changes, problems
 from ..records import Options
 from . import Store, chunks, refresh_aggregates, t
-from .queries import transaction
+from .queries import shape, transaction
 from .tables import checks, now
 
 c = checks
@@ -36,9 +36,11 @@ def _stored_id(value: int, kind: str) -> int:
     return value
 
 
-def _refresh_month_of(con: Connection, tid: int) -> None:
-    day = con.scalar(select(t.c.date).where(t.c.id == tid))
-    refresh_aggregates(con, str(day)[:7])
+def _refresh_month_of(con: Connection, tid: int) -> str:
+    """Rebuild the aggregates of the month of `tid`; returns that month ('YYYY-MM')."""
+    month = str(con.scalar(select(t.c.date).where(t.c.id == tid)))[:7]
+    refresh_aggregates(con, month)
+    return month
 
 
 def load_columns(con: Connection, ids: list[int] | None) -> tuple[list[int], list[int], list[int], list[int]]:
@@ -170,8 +172,10 @@ def detail(store: Store, check_id: int) -> dict[str, Any]:
     return out
 
 
-def _set_mark(con: Connection, tid: int, duplicate_of: int | None) -> None:
-    """Mark `tid` as a duplicate of `duplicate_of`, or un-mark it (None); the user has now checked it."""
+def _set_mark(con: Connection, tid: int, duplicate_of: int | None) -> str:
+    """Mark `tid` as a duplicate of `duplicate_of`, or un-mark it (None); the user has now checked it.
+
+    Returns the month whose rows that changed."""
     stamp = now()
     con.execute(
         update(t)
@@ -184,53 +188,64 @@ def _set_mark(con: Connection, tid: int, duplicate_of: int | None) -> None:
             updated_at=stamp,
         )
     )
-    _refresh_month_of(con, tid)
+    return _refresh_month_of(con, tid)
 
 
 def confirm(store: Store, check_id: int, decision: str) -> dict[str, Any]:
     """Record a decision; 'duplicate' marks transaction_id_2 as a duplicate of transaction_id_1.
 
-    Changing a 'duplicate' decision to anything else un-marks the transaction again.
+    Changing a 'duplicate' decision to anything else un-marks the transaction again. Once committed,
+    subscribers hear of the resources a mark set or lifted changed (handlers.household.changes).
     """
     if decision not in DECISIONS:
         raise problems.invalid("判定値が不正です（duplicate/not_duplicate/skipのいずれか）")
     _stored_id(check_id, "duplicate_not_found")
     with store.write() as con:
-        row = _check(con, check_id)
-        keep, mark = row["transaction_id_1"], row["transaction_id_2"]
-        marked = con.execute(select(t.c.is_duplicate, t.c.duplicate_of).where(t.c.id == mark)).one()
-        con.execute(update(c).where(c.c.id == check_id).values(user_decision=decision, decided_at=now()))
-        if decision == "duplicate":
-            if marked.is_duplicate:
-                raise problems.conflict("already_marked", mark)
-            _set_mark(con, mark, keep)
-            return {
-                "success": True,
-                "check_id": check_id,
-                "decision": decision,
-                "marked_transaction_id": mark,
-                "message": f"重複として記録しました。取引ID {mark} にフラグが設定されました。",
-            }
-        unmarked = None
-        if row["user_decision"] == "duplicate" and marked.is_duplicate and marked.duplicate_of == keep:
-            _set_mark(con, mark, None)
-            unmarked = mark
-        con.execute(
-            update(t)
-            .where(t.c.id.in_([keep, mark]), t.c.is_duplicate == 0)
-            .values(duplicate_checked=1, duplicate_checked_at=now())
-        )
-        label = "重複ではない" if decision == "not_duplicate" else "保留"
-        message = f"「{label}」として記録しました。"
-        if unmarked is not None:
-            message += f"取引ID {unmarked} の重複フラグを解除しました。"
+        before = shape(con)
+        result, month = _decide(con, check_id, decision)
+        after = shape(con) if month else before
+    changes.announce(before, after, [month] if month else [])
+    return result
+
+
+def _decide(con: Connection, check_id: int, decision: str) -> tuple[dict[str, Any], str | None]:
+    """`confirm` in its transaction: (its answer, the month whose rows a mark set or lifted changed)."""
+    row = _check(con, check_id)
+    keep, mark = row["transaction_id_1"], row["transaction_id_2"]
+    marked = con.execute(select(t.c.is_duplicate, t.c.duplicate_of).where(t.c.id == mark)).one()
+    con.execute(update(c).where(c.c.id == check_id).values(user_decision=decision, decided_at=now()))
+    month: str | None = None
+    if decision == "duplicate":
+        if marked.is_duplicate:
+            raise problems.conflict("already_marked", mark)
+        month = _set_mark(con, mark, keep)
         return {
             "success": True,
             "check_id": check_id,
             "decision": decision,
-            "marked_transaction_id": None,
-            "message": message,
-        }
+            "marked_transaction_id": mark,
+            "message": f"重複として記録しました。取引ID {mark} にフラグが設定されました。",
+        }, month
+    unmarked: int | None = None
+    if row["user_decision"] == "duplicate" and marked.is_duplicate and marked.duplicate_of == keep:
+        month = _set_mark(con, mark, None)
+        unmarked = mark
+    con.execute(
+        update(t)
+        .where(t.c.id.in_([keep, mark]), t.c.is_duplicate == 0)
+        .values(duplicate_checked=1, duplicate_checked_at=now())
+    )
+    label = "重複ではない" if decision == "not_duplicate" else "保留"
+    message = f"「{label}」として記録しました。"
+    if unmarked is not None:
+        message += f"取引ID {unmarked} の重複フラグを解除しました。"
+    return {
+        "success": True,
+        "check_id": check_id,
+        "decision": decision,
+        "marked_transaction_id": None,
+        "message": message,
+    }, month
 
 
 def restore(store: Store, transaction_id: int) -> dict[str, Any]:
@@ -242,6 +257,7 @@ def restore(store: Store, transaction_id: int) -> dict[str, Any]:
             raise problems.not_found("transaction_not_found", transaction_id)
         if not row.is_duplicate:
             raise problems.conflict("not_marked", transaction_id)
+        before = shape(con)
         con.execute(
             update(t).where(t.c.id == transaction_id).values(is_duplicate=0, duplicate_of=None, updated_at=now())
         )
@@ -254,7 +270,9 @@ def restore(store: Store, transaction_id: int) -> dict[str, Any]:
             )
             .values(user_decision="not_duplicate", decided_at=now())
         )
-        _refresh_month_of(con, transaction_id)
+        month = _refresh_month_of(con, transaction_id)
+        after = shape(con)
+    changes.announce(before, after, [month])
     return {"success": True, "transaction_id": transaction_id, "message": f"取引ID {transaction_id} を復元しました。"}
 
 

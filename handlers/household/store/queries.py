@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, case, func, select
 
 from .. import months
+from ..changes import Shape
 from . import ACTIVE, EXPENSE, INCOME, t
 from .tables import active_months
 from .tables import monthly_spending as ms
@@ -28,6 +29,13 @@ def category_hierarchy(con: Connection) -> dict[str, list[str]]:
     for major, minor in sorted(pairs, key=lambda p: (p[0] or "", p[1] or "")):
         tree.setdefault(major, []).append(minor)
     return tree
+
+
+def shape(con: Connection) -> Shape:
+    """The tree, the names that held spending and the months with data, to tell what a write changed."""
+    majors, minors = expense_categories(con)
+    found = tuple(sorted(con.scalars(select(active_months.c.month))))
+    return Shape(category_hierarchy(con), frozenset(majors) | frozenset(minors), found)
 
 
 def expense_level(con: Connection, name: str) -> str | None:
