@@ -266,4 +266,4 @@ async def test_a_resource_keeps_at_most_the_session_cap_of_subscribers(runtime: 
     clients = [SimpleNamespace(session=SimpleNamespace(client_params=object())) for _ in range(3)]
     for client in [*clients, clients[2]]:  # the same client twice is one subscriber
         await subscriptions.subscribe(client, mt.SubscribeRequestParams(uri=uri))
-    assert subscriptions.sessions[uri] == [clients[1].session, clients[2].session]  # the oldest made room
+    assert [session for session, _ in subscriptions.sessions[uri]] == [clients[1].session, clients[2].session]

@@ -9,6 +9,7 @@ import io
 import json
 import random
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from PIL import Image
@@ -44,5 +45,17 @@ async def test_a_new_label_tells_its_brand_and_brewery_subscribers(tmp_path: Pat
             await client.call_tool("ingest", {"brand_name": "試験銘柄", "image": label_image(2)})
             assert await heard.until(BRAND) == [BRAND]  # the dedup said nothing; no brewery given, none said
             assert len(json.loads((await client.read_resource(BRAND))[0].text)["labels"]) == 2
+    finally:
+        runtime.close()
+
+
+async def test_a_subscriber_that_percent_encodes_the_uri_hears_it_under_its_own_spelling(tmp_path: Path) -> None:
+    """A client expanding `yana://breweries/{brewery}` as RFC 6570 does sends the name percent-encoded."""
+    encoded = "yana://breweries/" + quote("試験酒造")
+    runtime = Runtime(app_settings(tmp_path / "var"), services=["yana"])
+    try:
+        async with subscribed(runtime, [encoded]) as (client, heard):
+            await client.call_tool("ingest", {"brand_name": "試験銘柄", "brewery": "試験酒造", "image": label_image(3)})
+            assert await heard.until(encoded) == [encoded]
     finally:
         runtime.close()

@@ -9,12 +9,16 @@ clients subscribe through `subscriptions/listen` instead, which kumitate does no
 Subscriptions live in this process: a session is dropped once a notification to it fails, and a
 resource keeps at most KUMITATE_MCP_MAX_SESSIONS subscribers (the oldest, likely a session gone
 without unsubscribing, makes room), so sessions that end silently cannot pile up.
+URIs are compared percent-decoded: a client that expands a template as RFC 6570 does
+(`yana://brands/%E7%8D%BA%E7%A5%AD`) and one that writes the value as it is hear the same change, each
+under the URI it subscribed with.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import unquote
 
 import mcp_types as mt
 from fastmcp import FastMCP
@@ -32,7 +36,8 @@ class Subscriptions:
     def __init__(self, server: FastMCP, most: int) -> None:
         self.server = server
         self.most = most
-        self.sessions: dict[str, list[Any]] = {}
+        self.sessions: dict[str, list[tuple[Any, str]]] = {}
+        """decoded URI -> (session, the URI as that session subscribed to it)"""
         self.loop: asyncio.AbstractEventLoop | None = None
 
     async def subscribe(self, ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
@@ -40,9 +45,9 @@ class Subscriptions:
         if not await self._serves(uri):
             raise MCPError(INVALID_PARAMS, "no resource with this URI on this server", data={"uri": uri})
         self.loop = asyncio.get_running_loop()
-        subscribed = self.sessions.setdefault(uri, [])
-        if not any(_same_client(s, ctx.session) for s in subscribed):
-            subscribed.append(ctx.session)
+        subscribed = self.sessions.setdefault(unquote(uri), [])
+        if not any(_same_client(s, ctx.session) for s, _ in subscribed):
+            subscribed.append((ctx.session, uri))
             del subscribed[: -self.most]
         return mt.EmptyResult()
 
@@ -51,11 +56,12 @@ class Subscriptions:
         return mt.EmptyResult()
 
     def _drop(self, uri: str, session: Any) -> None:
-        left = [s for s in self.sessions.get(uri, []) if not _same_client(s, session)]
+        key = unquote(uri)
+        left = [(s, u) for s, u in self.sessions.get(key, []) if not _same_client(s, session)]
         if left:
-            self.sessions[uri] = left
+            self.sessions[key] = left
         else:
-            self.sessions.pop(uri, None)
+            self.sessions.pop(key, None)
 
     async def _serves(self, uri: str) -> bool:
         if await self.server.get_resource(uri) is not None:
@@ -64,11 +70,12 @@ class Subscriptions:
 
     def changed(self, uri: str) -> None:
         """A resource changed (from any thread): notify its subscribers on the event loop."""
-        if self.loop is not None and self.sessions.get(uri):
-            self.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._notify(uri)))
+        key = unquote(uri)
+        if self.loop is not None and self.sessions.get(key):
+            self.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._notify(key)))
 
-    async def _notify(self, uri: str) -> None:
-        for session in list(self.sessions.get(uri, [])):
+    async def _notify(self, key: str) -> None:
+        for session, uri in list(self.sessions.get(key, [])):
             try:
                 await session.send_resource_updated(uri)
             except Exception as exc:  # the session is gone: forget it
