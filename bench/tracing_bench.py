@@ -62,7 +62,7 @@ def hooks_off_us() -> float:
 async def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(data_dir=Path(tmp) / "var", sample_dir=Path(tmp) / "s", public_base_url="http://x")
-        runtime = Runtime(settings, ["attendance"], env={})
+        runtime = Runtime(settings, ["attendance"])
         provider = TracerProvider()
         provider.add_span_processor(BatchSpanProcessor(Drop()))
         off: list[float] = []
