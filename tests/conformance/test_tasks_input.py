@@ -6,23 +6,19 @@ and questions the spec asks first (`execution.asks_first`) are rounds of the too
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from tests import stateless_mcp
 from tests.conftest import InProcessApp, serve_in_process
+from tests.stateless_mcp import TASKS, meta
 
 pytestmark = pytest.mark.anyio
 
-TASKS = "io.modelcontextprotocol/tasks"
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "tasks-input-test", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "extensions": {TASKS: {}}},
-}
+META = meta("tasks-input-test", elicitation={}, extensions={TASKS: {}})
 ACCEPT = {"action": "accept", "content": {"confirm": True}}
 
 
@@ -34,18 +30,7 @@ async def app(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InProce
 
 
 async def rpc(app: InProcessApp, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    name = params.get("name") or params.get("taskId") or ""
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": method,
-        **({"Mcp-Name": name} if name else {}),
-    }
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params | {"_meta": META}}
-    answer = await app.http.post("/mcp", json=body, headers=headers)
-    text = answer.text
-    reply: dict[str, Any] = json.loads(text.split("data: ", 1)[1] if text.startswith("event") else text)
-    return reply
+    return await stateless_mcp.rpc(app, method, params, META)
 
 
 async def result(app: InProcessApp, method: str, params: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,6 @@ the fastmcp-tasks package, which pins another fastmcp). The task is the row HTTP
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,18 +12,15 @@ from typing import Any
 
 import pytest
 
+from tests import stateless_mcp
 from tests.conftest import InProcessApp, serve_in_process
 from tests.slowcall import slow_query
+from tests.stateless_mcp import TASKS, meta
 
 pytestmark = pytest.mark.anyio
 
-TASKS = "io.modelcontextprotocol/tasks"
-META = {
-    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-    "io.modelcontextprotocol/clientInfo": {"name": "tasks-test", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
-OPTED_IN = META | {"io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}}}
+META = meta("tasks-test")
+OPTED_IN = meta("tasks-test", extensions={TASKS: {}})
 
 
 @pytest.fixture(scope="module")
@@ -36,19 +32,7 @@ async def app(tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path) -
 async def rpc(
     app: InProcessApp, method: str, params: dict[str, Any], meta: dict[str, Any] = OPTED_IN, name: str | None = None
 ) -> dict[str, Any]:
-    name = name if name is not None else params.get("name") or params.get("taskId") or ""
-    headers = {
-        "Accept": "application/json, text/event-stream",
-        "MCP-Protocol-Version": "2026-07-28",
-        "Mcp-Method": method,
-        **({"Mcp-Name": name} if name else {}),
-    }
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params | {"_meta": meta}}
-    answer = await app.http.post("/mcp", json=body, headers=headers)
-    assert answer.status_code in (200, 400), answer.text  # a JSON-RPC error is 400
-    text = answer.text
-    reply: dict[str, Any] = json.loads(text.split("data: ", 1)[1] if text.startswith("event") else text)
-    return reply
+    return await stateless_mcp.rpc(app, method, params, meta, name)
 
 
 async def call(
