@@ -3,6 +3,7 @@
 The checker resolves every call through mypy's typed tree, so it follows a helper, a method of an
 attribute object and a function imported from a sibling module, and it does not follow a function that
 only shares a name with the one called (the name-based closure it replaces over-reported that).
+This is also the canary of a mypy upgrade: the graph `codegen.raises.mypy_tree` reads must keep its shape.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from codegen import raises
+from codegen.raises import analysis, graph, mypy_tree
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "raises" / "fakesvc"
 ALWAYS = frozenset({"BAD_REQUEST", "INTERNAL"})
@@ -30,13 +32,47 @@ ENTRIES = (
 
 
 @pytest.fixture(scope="module")
-def findings() -> dict[str, list[raises.Finding]]:
+def package() -> raises.Package:
     declared = {entry: ALWAYS for entry in ENTRIES} | {"declared": ALWAYS | {"NOT_FOUND"}}
-    package = raises.Package("fake", "fakesvc", declared, raises.error_classes())
+    return raises.Package("fake", "fakesvc", declared, raises.error_classes())
+
+
+@pytest.fixture(scope="module")
+def fake_graph(package: raises.Package) -> graph.CallGraph:
+    """The fixture's call graph, from one mypy build."""
+    return mypy_tree.call_graphs([(FIXTURE, package)], raises.project())[0]
+
+
+@pytest.fixture(scope="module")
+def findings(fake_graph: graph.CallGraph, package: raises.Package) -> dict[str, list[raises.Finding]]:
     by_entry: dict[str, list[raises.Finding]] = {entry: [] for entry in ENTRIES}
-    for finding in raises.check([(FIXTURE, package)]):
+    for finding in analysis.findings(fake_graph, package):
         by_entry[finding.entry].append(finding)
     return by_entry
+
+
+def test_mypy_tree_still_reads_as_written(fake_graph: graph.CallGraph) -> None:
+    """The upgrade canary: a handful of facts any mypy must yield through mypy_tree. When it fails after
+    a mypy upgrade, codegen/raises/mypy_tree.py (the only module reading mypy's tree) needs updating."""
+    upgrade = (
+        f"mypy {mypy_tree.mypy_version} no longer reads as codegen/raises/mypy_tree.py expects "
+        f"(written against mypy {mypy_tree.TESTED_WITH}): update that module"
+    )
+    functions = fake_graph.functions
+    entry = fake_graph.entries.get("helper_raise")
+    assert entry == "fakesvc.FakeHandlers.helper_raise", f"{upgrade}: no entry method from create()'s type"
+    assert graph.Ref("fakesvc.helpers.load") in functions[entry].steps, f"{upgrade}: a call is not resolved"
+    parse = functions.get("fakesvc.helpers._parse")
+    assert parse is not None and [s.code for s in parse.steps if isinstance(s, graph.Site)] == ["CONFLICT"], (
+        f"{upgrade}: a raised error class is not a site"
+    )
+    find = graph.Ref("fakesvc.core.finder.Core.find")
+    assert find in functions["fakesvc.FakeHandlers.attribute_method"].steps, (
+        f"{upgrade}: a method is not resolved by the attribute's declared type"
+    )
+    assert "fakesvc.core.shapes.Broken" in fake_graph.below.get("fakesvc.core.shapes.Shape", ()), (
+        f"{upgrade}: subclasses are not found"
+    )
 
 
 def line_of(path: Path, text: str) -> int:
