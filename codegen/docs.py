@@ -65,11 +65,11 @@ def mcp_description(tool: ToolSpec) -> str:
     text = "\n".join(part for part in (tool.description.strip(), next_line(tool.links)) if part)
     dep = tool.deprecated
     if dep:
-        note = f"DEPRECATED since {dep['since']}"
-        if dep.get("sunset"):
-            note += f", removed after {dep['sunset']}"
-        if dep.get("replacement"):
-            note += f"; use {dep['replacement']} instead"
+        note = f"DEPRECATED since {dep.since}"
+        if dep.sunset:
+            note += f", removed after {dep.sunset}"
+        if dep.replacement:
+            note += f"; use {dep.replacement} instead"
         text = f"{note}.\n\n{text}"
     return text
 
@@ -83,11 +83,11 @@ def tool_list_entry(tool: ToolSpec) -> dict[str, Any]:
     """One entry of the MCP `tools/list` result, as the server builds it from the spec."""
     return {
         "name": tool.name,
-        "title": tool.annotations.get("title") or tool.summary.strip(),
+        "title": tool.annotations.title or tool.summary.strip(),
         "description": mcp_description(tool),
         "inputSchema": mcp_input_schema(tool),
         "outputSchema": tool.wire_output,
-        "annotations": tool.annotations,
+        "annotations": tool.annotations.as_spec(),
     }
 
 
@@ -298,7 +298,7 @@ def _flat(tool: ToolSpec) -> str:
 
 
 def _tool_section(tree: SpecTree, tool: ToolSpec) -> list[str]:
-    ann = ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in tool.annotations.items())
+    ann = ", ".join(f"{k}: {json.dumps(v, ensure_ascii=False)}" for k, v in tool.annotations.as_spec().items())
     lines = [f"## `{tool.name}`", "", f"> {_cell(tool.summary)}", ""]
     if tool.deprecated:
         lines += [f"**Deprecated:** {_cell(mcp_description(tool).split(chr(10))[0])}", ""]

@@ -18,8 +18,7 @@ import jinja2
 
 from codegen import docs, fidelity, lockfile, models, naming, openapi
 from codegen.specs import GENERIC_ERRORS, ResourceSpec, ServiceSpec, SpecTree, ToolSpec, tool_sources
-from kumitate.bindings import Annotations, CacheHint, Execution
-from kumitate.policies.deprecation import Deprecation
+from kumitate.bindings import CacheHint, Execution
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
@@ -102,8 +101,8 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "cache": CacheHint.parse(tool.cache),
         "idempotent": tool.rules.idempotency,
         "policy": tool.rules,
-        "annotations": Annotations.parse(tool.annotations),
-        "deprecated": Deprecation.parse(tool.deprecated),
+        "annotations": tool.annotations,
+        "deprecated": tool.deprecated,
     }
 
 

@@ -89,7 +89,7 @@ def check_names(tree: SpecTree) -> Iterator[Problem]:
 def check_annotations(tree: SpecTree) -> Iterator[Problem]:
     """KT103: every MCP annotation is declared and agrees with the HTTP method (a GET is read-only)."""
     for tool, rel in _tools(tree):
-        ann = tool.annotations
+        ann = tool.annotations.as_spec()
         missing = [k for k in ANNOTATION_KEYS if k not in ann]
         if missing:
             yield Problem(rel, "/mcp/annotations", "KT103", f"missing annotations: {', '.join(missing)}")
@@ -220,11 +220,11 @@ def check_deprecation(tree: SpecTree) -> Iterator[Problem]:
     """KT110: a deprecation's dates parse and its sunset is not before its since date."""
     for tool, rel in _tools(tree):
         dep = tool.deprecated
-        if not dep:
+        if dep is None:
             continue
         try:  # `since` is checked even without a sunset: it is shown to clients
-            since = date.fromisoformat(str(dep["since"]))
-            sunset = date.fromisoformat(str(dep["sunset"])) if "sunset" in dep else None
+            since = date.fromisoformat(dep.since)
+            sunset = date.fromisoformat(dep.sunset) if dep.sunset is not None else None
         except ValueError as exc:
             yield Problem(rel, "/deprecated", "KT110", f"bad date: {exc}")
             continue
@@ -294,7 +294,7 @@ def check_integer_bounds(tree: SpecTree) -> Iterator[Problem]:
 def check_idempotency(tree: SpecTree) -> Iterator[Problem]:
     """A client retries a write whose answer it lost; only a key makes that retry safe."""
     for tool, rel in _tools(tree):
-        if tool.annotations.get("readOnlyHint", True):
+        if tool.annotations.read_only_hint is not False:
             continue
         declared = tool.policy.get("idempotency")
         if declared is None:

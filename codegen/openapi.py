@@ -19,6 +19,7 @@ from codegen import models, naming
 from codegen.links import openapi_links
 from codegen.specs import Example, ResourceSpec, SpecTree, ToolSpec
 from kumitate import __version__
+from kumitate.policies.deprecation import Deprecation
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.policy import Policy, http_codes
 from kumitate.transports.forms import form_schema
@@ -118,13 +119,13 @@ def _header(name: str) -> dict[str, Any]:
     return {"$ref": f"#/components/headers/{name}"}
 
 
-def _headers(deprecated: dict[str, Any] | None = None, idempotent: bool = False) -> dict[str, Any]:
+def _headers(deprecated: Deprecation | None = None, idempotent: bool = False) -> dict[str, Any]:
     """The headers of one response of an operation: correlation ids always; the deprecation headers of a
     deprecated tool; Idempotent-Replayed where the policy turns idempotency on."""
     out = {name: _header(name) for name in CORRELATION_HEADERS}
     if deprecated:
         out["Deprecation"] = _header("Deprecation")
-        if deprecated.get("sunset"):
+        if deprecated.sunset:
             out["Sunset"] = _header("Sunset")
     if idempotent:
         out["Idempotent-Replayed"] = _header("Idempotent-Replayed")
@@ -225,7 +226,7 @@ def _operations_paths(tree: SpecTree) -> dict[str, Any]:
 def _error_responses(
     tree: SpecTree,
     codes: Iterable[str],
-    deprecated: dict[str, Any] | None = None,
+    deprecated: Deprecation | None = None,
     idempotent: bool = False,
     examples: list[Example] | None = None,
 ) -> dict[str, Any]:

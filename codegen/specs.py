@@ -21,6 +21,8 @@ from referencing import Registry, Resource
 
 from codegen import advertised, naming, shared
 from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
+from kumitate.bindings import Annotations
+from kumitate.policies.deprecation import Deprecation
 from kumitate.policy import GENERIC_CODES, Policy
 
 T = TypeVar("T")
@@ -124,8 +126,8 @@ class ToolSpec(_Operation):
     http_method: str
     http_path: str
     content_types: list[str]
-    annotations: dict[str, Any]
-    deprecated: dict[str, Any] | None
+    annotations: Annotations
+    deprecated: Deprecation | None
     examples: list[Example]
     handler_input: str = "model"
     handler_output: str = "model"
@@ -556,11 +558,11 @@ def _load_tool(
         content_types=list(http.get("content_types", ["application/json"])),
         form_flatten=list(http.get("form_flatten", [])),
         links=_links(doc),
-        annotations=dict(doc["mcp"]["annotations"]),
+        annotations=Annotations.parse(doc["mcp"]["annotations"]),
         requires_client=list(doc["mcp"].get("requires_client", [])),
         text_content=doc["mcp"].get("text_content"),
         policy=_merge_policy(svc.policy, doc.get("policy")),
-        deprecated=doc.get("deprecated"),
+        deprecated=Deprecation.parse(doc.get("deprecated")),
         execution=doc.get("execution"),
         examples=examples,
         source=path,

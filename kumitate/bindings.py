@@ -78,6 +78,10 @@ class Annotations:
         """The hints the spec sets, by field name (what ToolAnnotations takes)."""
         return {field: value for field in self.SPEC_KEYS.values() if (value := getattr(self, field)) is not None}
 
+    def as_spec(self) -> dict[str, Any]:
+        """The hints the spec sets, by spec (and MCP wire) key: what a lint or a tools/list entry reads."""
+        return {key: value for key, field in self.SPEC_KEYS.items() if (value := getattr(self, field)) is not None}
+
 
 @dataclass(frozen=True, slots=True)
 class CacheHint:

@@ -98,9 +98,9 @@ def diff_tool(
             yield "AUTH_SCOPE_ADDED", f"scope `{scope}` is now required", None
     for scope in sorted(scopes_a - scopes_b):
         yield "AUTH_SCOPE_REMOVED", f"scope `{scope}` is no longer required", None
-    yield from _annotation_changes(old.annotations, new.annotations)
+    yield from _annotation_changes(old.annotations.as_spec(), new.annotations.as_spec())
     if new.deprecated and not old.deprecated:
-        yield "TOOL_DEPRECATED", f"deprecated since {new.deprecated.get('since')}", None
+        yield "TOOL_DEPRECATED", f"deprecated since {new.deprecated.since}", None
     wire = [*diff_schema(old.input_schema, new.input_schema, "input")]
     wire += diff_schema(old.output_schema, new.output_schema, "output")
     yield from wire
@@ -126,10 +126,10 @@ def diff_tool(
     yield from _text_changes(old.summary, new.summary, "summary", "SUMMARY_CHANGED")
     # the description as tools/list serves it: a deprecation note comes first
     yield from _text_changes(docs.mcp_description(old), docs.mcp_description(new), "description", "DESCRIPTION_CHANGED")
-    if old.annotations.get("title") != new.annotations.get("title"):
+    if old.annotations.title != new.annotations.title:
         yield (
             "TITLE_CHANGED",
-            f"title {show(old.annotations.get('title'))} → {show(new.annotations.get('title'))}",
+            f"title {show(old.annotations.title)} → {show(new.annotations.title)}",
             None,
         )
     if [asdict(e) for e in old.examples] != [asdict(e) for e in new.examples]:

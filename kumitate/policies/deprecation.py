@@ -22,7 +22,12 @@ class Deprecation:
         """The record of a spec's `deprecated` mapping (None: not deprecated)."""
         if not declared:
             return None
-        return cls(str(declared["since"]), declared.get("sunset"), declared.get("replacement"))
+        sunset = declared.get("sunset")
+        return cls(str(declared["since"]), None if sunset is None else str(sunset), declared.get("replacement"))
+
+    def declared(self) -> dict[str, str]:
+        """The fields the spec sets, by spec key."""
+        return {key: value for key in ("since", "sunset", "replacement") if (value := getattr(self, key)) is not None}
 
 
 def _midnight(day: str) -> datetime:

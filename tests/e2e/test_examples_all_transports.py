@@ -100,7 +100,7 @@ async def test_all_transports_agree(
     spec_tree: SpecTree, over_http: Run, over_mcp_in_memory: Run, over_mcp_streamable_http: Run, over_mcp_stdio: Run
 ) -> None:
     """Read-only tools give the same body on every transport (a writing tool may answer a rerun differently)."""
-    read_only = {f"{t.service}.{t.name}" for t in spec_tree.all_tools() if t.annotations.get("readOnlyHint")}
+    read_only = {f"{t.service}.{t.name}" for t in spec_tree.all_tools() if t.annotations.read_only_hint}
     reference = {k: v for k, v in over_http[1].items() if k.split(":")[0] in read_only}
     assert reference
     runs = {"mcp-memory": over_mcp_in_memory, "mcp-http": over_mcp_streamable_http, "mcp-stdio": over_mcp_stdio}

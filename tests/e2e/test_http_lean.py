@@ -189,7 +189,7 @@ def _untimed(answer: Answer) -> Answer:
 async def test_read_only_examples_answer_as_litestar(in_process_app: InProcessApp, spec_tree: SpecTree) -> None:
     differ = []
     for tool, example in all_examples(spec_tree):
-        if not tool.annotations.get("readOnlyHint") or not isinstance(example.input, dict):
+        if not tool.annotations.read_only_hint or not isinstance(example.input, dict):
             continue
         lean, litestar = await _both(in_process_app, tool.http_method, tool.http_path, example.input, {})
         lean, litestar = [_untimed(answer) for answer in (lean, litestar)]

@@ -186,7 +186,7 @@ async def test_read_only_examples_answer_as_fastmcp(in_process_app: InProcessApp
     the same state), byte for byte but for the durations a result reports."""
     differ = []
     for tool, example in all_examples(spec_tree):
-        if not tool.annotations.get("readOnlyHint") or not isinstance(example.input, dict):
+        if not tool.annotations.read_only_hint or not isinstance(example.input, dict):
             continue
         body = _call(tool.name, example.input)
         answers = await _both(in_process_app, "/mcp", body, {"Mcp-Name": tool.name})

@@ -45,7 +45,7 @@ async def test_tools_list_is_the_spec(tmp_path: Path, spec_tree: SpecTree, seede
         assert tool.output_schema == spec.wire_output
         assert spec.description.strip() in tool.description and tool.description == mcp_description(spec)
         for key, attr in ANNOTATIONS.items():
-            assert getattr(tool.annotations, attr) == spec.annotations[key], (spec.name, key)
+            assert getattr(tool.annotations, attr) == spec.annotations.as_spec()[key], (spec.name, key)
         if spec.policy.get("idempotency"):
             assert "idempotency_key" in tool.input_schema["properties"]
 

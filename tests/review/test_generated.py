@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from codegen import docs, lint, lockfile, specs
+from kumitate.policies.deprecation import Deprecation
 from tests.conftest import seeded_copy
 from tests.review.support import REPO, build
 
@@ -54,7 +55,7 @@ def test_lockfile_hashes_what_tools_list_serves(tmp_path: Path) -> None:
     after = lockfile.entry(tag)
     assert [k for k in before if before[k] != after[k]] == ["sha256", "input"]
     assert "idempotency_key" in lockfile.surface(tag)["inputSchema"]["properties"]
-    tag.deprecated = {"since": "2025-01-01", "replacement": "lookup"}
+    tag.deprecated = Deprecation("2025-01-01", replacement="lookup")
     deprecated = lockfile.entry(tag)
     assert [k for k in after if after[k] != deprecated[k]] == ["sha256", "description"]
     assert lockfile.surface(tag)["description"].startswith("DEPRECATED since 2025-01-01; use lookup instead.")

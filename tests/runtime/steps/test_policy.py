@@ -10,7 +10,7 @@ import pytest
 
 from codegen import specs
 from generated.registry import SERVICES
-from kumitate.bindings import Annotations, CacheHint, Deprecation, Execution
+from kumitate.bindings import CacheHint, Execution
 from kumitate.policy import GENERIC_CODES, Policy, RateLimit
 from tests.conftest import REPO
 from tests.runtime.test_pipeline import binding
@@ -67,8 +67,8 @@ def test_every_generated_binding_carries_its_spec_typed() -> None:
             b = tools[tool.name]
             assert (b.policy, b.annotations, b.deprecated, b.execution, b.cache) == (
                 tool.rules,
-                Annotations.parse(tool.annotations),
-                Deprecation.parse(tool.deprecated),
+                tool.annotations,
+                tool.deprecated,
                 Execution.parse(tool.execution),
                 CacheHint.parse(tool.cache),
             )
