@@ -14,6 +14,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -90,7 +91,7 @@ def evaluation_request(rule_type: str, invitees: int = 1000, slots: int = 200, d
         for s in slot_list
         if rng.random() < density
     ]
-    params: dict = {
+    by_type: dict[str, dict[str, Any]] = {
         "ALL": {},
         "K_OF_N": {"k": invitees // 4, "n": invitees},
         "REQUIRED_PLUS_QUORUM": {"required_invitee_keys": keys[:5], "min_additional": 100},
@@ -99,7 +100,8 @@ def evaluation_request(rule_type: str, invitees: int = 1000, slots: int = 200, d
                 {"name": f"g{g}", "min": 20, "any_of_invitee_keys": keys[g * 100 : (g + 1) * 100]} for g in range(10)
             ]
         },
-    }[rule_type]
+    }
+    params = by_type[rule_type]
     rule = {
         "type": rule_type,
         "slot_policy": {"allow_multiple_slots_per_invitee": True},

@@ -46,7 +46,7 @@ def _row(path: str, text: str) -> tuple[str, int, int, int]:
 async def measure() -> list[tuple[str, int, int, int]]:
     """(endpoint, tools, bytes, tokens) per endpoint."""
     with tempfile.TemporaryDirectory() as tmp:
-        runtime = Runtime(Settings(data_dir=Path(tmp) / "var"))
+        runtime = Runtime(Settings.from_env(data_dir=Path(tmp) / "var"))
         try:
             rows = []
             endpoints: list[tuple[str, dict[str, Any]]] = [(f"/mcp/{s}", {"services": [s]}) for s in runtime.services]

@@ -24,6 +24,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 RELEVANCE = REPO / "tests" / "yana" / "relevance.json"
@@ -43,7 +44,7 @@ def _open(root: Path, tmp: Path) -> tuple[Callable[[str], list[str]], Callable[[
         from kumitate.service import ServiceSetup
     except ImportError:
         settings = Settings(data_dir=tmp, sample_dir=root / "data", public_base_url="http://127.0.0.1:8000")
-        old = create(settings, env={})  # type: ignore[call-arg]
+        old: Any = create(settings, env={})  # type: ignore[call-arg,arg-type]
         return lambda q: [h["id"] for h in old.search({"query_text": q, "k": 10}, ctx)["hits"]], lambda: None
     setup = ServiceSetup.open("yana", Settings.from_env({}, data_dir=tmp, sample_dir=root / "data"))
     yana = create(setup)
