@@ -7,6 +7,7 @@ route or an error class is called, so a rename happens once.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 SNAKE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 MAX_TOOL_NAME = 64
@@ -17,29 +18,23 @@ def pascal(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\-.]", name) if part)
 
 
-def input_model(tool: str) -> str:
-    """The generated input model's class name of a tool (`summarize_stays` -> `SummarizeStaysInput`)."""
-    return f"{pascal(tool)}Input"
+def _class_name(suffix: str, doc: str) -> Callable[[str], str]:
+    """A generated class name's builder: the spec name in PascalCase, then `suffix`."""
+
+    def build(name: str) -> str:
+        return pascal(name) + suffix
+
+    build.__doc__ = doc
+    return build
 
 
-def output_model(tool: str) -> str:
-    """The generated output model's class name of a tool."""
-    return f"{pascal(tool)}Output"
-
-
-def resource_model(resource: str) -> str:
-    """The generated model's class name of a JSON resource."""
-    return f"{pascal(resource)}Resource"
-
-
-def protocol_name(tool: str) -> str:
-    """The generated Protocol's name a tool's handler satisfies."""
-    return f"{pascal(tool)}Handler"
-
-
-def bundle_name(service: str) -> str:
-    """The generated `Handlers` bundle's name of a service (every Protocol of it)."""
-    return f"{pascal(service)}Handlers"
+input_model = _class_name("Input", "A tool's generated input model (`summarize_stays` -> `SummarizeStaysInput`).")
+output_model = _class_name("Output", "A tool's generated output model (`SummarizeStaysOutput`).")
+resource_model = _class_name("Resource", "A JSON resource's generated model (`stay_summary` -> `StaySummaryResource`).")
+protocol_name = _class_name("Handler", "The generated Protocol a tool's handler satisfies (`SummarizeStaysHandler`).")
+bundle_name = _class_name(
+    "Handlers", "A service's generated `Handlers` bundle, every Protocol of it (`StaysHandlers`)."
+)
 
 
 def resource_method(resource: str) -> str:
