@@ -47,9 +47,10 @@ def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
 def walk(url: str, config: Path, tree: specs.SpecTree, args: argparse.Namespace) -> int:
     """The stateful phase, run by codegen.fuzz.http_stateful so that it reports what it walked."""
     from codegen.fuzz import http_stateful
+    from codegen.fuzz.stateful import Walk
 
     headers = {"X-Run-Id": "fuzz", "Authorization": "Bearer fuzz-token"}
-    walked = http_stateful.run(url, headers, config, tree, args.sequences, args.steps, args.seed)
+    walked = http_stateful.run(url, headers, config, Walk(tree, args.sequences, args.steps, args.seed))
     if walked.failure:
         print("FAIL (stateful)", walked.failure)
     print(

@@ -24,8 +24,8 @@ from hypothesis.errors import Flaky
 from hypothesis.stateful import RULE_MARKER, run_state_machine_as_test
 
 from codegen import specs
-from codegen.fuzz.stateful import Stats, load_invariants, walk_settings
-from kumitate.invariants import Invariant, Step
+from codegen.fuzz.stateful import Stats, Walk, walk_settings
+from kumitate.invariants import Step
 
 MAX_SUITES = 20
 """At most this many runs of the machine (a new seed each) to reach the sequences asked for."""
@@ -111,19 +111,13 @@ def example_roots(schema: Any, tree: specs.SpecTree, headers: Mapping[str, str])
     return rules
 
 
-def run(
-    url: str,
-    headers: Mapping[str, str],
-    config: Path,
-    tree: specs.SpecTree,
-    sequences: int,
-    steps: int,
-    seed: int,
-    invariants: list[Invariant] | None = None,
-) -> Stats:
+def run(url: str, headers: Mapping[str, str], config: Path, walk: Walk) -> Stats:
+    """Walk the link graph of the server at `url` as `walk` says, through schemathesis' state machine with
+    `config`, sending `headers`. Returns the counts, and the first failure as a sequence."""
     import schemathesis
     from schemathesis.generation.modes import GenerationMode
 
+    tree = walk.tree
     if not any(t.links for t in tree.all_tools()):
         return Stats()  # no links: nothing to walk
     schema = schemathesis.openapi.from_url(f"{url}/schema/openapi.json", config=schemathesis.Config.from_path(config))
@@ -134,7 +128,7 @@ def run(
     # the per-call phases check auth (the CLI knows the token is the caller's); here the configured
     # header would look generated to ignored_auth, which then reports every 200 as auth ignored
     schema.config.checks.update(included_check_names=["all"], excluded_check_names=["ignored_auth"])
-    checked = load_invariants([s.name for s in tree.services]) if invariants is None else invariants
+    checked = walk.checked()
     caller = HttpCaller(url, headers, tree)
     stats = Stats()
     base = schema.as_state_machine()
@@ -198,12 +192,12 @@ def run(
         # the server's state outlives each sequence, so hypothesis may see a known prefix draw otherwise
         # (Flaky): not the server's fault; like schemathesis' own engine, go on with the next seed
         for attempt in range(MAX_SUITES):
-            remaining = sequences - stats.sequences
+            remaining = walk.sequences - stats.sequences
             if remaining <= 0 or stats.failure:
                 break
             try:
                 run_state_machine_as_test(
-                    fixed_seed(seed + attempt)(Workflows), settings=walk_settings(remaining, steps)
+                    fixed_seed(walk.seed + attempt)(Workflows), settings=walk_settings(remaining, walk.steps)
                 )
             except Flaky:
                 if stats.failure:

@@ -277,7 +277,7 @@ def stateful_fuzz(url: str, token: str, spec_dir: Path, args: argparse.Namespace
     def connect() -> Any:
         return Client(StreamableHttpTransport(f"{url}/mcp", headers={"Authorization": f"Bearer {token}"}), timeout=600)
 
-    return stateful.run(connect, specs.load(spec_dir), args.sequences, args.steps, args.seed)
+    return stateful.run(connect, stateful.Walk(specs.load(spec_dir), args.sequences, args.steps, args.seed))
 
 
 if __name__ == "__main__":

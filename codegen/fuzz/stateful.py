@@ -156,6 +156,25 @@ def graph(tree: specs.SpecTree) -> tuple[dict[str, Node], list[Edge]]:
     return roots, edges
 
 
+@dataclass(frozen=True)
+class Walk:
+    """What a link walk covers, on either transport (this module over MCP, codegen.fuzz.http_stateful over
+    HTTP): `sequences` sequences of up to `steps` calls over `tree`'s links from `seed`, checked against
+    `invariants` (None: the ones the services declare)."""
+
+    tree: specs.SpecTree
+    sequences: int
+    steps: int
+    seed: int
+    invariants: list[Invariant] | None = None
+
+    def checked(self) -> list[Invariant]:
+        """The invariants the walk checks."""
+        if self.invariants is not None:
+            return self.invariants
+        return load_invariants([s.name for s in self.tree.services])
+
+
 def load_invariants(services: list[str]) -> list[Invariant]:
     """`INVARIANTS` of handlers/<service>/invariants.py, for the services that declare any."""
     found: list[Invariant] = []
@@ -345,29 +364,22 @@ def machine(
     return type("Workflows", (Workflows,), namespace)
 
 
-def run(
-    connect: Callable[[], AbstractAsyncContextManager[Any]],
-    tree: specs.SpecTree,
-    sequences: int,
-    steps: int,
-    seed: int,
-    invariants: list[Invariant] | None = None,
-) -> Stats:
-    """Walk the link graph in `sequences` sequences of up to `steps` calls; `connect()` gives the MCP client
-    (entered on the fuzz's own event loop). Returns the counts, and the first failure as a sequence."""
+def run(connect: Callable[[], AbstractAsyncContextManager[Any]], walk: Walk) -> Stats:
+    """Walk the link graph as `walk` says; `connect()` gives the MCP client (entered on the fuzz's own event
+    loop). Returns the counts, and the first failure as a sequence."""
     from generated.registry import SERVICES
 
-    roots, edges = graph(tree)
+    roots, edges = graph(walk.tree)
     if not roots:
         return Stats()  # no links: nothing to walk
-    invariants = load_invariants([s.name for s in tree.services]) if invariants is None else invariants
+    invariants = walk.checked()
     bindings = {t.name: t for svc in SERVICES.values() for t in svc.tools}
     declared = {n: {*b.errors, *b.policy.codes(), "RATE_LIMITED"} for n, b in bindings.items()}
     stats = Stats()
     loop = Loop()
     try:
         with loop.hold(connect) as client:
-            return _walk(loop, client, roots, edges, invariants, declared, stats, sequences, steps, seed)
+            return _walk(loop, client, roots, edges, invariants, declared, stats, walk)
     finally:
         loop.close()
 
@@ -380,14 +392,12 @@ def _walk(
     invariants: list[Invariant],
     declared: dict[str, set[str]],
     stats: Stats,
-    sequences: int,
-    steps: int,
-    seed: int,
+    walk: Walk,
 ) -> Stats:
     tools = {t.name: t for t in loop.run(client.list_tools())}
     workflows = machine(roots, edges, Wire(loop, client, tools, declared, stats), invariants, stats)
     try:
-        run_state_machine_as_test(fixed_seed(seed)(workflows), settings=walk_settings(sequences, steps))
+        run_state_machine_as_test(fixed_seed(walk.seed)(workflows), settings=walk_settings(walk.sequences, walk.steps))
     except Exception as exc:  # the sequence that failed first; a replay (Flaky) meets another server state
         stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
     return stats

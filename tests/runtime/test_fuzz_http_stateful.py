@@ -10,6 +10,7 @@ import pytest
 from codegen import specs
 from codegen.fuzz import http_stateful
 from codegen.fuzz.http import config_toml
+from codegen.fuzz.stateful import Walk
 from tests.conftest import LiveServer
 
 
@@ -17,7 +18,8 @@ from tests.conftest import LiveServer
 def test_most_sequences_follow_a_link(live_server: LiveServer, spec_tree: specs.SpecTree, tmp_path: Path) -> None:
     config = tmp_path / "schemathesis.toml"
     config.write_text(config_toml(spec_tree, 5), encoding="utf-8")
-    stats = http_stateful.run(live_server.url, {"X-Run-Id": "walk"}, config, spec_tree, 16, 4, seed=3)
+    walk = Walk(spec_tree, sequences=16, steps=4, seed=3)
+    stats = http_stateful.run(live_server.url, {"X-Run-Id": "walk"}, config, walk)
     assert stats.failure is None, stats.failure
     assert stats.sequences >= 16
     # before the spec examples started workflows and roots waited for ready links: 2 in 10

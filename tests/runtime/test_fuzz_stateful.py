@@ -53,7 +53,8 @@ BROKEN = Invariant(
 @pytest.mark.slow  # make fuzz walks every service's graph with these invariants
 def test_the_declared_invariants_hold_along_multi_step_sequences(tmp_path: Path, seeded_data_dir: Path) -> None:
     tree = attendance_tree()
-    stats = stateful.run(connect_to(tmp_path / "var", seeded_data_dir), tree, sequences=16, steps=4, seed=3)
+    walk = stateful.Walk(tree, sequences=16, steps=4, seed=3)
+    stats = stateful.run(connect_to(tmp_path / "var", seeded_data_dir), walk)
     assert stats.failure is None, stats.failure
     assert stats.multi_step >= 2 and stats.links_followed >= 2  # the walk depends on the data earlier tests left
     assert stats.invariant_checks >= 1, "save_attendance_rule was never reached: its invariant checked nothing"
@@ -62,7 +63,8 @@ def test_the_declared_invariants_hold_along_multi_step_sequences(tmp_path: Path,
 
 def test_a_broken_invariant_is_reported_as_the_sequence_that_broke_it(tmp_path: Path, seeded_data_dir: Path) -> None:
     tree = attendance_tree()
-    stats = stateful.run(connect_to(tmp_path / "var", seeded_data_dir), tree, 12, 4, seed=3, invariants=[BROKEN])
+    walk = stateful.Walk(tree, sequences=12, steps=4, seed=3, invariants=[BROKEN])
+    stats = stateful.run(connect_to(tmp_path / "var", seeded_data_dir), walk)
     assert stats.failure is not None
     assert "invariant reads_back_a_newer_version broken after save_attendance_rule" in stats.failure
     sequence = stats.failure.split("sequence (", 1)[1]
