@@ -25,10 +25,6 @@ class Deprecation:
         sunset = declared.get("sunset")
         return cls(str(declared["since"]), None if sunset is None else str(sunset), declared.get("replacement"))
 
-    def declared(self) -> dict[str, str]:
-        """The fields the spec sets, by spec key."""
-        return {key: value for key in ("since", "sunset", "replacement") if (value := getattr(self, key)) is not None}
-
 
 def _midnight(day: str) -> datetime:
     return datetime.combine(date.fromisoformat(day), datetime.min.time(), UTC)
