@@ -7,9 +7,12 @@ would order Japanese text differently from SQLite, and answers must not depend o
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from sqlalchemy import Connection, case, func, select
+
+from generated.household import models
 
 from .. import months
 from ..changes import Shape
@@ -103,7 +106,8 @@ def _in_month(month: int) -> Any:
     return (t.c.date >= months.first_day(month)) & (t.c.date < months.first_day(month + 1))
 
 
-def month_expenses(con: Connection, month: int) -> list[dict[str, Any]]:
+def month_expenses(con: Connection, month: int) -> list[models.ExpenseRow]:
+    """The month's expense rows (明細), oldest first."""
     rows = con.execute(
         select(
             t.c.id,
@@ -117,18 +121,18 @@ def month_expenses(con: Connection, month: int) -> list[dict[str, Any]]:
         )
         .where(EXPENSE, _in_month(month))
         .order_by(t.c.date, t.c.id)
-    ).mappings()
+    )
     return [
-        {
-            "id": r["id"],
-            "date": r["date"],
-            "description": r["description"] or "",
-            "amount": int(r["amount"]),
-            "category_major": r["category_major"],
-            "category_minor": r["category_minor"],
-            "account": r["account"] or "",
-            "memo": r["memo"] or "",
-        }
+        models.ExpenseRow(
+            id=r.id,
+            date=date.fromisoformat(r.date),
+            description=r.description or "",
+            amount=int(r.amount),
+            category_major=r.category_major,
+            category_minor=r.category_minor,
+            account=r.account or "",
+            memo=r.memo or "",
+        )
         for r in rows
     ]
 
@@ -138,7 +142,7 @@ def month_income(con: Connection, month: int) -> int:
     return int(total or 0)
 
 
-def transaction(con: Connection, tid: int) -> dict[str, Any] | None:
+def transaction(con: Connection, tid: int) -> models.TransactionRef | None:
     row = (
         con.execute(
             select(
@@ -155,21 +159,19 @@ def transaction(con: Connection, tid: int) -> dict[str, Any] | None:
                 t.c.duplicate_of,
             ).where(t.c.id == tid)
         )
-        .mappings()
-        .first()
-    )
+    ).first()
     if row is None:
         return None
-    return {
-        "id": row["id"],
-        "date": row["date"],
-        "amount": int(row["amount"]),
-        "description": row["description"] or "",
-        "category_major": row["category_major"],
-        "category_minor": row["category_minor"],
-        "account": row["account"] or "",
-        "source_file": row["source_file"],
-        "row_number": row["row_number"],
-        "is_duplicate": bool(row["is_duplicate"]),
-        "duplicate_of": row["duplicate_of"],
-    }
+    return models.TransactionRef(
+        id=row.id,
+        date=date.fromisoformat(row.date),
+        amount=int(row.amount),
+        description=row.description or "",
+        category_major=row.category_major,
+        category_minor=row.category_minor,
+        account=row.account or "",
+        source_file=row.source_file,
+        row_number=row.row_number,
+        is_duplicate=bool(row.is_duplicate),
+        duplicate_of=row.duplicate_of,
+    )
