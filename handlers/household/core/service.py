@@ -136,7 +136,7 @@ class HouseholdCore:
         with self.store.read() as con:
             tree = queries.category_hierarchy(con)
             spending = queries.expense_level(con, name) is not None
-            kind = "spending" if spending else queries.category_kind(con, name)
+            kind = models.CategoryKind.spending if spending else queries.category_kind(con, name)
         majors = sorted(major for major, minors in tree.items() if name in minors)
         levels = ([models.Level.major] if name in tree else []) + ([models.Level.minor] if majors else [])
         if kind is None or not levels:
@@ -146,7 +146,7 @@ class HouseholdCore:
             levels=levels,
             majors=majors,
             minors=list(tree.get(name, [])),
-            kind=models.CategoryKind(kind),
+            kind=kind,
             trend_accepted=spending,
         )
 

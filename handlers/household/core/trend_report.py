@@ -43,7 +43,7 @@ def get_category_trend(
                 f"{months.jp(start)}〜{months.jp(end)}（データがあるのは "
                 f"{months.jp(data_months[0])}〜{months.jp(data_months[-1])}）"
             )
-        level = "major"
+        level = models.Level.major
         if category is not None:
             found = queries.expense_level(con, category)
             if found is None:
@@ -112,7 +112,13 @@ def _window(start_month: str | None, end_month: str | None, data_months: list[in
 
 
 def _trend_blocks(
-    con: Connection, present: set[int], start: int, end: int, category: str | None, level: str, top: int | None
+    con: Connection,
+    present: set[int],
+    start: int,
+    end: int,
+    category: str | None,
+    level: models.Level,
+    top: int | None,
 ) -> list[Block]:
     series = queries.monthly_spending(con, start - 12, end, level=level, category=category)
     if category is not None:
@@ -131,7 +137,7 @@ def _trend_blocks(
             (
                 models.TrendCategory(
                     category=name,
-                    level=models.Level(level),
+                    level=level,
                     total=totals[name],
                     months=[mm.output() for mm in metrics],
                     average_12m=last.moving_average_12m,
@@ -206,7 +212,7 @@ def category_trend_summary(core: HouseholdCore) -> models.CategoryTrendSummary:
             return models.CategoryTrendSummary(start_month=None, end_month=None, categories=[], notes=[])
         end = data_months[-1]
         start = max(end - 11, data_months[0])
-        blocks = _trend_blocks(con, set(data_months), start, end, None, "major", top=None)
+        blocks = _trend_blocks(con, set(data_months), start, end, None, models.Level.major, top=None)
     return models.CategoryTrendSummary(
         start_month=months.label(start),
         end_month=months.label(end),

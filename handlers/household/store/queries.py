@@ -41,9 +41,9 @@ def shape(con: Connection) -> Shape:
     return Shape(category_hierarchy(con), frozenset(majors) | frozenset(minors), found)
 
 
-def expense_level(con: Connection, name: str) -> str | None:
-    """'major' if `name` is a 大項目 that held spending, else 'minor' if a 中項目 did, else None."""
-    for level, column in (("major", ms.c.category_major), ("minor", ms.c.category_minor)):
+def expense_level(con: Connection, name: str) -> models.Level | None:
+    """major if `name` is a 大項目 that held spending, else minor if a 中項目 did, else None."""
+    for level, column in ((models.Level.major, ms.c.category_major), (models.Level.minor, ms.c.category_minor)):
         if con.execute(select(column).where(column == name).limit(1)).first() is not None:
             return level
     return None
@@ -62,8 +62,8 @@ def top_spending_majors(con: Connection, limit: int) -> list[str]:
     return [name for name, _ in sorted(totals, key=lambda r: (-int(r[1]), r[0]))[:limit]]
 
 
-def category_kind(con: Connection, name: str) -> str | None:
-    """For a name without spending: 'income', 'transfer' or 'other' if some row carries it, else None."""
+def category_kind(con: Connection, name: str) -> models.CategoryKind | None:
+    """For a name without spending: income, transfer or other if some row carries it, else None."""
     is_income = (t.c.is_target == 1) & (t.c.is_transfer == 0) & (t.c.amount > 0)
     income, transfer, count = con.execute(
         select(
@@ -75,17 +75,17 @@ def category_kind(con: Connection, name: str) -> str | None:
     if not count:
         return None
     if income and not transfer:
-        return "income"
+        return models.CategoryKind.income
     if transfer and not income:
-        return "transfer"
-    return "other"
+        return models.CategoryKind.transfer
+    return models.CategoryKind.other
 
 
 def monthly_spending(
-    con: Connection, start: int, end: int, *, level: str = "major", category: str | None = None
+    con: Connection, start: int, end: int, *, level: models.Level = models.Level.major, category: str | None = None
 ) -> dict[str, dict[int, int]]:
     """{category → {month → yen spent}} for months in [start, end] (positive yen), from the aggregate."""
-    column = ms.c.category_major if level == "major" else ms.c.category_minor
+    column = ms.c.category_major if level == models.Level.major else ms.c.category_minor
     query = select(column, ms.c.month, func.sum(ms.c.amount)).where(
         ms.c.month >= months.label(start), ms.c.month <= months.label(end)
     )
