@@ -3,12 +3,14 @@
 The thin adapter between the generated models / CallContext and the domain code: it takes each
 tool's generated input model, calls the domain (core/: core.service.HouseholdCore and one module
 per tool) or the stored duplicate checks (store.checks) with plain typed arguments, and returns the
-tool's generated output model; failures are generated error classes (problems.py). Tool
-inputs are never logged: they can hold a person's spending.
+generated output model they build (a chart's PNG and warnings go to the call beside it);
+failures are generated error classes (problems.py). Tool inputs are never logged: they can hold
+a person's spending.
 
 Layout: settings.py (every variable household reads), store/ (its tables and queries on the
 runtime's database), core/ (the domain, which uses store/ and never the other way round), and what
-both use: problems.py (the catalogued failures), months.py (month arithmetic), records.py (typed records).
+both use: problems.py (the catalogued failures), months.py (month arithmetic), records.py (typed records),
+and generated.household.models (the specs' types, which core/ and store/ build their answers in).
 """
 
 from __future__ import annotations
