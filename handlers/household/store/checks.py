@@ -26,7 +26,6 @@ from .queries import shape, transaction
 from .tables import checks, now
 
 c = checks
-DECISIONS = ("duplicate", "not_duplicate", "skip")
 #: a 64-bit INTEGER: an id outside this range names no row (and the drivers refuse to bind it)
 MAX_ID = 2**63 - 1
 
@@ -200,32 +199,36 @@ def confirm(store: Store, check_id: int, decision: str) -> models.ConfirmDuplica
     Changing a 'duplicate' decision to anything else un-marks the transaction again. Once committed,
     subscribers hear of the resources a mark set or lifted changed (handlers.household.changes).
     """
-    if decision not in DECISIONS:
-        raise problems.invalid("判定値が不正です（duplicate/not_duplicate/skipのいずれか）")
+    try:
+        chosen = models.Decision(decision)
+    except ValueError:
+        raise problems.invalid("判定値が不正です（duplicate/not_duplicate/skipのいずれか）") from None
     _stored_id(check_id, "duplicate_not_found")
     with store.write() as con:
         before = shape(con)
-        result, month = _decide(con, check_id, decision)
+        result, month = _decide(con, check_id, chosen)
         after = shape(con) if month else before
     changes.announce(before, after, [month] if month else [])
     return result
 
 
-def _decide(con: Connection, check_id: int, decision: str) -> tuple[models.ConfirmDuplicateOutput, str | None]:
+def _decide(
+    con: Connection, check_id: int, decision: models.Decision
+) -> tuple[models.ConfirmDuplicateOutput, str | None]:
     """`confirm` in its transaction: (its answer, the month whose rows a mark set or lifted changed)."""
     row = _check(con, check_id)
     keep, mark = row["transaction_id_1"], row["transaction_id_2"]
     marked = con.execute(select(t.c.is_duplicate, t.c.duplicate_of).where(t.c.id == mark)).one()
-    con.execute(update(c).where(c.c.id == check_id).values(user_decision=decision, decided_at=now()))
+    con.execute(update(c).where(c.c.id == check_id).values(user_decision=decision.value, decided_at=now()))
     month: str | None = None
-    if decision == "duplicate":
+    if decision is models.Decision.duplicate:
         if marked.is_duplicate:
             raise problems.conflict("already_marked", mark)
         month = _set_mark(con, mark, keep)
         message = f"重複として記録しました。取引ID {mark} にフラグが設定されました。"
         return _confirmed(check_id, decision, mark, message), month
     unmarked: int | None = None
-    if row["user_decision"] == "duplicate" and marked.is_duplicate and marked.duplicate_of == keep:
+    if row["user_decision"] == models.Decision.duplicate and marked.is_duplicate and marked.duplicate_of == keep:
         month = _set_mark(con, mark, None)
         unmarked = mark
     con.execute(
@@ -233,18 +236,20 @@ def _decide(con: Connection, check_id: int, decision: str) -> tuple[models.Confi
         .where(t.c.id.in_([keep, mark]), t.c.is_duplicate == 0)
         .values(duplicate_checked=1, duplicate_checked_at=now())
     )
-    label = "重複ではない" if decision == "not_duplicate" else "保留"
+    label = "重複ではない" if decision is models.Decision.not_duplicate else "保留"
     message = f"「{label}」として記録しました。"
     if unmarked is not None:
         message += f"取引ID {unmarked} の重複フラグを解除しました。"
     return _confirmed(check_id, decision, None, message), month
 
 
-def _confirmed(check_id: int, decision: str, marked: int | None, message: str) -> models.ConfirmDuplicateOutput:
+def _confirmed(
+    check_id: int, decision: models.Decision, marked: int | None, message: str
+) -> models.ConfirmDuplicateOutput:
     return models.ConfirmDuplicateOutput(
         success=True,
         check_id=check_id,
-        decision=models.Decision(decision),
+        decision=decision,
         marked_transaction_id=marked,
         message=message,
     )
@@ -268,9 +273,9 @@ def restore(store: Store, transaction_id: int) -> models.RestoreDuplicateOutput:
             .where(
                 c.c.transaction_id_2 == transaction_id,
                 c.c.transaction_id_1 == row.duplicate_of,
-                c.c.user_decision == "duplicate",
+                c.c.user_decision == models.Decision.duplicate.value,
             )
-            .values(user_decision="not_duplicate", decided_at=now())
+            .values(user_decision=models.Decision.not_duplicate.value, decided_at=now())
         )
         month = _refresh_month_of(con, transaction_id)
         after = shape(con)
