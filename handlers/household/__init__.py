@@ -3,24 +3,24 @@
 The thin adapter between the generated models / CallContext and the domain code: it takes each
 tool's generated input model, calls the domain (core/: core.service.HouseholdCore and one module
 per tool) or the stored duplicate checks (store.checks) with plain typed arguments, and returns the
-tool's generated output model; failures are generated error classes (problems.py). Tool
-inputs are never logged: they can hold a person's spending.
+generated output model they build (a chart's PNG and warnings go to the call beside it);
+failures are generated error classes (problems.py). Tool inputs are never logged: they can hold
+a person's spending.
 
 Layout: settings.py (every variable household reads), store/ (its tables and queries on the
 runtime's database), core/ (the domain, which uses store/ and never the other way round), and what
-both use: problems.py (the catalogued failures), months.py (month arithmetic), records.py (typed records).
+both use: problems.py (the catalogued failures), months.py (month arithmetic), records.py (typed records),
+and generated.household.models (the specs' types, which core/ and store/ build their answers in).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from generated.household import models
 from kumitate.context import Attachment, CallContext
 from kumitate.service import ServiceSetup
 
 from .core import clarify, monthly, trend_report
-from .core.chartout import ChartRequest, Result
+from .core.chartout import ChartRequest, Output, Result
 from .core.service import ADMIN_SCOPES, HouseholdCore
 from .records import Options
 from .settings import HouseholdSettings
@@ -34,7 +34,8 @@ def _chart(input: models.GetMonthlyHouseholdInput | models.GetCategoryTrendInput
     return ChartRequest(input.graph_type.value if input.graph_type else None, input.image_size)
 
 
-def _with_extras(result: Result, ctx: CallContext) -> dict[str, Any]:
+def _with_extras(result: Result[Output], ctx: CallContext) -> Output:
+    """The tool's output; its chart and warnings go to the call, which the transport adds beside it."""
     if result.png is not None:
         ctx.attachments.append(Attachment("image/png", result.png))
     ctx.warnings.extend(result.warnings)
@@ -51,24 +52,24 @@ class HouseholdHandlers:
     def import_household_data(
         self, input: models.ImportHouseholdDataInput, ctx: CallContext
     ) -> models.ImportHouseholdDataOutput:
-        return models.ImportHouseholdDataOutput.model_validate(self.core.import_data())
+        return self.core.import_data()
 
     def get_monthly_household(
         self, input: models.GetMonthlyHouseholdInput, ctx: CallContext
     ) -> models.GetMonthlyHouseholdOutput:
         result = monthly.get_monthly_household(self.core, input.year, input.month, _chart(input), ctx.principal.id)
-        return models.GetMonthlyHouseholdOutput.model_validate(_with_extras(result, ctx))
+        return _with_extras(result, ctx)
 
     def get_category_trend(
         self, input: models.GetCategoryTrendInput, ctx: CallContext
     ) -> models.GetCategoryTrendOutput:
-        def trend(category: str | None) -> Result:
+        def trend(category: str | None) -> Result[models.CategoryTrend]:
             return trend_report.get_category_trend(
                 self.core, category, input.start_month, input.end_month, _chart(input), ctx.principal.id
             )
 
         result = clarify.retrying_category(ctx, input.category, trend)
-        return models.GetCategoryTrendOutput.model_validate(_with_extras(result, ctx))
+        return _with_extras(result, ctx)
 
     def detect_duplicates(self, input: models.DetectDuplicatesInput, ctx: CallContext) -> models.DetectDuplicatesOutput:
         opts = Options(
@@ -78,51 +79,47 @@ class HouseholdHandlers:
             min_similarity_score=input.min_similarity_score,
         )
         ids = [i.root for i in input.transaction_ids] if input.transaction_ids else None
-        result = self.core.detect_duplicates(opts, ids)
-        return models.DetectDuplicatesOutput.model_validate(_with_extras(result, ctx))
+        return _with_extras(self.core.detect_duplicates(opts, ids), ctx)
 
     def list_duplicate_candidates(
         self, input: models.ListDuplicateCandidatesInput, ctx: CallContext
     ) -> models.ListDuplicateCandidatesOutput:
-        listed = checks.list_candidates(self.core.store, input.limit, input.skip_checked)
-        return models.ListDuplicateCandidatesOutput.model_validate(listed)
+        return checks.list_candidates(self.core.store, input.limit, input.skip_checked)
 
     def get_duplicate_candidate_detail(
         self, input: models.GetDuplicateCandidateDetailInput, ctx: CallContext
     ) -> models.GetDuplicateCandidateDetailOutput:
-        detail = checks.detail(self.core.store, input.check_id)
-        return models.GetDuplicateCandidateDetailOutput.model_validate(detail)
+        return checks.detail(self.core.store, input.check_id)
 
     def confirm_duplicate(self, input: models.ConfirmDuplicateInput, ctx: CallContext) -> models.ConfirmDuplicateOutput:
-        confirmed = checks.confirm(self.core.store, input.check_id, input.decision.value)
-        return models.ConfirmDuplicateOutput.model_validate(confirmed)
+        return checks.confirm(self.core.store, input.check_id, input.decision.value)
 
     def restore_duplicate(self, input: models.RestoreDuplicateInput, ctx: CallContext) -> models.RestoreDuplicateOutput:
-        return models.RestoreDuplicateOutput.model_validate(checks.restore(self.core.store, input.transaction_id))
+        return checks.restore(self.core.store, input.transaction_id)
 
     def get_duplicate_stats(
         self, input: models.GetDuplicateStatsInput, ctx: CallContext
     ) -> models.GetDuplicateStatsOutput:
-        return models.GetDuplicateStatsOutput.model_validate(checks.stats(self.core.store))
+        return checks.stats(self.core.store)
 
     # resources
     def read_category_hierarchy(self, ctx: CallContext) -> models.CategoryHierarchyResource:
-        return models.CategoryHierarchyResource.model_validate(self.core.category_hierarchy())
+        return models.CategoryHierarchy(self.core.category_hierarchy())
 
     def read_available_months(self, ctx: CallContext) -> models.AvailableMonthsResource:
-        return models.AvailableMonthsResource.model_validate(self.core.available_months())
+        return self.core.available_months()
 
     def read_category_trend_summary(self, ctx: CallContext) -> models.CategoryTrendSummaryResource:
-        return models.CategoryTrendSummaryResource.model_validate(trend_report.category_trend_summary(self.core))
+        return trend_report.category_trend_summary(self.core)
 
     def read_chart(self, ctx: CallContext, chart_id: str) -> bytes:
         return self.core.chart_png(chart_id, ctx.principal.id, ctx.principal.scopes)
 
     def read_category(self, ctx: CallContext, category: str) -> models.CategoryInfo:
-        return models.CategoryInfo.model_validate(self.core.category_info(category))
+        return self.core.category_info(category)
 
     def read_month(self, ctx: CallContext, month: str) -> models.MonthSummary:
-        return models.MonthSummary.model_validate(self.core.month_summary(month))
+        return self.core.month_summary(month)
 
     # completions (the `completions:` of specs/household/resources/)
     def complete_months(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:

@@ -141,6 +141,12 @@ def open_service(setup: ServiceSetup) -> WireCalls:
     return WireCalls(create(setup))
 
 
+def startup_report(svc: WireCalls) -> dict[str, Any]:
+    """The import the service ran at its start, as import_household_data answers it on the wire."""
+    report: BaseModel = svc.core.startup_report
+    return report.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
 def service_env(var: Path, samples: Path, **env: str) -> dict[str, str]:
     """The variables of a service with its state under `var` and its bundled samples in `samples`/household."""
     (samples / "household").mkdir(parents=True, exist_ok=True)

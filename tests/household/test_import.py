@@ -15,7 +15,7 @@ from handlers.household.store.tables import transactions
 from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 
-from .conftest import HEADER, open_service, row, sql, write_export
+from .conftest import HEADER, open_service, row, sql, startup_report, write_export
 
 
 def good_rows() -> list[list[str]]:
@@ -31,12 +31,12 @@ def test_first_start_creates_db_and_reimport_is_idempotent(tmp_path: Path, make_
     data.mkdir()
     write_export(data, "2025-01-01_2025-01-31", good_rows())
     svc = make_service(data)
-    assert svc.core.startup_report["total_imported"] == 3
+    assert startup_report(svc)["total_imported"] == 3
     again = svc.import_household_data({}, ctx)
     assert (again["total_imported"], again["total_skipped"], again["total_errors"]) == (0, 3, 0)
     assert again["total_transactions"] == 3
     # a restart scans again and still imports nothing new
-    assert make_service(data).core.startup_report["total_imported"] == 0
+    assert startup_report(make_service(data))["total_imported"] == 0
 
 
 def test_a_restart_reads_the_files_again_only_when_they_or_rows_changed(tmp_path: Path, make_service) -> None:
@@ -45,17 +45,17 @@ def test_a_restart_reads_the_files_again_only_when_they_or_rows_changed(tmp_path
     data = tmp_path / "exports"
     data.mkdir()
     write_export(data, "2025-01-01_2025-01-31", good_rows())
-    assert make_service(data).core.startup_report["total_imported"] == 3
-    unchanged = make_service(data).core.startup_report
+    assert startup_report(make_service(data))["total_imported"] == 3
+    unchanged = startup_report(make_service(data))
     assert (unchanged["files_processed"], unchanged["total_transactions"]) == (0, 3), unchanged
     svc = make_service(data)
     sql(svc, "DELETE FROM household_transactions WHERE amount = -800")
-    report = make_service(data).core.startup_report
+    report = startup_report(make_service(data))
     assert (report["files_processed"], report["total_imported"], report["total_transactions"]) == (1, 1, 3)
     write_export(data, "2025-01-01_2025-01-31", [*good_rows(), row("2025/01/26", -500, "食費", "外食")])
-    report = make_service(data).core.startup_report
+    report = startup_report(make_service(data))
     assert (report["files_processed"], report["total_imported"], report["total_transactions"]) == (1, 1, 4)
-    assert make_service(data).core.startup_report["files_processed"] == 0
+    assert startup_report(make_service(data))["files_processed"] == 0
 
 
 def test_imported_rows_carry_every_default(tmp_path: Path, make_service) -> None:
@@ -123,7 +123,7 @@ def test_bad_files_and_rows_are_reported_not_fatal(tmp_path: Path, make_service,
     assert report["total_errors"] == 6
     # everything readable still arrived: 3 + 1 (Feb) + 1 (Mar) + 1 (Jun), all already imported at start
     assert report["total_transactions"] == 6
-    assert svc.core.startup_report["total_imported"] == 6
+    assert startup_report(svc)["total_imported"] == 6
 
 
 def test_non_finite_and_huge_amounts_are_row_errors(tmp_path: Path, make_service, ctx) -> None:
@@ -159,7 +159,7 @@ def test_alternative_headers_and_utf8_resave(tmp_path: Path, make_service, ctx) 
 def test_bundled_sample_loads(tmp_path: Path) -> None:
     setup = ServiceSetup.open("household", Settings.from_env({"KUMITATE_DATA_DIR": str(tmp_path)}))
     try:
-        report = open_service(setup).core.startup_report
+        report = startup_report(open_service(setup))
     finally:
         setup.close()
     assert (report["files_processed"], report["total_errors"]) == (48, 0)
@@ -193,7 +193,7 @@ def test_real_export_does_not_collide_with_a_sample_of_the_same_name(tmp_path: P
     # with it: only the user's exports, and the sample rows stored by the start above are removed
     svc = make_service(data)
     assert june_total(svc, ctx) == 10000
-    report = svc.core.startup_report
+    report = startup_report(svc)
     assert (report["total_imported"], report["total_transactions"]) == (4, 4)
     assert "サンプルデータ3件を削除しました" in report["message"]
     again = svc.import_household_data({}, ctx)
@@ -227,7 +227,7 @@ def test_a_moved_export_directory_is_not_imported_twice(tmp_path: Path, make_ser
     new = tmp_path / "moved"
     old.rename(new)
     moved = make_service(new)
-    report = moved.core.startup_report
+    report = startup_report(moved)
     assert (report["total_imported"], report["total_skipped"], report["total_transactions"]) == (0, 2, 2)
     assert june_total(moved, ctx) == 3000
     detail = moved.get_duplicate_candidate_detail({"check_id": 1}, ctx)  # same ids, decision kept
@@ -269,7 +269,7 @@ def test_legacy_rows_keyed_by_file_name_are_migrated(
     real_ids = [r[0] for r in sql(old, "SELECT id FROM household_transactions WHERE amount <= -1000 ORDER BY id")]
     env = {"HOUSEHOLD_INCLUDE_SAMPLES": "1"} if include_samples else {}
     svc = make_service(data, **env)
-    report = svc.core.startup_report
+    report = startup_report(svc)
     assert june_total(svc, ctx) == (15600 if include_samples else 15000)
     assert report["total_transactions"] == (8 if include_samples else 5)
     # rows that came from the real file are adopted (not imported again); only the missing ones are imported
@@ -292,7 +292,7 @@ def test_a_field_over_the_csv_limit_is_a_row_error(tmp_path: Path, make_service,
     write_export(data, JUNE, [row("2025/06/01", -100, "食費", "外食"), big, row("2025/06/03", -200, "食費", "外食")])
     limit = csv.field_size_limit()
     svc = make_service(data)
-    report = svc.core.startup_report
+    report = startup_report(svc)
     assert csv.field_size_limit() == limit  # the process-wide limit is not touched
     assert (report["files_failed"], report["total_imported"], report["total_errors"]) == (0, 2, 1)
     error = report["errors"][0]

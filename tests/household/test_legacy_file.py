@@ -6,7 +6,7 @@ import sqlite3
 from contextlib import closing
 from pathlib import Path
 
-from .conftest import row, sql, write_export
+from .conftest import row, sql, startup_report, write_export
 
 #: the schema the earlier release created in var/household/household.db (handlers/household/db.py then)
 OLD_SCHEMA = """
@@ -70,8 +70,8 @@ def test_an_old_household_file_is_copied_once_with_its_ids_and_decisions(tmp_pat
     path = old_file(tmp_path, str((data / f"収入・支出詳細_{JAN}.csv").resolve()))
     svc = make_service(data)
     assert not path.exists() and len(list(path.parent.glob("household.db.imported-*"))) == 1  # kept as a backup
-    assert svc.core.startup_report["total_imported"] == 0  # the same rows: nothing imported twice
-    assert svc.core.startup_report["total_transactions"] == 3
+    assert startup_report(svc)["total_imported"] == 0  # the same rows: nothing imported twice
+    assert startup_report(svc)["total_transactions"] == 3
     assert sorted(r[0] for r in sql(svc, "SELECT id FROM household_transactions")) == [3, 5, 7]
     detail = svc.get_duplicate_candidate_detail({"check_id": 9}, ctx)
     assert (detail["user_decision"], detail["decided_at"]) == ("duplicate", "2025-02-01 10:00:00")
@@ -82,7 +82,7 @@ def test_an_old_household_file_is_copied_once_with_its_ids_and_decisions(tmp_pat
     write_export(data, "2025-02-01_2025-02-28", [row("2025/02/01", -100, "食費", "外食")])
     assert svc.import_household_data({}, ctx)["total_imported"] == 1
     assert max(r[0] for r in sql(svc, "SELECT id FROM household_transactions")) > 7
-    assert make_service(data).core.startup_report["total_transactions"] == 4
+    assert startup_report(make_service(data))["total_transactions"] == 4
 
 
 def test_an_old_file_is_left_alone_when_the_store_already_holds_rows(tmp_path: Path, make_service, ctx) -> None:
@@ -91,5 +91,5 @@ def test_an_old_file_is_left_alone_when_the_store_already_holds_rows(tmp_path: P
     path = old_file(tmp_path, "elsewhere.csv")
     svc = make_service(data)
     assert path.is_file()  # not copied, not renamed: a warning is logged instead
-    assert svc.core.startup_report["total_transactions"] == 3
+    assert startup_report(svc)["total_transactions"] == 3
     assert sql(svc, "SELECT COUNT(*) FROM household_transactions WHERE source_file = 'elsewhere.csv'")[0][0] == 0

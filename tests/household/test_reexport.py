@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import is_sqlite, row, sql, write_export
+from .conftest import is_sqlite, row, sql, startup_report, write_export
 
 JAN = "2025-01-01_2025-01-31"
 #: a trigger that makes every INSERT into the transactions fail, per engine
@@ -209,7 +209,7 @@ def test_only_copies_of_an_export_supersede_it(tmp_path: Path, make_service, ctx
     own = write_export(data, f"{JAN}_card", [row("2025/01/20", -3000, "日用品", "ドラッグストア", rid="card-1")])
     for age, path in ((300, old), (200, copy), (0, newest), (400, own)):
         os.utime(path, (time.time() - age, time.time() - age))
-    report = make_service(data).core.startup_report
+    report = startup_report(make_service(data))
     assert sorted(f["file"] for f in report["superseded_files"]) == sorted([old.name, copy.name])
     assert {f["by"] for f in report["superseded_files"]} == {newest.name}
     assert report["total_transactions"] == 4  # the three of the newest copy and the card file's one

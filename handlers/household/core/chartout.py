@@ -6,8 +6,9 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
+from generated.household import models
 from kumitate.context import url_for
 
 from .. import problems
@@ -20,6 +21,8 @@ log = logging.getLogger("handlers.household.service")
 
 SIZE_RE = re.compile(r"^(\d{2,4})x(\d{2,4})$")
 MIN_W, MAX_W, MIN_H, MAX_H = 200, 1920, 150, 1080
+
+Output = TypeVar("Output", models.MonthlyHousehold, models.CategoryTrend, models.DetectDuplicatesOutput)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +47,10 @@ def chart_size(chart: ChartRequest, default_kind: str) -> ChartSize:
 
 
 @dataclass
-class Result:
-    """A tool's structured output plus what the transport adds beside it."""
+class Result(Generic[Output]):
+    """A tool's structured output (its generated model) plus what the transport adds beside it."""
 
-    data: dict[str, Any]
+    data: Output
     png: bytes | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -64,7 +67,7 @@ def parse_image_size(text: str) -> tuple[int, int]:
 
 def attach_chart(
     charts: ChartCache,
-    result: Result,
+    result: Result[models.MonthlyHousehold] | Result[models.CategoryTrend],
     owner: str,
     size: ChartSize,
     alt: str,
@@ -80,15 +83,15 @@ def attach_chart(
         return
     chart_id = charts.put(png, owner)
     result.png = png
-    result.data["chart"] = {
-        "chart_id": chart_id,
-        "url": url_for("chart", chart_id=chart_id),
-        "mime_type": "image/png",
-        "width": size.width,
-        "height": size.height,
-        "graph_type": size.kind,
-        "alt_text": alt,
-    }
+    result.data.chart = models.Chart(
+        chart_id=chart_id,
+        url=url_for("chart", chart_id=chart_id),
+        mime_type=models.MimeType.image_png,
+        width=size.width,
+        height=size.height,
+        graph_type=models.GraphType(size.kind),
+        alt_text=alt,
+    )
 
 
 def renderer() -> Any:

@@ -52,9 +52,6 @@ class RowError:
     row: int | None
     error: str
 
-    def as_dict(self) -> dict[str, object]:
-        return {"file": self.file, "row": self.row, "error": self.error}
-
 
 def decode(raw: bytes, name: str) -> tuple[str | None, RowError | None, bool]:
     """cp932 first (the export's encoding), then UTF-8 (a re-saved file); else cp932 with replacement.

@@ -5,10 +5,9 @@ The search is core.duplicates; the stored checks and what a run replaces are sto
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Connection
 
+from generated.household import models
 from kumitate.context import progress
 
 from ..records import Options
@@ -21,7 +20,7 @@ def load_items(con: Connection, ids: list[int] | None) -> list[Item]:
     return [Item(*row) for row in zip(*checks.load_columns(con, ids), strict=True)]
 
 
-def detect(store: Store, opts: Options, ids: list[int] | None, max_stored: int) -> dict[str, Any]:
+def detect(store: Store, opts: Options, ids: list[int] | None, max_stored: int) -> models.DetectDuplicatesOutput:
     """Search and store the candidates: the best `max_stored` by score (then ids) when a run finds more.
 
     The cap keeps a loose search (±31 days, a wide amount band: 100k+ pairs) from filling the table with
@@ -44,12 +43,12 @@ def detect(store: Store, opts: Options, ids: list[int] | None, max_stored: int) 
     message = f"{count}件の重複候補が見つかりました" if count else "重複候補は見つかりませんでした"
     if count > len(scores):
         message += f"（スコアの高い{len(scores)}件だけを記録しました）"
-    return {
-        "candidates_count": count,
-        "new_candidates": new,
-        "removed_candidates": removed,
-        "checked_transactions": len(tids),
-        "stored_candidates": len(scores),
-        "candidates_truncated": count > len(scores),
-        "message": message,
-    }
+    return models.DetectDuplicatesOutput(
+        candidates_count=count,
+        new_candidates=new,
+        removed_candidates=removed,
+        checked_transactions=len(tids),
+        stored_candidates=len(scores),
+        candidates_truncated=count > len(scores),
+        message=message,
+    )

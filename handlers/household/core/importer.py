@@ -50,6 +50,7 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, func, or_, select, update
 
+from generated.household import models
 from kumitate.context import progress
 
 from .. import changes
@@ -108,29 +109,31 @@ class ImportReport:
     adopted: int = 0
     samples_removed: int = 0
     errors: list[RowError] = field(default_factory=list)
-    #: re-exports that replaced stored rows: {file, added, changed, removed, months}
-    changed_files: list[dict[str, object]] = field(default_factory=list)
-    superseded: list[dict[str, str]] = field(default_factory=list)
+    #: re-exports that replaced stored rows
+    changed_files: list[models.ImportChangedFile] = field(default_factory=list)
+    superseded: list[models.ImportSupersededFile] = field(default_factory=list)
 
     def add_errors(self, errors: list[RowError]) -> None:
         self.errors.extend(errors)
 
-    def as_dict(self, total_transactions: int) -> dict[str, object]:
+    def output(self, total_transactions: int, message: str) -> models.ImportReport:
+        """The report as import_household_data answers it: the first MAX_REPORTED_ERRORS errors listed."""
         shown = self.errors[:MAX_REPORTED_ERRORS]
-        return {
-            "files_processed": self.files_processed,
-            "files_failed": self.files_failed,
-            "total_imported": self.imported,
-            "total_skipped": self.skipped,
-            "total_changed": self.changed,
-            "total_removed": self.removed,
-            "changed_files": self.changed_files,
-            "superseded_files": self.superseded,
-            "total_errors": len(self.errors),
-            "errors": [e.as_dict() for e in shown],
-            "errors_truncated": len(self.errors) > len(shown),
-            "total_transactions": total_transactions,
-        }
+        return models.ImportReport(
+            files_processed=self.files_processed,
+            files_failed=self.files_failed,
+            total_imported=self.imported,
+            total_skipped=self.skipped,
+            total_changed=self.changed,
+            total_removed=self.removed,
+            changed_files=self.changed_files,
+            superseded_files=self.superseded,
+            total_errors=len(self.errors),
+            errors=[models.ImportError(file=e.file, row=e.row, error=e.error) for e in shown],
+            errors_truncated=len(self.errors) > len(shown),
+            total_transactions=total_transactions,
+            message=message,
+        )
 
 
 def find_files(directories: list[Path]) -> list[Path]:
@@ -155,7 +158,7 @@ def fingerprint(paths: list[Path], *, sample_dir: Path | None, include_samples: 
     return digest.hexdigest()
 
 
-def latest_exports(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], list[dict[str, str]]]:
+def latest_exports(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], list[models.ImportSupersededFile]]:
     """(file, the older exports of its period in its folder) per period and folder, plus what was superseded.
 
     Newest mtime wins (then the later name); a name without a period stands alone.
@@ -166,11 +169,11 @@ def latest_exports(paths: list[Path]) -> tuple[list[tuple[Path, list[Path]]], li
         key = (str(path.resolve().parent), *match.groups()) if match else (str(path.resolve()),)
         groups.setdefault(key, []).append(path)
     chosen: list[tuple[Path, list[Path]]] = []
-    superseded: list[dict[str, str]] = []
+    superseded: list[models.ImportSupersededFile] = []
     for group in groups.values():
         ranked = sorted(group, key=lambda p: (_mtime(p), p.name), reverse=True)
         chosen.append((ranked[0], ranked[1:]))
-        superseded += [{"file": p.name, "by": ranked[0].name} for p in ranked[1:]]
+        superseded += [models.ImportSupersededFile(file=p.name, by=ranked[0].name) for p in ranked[1:]]
     chosen.sort(key=lambda c: (c[0].name, str(c[0])))
     return chosen, superseded
 
@@ -320,13 +323,13 @@ def _import_file(
     months = change.months()
     if stored and change.touched:
         report.changed_files.append(
-            {
-                "file": path.name,
-                "added": len(change.added),
-                "changed": len(change.changed),
-                "removed": len(change.removed),
-                "months": months,
-            }
+            models.ImportChangedFile(
+                file=path.name,
+                added=len(change.added),
+                changed=len(change.changed),
+                removed=len(change.removed),
+                months=[models.Month(m) for m in months],
+            )
         )
     return set(months)
 

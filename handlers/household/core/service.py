@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import func, select
 
+from generated.household import models
 from kumitate.cache import SharedCache
 from kumitate.storage import Database
 from kumitate.storage.carry import announce
@@ -34,6 +34,11 @@ IMPORT_STAMP = "import.stamp"
 
 #: scopes that read every principal's charts (shared with analytics' export handles: the scope string "admin")
 ADMIN_SCOPES = frozenset({"admin", "*"})
+
+
+def _available(m: int) -> models.AvailableMonth:
+    year, month = months.year_month(m)
+    return models.AvailableMonth(year=year, month=month, label=months.label(m))
 
 
 class HouseholdCore:
@@ -57,17 +62,17 @@ class HouseholdCore:
         self.charts = ChartCache(state_dir / "charts", cache, ttl_seconds=settings.chart_ttl_seconds)
         self.charts.adopt_unowned()
         self.startup_report = report = self._import_at_start()
-        if report["total_imported"] or report["total_changed"] or report["total_removed"]:
+        if report.total_imported or report.total_changed or report.total_removed:
             announce(
                 "household",
-                f"imported {report['total_imported']} transactions, changed {report['total_changed']} and removed"
-                f" {report['total_removed']} from {report['files_processed']} export files"
+                f"imported {report.total_imported} transactions, changed {report.total_changed} and removed"
+                f" {report.total_removed} from {report.files_processed} export files"
                 f" ({', '.join(str(d) for d in self.data_dirs)})",
-                rows=report["total_imported"],
+                rows=report.total_imported,
             )
 
     # ---------------------------------------------------------------- import
-    def _import_at_start(self) -> dict[str, Any]:
+    def _import_at_start(self) -> models.ImportReport:
         """import_data(), unless the export files and the stored rows are as the last start here left them
         (IMPORT_STAMP: the files' fingerprint and the transactions' count, last id and last update): then
         the import would change nothing, and reading every file again costs a restart about 0.5 s."""
@@ -93,12 +98,12 @@ class HouseholdCore:
     def _samples(self) -> bool:
         return self.sample_dir.resolve() in {d.resolve() for d in self.data_dirs}
 
-    def _report(self, report: ImportReport, message: str) -> dict[str, Any]:
+    def _report(self, report: ImportReport, message: str) -> models.ImportReport:
         with self.store.read() as con:
             total = int(con.scalar(select(func.count()).select_from(t)) or 0)
-        return {**report.as_dict(total), "message": message}
+        return report.output(total, message)
 
-    def import_data(self) -> dict[str, Any]:
+    def import_data(self) -> models.ImportReport:
         report = import_files(
             self.store, find_files(self.data_dirs), sample_dir=self.sample_dir, include_samples=self._samples
         )
@@ -108,7 +113,7 @@ class HouseholdCore:
         )
         if report.changed or report.removed:
             message += f"。再エクスポートを反映しました: 変更{report.changed}件、削除{report.removed}件"
-            message += f"（{', '.join(str(f['file']) for f in report.changed_files)}）"
+            message += f"（{', '.join(f.file for f in report.changed_files)}）"
         if report.superseded:
             message += f"。同じ期間の古いファイル{len(report.superseded)}件は新しいファイルで置き換えました"
         if report.samples_removed:
@@ -126,24 +131,24 @@ class HouseholdCore:
         names = list(dict.fromkeys([*tree, *sorted({m for minors in tree.values() for m in minors})]))
         return [n for n in names if n.startswith(prefix)]
 
-    def category_info(self, name: str) -> dict[str, Any]:
+    def category_info(self, name: str) -> models.CategoryInfo:
         """Where `name` sits in the category tree and what it holds; NOT_FOUND if no row carries it."""
         with self.store.read() as con:
             tree = queries.category_hierarchy(con)
             spending = queries.expense_level(con, name) is not None
-            kind = "spending" if spending else queries.category_kind(con, name)
+            kind = models.CategoryKind.spending if spending else queries.category_kind(con, name)
         majors = sorted(major for major, minors in tree.items() if name in minors)
-        levels = (["major"] if name in tree else []) + (["minor"] if majors else [])
+        levels = ([models.Level.major] if name in tree else []) + ([models.Level.minor] if majors else [])
         if kind is None or not levels:
             raise problems.not_found_category(name)
-        return {
-            "category": name,
-            "levels": levels,
-            "majors": majors,
-            "minors": list(tree.get(name, [])),
-            "kind": kind,
-            "trend_accepted": spending,
-        }
+        return models.CategoryInfo(
+            category=name,
+            levels=levels,
+            majors=majors,
+            minors=list(tree.get(name, [])),
+            kind=kind,
+            trend_accepted=spending,
+        )
 
     def month_labels(self, prefix: str = "") -> list[str]:
         """The months with data (YYYY-MM) that start with `prefix`, newest first."""
@@ -151,7 +156,7 @@ class HouseholdCore:
             found = queries.data_months(con)
         return [label for label in (months.label(m) for m in reversed(found)) if label.startswith(prefix)]
 
-    def month_summary(self, label: str) -> dict[str, Any]:
+    def month_summary(self, label: str) -> models.MonthSummary:
         try:
             m = months.parse(label)
         except ValueError:
@@ -161,25 +166,23 @@ class HouseholdCore:
                 raise problems.data_not_found(months.jp(m))
             rows = queries.month_expenses(con, m)
             income = queries.month_income(con, m)
-        return {
-            "month": months.label(m),
-            "total_expense": sum(-int(r["amount"]) for r in rows),
-            "total_income": income,
-            "transaction_count": len(rows),
-        }
+        return models.MonthSummary(
+            month=months.label(m),
+            total_expense=sum(-r.amount for r in rows),
+            total_income=income,
+            transaction_count=len(rows),
+        )
 
-    def available_months(self) -> dict[str, Any]:
+    def available_months(self) -> models.AvailableMonths:
         with self.store.read() as con:
             found = queries.data_months(con)
-        items = [
-            {"year": months.year_month(m)[0], "month": months.year_month(m)[1], "label": months.label(m)} for m in found
-        ]
-        return {
-            "months": items,
-            "count": len(items),
-            "earliest": months.label(found[0]) if found else None,
-            "latest": months.label(found[-1]) if found else None,
-        }
+        items = [_available(m) for m in found]
+        return models.AvailableMonths(
+            months=items,
+            count=len(items),
+            earliest=months.label(found[0]) if found else None,
+            latest=months.label(found[-1]) if found else None,
+        )
 
     def chart_png(self, chart_id: str, reader: str, scopes: frozenset[str]) -> bytes:
         """A chart for a principal that rendered it, or one holding `admin` or `*`; anyone else: CHART_NOT_FOUND.
@@ -193,12 +196,14 @@ class HouseholdCore:
 
     # ------------------------------------------------------------ monthly
     # ---------------------------------------------------------- duplicates
-    def detect_duplicates(self, opts: Options, transaction_ids: list[int] | None) -> Result:
+    def detect_duplicates(
+        self, opts: Options, transaction_ids: list[int] | None
+    ) -> Result[models.DetectDuplicatesOutput]:
         result = Result(detection.detect(self.store, opts, transaction_ids, self.max_candidates))
-        if result.data["candidates_truncated"]:
+        if result.data.candidates_truncated:
             result.warnings.append(
-                f"重複候補が{result.data['candidates_count']}件見つかったため、スコアの高い"
-                f"{result.data['stored_candidates']}件だけを記録しました。許容範囲を狭めるか "
+                f"重複候補が{result.data.candidates_count}件見つかったため、スコアの高い"
+                f"{result.data.stored_candidates}件だけを記録しました。許容範囲を狭めるか "
                 "min_similarity_score を上げてください"
             )
         return result

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Connection
+
+from generated.household import models
 
 from .. import months, problems
 from ..store import queries
@@ -15,6 +19,9 @@ if TYPE_CHECKING:
 
 MAX_WINDOW_MONTHS = 120
 
+#: one category's answer and the metrics behind it (their months as numbers, for the text and the chart)
+Block = tuple[models.TrendCategory, list[MonthMetric]]
+
 
 def get_category_trend(
     core: HouseholdCore,
@@ -23,7 +30,7 @@ def get_category_trend(
     end_month: str | None,
     chart: ChartRequest | None,
     owner: str,
-) -> Result:
+) -> Result[models.CategoryTrend]:
     """The window's months for `category` (or the top 3 大項目); with `chart`, a line, area or bar chart."""
     with core.store.read() as con:
         data_months = queries.data_months(con)
@@ -36,7 +43,7 @@ def get_category_trend(
                 f"{months.jp(start)}〜{months.jp(end)}（データがあるのは "
                 f"{months.jp(data_months[0])}〜{months.jp(data_months[-1])}）"
             )
-        level = "major"
+        level = models.Level.major
         if category is not None:
             found = queries.expense_level(con, category)
             if found is None:
@@ -51,14 +58,14 @@ def get_category_trend(
         blocks = _trend_blocks(con, present, start, end, category, level, top=None if category else 3)
     notes = _notes(blocks, start, end, present, asked)
     text = _trend_text(blocks, start, end, category, notes)
-    data: dict[str, Any] = {
-        "category": category,
-        "start_month": months.label(start),
-        "end_month": months.label(end),
-        "categories": [b for b, _ in blocks],
-        "notes": notes,
-        "text": text,
-    }
+    data = models.CategoryTrend(
+        category=category,
+        start_month=months.label(start),
+        end_month=months.label(end),
+        categories=[b for b, _ in blocks],
+        notes=notes,
+        text=text,
+    )
     result = Result(data)
     if chart is not None:
         size = chart_size(chart, "line")
@@ -66,8 +73,8 @@ def get_category_trend(
             result.warnings.append("対象期間に支出がないため、グラフは作成しませんでした")
             return result
         labels = [months.label(m) for m in range(start, end + 1)]
-        series = {str(b["category"]): [mm.amount for mm in metrics] for b, metrics in blocks}
-        averages = {str(b["category"]): [mm.moving_average_12m for mm in metrics] for b, metrics in blocks}
+        series = {b.category: [mm.amount for mm in metrics] for b, metrics in blocks}
+        averages = {b.category: [mm.moving_average_12m for mm in metrics] for b, metrics in blocks}
         span = months.jp(start) if start == end else f"{months.jp(start)}〜{months.jp(end)}"
         name = f"{category}の月次推移" if category else "支出上位カテゴリの月次推移"
         alt = f"家計簿グラフ - {name} {span}"
@@ -105,8 +112,14 @@ def _window(start_month: str | None, end_month: str | None, data_months: list[in
 
 
 def _trend_blocks(
-    con: Any, present: set[int], start: int, end: int, category: str | None, level: str, top: int | None
-) -> list[tuple[dict[str, Any], list[MonthMetric]]]:
+    con: Connection,
+    present: set[int],
+    start: int,
+    end: int,
+    category: str | None,
+    level: models.Level,
+    top: int | None,
+) -> list[Block]:
     series = queries.monthly_spending(con, start - 12, end, level=level, category=category)
     if category is not None:
         series.setdefault(category, {})
@@ -116,29 +129,27 @@ def _trend_blocks(
         names = [n for n in names if totals[n] > 0]
     if top is not None:
         names = names[:top]
-    blocks = []
+    blocks: list[Block] = []
     for name in names:
         metrics = compute_metrics(series[name], present, start, end)
         last = metrics[-1]
         blocks.append(
             (
-                {
-                    "category": name,
-                    "level": level,
-                    "total": totals[name],
-                    "months": [mm.as_dict() for mm in metrics],
-                    "average_12m": last.moving_average_12m,
-                    "average_months": last.moving_average_months,
-                },
+                models.TrendCategory(
+                    category=name,
+                    level=level,
+                    total=totals[name],
+                    months=[mm.output() for mm in metrics],
+                    average_12m=last.moving_average_12m,
+                    average_months=last.moving_average_months,
+                ),
                 metrics,
             )
         )
     return blocks
 
 
-def _notes(
-    blocks: list[tuple[dict[str, Any], list[MonthMetric]]], start: int, end: int, present: set[int], asked: int
-) -> list[str]:
+def _notes(blocks: list[Block], start: int, end: int, present: set[int], asked: int) -> list[str]:
     """The seed's short-data note (過去 N か月分のデータで計算しました), then the months without data.
 
     Said for the 12-month average when it rests on fewer than 12 months, and for the window when it holds
@@ -163,7 +174,7 @@ def _notes(
 
 
 def _trend_text(
-    blocks: list[tuple[dict[str, Any], list[MonthMetric]]],
+    blocks: list[Block],
     start: int,
     end: int,
     category: str | None,
@@ -176,35 +187,35 @@ def _trend_text(
             parts.append(f"{span}の支出はありません。")
         else:
             head = [f"{span}の支出額上位 {len(blocks)} カテゴリです。"]
-            head += [f"{i}. {b['category']}: {yen(int(b['total']))}" for i, (b, _) in enumerate(blocks, 1)]
+            head += [f"{i}. {b.category}: {yen(b.total)}" for i, (b, _) in enumerate(blocks, 1)]
             parts.append("\n".join(head))
     for block, metrics in blocks:
-        lines = [f"{block['category']}カテゴリの {span}の推移です。"]
+        lines = [f"{block.category}カテゴリの {span}の推移です。"]
         for mm in metrics:
             amount = yen(mm.amount) if mm.amount is not None else NA
             lines.append(
                 f"- {months.jp(mm.month)}: {amount} （前月比 {pct(mm.month_over_month_pct)}, "
                 f"前年同月比 {pct(mm.year_over_year_pct)}）"
             )
-        lines.append(f"- 12か月平均: {yen(block['average_12m'])}")
+        lines.append(f"- 12か月平均: {yen(block.average_12m)}")
         parts.append("\n".join(lines))
     if notes:
         parts.append("\n".join(f"※ {n}" for n in notes))
     return "\n\n".join(parts)
 
 
-def category_trend_summary(core: HouseholdCore) -> dict[str, Any]:
+def category_trend_summary(core: HouseholdCore) -> models.CategoryTrendSummary:
     """data://category_trend_summary: the top 大項目 over the default window."""
     with core.store.read() as con:
         data_months = queries.data_months(con)
         if not data_months:
-            return {"start_month": None, "end_month": None, "categories": [], "notes": []}
+            return models.CategoryTrendSummary(start_month=None, end_month=None, categories=[], notes=[])
         end = data_months[-1]
         start = max(end - 11, data_months[0])
-        blocks = _trend_blocks(con, set(data_months), start, end, None, "major", top=None)
-    return {
-        "start_month": months.label(start),
-        "end_month": months.label(end),
-        "categories": [b for b, _ in blocks],
-        "notes": _notes(blocks, start, end, set(data_months), asked=12),
-    }
+        blocks = _trend_blocks(con, set(data_months), start, end, None, models.Level.major, top=None)
+    return models.CategoryTrendSummary(
+        start_month=months.label(start),
+        end_month=months.label(end),
+        categories=[b for b, _ in blocks],
+        notes=_notes(blocks, start, end, set(data_months), asked=12),
+    )

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from generated.household import models
+
 from ..months import label
 from .formatting import round_half_up
 
@@ -30,15 +32,16 @@ class MonthMetric:
     moving_average_months: int
     year_over_year_pct: float | None
 
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "month": label(self.month),
-            "amount": self.amount,
-            "month_over_month_pct": self.month_over_month_pct,
-            "moving_average_12m": self.moving_average_12m,
-            "moving_average_months": self.moving_average_months,
-            "year_over_year_pct": self.year_over_year_pct,
-        }
+    def output(self) -> models.MonthMetric:
+        """The month as the tools answer it (the month as YYYY-MM)."""
+        return models.MonthMetric(
+            month=label(self.month),
+            amount=self.amount,
+            month_over_month_pct=self.month_over_month_pct,
+            moving_average_12m=self.moving_average_12m,
+            moving_average_months=self.moving_average_months,
+            year_over_year_pct=self.year_over_year_pct,
+        )
 
 
 def pct_change(current: int | None, base: int | None) -> float | None:

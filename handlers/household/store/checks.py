@@ -17,6 +17,8 @@ from typing import Any
 
 from sqlalchemy import Connection, RowMapping, delete, func, select, update
 
+from generated.household import models
+
 from .. import changes, problems
 from ..records import Options
 from . import Store, chunks, refresh_aggregates, t
@@ -24,7 +26,6 @@ from .queries import shape, transaction
 from .tables import checks, now
 
 c = checks
-DECISIONS = ("duplicate", "not_duplicate", "skip")
 #: a 64-bit INTEGER: an id outside this range names no row (and the drivers refuse to bind it)
 MAX_ID = 2**63 - 1
 
@@ -119,23 +120,22 @@ def replace_candidates(
     return removed, (con.scalar(select(func.count()).select_from(c)) or 0) - existing
 
 
-def _check_dict(con: Connection, row: RowMapping) -> dict[str, Any]:
+def _candidate(con: Connection, row: RowMapping) -> models.DuplicateCandidate:
     t1 = transaction(con, row["transaction_id_1"])
     t2 = transaction(con, row["transaction_id_2"])
     assert t1 is not None and t2 is not None  # foreign keys
-    days = abs(date.fromisoformat(str(t1["date"])).toordinal() - date.fromisoformat(str(t2["date"])).toordinal())
-    return {
-        "check_id": row["id"],
-        "transaction_1": t1,
-        "transaction_2": t2,
-        "similarity_score": float(row["similarity_score"]),
-        "date_diff_days": days,
-        "amount_diff": abs(int(t1["amount"]) - int(t2["amount"])),
-        "user_decision": row["user_decision"],
-    }
+    return models.DuplicateCandidate(
+        check_id=row["id"],
+        transaction_1=t1,
+        transaction_2=t2,
+        similarity_score=float(row["similarity_score"]),
+        date_diff_days=abs(t1.date.toordinal() - t2.date.toordinal()),
+        amount_diff=abs(t1.amount - t2.amount),
+        user_decision=models.UserDecision(row["user_decision"]),
+    )
 
 
-def list_candidates(store: Store, limit: int, skip_checked: bool) -> dict[str, Any]:
+def list_candidates(store: Store, limit: int, skip_checked: bool) -> models.DuplicateCandidateList:
     query = select(c)
     if skip_checked:
         a, b = t.alias("a"), t.alias("b")
@@ -147,7 +147,7 @@ def list_candidates(store: Store, limit: int, skip_checked: bool) -> dict[str, A
     with store.read() as con:
         total = con.scalar(select(func.count()).select_from(query.subquery())) or 0
         rows = con.execute(query.order_by(c.c.similarity_score.desc(), c.c.id).limit(limit)).mappings().all()
-        return {"candidates": [_check_dict(con, r) for r in rows], "total": total}
+        return models.DuplicateCandidateList(candidates=[_candidate(con, r) for r in rows], total=total)
 
 
 def _check(con: Connection, check_id: int) -> RowMapping:
@@ -157,19 +157,21 @@ def _check(con: Connection, check_id: int) -> RowMapping:
     return row
 
 
-def detail(store: Store, check_id: int) -> dict[str, Any]:
+def detail(store: Store, check_id: int) -> models.DuplicateCandidateDetail:
     _stored_id(check_id, "duplicate_not_found")
     with store.read() as con:
         row = _check(con, check_id)
-        out = _check_dict(con, row)
-    out["detection_params"] = {
-        "date_tolerance_days": row["detection_date_tolerance"],
-        "amount_tolerance_abs": float(row["detection_amount_tolerance_abs"]),
-        "amount_tolerance_pct": float(row["detection_amount_tolerance_pct"]),
-    }
-    out["detected_at"] = row["detected_at"]
-    out["decided_at"] = row["decided_at"]
-    return out
+        candidate = _candidate(con, row)
+    return models.DuplicateCandidateDetail(
+        **dict(candidate),
+        detection_params=models.DetectionParams(
+            date_tolerance_days=row["detection_date_tolerance"],
+            amount_tolerance_abs=float(row["detection_amount_tolerance_abs"]),
+            amount_tolerance_pct=float(row["detection_amount_tolerance_pct"]),
+        ),
+        detected_at=row["detected_at"],
+        decided_at=row["decided_at"],
+    )
 
 
 def _set_mark(con: Connection, tid: int, duplicate_of: int | None) -> str:
@@ -191,43 +193,42 @@ def _set_mark(con: Connection, tid: int, duplicate_of: int | None) -> str:
     return _refresh_month_of(con, tid)
 
 
-def confirm(store: Store, check_id: int, decision: str) -> dict[str, Any]:
+def confirm(store: Store, check_id: int, decision: str) -> models.ConfirmDuplicateOutput:
     """Record a decision; 'duplicate' marks transaction_id_2 as a duplicate of transaction_id_1.
 
     Changing a 'duplicate' decision to anything else un-marks the transaction again. Once committed,
     subscribers hear of the resources a mark set or lifted changed (handlers.household.changes).
     """
-    if decision not in DECISIONS:
-        raise problems.invalid("判定値が不正です（duplicate/not_duplicate/skipのいずれか）")
+    try:
+        chosen = models.Decision(decision)
+    except ValueError:
+        raise problems.invalid("判定値が不正です（duplicate/not_duplicate/skipのいずれか）") from None
     _stored_id(check_id, "duplicate_not_found")
     with store.write() as con:
         before = shape(con)
-        result, month = _decide(con, check_id, decision)
+        result, month = _decide(con, check_id, chosen)
         after = shape(con) if month else before
     changes.announce(before, after, [month] if month else [])
     return result
 
 
-def _decide(con: Connection, check_id: int, decision: str) -> tuple[dict[str, Any], str | None]:
+def _decide(
+    con: Connection, check_id: int, decision: models.Decision
+) -> tuple[models.ConfirmDuplicateOutput, str | None]:
     """`confirm` in its transaction: (its answer, the month whose rows a mark set or lifted changed)."""
     row = _check(con, check_id)
     keep, mark = row["transaction_id_1"], row["transaction_id_2"]
     marked = con.execute(select(t.c.is_duplicate, t.c.duplicate_of).where(t.c.id == mark)).one()
-    con.execute(update(c).where(c.c.id == check_id).values(user_decision=decision, decided_at=now()))
+    con.execute(update(c).where(c.c.id == check_id).values(user_decision=decision.value, decided_at=now()))
     month: str | None = None
-    if decision == "duplicate":
+    if decision is models.Decision.duplicate:
         if marked.is_duplicate:
             raise problems.conflict("already_marked", mark)
         month = _set_mark(con, mark, keep)
-        return {
-            "success": True,
-            "check_id": check_id,
-            "decision": decision,
-            "marked_transaction_id": mark,
-            "message": f"重複として記録しました。取引ID {mark} にフラグが設定されました。",
-        }, month
+        message = f"重複として記録しました。取引ID {mark} にフラグが設定されました。"
+        return _confirmed(check_id, decision, mark, message), month
     unmarked: int | None = None
-    if row["user_decision"] == "duplicate" and marked.is_duplicate and marked.duplicate_of == keep:
+    if row["user_decision"] == models.Decision.duplicate and marked.is_duplicate and marked.duplicate_of == keep:
         month = _set_mark(con, mark, None)
         unmarked = mark
     con.execute(
@@ -235,20 +236,26 @@ def _decide(con: Connection, check_id: int, decision: str) -> tuple[dict[str, An
         .where(t.c.id.in_([keep, mark]), t.c.is_duplicate == 0)
         .values(duplicate_checked=1, duplicate_checked_at=now())
     )
-    label = "重複ではない" if decision == "not_duplicate" else "保留"
+    label = "重複ではない" if decision is models.Decision.not_duplicate else "保留"
     message = f"「{label}」として記録しました。"
     if unmarked is not None:
         message += f"取引ID {unmarked} の重複フラグを解除しました。"
-    return {
-        "success": True,
-        "check_id": check_id,
-        "decision": decision,
-        "marked_transaction_id": None,
-        "message": message,
-    }, month
+    return _confirmed(check_id, decision, None, message), month
 
 
-def restore(store: Store, transaction_id: int) -> dict[str, Any]:
+def _confirmed(
+    check_id: int, decision: models.Decision, marked: int | None, message: str
+) -> models.ConfirmDuplicateOutput:
+    return models.ConfirmDuplicateOutput(
+        success=True,
+        check_id=check_id,
+        decision=decision,
+        marked_transaction_id=marked,
+        message=message,
+    )
+
+
+def restore(store: Store, transaction_id: int) -> models.RestoreDuplicateOutput:
     """Un-mark a transaction; the checks that marked it become 'not_duplicate' (the user said it was wrong)."""
     _stored_id(transaction_id, "transaction_not_found")
     with store.write() as con:
@@ -266,17 +273,19 @@ def restore(store: Store, transaction_id: int) -> dict[str, Any]:
             .where(
                 c.c.transaction_id_2 == transaction_id,
                 c.c.transaction_id_1 == row.duplicate_of,
-                c.c.user_decision == "duplicate",
+                c.c.user_decision == models.Decision.duplicate.value,
             )
-            .values(user_decision="not_duplicate", decided_at=now())
+            .values(user_decision=models.Decision.not_duplicate.value, decided_at=now())
         )
         month = _refresh_month_of(con, transaction_id)
         after = shape(con)
     changes.announce(before, after, [month])
-    return {"success": True, "transaction_id": transaction_id, "message": f"取引ID {transaction_id} を復元しました。"}
+    return models.RestoreDuplicateOutput(
+        success=True, transaction_id=transaction_id, message=f"取引ID {transaction_id} を復元しました。"
+    )
 
 
-def stats(store: Store) -> dict[str, Any]:
+def stats(store: Store) -> models.DuplicateStats:
     with store.read() as con:
         total, marked = con.execute(
             select(func.count(), func.coalesce(func.sum(t.c.is_duplicate), 0)).select_from(t)
@@ -285,13 +294,13 @@ def stats(store: Store) -> dict[str, Any]:
         counts = {k or "pending": int(v) for k, v in decided}
     total, marked = int(total), int(marked)
     rate = round(marked * 100 / total, 2) if total else 0.0
-    return {
-        "total_transactions": total,
-        "marked_duplicates": marked,
-        "total_checks": sum(counts.values()),
-        "pending_checks": counts.get("pending", 0),
-        "confirmed_duplicate": counts.get("duplicate", 0),
-        "confirmed_not_duplicate": counts.get("not_duplicate", 0),
-        "skipped_checks": counts.get("skip", 0),
-        "duplicate_rate": rate,
-    }
+    return models.DuplicateStats(
+        total_transactions=total,
+        marked_duplicates=marked,
+        total_checks=sum(counts.values()),
+        pending_checks=counts.get("pending", 0),
+        confirmed_duplicate=counts.get("duplicate", 0),
+        confirmed_not_duplicate=counts.get("not_duplicate", 0),
+        skipped_checks=counts.get("skip", 0),
+        duplicate_rate=rate,
+    )

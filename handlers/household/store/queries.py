@@ -7,9 +7,12 @@ would order Japanese text differently from SQLite, and answers must not depend o
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from sqlalchemy import Connection, case, func, select
+
+from generated.household import models
 
 from .. import months
 from ..changes import Shape
@@ -38,9 +41,9 @@ def shape(con: Connection) -> Shape:
     return Shape(category_hierarchy(con), frozenset(majors) | frozenset(minors), found)
 
 
-def expense_level(con: Connection, name: str) -> str | None:
-    """'major' if `name` is a 大項目 that held spending, else 'minor' if a 中項目 did, else None."""
-    for level, column in (("major", ms.c.category_major), ("minor", ms.c.category_minor)):
+def expense_level(con: Connection, name: str) -> models.Level | None:
+    """major if `name` is a 大項目 that held spending, else minor if a 中項目 did, else None."""
+    for level, column in ((models.Level.major, ms.c.category_major), (models.Level.minor, ms.c.category_minor)):
         if con.execute(select(column).where(column == name).limit(1)).first() is not None:
             return level
     return None
@@ -59,8 +62,8 @@ def top_spending_majors(con: Connection, limit: int) -> list[str]:
     return [name for name, _ in sorted(totals, key=lambda r: (-int(r[1]), r[0]))[:limit]]
 
 
-def category_kind(con: Connection, name: str) -> str | None:
-    """For a name without spending: 'income', 'transfer' or 'other' if some row carries it, else None."""
+def category_kind(con: Connection, name: str) -> models.CategoryKind | None:
+    """For a name without spending: income, transfer or other if some row carries it, else None."""
     is_income = (t.c.is_target == 1) & (t.c.is_transfer == 0) & (t.c.amount > 0)
     income, transfer, count = con.execute(
         select(
@@ -72,17 +75,17 @@ def category_kind(con: Connection, name: str) -> str | None:
     if not count:
         return None
     if income and not transfer:
-        return "income"
+        return models.CategoryKind.income
     if transfer and not income:
-        return "transfer"
-    return "other"
+        return models.CategoryKind.transfer
+    return models.CategoryKind.other
 
 
 def monthly_spending(
-    con: Connection, start: int, end: int, *, level: str = "major", category: str | None = None
+    con: Connection, start: int, end: int, *, level: models.Level = models.Level.major, category: str | None = None
 ) -> dict[str, dict[int, int]]:
     """{category → {month → yen spent}} for months in [start, end] (positive yen), from the aggregate."""
-    column = ms.c.category_major if level == "major" else ms.c.category_minor
+    column = ms.c.category_major if level == models.Level.major else ms.c.category_minor
     query = select(column, ms.c.month, func.sum(ms.c.amount)).where(
         ms.c.month >= months.label(start), ms.c.month <= months.label(end)
     )
@@ -103,7 +106,8 @@ def _in_month(month: int) -> Any:
     return (t.c.date >= months.first_day(month)) & (t.c.date < months.first_day(month + 1))
 
 
-def month_expenses(con: Connection, month: int) -> list[dict[str, Any]]:
+def month_expenses(con: Connection, month: int) -> list[models.ExpenseRow]:
+    """The month's expense rows (明細), oldest first."""
     rows = con.execute(
         select(
             t.c.id,
@@ -117,18 +121,18 @@ def month_expenses(con: Connection, month: int) -> list[dict[str, Any]]:
         )
         .where(EXPENSE, _in_month(month))
         .order_by(t.c.date, t.c.id)
-    ).mappings()
+    )
     return [
-        {
-            "id": r["id"],
-            "date": r["date"],
-            "description": r["description"] or "",
-            "amount": int(r["amount"]),
-            "category_major": r["category_major"],
-            "category_minor": r["category_minor"],
-            "account": r["account"] or "",
-            "memo": r["memo"] or "",
-        }
+        models.ExpenseRow(
+            id=r.id,
+            date=date.fromisoformat(r.date),
+            description=r.description or "",
+            amount=int(r.amount),
+            category_major=r.category_major,
+            category_minor=r.category_minor,
+            account=r.account or "",
+            memo=r.memo or "",
+        )
         for r in rows
     ]
 
@@ -138,7 +142,7 @@ def month_income(con: Connection, month: int) -> int:
     return int(total or 0)
 
 
-def transaction(con: Connection, tid: int) -> dict[str, Any] | None:
+def transaction(con: Connection, tid: int) -> models.TransactionRef | None:
     row = (
         con.execute(
             select(
@@ -155,21 +159,19 @@ def transaction(con: Connection, tid: int) -> dict[str, Any] | None:
                 t.c.duplicate_of,
             ).where(t.c.id == tid)
         )
-        .mappings()
-        .first()
-    )
+    ).first()
     if row is None:
         return None
-    return {
-        "id": row["id"],
-        "date": row["date"],
-        "amount": int(row["amount"]),
-        "description": row["description"] or "",
-        "category_major": row["category_major"],
-        "category_minor": row["category_minor"],
-        "account": row["account"] or "",
-        "source_file": row["source_file"],
-        "row_number": row["row_number"],
-        "is_duplicate": bool(row["is_duplicate"]),
-        "duplicate_of": row["duplicate_of"],
-    }
+    return models.TransactionRef(
+        id=row.id,
+        date=date.fromisoformat(row.date),
+        amount=int(row.amount),
+        description=row.description or "",
+        category_major=row.category_major,
+        category_minor=row.category_minor,
+        account=row.account or "",
+        source_file=row.source_file,
+        row_number=row.row_number,
+        is_duplicate=bool(row.is_duplicate),
+        duplicate_of=row.duplicate_of,
+    )
