@@ -345,6 +345,20 @@ def report(sut: Target, base: Target, connections: list[int], bare: bool = True)
             f"| {statistics.median(r.server_cpu_ms for r in s):.2f} vs {statistics.median(r.server_cpu_ms for r in b):.2f} "
             f"| ≤ {cpu:.2f} core | {verdict} |"
         )
+    return [*lines, "", *each_round(sut, base, connections)]
+
+
+def each_round(sut: Target, base: Target, connections: list[int]) -> list[str]:
+    """Every round's figures, in order, so a quiet re-run can be compared round by round (not only medians)."""
+    lines = []
+    for conns in connections:
+        pairs = list(zip(sut.runs[conns], base.runs[conns], strict=True))
+        rounds = "; ".join(
+            f"{x.rps:,.0f}/{y.rps:,.0f} req/s, p99 {x.p99_ms:.1f}/{y.p99_ms:.1f} ms ({x.p99_ms / y.p99_ms:.2f}), "
+            f"CPU {x.server_cpu_ms:.2f}/{y.server_cpu_ms:.2f} ms/call"
+            for x, y in pairs
+        )
+        lines.append(f"- {conns} connections, each round ({sut.name}/{base.name}): {rounds}")
     return lines
 
 

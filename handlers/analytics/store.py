@@ -87,6 +87,9 @@ class ExportRow:
 
 _PUBLISH = update(exports_table).where(exports_table.c.handle == bindparam("published"))
 """Built once (its SET clause comes from the parameters): a statement made per call costs its cache key each time."""
+_USAGE = select(func.coalesce(func.sum(exports_table.c.size_bytes), 0)).where(
+    exports_table.c.owner == bindparam("owner"), exports_table.c.expires_at > bindparam("now")
+)
 
 
 class ExportRegistry:
@@ -97,12 +100,7 @@ class ExportRegistry:
 
     @staticmethod
     def _usage(conn: Connection, owner: str, now: float) -> int:
-        used = conn.execute(
-            select(func.coalesce(func.sum(exports_table.c.size_bytes), 0)).where(
-                exports_table.c.owner == owner, exports_table.c.expires_at > now
-            )
-        ).scalar_one()
-        return int(used)
+        return int(conn.execute(_USAGE, {"owner": owner, "now": now}).scalar_one())
 
     def usage(self, owner: str, now: float) -> int:
         """Bytes of `owner`'s live exports plus what its exports in progress hold."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 from typing import Any
@@ -123,21 +124,37 @@ def test_a_failed_export_reports_its_own_error_when_the_registry_is_gone_too(ser
     assert not [p for p in service.exports.directory.iterdir() if p.is_file()]
 
 
-def test_an_export_asks_its_worker_twice(service: AnalyticsService, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_export_asks_its_worker_twice_then_once_for_the_same_text(
+    service: AnalyticsService, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The fixed cost of a small export (issue 32): the guard's parse and tree in one round trip to the worker,
-    the column names and the COPY in another (it was four)."""
+    the column names and the COPY in another (it was four); the same text again sends only its COPY (still to
+    the worker), with the same answer. SQL that may name a view, or that failed, asks the guard every time."""
     asked: list[str] = []
     request = Worker.request
 
-    def counted(worker: Worker, op: str, *args: Any) -> Any:
-        asked.append(op)
-        return request(worker, op, *args)
+    def counted(worker: Worker, op: str, args: Any, *rest: Any) -> Any:
+        asked.append(op if op != "execute" else args[0].split(" ", 1)[0])
+        return request(worker, op, args, *rest)
 
     service.export({"query": "SELECT 1 AS warm"})  # the view sync may expose views on a fresh worker
     monkeypatch.setattr(Worker, "request", counted)
-    result = service.export({"query": ONE_RUN + ";  "})
+    first = service.export({"query": ONE_RUN + ";  "})
     assert asked == ["statements", "execute_all"]
-    assert (result["rows"], result["columns"]) == (300, ["elapsed_s", "pace_s_per_km", "heart_rate"])
+    asked.clear()
+    again = service.export({"query": ONE_RUN + ";  ", "format": "csv"})
+    assert asked == ["COPY"]
+    for result in (first, again):
+        assert (result["rows"], result["columns"]) == (300, ["elapsed_s", "pace_s_per_km", "heart_rate"])
+    assert service.read_export(again["handle"])[0].startswith(b"elapsed_s,pace_s_per_km,heart_rate\n300,")
+
+    service.materialize({"name": "runs", "query": ONE_RUN})
+    for query in ("SELECT * FROM mat_runs", "SELECT count(*) AS n FROM information_schema.tables", "SELECT nope"):
+        for _ in range(2):
+            asked.clear()
+            with contextlib.suppress(ToolError):
+                service.export({"query": query})
+            assert asked[0] == "statements", query
 
 
 def test_a_query_the_binder_refuses_gives_its_reservation_back(service: AnalyticsService) -> None:

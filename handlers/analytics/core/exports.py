@@ -27,9 +27,9 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -151,17 +151,18 @@ class ExportStore:
         max_rows: int,
         owner: str,
         watch: Watch | None = None,
+        columns: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """COPY at most max_rows + 1 rows within the byte quota; refuse (and delete) when a limit is crossed.
 
         `watch(check)` runs the COPY while something polls `check` and interrupts the
         query when it returns an error (QueryRunner.guarded); without it the size is
-        checked only once the file is complete.
+        checked only once the file is complete. `columns`, when the caller knows them
+        (checked.py), spares the worker the DESCRIBE.
         """
         ext, _, options = FORMATS[fmt]
         handle = secrets.token_hex(16)
         data_path, meta_path = self._paths(handle, ext)
-        describe = f"DESCRIBE SELECT * FROM {wrap_query(sql)} AS q"
         target = str(data_path).replace("'", "''")
         copy = f"COPY (SELECT * FROM {wrap_query(sql)} AS q LIMIT {int(max_rows) + 1}) TO '{target}' {options}"
         now = self._now()
@@ -185,14 +186,18 @@ class ExportStore:
 
         try:
             with watch(too_large) if watch else nullcontext():
-                described, copied = con.execute_all([describe, copy])  # one round trip to the worker
-            columns = [str(r[0]) for r in described]
+                if columns is None:
+                    describe = f"DESCRIBE SELECT * FROM {wrap_query(sql)} AS q"
+                    described, copied = con.execute_all([describe, copy])  # one round trip to the worker
+                    columns = [str(r[0]) for r in described]
+                else:
+                    copied = con.execute(copy).fetchall()
             rows = int(copied[0][0])
             error = too_large()
             if error:
                 raise error
             progress(2, 3, "publishing the export")
-            return self._commit(con, sql, handle, fmt, rows, max_rows, columns, owner)
+            return self._commit(con, sql, handle, fmt, rows, max_rows, list(columns), owner)
         except BaseException:
             data_path.unlink(missing_ok=True)
             meta_path.unlink(missing_ok=True)
@@ -367,9 +372,13 @@ class ExportStore:
         return len(expired)
 
 
+_ROW_FIELDS = tuple(f.name for f in fields(ExportRow))
+
+
 def _public(row: ExportRow) -> dict[str, Any]:
     """The export's metadata as the service reports it (and as the directory's descriptor holds it)."""
-    meta = asdict(row)
+    meta = {name: getattr(row, name) for name in _ROW_FIELDS}  # dataclasses.asdict deep-copies: 4x the time
+    meta["columns"] = list(row.columns)
     meta["created_at"] = epoch_rfc3339(row.created_at)
     meta["expires_at"] = epoch_rfc3339(row.expires_at)
     return meta

@@ -29,6 +29,7 @@ from kumitate.storage import Database
 from kumitate.storage.carry import announce
 
 from ..store import ExportRegistry, ViewRegistry
+from .checked import Checked, CheckedQueries
 from .connection import DEFAULT_POOL_SIZE, DEFAULT_WORKER_MEMORY_MB, QueryRunner, Sandbox, WorkerConnection
 from .exports import FORMATS, ExportQuota, ExportStore
 from .histogram import MAX_BINS, compute_histogram
@@ -43,6 +44,12 @@ log = logging.getLogger("kumitate.analytics")
 
 VIEW_WORDS = (VIEW_PREFIX, "information_schema")
 """What SQL that reads a materialized view, or lists them, must contain (lower case)."""
+
+
+def names_views(sql: str) -> bool:
+    """Whether SQL may read or list materialized views (otherwise it reads only the database's own tables)."""
+    return any(word in sql.lower() for word in VIEW_WORDS)
+
 
 DB_FILE = "activities.duckdb"
 EXPORT_MAX_ROWS = 1_000_000
@@ -152,6 +159,7 @@ class AnalyticsService:
         self.allowed_catalogs = frozenset({self.catalog.lower(), "temp", "main"})
         self._closed = threading.Event()
         self._last_sweep = float("-inf")
+        self.checked = CheckedQueries()
 
     def _describe(self) -> None:
         """The database's tables, read by the first worker while the process goes on starting (a worker takes
@@ -181,9 +189,13 @@ class AnalyticsService:
 
         SQL that cannot name a view (views are `mat_*`; `information_schema` lists them) is checked against
         the tables alone, without reading the view registry (a transaction per call: issue 32)."""
-        if not any(word in sql.lower() for word in VIEW_WORDS):
+        if not names_views(sql):
             return self.user_tables
         return {**self.user_tables, **self.views.names(self.views.sync(con))}
+
+    def _check(self, con: WorkerConnection, query: str) -> str:
+        """The SQL guard's answer for the caller's query (sql_guard.check_select)."""
+        return check_select(con, query, allowed_catalogs=self.allowed_catalogs, tables=self._known_tables(con, query))
 
     def _source(self, con: WorkerConnection, params: dict[str, Any]) -> Any:
         source = resolve(
@@ -228,18 +240,23 @@ class AnalyticsService:
             raise InvalidInputError(f"format must be one of {', '.join(FORMATS)}.")
         max_rows = int_param(params, "max_rows", 100_000, 1, self.limits.export_max_rows)
         self._maybe_sweep_exports()
+        query = params["query"]
+        known = self.checked.get(query)
         with self.runner.user_session(timeout_s=self._timeout(deadline)) as con:
             progress(0, 3, "checking the query")
-            sql = check_select(
-                con,
-                params["query"],
-                allowed_catalogs=self.allowed_catalogs,
-                tables=self._known_tables(con, params["query"]),
-            )
+            sql = known.sql if known else self._check(con, query)
             progress(1, 3, "writing the export")
             meta = self.exports.write(
-                con, sql, fmt=fmt, max_rows=max_rows, owner=principal.id, watch=self.runner.guarded
+                con,
+                sql,
+                fmt=fmt,
+                max_rows=max_rows,
+                owner=principal.id,
+                watch=self.runner.guarded,
+                columns=known.columns if known else None,
             )
+        if known is None and not names_views(query):
+            self.checked.remember(query, Checked(sql, tuple(meta["columns"])))
         handle = meta["handle"]
         log.info("analytics export format=%s rows=%d bytes=%d", fmt, meta["rows"], meta["size_bytes"])
         return {
@@ -267,12 +284,7 @@ class AnalyticsService:
         ttl = int_param(params, "ttl_seconds", 3600, MIN_VIEW_TTL_S, MAX_VIEW_TTL_S)
         with self.runner.user_session(timeout_s=self._timeout(deadline)) as con:
             progress(0, 3, "checking the query")
-            sql = check_select(
-                con,
-                params["query"],
-                allowed_catalogs=self.allowed_catalogs,
-                tables=self._known_tables(con, params["query"]),
-            )
+            sql = self._check(con, params["query"])
             progress(1, 3, "building the table")
             result = self.views.create(con, params["name"], sql, ttl_seconds=ttl, user_tables=set(self.user_tables))
         log.info("analytics materialize rows=%d evicted=%d", result["rows"], len(result["evicted"]))
