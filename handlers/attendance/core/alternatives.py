@@ -20,19 +20,19 @@ import itertools
 import math
 import re
 from collections.abc import Callable
-from typing import Any
 
+from generated.attendance.models import RuleType
 from handlers.attendance.core.names import Mention
-from handlers.attendance.core.reading import Reading
+from handlers.attendance.core.reading import Reading, RuleGroup, unsure
 from handlers.attendance.core.text import rx
 
-_AND = rx(r"[、,]?(?:と|&|and|・|および|及び|かつ)[、,]?")
-_OR = rx(r"[、,]?(?:か|または|もしくは|あるいは|or)[、,]?")
+_AND = r"[、,]?(?:と|&|and|・|および|及び|かつ)[、,]?"
+_OR = r"[、,]?(?:か|または|もしくは|あるいは|or)[、,]?"
 _PRESENCE = (
     r"(?:が|さえ|は|で)?(?:揃えば|そろえば|揃ったら|そろったら|揃う|そろう|いれば|いたら|来られれば|来れれば|来れば"
     r"|参加できれば|出席できれば|参加|出席|ok)"
 )
-_TAIL = rx(
+_TAIL = (
     r"(?:の)?(?:どれか|どちらか|どっちか|いずれか)(?:の)?(?:1つ|1組|組|ペア|組み合わせ)?(?:" + _PRESENCE + ")?"
     r"|" + _PRESENCE
 )
@@ -60,26 +60,26 @@ def named_groups(
         return None
     chain, gaps, end = found
     if any(len(m.keys) != 1 for m in chain):
-        return Reading("ANY", {}, 0.5, "named_groups.unresolved")  # the names are already in missing
+        return unsure("named_groups.unresolved")  # the names are already in missing
     tight = _groups(_split(chain, gaps, "or"), lambda members: wording(members[0].start, members[-1].end))
     if len(tight) > MAX_GROUPS:
         questions.append(
             f"{len(tight)}組の組み合わせは1つのルールにできません（最大{MAX_GROUPS}組）。条件を絞ってください。"
         )
-        return Reading("ANY", {}, 0.5, "named_groups.too_many")
+        return unsure("named_groups.too_many")
     phrase = _phrase(tight)
     keys = list(dict.fromkeys(k for g in tight for k in g["any_of_invitee_keys"]))
     if other_condition(keys, chain[0].start, end):
         questions.append(f"「{phrase}」と別の条件を1つのルールにはできません。成立条件を1つに絞って教えてください。")
-        return Reading("ANY", {}, 0.5, "named_groups.combined")
+        return unsure("named_groups.combined")
     sizes = {len(g) for g in _split(chain, gaps, "or")}
     marked = all("、" in gap or "," in gap for gap, kind in gaps if kind == "or")
     if len(sizes) == 1 or marked:
-        return Reading("GROUP_ANY", {"groups": tight}, 0.85, "group.named_alternatives")
+        return Reading(RuleType.GROUP_ANY, {"groups": tight}, 0.85, "group.named_alternatives")
     slots = _split(chain, gaps, "and")  # or-first: one pick from every and-joined slot
     if math.prod(len(slot) for slot in slots) > MAX_GROUPS:  # never build an exponential product
         questions.append(f"「{phrase}」のどれかがそろえば成立ですか？（組み合わせを確認してください）")
-        return Reading("GROUP_ANY", {"groups": tight}, 0.6, "group.named_alternatives_ambiguous")
+        return Reading(RuleType.GROUP_ANY, {"groups": tight}, 0.6, "group.named_alternatives_ambiguous")
     joiner = next(
         wording(a.end, b.start) for a, b, (_, kind) in zip(chain, chain[1:], gaps, strict=True) if kind == "and"
     )
@@ -88,11 +88,11 @@ def named_groups(
         lambda members: joiner.strip("、,").join(wording(m.start, m.end) for m in members),
     )
     if _same(tight, loose):
-        return Reading("GROUP_ANY", {"groups": tight}, 0.85, "group.named_alternatives")
+        return Reading(RuleType.GROUP_ANY, {"groups": tight}, 0.85, "group.named_alternatives")
     questions.append(
         f"「{phrase}」のどれかがそろえば成立ですか？ それとも「{_phrase(loose)}」のどれかですか？（いまは前者としています）"
     )
-    return Reading("GROUP_ANY", {"groups": tight}, 0.6, "group.named_alternatives_ambiguous")
+    return Reading(RuleType.GROUP_ANY, {"groups": tight}, 0.6, "group.named_alternatives_ambiguous")
 
 
 def _chain(s: str, mentions: list[Mention]) -> tuple[list[Mention], list[tuple[str, str]], int] | None:
@@ -102,14 +102,14 @@ def _chain(s: str, mentions: list[Mention]) -> tuple[list[Mention], list[tuple[s
     for mention in [*mentions, None]:
         if mention is not None and chain:
             gap = s[chain[-1].end : mention.start]
-            kind = "and" if _AND.fullmatch(gap) else "or" if _OR.fullmatch(gap) else None
+            kind = "and" if rx(_AND).fullmatch(gap) else "or" if rx(_OR).fullmatch(gap) else None
             if kind is not None:
                 chain.append(mention)
                 gaps.append((gap, kind))
                 continue
         kinds = {kind for _, kind in gaps}
         if kinds == {"and", "or"}:
-            tail = _TAIL.match(s, chain[-1].end)
+            tail = rx(_TAIL).match(s, chain[-1].end)
             if tail is not None and not re.search(r"\d", tail.group()):
                 return chain, gaps, tail.end()
         chain, gaps = ([mention], []) if mention is not None else ([], [])
@@ -127,26 +127,26 @@ def _split(chain: list[Mention], gaps: list[tuple[str, str]], at: str) -> list[l
     return parts
 
 
-def _groups(alternatives: list[list[Mention]], name: Callable[[list[Mention]], str]) -> list[dict[str, Any]]:
+def _groups(alternatives: list[list[Mention]], name: Callable[[list[Mention]], str]) -> list[RuleGroup]:
     """One complete group per alternative (min = its people), repeated alternatives (the same people) once.
 
     `name` gives the wording: an alternative of the text is its span as written; one picked across
     the and-joined slots (the other reading, only ever shown in a question) joins its names as
     written with the text's own and-word."""
-    out: list[dict[str, Any]] = []
+    out: list[RuleGroup] = []
     seen: set[frozenset[str]] = set()
     for members in alternatives:
         keys = list(dict.fromkeys(m.keys[0] for m in members))
         if frozenset(keys) in seen:
             continue
         seen.add(frozenset(keys))
-        out.append({"name": clipped(name(members)), "min": len(keys), "any_of_invitee_keys": keys})
+        out.append(RuleGroup(name=clipped(name(members)), min=len(keys), any_of_invitee_keys=keys))
     return out
 
 
-def _same(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> bool:
+def _same(a: list[RuleGroup], b: list[RuleGroup]) -> bool:
     return {frozenset(g["any_of_invitee_keys"]) for g in a} == {frozenset(g["any_of_invitee_keys"]) for g in b}
 
 
-def _phrase(groups: list[dict[str, Any]]) -> str:
+def _phrase(groups: list[RuleGroup]) -> str:
     return "」か「".join(g["name"] for g in groups)

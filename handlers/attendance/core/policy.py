@@ -9,22 +9,24 @@ from __future__ import annotations
 
 from typing import Any
 
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "ANY": {
+from generated.attendance.models import RuleType
+
+DEFAULTS: dict[RuleType, dict[str, Any]] = {
+    RuleType.ANY: {
         "mode": "EARLIEST_VALID",
         "tie_breaker": "earliest_slot",
         "auto_finalize": True,
         "auto_finalize_delay_seconds": 3600,
     },
-    "ALL": {"mode": "BEST_SCORE", "tie_breaker": "earliest_slot", "auto_finalize": False},
-    "K_OF_N": {
+    RuleType.ALL: {"mode": "BEST_SCORE", "tie_breaker": "earliest_slot", "auto_finalize": False},
+    RuleType.K_OF_N: {
         "mode": "EARLIEST_VALID",
         "tie_breaker": "highest_score",
         "auto_finalize": True,
         "auto_finalize_delay_seconds": 7200,
     },
-    "REQUIRED_PLUS_QUORUM": {"mode": "BEST_SCORE", "tie_breaker": "highest_score", "auto_finalize": False},
-    "GROUP_ANY": {
+    RuleType.REQUIRED_PLUS_QUORUM: {"mode": "BEST_SCORE", "tie_breaker": "highest_score", "auto_finalize": False},
+    RuleType.GROUP_ANY: {
         "mode": "EARLIEST_VALID",
         "tie_breaker": "highest_score",
         "auto_finalize": True,
@@ -33,7 +35,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def default_policy(rule_type: str, delay_override: int | None = None) -> dict[str, Any]:
+def default_policy(rule_type: RuleType, delay_override: int | None = None) -> dict[str, Any]:
     """A fresh copy of the type's default policy, with the thread's delay if given."""
     policy = dict(DEFAULTS[rule_type])
     if policy["auto_finalize"] and delay_override is not None:
