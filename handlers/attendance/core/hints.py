@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from generated.attendance.models import FinalizeMode, TieBreaker
 from handlers.attendance.core.keys import email_key
+from handlers.attendance.core.policy import PolicyFields
 from handlers.attendance.core.text import rx
 
 DEFAULT_HOURS = [10, 11, 14, 15, 16]
@@ -103,14 +105,14 @@ def share_intent(norm: str, defaults: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def apply_policy_words(folded: str, policy: dict[str, Any]) -> dict[str, Any]:
+def apply_policy_words(folded: str, policy: PolicyFields) -> PolicyFields:
     """Finalize wording overrides the type's default: 手動で確定, 2時間後に自動確定, 一番多く集まる日."""
-    out = dict(policy)
+    out = policy.copy()
     if rx(_MANUAL).search(folded):
         out["auto_finalize"] = False
         out.pop("auto_finalize_delay_seconds", None)
         if rx("手動").search(folded) or rx(r"(?:自分|私|こちら)で決め").search(folded):
-            out["mode"] = "MANUAL"
+            out["mode"] = FinalizeMode.MANUAL
     elif m := rx(_AUTO_DELAY).search(folded):
         out["auto_finalize"] = True
         out["auto_finalize_delay_seconds"] = int(m.group(1)) * (3600 if m.group(2) == "時間" else 60)
@@ -118,9 +120,9 @@ def apply_policy_words(folded: str, policy: dict[str, Any]) -> dict[str, Any]:
         out["auto_finalize"] = True
         out["auto_finalize_delay_seconds"] = 3600
     if rx(_MOST).search(folded):
-        out["tie_breaker"] = "highest_score"
+        out["tie_breaker"] = TieBreaker.highest_score
     elif rx(_EARLIEST).search(folded):
-        out["tie_breaker"] = "earliest_slot"
-        if out["mode"] == "BEST_SCORE":
-            out["mode"] = "EARLIEST_VALID"
+        out["tie_breaker"] = TieBreaker.earliest_slot
+        if out["mode"] == FinalizeMode.BEST_SCORE:
+            out["mode"] = FinalizeMode.EARLIEST_VALID
     return out

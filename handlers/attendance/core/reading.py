@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from generated.attendance.models import RuleType
+from handlers.attendance.core.policy import PolicyFields
 
 
 class RuleGroup(TypedDict):
@@ -31,7 +32,7 @@ class Reading:
     required: list[str] = field(default_factory=list)
     optional: list[str] = field(default_factory=list)
     excluded: list[str] = field(default_factory=list)
-    policy: dict[str, Any] = field(default_factory=dict)
+    policy: PolicyFields = field(default_factory=lambda: PolicyFields())
 
 
 def unsure(pattern: str, confidence: float = 0.5) -> Reading:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from generated.attendance.models import FinalizeMode, TieBreaker
 from handlers.attendance.core.grammar.counts import count, count_after
 from handlers.attendance.core.grammar.state import Utterance
 from handlers.attendance.core.grammar.vocabulary import vocabulary
+from handlers.attendance.core.policy import PolicyFields
 from handlers.attendance.core.reading import Reading, unsure
 
-PREFER_MORE = {"mode": "BEST_SCORE", "tie_breaker": "highest_score", "auto_finalize": False}
+PREFER_MORE = PolicyFields(mode=FinalizeMode.BEST_SCORE, tie_breaker=TieBreaker.highest_score, auto_finalize=False)
 """A fallback count is the least the organiser accepts: finalise on the slot most can attend."""
 
 
@@ -44,5 +46,5 @@ def concession(u: Utterance) -> Reading | None:
     )
     reading.confidence = min(reading.confidence, 0.65)
     reading.pattern = "concession.fallback"
-    reading.policy = dict(PREFER_MORE)
+    reading.policy = PREFER_MORE.copy()
     return reading
