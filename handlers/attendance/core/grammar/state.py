@@ -112,12 +112,9 @@ class State:
                 group = self.d.group_of(group_span.variant)
                 if group is not None:
                     return Placed(Item("group", group.label, list(group.keys)), group_span.start)
-        for all_word in vocabulary().all_words:
-            if self.s.endswith(all_word, 0, pos):
-                qualified = self.group_before(pos - len(all_word))
-                if qualified is not None:  # 営業部は全員 = every member of 営業部
-                    return qualified
-                return Placed(Item("all", all_word), pos - len(all_word))
+        everyone = self._everyone_ending_at(pos)
+        if everyone is not None:
+            return everyone
         bare = self.bare_word_start(pos)
         if bare is None:
             return None
@@ -125,6 +122,16 @@ class State:
         if keys:
             return Placed(Item("person", self.original(bare, pos), list(keys)), bare)
         return Placed(Item("unknown", self.original(bare, pos)), bare)
+
+    def _everyone_ending_at(self, pos: int) -> Placed | None:
+        """全員 (or みんな, …) ending at `pos`; a group before it makes it that group's members (営業部は全員)."""
+        for all_word in vocabulary().all_words:
+            if self.s.endswith(all_word, 0, pos):
+                qualified = self.group_before(pos - len(all_word))
+                if qualified is not None:
+                    return qualified
+                return Placed(Item("all", all_word), pos - len(all_word))
+        return None
 
     def group_before(self, pos: int) -> Placed | None:
         """A known group that qualifies a 全員 starting at `pos` (営業部は全員, 開発部のメンバー全員)."""
