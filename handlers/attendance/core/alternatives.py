@@ -20,6 +20,7 @@ import itertools
 import math
 import re
 from collections.abc import Callable
+from typing import Literal, NamedTuple
 
 from generated.attendance.models import RuleType
 from handlers.attendance.core.names import Mention
@@ -40,6 +41,24 @@ MAX_GROUPS = 100  # the schema's maxItems for rule.groups
 MAX_NAME = 100  # the schema's maxLength for a group's name
 
 
+Join = Literal["and", "or"]
+
+
+class Gap(NamedTuple):
+    """What stands between two names of a chain (と, 、または) and which join it is."""
+
+    text: str
+    kind: Join
+
+
+class Chain(NamedTuple):
+    """Names joined by and/or words; `gaps[i]` stands between names i and i+1; the construction ends at `end`."""
+
+    names: list[Mention]
+    gaps: list[Gap]
+    end: int
+
+
 def clipped(name: str) -> str:
     """A group name within the schema's length: long wording is cut and marked with …."""
     return name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"
@@ -58,7 +77,7 @@ def named_groups(
     found = _chain(s, mentions)
     if found is None:
         return None
-    chain, gaps, end = found
+    chain, gaps, end = found.names, found.gaps, found.end
     if any(len(m.keys) != 1 for m in chain):
         return unsure("named_groups.unresolved")  # the names are already in missing
     tight = _groups(_split(chain, gaps, "or"), lambda members: wording(members[0].start, members[-1].end))
@@ -73,7 +92,7 @@ def named_groups(
         questions.append(f"「{phrase}」と別の条件を1つのルールにはできません。成立条件を1つに絞って教えてください。")
         return unsure("named_groups.combined")
     sizes = {len(g) for g in _split(chain, gaps, "or")}
-    marked = all("、" in gap or "," in gap for gap, kind in gaps if kind == "or")
+    marked = all("、" in gap.text or "," in gap.text for gap in gaps if gap.kind == "or")
     if len(sizes) == 1 or marked:
         return Reading(RuleType.GROUP_ANY, {"groups": tight}, 0.85, "group.named_alternatives")
     slots = _split(chain, gaps, "and")  # or-first: one pick from every and-joined slot
@@ -81,7 +100,7 @@ def named_groups(
         questions.append(f"「{phrase}」のどれかがそろえば成立ですか？（組み合わせを確認してください）")
         return Reading(RuleType.GROUP_ANY, {"groups": tight}, 0.6, "group.named_alternatives_ambiguous")
     joiner = next(
-        wording(a.end, b.start) for a, b, (_, kind) in zip(chain, chain[1:], gaps, strict=True) if kind == "and"
+        wording(a.end, b.start) for a, b, gap in zip(chain, chain[1:], gaps, strict=True) if gap.kind == "and"
     )
     loose = _groups(
         [list(pick) for pick in itertools.product(*slots)],
@@ -95,32 +114,37 @@ def named_groups(
     return Reading(RuleType.GROUP_ANY, {"groups": tight}, 0.6, "group.named_alternatives_ambiguous")
 
 
-def _chain(s: str, mentions: list[Mention]) -> tuple[list[Mention], list[tuple[str, str]], int] | None:
+def _join(gap: str) -> Join | None:
+    if rx(_AND).fullmatch(gap):
+        return "and"
+    return "or" if rx(_OR).fullmatch(gap) else None
+
+
+def _chain(s: str, mentions: list[Mention]) -> Chain | None:
     """The first run of names joined by and/or words, with both kinds, followed by a presence word."""
     chain: list[Mention] = []
-    gaps: list[tuple[str, str]] = []
+    gaps: list[Gap] = []
     for mention in [*mentions, None]:
         if mention is not None and chain:
             gap = s[chain[-1].end : mention.start]
-            kind = "and" if rx(_AND).fullmatch(gap) else "or" if rx(_OR).fullmatch(gap) else None
+            kind = _join(gap)
             if kind is not None:
                 chain.append(mention)
-                gaps.append((gap, kind))
+                gaps.append(Gap(gap, kind))
                 continue
-        kinds = {kind for _, kind in gaps}
-        if kinds == {"and", "or"}:
+        if {gap.kind for gap in gaps} == {"and", "or"}:
             tail = rx(_TAIL).match(s, chain[-1].end)
             if tail is not None and not re.search(r"\d", tail.group()):
-                return chain, gaps, tail.end()
+                return Chain(chain, gaps, tail.end())
         chain, gaps = ([mention], []) if mention is not None else ([], [])
     return None
 
 
-def _split(chain: list[Mention], gaps: list[tuple[str, str]], at: str) -> list[list[Mention]]:
+def _split(chain: list[Mention], gaps: list[Gap], at: Join) -> list[list[Mention]]:
     """The chain cut at every gap of kind `at`."""
     parts = [[chain[0]]]
-    for mention, (_, kind) in zip(chain[1:], gaps, strict=True):
-        if kind == at:
+    for mention, gap in zip(chain[1:], gaps, strict=True):
+        if gap.kind == at:
             parts.append([mention])
         else:
             parts[-1].append(mention)
