@@ -21,7 +21,7 @@ small, a key outside the scope) is evaluated: its problems are reported in
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from generated.attendance.models import RuleType
 from generated.errors import InvalidInputError
@@ -29,6 +29,14 @@ from handlers.attendance.core.timeutil import instant, utc_text, zone
 from handlers.attendance.validate import check_for_evaluation
 
 SELECTED, DECLINED, PENDING = -1, -2, -3
+
+
+class Attendance(NamedTuple):
+    """Who counts for each slot (by slot index), who answered at all, and how many records were ignored."""
+
+    per_slot: list[set[str]]
+    answered: set[str]
+    ignored: int
 
 
 def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +107,7 @@ def _ordered(selections: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _attendees(
     selections: list[dict[str, Any]], scope: set[str], slot_index: dict[str, int], slot_policy: dict[str, Any]
-) -> tuple[list[set[str]], set[str], int]:
+) -> Attendance:
     """Per slot, the set of invitees whose selection counts; who answered; how many records were ignored."""
     state: dict[tuple[str, int], int] = {}
     ignored = 0
@@ -139,7 +147,7 @@ def _attendees(
             ignored += 1
     for key, (_, slot) in chosen.items():
         attendees[slot].add(key)
-    return attendees, answered, ignored
+    return Attendance(attendees, answered, ignored)
 
 
 def _reachable(rule: dict[str, Any], scope: list[str], group_sets: list[frozenset[str]]) -> list[bool]:
