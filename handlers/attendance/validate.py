@@ -11,15 +11,16 @@ import copy
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from generated.attendance.models import RuleType
 from generated.errors import ValidationError
 from handlers.attendance.schema import schema_errors
 
 _TYPE_FIELDS = {
-    "ALL": set(),
-    "ANY": set(),
-    "K_OF_N": {"k", "n"},
-    "REQUIRED_PLUS_QUORUM": {"required_invitee_keys", "min_additional"},
-    "GROUP_ANY": {"groups"},
+    RuleType.ALL: set(),
+    RuleType.ANY: set(),
+    RuleType.K_OF_N: {"k", "n"},
+    RuleType.REQUIRED_PLUS_QUORUM: {"required_invitee_keys", "min_additional"},
+    RuleType.GROUP_ANY: {"groups"},
 }
 
 
@@ -80,11 +81,11 @@ def findings(rule: Any) -> list[tuple[str, bool]]:
         for name in sorted(set(params) - _TYPE_FIELDS[kind])
     ]
     scope_set = set(effective)
-    if kind == "K_OF_N":
+    if kind == RuleType.K_OF_N:
         out += _k_of_n_problems(params, len(effective))
-    elif kind == "REQUIRED_PLUS_QUORUM":
+    elif kind == RuleType.REQUIRED_PLUS_QUORUM:
         out += _required_problems(params, scope_set)
-    elif kind == "GROUP_ANY":
+    elif kind == RuleType.GROUP_ANY:
         out += _group_problems(params, scope_set)
     return out
 

@@ -12,20 +12,15 @@ from __future__ import annotations
 
 import re
 
-from handlers.attendance.core.grammar import (
-    _ALL_STRONG,
-    _ANY_WORDS,
-    _CLAUSE_BREAK,
-    _FRACTIONS,
-    _THRESHOLD,
-    BLANK,
-    Grammar,
-    Reading,
-)
+from generated.attendance.models import RuleType
+from handlers.attendance.core.grammar import BLANK, State
+from handlers.attendance.core.grammar.counts import relative_k
+from handlers.attendance.core.grammar.vocabulary import vocabulary
+from handlers.attendance.core.reading import Reading
 from handlers.attendance.core.text import rx
 
 # Readings that come from one of the two kinds of statement; others (concessions, names, groups) are left alone.
-_CHECKED = frozenset(
+_CHECKED_FIXED = frozenset(
     {
         "all.required_everyone",
         "all.words",
@@ -35,21 +30,27 @@ _CHECKED = frozenset(
         "k_of_n.explicit_n",
         "k_of_n.slash",
         "k_of_n.fraction",
-        *(f"k_of_n.{kind}" for _, kind in _FRACTIONS),
     }
 )
-_EVERYONE = rx(r"(?:全員|みんな|皆|全メンバー)(?:の|は|が|も)?(?:参加|出席)?(?:が|は)?(?:必須|必ず|絶対|マスト)")
-# 「1人でも欠けたら中止」 restates "everyone": a count followed by a word of absence is not "fewer are fine".
-_ABSENCE = rx(r"(?:でも|の人が|が|は|も)?(?:欠け|休|来られな|来れな|来な|いなけ|いなかった|不参加|欠席|ダメ|だめ|抜け)")
 _LEADING = re.compile(r"^(?:でも|だけど|けど|ただし|ただ|それでも|とはいえ|、|,|\s)+")
 
 
-def settle_contradiction(grammar: Grammar, reading: Reading, n: int) -> Reading:
+_EVERYONE = r"(?:全員|みんな|皆|全メンバー)(?:の|は|が|も)?(?:参加|出席)?(?:が|は)?(?:必須|必ず|絶対|マスト)"
+# 「1人でも欠けたら中止」 restates "everyone": a count followed by a word of absence is not "fewer are fine".
+_ABSENCE = r"(?:でも|の人が|が|は|も)?(?:欠け|休|来られな|来れな|来な|いなけ|いなかった|不参加|欠席|ダメ|だめ|抜け)"
+
+
+def _checked(pattern: str) -> bool:
+    """Whether a reading comes from one of the two kinds of statement (every relative count's too)."""
+    return pattern in _CHECKED_FIXED or any(pattern == f"k_of_n.{f.kind}" for f in vocabulary().fractions)
+
+
+def settle_contradiction(grammar: State, reading: Reading, n: int) -> Reading:
     """The reading, or ALL with a question when everyone and fewer are both stated."""
-    if reading.pattern not in _CHECKED or n < 2:
+    if not _checked(reading.pattern) or n < 2:
         return reading
     s = grammar.s
-    everyone = [m.span() for p in (_EVERYONE, _ALL_STRONG) for m in p.finditer(s)]
+    everyone = [m.span() for p in (rx(_EVERYONE), vocabulary().all_strong) for m in p.finditer(s)]
     if not everyone:
         return reading
     fewer = _fewer(grammar, everyone, n)
@@ -66,7 +67,7 @@ def settle_contradiction(grammar: Grammar, reading: Reading, n: int) -> Reading:
         f" それとも{accept}成立ですか？（いまは全員としています）"
     )
     return Reading(
-        "ALL",
+        RuleType.ALL,
         {},
         0.6,
         "contradiction.everyone_or_fewer",
@@ -76,17 +77,18 @@ def settle_contradiction(grammar: Grammar, reading: Reading, n: int) -> Reading:
     )
 
 
-def _fewer(grammar: Grammar, everyone: list[tuple[int, int]], n: int) -> tuple[tuple[int, int], int] | None:
+def _fewer(grammar: State, everyone: list[tuple[int, int]], n: int) -> tuple[tuple[int, int], int] | None:
     """The first statement accepting fewer than all n (its span and count), outside every everyone-span."""
     s = grammar.s
+    v = vocabulary()
     found: list[tuple[tuple[int, int], int]] = []
-    for m in _ANY_WORDS.finditer(s):
+    for m in v.any_words.finditer(s):
         found.append((m.span(), 1))
-    for m in _THRESHOLD.finditer(s):
+    for m in v.threshold.finditer(s):
         found.append((m.span(), int(m.group(1))))
-    for pattern, kind in _FRACTIONS:
-        for m in pattern.finditer(s):
-            k = grammar.relative_k(m, kind, n)
+    for fraction in v.fractions:
+        for m in fraction.pattern.finditer(s):
+            k = relative_k(m, fraction.kind, n)
             if k is not None:
                 found.append((m.span(), k))
     found.sort(key=lambda f: (f[0][0], -f[0][1]))  # at one start, the longer statement (1人欠けても, not 1人)
@@ -94,7 +96,8 @@ def _fewer(grammar: Grammar, everyone: list[tuple[int, int]], n: int) -> tuple[t
     for (start, end), k in found:
         inside = any(a <= start and end <= b for a, b in taken)
         taken.append((start, end))
-        if inside or not 1 <= k < n or (_ABSENCE.match(s, end) and not _FRACTIONS[1][0].match(s, start)):
+        absent = rx(_ABSENCE).match(s, end) and not any(p.match(s, start) for p in v.absences)
+        if inside or not 1 <= k < n or absent:
             continue
         if any(a < end and start < b for a, b in everyone):
             continue
@@ -102,11 +105,11 @@ def _fewer(grammar: Grammar, everyone: list[tuple[int, int]], n: int) -> tuple[t
     return None
 
 
-def _clause(grammar: Grammar, start: int, end: int) -> str:
+def _clause(grammar: State, start: int, end: int) -> str:
     """The clause around s[start:end], as the organiser wrote it."""
     s = grammar.s
     begin, stop = 0, len(s)
-    for brk in _CLAUSE_BREAK.finditer(s):
+    for brk in vocabulary().clause_break.finditer(s):
         if brk.end() <= start:
             begin = brk.end()
         elif brk.start() >= end:

@@ -21,13 +21,22 @@ small, a key outside the scope) is evaluated: its problems are reported in
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
+from generated.attendance.models import RuleType
 from generated.errors import InvalidInputError
 from handlers.attendance.core.timeutil import instant, utc_text, zone
 from handlers.attendance.validate import check_for_evaluation
 
 SELECTED, DECLINED, PENDING = -1, -2, -3
+
+
+class Attendance(NamedTuple):
+    """Who counts for each slot (by slot index), who answered at all, and how many records were ignored."""
+
+    per_slot: list[set[str]]
+    answered: set[str]
+    ignored: int
 
 
 def evaluate_attendance(request: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +107,7 @@ def _ordered(selections: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _attendees(
     selections: list[dict[str, Any]], scope: set[str], slot_index: dict[str, int], slot_policy: dict[str, Any]
-) -> tuple[list[set[str]], set[str], int]:
+) -> Attendance:
     """Per slot, the set of invitees whose selection counts; who answered; how many records were ignored."""
     state: dict[tuple[str, int], int] = {}
     ignored = 0
@@ -138,7 +147,7 @@ def _attendees(
             ignored += 1
     for key, (_, slot) in chosen.items():
         attendees[slot].add(key)
-    return attendees, answered, ignored
+    return Attendance(attendees, answered, ignored)
 
 
 def _reachable(rule: dict[str, Any], scope: list[str], group_sets: list[frozenset[str]]) -> list[bool]:
@@ -149,13 +158,13 @@ def _reachable(rule: dict[str, Any], scope: list[str], group_sets: list[frozense
     """
     params = rule["rule"]
     kind = rule["type"]
-    if kind == "GROUP_ANY":
+    if kind == RuleType.GROUP_ANY:
         return [g["min"] <= len(members) for g, members in zip(params["groups"], group_sets, strict=True)]
     if not scope:
         return [False]
-    if kind == "K_OF_N":
+    if kind == RuleType.K_OF_N:
         return [params["k"] <= len(scope)]
-    if kind == "REQUIRED_PLUS_QUORUM":
+    if kind == RuleType.REQUIRED_PLUS_QUORUM:
         required = set(params["required_invitee_keys"])
         return [required <= set(scope) and params["min_additional"] <= len(set(scope) - required)]
     return [True]
@@ -176,14 +185,14 @@ def _slot(
     score = len(who)
     missing: list[str] = []
     groups: list[dict[str, Any]] = []
-    if kind == "ALL":
+    if kind == RuleType.ALL:
         missing = [k for k in scope if k not in who]
         shortfall = len(missing)
-    elif kind == "ANY":
+    elif kind == RuleType.ANY:
         shortfall = 0 if score else 1
-    elif kind == "K_OF_N":
+    elif kind == RuleType.K_OF_N:
         shortfall = max(0, params["k"] - score)
-    elif kind == "REQUIRED_PLUS_QUORUM":
+    elif kind == RuleType.REQUIRED_PLUS_QUORUM:
         required = params["required_invitee_keys"]
         missing = [k for k in required if k not in who]
         additional = score - (len(required) - len(missing))

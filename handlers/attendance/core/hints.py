@@ -2,7 +2,8 @@
 
 These are side channels of the utterance (how many candidates, which days and
 hours, how long, who to share with, how to finalise); the attendance condition
-itself is parsed in grammar.py.
+itself is parsed in grammar/. Patterns are sources here, compiled (once, text.rx)
+where they are first used.
 """
 
 from __future__ import annotations
@@ -10,48 +11,48 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from generated.attendance.models import FinalizeMode, TieBreaker
 from handlers.attendance.core.keys import email_key
+from handlers.attendance.core.policy import PolicyFields
 from handlers.attendance.core.text import rx
 
 DEFAULT_HOURS = [10, 11, 14, 15, 16]
 _COUNT = [
-    rx(r"候補(?:日|日時|枠)?(?:を|は|が)?(\d+)(?:つ|個|件|案|枠|日)"),
-    rx(r"(\d+)(?:つ|個|件|案|枠)(?:の|くらい|ほど)?候補"),
+    r"候補(?:日|日時|枠)?(?:を|は|が)?(\d+)(?:つ|個|件|案|枠|日)",
+    r"(\d+)(?:つ|個|件|案|枠)(?:の|くらい|ほど)?候補",
 ]
 _DAYS = {"月": "mon", "火": "tue", "水": "wed", "木": "thu", "金": "fri", "土": "sat", "日": "sun"}
-_DAY_RE = rx(r"([月火水木金土日])曜")
+_DAY_RE = r"([月火水木金土日])曜"
 _PERIODS = [
-    (rx("午前"), [9, 10, 11]),
-    (rx("午後"), [13, 14, 15, 16, 17]),
-    (rx("夕方"), [17, 18]),
-    (rx("(?:夜|夜間|ディナー)"), [18, 19, 20]),
-    (rx("(?:朝|モーニング)"), [8, 9]),
-    (rx("(?:昼|ランチ)"), [12, 13]),
+    ("午前", [9, 10, 11]),
+    ("午後", [13, 14, 15, 16, 17]),
+    ("夕方", [17, 18]),
+    ("(?:夜|夜間|ディナー)", [18, 19, 20]),
+    ("(?:朝|モーニング)", [8, 9]),
+    ("(?:昼|ランチ)", [12, 13]),
 ]
-_HOUR_RANGE = rx(r"(\d{1,2})時(?:から|〜|~|-)(\d{1,2})時")
-_HOUR_AFTER = rx(r"(\d{1,2})時(?:以降|から|過ぎ)")
+_HOUR_RANGE = r"(\d{1,2})時(?:から|〜|~|-)(\d{1,2})時"
+_HOUR_AFTER = r"(\d{1,2})時(?:以降|から|過ぎ)"
 _DURATION = [
-    (rx(r"(\d+)時間半"), lambda m: int(m.group(1)) * 60 + 30),
-    (rx(r"(\d+)時間(\d+)分"), lambda m: int(m.group(1)) * 60 + int(m.group(2))),
-    (rx(r"(\d+)時間"), lambda m: int(m.group(1)) * 60),
-    (rx(r"半日"), lambda m: 240),
-    (rx(r"(\d+)分(?!の)"), lambda m: int(m.group(1))),
+    (r"(\d+)時間半", lambda m: int(m.group(1)) * 60 + 30),
+    (r"(\d+)時間(\d+)分", lambda m: int(m.group(1)) * 60 + int(m.group(2))),
+    (r"(\d+)時間", lambda m: int(m.group(1)) * 60),
+    (r"半日", lambda m: 240),
+    (r"(\d+)分(?!の)", lambda m: int(m.group(1))),
 ]
-_AUTO_DELAY = rx(r"(\d+)(時間|分)後に?(?:は)?自動")
+_AUTO_DELAY = r"(\d+)(時間|分)後に?(?:は)?自動"
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
-_MANUAL = rx(
-    r"手動|自分で決め|私が決め|こちらで決め|確認してから|勝手に確定しな|自動確定しな|自動で確定しな|自動で決めな|自動確定は(?:しな|不要|なし|オフ)"
-)
-_AUTO = rx(r"自動(?:で|的に)?確定")
-_MOST = rx(r"(?:一番|最も|もっとも|いちばん|なるべく)多く|参加者が多い|人数が多い|多く集まる")
-_EARLIEST = rx(r"一番早い|いちばん早い|最短|最速|最も早い|早い日")
+_MANUAL = r"手動|自分で決め|私が決め|こちらで決め|確認してから|勝手に確定しな|自動確定しな|自動で確定しな|自動で決めな|自動確定は(?:しな|不要|なし|オフ)"
+_AUTO = r"自動(?:で|的に)?確定"
+_MOST = r"(?:一番|最も|もっとも|いちばん|なるべく)多く|参加者が多い|人数が多い|多く集まる"
+_EARLIEST = r"一番早い|いちばん早い|最短|最速|最も早い|早い日"
 
 
 def slot_hint(folded: str, defaults: dict[str, Any]) -> dict[str, Any]:
     """Candidate count, days, hours and duration, each from the text or the defaults."""
     count = defaults.get("slot_count", 3)
     for pattern in _COUNT:
-        m = pattern.search(folded)
+        m = rx(pattern).search(folded)
         if m:
             count = max(1, min(20, int(m.group(1))))
             break
@@ -60,25 +61,25 @@ def slot_hint(folded: str, defaults: dict[str, Any]) -> dict[str, Any]:
         days.append("weekday")
     if any(w in folded for w in ("土日", "週末", "休日", "土日祝")):
         days.append("weekend")
-    for m in _DAY_RE.finditer(folded):
+    for m in rx(_DAY_RE).finditer(folded):
         day = _DAYS[m.group(1)]
         if day not in days:
             days.append(day)
     hours: list[int] = []
-    m = _HOUR_RANGE.search(folded)
+    m = rx(_HOUR_RANGE).search(folded)
     if m:
         lo, hi = int(m.group(1)), int(m.group(2))
         hours = list(range(lo, hi)) if 0 <= lo < hi <= 24 else []
-    elif (m := _HOUR_AFTER.search(folded)) and int(m.group(1)) <= 23:
+    elif (m := rx(_HOUR_AFTER).search(folded)) and int(m.group(1)) <= 23:
         lo = int(m.group(1))
         hours = list(range(lo, min(lo + 4, 24)))
     if not hours:
         for pattern, period in _PERIODS:
-            if pattern.search(folded):
+            if rx(pattern).search(folded):
                 hours.extend(h for h in period if h not in hours)
     duration = defaults.get("duration_minutes", 60)
     for pattern, minutes in _DURATION:
-        m = pattern.search(folded)
+        m = rx(pattern).search(folded)
         if m and 0 < minutes(m) <= 1440:
             duration = minutes(m)
             break
@@ -104,24 +105,24 @@ def share_intent(norm: str, defaults: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def apply_policy_words(folded: str, policy: dict[str, Any]) -> dict[str, Any]:
+def apply_policy_words(folded: str, policy: PolicyFields) -> PolicyFields:
     """Finalize wording overrides the type's default: 手動で確定, 2時間後に自動確定, 一番多く集まる日."""
-    out = dict(policy)
-    if _MANUAL.search(folded):
+    out = policy.copy()
+    if rx(_MANUAL).search(folded):
         out["auto_finalize"] = False
         out.pop("auto_finalize_delay_seconds", None)
         if rx("手動").search(folded) or rx(r"(?:自分|私|こちら)で決め").search(folded):
-            out["mode"] = "MANUAL"
-    elif m := _AUTO_DELAY.search(folded):
+            out["mode"] = FinalizeMode.MANUAL
+    elif m := rx(_AUTO_DELAY).search(folded):
         out["auto_finalize"] = True
         out["auto_finalize_delay_seconds"] = int(m.group(1)) * (3600 if m.group(2) == "時間" else 60)
-    elif _AUTO.search(folded) and not out["auto_finalize"]:
+    elif rx(_AUTO).search(folded) and not out["auto_finalize"]:
         out["auto_finalize"] = True
         out["auto_finalize_delay_seconds"] = 3600
-    if _MOST.search(folded):
-        out["tie_breaker"] = "highest_score"
-    elif _EARLIEST.search(folded):
-        out["tie_breaker"] = "earliest_slot"
-        if out["mode"] == "BEST_SCORE":
-            out["mode"] = "EARLIEST_VALID"
+    if rx(_MOST).search(folded):
+        out["tie_breaker"] = TieBreaker.highest_score
+    elif rx(_EARLIEST).search(folded):
+        out["tie_breaker"] = TieBreaker.earliest_slot
+        if out["mode"] == FinalizeMode.BEST_SCORE:
+            out["mode"] = FinalizeMode.EARLIEST_VALID
     return out

@@ -12,7 +12,7 @@ from typing import Any
 
 from handlers.attendance.core.clarify import Chooser, settle
 from handlers.attendance.core.contradiction import settle_contradiction
-from handlers.attendance.core.grammar import Grammar
+from handlers.attendance.core.grammar import State, read
 from handlers.attendance.core.hints import apply_policy_words, share_intent, slot_hint
 from handlers.attendance.core.names import Directory
 from handlers.attendance.core.policy import default_policy
@@ -33,11 +33,11 @@ def parse_attendance_intent(request: dict[str, Any], choose: Chooser | None = No
     mentions = directory.find_mentions(text)
     if choose is not None:
         settle(mentions, directory, choose)
-    grammar = Grammar(text, directory, mentions)
-    reading = grammar.parse(len(directory.keys))
-    reading = settle_contradiction(grammar, reading, len(directory.keys) - len(reading.excluded))
+    state = State(text, directory, mentions)
+    reading = read(state, len(directory.keys))
+    reading = settle_contradiction(state, reading, len(directory.keys) - len(reading.excluded))
 
-    questions = list(grammar.questions)
+    questions = list(state.questions)
     confidence = reading.confidence
     if questions:
         confidence = min(confidence, CLARIFY_CEILING)
@@ -80,6 +80,6 @@ def parse_attendance_intent(request: dict[str, Any], choose: Chooser | None = No
         "share_intent": share_intent(text.norm, defaults),
         "confidence": round(confidence, 2),
         "needs_clarification": questions,
-        "missing": list(grammar.unknown),
+        "missing": list(state.unknown),
         "matched_pattern": reading.pattern,
     }

@@ -7,35 +7,51 @@ organiser has to confirm it first.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "ANY": {
-        "mode": "EARLIEST_VALID",
-        "tie_breaker": "earliest_slot",
+from generated.attendance.models import FinalizeMode, RuleType, TieBreaker
+
+
+class PolicyFields(TypedDict, total=False):
+    """A finalize policy as the wire carries it (the rule's finalize_policy); the core edits it in place."""
+
+    mode: FinalizeMode
+    tie_breaker: TieBreaker
+    auto_finalize: bool
+    auto_finalize_delay_seconds: int
+
+
+DEFAULTS: dict[RuleType, PolicyFields] = {
+    RuleType.ANY: {
+        "mode": FinalizeMode.EARLIEST_VALID,
+        "tie_breaker": TieBreaker.earliest_slot,
         "auto_finalize": True,
         "auto_finalize_delay_seconds": 3600,
     },
-    "ALL": {"mode": "BEST_SCORE", "tie_breaker": "earliest_slot", "auto_finalize": False},
-    "K_OF_N": {
-        "mode": "EARLIEST_VALID",
-        "tie_breaker": "highest_score",
+    RuleType.ALL: {"mode": FinalizeMode.BEST_SCORE, "tie_breaker": TieBreaker.earliest_slot, "auto_finalize": False},
+    RuleType.K_OF_N: {
+        "mode": FinalizeMode.EARLIEST_VALID,
+        "tie_breaker": TieBreaker.highest_score,
         "auto_finalize": True,
         "auto_finalize_delay_seconds": 7200,
     },
-    "REQUIRED_PLUS_QUORUM": {"mode": "BEST_SCORE", "tie_breaker": "highest_score", "auto_finalize": False},
-    "GROUP_ANY": {
-        "mode": "EARLIEST_VALID",
-        "tie_breaker": "highest_score",
+    RuleType.REQUIRED_PLUS_QUORUM: {
+        "mode": FinalizeMode.BEST_SCORE,
+        "tie_breaker": TieBreaker.highest_score,
+        "auto_finalize": False,
+    },
+    RuleType.GROUP_ANY: {
+        "mode": FinalizeMode.EARLIEST_VALID,
+        "tie_breaker": TieBreaker.highest_score,
         "auto_finalize": True,
         "auto_finalize_delay_seconds": 3600,
     },
 }
 
 
-def default_policy(rule_type: str, delay_override: int | None = None) -> dict[str, Any]:
+def default_policy(rule_type: RuleType, delay_override: int | None = None) -> PolicyFields:
     """A fresh copy of the type's default policy, with the thread's delay if given."""
-    policy = dict(DEFAULTS[rule_type])
+    policy = DEFAULTS[rule_type].copy()
     if policy["auto_finalize"] and delay_override is not None:
         policy["auto_finalize_delay_seconds"] = delay_override
     return policy

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from handlers.attendance.core.numbers import normalize
 
@@ -34,8 +34,10 @@ def fold_plain(text: str) -> str:
     return "".join(_fold_char(ch) for ch in normalize(text) if not ch.isspace())
 
 
+@cache
 def rx(pattern: str) -> re.Pattern[str]:
-    """Compile a grammar pattern written in natural script against folded text.
+    """Compile a grammar pattern written in natural script against folded text (once: patterns are
+    source constants, compiled where they are first used, so importing the service compiles none).
 
     Katakana and upper-case letters are folded; escapes (\\d, \\s, \\S, ...) are
     left alone so their meaning does not change. Every `(\\d+)` group is anchored at
