@@ -15,10 +15,10 @@ from typing import Any
 
 from generated.errors import InvalidInputError
 from handlers.attendance.core.keys import key_of_invitee
-from handlers.attendance.core.text import Folded, fold_plain
+from handlers.attendance.core.text import Folded, fold_plain, rx
 
 HONORIFICS = ("さん", "さま", "様", "くん", "君", "ちゃん", "氏", "殿", "先生")
-HONORIFIC_RE = re.compile("(?:" + "|".join(HONORIFICS) + ")")
+HONORIFIC = "(?:" + "|".join(HONORIFICS) + ")"
 # Words that take an honorific but are not a person of the thread (皆さん, たくさん, お客様).
 NOT_NAMES = frozenset(
     fold_plain(w)
@@ -45,10 +45,11 @@ NOT_NAMES = frozenset(
         "皆々",
     )
 )
-_GROUP_WORDS = re.compile(r"(ちーむ|team|班|ぐるーぷ|group)")
-_SCRIPT_RUN = re.compile(r"[\u4e00-\u9fff\u3005\u30a0-\u30ffa-z0-9ー]+$")
-_HIRA_RUN = re.compile(r"[\u3041-\u309f]{1,8}$")
-_LEADING_FILLERS = re.compile(r"^(?:じゃあ|では|それと|あと|まず|えーと|なお|ただし|でも)*(?:and|&|と|や|、|,)?")
+# Patterns over folded text, compiled at their first use by text.rx (importing the service compiles none).
+_GROUP_WORDS = r"(ちーむ|team|班|ぐるーぷ|group)"
+_SCRIPT_RUN = r"[\u4e00-\u9fff\u3005\u30a0-\u30ffa-z0-9ー]+$"
+_HIRA_RUN = r"[\u3041-\u309f]{1,8}$"
+_LEADING_FILLERS = r"^(?:じゃあ|では|それと|あと|まず|えーと|なお|ただし|でも)*(?:and|&|と|や|、|,)?"
 
 
 @dataclass(slots=True)
@@ -80,7 +81,7 @@ def _identity(invitee: dict[str, Any]) -> tuple[Any, ...]:
 def group_core(label: str) -> str:
     """Team A, Aチーム, チームA, A班 → "a": the label without its group word."""
     folded = fold_plain(label)
-    core = _GROUP_WORDS.sub("", folded)
+    core = rx(_GROUP_WORDS).sub("", folded)
     return core or folded
 
 
@@ -168,19 +169,19 @@ class Directory:
                 start, end = m.span()
                 if self.group_re is not None and self._inside_group_word(folded, start, end):
                     continue
-                hon = HONORIFIC_RE.match(folded, end)
+                hon = rx(HONORIFIC).match(folded, end)
                 stop = hon.end() if hon else end
                 mentions.append(Mention(start, stop, text.original(start, end), self.lookup(m.group())))
                 for i in range(start, stop):
                     taken[i] = True
         previous_end = 0
-        for hon in HONORIFIC_RE.finditer(folded):
+        for hon in rx(HONORIFIC).finditer(folded):
             at = hon.start()
             if taken[at] or self._not_an_honorific(folded, hon):
                 continue
             begin = max([previous_end] + [m.end for m in mentions if m.end <= at])
-            chunk = _LEADING_FILLERS.sub("", folded[begin:at])
-            run = _SCRIPT_RUN.search(chunk) or _HIRA_RUN.search(chunk)
+            chunk = rx(_LEADING_FILLERS).sub("", folded[begin:at])
+            run = rx(_SCRIPT_RUN).search(chunk) or rx(_HIRA_RUN).search(chunk)
             previous_end = hon.end()
             if run is None:
                 continue
