@@ -9,7 +9,6 @@ body read), a token that lacks the called tool's scope (403 before the MCP app) 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -21,7 +20,8 @@ from tests.idp import AUDIENCE, IdentityProvider, running_idp
 pytestmark = pytest.mark.anyio
 
 STAYS = {"stays": [{"code": "13101", "name": "千代田区"}]}
-EVERY = "stays yana household attendance analytics"
+SERVED = "stays,attendance"  # two cheap services: a token may hold the called tool's scope but not every one
+EVERY = "stays attendance"
 CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "summarize_stays", "arguments": STAYS}}
 
 
@@ -32,12 +32,10 @@ def idp() -> Iterator[IdentityProvider]:
 
 
 @pytest.fixture(scope="module")
-async def app(
-    idp: IdentityProvider, tmp_path_factory: pytest.TempPathFactory, seeded_data_dir: Path
-) -> AsyncIterator[InProcessApp]:
+async def app(idp: IdentityProvider, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[InProcessApp]:
     async with serve_in_process(
         tmp_path_factory.mktemp("oauth") / "var",
-        seeded_data_dir,
+        KUMITATE_SERVICES=SERVED,
         KUMITATE_OAUTH_ISSUER=idp.url,
         KUMITATE_OAUTH_AUDIENCE=AUDIENCE,
         KUMITATE_AUTH_FAILURES="1000/1000",
@@ -78,7 +76,7 @@ async def test_the_metadata_routes_name_the_issuer_and_every_scope(app: InProces
         f"{app.url}/mcp/stays",
     )
     assert api["authorization_servers"] == [idp.url]
-    assert set(EVERY.split()) <= set(api["scopes_supported"])
+    assert set(api["scopes_supported"]) == set(EVERY.split())
     assert mcp.headers["cache-control"] == "public, max-age=3600"
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
 
