@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -23,13 +24,17 @@ from kumitate.storage import migrate
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A clean KUMITATE_* environment whose data directory is `tmp_path / "var"`."""
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A clean KUMITATE_* environment whose data directory is `tmp_path / "var"`; the whole environment
+    is restored afterwards (`serve --workers N` and `mcp --stdio` write to it for their workers and fastmcp)."""
+    saved = dict(os.environ)
     for name in list(os.environ):
         if name.startswith("KUMITATE_"):
             monkeypatch.delenv(name)
     monkeypatch.setenv("KUMITATE_DATA_DIR", str(tmp_path / "var"))
-    return tmp_path / "var"
+    yield tmp_path / "var"
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ delay and not before, and the bound given to calls in flight under the operator'
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,13 +38,24 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
     rt.close()
 
 
+@pytest.fixture(autouse=True)
+def sse_streams_left_open() -> Iterator[None]:
+    """uvicorn's own exit sets sse-starlette's process-wide AppStatus.should_exit (sse-starlette patches
+    uvicorn.Server.handle_exit once imported): in a real process the exit follows; here it would end every
+    later in-process test's SSE answers (an MCP reply would never complete). Put it back after each test."""
+    yield
+    sse = sys.modules.get("sse_starlette.sse")
+    if sse is not None:
+        sse.AppStatus.should_exit = False
+
+
 async def app(scope: object, receive: object, send: object) -> None:
     raise AssertionError("no request is served here")
 
 
 def server(runtime: Runtime) -> DrainingServer:
     runtime.draining.clear()
-    return DrainingServer(uvicorn.Config(app), runtime, DELAY_S)
+    return DrainingServer(uvicorn.Config(app, log_config=None), runtime, DELAY_S)
 
 
 def test_calls_in_flight_get_the_longest_deadline_plus_the_lease_margin(runtime: Runtime, tmp_path: Path) -> None:
