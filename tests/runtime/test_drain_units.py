@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,11 +40,15 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
 
 
 @pytest.fixture(autouse=True)
-def sse_streams_left_open() -> Iterator[None]:
-    """uvicorn's own exit sets sse-starlette's process-wide AppStatus.should_exit (sse-starlette patches
-    uvicorn.Server.handle_exit once imported): in a real process the exit follows; here it would end every
-    later in-process test's SSE answers (an MCP reply would never complete). Put it back after each test."""
+def leave_nothing_behind() -> Iterator[None]:
+    """After each test: the drain timers it started have fired (their log line belongs to this test), and
+    sse-starlette's process-wide AppStatus.should_exit is put back. uvicorn's own exit sets it
+    (sse-starlette patches uvicorn.Server.handle_exit once imported): in a real process the exit follows;
+    here it would end every later in-process test's SSE answers (an MCP reply would never complete)."""
     yield
+    for thread in threading.enumerate():
+        if isinstance(thread, threading.Timer):
+            thread.join(5)
     sse = sys.modules.get("sse_starlette.sse")
     if sse is not None:
         sse.AppStatus.should_exit = False
