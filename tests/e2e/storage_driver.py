@@ -1,6 +1,7 @@
 """Run inside `unshare -m` (a private mount namespace) by tests/e2e/test_storage_faults.py.
 
     storage_driver.py full <dir>      serve on a small tmpfs, fill it, call tools, free it, call again
+                                      (from a copy of DRIVER_SEEDED, a seeded data directory, if set)
     storage_driver.py readonly <dir>  start `serve` and `mcp --stdio` on a read-only tmpfs
 
 Prints one JSON report on stdout; the test asserts on it. Mounts vanish with the namespace.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -90,6 +92,8 @@ def health(url: str) -> dict[str, Any]:
 
 def full(data_dir: Path) -> dict[str, Any]:
     mount(data_dir, "size=256m")
+    if seeded := os.environ.get("DRIVER_SEEDED"):
+        shutil.copytree(seeded, data_dir, dirs_exist_ok=True)  # no first-start import to wait for
     port = free_port()
     log = Path(os.environ.get("DRIVER_LOG", "/dev/null"))
     proc = subprocess.Popen(

@@ -35,14 +35,14 @@ def namespaces_unavailable() -> str | None:
     return None
 
 
-def drive(mode: str, tmp_path: Path) -> Any:
+def drive(mode: str, tmp_path: Path, **env: str) -> Any:
     reason = namespaces_unavailable()
     if reason:
         pytest.skip(reason)
     done = subprocess.run(
         ["unshare", "-m", sys.executable, str(DRIVER), mode, str(tmp_path / "var")],
         cwd=REPO,
-        env={**server_env(tmp_path / "var"), "DRIVER_LOG": str(tmp_path / "server.log")},
+        env={**server_env(tmp_path / "var"), "DRIVER_LOG": str(tmp_path / "server.log"), **env},
         capture_output=True,
         text=True,
         timeout=600,
@@ -51,8 +51,8 @@ def drive(mode: str, tmp_path: Path) -> Any:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_a_full_disk_is_storage_unavailable_and_everything_recovers(tmp_path: Path) -> None:
-    report = drive("full", tmp_path)
+def test_a_full_disk_is_storage_unavailable_and_everything_recovers(tmp_path: Path, seeded_data_dir: Path) -> None:
+    report = drive("full", tmp_path, DRIVER_SEEDED=str(seeded_data_dir))
     assert [c["status"] for c in report["before"]] == [200] * len(report["before"]), report["before"]
     for call in report["full"]:
         assert call["status"] in (200, 503), call  # never a 500, never a 400 with engine internals

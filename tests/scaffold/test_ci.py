@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -91,22 +92,39 @@ def test_lint_problems_are_github_annotations_under_github_actions(
     ), out
 
 
+PACKAGING = ("kumitate", "__editable__", "pip", "setuptools", "pkg_resources", "_distutils_hack", "distutils-", "wheel")
+
+
+def installed_dependencies(target: Path) -> Path:
+    """A directory of links to what this environment has installed, but kumitate and the packaging tools.
+
+    On the hook environment's PYTHONPATH it makes pip find kumitate's dependencies (and its codegen extra's)
+    satisfied, so `pre-commit try-repo` builds and installs kumitate from this repository alone instead of
+    ~100 packages: resolving and installing those is tests/scaffold/test_wheel.py's job (`make venv` of a
+    new project). The hooks still import kumitate from the hook environment (PYTHONPATH holds no kumitate).
+    bin/ holds the wheels' binaries (ruff's package looks for its binary there, beside its parent)."""
+    target.mkdir()
+    (target / "bin").symlink_to(sysconfig.get_paths()["scripts"])
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not entry.name.startswith(PACKAGING) and entry.suffix != ".pth":
+            (target / entry.name).symlink_to(entry)
+    return target
+
+
 @pytest.mark.slow
 def test_the_hooks_run_from_this_repository_with_try_repo(tmp_path: Path) -> None:
-    """`pre-commit try-repo` installs kumitate from this repository (with its codegen extra) and runs
-    both hooks on a new project with one hand-edited generated file: the lint passes, and the drift check
-    fails on that file alone (every other generated file is what the hook's generator writes). One run:
-    the hook environment's install is most of this test's time, and a try-repo from a working tree with
-    changes installs it again each time."""
+    """`pre-commit try-repo` installs kumitate from this repository (with its codegen extra, whose
+    dependencies it finds installed) and runs both hooks on a new project with one hand-edited generated
+    file: the lint passes, and the drift check fails on that file alone (every other generated file is what
+    the hook's generator writes). One run: a try-repo from a working tree with changes installs again."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUMITATE_", "VIRTUAL_ENV"))}
-    # PIP_NO_COMPILE: the hook environment's install skips byte-compiling ~100 packages (a third of its time)
     env |= {"PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "PYTHONPATH": str(REPO), "PIP_NO_COMPILE": "1"}
     init = subprocess.run(
         [sys.executable, "-m", "kumitate", "init", "my_tools"], cwd=tmp_path, env=env, capture_output=True, text=True
     )
     assert init.returncode == 0, init.stderr
     project = tmp_path / "my_tools"
-    env.pop("PYTHONPATH")
+    env["PYTHONPATH"] = str(installed_dependencies(tmp_path / "dependencies"))
     models = project / "generated/hello/models.py"
     models.write_text(models.read_text() + "\n# edited by hand\n")
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]

@@ -106,7 +106,7 @@ def test_a_new_team_starts_from_the_wheel(wheel: Path, team_project: Path, tmp_p
     server = subprocess.Popen(
         ["make", "serve", f"PORT={port}"],
         cwd=project,
-        env=ENV,
+        env=ENV | {"KUMITATE_DRAIN_DELAY_S": "0"},  # no balancer to wait for on SIGTERM (5 s by default)
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,

@@ -25,9 +25,10 @@ OpenYana = Callable[..., Any]
 
 CHILD = textwrap.dedent(
     """
-    import sys, time
+    import os, sys, time
     from pathlib import Path
     go = Path(sys.argv[2])
+    go.with_name(f"ready-{os.getpid()}").touch()
     while not go.exists():
         time.sleep(0.005)
     from handlers.yana import create
@@ -68,7 +69,10 @@ def test_processes_starting_at_once_load_the_labels_once(tmp_path: Path, databas
         )
         for _ in range(3)
     ]
-    time.sleep(1.5)  # let every child import everything and wait at the gate
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("ready-*"))) < len(procs):  # every child is at the gate
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs), "a child did not reach the gate"
+        time.sleep(0.01)
     go.touch()
     outputs = [p.communicate(timeout=120) for p in procs]
     for proc, (out, err) in zip(procs, outputs, strict=True):
