@@ -11,6 +11,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -181,18 +182,30 @@ def _service_errors(svc: ServiceSpec, errors: list[dict[str, Any]]) -> dict[str,
     }
 
 
-def ruff_format(code: str, filename: str) -> str:
-    """Format with the pinned ruff, so output does not depend on the machine."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--line-length", "120", "--stdin-filename", filename, "-"],
-        input=code,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"ruff format failed on {filename}: {proc.stderr}")
-    return proc.stdout
+RUFF_SETTINGS = ("--line-length", "120", "--target-version", "py311")
+"""How generated code is formatted, whatever the project's own ruff configuration says."""
+
+
+def ruff_format(sources: dict[str, str]) -> dict[str, str]:
+    """Format every generated Python file with the pinned ruff in one run (a ruff process per file cost
+    about 2 s of a 7 s generation), so output does not depend on the machine: the settings are given on
+    the command line and no configuration file is read (`--isolated`). Files are passed by name, so no
+    default exclusion (a service called `build` or `dist`) can skip one."""
+    with tempfile.TemporaryDirectory(prefix="kumitate-format-") as tmp:
+        root = Path(tmp)
+        for path, code in sources.items():
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
+            (root / path).write_text(code, encoding="utf-8")
+        proc = subprocess.run(
+            [sys.executable, "-m", "ruff", "format", "--isolated", "--no-cache", *RUFF_SETTINGS, *sources],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"ruff format failed: {proc.stderr}")
+        return {path: (root / path).read_text(encoding="utf-8") for path in sources}
 
 
 def render_all(tree: SpecTree) -> dict[str, str]:
@@ -248,8 +261,7 @@ def render_all(tree: SpecTree) -> dict[str, str]:
         services=[s.name for s in tree.services],
         toolsets={ts.name: tuple(f"{t.service}.{t.name}" for t in tree.toolset_tools(ts)) for ts in tree.toolsets},
     )
-    for path, code in py.items():
-        out[path] = ruff_format(code, path)
+    out.update(ruff_format(py))
     out["generated/openapi.json"] = json.dumps(openapi.build(tree), ensure_ascii=False, sort_keys=True, indent=1) + "\n"
     out[lockfile.PATH] = lockfile.render(tree)
     out.update(docs.render(tree))
