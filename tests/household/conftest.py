@@ -121,9 +121,7 @@ class WireCalls:
             call_ctx = next(a for a in (*args, *kwargs.values()) if isinstance(a, CallContext))
             with bound(call_ctx):  # the current call, as the pipeline sets it (for url_for, progress)
                 result = method(*args, **kwargs)
-            if isinstance(result, BaseModel):
-                return result.model_dump(mode="json", by_alias=True, exclude_unset=True)
-            return result
+            return wire(result) if isinstance(result, BaseModel) else result
 
         return call
 
@@ -141,10 +139,15 @@ def open_service(setup: ServiceSetup) -> WireCalls:
     return WireCalls(create(setup))
 
 
+def wire(model: BaseModel) -> dict[str, Any]:
+    """An output model as the pipeline sends it (steps/invoke.py's dump)."""
+    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
 def startup_report(svc: WireCalls) -> dict[str, Any]:
     """The import the service ran at its start, as import_household_data answers it on the wire."""
     report: BaseModel = svc.core.startup_report
-    return report.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return wire(report)
 
 
 def service_env(var: Path, samples: Path, **env: str) -> dict[str, str]:

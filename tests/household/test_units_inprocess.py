@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from handlers.household.core.duplicates import Item, find_candidates, find_candidates_pairwise
 from handlers.household.invariants import INVARIANTS
@@ -22,7 +21,7 @@ from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.invariants import Step
 
-from .conftest import row, sql, write_export
+from .conftest import row, sql, wire, write_export
 
 
 @pytest.fixture
@@ -46,11 +45,6 @@ def svc(tmp_path: Path, make_service: Any) -> Any:
         ],
     )
     return make_service(data)
-
-
-def wire(model: BaseModel) -> dict[str, Any]:
-    """A core answer as the resource sends it (the pipeline's dump of an output model)."""
-    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 def test_month_resources_and_completions(svc: Any) -> None:
