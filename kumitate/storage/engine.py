@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
-import psycopg
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
@@ -80,7 +80,7 @@ def _postgres(url: str) -> Engine:
         if bound is not None:
             timeout = min(timeout, bound.remaining_s())
         cparams["connect_timeout"] = max(2, math.ceil(timeout))
-        return _QuietConnection.connect(*cargs, **cparams)
+        return _quiet_connection().connect(*cargs, **cparams)
 
     return engine
 
@@ -99,13 +99,20 @@ def _wal(cursor: Any, busy_timeout_ms: int) -> None:
             time.sleep(0.01)
 
 
-class _QuietConnection(psycopg.Connection[Any]):
-    """psycopg wakes a thread blocked on the server every 0.1 s to look for Ctrl-C, which only the main
+@functools.cache
+def _quiet_connection() -> Any:
+    """psycopg's connection class, made at the first PostgreSQL connection (SQLite never imports psycopg).
+
+    psycopg wakes a thread blocked on the server every 0.1 s to look for Ctrl-C, which only the main
     thread ever receives; with many threads held by a hung server those wake-ups take the GIL from the
     event loop ten times a second each. Once a second is enough for the main thread."""
+    import psycopg
 
-    def wait(self, gen: Any, interval: float = WAIT_INTERVAL_S, timeout: float | None = None) -> Any:
-        return super().wait(gen, interval, timeout)
+    class QuietConnection(psycopg.Connection[Any]):
+        def wait(self, gen: Any, interval: float = WAIT_INTERVAL_S, timeout: float | None = None) -> Any:
+            return super().wait(gen, interval, timeout)
+
+    return QuietConnection
 
 
 def _sqlite(url: str, busy_timeout_ms: int) -> Engine:

@@ -90,12 +90,15 @@ async def test_a_killed_instance_is_back_within_10_s_and_the_few_failures_are_js
     assert pid is not None
     try:
         async with httpx.AsyncClient(base_url=cluster.url, timeout=30) as http:
-            running = asyncio.create_task(load(http, stop))
-            await asyncio.sleep(1.0)
+            # about 100 calls a second, for 2 s either side of the restart: enough calls that the few
+            # in flight on the victim stay under 0.5%, without the load generator itself (Python, in
+            # this process) taking the CPU the restart needs on a CI machine already running other tests
+            running = asyncio.create_task(load(http, stop, pause_s=0.03))
+            await asyncio.sleep(2.0)
             os.kill(pid, signal.SIGKILL)
             back_after = await asyncio.to_thread(seconds_until_answering, cluster.ports.instances[victim], 30)
             await asyncio.to_thread(cluster.wait_instance, victim, 30)  # and in rotation again
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(2.0)
             stop.set()
             answers = await running
     finally:

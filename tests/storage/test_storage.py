@@ -36,6 +36,23 @@ def test_start_up_migrates_to_head_once(database_url: str | None, tmp_path: Path
     open_database(tmp_path, deploy(database_url)).close()
 
 
+def test_head_names_the_newest_packaged_migration() -> None:
+    assert migrate.head() == migrate.HEAD
+
+
+def test_a_database_at_head_opens_without_loading_alembic(tmp_path: Path) -> None:
+    """A restart's fast path: the version is read with one query, Alembic stays unimported."""
+    open_database(tmp_path, deploy(None)).close()
+    script = (
+        "import sys; from pathlib import Path; from kumitate.deploy import DeploySettings; "
+        "from kumitate.storage import open_database; "
+        f"open_database(Path({str(tmp_path)!r}), DeploySettings()).close(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('alembic', 'mako')))"
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO)
+    assert ran.stdout.strip() == "[]", ran.stdout
+
+
 def test_a_database_behind_this_release_fails_start_up_when_migration_is_off(
     database_url: str | None, tmp_path: Path
 ) -> None:
