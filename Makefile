@@ -45,7 +45,7 @@ test: venv  ## drift check + the whole test suite with coverage, in TEST_SEED's 
 	$(PY) -m codegen --check
 	mkdir -p var
 	@echo "test order: $(if $(TEST_SEED),pytest-randomly seed $(TEST_SEED) (make test TEST_SEED=$(TEST_SEED) repeats it),file order)"
-	$(PY) -m pytest -q -rs --cov --cov-report= $(TEST_ORDER) $(TEST_PROCS)
+	$(PY) -m pytest -q -rs --durations=25 --cov --cov-report= $(TEST_ORDER) $(TEST_PROCS)
 	@echo "coverage: $$($(PY) -m coverage report --format=total)% of kumitate, codegen and handlers (in-process lines)"
 
 test-latest:  ## the fast runtime/wire tests against the NEWEST fastmcp, mcp, litestar, pydantic (var/venv-latest); prints what broke
