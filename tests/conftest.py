@@ -10,6 +10,7 @@ timeouts, streamed bodies, proxies, restarts) runs on `live_server` / `start_ser
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import socket
@@ -80,6 +81,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             super().schedule()
 
     return SharedSessionScheduling(config, log)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def machine_share(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under xdist, a test marked `exclusive` runs while no other worker runs a test; every other test
+    shares the machine as usual. For the few tests whose claim is a time on this machine (a killed
+    instance back within 10 s) and that a neighbour's pip install or mypy run would otherwise decide.
+
+    Two flock files: `main` (shared per test, exclusive for a marked one) and `gate`, which a marked
+    test holds while it waits, so the other worker cannot keep taking `main` from test to test."""
+    workerinput = getattr(request.config, "workerinput", None)  # not inherited by a pytest a test runs
+    if workerinput is None:  # one process: nothing to share with
+        yield
+        return
+    run = workerinput["testrunuid"]
+    exclusive = request.node.get_closest_marker("exclusive") is not None
+    base = Path(tempfile.gettempdir()) / f"kumitate-tests-{run}"
+    with (base.with_suffix(".gate")).open("a") as gate, (base.with_suffix(".main")).open("a") as main:
+        fcntl.flock(gate, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        fcntl.flock(main, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        if not exclusive:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        yield
 
 
 @pytest.fixture(scope="module")
