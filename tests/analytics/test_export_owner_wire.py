@@ -26,7 +26,11 @@ TOKENS = {
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     root: Path = tmp_path_factory.mktemp("owner_wire")
     live = start_server(
-        root / "var", root / "server.log", KUMITATE_TOKENS=json.dumps(TOKENS), KUMITATE_ANALYTICS_SCALE="0.05"
+        root / "var",
+        root / "server.log",
+        KUMITATE_TOKENS=json.dumps(TOKENS),
+        KUMITATE_ANALYTICS_SCALE="0.05",
+        KUMITATE_SERVICES="analytics",
     )
     yield live
     stop_server(live)

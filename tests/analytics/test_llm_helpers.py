@@ -160,7 +160,11 @@ def test_load_from_the_real_server_with_a_token(tmp_path: Path) -> None:
         "t-stays": {"principal": "stays-only", "scopes": ["stays"]},
     }
     server = start_server(
-        tmp_path / "var", tmp_path / "server.log", KUMITATE_TOKENS=json.dumps(tokens), KUMITATE_ANALYTICS_SCALE="0.05"
+        tmp_path / "var",
+        tmp_path / "server.log",
+        KUMITATE_TOKENS=json.dumps(tokens),
+        KUMITATE_ANALYTICS_SCALE="0.05",
+        KUMITATE_SERVICES="analytics",
     )
     try:
         auth = {"Authorization": "Bearer t-analytics"}

@@ -1,6 +1,14 @@
-"""User SQL is one read-only SELECT on a sandboxed connection; everything else is refused."""
+"""User SQL is one read-only SELECT on a sandboxed connection; everything else is refused.
+
+The attack table and the plain selects each run against one service per module (a service starts a DuckDB
+worker process, ~0.3 s idle and seconds on a loaded host): an attack that got through would leave its trace
+(a file, a view, a changed setting) for every later case to trip on, so sharing makes the check stricter.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -8,7 +16,7 @@ from handlers.analytics.core.service import AnalyticsService
 from handlers.analytics.core.source import IDENTIFIER
 from kumitate.errors import ToolError
 
-from .conftest import FakeClock
+from .conftest import FakeClock, make_service
 
 # (attack, expected code). Parse-level garbage is SQL_ERROR; everything that parses is UNSAFE_QUERY.
 ATTACKS: list[tuple[str, str]] = [
@@ -125,23 +133,39 @@ ALLOWED = [
 ]
 
 
+@pytest.fixture(scope="module")
+def attacked(small_db_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnalyticsService]:
+    """The service every attack is tried on, in turn."""
+    svc = make_service(small_db_template, tmp_path_factory.mktemp("attacked"))
+    yield svc
+    svc.close()
+
+
+@pytest.fixture(scope="module")
+def selects(small_db_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnalyticsService]:
+    """The service the plain selects export from."""
+    svc = make_service(small_db_template, tmp_path_factory.mktemp("selects"))
+    yield svc
+    svc.close()
+
+
 def test_attack_table_is_large_enough() -> None:
     assert len(ATTACKS) >= 30
 
 
 @pytest.mark.parametrize(("sql", "code"), ATTACKS, ids=[a[0][:40] or "empty" for a in ATTACKS])
-def test_attack_is_refused_everywhere(service: AnalyticsService, sql: str, code: str) -> None:
+def test_attack_is_refused_everywhere(attacked: AnalyticsService, sql: str, code: str) -> None:
     # profile reads a bare word (CHECKPOINT, VACUUM) as a table name: NOT_FOUND is its refusal.
     profile_code = "NOT_FOUND" if IDENTIFIER.match(sql.strip()) else code
     for call, expected in (
-        (lambda: service.export({"query": sql}), code),
-        (lambda: service.materialize({"name": "evil", "query": sql}), code),
-        (lambda: service.profile({"table_or_query": sql}), profile_code),
+        (lambda: attacked.export({"query": sql}), code),
+        (lambda: attacked.materialize({"name": "evil", "query": sql}), code),
+        (lambda: attacked.profile({"table_or_query": sql}), profile_code),
     ):
         with pytest.raises(ToolError) as info:
             call()
         assert info.value.code == expected, (sql, info.value.message)
-    assert not list(service.exports.directory.iterdir())
+    assert not list(attacked.exports.directory.iterdir())
 
 
 def test_database_is_intact_after_attacks(service: AnalyticsService) -> None:
@@ -153,8 +177,8 @@ def test_database_is_intact_after_attacks(service: AnalyticsService) -> None:
 
 
 @pytest.mark.parametrize("sql", ALLOWED)
-def test_plain_selects_pass(service: AnalyticsService, sql: str) -> None:
-    result = service.export({"query": sql, "format": "csv"})
+def test_plain_selects_pass(selects: AnalyticsService, sql: str) -> None:
+    result = selects.export({"query": sql, "format": "csv"})
     assert result["rows"] == 1
     assert result["columns"] == ["n"]
 

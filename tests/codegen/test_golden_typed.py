@@ -4,15 +4,23 @@ The golden test compares text; this one proves the text is a working, typed cont
 `handlers/<svc>` written from the spec (each method typed exactly as its protocol says, returning
 the output model) passes mypy --strict together with the generated package, and importing every
 generated module, building the handlers through `bindings.SERVICE` and calling each tool through
-the real intake (spec examples where there are some) gives the output model.
+the real intake (spec examples where there are some) gives the output model (golden_runner.py: one
+process imports the runtime once and forks a child per service).
+
+The cases share one mypy cache (the first case analyses the runtime and its libraries, the others
+reuse it). The mypy daemon was tried: after a case's files were swapped in it passed a stub with a
+type error plain mypy reports, so each case keeps its own `mypy` run.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,39 +29,6 @@ from tests.codegen.support import GOLDEN, REPO
 from tests.codegen.test_golden import CASES, render_case
 
 pytestmark = pytest.mark.slow
-
-RUN = """
-import asyncio, importlib, inspect, sys
-from pathlib import Path
-from pydantic import BaseModel
-from kumitate.context import CallContext
-from kumitate.intake import Intake
-from kumitate.service import ServiceSetup
-from kumitate.settings import Settings
-
-svc, examples = sys.argv[1], eval(sys.argv[2])
-for name in ("models", "protocols", "bindings", "mcp", "http", "client"):
-    importlib.import_module(f"generated.{svc}.{name}")
-importlib.import_module("generated.registry")
-bindings = importlib.import_module(f"generated.{svc}.bindings")
-assert bindings.__file__.startswith(str(Path.cwd())), bindings.__file__
-settings = Settings(data_dir=Path.cwd() / "var", sample_dir=Path.cwd(), public_base_url="http://x")
-handlers = bindings.SERVICE.create_handlers(ServiceSetup.open(svc, settings))
-intake, calls = Intake(), 0
-for tool in bindings.SERVICE.tools:
-    for arguments in examples.get(tool.name) or [None]:
-        value = tool.input_model.model_construct() if arguments is None else intake.prepare(tool, arguments)
-        ctx = CallContext(service=svc, tool=tool.name, transport="test", run_id="r", trace_id="t")
-        result = getattr(handlers, tool.name)(value, ctx)
-        result = asyncio.run(result) if inspect.isawaitable(result) else result
-        assert isinstance(result, BaseModel), (tool.name, result)
-        calls += 1
-for res in bindings.SERVICE.resources:
-    ctx = CallContext(service=svc, tool=res.name, transport="test", run_id="r", trace_id="t")
-    getattr(handlers, f"read_{res.name}")(ctx, **{p: "x" for p in res.params})
-    calls += 1
-print("calls", calls)
-"""
 
 
 def _stub(svc: specs.ServiceSpec) -> str:
@@ -108,8 +83,47 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{REPO}", "MYPYPATH": f"{tmp_path}{os.pathsep}{REPO}"}
 
 
+class Runner:
+    """The golden_runner process: `call` runs one service of a case in a fresh fork."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        assert process.stdin is not None and process.stdout is not None
+        self.process, self.stdin, self.stdout = process, process.stdin, process.stdout
+
+    def call(self, case_dir: Path, service: str, examples: dict[str, list[Any]]) -> dict[str, Any]:
+        self.stdin.write(json.dumps({"dir": str(case_dir), "service": service, "examples": examples}) + "\n")
+        self.stdin.flush()
+        line = self.stdout.readline()
+        assert line, f"the golden runner ended (status {self.process.wait()})"
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+
+@pytest.fixture(scope="module")
+def runner() -> Iterator[Runner]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.codegen.golden_runner"],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    runner = Runner(process)
+    try:
+        yield runner
+    finally:
+        runner.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
 @pytest.mark.parametrize("case", CASES)
-def test_golden_case_is_typed_and_runs(case: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_golden_case_is_typed_and_runs(
+    case: str, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, runner: Runner
+) -> None:
     assert (GOLDEN / case / "expected").is_dir()
     tree = _write_case(case, tmp_path)
     cache = tmp_path_factory.getbasetemp() / "mypy-cache"
@@ -126,15 +140,7 @@ def test_golden_case_is_typed_and_runs(case: str, tmp_path: Path, tmp_path_facto
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
     for svc in tree.services:
         examples = {t.name: [ex.input for ex in t.examples if ex.error is None] for t in svc.tools}
-        run = subprocess.run(
-            [sys.executable, "-c", RUN, svc.name, repr(examples)],
-            cwd=tmp_path,
-            env=_env(tmp_path),
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert run.returncode == 0, run.stdout + run.stderr
+        run = runner.call(tmp_path, svc.name, examples)
+        assert run["status"] == 0, run["output"]
         expected = sum(len(e) or 1 for e in examples.values()) + len(svc.resources)
-        assert f"calls {expected}" in run.stdout
+        assert f"calls {expected}" in run["output"]

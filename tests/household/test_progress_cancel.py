@@ -129,7 +129,9 @@ async def test_a_cancelled_import_saves_nothing_in_memory(runtime: Runtime, tmp_
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer, Path]]:
     root = tmp_path_factory.mktemp("progress")
     (root / "exports").mkdir()
-    live = start_server(root / "var", root / "server.log", HOUSEHOLD_DATA_DIR=str(root / "exports"))
+    live = start_server(
+        root / "var", root / "server.log", HOUSEHOLD_DATA_DIR=str(root / "exports"), KUMITATE_SERVICES="household"
+    )
     yield live, root
     stop_server(live)
 
@@ -176,7 +178,9 @@ async def test_progress_and_cancellation_over_stdio(tmp_path: Path) -> None:
     exports, var = tmp_path / "exports", tmp_path / "var"
     exports.mkdir()
     env = server_env(var, HOUSEHOLD_DATA_DIR=str(exports))
-    stdio = StdioTransport(sys.executable, ["-m", "kumitate", "mcp", "--stdio"], cwd=str(REPO), env=env)
+    stdio = StdioTransport(
+        sys.executable, ["-m", "kumitate", "mcp", "--stdio", "--service", "household"], cwd=str(REPO), env=env
+    )
     async with Client(stdio) as client:
         _exports(exports, FILES, 20)
         seen = Progress()

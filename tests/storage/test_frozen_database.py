@@ -62,6 +62,8 @@ STAYS = (
     },
 )
 INVITEE = ("/v1/attendance/invitee_key", {"kind": "user", "value": "42"})
+SERVED = "household,yana,attendance,stays"
+"""The services these tests call: analytics (its sample database, its worker processes) is left out."""
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +92,7 @@ def server(own_postgres: tuple[str, Path], tmp_path_factory: pytest.TempPathFact
         KUMITATE_COMMIT_GRACE_MS=str(GRACE_MS),
         KUMITATE_WORKER_THREADS="8",
         KUMITATE_BULKHEAD_WAIT_MS="1000",
+        KUMITATE_SERVICES=SERVED,
     )
     yield live
     stop_server(live)
@@ -213,7 +216,11 @@ def hold(url: str, calls: int, stop: Any, outcomes: Any) -> None:
 def default_server(own_postgres: tuple[str, Path], tmp_path: Path) -> Iterator[LiveServer]:
     """A server with the default limits (16 threads a service, 5 s bulkhead wait, 30 s database bound)."""
     live = start_server(
-        tmp_path / "var", tmp_path / "server.log", KUMITATE_DATABASE_URL=own_postgres[0], KUMITATE_LOOP_STALL_MS="100"
+        tmp_path / "var",
+        tmp_path / "server.log",
+        KUMITATE_DATABASE_URL=own_postgres[0],
+        KUMITATE_LOOP_STALL_MS="100",
+        KUMITATE_SERVICES=SERVED,
     )
     yield live
     stop_server(live)
