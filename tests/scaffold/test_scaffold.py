@@ -221,12 +221,12 @@ def test_make_fuzz_runs_schemathesis_and_the_mcp_fuzz(project: Path) -> None:
     assert (
         "-m codegen.fuzz.http --seed $(FUZZ_SEED)" in makefile and "-m codegen.fuzz.mcp --seed $(FUZZ_SEED)" in makefile
     )
-    http = in_project(project, "codegen.fuzz.http", "--seed", "1", "--max-examples", "5", "--sequences", "20")
+    http = in_project(project, "codegen.fuzz.http", "--seed", "1", "--max-examples", "3", "--sequences", "8")
     assert http.returncode == 0, http.stdout[-3000:] + http.stderr[-3000:]
     reports = [p.read_text() for p in (project / "st-report").glob("*.xml")]
     assert "No issues found" in http.stdout and any("POST /v1/hello/greet" in r for r in reports), http.stdout
     assert re.search(r"HTTP stateful fuzz: \d+ sequences, [1-9]\d* multi-step .* 0 failures", http.stdout), http.stdout
-    mcp = in_project(project, "codegen.fuzz.mcp", "--seed", "1", "--max-examples", "5", "--sequences", "20")
+    mcp = in_project(project, "codegen.fuzz.mcp", "--seed", "1", "--max-examples", "3", "--sequences", "8")
     assert mcp.returncode == 0, mcp.stdout[-3000:] + mcp.stderr[-3000:]
-    assert "greet: 5 valid" in mcp.stdout and ", 0 failures" in mcp.stdout
+    assert "greet: 3 valid" in mcp.stdout and ", 0 failures" in mcp.stdout
     assert re.search(r"MCP stateful fuzz: \d+ sequences, [1-9]\d* multi-step .* 0 failures", mcp.stdout), mcp.stdout
