@@ -94,7 +94,8 @@ def project(tmp_path: Path, initialised: Path) -> Path:
 
 def test_init_writes_a_project_that_passes_its_own_checks(project: Path) -> None:
     """The files, the drift check and the lint. That the same project passes its own mypy, raises check and
-    tests is `make test` in tests/scaffold/test_wheel.py (from the wheel, in the project's own venv);
+    tests is its `make test` in tests/scaffold/test_package.py (`make test-package`: from the wheel, in the
+    project's own venv);
     test_new_service_tool_and_resource_keep_the_tests_green runs them here on a grown project."""
     for path in (
         "pyproject.toml",
