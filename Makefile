@@ -20,7 +20,7 @@ TEST_PROCS = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist load
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
-.PHONY: help venv generate serve test test-latest check lint docstrings api-docs drift types fast fmt fuzz conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
+.PHONY: help venv generate serve test test-package test-latest check lint docstrings api-docs drift types fast fmt fuzz conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
 .DEFAULT_GOAL := help
 
 help:  ## list the targets (this text)
@@ -41,12 +41,15 @@ generate: venv  ## specs/ -> generated/
 serve: venv  ## HTTP (/v1) + MCP (/mcp) on HOST:PORT
 	$(PY) -m kumitate serve --host $(HOST) --port $(PORT)
 
-test: venv  ## drift check + the whole test suite with coverage, in TEST_SEED's random order (what CI runs; -rs: why cluster/PostgreSQL tests skipped)
+test: venv  ## drift check + the whole test suite with coverage, in TEST_SEED's random order (what CI runs; -rs: why cluster/PostgreSQL tests skipped); all but test-package's
 	$(PY) -m codegen --check
 	mkdir -p var
 	@echo "test order: $(if $(TEST_SEED),pytest-randomly seed $(TEST_SEED) (make test TEST_SEED=$(TEST_SEED) repeats it),file order)"
-	$(PY) -m pytest -q -rs --durations=25 --cov --cov-report= $(TEST_ORDER) $(TEST_PROCS)
+	$(PY) -m pytest -q -rs --durations=25 --cov --cov-report= -m "not package" $(TEST_ORDER) $(TEST_PROCS)
 	@echo "coverage: $$($(PY) -m coverage report --format=total)% of kumitate, codegen and handlers (in-process lines)"
+
+test-package: venv  ## a new team from the wheel: its ~100 dependencies in a fresh venv, the project's make test/serve/review (CI's own stage; minutes)
+	$(PY) -m pytest -q -rs -m package tests/scaffold
 
 test-latest:  ## the fast runtime/wire tests against the NEWEST fastmcp, mcp, litestar, pydantic (var/venv-latest); prints what broke
 	bash .ci/test-latest

@@ -44,12 +44,14 @@ def free_port() -> int:
 
 @contextmanager
 def serve(project: Path, data_dir: Path, **env: str) -> Iterator[Server]:
-    """`kumitate serve` for `project` on a free loopback port, until the block ends."""
+    """`kumitate serve` for `project` on a free loopback port, until the block ends. It stops without the
+    drain delay on SIGTERM (no balancer waits on its /readyz; `env` may set one)."""
     port = free_port()
     log = data_dir.parent / f"server-{port}.log"
     data_dir.mkdir(parents=True, exist_ok=True)
     environment = {k: v for k, v in os.environ.items() if not k.startswith("KUMITATE_")}
-    environment.update({"KUMITATE_DATA_DIR": str(data_dir), "KUMITATE_PROJECT": str(project), **env})
+    environment.update({"KUMITATE_DATA_DIR": str(data_dir), "KUMITATE_PROJECT": str(project)})
+    environment.update({"KUMITATE_DRAIN_DELAY_S": "0", **env})
     command = [sys.executable, "-m", "kumitate", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=project, env=environment, stdout=out, stderr=subprocess.STDOUT)

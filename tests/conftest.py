@@ -47,7 +47,6 @@ SHARED_SESSION_DIRS = ("tests/cluster/",)
 # default order (most tests first) left these few-test, minutes-long modules for the end of a run, where
 # one worker ran them alone while the other idled.
 LONGEST_SCOPES_FIRST = (
-    "tests/scaffold/test_wheel.py",  # a wheel build and a fresh venv install, then the project's make test
     "tests/scaffold/test_ci.py",  # pre-commit try-repo: a hook venv installed from this repository
     "tests/scaffold/test_scaffold.py",  # projects' mypy, raises check, tests and fuzz
     "tests/cluster/",  # PostgreSQL, Redis, nginx and three instances, killed and restarted

@@ -9,7 +9,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import yaml
 from codegen import scaffold
 from codegen.__main__ import main as codegen_main
 from tests.conftest import REPO
+from tests.scaffold.wheels import installed_dependencies
 
 BIN = Path(sys.executable).parent
 REPOSITORY_INSTALL = "python -m pip install -e '.[codegen]'"
@@ -90,25 +90,6 @@ def test_lint_problems_are_github_annotations_under_github_actions(
     assert re.search(
         rf"^::error file=specs/hello/tools/greet\.yaml,line={line},title=KT\d+::.*NO_SUCH_CODE", out, re.M
     ), out
-
-
-PACKAGING = ("kumitate", "__editable__", "pip", "setuptools", "pkg_resources", "_distutils_hack", "distutils-", "wheel")
-
-
-def installed_dependencies(target: Path) -> Path:
-    """A directory of links to what this environment has installed, but kumitate and the packaging tools.
-
-    On the hook environment's PYTHONPATH it makes pip find kumitate's dependencies (and its codegen extra's)
-    satisfied, so `pre-commit try-repo` builds and installs kumitate from this repository alone instead of
-    ~100 packages: resolving and installing those is tests/scaffold/test_wheel.py's job (`make venv` of a
-    new project). The hooks still import kumitate from the hook environment (PYTHONPATH holds no kumitate).
-    bin/ holds the wheels' binaries (ruff's package looks for its binary there, beside its parent)."""
-    target.mkdir()
-    (target / "bin").symlink_to(sysconfig.get_paths()["scripts"])
-    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
-        if not entry.name.startswith(PACKAGING) and entry.suffix != ".pth":
-            (target / entry.name).symlink_to(entry)
-    return target
 
 
 @pytest.mark.slow

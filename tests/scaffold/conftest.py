@@ -1,0 +1,15 @@
+"""The wheel, built once per session for whichever scaffold tests ask (test_wheel.py, test_package.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.scaffold.wheels import build_wheel
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """kumitate's wheel, built once per session from a copy of what it packages."""
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
