@@ -120,7 +120,9 @@ def postgres_url(server_dir: Path) -> Iterator[str]:
     from deploy import servers
 
     yield started(
-        "PostgreSQL", servers.pg_bin() is None, lambda: servers.start_postgres(server_dir, servers.free_port())
+        "PostgreSQL",
+        servers.pg_bin() is None,
+        lambda: servers.start_postgres(server_dir, servers.free_port(), durable=False),
     )
     servers.stop_postgres(server_dir)
 
