@@ -199,8 +199,11 @@ def postgres_url(port: int) -> str:
     return f"postgresql+psycopg://{PG_USER}@127.0.0.1:{port}/{PG_DATABASE}"
 
 
-def start_postgres(directory: Path, port: int) -> str:
-    """initdb on first use (trust auth on loopback only), start, create the database; returns its URL."""
+def start_postgres(directory: Path, port: int, durable: bool = True) -> str:
+    """initdb on first use (trust auth on loopback only), start, create the database; returns its URL.
+    `durable=False` (a test session's throw-away server): no fsync, so creating a database per test and
+    the shutdown checkpoint write to the page cache only (a killed client still loses no commit; an OS
+    crash would, and the data directory is deleted after the session anyway)."""
     binaries = pg_bin()
     if binaries is None:
         raise ClusterError("PostgreSQL is not installed: run `make cluster-install`")
@@ -225,7 +228,8 @@ def start_postgres(directory: Path, port: int) -> str:
             check=True,
             stdout=subprocess.DEVNULL,
         )
-    options = f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' -c fsync=on"
+    sync = "-c fsync=on" if durable else "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    options = f"-p {port} -c listen_addresses=127.0.0.1 -c unix_socket_directories='' {sync}"
     result = subprocess.run(
         as_service_user([str(binaries / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w", "start"]),
         check=False,

@@ -37,10 +37,20 @@ if TYPE_CHECKING:  # the app is imported by the fixtures that build one, not by 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("FASTMCP_LOG_LEVEL", "CRITICAL")
 
-# Test modules that share one expensive session fixture run on one xdist worker, as one work unit.
-# The cluster (PostgreSQL, Redis, nginx and three instances) is the one: split across two workers,
-# two clusters ran at once on two cores, and a killed instance took longer than 10 s to come back.
-SHARED_SESSION_DIRS = ("tests/cluster/",)
+# Test modules that share one expensive thing run on one xdist worker, as one work unit (named by its key).
+# The cluster (PostgreSQL, Redis, nginx and three instances): split across two workers, two clusters ran at
+# once on two cores, and a killed instance took longer than 10 s to come back. The modules that build with
+# the project's mypy cache (.mypy_cache, what `make types` writes): one after the other, the first warms a
+# cold cache and the others reuse it; on two workers at once each paid the cold build of the libraries
+# (3.5 and 4.7 minutes on a busy 2-core machine).
+SHARED_SCOPES = {
+    "tests/cluster/": ("tests/cluster/",),
+    "mypy cache": (
+        "tests/contract/test_declared_errors.py",
+        "tests/codegen/test_raises.py",
+        "tests/codegen/test_error_codes.py",
+    ),
+}
 
 # The longest work units (measured: `pytest -m slow --durations`), handed out first and paired so the two
 # workers start on about equal loads; every other unit then goes to whichever worker is free. xdist's
@@ -51,12 +61,13 @@ LONGEST_SCOPES_FIRST = (
     "tests/scaffold/test_scaffold.py",  # projects' mypy, raises check, tests and fuzz
     "tests/cluster/",  # PostgreSQL, Redis, nginx and three instances, killed and restarted
     "tests/codegen/test_golden_typed.py",  # mypy --strict on every golden case
+    "mypy cache",  # the handlers' typed build (minutes when the cache is cold)
 )
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """`--dist loadscope`, but each of SHARED_SESSION_DIRS is a single scope (one worker, one set-up),
+    """`--dist loadscope`, but each of SHARED_SCOPES is a single scope (one worker, one set-up),
     and LONGEST_SCOPES_FIRST are dispatched before the rest."""
     if config.getoption("dist", None) != "loadscope":
         return None
@@ -64,9 +75,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
 
     class SharedSessionScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            for directory in SHARED_SESSION_DIRS:
-                if nodeid.startswith(directory):
-                    return directory
+            for scope, prefixes in SHARED_SCOPES.items():
+                if nodeid.startswith(prefixes):
+                    return scope
             return str(super()._split_scope(nodeid))
 
         def schedule(self) -> None:
@@ -132,7 +143,9 @@ def postgres_url(server_dir: Path) -> Iterator[str]:
     from deploy import servers
 
     yield started(
-        "PostgreSQL", servers.pg_bin() is None, lambda: servers.start_postgres(server_dir, servers.free_port())
+        "PostgreSQL",
+        servers.pg_bin() is None,
+        lambda: servers.start_postgres(server_dir, servers.free_port(), durable=False),
     )
     servers.stop_postgres(server_dir)
 

@@ -7,12 +7,15 @@ fixtures never carry their own copy of the meta-schemas.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+
+from codegen.__main__ import main as codegen_main
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -63,15 +66,13 @@ def read_expect(case_dir: Path) -> dict:
 
 
 def run_codegen(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """`python -m codegen ARGS` from the repository root; --specs (and --out unless --lint) are required."""
+    """`python -m codegen ARGS` (its `main`) in this process, with its exit status, stdout and stderr;
+    --specs (and --out unless --lint) are required. In process, codegen's imports are paid once per
+    test process, not once per run (~1 s each); `make test` runs the command itself (its drift check)."""
     argv = [str(a) for a in args]
     assert "--specs" in argv, "never run codegen against the repository's own specs/ from the tests"
     assert "--out" in argv or "--lint" in argv, "never let codegen write the repository's own generated/"
-    return subprocess.run(
-        [sys.executable, "-m", "codegen", *argv],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = codegen_main(argv)
+    return subprocess.CompletedProcess(["python", "-m", "codegen", *argv], status, out.getvalue(), err.getvalue())

@@ -16,8 +16,10 @@ from tests.conftest import REPO, LiveServer
 GOLDEN = REPO / "tests" / "fixtures" / "golden"
 
 
-def _doc() -> dict[str, Any]:
-    return openapi.build(specs.load(REPO / "specs"))
+@pytest.fixture(scope="module")
+def doc(spec_tree: specs.SpecTree) -> dict[str, Any]:
+    """The repository's OpenAPI document, built once for the module (the tests only read it)."""
+    return openapi.build(spec_tree)
 
 
 def _deref(doc: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
@@ -31,6 +33,13 @@ def _deref(doc: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _validator(schema: dict[str, Any]) -> Any:
+    """`jsonschema.validate(instance, schema)` for many instances: the schema checked and compiled once."""
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
 def _operations(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [(f"{m.upper()} {p}", op) for p, item in doc["paths"].items() for m, op in item.items()]
 
@@ -40,10 +49,10 @@ def _header_params(doc: dict[str, Any], op: dict[str, Any]) -> set[str]:
     return {p["name"] for p in params if p["in"] == "header"}
 
 
-def test_every_operation_reads_the_correlation_headers_and_idempotency_key_where_the_policy_has_it() -> None:
-    doc = _doc()
-    tree = specs.load(REPO / "specs")
-    idempotent = {t.http_path for t in tree.default_tools() if t.policy.get("idempotency")}
+def test_every_operation_reads_the_correlation_headers_and_idempotency_key_where_the_policy_has_it(
+    doc: dict[str, Any], spec_tree: specs.SpecTree
+) -> None:
+    idempotent = {t.http_path for t in spec_tree.default_tools() if t.policy.get("idempotency")}
     assert idempotent, "the repository specs have a tool with policy.idempotency"
     for name, op in _operations(doc):
         headers = _header_params(doc, op)
@@ -53,10 +62,8 @@ def test_every_operation_reads_the_correlation_headers_and_idempotency_key_where
     assert (key["minLength"], key["maxLength"]) == (1, 255)
 
 
-def test_every_response_documents_its_headers() -> None:
-    doc = _doc()
-    tree = specs.load(REPO / "specs")
-    idempotent = {t.http_path for t in tree.default_tools() if t.policy.get("idempotency")}
+def test_every_response_documents_its_headers(doc: dict[str, Any], spec_tree: specs.SpecTree) -> None:
+    idempotent = {t.http_path for t in spec_tree.default_tools() if t.policy.get("idempotency")}
     saw_429 = False
     for name, op in _operations(doc):
         for status, response in op["responses"].items():
@@ -127,10 +134,10 @@ def _resolve_all(doc: dict[str, Any], node: Any, seen: tuple[str, ...] = ()) -> 
     return {k: _resolve_all(doc, v, seen) for k, v in node.items()}
 
 
-def test_schemas_are_named_components_that_resolve_to_the_spec_schemas() -> None:
-    doc = _doc()
-    tree = specs.load(REPO / "specs")
-    for tool in tree.default_tools():
+def test_schemas_are_named_components_that_resolve_to_the_spec_schemas(
+    doc: dict[str, Any], spec_tree: specs.SpecTree
+) -> None:
+    for tool in spec_tree.default_tools():
         op = doc["paths"][tool.http_path][tool.http_method.lower()]
         body = op["requestBody"]["content"]["application/json"]["schema"]
         out = op["responses"]["200"]["content"]["application/json"]["schema"]
@@ -146,10 +153,10 @@ def test_schemas_are_named_components_that_resolve_to_the_spec_schemas() -> None
     assert json.dumps(doc["components"]["schemas"]).count('"#/components/schemas/AttendanceRule"') >= 2
 
 
-def test_error_examples_show_the_catalogue_codes_of_their_status() -> None:
-    doc = _doc()
-    tree = specs.load(REPO / "specs")
-    body_schema = doc["components"]["schemas"]["ErrorBody"]
+def test_error_examples_show_the_catalogue_codes_of_their_status(
+    doc: dict[str, Any], spec_tree: specs.SpecTree
+) -> None:
+    body = _validator(doc["components"]["schemas"]["ErrorBody"])
     for name, op in _operations(doc):
         for status, response in op["responses"].items():
             if status in ("200", "202"):  # success: the result, or a task's operation
@@ -158,24 +165,25 @@ def test_error_examples_show_the_catalogue_codes_of_their_status() -> None:
             assert examples, (name, status)
             for code, example in examples.items():
                 value = _deref(doc, example)["value"]
-                assert value["error"]["code"] == code and tree.errors[code].status == int(status), (name, code)
-                jsonschema.validate(value, body_schema)
+                assert value["error"]["code"] == code and spec_tree.errors[code].status == int(status), (name, code)
+                body.validate(value)
     spec_error = doc["paths"]["/v1/stays/summarize_stays"]["post"]["responses"]["400"]["content"]
     assert "unknown granularity" in spec_error["application/json"]["examples"]["BAD_REQUEST"]["summary"]
 
 
-def test_success_examples_come_from_the_spec_and_match_the_output_schema() -> None:
-    doc = _doc()
-    tree = specs.load(REPO / "specs")
+def test_success_examples_come_from_the_spec_and_match_the_output_schema(
+    doc: dict[str, Any], spec_tree: specs.SpecTree
+) -> None:
     with_examples = 0
-    for tool in tree.default_tools():
+    for tool in spec_tree.default_tools():
         content = doc["paths"][tool.http_path][tool.http_method.lower()]["responses"]["200"]["content"]
         examples = content["application/json"].get("examples", {})
         wanted = [ex for ex in tool.examples if ex.error is None and ex.output is not None]
         assert sorted(examples) == sorted(ex.name for ex in wanted), tool.name
+        output = _validator(tool.output_schema)
         for ex in wanted:
             assert examples[ex.name]["value"] == ex.output
             if ex.match == "exact":
-                jsonschema.validate(ex.output, tool.output_schema)
+                output.validate(ex.output)
         with_examples += bool(examples)
-    assert with_examples >= len(tree.default_tools()) // 2
+    assert with_examples >= len(spec_tree.default_tools()) // 2

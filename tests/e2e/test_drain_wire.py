@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests import slowcall
 from tests.conftest import start_server, stop_server
@@ -24,6 +25,7 @@ def refuses(url: str) -> bool:
     return False
 
 
+@pytest.mark.slow  # a real server and a 5 s call; make fast keeps test_drain_units and test_readiness_wire's drain
 def test_sigterm_turns_readiness_off_then_closes_the_port_and_finishes_the_call_in_flight(
     tmp_path: Path, seeded_data_dir: Path
 ) -> None:

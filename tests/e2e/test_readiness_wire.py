@@ -44,7 +44,10 @@ async def test_not_ready_while_draining(in_process_app: InProcessApp) -> None:
         ready = await in_process_app.http.get("/readyz")
         assert ready.status_code == 503 and ready.headers["retry-after"] == "5"
         assert ready.json()["draining"] is True
-        assert (await in_process_app.http.get("/healthz")).status_code == 200  # alive: finishing its calls
+        served = await in_process_app.http.get("/healthz")
+        assert served.status_code == 200  # alive: finishing its calls, but no connection kept for the next one
+        assert ready.headers["connection"] == served.headers["connection"] == "close"
     finally:
         runtime.draining.clear()
-    assert (await in_process_app.http.get("/readyz")).status_code == 200
+    ready = await in_process_app.http.get("/readyz")
+    assert ready.status_code == 200 and ready.headers.get("connection") != "close"
