@@ -16,19 +16,17 @@ A second SIGTERM, or SIGINT (Ctrl-C), skips the delay: uvicorn's own shutdown, a
 
 from __future__ import annotations
 
-import functools
 import signal
-import socket
 import threading
 from types import FrameType
-from typing import Any, cast
+from typing import Any
 
 import uvicorn
 
 from kumitate.calllog import log_info
 from kumitate.policies.idempotency import lease_s
 from kumitate.steps.deadline import timeout_s
-from kumitate.transports.listener import EagerListener
+from kumitate.transports.listener import EagerServer
 
 
 def longest_call_s(runtime: Any) -> float:
@@ -39,36 +37,15 @@ def longest_call_s(runtime: Any) -> float:
     return max((lease_s(d) for d in deadlines), default=lease_s(None))
 
 
-class DrainingServer(uvicorn.Server):
-    """uvicorn's server with the drain on SIGTERM: readiness off at once, the listener closed after
-    the delay, calls in flight given their longest timeout to finish. Its listener is an
-    EagerListener (kumitate.transports.listener): uvloop alone leaves connections queued for seconds
-    on a busy loop."""
+class DrainingServer(EagerServer):
+    """uvicorn's server (with kumitate's eager listener) plus the drain on SIGTERM: readiness off at
+    once, the listener closed after the delay, calls in flight given their longest timeout to finish."""
 
     def __init__(self, config: uvicorn.Config, runtime: Any, delay_s: float) -> None:
         super().__init__(config)
         self.runtime = runtime
         self.delay_s = delay_s
         config.timeout_graceful_shutdown = round(longest_call_s(runtime))
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        """uvicorn's start-up (the lifespan first) with the socket bound as uvicorn binds it, then
-        accepted from by an EagerListener; a port that cannot be bound still exits with status 3."""
-        if sockets is not None:  # uvicorn's worker processes pass theirs
-            await super().startup(sockets)
-            return
-        await super().startup(sockets=[])
-        config = self.config
-        try:
-            sock = config.bind_socket()  # logs "Uvicorn running on ..." as uvicorn's own start-up does
-        except SystemExit:
-            await self.lifespan.shutdown()
-            raise
-        protocol_class: Any = config.http_protocol_class
-        protocol = functools.partial(
-            protocol_class, config=config, server_state=self.server_state, app_state=self.lifespan.state
-        )
-        self.servers = [cast(Any, EagerListener(sock, protocol, config.backlog))]
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         """The first SIGTERM starts the drain instead of uvicorn's immediate shutdown; anything else

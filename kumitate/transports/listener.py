@@ -9,6 +9,7 @@ Litestar route, with turns ten times shorter, did not show it). asyncio's own lo
 per turn but serves calls at about half uvloop's rate. So uvloop keeps the connections and this
 listener does the accepting: up to `batch` connections each time the socket is readable, each handed
 to the loop with `connect_accepted_socket`, which builds the same transport uvloop's server would.
+`EagerServer` is uvicorn's server with this listener in place of uvloop's.
 
 Like asyncio's servers, it stops accepting for a second when the process is out of file descriptors
 (or the kernel out of buffers) instead of spinning on the error.
@@ -18,11 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import logging
 import socket
 from collections.abc import Callable
+from typing import Any, cast
 
-__all__ = ["EagerListener"]
+import uvicorn
+
+__all__ = ["EagerListener", "EagerServer"]
 
 logger = logging.getLogger("uvicorn.error")
 
@@ -91,3 +96,24 @@ class EagerListener:
             await self._loop.connect_accepted_socket(self.protocol_factory, conn)
         except OSError:  # the client went away between accept and set-up
             conn.close()
+
+
+class EagerServer(uvicorn.Server):
+    """uvicorn's server whose sockets are accepted from by EagerListeners."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's start-up (the lifespan first) without its own listener; the socket is bound as uvicorn
+        binds it (same log line; a port that cannot be bound still exits with status 3) unless given."""
+        await super().startup(sockets=[])
+        config = self.config
+        if sockets is None:
+            try:
+                sockets = [config.bind_socket()]
+            except SystemExit:
+                await self.lifespan.shutdown()
+                raise
+        protocol_class: Any = config.http_protocol_class
+        protocol = functools.partial(
+            protocol_class, config=config, server_state=self.server_state, app_state=self.lifespan.state
+        )
+        self.servers = [cast(Any, EagerListener(sock, protocol, config.backlog)) for sock in sockets]
