@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,3 +14,8 @@ from tests.scaffold.wheels import build_wheel
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """kumitate's wheel, built once per session from a copy of what it packages."""
     return build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+def fresh_copy(initialised: Path, tmp_path: Path) -> Path:
+    """A copy of an initialised project, at the same name, for one test to change."""
+    return Path(shutil.copytree(initialised, tmp_path / initialised.name, symlinks=True))

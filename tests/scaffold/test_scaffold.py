@@ -7,7 +7,6 @@ import contextlib
 import io
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from codegen import scaffold
 from kumitate import cli
 from kumitate.policy import GENERIC_CODES, HTTP_EDGE_CODES, RESOURCE_CODES, Policy, RateLimit
 from tests.conftest import REPO
+from tests.scaffold.conftest import fresh_copy
 
 pytestmark = pytest.mark.slow
 
@@ -87,9 +87,7 @@ def initialised(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def project(tmp_path: Path, initialised: Path) -> Path:
     """A fresh copy of the initialised project, at the same name, for one test to change."""
-    target = tmp_path / "my_tools"
-    shutil.copytree(initialised, target, symlinks=True)
-    return target
+    return fresh_copy(initialised, tmp_path)
 
 
 def test_init_writes_a_project_that_passes_its_own_checks(project: Path) -> None:

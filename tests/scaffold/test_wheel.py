@@ -11,7 +11,6 @@ its dependencies, and the project's `make test` (mypy against the wheel's types)
 from __future__ import annotations
 
 import os
-import shutil
 import zipfile
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
+from tests.scaffold.conftest import fresh_copy
 from tests.scaffold.wheels import PACKAGES, commit_all, run, serves_the_readme_greeting, wheel_venv
 
 pytestmark = pytest.mark.slow
@@ -54,9 +54,7 @@ def initialised(tool_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 @pytest.fixture
 def project(initialised: Path, tmp_path: Path) -> Path:
-    copy = tmp_path / "team_tools"
-    shutil.copytree(initialised, copy, symlinks=True)
-    return copy
+    return fresh_copy(initialised, tmp_path)
 
 
 def test_the_wheel_holds_every_file_of_the_packages(wheel: Path) -> None:
