@@ -108,7 +108,9 @@ class Reply:
 
 
 def send_raw(port: int, *pieces: bytes, pause: float = 0.0, wait: float = 15.0) -> Reply:
-    """Send `pieces` (with `pause` between them), then read until the server closes or `wait` passes."""
+    """Send `pieces` (with `pause` between them), then read until the response is complete (head and
+    Content-Length body), the server closes, or `wait` passes. Stopping at a complete response spares
+    the server's keep-alive wait on requests without `Connection: close`."""
     started = time.monotonic()
     with socket.create_connection(("127.0.0.1", port), timeout=wait) as sock:
         try:
@@ -119,9 +121,19 @@ def send_raw(port: int, *pieces: bytes, pause: float = 0.0, wait: float = 15.0) 
             pass  # the server closed early (that is what a limit does); read what it said
         data = b""
         with contextlib.suppress(OSError):
-            while chunk := sock.recv(65536):
+            while not complete(data) and (chunk := sock.recv(65536)):
                 data += chunk
     return parse(data, time.monotonic() - started)
+
+
+def complete(data: bytes) -> bool:
+    """Whether `data` holds a whole response: its head and as many body bytes as Content-Length says."""
+    _, found, body = data.partition(b"\r\n\r\n")
+    if not found:
+        return False
+    reply = parse(data, 0.0)
+    length = reply.headers.get("content-length")
+    return length is not None and len(body) >= int(length)
 
 
 def parse(data: bytes, seconds: float) -> Reply:
