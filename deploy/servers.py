@@ -141,6 +141,8 @@ def read_pid(pid_file: Path) -> int | None:
 
 
 def alive(pid: int | None) -> bool:
+    """Whether `pid` runs. A zombie does not: a daemon (Redis, nginx, supervisord) that exited stays one
+    until init reaps it, which some inits do only every second or so."""
     if pid is None:
         return False
     try:
@@ -148,8 +150,12 @@ def alive(pid: int | None) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc: signal 0 reached it
+    return state not in ("Z", "X")
 
 
 def stop_pid(pid_file: Path, sig: int = signal.SIGTERM, timeout_s: float = 15.0) -> None:
@@ -246,12 +252,15 @@ def start_postgres(directory: Path, port: int, durable: bool = True) -> str:
     return postgres_url(port)
 
 
-def stop_postgres(directory: Path) -> None:
+def stop_postgres(directory: Path, fast: bool = False) -> None:
+    """pg_ctl's fast shutdown (sessions ended, a checkpoint written); `fast`: its immediate one (a
+    throwaway cluster: no checkpoint, a restart would replay the WAL)."""
     binaries, data = pg_bin(), directory / "pg"
     if binaries is None or not alive(read_pid(data / "postmaster.pid")):
         return
+    mode = "immediate" if fast else "fast"
     subprocess.run(
-        as_service_user([str(binaries / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]),
+        as_service_user([str(binaries / "pg_ctl"), "-D", str(data), "-m", mode, "-w", "stop"]),
         check=False,
         stdout=subprocess.DEVNULL,
     )
@@ -291,8 +300,9 @@ def start_redis(directory: Path, port: int) -> str:
     return f"redis://127.0.0.1:{port}/0"
 
 
-def stop_redis(directory: Path) -> None:
-    stop_pid(directory / "redis" / "redis.pid")
+def stop_redis(directory: Path, fast: bool = False) -> None:
+    """SIGTERM; `fast`: SIGKILL (it keeps nothing on disk either way)."""
+    stop_pid(directory / "redis" / "redis.pid", signal.SIGKILL if fast else signal.SIGTERM)
 
 
 # -- nginx ---------------------------------------------------------------------------------------------
@@ -341,5 +351,6 @@ def start_nginx(directory: Path, port: int, upstream_ports: list[int]) -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def stop_nginx(directory: Path) -> None:
-    stop_pid(directory / "nginx" / "nginx.pid", signal.SIGQUIT)
+def stop_nginx(directory: Path, fast: bool = False) -> None:
+    """SIGQUIT: graceful (requests in flight finish); `fast`: SIGTERM, nginx's fast shutdown."""
+    stop_pid(directory / "nginx" / "nginx.pid", signal.SIGTERM if fast else signal.SIGQUIT)

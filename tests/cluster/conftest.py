@@ -36,8 +36,8 @@ def cluster() -> Iterator[Cluster]:
     try:
         running.start()
     except (servers.ClusterError, OSError) as exc:
-        running.stop()
+        running.stop(fast=True)
         unavailable(f"cluster tests: the cluster could not be started: {exc}")
     yield running
-    running.stop()
+    running.stop(fast=True)
     shutil.rmtree(directory, ignore_errors=True)
