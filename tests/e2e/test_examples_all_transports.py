@@ -19,9 +19,8 @@ from codegen.examples import Result, run_all
 from codegen.specs import SpecTree, ToolSpec
 from kumitate.client import mcp_result_body
 from kumitate.runtime import Runtime
-from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server
-from tests.conftest import REPO, LiveServer, seeded_copy, server_env
+from tests.conftest import REPO, LiveServer, app_settings, seeded_copy, server_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 Run = tuple[list[str], dict[str, Any]]
@@ -54,9 +53,10 @@ async def over_http(live_server: LiveServer, spec_tree: SpecTree) -> Run:
 
 
 @pytest.fixture(scope="module")
-async def over_mcp_in_memory(tmp_path_factory: pytest.TempPathFactory, spec_tree: SpecTree) -> Run:
-    data_dir = tmp_path_factory.mktemp("examples-memory")
-    runtime = Runtime(Settings(data_dir=data_dir, sample_dir=REPO / "data", public_base_url="http://127.0.0.1:8000"))
+async def over_mcp_in_memory(
+    tmp_path_factory: pytest.TempPathFactory, spec_tree: SpecTree, seeded_data_dir: Path
+) -> Run:
+    runtime = Runtime(app_settings(seeded_copy(seeded_data_dir, tmp_path_factory.mktemp("examples-memory") / "var")))
     try:
         return await _run_mcp(Client(build_server(runtime)), spec_tree)
     finally:
