@@ -94,7 +94,7 @@ def test_a_real_server_writes_no_input_value_to_stderr(tmp_path: Path, seeded_da
         statuses = [httpx.post(f"{base}/{tool}", json=body, timeout=30).status_code for tool, body in calls]
         assert (parsed.status_code, statuses) == (200, [200, 200, 404, 200, 200])
     finally:
-        stop_server(server)
+        stop_server(server, graceful=True)
     logged = server.log.read_text(encoding="utf-8", errors="replace")
     assert '"tool": "save_attendance_rule"' in logged  # the call lines are there
     for value in VALUES:

@@ -56,7 +56,7 @@ def _lines(log: Path) -> list[str]:
 @pytest.mark.slow
 def test_every_stderr_line_is_json_and_the_mcp_start_is_logged_once(tmp_path: Path) -> None:
     server = start_server(tmp_path / "var", tmp_path / "server.log", log_level="info")
-    stop_server(server)
+    stop_server(server, graceful=True)
     lines = _lines(server.log)
     records = [json.loads(line) for line in lines if line.startswith("{")]
     assert [r["event"] for r in records if r["event"] == "mcp_endpoints_started"] == ["mcp_endpoints_started"]
@@ -71,7 +71,7 @@ def test_the_text_format_is_one_line_per_event(tmp_path: Path, seeded_data_dir: 
     """On the seeded data (the JSON test above keeps a first start's import lines)."""
     log = tmp_path / "server.log"
     server = start_server(tmp_path / "var", log, log_level="info", seeded=seeded_data_dir, KUMITATE_LOG_FORMAT="text")
-    stop_server(server)
+    stop_server(server, graceful=True)
     lines = _lines(server.log)
     assert any(" info    mcp_endpoints_started endpoints=" in line for line in lines), lines
     assert any("Uvicorn running on" in line and "logger=uvicorn.error" in line for line in lines), lines

@@ -28,5 +28,4 @@ def test_three_instances_start_together_on_one_fresh_data_dir(tmp_path: Path) ->
         logs = "".join((tmp_path / f"server{i}.log").read_text(errors="replace") for i in range(3))
         assert "Traceback" not in logs and "IntegrityError" not in logs
     finally:
-        for server in servers:
-            stop_server(server)
+        stop_server(*servers)

@@ -38,8 +38,7 @@ async def test_two_processes_on_one_sqlite_file_execute_a_key_once(tmp_path: Pat
                 *(post_as_a_client(http, f"{(first if i % 2 else second).url}/v1/ingest", headers) for i in range(20))
             )
     finally:
-        stop_server(first)
-        stop_server(second)
+        stop_server(first, second)
     assert [r.status_code for r in responses] == [200] * 20
     assert Counter(r.headers.get("Idempotent-Replayed", "false") for r in responses) == {"true": 19, "false": 1}
     stored = [{k: v for k, v in r.json().items() if k not in ("run_id", "trace_id")} for r in responses]
