@@ -21,7 +21,7 @@ from tests.servers import unavailable
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
+def cluster(seeded_data_dir: Path) -> Iterator[Cluster]:
     missing = servers.missing_packages()
     if missing:
         unavailable(
@@ -33,6 +33,10 @@ def cluster() -> Iterator[Cluster]:
     household_exports.mkdir()
     env = {"HOUSEHOLD_DATA_DIR": str(household_exports), "HOUSEHOLD_INCLUDE_SAMPLES": "1"}
     running = Cluster(directory, servers.free_port(), instances=2, python=sys.executable, env=env)
+    for index in range(running.count):  # the session's analytics sample database: no instance generates its own
+        analytics = running.instance_dir(index) / "data" / "analytics"
+        analytics.mkdir(parents=True)
+        shutil.copy2(seeded_data_dir / "analytics" / "activities.duckdb", analytics)
     try:
         running.start()
     except (servers.ClusterError, OSError) as exc:
