@@ -148,7 +148,7 @@ def postgres_url(server_dir: Path) -> Iterator[str]:
         servers.pg_bin() is None,
         lambda: servers.start_postgres(server_dir, servers.free_port(), durable=False),
     )
-    servers.stop_postgres(server_dir)
+    servers.stop_postgres(server_dir, fast=True)
 
 
 @pytest.fixture(scope="session")
@@ -157,7 +157,7 @@ def redis_url(server_dir: Path) -> Iterator[str]:
 
     missing = "redis-server" in servers.missing_packages()
     yield started("Redis", missing, lambda: servers.start_redis(server_dir, servers.free_port()))
-    servers.stop_redis(server_dir)
+    servers.stop_redis(server_dir, fast=True)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
