@@ -341,9 +341,12 @@ def stop_server(*servers: LiveServer, graceful: bool = False) -> None:
     for server in servers:
         if graceful:
             server.process.terminate()
-        else:
-            with contextlib.suppress(ProcessLookupError):
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(server.process.pid) == server.process.pid:  # started by start_server
                 os.killpg(server.process.pid, signal.SIGKILL)
+            else:
+                server.process.kill()
     for server in servers:
         try:
             server.process.wait(timeout=10)
