@@ -206,11 +206,10 @@ class Cluster:
         self._ctl("start", f"instance-{index}")
 
     def restart_instances(self) -> None:
-        """Every instance down, then every instance up (what a restart of all of them looks like)."""
-        for index in range(self.count):
-            self.stop_instance(index)
-        for index in range(self.count):
-            self.start_instance(index)
+        """Every instance down, then every instance up (what a restart of all of them looks like).
+        `supervisorctl stop all` signals them all, then waits: they drain together, not one by one."""
+        self._ctl("stop", "all")
+        self._ctl("start", "all")
         for index in range(self.count):
             self.wait_instance(index)
 
