@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from codegen.refs import parse_yaml
+
 RULES_FILE = Path(__file__).with_name("rules.yaml")
 EXCEPTIONS_FILE = "review-exceptions.yaml"
 """Read from HEAD's specs/ directory."""
@@ -34,7 +36,7 @@ class Rule:
 
 def load_rules(path: Path = RULES_FILE) -> dict[str, Rule]:
     """The rules by id from `path`; a duplicate id is an error."""
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    doc = parse_yaml(path.read_text(encoding="utf-8"))
     rules: dict[str, Rule] = {}
     for entry in doc["rules"]:
         rule = Rule(entry["id"], entry["surface"], entry["severity"], entry["description"])
@@ -98,7 +100,7 @@ def load_exceptions(specs_dir: Path) -> tuple[list[Exception_], list[str]]:
     if not path.exists():
         return [], []
     try:
-        doc: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc: Any = parse_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         return [], [f"specs/{EXCEPTIONS_FILE} does not parse: {exc}"]
     if doc is None:

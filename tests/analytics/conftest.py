@@ -99,6 +99,15 @@ def service(small_db_template: Path, tmp_path: Path, clock: FakeClock) -> Iterat
 
 
 @pytest.fixture(scope="module")
+def reading_service(small_db_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnalyticsService]:
+    """One service for the tests of a module that only read (no view, export or clock of their own): a
+    service starts a worker process, which per test was most of the time of such a test."""
+    svc = make_service(small_db_template, tmp_path_factory.mktemp("reading"), FakeClock())
+    yield svc
+    svc.close()
+
+
+@pytest.fixture(scope="module")
 def sample_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AnalyticsService]:
     """The default-scale sample database, exactly as a fresh server generates it."""
     svc = OwnedService(open_setup(tmp_path_factory.mktemp("sample")))

@@ -32,8 +32,10 @@ def reference_counts(values: list[float], edges: list[float]) -> list[int]:
     return counts
 
 
-def test_integer_edges_exact(service: AnalyticsService) -> None:
-    result = service.histogram({"table_or_query": _values_sql([*range(11), None, None]), "column": "x", "bins": 5})
+def test_integer_edges_exact(reading_service: AnalyticsService) -> None:
+    result = reading_service.histogram(
+        {"table_or_query": _values_sql([*range(11), None, None]), "column": "x", "bins": 5}
+    )
     assert result == {
         "column": "x",
         "bins": [
@@ -53,54 +55,58 @@ def test_integer_edges_exact(service: AnalyticsService) -> None:
     }
 
 
-def test_values_on_float_edges_follow_the_returned_edges(service: AnalyticsService) -> None:
+def test_values_on_float_edges_follow_the_returned_edges(reading_service: AnalyticsService) -> None:
     values = [i / 10 for i in range(11)]
-    result = service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": 10})
+    result = reading_service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": 10})
     edges = [b["min"] for b in result["bins"]] + [result["bins"][-1]["max"]]
     assert edges == bin_edges(0.0, 1.0, 10)
     assert [b["count"] for b in result["bins"]] == reference_counts(values, edges)
     assert sum(b["count"] for b in result["bins"]) == 11
 
 
-def test_a_single_distinct_value_is_one_bin(service: AnalyticsService) -> None:
-    result = service.histogram({"table_or_query": _values_sql([5.0, None, 5.0, 5.0]), "column": "x", "bins": 10})
+def test_a_single_distinct_value_is_one_bin(reading_service: AnalyticsService) -> None:
+    result = reading_service.histogram(
+        {"table_or_query": _values_sql([5.0, None, 5.0, 5.0]), "column": "x", "bins": 10}
+    )
     assert result["bins"] == [{"min": 5.0, "max": 5.0, "count": 3}]
     assert (result["min"], result["max"], result["bin_width"]) == (5.0, 5.0, 0.0)
     assert (result["row_count"], result["binned_count"], result["null_count"]) == (4, 3, 1)
 
 
-def test_counts_are_named_for_what_they_count(service: AnalyticsService) -> None:
+def test_counts_are_named_for_what_they_count(reading_service: AnalyticsService) -> None:
     """row_count includes NULLs; binned_count is what the bins sum to (total_count: deprecated row_count)."""
-    result = service.histogram({"table_or_query": _values_sql([1.0, 2.0, None, 4.0, None]), "column": "x", "bins": 3})
+    result = reading_service.histogram(
+        {"table_or_query": _values_sql([1.0, 2.0, None, 4.0, None]), "column": "x", "bins": 3}
+    )
     assert sum(b["count"] for b in result["bins"]) == result["binned_count"] == 3
     assert result["row_count"] == result["binned_count"] + result["null_count"] == 5
     assert result["total_count"] == result["row_count"]
 
 
-def test_no_values(service: AnalyticsService) -> None:
-    result = service.histogram({"table_or_query": _values_sql([None, None]), "column": "x", "bins": 4})
+def test_no_values(reading_service: AnalyticsService) -> None:
+    result = reading_service.histogram({"table_or_query": _values_sql([None, None]), "column": "x", "bins": 4})
     assert result["bins"] == []
     assert (result["row_count"], result["binned_count"], result["null_count"]) == (2, 0, 2)
     assert (result["min"], result["bin_width"]) == (None, None)
 
 
-def test_nan_is_not_binned(service: AnalyticsService) -> None:
+def test_nan_is_not_binned(reading_service: AnalyticsService) -> None:
     sql = "SELECT * FROM (VALUES (1.0::DOUBLE), ('NaN'::DOUBLE), (3.0::DOUBLE)) t(x)"
-    result = service.histogram({"table_or_query": sql, "column": "x", "bins": 2})
+    result = reading_service.histogram({"table_or_query": sql, "column": "x", "bins": 2})
     assert [b["count"] for b in result["bins"]] == [1, 1]
     assert result["null_count"] == 1
 
 
-def test_real_table_with_exactly_requested_bins(service: AnalyticsService) -> None:
+def test_real_table_with_exactly_requested_bins(reading_service: AnalyticsService) -> None:
     for bins in (1, 7, 20, 100):
-        result = service.histogram({"table_or_query": "splits", "column": "pace_s_per_km", "bins": bins})
+        result = reading_service.histogram({"table_or_query": "splits", "column": "pace_s_per_km", "bins": bins})
         assert len(result["bins"]) == bins
         assert sum(b["count"] for b in result["bins"]) + result["null_count"] == result["row_count"]
-    hr = service.histogram({"table_or_query": "time_series_metrics", "column": "heart_rate"})
+    hr = reading_service.histogram({"table_or_query": "time_series_metrics", "column": "heart_rate"})
     assert hr["null_count"] > 0
 
 
-def test_bad_inputs(service: AnalyticsService) -> None:
+def test_bad_inputs(reading_service: AnalyticsService) -> None:
     for params in (
         {"table_or_query": "activities", "column": "activity_type"},
         {"table_or_query": "activities", "column": "start_time"},
@@ -108,7 +114,7 @@ def test_bad_inputs(service: AnalyticsService) -> None:
         {"table_or_query": "activities", "column": "avg_hr", "bins": 0},
     ):
         with pytest.raises(ToolError) as info:
-            service.histogram(params)
+            reading_service.histogram(params)
         assert info.value.code == "INVALID_INPUT"
 
 
@@ -121,8 +127,8 @@ def test_bad_inputs(service: AnalyticsService) -> None:
     ),
     bins=st.integers(1, 12),
 )
-def test_matches_reference_rule(service: AnalyticsService, values: list[float], bins: int) -> None:
-    result = service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": bins})
+def test_matches_reference_rule(reading_service: AnalyticsService, values: list[float], bins: int) -> None:
+    result = reading_service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": bins})
     edges = [b["min"] for b in result["bins"]] + [result["bins"][-1]["max"]]
     if min(values) == max(values):
         assert result["bins"] == [{"min": values[0], "max": values[0], "count": len(values)}]
@@ -139,17 +145,17 @@ def _edges(result: dict[str, object]) -> list[float]:
     return [b["min"] for b in bins] + [bins[-1]["max"]]
 
 
-def test_range_wider_than_a_double(service: AnalyticsService) -> None:
+def test_range_wider_than_a_double(reading_service: AnalyticsService) -> None:
     """max - min overflows to inf: edges are interpolated, the guess works on halved values."""
     values = [-1.7e308, 1.7e308, 0.0, 1e308]
-    result = service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": 100})
+    result = reading_service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": 100})
     edges = _edges(result)
     assert all(math.isfinite(e) for e in edges) and edges == sorted(edges)
     assert (edges[0], edges[-1]) == (-1.7e308, 1.7e308)
     assert math.isfinite(result["bin_width"]) and result["bin_width"] == 3.4e306
     assert [b["count"] for b in result["bins"]] == reference_counts(values, edges)
     with pytest.raises(ToolError) as info:  # one bin that wide has no finite width
-        service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": 1})
+        reading_service.histogram({"table_or_query": _values_sql(values), "column": "x", "bins": 1})
     assert info.value.code == "INVALID_INPUT"
     assert "SELECT" not in info.value.message
 
@@ -162,9 +168,9 @@ def test_range_wider_than_a_double(service: AnalyticsService) -> None:
         "SELECT 1.0 + range * 2.220446049250313e-16 AS x FROM range(30)",  # 30 ulps of 1.0 in 100 bins
     ],
 )
-def test_subnormal_and_ulp_wide_ranges(service: AnalyticsService, sql: str) -> None:
-    values = [float(r[0]) for r in service.runner.con.execute(sql).fetchall()]
-    result = service.histogram({"table_or_query": sql, "column": "x", "bins": 100})
+def test_subnormal_and_ulp_wide_ranges(reading_service: AnalyticsService, sql: str) -> None:
+    values = [float(r[0]) for r in reading_service.runner.con.execute(sql).fetchall()]
+    result = reading_service.histogram({"table_or_query": sql, "column": "x", "bins": 100})
     edges = _edges(result)
     assert len(result["bins"]) == 100 and edges == sorted(edges)
     assert (edges[0], edges[-1]) == (min(values), max(values))
@@ -172,15 +178,15 @@ def test_subnormal_and_ulp_wide_ranges(service: AnalyticsService, sql: str) -> N
     assert result["bin_width"] is not None and math.isfinite(result["bin_width"])
 
 
-def test_edges_are_short_but_still_define_the_counts(service: AnalyticsService) -> None:
+def test_edges_are_short_but_still_define_the_counts(reading_service: AnalyticsService) -> None:
     assert bin_edges(0.0, 1.0, 10) == [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
     assert bin_edges(263.8, 382.2, 10)[1] == 275.64  # not 275.64000000000004
-    result = service.histogram({"table_or_query": "splits", "column": "pace_s_per_km", "bins": 20})
+    result = reading_service.histogram({"table_or_query": "splits", "column": "pace_s_per_km", "bins": 20})
     width = result["bin_width"]
     for i, edge in enumerate(_edges(result)[1:-1], start=1):
         assert len(repr(edge)) <= 16, edge
         assert abs(edge - (result["min"] + i * width)) <= width * 1e-9
-    pace = [r[0] for r in service.runner.con.execute("SELECT pace_s_per_km FROM splits").fetchall()]
+    pace = [r[0] for r in reading_service.runner.con.execute("SELECT pace_s_per_km FROM splits").fetchall()]
     assert [b["count"] for b in result["bins"]] == reference_counts(pace, _edges(result))
 
 
@@ -197,10 +203,10 @@ def test_edges_are_short_but_still_define_the_counts(service: AnalyticsService) 
     ),
     bins=st.integers(1, 100),
 )
-def test_extreme_values_match_reference_rule(service: AnalyticsService, values: list[float], bins: int) -> None:
+def test_extreme_values_match_reference_rule(reading_service: AnalyticsService, values: list[float], bins: int) -> None:
     sql = _values_sql(values)
     try:
-        result = service.histogram({"table_or_query": sql, "column": "x", "bins": bins})
+        result = reading_service.histogram({"table_or_query": sql, "column": "x", "bins": bins})
     except ToolError as exc:  # only: one bin over a range wider than the largest double
         assert exc.code == "INVALID_INPUT" and bins == 1 and not math.isfinite(max(values) - min(values))
         return

@@ -42,8 +42,8 @@ ODD_TYPES = (
 )
 
 
-def test_profile_of_every_odd_type(service: AnalyticsService) -> None:
-    result = service.profile({"table_or_query": ODD_TYPES})
+def test_profile_of_every_odd_type(reading_service: AnalyticsService) -> None:
+    result = reading_service.profile({"table_or_query": ODD_TYPES})
     valid("ProfileOutput", result)
     assert result["row_count"] == 1
     # Every column is either profiled or named in a trim warning.
@@ -62,9 +62,9 @@ def test_export_of_every_odd_type(service: AnalyticsService, fmt: str) -> None:
 
 
 @pytest.mark.parametrize("column", ["l", "st", "b", "iv", "e", "n", "j", "u"])
-def test_histogram_refuses_non_numeric_types(service: AnalyticsService, column: str) -> None:
+def test_histogram_refuses_non_numeric_types(reading_service: AnalyticsService, column: str) -> None:
     with pytest.raises(ToolError) as info:
-        service.histogram({"table_or_query": ODD_TYPES, "column": column})
+        reading_service.histogram({"table_or_query": ODD_TYPES, "column": column})
     assert info.value.code == "INVALID_INPUT"
     assert "numeric" in info.value.message
 
@@ -108,16 +108,16 @@ def test_unicode_and_quoted_names(service: AnalyticsService) -> None:
     assert service.export({"query": sql, "format": "csv"})["columns"] == ["心拍", "ペース"]
 
 
-def test_column_names_are_case_insensitive_like_duckdb(service: AnalyticsService) -> None:
-    hist = service.histogram({"table_or_query": "splits", "column": "Avg_HR", "bins": 3})
+def test_column_names_are_case_insensitive_like_duckdb(reading_service: AnalyticsService) -> None:
+    hist = reading_service.histogram({"table_or_query": "splits", "column": "Avg_HR", "bins": 3})
     assert hist["column"] == "avg_hr"
-    assert hist == service.histogram({"table_or_query": "splits", "column": "avg_hr", "bins": 3})
-    profile = service.profile(
+    assert hist == reading_service.histogram({"table_or_query": "splits", "column": "avg_hr", "bins": 3})
+    profile = reading_service.profile(
         {"table_or_query": "activities", "columns": ["AVG_HR", "avg_hr"], "date_column": "Start_Time"}
     )
     assert list(profile["columns"]) == ["avg_hr"] and profile["date_column"] == "start_time"
     # When two columns differ only in case DuckDB renames one (A -> A_1); exact names still win.
-    both = service.histogram({"table_or_query": 'SELECT 1 AS a, 2 AS "A"', "column": "A_1", "bins": 1})
+    both = reading_service.histogram({"table_or_query": 'SELECT 1 AS a, 2 AS "A"', "column": "A_1", "bins": 1})
     assert both["min"] == 2
 
 
@@ -137,23 +137,23 @@ def test_column_names_are_case_insensitive_like_duckdb(service: AnalyticsService
     ],
 )
 def test_out_of_schema_parameters_are_invalid_input(
-    service: AnalyticsService, tool: str, params: dict[str, Any]
+    reading_service: AnalyticsService, tool: str, params: dict[str, Any]
 ) -> None:
     """The core refuses what the spec's input schema refuses, for direct (non-transport) callers."""
     with pytest.raises(ToolError) as info:
-        getattr(service, tool)(params)
+        getattr(reading_service, tool)(params)
     assert info.value.code == "INVALID_INPUT"
     assert info.value.code in TOOL_ERRORS[tool] and info.value.code in CATALOGUE
-    assert service.schema()["materialized"] == []
+    assert reading_service.schema()["materialized"] == []
 
 
-def test_huge_integers_bin_without_error(service: AnalyticsService) -> None:
+def test_huge_integers_bin_without_error(reading_service: AnalyticsService) -> None:
     for sql in (
         "SELECT 340282366920938463463374607431768211455::UHUGEINT AS h UNION ALL SELECT 0::UHUGEINT",
         "SELECT 18446744073709551615::UBIGINT AS h UNION ALL SELECT 0::UBIGINT",
         "SELECT 12345678901234567890123456789012345678::DECIMAL(38, 0) AS h UNION ALL SELECT 0",
     ):
-        result = service.histogram({"table_or_query": sql, "column": "h", "bins": 100})
+        result = reading_service.histogram({"table_or_query": sql, "column": "h", "bins": 100})
         valid("HistogramOutput", result)
         assert len(result["bins"]) == 100
         assert (result["bins"][0]["count"], result["bins"][-1]["count"]) == (1, 1)

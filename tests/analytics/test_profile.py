@@ -15,8 +15,8 @@ from kumitate.errors import ToolError
 VALUES = "SELECT * FROM (VALUES (1, 2.0, 'a'), (2, NULL, 'b'), (3, 4.0, 'b'), (4, 9.0, NULL)) t(a, b, c)"
 
 
-def test_exact_statistics_of_a_query(service: AnalyticsService) -> None:
-    result = service.profile({"table_or_query": VALUES})
+def test_exact_statistics_of_a_query(reading_service: AnalyticsService) -> None:
+    result = reading_service.profile({"table_or_query": VALUES})
     assert result == {
         "source": "query",
         "row_count": 4,
@@ -49,29 +49,29 @@ def test_exact_statistics_of_a_query(service: AnalyticsService) -> None:
     }
 
 
-def test_table_with_date_range(service: AnalyticsService) -> None:
-    full = service.profile({"table_or_query": "activities", "columns": ["distance_km"]})
+def test_table_with_date_range(reading_service: AnalyticsService) -> None:
+    full = reading_service.profile({"table_or_query": "activities", "columns": ["distance_km"]})
     assert full["row_count"] == 6
     assert full["date_column"] == "start_time"
     first_day = full["date_range"][0][:10]
-    one_day = service.profile(
+    one_day = reading_service.profile(
         {"table_or_query": "activities", "columns": ["distance_km"], "date_range": [first_day, first_day]}
     )
     assert one_day["row_count"] == 1
     assert one_day["date_range"][0] == full["date_range"][0]
 
 
-def test_date_range_needs_a_date_column(service: AnalyticsService) -> None:
+def test_date_range_needs_a_date_column(reading_service: AnalyticsService) -> None:
     with pytest.raises(ToolError) as info:
-        service.profile({"table_or_query": VALUES, "date_range": ["2025-01-01", "2025-01-31"]})
+        reading_service.profile({"table_or_query": VALUES, "date_range": ["2025-01-01", "2025-01-31"]})
     assert info.value.code == "INVALID_INPUT"
     with pytest.raises(ToolError) as info:
-        service.profile({"table_or_query": "activities", "date_range": ["2025-02-01", "2025-01-31"]})
+        reading_service.profile({"table_or_query": "activities", "date_range": ["2025-02-01", "2025-01-31"]})
     assert info.value.code == "INVALID_INPUT"
 
 
-def test_output_is_bounded_and_trimmed_with_a_warning(service: AnalyticsService) -> None:
-    result = service.profile({"table_or_query": "splits"})
+def test_output_is_bounded_and_trimmed_with_a_warning(reading_service: AnalyticsService) -> None:
+    result = reading_service.profile({"table_or_query": "splits"})
     assert json_size(result) <= 1024
     assert len(result["warnings"]) == 1
     omitted = [c for c in ("split_index", "pace_s_per_km", "avg_hr", "elevation_loss_m") if c not in result["columns"]]
@@ -79,11 +79,11 @@ def test_output_is_bounded_and_trimmed_with_a_warning(service: AnalyticsService)
     for name in omitted:
         assert name in result["warnings"][0]
     # Every column appears exactly once: kept, or named in the warning.
-    all_columns = next(t["columns"] for t in service.schema()["tables"] if t["name"] == "splits")
+    all_columns = next(t["columns"] for t in reading_service.schema()["tables"] if t["name"] == "splits")
     listed = json.loads(re.search(r"columns=(\[.*\])", result["warnings"][0]).group(1))  # type: ignore[union-attr]
     assert sorted([*result["columns"], *listed]) == sorted(c["name"] for c in all_columns)
     # The omitted ones come back when asked for.
-    rest = service.profile({"table_or_query": "splits", "columns": ["elevation_loss_m"]})
+    rest = reading_service.profile({"table_or_query": "splits", "columns": ["elevation_loss_m"]})
     assert list(rest["columns"]) == ["elevation_loss_m"]
     assert rest["warnings"] == []
 
@@ -97,10 +97,10 @@ def test_output_is_bounded_and_trimmed_with_a_warning(service: AnalyticsService)
     ],
 )
 def test_the_budget_keeps_measures_and_leaves_out_ids_and_timestamps(
-    service: AnalyticsService, table: str, measures: list[str], last_resort: list[str]
+    reading_service: AnalyticsService, table: str, measures: list[str], last_resort: list[str]
 ) -> None:
     """Issue 20: ids, keys and timestamps are left out before the numeric measures users ask about."""
-    result = service.profile({"table_or_query": table})
+    result = reading_service.profile({"table_or_query": table})
     assert json_size(result) <= 1024
     assert all(m in result["columns"] for m in measures)
     assert not any(c in result["columns"] for c in last_resort)
@@ -108,34 +108,34 @@ def test_the_budget_keeps_measures_and_leaves_out_ids_and_timestamps(
     assert set(last_resort) <= set(asked)
     assert asked[-1] in last_resort  # ids, keys and timestamps are the last to be kept
     # Asking for them (the warning says how) profiles them.
-    again = service.profile({"table_or_query": table, "columns": asked[:3]})
+    again = reading_service.profile({"table_or_query": table, "columns": asked[:3]})
     assert list(again["columns"]) == asked[:3]
 
 
-def test_requested_columns_keep_the_callers_priority(service: AnalyticsService) -> None:
+def test_requested_columns_keep_the_callers_priority(reading_service: AnalyticsService) -> None:
     columns = ["activity_id", "start_time", "activity_type", "activity_name", "distance_km", "avg_hr", "max_hr"]
-    result = service.profile({"table_or_query": "activities", "columns": columns})
+    result = reading_service.profile({"table_or_query": "activities", "columns": columns})
     kept = list(result["columns"])
     assert kept == columns[: len(kept)] and "activity_id" in kept
 
 
-def test_small_budget_still_valid_json(service: AnalyticsService) -> None:
+def test_small_budget_still_valid_json(reading_service: AnalyticsService) -> None:
     from handlers.analytics.core.profile import trim_profile
 
-    big = service.profile({"table_or_query": VALUES})
+    big = reading_service.profile({"table_or_query": VALUES})
     trimmed = trim_profile(big, 200)
     assert json_size(trimmed) <= 200
     assert trimmed["warnings"]
     assert json.loads(json.dumps(trimmed)) == trimmed
 
 
-def test_unknown_names(service: AnalyticsService) -> None:
+def test_unknown_names(reading_service: AnalyticsService) -> None:
     with pytest.raises(ToolError) as info:
-        service.profile({"table_or_query": "laps"})
+        reading_service.profile({"table_or_query": "laps"})
     assert info.value.code == "NOT_FOUND"
     assert "activities" in info.value.message
     with pytest.raises(ToolError) as info:
-        service.profile({"table_or_query": "splits", "columns": ["nope"]})
+        reading_service.profile({"table_or_query": "splits", "columns": ["nope"]})
     assert info.value.code == "INVALID_INPUT"
 
 
@@ -162,10 +162,12 @@ PROFILE_SCHEMA = "../types/analytics.json#/$defs/ProfileOutput"
         ("SELECT 1.7e308::DOUBLE AS x UNION ALL SELECT 1.7e308", {"mean"}),  # the sum overflows
     ],
 )
-def test_non_finite_statistics_are_null_with_a_warning(service: AnalyticsService, sql: str, nulls: set[str]) -> None:
+def test_non_finite_statistics_are_null_with_a_warning(
+    reading_service: AnalyticsService, sql: str, nulls: set[str]
+) -> None:
     from .test_specs import validator
 
-    result = service.profile({"table_or_query": sql})
+    result = reading_service.profile({"table_or_query": sql})
     json.dumps(result, allow_nan=False)  # strict JSON: no NaN / Infinity anywhere
     assert not list(validator(PROFILE_SCHEMA).iter_errors(result))
     column = result["columns"]["x"]
@@ -180,15 +182,15 @@ def test_non_finite_statistics_are_null_with_a_warning(service: AnalyticsService
     ]
 
 
-def test_non_finite_warning_only_names_profiled_columns(service: AnalyticsService) -> None:
+def test_non_finite_warning_only_names_profiled_columns(reading_service: AnalyticsService) -> None:
     sql = "SELECT * FROM (VALUES ('nan'::DOUBLE, 1, 2, 3, 4), (1.0, 2, 3, 4, 5)) t(a, b, c, d, e)"
-    result = service.profile({"table_or_query": sql})  # five columns: the two-pass path
+    result = reading_service.profile({"table_or_query": sql})  # five columns: the two-pass path
     assert result["columns"]["a"]["mean"] is None
     assert result["warnings"] == [
         "Not finite (NaN, Infinity or beyond the double range), reported as null: a (max, mean, median, std). "
         "Filter with WHERE isfinite(col) to profile the finite values."
     ]
-    clean = service.profile({"table_or_query": sql, "columns": ["b", "c"]})
+    clean = reading_service.profile({"table_or_query": sql, "columns": ["b", "c"]})
     assert clean["warnings"] == []
 
 
@@ -229,20 +231,20 @@ def test_128_bit_integer_columns(service: AnalyticsService, sql: str) -> None:
         assert sum(b["count"] for b in hist["bins"]) == 2
 
 
-def test_timestamptz_date_range_uses_utc_days(service: AnalyticsService) -> None:
+def test_timestamptz_date_range_uses_utc_days(reading_service: AnalyticsService) -> None:
     sql = (
         "SELECT * FROM (VALUES (TIMESTAMPTZ '2025-03-01 23:30:00+00', 1), (TIMESTAMPTZ '2025-03-02 00:30:00+00', 2), "
         "(TIMESTAMPTZ '2025-03-01 23:30:00-05', 3)) t(ts, x)"
     )
-    full = service.profile({"table_or_query": sql})
+    full = reading_service.profile({"table_or_query": sql})
     assert full["date_column"] == "ts"
     assert full["date_range"] == ["2025-03-01T23:30:00Z", "2025-03-02T04:30:00Z"]
     assert full["columns"]["ts"]["min"] == "2025-03-01T23:30:00Z"
-    first = service.profile({"table_or_query": sql, "date_range": ["2025-03-01", "2025-03-01"]})
+    first = reading_service.profile({"table_or_query": sql, "date_range": ["2025-03-01", "2025-03-01"]})
     assert first["row_count"] == 1
-    second = service.profile({"table_or_query": sql, "date_range": ["2025-03-02", "9999-12-31"]})
+    second = reading_service.profile({"table_or_query": sql, "date_range": ["2025-03-02", "9999-12-31"]})
     assert (second["row_count"], second["columns"]["x"]["min"]) == (2, 2)
-    hist = service.histogram(
+    hist = reading_service.histogram(
         {"table_or_query": sql, "column": "x", "bins": 2, "date_range": ["2025-03-02", "2025-03-02"]}
     )
     assert hist["row_count"] == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -126,12 +127,20 @@ class WireCalls:
         return call
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """'' (the embedded SQLite file under tmp_path/var) or a fresh PostgreSQL database per test."""
+ENGINES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+def engine_url(request: pytest.FixtureRequest, name: str) -> str:
+    """'' (the embedded SQLite file) or the URL of a fresh PostgreSQL database `name`, as `request.param` says."""
     if request.param == "sqlite":
         return ""
-    return fresh_pg_database(request.getfixturevalue("postgres_url"), tmp_path.name)
+    return fresh_pg_database(request.getfixturevalue("postgres_url"), name)
+
+
+@pytest.fixture(params=ENGINES)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """'' (the embedded SQLite file under tmp_path/var) or a fresh PostgreSQL database per test."""
+    return engine_url(request, tmp_path.name)
 
 
 def open_service(setup: ServiceSetup) -> WireCalls:
@@ -156,6 +165,14 @@ def service_env(var: Path, samples: Path, **env: str) -> dict[str, str]:
     return {"KUMITATE_DATA_DIR": str(var), "KUMITATE_SAMPLE_DIR": str(samples), **env}
 
 
+def open_setup(root: Path, database_url: str, data_dir: Path | None = None, **env: str) -> ServiceSetup:
+    """The setup of a service with its state under `root`, on `database_url`, reading `data_dir` (HOUSEHOLD_DATA_DIR)."""
+    full_env = service_env(root / "var", root / "samples", KUMITATE_DATABASE_URL=database_url, **env)
+    if data_dir is not None:
+        full_env["HOUSEHOLD_DATA_DIR"] = str(data_dir)
+    return ServiceSetup.open("household", Settings.from_env(full_env))
+
+
 @pytest.fixture
 def make_service(tmp_path: Path, database_url: str) -> Iterator[Callable[..., Any]]:
     """A service over an empty sample dir plus `data_dir` (HOUSEHOLD_DATA_DIR), state under tmp_path, on the
@@ -163,10 +180,7 @@ def make_service(tmp_path: Path, database_url: str) -> Iterator[Callable[..., An
     setups: list[ServiceSetup] = []
 
     def _make(data_dir: Path | None = None, **env: str) -> Any:
-        full_env = service_env(tmp_path / "var", tmp_path / "samples", KUMITATE_DATABASE_URL=database_url, **env)
-        if data_dir is not None:
-            full_env["HOUSEHOLD_DATA_DIR"] = str(data_dir)
-        setups.append(ServiceSetup.open("household", Settings.from_env(full_env)))
+        setups.append(open_setup(tmp_path, database_url, data_dir, **env))
         return open_service(setups[-1])
 
     yield _make
@@ -185,10 +199,26 @@ def is_sqlite(svc: Any) -> bool:
     return svc.core.store.dialect == "sqlite"
 
 
-@pytest.fixture
-def trend_service(tmp_path: Path, make_service: Callable[..., Any]) -> Any:
-    data = tmp_path / "exports"
+def trend_exports(root: Path) -> Path:
+    """`root`/exports with the 15-month fixture (trend_rows), one export file per month."""
+    data = root / "exports"
     data.mkdir()
     for month, rows in trend_rows().items():
         write_export(data, f"{month}-01_{month}-28", rows)
-    return make_service(data)
+    return data
+
+
+@pytest.fixture
+def trend_service(tmp_path: Path, make_service: Callable[..., Any]) -> Any:
+    return make_service(trend_exports(tmp_path))
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def reading_trend_service(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """`trend_service` shared by the tests of a module that only read it (one per engine): starting a service
+    (its database, the import of the fixture's exports) was most of such a test's time."""
+    root = tmp_path_factory.mktemp("trends")
+    module = request.module.__name__.rsplit(".", 1)[-1]
+    setup = open_setup(root, engine_url(request, f"{module}_{os.getpid()}"), trend_exports(root))
+    yield open_service(setup)
+    setup.close()

@@ -38,8 +38,8 @@ def test_font_comes_from_the_package() -> None:
 
 
 @pytest.mark.parametrize("graph_type,size", [("pie", (800, 600)), ("bar", (1920, 1080))])
-def test_monthly_chart(trend_service, ctx, graph_type: str, size: tuple[int, int]) -> None:
-    out = trend_service.get_monthly_household(
+def test_monthly_chart(reading_trend_service, ctx, graph_type: str, size: tuple[int, int]) -> None:
+    out = reading_trend_service.get_monthly_household(
         {
             "year": 2025,
             "month": 1,
@@ -58,27 +58,27 @@ def test_monthly_chart(trend_service, ctx, graph_type: str, size: tuple[int, int
     assert chart["url"] == f"http://127.0.0.1:8000/api/charts/{chart['chart_id']}"
     assert len(ctx.attachments) == 1 and ctx.attachments[0].mime_type == "image/png"
     check_png(ctx.attachments[0].data, size)
-    assert trend_service.read_chart(ctx, chart_id=chart["chart_id"]) == ctx.attachments[0].data
+    assert reading_trend_service.read_chart(ctx, chart_id=chart["chart_id"]) == ctx.attachments[0].data
 
 
 @pytest.mark.parametrize("graph_type", ["line", "area", "bar"])
-def test_trend_chart(trend_service, ctx, graph_type: str) -> None:
-    out = trend_service.get_category_trend(
+def test_trend_chart(reading_trend_service, ctx, graph_type: str) -> None:
+    out = reading_trend_service.get_category_trend(
         {"output_format": "image", "graph_type": graph_type, "image_size": "640x480"}, ctx
     )
-    check_png(trend_service.read_chart(ctx, chart_id=out["chart"]["chart_id"]), (640, 480))
+    check_png(reading_trend_service.read_chart(ctx, chart_id=out["chart"]["chart_id"]), (640, 480))
     assert out["text"]  # the text answer is always there
 
 
-def test_text_output_has_no_chart(trend_service, ctx) -> None:
-    out = trend_service.get_monthly_household({"year": 2025, "month": 1}, ctx)
+def test_text_output_has_no_chart(reading_trend_service, ctx) -> None:
+    out = reading_trend_service.get_monthly_household({"year": 2025, "month": 1}, ctx)
     assert "chart" not in out and ctx.attachments == []
 
 
-def test_image_size_limits(trend_service, ctx) -> None:
+def test_image_size_limits(reading_trend_service, ctx) -> None:
     for bad in ["1921x1080", "800x1081", "100x100", "800*600", "199x150", "200x149"]:
         with pytest.raises(ToolError) as err:  # the schema's pattern refuses them before the handler runs
-            trend_service.get_monthly_household(
+            reading_trend_service.get_monthly_household(
                 {"year": 2025, "month": 1, "output_format": "image", "image_size": bad}, ctx
             )
         assert err.value.code == "BAD_REQUEST"
@@ -130,15 +130,17 @@ def test_the_tofu_detector_detects_tofu(caplog: pytest.LogCaptureFixture) -> Non
 
 
 @pytest.mark.parametrize("tool", ["monthly_pie", "monthly_bar", "trend_line", "trend_bar"])
-def test_japanese_chart_text_has_no_tofu(trend_service, ctx, caplog: pytest.LogCaptureFixture, tool: str) -> None:
+def test_japanese_chart_text_has_no_tofu(
+    reading_trend_service, ctx, caplog: pytest.LogCaptureFixture, tool: str
+) -> None:
     kind = tool.split("_")[1]
     with font_problems(caplog) as problems:
         if tool.startswith("monthly"):
-            out = trend_service.get_monthly_household(
+            out = reading_trend_service.get_monthly_household(
                 {"year": 2025, "month": 1, "output_format": "image", "graph_type": kind}, ctx
             )
         else:
-            out = trend_service.get_category_trend({"output_format": "image", "graph_type": kind}, ctx)
+            out = reading_trend_service.get_category_trend({"output_format": "image", "graph_type": kind}, ctx)
     assert "chart" in out and ctx.warnings == []
     assert problems == []
 

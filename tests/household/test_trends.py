@@ -47,8 +47,10 @@ def test_pure_metrics_reach_before_window() -> None:
     assert [m.month_over_month_pct for m in got] == [None, 50.0, -100.0]
 
 
-def test_single_category_window(trend_service, ctx) -> None:
-    out = trend_service.get_category_trend({"category": "食費", "start_month": "2025-01", "end_month": "2025-02"}, ctx)
+def test_single_category_window(reading_trend_service, ctx) -> None:
+    out = reading_trend_service.get_category_trend(
+        {"category": "食費", "start_month": "2025-01", "end_month": "2025-02"}, ctx
+    )
     jan, feb = metric(out, "食費", "2025-01"), metric(out, "食費", "2025-02")
     assert jan == {
         "month": "2025-01",
@@ -77,8 +79,10 @@ def test_single_category_window(trend_service, ctx) -> None:
     )
 
 
-def test_zero_month_and_month_without_data(trend_service, ctx) -> None:
-    out = trend_service.get_category_trend({"category": "食費", "start_month": "2025-03", "end_month": "2025-04"}, ctx)
+def test_zero_month_and_month_without_data(reading_trend_service, ctx) -> None:
+    out = reading_trend_service.get_category_trend(
+        {"category": "食費", "start_month": "2025-03", "end_month": "2025-04"}, ctx
+    )
     mar, apr = metric(out, "食費", "2025-03"), metric(out, "食費", "2025-04")
     assert mar == {
         "month": "2025-03",
@@ -105,8 +109,10 @@ def test_zero_month_and_month_without_data(trend_service, ctx) -> None:
     assert "- 2025年04月: N/A （前月比 N/A, 前年同月比 N/A）" in out["text"]
 
 
-def test_short_history_note_and_na(trend_service, ctx) -> None:
-    out = trend_service.get_category_trend({"category": "食費", "start_month": "2024-01", "end_month": "2024-03"}, ctx)
+def test_short_history_note_and_na(reading_trend_service, ctx) -> None:
+    out = reading_trend_service.get_category_trend(
+        {"category": "食費", "start_month": "2024-01", "end_month": "2024-03"}, ctx
+    )
     assert [m["month_over_month_pct"] for m in out["categories"][0]["months"]] == [None, 20.0, -25.0]
     assert [m["moving_average_12m"] for m in out["categories"][0]["months"]] == [10000, 11000, 10333]
     assert [m["year_over_year_pct"] for m in out["categories"][0]["months"]] == [None, None, None]
@@ -115,16 +121,16 @@ def test_short_history_note_and_na(trend_service, ctx) -> None:
     assert "- 2024年01月: 10,000円 （前月比 N/A, 前年同月比 N/A）" in out["text"]
 
 
-def test_minor_category_and_defaults(trend_service, ctx) -> None:
-    out = trend_service.get_category_trend({"category": "外食"}, ctx)
+def test_minor_category_and_defaults(reading_trend_service, ctx) -> None:
+    out = reading_trend_service.get_category_trend({"category": "外食"}, ctx)
     assert (out["start_month"], out["end_month"]) == ("2024-04", "2025-03")  # latest 12 months with data
     block = out["categories"][0]
     assert block["level"] == "minor"
     assert [m["amount"] for m in block["months"]][-3:] == [1000, 1000, 0]
 
 
-def test_top_three_without_category(trend_service, ctx) -> None:
-    out = trend_service.get_category_trend({"start_month": "2025-01", "end_month": "2025-03"}, ctx)
+def test_top_three_without_category(reading_trend_service, ctx) -> None:
+    out = reading_trend_service.get_category_trend({"start_month": "2025-01", "end_month": "2025-03"}, ctx)
     assert [(b["category"], b["total"]) for b in out["categories"]] == [
         ("住宅", 100000),
         ("食費", 24000),
@@ -138,18 +144,18 @@ def test_top_three_without_category(trend_service, ctx) -> None:
     assert {b["category"] for b in out["categories"]}.isdisjoint({"収入", "現金・カード"})
 
 
-def test_unknown_category_names_nearest(trend_service, ctx) -> None:
+def test_unknown_category_names_nearest(reading_trend_service, ctx) -> None:
     with pytest.raises(ToolError) as err:
-        trend_service.get_category_trend({"category": "食ひ"}, ctx)
+        reading_trend_service.get_category_trend({"category": "食ひ"}, ctx)
     assert err.value.code == "VALIDATION_ERROR"
     # difflib ratio ≥ 0.4: for two-character names one shared character is enough (食)
     assert err.value.message == "該当カテゴリが見つかりません: 食ひ（候補: 食費, 外食, 食料品）"
     assert err.value.details["suggestions"] == ["食費", "外食", "食料品"]
 
 
-def test_unrelated_category_gets_the_largest_spending_categories(trend_service, ctx) -> None:
+def test_unrelated_category_gets_the_largest_spending_categories(reading_trend_service, ctx) -> None:
     with pytest.raises(ToolError) as err:
-        trend_service.get_category_trend({"category": "ペット"}, ctx)
+        reading_trend_service.get_category_trend({"category": "ペット"}, ctx)
     # nothing is near (difflib cutoff 0.4): offer the largest spending categories instead of noise
     assert err.value.message == "該当カテゴリが見つかりません: ペット（支出カテゴリの例: 住宅, 食費, 交通費）"
     assert err.value.details["suggestions"] == ["住宅", "食費", "交通費"]
@@ -165,11 +171,11 @@ def test_unrelated_category_gets_the_largest_spending_categories(trend_service, 
     ],
 )
 def test_hierarchy_categories_without_spending_are_explained(
-    trend_service, ctx, category: str, kind: str, reason: str
+    reading_trend_service, ctx, category: str, kind: str, reason: str
 ) -> None:
-    assert "収入" in trend_service.read_category_hierarchy(ctx)  # listed there ...
+    assert "収入" in reading_trend_service.read_category_hierarchy(ctx)  # listed there ...
     with pytest.raises(ToolError) as err:  # ... but not a spending category
-        trend_service.get_category_trend({"category": category}, ctx)
+        reading_trend_service.get_category_trend({"category": category}, ctx)
     assert err.value.code == "VALIDATION_ERROR"
     assert (
         err.value.message
@@ -178,14 +184,18 @@ def test_hierarchy_categories_without_spending_are_explained(
     assert err.value.details["not_spending"] == kind
 
 
-def test_window_with_fewer_months_of_data_than_asked_is_noted(trend_service, ctx) -> None:
+def test_window_with_fewer_months_of_data_than_asked_is_noted(reading_trend_service, ctx) -> None:
     # 24 months asked, 15 hold data; the 12-month average at the end is full: only the window note
-    out = trend_service.get_category_trend({"category": "食費", "start_month": "2023-04", "end_month": "2025-03"}, ctx)
+    out = reading_trend_service.get_category_trend(
+        {"category": "食費", "start_month": "2023-04", "end_month": "2025-03"}, ctx
+    )
     assert out["notes"][0] == "過去 15 か月分のデータで計算しました（24 か月分のうちデータがあるのは 15 か月です）"
     assert out["notes"][1].startswith("データのない月があります（N/A と表示）: 2023年04月, ")
     assert out["text"].count("※ 過去 15 か月分のデータで計算しました") == 1
     # the same count for the window and the average: said once
-    out = trend_service.get_category_trend({"category": "食費", "start_month": "2023-11", "end_month": "2024-03"}, ctx)
+    out = reading_trend_service.get_category_trend(
+        {"category": "食費", "start_month": "2023-11", "end_month": "2024-03"}, ctx
+    )
     assert out["notes"][0] == "過去 3 か月分のデータで計算しました（5 か月分のうちデータがあるのは 3 か月です）"
     assert sum("か月分のデータで計算しました" in n for n in out["notes"]) == 1
 
@@ -210,20 +220,20 @@ def test_default_window_starts_at_the_first_month_with_data(tmp_path, make_servi
     assert asked["start_month"] == "2023-11" and asked["categories"][0]["months"][0]["amount"] is None
 
 
-def test_window_errors(trend_service, ctx) -> None:
+def test_window_errors(reading_trend_service, ctx) -> None:
     with pytest.raises(ToolError) as err:
-        trend_service.get_category_trend({"start_month": "2019-01", "end_month": "2019-12"}, ctx)
+        reading_trend_service.get_category_trend({"start_month": "2019-01", "end_month": "2019-12"}, ctx)
     assert err.value.code == "DATA_NOT_FOUND"
     assert err.value.message == (
         "対象期間のデータが不足しています: 2019年01月〜2019年12月（データがあるのは 2024年01月〜2025年03月）"
     )
     with pytest.raises(ToolError) as err:
-        trend_service.get_category_trend({"start_month": "2025-03", "end_month": "2025-01"}, ctx)
+        reading_trend_service.get_category_trend({"start_month": "2025-03", "end_month": "2025-01"}, ctx)
     assert err.value.code == "VALIDATION_ERROR"
 
 
-def test_monthly_household(trend_service, ctx) -> None:
-    out = trend_service.get_monthly_household({"year": 2025, "month": 1}, ctx)
+def test_monthly_household(reading_trend_service, ctx) -> None:
+    out = reading_trend_service.get_monthly_household({"year": 2025, "month": 1}, ctx)
     assert out["total_expense"] == 65500
     assert out["total_income"] == 200000
     assert out["transaction_count"] == 4
@@ -234,15 +244,15 @@ def test_monthly_household(trend_service, ctx) -> None:
     ]
     assert out["text"].splitlines()[0] == "2025年01月の支出合計: 65,500円（4件）"
     with pytest.raises(ToolError) as err:
-        trend_service.get_monthly_household({"year": 2030, "month": 1}, ctx)
+        reading_trend_service.get_monthly_household({"year": 2030, "month": 1}, ctx)
     assert err.value.code == "DATA_NOT_FOUND"
 
 
-def test_resources(trend_service, ctx) -> None:
-    months_out = trend_service.read_available_months(ctx)
+def test_resources(reading_trend_service, ctx) -> None:
+    months_out = reading_trend_service.read_available_months(ctx)
     assert (months_out["count"], months_out["earliest"], months_out["latest"]) == (15, "2024-01", "2025-03")
-    tree = trend_service.read_category_hierarchy(ctx)
+    tree = reading_trend_service.read_category_hierarchy(ctx)
     assert tree["食費"] == ["外食", "食料品"]
-    summary = trend_service.read_category_trend_summary(ctx)
+    summary = reading_trend_service.read_category_trend_summary(ctx)
     assert (summary["start_month"], summary["end_month"]) == ("2024-04", "2025-03")
     assert [b["category"] for b in summary["categories"]] == ["住宅", "食費", "交通費"]

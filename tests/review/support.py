@@ -8,10 +8,11 @@ remove_from_head / remove_from_base). The repository's specs/_meta is copied in 
 from __future__ import annotations
 
 import shutil
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
+from codegen.refs import parse_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "tests" / "fixtures" / "review"
@@ -21,8 +22,10 @@ META = REPO / "specs" / "_meta"
 CASES = sorted(p.name for p in CORPUS.iterdir() if (p / "expected.yaml").is_file())
 
 
+@cache
 def expected(case: str) -> dict[str, Any]:
-    doc = yaml.safe_load((CORPUS / case / "expected.yaml").read_text(encoding="utf-8"))
+    """The case's expected.yaml (read once: every test of a case and test_every_rule_has_a_case read it)."""
+    doc = parse_yaml((CORPUS / case / "expected.yaml").read_text(encoding="utf-8"))
     assert isinstance(doc, dict)
     return doc
 
