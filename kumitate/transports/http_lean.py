@@ -37,6 +37,12 @@ from kumitate.transports.origin import base_url_of
 JSON = "application/json"
 PASSED_ON = ("content-encoding", "transfer-encoding", "prefer")
 """Headers whose request Litestar answers (a compressed or chunked body, a task asked for)."""
+FLUSHED_ABOVE = 1 << 20
+"""An answer larger than this is sent as its body and then an empty last part, which the server holds
+back until its write buffer has drained (ASGI backpressure; uvicorn waits before it writes). Only then
+does the call return and free its large objects: freeing a 7.9 MB result of 100k rows keeps the loop
+busy for tens of milliseconds, during which it wrote none of the bytes still owed (the client then
+waited 40-77 ms for the rest, in about half the calls). The bytes on the wire are the same."""
 
 
 class LeanHTTP:
@@ -84,17 +90,23 @@ class LeanHTTP:
         arrived = scope.get(ARRIVED_KEY)
         queued_s = asyncio.get_running_loop().time() - arrived if arrived is not None else 0.0
         outcome = self.pipeline.shed(binding, request, queued_s)
+        parsed: list[Any] = []
         if outcome is None:
-            outcome = await self._call(binding, cap, request, receive)
+            outcome = await self._call(binding, cap, request, receive, parsed)
         await _respond(send, outcome)
-        return True
+        return True  # the request's data and the result are freed now, once the answer is written
 
-    async def _call(self, binding: ToolBinding, cap: int, request: CallRequest, receive: Receive) -> Outcome:
+    async def _call(
+        self, binding: ToolBinding, cap: int, request: CallRequest, receive: Receive, parsed: list[Any]
+    ) -> Outcome:
+        """The call's outcome. `parsed` gets the arguments read, so that the caller, not the pipeline's
+        return, frees them: after the answer (100k parsed records take the loop milliseconds to free)."""
         body_read = asyncio.Event()
 
         async def read() -> Any:
             try:
-                return json_arguments(await self._body(receive, cap))
+                parsed.append(json_arguments(await self._body(receive, cap)))
+                return parsed[-1]
             finally:
                 body_read.set()
 
@@ -131,4 +143,8 @@ async def _respond(send: Send, outcome: Outcome) -> None:
     if b"content-length" not in names:
         headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": outcome.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    if len(body) <= FLUSHED_ABOVE:
+        await send({"type": "http.response.body", "body": body})
+        return
+    await send({"type": "http.response.body", "body": body, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})

@@ -26,7 +26,7 @@ import pytest
 from codegen.examples import all_examples
 from codegen.specs import SpecTree
 from kumitate.transports.asgi import ARRIVED_KEY
-from kumitate.transports.http_lean import LeanHTTP
+from kumitate.transports.http_lean import FLUSHED_ABOVE, LeanHTTP
 from tests.conftest import K_OF_N_RULE, InProcessApp, serve_in_process
 
 pytestmark = pytest.mark.anyio
@@ -105,6 +105,15 @@ async def _both(app: InProcessApp, method: str, path: str, body: Any, extra: dic
 @pytest.mark.parametrize("case", list(CASES))
 async def test_lean_answers_as_litestar(in_process_app: InProcessApp, case: str) -> None:
     lean, litestar = await _both(in_process_app, *CASES[case])
+    assert lean == litestar
+
+
+async def test_a_large_answer_is_the_same_bytes(in_process_app: InProcessApp) -> None:
+    """An answer over FLUSHED_ABOVE leaves as its body and then an empty last part: still Litestar's bytes."""
+    stay = {"code": "13101", "name": "千代田区", "start_ts": "2024-05-01T09:00:00+09:00"}
+    body = {"stays": [{**stay, "ref": f"r{i}", "end_ts": "2024-05-01T10:00:00+09:00"} for i in range(20_000)]}
+    lean, litestar = await _both(in_process_app, "POST", SUMMARIZE, body, {})
+    assert lean[0] == 200 and len(lean[2]) > FLUSHED_ABOVE
     assert lean == litestar
 
 
