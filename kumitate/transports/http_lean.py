@@ -90,31 +90,32 @@ class LeanHTTP:
         arrived = scope.get(ARRIVED_KEY)
         queued_s = asyncio.get_running_loop().time() - arrived if arrived is not None else 0.0
         outcome = self.pipeline.shed(binding, request, queued_s)
-        parsed: list[Any] = []
         if outcome is None:
-            outcome = await self._call(binding, cap, request, receive, parsed)
-        await _respond(send, outcome)
-        return True  # the request's data and the result are freed now, once the answer is written
+            await self._call(binding, cap, request, receive, send)
+        else:
+            await _respond(send, outcome)
+        return True
 
-    async def _call(
-        self, binding: ToolBinding, cap: int, request: CallRequest, receive: Receive, parsed: list[Any]
-    ) -> Outcome:
-        """The call's outcome. `parsed` gets the arguments read, so that the caller, not the pipeline's
-        return, frees them: after the answer (100k parsed records take the loop milliseconds to free)."""
+    async def _call(self, binding: ToolBinding, cap: int, request: CallRequest, receive: Receive, send: Send) -> None:
+        """Run the call and write its answer. The parsed arguments live in this frame until the answer is
+        written: 100k parsed records take the loop milliseconds to free, which must not delay the bytes owed."""
         body_read = asyncio.Event()
+        parsed: Any = None
 
         async def read() -> Any:
+            nonlocal parsed
             try:
-                parsed.append(json_arguments(await self._body(receive, cap)))
-                return parsed[-1]
+                parsed = json_arguments(await self._body(receive, cap))
+                return parsed
             finally:
                 body_read.set()
 
         call = self.pipeline.call_tool(binding, None, request, read=read)
         try:
-            return await unless_disconnected(receive, body_read, call)
+            outcome = await unless_disconnected(receive, body_read, call)
         except ClientGone:  # nobody reads the answer
-            return Outcome(True, CLIENT_CLOSED_REQUEST, "CLIENT_CLOSED", b"", *request.ids or ("", ""))
+            outcome = Outcome(True, CLIENT_CLOSED_REQUEST, "CLIENT_CLOSED", b"", *request.ids or ("", ""))
+        await _respond(send, outcome)
 
     async def _body(self, receive: Receive, cap: int) -> bytearray:
         """The body, as Litestar's `Request.stream` reads it (the same refusals, as the same errors)."""
