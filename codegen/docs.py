@@ -21,6 +21,7 @@ import yaml
 
 from codegen import naming
 from codegen.links import next_line
+from codegen.refs import parse_yaml
 from codegen.specs import (
     GENERIC_ERRORS,
     TOOLSETS_FILE,
@@ -126,7 +127,7 @@ def load_budget(tree: SpecTree) -> tuple[dict[str, int], list[Problem]]:
         return budgets, []
     rel = f"specs/{BUDGET_FILE}"
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        doc = parse_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as exc:
         return budgets, [Problem(rel, "", BUDGET_RULE, f"cannot parse: {exc}")]
     problems: list[Problem] = []

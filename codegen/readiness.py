@@ -15,9 +15,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from codegen import docs
+from codegen.refs import parse_yaml
 from codegen.specs import Problem, SpecTree, ToolSpec
 
 RULES: dict[str, str] = {
@@ -250,7 +249,7 @@ def load_baseline(path: Path) -> list[dict[str, Any]]:
     """The entries of a baseline file ([] when it does not exist)."""
     if not path.is_file():
         return []
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    doc = parse_yaml(path.read_text(encoding="utf-8")) or []
     if isinstance(doc, dict):
         doc = doc.get("baseline") or doc.get("accepted") or []
     return [e if isinstance(e, dict) else {"invalid": e} for e in doc] if isinstance(doc, list) else [{"invalid": doc}]
