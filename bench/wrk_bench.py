@@ -163,8 +163,8 @@ def kumitate_server(tmp: Path, **env: str) -> AbstractContextManager[Served]:
     return server([sys.executable, "-m", "kumitate", "serve", "--log-level", "warning"], tmp, "/healthz", **env)
 
 
-def uvicorn_server(target: str, tmp: Path) -> AbstractContextManager[Served]:
-    return server([sys.executable, "-m", "uvicorn", target, *UVICORN], tmp, "/")
+def uvicorn_server(target: str, tmp: Path, **env: str) -> AbstractContextManager[Served]:
+    return server([sys.executable, "-m", "uvicorn", target, *UVICORN], tmp, "/", **env)
 
 
 # -- wrk -----------------------------------------------------------------------------------------
@@ -319,10 +319,13 @@ def spread(values: list[float], fmt: str = "{:,.0f}") -> str:
     return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
 
 
-def report(sut: Target, base: Target, connections: list[int], bare: bool = True) -> list[str]:
+def report(
+    sut: Target, base: Target, connections: list[int], bare: bool = True, ceiling: Target | None = None
+) -> list[str]:
     """One row per connection count. `bare`: the baseline is the bare framework, which must be the
-    faster of the two for the row to show the server's cost and not the client's."""
-    last = "baseline faster" if bare else "client the limit"
+    faster of the two for the row to show the server's cost and not the client's; or, given, the
+    `ceiling` (a bare ASGI app, bench/ceiling_app.py) must be, when kumitate outruns the framework."""
+    last = ("ceiling faster (its req/s)" if ceiling else "baseline faster") if bare else "client the limit"
     lines = [
         f"| connections | {sut.name} req/s | {sut.name} p99 ms | {base.name} req/s | {base.name} p99 ms "
         f"| ratio req/s | ratio p99 | server CPU ms/call | client (wrk) CPU | {last} |",
@@ -332,10 +335,13 @@ def report(sut: Target, base: Target, connections: list[int], bare: bool = True)
         s, b = sut.runs[conns], base.runs[conns]
         ratios = [x.rps / y.rps for x, y in zip(s, b, strict=True)]
         p99s = [x.p99_ms / y.p99_ms for x, y in zip(s, b, strict=True)]
-        faster = sum(y.rps > x.rps for x, y in zip(s, b, strict=True))
+        top = ceiling.runs[conns] if ceiling else b
+        faster = sum(y.rps > x.rps for x, y in zip(s, top, strict=True))
         cpu = max(r.client_cpu for r in s + b)
         if bare:
             verdict = f"{faster}/{len(s)}" + ("" if faster == len(s) else " (client or machine may be the limit)")
+            if ceiling:
+                verdict += f" ({spread([r.rps for r in top])})"
         else:
             verdict = "no" if cpu < CLIENT_BOUND else "maybe: wrk used a whole core"
         lines.append(
@@ -397,15 +403,20 @@ def http_rows(
     with kumitate_server(tmp, **env) as kumitate, uvicorn_server("bench.baseline_app:app", tmp) as baseline:
         sut = Target("kumitate", kumitate, PATH, script, body, headers)
         base = Target("baseline", baseline, PATH, script, body, headers)
-        _check(sut, lambda reply: reply.get("summary") is not None)
+        answer = tmp / "ceiling-answer.json"
+        answer.write_bytes(_check(sut, lambda reply: reply.get("summary") is not None))
         _check(base, lambda reply: reply.get("summary") is not None)
-        interleaved([sut, base], connections, rounds, seconds, probe_at)
+        with uvicorn_server("bench.ceiling_app:app", tmp, CEILING_ANSWER=str(answer)) as bare:
+            ceiling = Target("ceiling", bare, PATH, script, body, headers)
+            interleaved([sut, base, ceiling], connections, rounds, seconds, probe_at)
     lines = [
         f"POST {PATH}, README body ({len(body)} bytes); `kumitate serve` vs `uvicorn bench.baseline_app:app` "
         f"({' '.join(UVICORN)}); wrk -t1, {seconds:g} s per run, {rounds} interleaved rounds; "
-        "median (min–max) over the rounds; ratios are per round (kumitate / baseline).",
+        "median (min–max) over the rounds; ratios are per round (kumitate / baseline). The ceiling is "
+        "`bench/ceiling_app.py` under the same uvicorn: no framework, kumitate's answer bytes; wrk driving it "
+        "faster than kumitate shows the client is not what limits kumitate's rate.",
         "",
-        *report(sut, base, connections),
+        *report(sut, base, connections, ceiling=ceiling),
     ]
     shed = overload(sut, base, connections, probe_at)
     if shed:
@@ -439,8 +450,8 @@ def mcp_row(tmp: Path, rounds: int, seconds: float, connections: int = 16) -> li
     ]
 
 
-def _check(target: Target, good: object) -> None:
-    """One call before measuring: a benchmark of error answers measures nothing."""
+def _check(target: Target, good: object) -> bytes:
+    """One call before measuring (a benchmark of error answers measures nothing); the answer."""
     conn = http.client.HTTPConnection("127.0.0.1", target.served.port, timeout=30)
     conn.request("POST", target.path, target.body, target.headers)
     response = conn.getresponse()
@@ -449,6 +460,7 @@ def _check(target: Target, good: object) -> None:
     reply = json.loads(raw)
     if response.status != 200 or not good(reply):  # type: ignore[operator]
         raise RuntimeError(f"{target.name}: {response.status} {raw[:500]!r}")
+    return raw
 
 
 def main() -> int:
