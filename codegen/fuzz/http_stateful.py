@@ -19,16 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from hypothesis import seed as fixed_seed
-from hypothesis.errors import Flaky
-from hypothesis.stateful import RULE_MARKER, run_state_machine_as_test
+from hypothesis.stateful import RULE_MARKER
 
 from codegen import specs
-from codegen.fuzz.stateful import Stats, Walk, walk_settings
+from codegen.fuzz.stateful import Stats, Walk, run_machine
 from kumitate.invariants import Step
-
-MAX_SUITES = 20
-"""At most this many runs of the machine (a new seed each) to reach the sequences asked for."""
 
 
 class HttpCaller:
@@ -189,20 +184,7 @@ def run(url: str, headers: Mapping[str, str], config: Path, walk: Walk) -> Stats
     for name in base.root_rules:
         getattr(getattr(Workflows, name), RULE_MARKER).preconditions += (no_link_ready,)
     try:
-        # the server's state outlives each sequence, so hypothesis may see a known prefix draw otherwise
-        # (Flaky): not the server's fault; like schemathesis' own engine, go on with the next seed
-        for attempt in range(MAX_SUITES):
-            remaining = walk.sequences - stats.sequences
-            if remaining <= 0 or stats.failure:
-                break
-            try:
-                run_state_machine_as_test(
-                    fixed_seed(walk.seed + attempt)(Workflows), settings=walk_settings(remaining, walk.steps)
-                )
-            except Flaky:
-                if stats.failure:
-                    raise
-                stats.restarts += 1
+        run_machine(Workflows, walk, stats)
     except Exception as exc:  # the first failure, as its sequence; a replay meets another server state
         stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
     finally:

@@ -30,6 +30,7 @@ import jsonschema_rs
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as fixed_seed
 from hypothesis import strategies as st
+from hypothesis.errors import FlakyStrategyDefinition
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 from schemathesis.generation.jsonschema.builder import build
 
@@ -99,7 +100,7 @@ class Stats:
     failure: str | None = None
     restarts: int = 0
     """Runs of the machine begun again with the next seed after hypothesis met a known prefix drawing
-    otherwise (the server's state outlives a sequence; HTTP walk)."""
+    otherwise (the server's state outlives a sequence; `run_machine`)."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Time spent per tool (calls the invariants make included)."""
 
@@ -397,10 +398,36 @@ def _walk(
     tools = {t.name: t for t in loop.run(client.list_tools())}
     workflows = machine(roots, edges, Wire(loop, client, tools, declared, stats), invariants, stats)
     try:
-        run_state_machine_as_test(fixed_seed(walk.seed)(workflows), settings=walk_settings(walk.sequences, walk.steps))
+        run_machine(workflows, walk, stats)
     except Exception as exc:  # the sequence that failed first; a replay (Flaky) meets another server state
         stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
     return stats
+
+
+MAX_SUITES = 20
+"""At most this many runs of the machine (a new seed each) to reach the sequences asked for."""
+
+
+def run_machine(workflows: type[RuleBasedStateMachine], walk: Walk, stats: Stats) -> None:
+    """Run the machine (either transport's) until `walk.sequences` sequences have run or one failed.
+
+    The server's state outlives each sequence, and a rule's precondition reads what the server answered,
+    so hypothesis may see a prefix it knows draw otherwise (FlakyStrategyDefinition). That is not the
+    server's fault: like schemathesis' own engine, go on with the next seed for the sequences left
+    (`stats.restarts`). One met while replaying a failure is raised, with the failure already in `stats`;
+    a failure that does not happen again (FlakyFailure) is one, not a restart."""
+    for attempt in range(MAX_SUITES):
+        remaining = walk.sequences - stats.sequences
+        if remaining <= 0 or stats.failure:
+            return
+        try:
+            run_state_machine_as_test(
+                fixed_seed(walk.seed + attempt)(workflows), settings=walk_settings(remaining, walk.steps)
+            )
+        except FlakyStrategyDefinition:
+            if stats.failure:
+                raise
+            stats.restarts += 1
 
 
 def walk_settings(sequences: int, steps: int) -> settings:

@@ -92,3 +92,53 @@ def test_the_graph_starts_where_no_link_leads() -> None:
         "get_monthly_household",
     }
     assert {e.target.name for e in edges} >= {"confirm_duplicate", "restore_duplicate", "export_file", "chart"}
+
+
+def test_a_walk_whose_server_state_changes_what_is_drawn_goes_on_with_the_next_seed() -> None:
+    """A server's state outlives each sequence; where a precondition reads it, hypothesis meets a prefix it
+    knows drawing otherwise. The walk begins again with the next seed until it has its sequences."""
+    from hypothesis import strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
+
+    server = {"saved": 0}
+    stats = stateful.Stats()
+
+    class Machine(RuleBasedStateMachine):
+        @rule(n=st.integers(0, 3))
+        def save(self, n: int) -> None:
+            server["saved"] += 1 + n
+
+        @precondition(lambda self: server["saved"] % 5 < 2)  # what the server holds decides
+        @rule(n=st.integers(0, 3))
+        def read(self, n: int) -> None:
+            server["saved"] += n
+
+        def teardown(self) -> None:
+            stats.sequences += 1
+
+    stateful.run_machine(Machine, stateful.Walk(attendance_tree(), sequences=80, steps=6, seed=1), stats)
+    assert stats.failure is None
+    assert stats.restarts >= 1
+    assert stats.sequences >= 80
+
+
+def test_a_failure_ends_the_walk_without_a_restart() -> None:
+    from hypothesis import strategies as st
+    from hypothesis.stateful import RuleBasedStateMachine, rule
+
+    stats = stateful.Stats()
+
+    class Machine(RuleBasedStateMachine):
+        @rule(n=st.integers(0, 10))
+        def call(self, n: int) -> None:
+            if n > 7:
+                stats.failure = stats.failure or f"call({n}) broke"
+                raise AssertionError(stats.failure)
+
+        def teardown(self) -> None:
+            stats.sequences += 1
+
+    with pytest.raises(AssertionError):
+        stateful.run_machine(Machine, stateful.Walk(attendance_tree(), sequences=200, steps=6, seed=1), stats)
+    assert stats.failure is not None and "broke" in stats.failure
+    assert stats.restarts == 0
