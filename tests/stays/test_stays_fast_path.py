@@ -24,6 +24,7 @@ TIMESTAMPS = st.one_of(
             "2024-05-01",
             "2024-02-30T09:00:00+09:00",
             "2024-05-01T09:00:00+0900",
+            "2024-05-01T09:Z\x00:00+09:00",  # fromisoformat stops at the NUL: 09:00 UTC
         ]
     ),
     # 25-character strings shaped like the fast path, with arbitrary characters in the digit slots.
@@ -90,3 +91,14 @@ def mutated_timestamps(draw: st.DrawFn) -> str:
 @given(mutated_timestamps())
 def test_timestamp_fast_path_matches_regex(value: str) -> None:
     assert parse_rfc3339(value) == _regex_only_parse(value)
+
+
+def test_a_nul_after_a_zone_designator_is_not_a_timestamp() -> None:
+    """CPython's fromisoformat stops reading at a NUL and takes `09:Z\x00:00` for 09:00 UTC; a JSON string may
+    carry `\u0000`. Both fast paths (one timestamp, a batch of records) refuse it as the regex path does."""
+    for value in ("2024-05-01T09:Z\x00:00+09:00", "2024-05-01T09:00:Z\x00+09:00", "2024-05-01T00:Z\x00:00Z"):
+        assert parse_rfc3339(value) is None
+    record = {"code": "13101", "name": "千代田区", "start_ts": "2024-05-01T09:Z\x00:00+09:00"}
+    record["end_ts"] = "2024-05-01T10:00:00+09:00"
+    stays, errors = check_records([record])
+    assert stays == [] and [e["reason"] for e in errors] == ["INVALID_INPUT"]

@@ -33,8 +33,13 @@ def parse_rfc3339(value: object) -> datetime | None:
     if type(value) is not str:
         return None
     size = len(value)
-    if ((size == 25 and value[4::3] in OFFSET_SHAPES) or (size == 20 and value[4::3] == "--T::Z")) and value.isascii():
-        # Every other position must be a digit, which fromisoformat enforces.
+    if (
+        ((size == 25 and value[4::3] in OFFSET_SHAPES) or (size == 20 and value[4::3] == "--T::Z"))
+        and value.isascii()
+        and "\x00" not in value
+    ):
+        # Every other position must be a digit, which fromisoformat enforces, except that its C parser
+        # stops reading at a NUL: it takes `09:Z\x00:00` for 09:00 UTC.
         try:
             return _fromisoformat(value)
         except ValueError:

@@ -181,8 +181,11 @@ def check_records(records: list[Any]) -> tuple[list[ResultRow], list[dict[str, A
                     and len(end) == 25
                     and start[4::3] in OFFSET_SHAPES
                     and end[4::3] in OFFSET_SHAPES
+                    and "\x00" not in start
+                    and "\x00" not in end
                 ):
-                    # Digits elsewhere are enforced by fromisoformat (ASCII only; ValueError otherwise).
+                    # Digits elsewhere are enforced by fromisoformat (ASCII only; ValueError otherwise), but
+                    # its C parser stops reading at a NUL (timestamps.parse_rfc3339 says more).
                     seconds = (parse(end) - parse(start)) // one_second  # floor: truncates when >= 0
                     if seconds >= 0:
                         if ref is None:
