@@ -397,10 +397,7 @@ def _walk(
 ) -> Stats:
     tools = {t.name: t for t in loop.run(client.list_tools())}
     workflows = machine(roots, edges, Wire(loop, client, tools, declared, stats), invariants, stats)
-    try:
-        run_machine(workflows, walk, stats)
-    except Exception as exc:  # the sequence that failed first; a replay (Flaky) meets another server state
-        stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
+    run_machine(workflows, walk, stats)
     return stats
 
 
@@ -409,13 +406,14 @@ MAX_SUITES = 20
 
 
 def run_machine(workflows: type[RuleBasedStateMachine], walk: Walk, stats: Stats) -> None:
-    """Run the machine (either transport's) until `walk.sequences` sequences have run or one failed.
+    """Run the machine (either transport's) until `walk.sequences` sequences have run or one failed; the
+    first failure ends up in `stats.failure` (a rule's own report, else the exception that ended the run).
 
     The server's state outlives each sequence, and a rule's precondition reads what the server answered,
     so hypothesis may see a prefix it knows draw otherwise (FlakyStrategyDefinition). That is not the
     server's fault: like schemathesis' own engine, go on with the next seed for the sequences left
-    (`stats.restarts`). One met while replaying a failure is raised, with the failure already in `stats`;
-    a failure that does not happen again (FlakyFailure) is one, not a restart."""
+    (`stats.restarts`). Met while replaying a failure, it is the failure's replay meeting another server
+    state: the failure stands. A failure that does not happen again (FlakyFailure) is one, not a restart."""
     for attempt in range(MAX_SUITES):
         remaining = walk.sequences - stats.sequences
         if remaining <= 0 or stats.failure:
@@ -425,9 +423,10 @@ def run_machine(workflows: type[RuleBasedStateMachine], walk: Walk, stats: Stats
                 fixed_seed(walk.seed + attempt)(workflows), settings=walk_settings(remaining, walk.steps)
             )
         except FlakyStrategyDefinition:
-            if stats.failure:
-                raise
-            stats.restarts += 1
+            if stats.failure is None:
+                stats.restarts += 1
+        except Exception as exc:
+            stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
 
 
 def walk_settings(sequences: int, steps: int) -> settings:
