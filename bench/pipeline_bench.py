@@ -45,6 +45,10 @@ from handlers.stays.core import summarize
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = 5
+WARMUPS = 3
+"""Calls per side before the runs: a server's heap grows to its working size over its first large calls
+(summarize_stays 100k: 18,900, 8,300, 3,000, then ~400 page faults a call), and a long-running server
+answers from that steady state."""
 JSON_HEADERS = {"content-type": "application/json"}
 MCP_HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
@@ -133,7 +137,7 @@ CASES: list[tuple[str, Any, Callable[[], Any], Callable[[Any], Any], float, bool
 
 
 def large_payloads(served: Served, cases: list[Any] = CASES) -> list[dict[str, Any]]:
-    """RUNS interleaved runs per case (limit, HTTP[, MCP], limit, HTTP ...), one call each after a warm-up:
+    """RUNS interleaved runs per case (limit, HTTP[, MCP], limit, HTTP ...), one call each after WARMUPS:
     wall ms and CPU ms (the limit's in this process, the server's in its process) of every run."""
     url = f"http://127.0.0.1:{served.port}"
     rows = []
@@ -169,8 +173,9 @@ def large_payloads(served: Served, cases: list[Any] = CASES) -> list[dict[str, A
             }
             if over_mcp:
                 sides["mcp"] = (over_mcp_http, served.pid)
-            for fn, _ in sides.values():
-                fn()  # warm-up
+            for _ in range(WARMUPS):
+                for fn, _ in sides.values():
+                    fn()
             runs: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
             for _ in range(RUNS):  # interleaved, so drift on a shared machine hits every side alike
                 for side, (fn, pid) in sides.items():
@@ -353,7 +358,7 @@ def main() -> None:
         "in the benchmark process, same run. Server times are client wall times over loopback with the "
         "body pre-encoded (they include sending the body and reading the response, with the standard library's "
         f"http.client). {RUNS} runs of one call "
-        "per side after a warm-up, interleaved (limit, server, limit, server ...); the target holds when every "
+        f"per side after {WARMUPS} warm-up calls, interleaved (limit, server, limit, server ...); the target holds when every "
         "run's ratio meets it. CPU: the limit's in this process, the server's in its process (steadier than "
         "wall times on a shared machine). Throughputs: medians of interleaved rounds.\n"
     )

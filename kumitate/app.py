@@ -21,7 +21,7 @@ from litestar.exceptions import HTTPException
 from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
-from kumitate import calllog
+from kumitate import calllog, heap
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import KumitateASGI, RequestLimits
@@ -120,6 +120,8 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
             # ~290 ms, 35-60 ms after (issue 32, HTTP p99). No collect first (it found ~35 objects for 0.1 s
             # of CPU); unfrozen at shutdown, so a process that starts apps in turn (tests) frees old ones.
             gc.freeze()
+            # From here on, a large call's freed buffers stay for the next one (kumitate/heap.py).
+            heap.keep_freed_memory(settings.heap_keep_mb << 20)
             try:
                 yield
             finally:

@@ -122,6 +122,9 @@ def _mcp(args: argparse.Namespace) -> int:
         services = sorted({key.partition(".")[0] for key in toolsets[args.toolset]})
     runtime = _start(settings, lambda: Runtime(settings, services))
     server = build_server(runtime, services, toolset=args.toolset)
+    from kumitate.heap import keep_freed_memory
+
+    keep_freed_memory(settings.heap_keep_mb << 20)
     from kumitate.stdio_framing import adapt_stdio
 
     adapt_stdio()  # newline-delimited JSON (standard), or Content-Length frames (duo-talk's provider)

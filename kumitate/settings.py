@@ -317,6 +317,14 @@ class Settings(DeploySettings):
         "on SIGTERM, seconds `/readyz` answers 503 before the listener closes (the balancer's check period)",
         ge=0,
     )
+    heap_keep_mb: int = var(
+        "KUMITATE_HEAP_KEEP_MB",
+        64,
+        "freed memory a serving process keeps for its next large call instead of returning it to the system, "
+        "MiB (glibc; larger blocks are returned at once; 0: the C library's defaults)",
+        ge=0,
+        le=2047,
+    )
     workers: int = var(
         "KUMITATE_WORKERS",
         1,
