@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,9 @@ import pytest
 from deploy import servers
 from deploy.cluster import Cluster
 from tests.servers import unavailable
+
+LOG_TAIL = 4000
+"""Characters of each log a failed cluster test's report shows (the end: what happened last)."""
 
 
 @pytest.fixture(scope="session")
@@ -45,3 +48,21 @@ def cluster(seeded_data_dir: Path) -> Iterator[Cluster]:
     yield running
     running.stop(fast=True)
     shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed cluster test's report ends with the tails of nginx's error log, supervisord's and the
+    instances' logs: the cluster's directory is removed when the session ends, and CI keeps only what was
+    printed (an intermittent "Server disconnected without sending a response" through nginx, stop 41)."""
+    report: pytest.TestReport = yield
+    cluster = getattr(item, "funcargs", {}).get("cluster")
+    if report.when == "call" and report.failed and isinstance(cluster, Cluster):
+        logs = [cluster.dir / "nginx" / "error.log", cluster.dir / "supervisord.log"]
+        logs += [cluster.instance_dir(index) / "kumitate.log" for index in range(cluster.count)]
+        for log in logs:
+            text = log.read_text(errors="replace")[-LOG_TAIL:] if log.exists() else "(no log)"
+            report.sections.append((f"cluster log {log}", text))
+    return report
