@@ -12,7 +12,8 @@ Ratios (targets from issue 13):
 * throughput with KUMITATE_WORKERS=2 vs 1 on a mixed workload (recorded).
 
 Run: python -m bench.pipeline_bench  (prints a Markdown table; about three minutes);
-`--stays-only`: the summarize_stays row alone (about 20 s).
+`--stays-only`: the summarize_stays row alone (about 20 s); `--stays-only --heap-pairs N`: N pairs of runs,
+the server keeping freed memory between large calls (KUMITATE_HEAP_KEEP_MB=64, its default) and not (0).
 """
 
 from __future__ import annotations
@@ -341,17 +342,29 @@ def _met(ok: bool) -> str:
     return "met" if ok else "**missed**"
 
 
-def stays_only() -> None:
+def stays_only(**env: str) -> None:
     """`--stays-only`: the summarize_stays row alone (issue 32's "1.15 in 5 of 5"), with its own server."""
-    with tempfile.TemporaryDirectory() as tmp_name, kumitate_server(Path(tmp_name)) as served:
-        print("| What | Measured | Target | |")
-        print("|---|---|---|---|")
-        print("\n".join(payload_rows(large_payloads(served, CASES[:1])[0])))
+    with tempfile.TemporaryDirectory() as tmp_name, kumitate_server(Path(tmp_name), **env) as served:
+        print("\n".join(payload_rows(large_payloads(served, CASES[:1])[0])), flush=True)
+
+
+def heap_pairs(pairs: int) -> None:
+    """`--stays-only --heap-pairs N`: N bench runs with the server's default KUMITATE_HEAP_KEEP_MB, each followed
+    by one with 0 (glibc's own behaviour), to see what keeping freed memory between large calls changes."""
+    for _ in range(pairs):
+        for keep in ("64", "0"):
+            print(f"KUMITATE_HEAP_KEEP_MB={keep}:", end=" ")
+            stays_only(KUMITATE_HEAP_KEEP_MB=keep)
 
 
 def main() -> None:
     if "--stays-only" in sys.argv[1:]:
-        stays_only()
+        print("| What | Measured | Target | |")
+        print("|---|---|---|---|")
+        if "--heap-pairs" in sys.argv[1:]:
+            heap_pairs(int(sys.argv[sys.argv.index("--heap-pairs") + 1]))
+        else:
+            stays_only()
         return
     print(
         "Limit = orjson parse + jsonschema_rs validation + handler core + orjson dump of the same payload, "
