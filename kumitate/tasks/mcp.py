@@ -112,11 +112,15 @@ def _check_name_header(task_id: str) -> None:
 class TasksExtension(ServerExtension):
     identifier = TASKS_EXTENSION_ID
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, task_tools: frozenset[str]) -> None:
+        """`task_tools`: the names of the tools this server serves that may run as tasks. A call to any
+        other goes straight on, without a second lookup of its tool (fastmcp's `get_tool` walks the
+        providers and the session's visibility rules: about a tenth of a small call's time)."""
         self.runtime = runtime
+        self.task_tools = task_tools
 
     def clone(self) -> TasksExtension:
-        return TasksExtension(self.runtime)
+        return TasksExtension(self.runtime, self.task_tools)
 
     def methods(self) -> Sequence[MethodBinding]:
         versions = frozenset(MODERN_PROTOCOL_VERSIONS)
@@ -130,6 +134,8 @@ class TasksExtension(ServerExtension):
     async def intercept_tool_call(
         self, params: CallToolRequestParams, context: Context, call_next: ToolCallContinuation
     ) -> ToolCallOutcome:
+        if params.name not in self.task_tools:
+            return await call_next()
         from kumitate.transports.mcp import IDEMPOTENCY_ARGUMENT, current_request, tool_result
 
         try:

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_types import CallToolRequestParams
 
+from kumitate.tasks.mcp import TasksExtension
 from tests import stateless_mcp
 from tests.conftest import InProcessApp, serve_in_process
 from tests.slowcall import slow_query
@@ -111,3 +113,16 @@ async def test_tasks_methods_need_the_extension_and_a_known_task(app: InProcessA
     assert unknown["error"]["code"] == -32602
     mismatched = await rpc(app, "tasks/get", {"taskId": "no-such-task"}, name="another-task")
     assert mismatched["error"]["code"] == -32020
+
+
+async def test_a_tool_that_cannot_run_as_a_task_goes_straight_on(app: InProcessApp) -> None:
+    """Only the tools that may run as tasks are looked up again: any other call is passed on as it came
+    (here without a context at all: a lookup would need one)."""
+    extension = TasksExtension(app.runtime, frozenset({"import_household_data"}))
+    passed_on = object()
+
+    async def call_next() -> Any:
+        return passed_on
+
+    params = CallToolRequestParams(name="summarize_stays", arguments={})
+    assert await extension.intercept_tool_call(params, None, call_next) is passed_on  # type: ignore[arg-type]

@@ -60,10 +60,11 @@ def build_server(
             for tool in runtime.services[name].tools:
                 if tool.key not in keys:
                     server.local_provider.remove_tool(tool.name)
-    if any(t.task_timeout_s for t in served):  # long tools may run as tasks (kumitate.tasks)
+    task_tools = frozenset(t.name for t in served if t.task_timeout_s)
+    if task_tools:  # long tools may run as tasks (kumitate.tasks)
         from kumitate.tasks.mcp import TasksExtension
 
-        server.add_extension(TasksExtension(runtime))
+        server.add_extension(TasksExtension(runtime, task_tools))
     server.add_resource(versions_resource(runtime, names))
     if sessions and any(runtime.services[n].resources for n in names):
         serve_subscriptions(server, runtime)
