@@ -25,14 +25,15 @@ MMAP_THRESHOLD_MAX = 32 << 20
 
 def keep_freed_memory(keep: int) -> bool:
     """Keep up to `keep` bytes of freed heap for reuse (glibc only; 0 leaves the defaults). True when set."""
-    if keep <= 0 or not _glibc():
+    if keep <= 0 or not on_glibc():
         return False
     libc = ctypes.CDLL(None)
     largest_from_heap = min(keep, MMAP_THRESHOLD_MAX)
     return bool(libc.mallopt(M_MMAP_THRESHOLD, largest_from_heap) and libc.mallopt(M_TRIM_THRESHOLD, keep))
 
 
-def _glibc() -> bool:
+def on_glibc() -> bool:
+    """Whether this process's C library is glibc (whose malloc this module tunes)."""
     try:
         return (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
     except (ValueError, OSError):  # not a name this system knows

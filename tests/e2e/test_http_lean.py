@@ -14,9 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import os
 import re
-import resource
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +28,7 @@ from codegen.specs import SpecTree
 from kumitate.transports.asgi import ARRIVED_KEY
 from kumitate.transports.http_lean import FLUSHED_ABOVE, LeanHTTP
 from tests.conftest import K_OF_N_RULE, InProcessApp, serve_in_process
+from tests.heap_faults import PAGES, glibc_only, second_block_faults
 
 pytestmark = pytest.mark.anyio
 
@@ -238,15 +237,8 @@ async def test_what_start_up_built_is_frozen_while_the_app_runs(in_process_app: 
     assert gc.get_freeze_count() > 50_000
 
 
-@pytest.mark.skipif(not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"), reason="the tuning is glibc's")
+@glibc_only
 async def test_a_running_app_keeps_freed_memory_for_the_next_large_call(in_process_app: InProcessApp) -> None:
     """A 16 MiB body freed by one call is reused by the next, not faulted in again page by page
     (kumitate/heap.py; tests/runtime/test_heap.py shows glibc's defaults do fault it in)."""
-    block = 16 << 20
-    body = bytearray(block)
-    del body
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    body = bytearray(block)
-    del body
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
-    assert faults < block // os.sysconf("SC_PAGE_SIZE") // 10
+    assert second_block_faults() < PAGES // 10
