@@ -13,7 +13,8 @@ Ratios (targets from issue 13):
 
 Run: python -m bench.pipeline_bench  (prints a Markdown table; about three minutes);
 `--stays-only`: the summarize_stays row alone (about 20 s); `--stays-only --heap-pairs N`: N pairs of runs,
-the server keeping freed memory between large calls (KUMITATE_HEAP_KEEP_MB=64, its default) and not (0).
+the server keeping freed memory between large calls (KUMITATE_HEAP_KEEP_MB=64, its default) and not (0);
+`--mcp-small-only`: the small MCP call rows alone (about a minute).
 """
 
 from __future__ import annotations
@@ -357,7 +358,28 @@ def heap_pairs(pairs: int) -> None:
             stays_only(KUMITATE_HEAP_KEEP_MB=keep)
 
 
+def mcp_small_rows(mcp: dict[str, float]) -> list[str]:
+    """The two rows of `mcp_small_calls`: the raw JSON-RPC posts, and the same through the fastmcp Client."""
+    return [
+        f"| small MCP call (5 stays) over streamable HTTP vs hand-written fastmcp tool, time per call, "
+        f"JSON-RPC posts (server + protocol) | {mcp['kumitate_raw_ms']:.2f} vs {mcp['baseline_raw_ms']:.2f} ms: "
+        f"**{mcp['raw_ratio']:.2f}** | ≤ 1.05 | {_met(mcp['raw_ratio'] <= 1.05)} |",
+        f"| same through the fastmcp Client (adds its per-call output-schema validation, larger for the "
+        f"spec's richer schema) | {mcp['kumitate_ms']:.2f} vs {mcp['baseline_ms']:.2f} ms: "
+        f"**{mcp['ratio']:.2f}** | ≤ 1.05 | {_met(mcp['ratio'] <= 1.05)} |",
+    ]
+
+
+def mcp_small_only() -> None:
+    """`--mcp-small-only`: the two small-MCP-call rows alone (a sessionful 2025-06-18 client), with its own server."""
+    with tempfile.TemporaryDirectory() as tmp_name, kumitate_server(Path(tmp_name)) as served:
+        print("\n".join(mcp_small_rows(mcp_small_calls(f"http://127.0.0.1:{served.port}", Path(tmp_name)))))
+
+
 def main() -> None:
+    if "--mcp-small-only" in sys.argv[1:]:
+        mcp_small_only()
+        return
     if "--stays-only" in sys.argv[1:]:
         print("| What | Measured | Target | |")
         print("|---|---|---|---|")
@@ -385,17 +407,7 @@ def main() -> None:
             for row in large_payloads(served):
                 print("\n".join(payload_rows(row)), flush=True)
             mcp = mcp_small_calls(url, tmp)
-        print(
-            f"| small MCP call (5 stays) over streamable HTTP vs hand-written fastmcp tool, time per call, "
-            f"JSON-RPC posts (server + protocol) | {mcp['kumitate_raw_ms']:.2f} vs {mcp['baseline_raw_ms']:.2f} ms: "
-            f"**{mcp['raw_ratio']:.2f}** | ≤ 1.05 | {_met(mcp['raw_ratio'] <= 1.05)} |"
-        )
-        print(
-            f"| same through the fastmcp Client (adds its per-call output-schema validation, larger for the "
-            f"spec's richer schema) | {mcp['kumitate_ms']:.2f} vs {mcp['baseline_ms']:.2f} ms: "
-            f"**{mcp['ratio']:.2f}** | ≤ 1.05 | {_met(mcp['ratio'] <= 1.05)} |",
-            flush=True,
-        )
+        print("\n".join(mcp_small_rows(mcp)), flush=True)
         throughput = http_throughput()
         print(
             f"| small requests (5 stays), HTTP throughput vs hand-written Litestar route, 16 connections (httpx client: client-bound, see the wrk section) | "
