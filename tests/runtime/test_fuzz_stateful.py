@@ -4,11 +4,13 @@ the services' invariants, and reports a broken one as the sequence of calls that
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from codegen import specs
 from codegen.fuzz import stateful
@@ -97,9 +99,6 @@ def test_the_graph_starts_where_no_link_leads() -> None:
 def test_a_walk_whose_server_state_changes_what_is_drawn_goes_on_with_the_next_seed() -> None:
     """A server's state outlives each sequence; where a precondition reads it, hypothesis meets a prefix it
     knows drawing otherwise. The walk begins again with the next seed until it has its sequences."""
-    from hypothesis import strategies as st
-    from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
-
     server = {"saved": 0}
     stats = stateful.Stats()
 
@@ -122,43 +121,35 @@ def test_a_walk_whose_server_state_changes_what_is_drawn_goes_on_with_the_next_s
     assert stats.sequences >= 80
 
 
-def test_a_failure_ends_the_walk_without_a_restart() -> None:
-    """The first failure is kept, as the rule reported it, and no further seed runs."""
-    from hypothesis import strategies as st
-    from hypothesis.stateful import RuleBasedStateMachine, rule
-
-    stats = stateful.Stats()
+def walk_breaking_above_seven(stats: stateful.Stats, broken: Callable[[int], Exception], reported: bool) -> None:
+    """A walk whose one rule breaks with `broken(n)` once it draws n > 7; `reported`: the rule keeps the failure
+    in `stats` first, as the walks' rules do for what they check."""
 
     class Machine(RuleBasedStateMachine):
         @rule(n=st.integers(0, 10))
         def call(self, n: int) -> None:
             if n > 7:
-                stats.failure = stats.failure or f"call({n}) broke"
-                raise AssertionError(stats.failure)
+                exc = broken(n)
+                if reported:
+                    stats.failure = stats.failure or str(exc)
+                raise exc
 
         def teardown(self) -> None:
             stats.sequences += 1
 
     stateful.run_machine(Machine, stateful.Walk(attendance_tree(), sequences=200, steps=6, seed=1), stats)
+
+
+def test_a_failure_ends_the_walk_without_a_restart() -> None:
+    """The first failure is kept, as the rule reported it, and no further seed runs."""
+    stats = stateful.Stats()
+    walk_breaking_above_seven(stats, lambda n: AssertionError(f"call({n}) broke"), reported=True)
     assert stats.failure is not None and "broke" in stats.failure
     assert stats.restarts == 0
 
 
 def test_an_exception_a_rule_did_not_report_is_the_walk_s_failure() -> None:
-    from hypothesis import strategies as st
-    from hypothesis.stateful import RuleBasedStateMachine, rule
-
     stats = stateful.Stats()
-
-    class Machine(RuleBasedStateMachine):
-        @rule(n=st.integers(0, 10))
-        def call(self, n: int) -> None:
-            if n > 7:
-                raise ConnectionError(f"server gone at {n}")
-
-        def teardown(self) -> None:
-            stats.sequences += 1
-
-    stateful.run_machine(Machine, stateful.Walk(attendance_tree(), sequences=200, steps=6, seed=1), stats)
+    walk_breaking_above_seven(stats, lambda n: ConnectionError(f"server gone at {n}"), reported=False)
     assert stats.failure is not None and stats.failure.startswith("ConnectionError: server gone")
     assert stats.restarts == 0
