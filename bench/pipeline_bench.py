@@ -13,7 +13,7 @@ Ratios (targets from issue 13):
 
 Run: python -m bench.pipeline_bench  (prints a Markdown table; about three minutes);
 `--stays-only`: the summarize_stays row alone (about 20 s); `--stays-only --heap-pairs N`: N pairs of runs,
-the server keeping freed memory between large calls (KUMITATE_HEAP_KEEP_MB=64, its default) and not (0);
+the server keeping freed memory between large calls (KUMITATE_HEAP_KEEP_MB's default) and not (0);
 `--mcp-small-only`: the small MCP call rows alone (about a minute).
 """
 
@@ -44,6 +44,7 @@ from generated.attendance.bindings import EVALUATE_ATTENDANCE
 from generated.stays.bindings import SUMMARIZE_STAYS
 from handlers.attendance.core.evaluate import evaluate_attendance
 from handlers.stays.core import summarize
+from kumitate.settings import Settings
 
 REPO = Path(__file__).resolve().parent.parent
 RUNS = 5
@@ -353,7 +354,7 @@ def heap_pairs(pairs: int) -> None:
     """`--stays-only --heap-pairs N`: N bench runs with the server's default KUMITATE_HEAP_KEEP_MB, each followed
     by one with 0 (glibc's own behaviour), to see what keeping freed memory between large calls changes."""
     for _ in range(pairs):
-        for keep in ("64", "0"):
+        for keep in (str(Settings.model_fields["heap_keep_mb"].default), "0"):
             print(f"KUMITATE_HEAP_KEEP_MB={keep}:", end=" ")
             stays_only(KUMITATE_HEAP_KEEP_MB=keep)
 
