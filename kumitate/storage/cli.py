@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,7 @@ ACTIONS = {
     "upgrade": "apply pending migrations",
     "current": "print the schema revision (creates nothing)",
     "backup": "copy the database and the data dir's files into PATH (a new directory), consistent while serving",
-    "restore": "copy a backup from PATH onto a fresh data dir",
+    "restore": "check the backup in PATH (manifest, checksums, databases), then put it in place of a fresh data dir",
 }
 
 
@@ -79,7 +80,9 @@ def _copy(action: str, path: Path | None, settings: Settings) -> int:
             )
             print(f"backed up {settings.data_dir} into {path}: database {report.database}, {report.files} files")
         else:
-            report = backups.restore(path, settings.data_dir, export_dir=export_dir)
+            report = backups.restore(path, settings.data_dir, export_dir=export_dir, settings=settings)
+            for warning in report.warnings:
+                print(f"kumitate db restore: warning: {warning}", file=sys.stderr)
             print(f"restored {path} into {settings.data_dir}: {report.database}, {report.files} files")
     except backups.BackupError as error:
         raise SystemExit(f"kumitate db {action}: {error}") from None
