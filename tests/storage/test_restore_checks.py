@@ -341,3 +341,21 @@ def test_the_command_restores_and_prints_what_it_restored(made: Path, tmp_path: 
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"restored {made} into {tmp_path / 'var'}: revision {migrate.head()}, 3 files\n"
     assert result.stderr == ""
+
+
+def test_a_data_dir_that_is_a_mount_point_is_filled_in_place(
+    made: Path, copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A container's volume cannot be renamed over: the stage lies inside it and its entries are renamed
+    into place; a refusal leaves it empty, as it was."""
+    data = tmp_path / "volume"
+    data.mkdir()
+    asked: list[Path] = []
+    monkeypatch.setattr(backup.os.path, "ismount", lambda path: asked.append(Path(path)) or Path(path) == data)
+    (copy / CHART).write_bytes(b"altered")
+    with pytest.raises(BackupError, match=f"{CHART} is 7 bytes"):
+        backup.restore(copy, data, export_dir=None)
+    assert list(data.iterdir()) == []
+    backup.restore(made, data, export_dir=None)
+    assert asked == [data, data]
+    assert snapshot(data) == {k: v for k, v in snapshot(made).items() if not k.startswith(("export-dir/", MANIFEST))}
