@@ -154,7 +154,10 @@ class Cluster:
         supervisord = servers.which("supervisord") or "supervisord"
         subprocess.run([supervisord, "-c", str(self.supervisor_conf)], cwd=REPO, env=self._env(), check=True)
         servers.wait_for(
-            lambda: self._ctl("pid").returncode == 0, "supervisord", self.dir / "supervisord.log", timeout_s=30
+            lambda: servers.record(self.dir / "supervisord.pid", "supervisord") and self._ctl("pid").returncode == 0,
+            "supervisord",
+            self.dir / "supervisord.log",
+            timeout_s=30,
         )
 
     def _stop_supervisor(self, fast: bool = False) -> None:

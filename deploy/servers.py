@@ -2,7 +2,9 @@
 
 Stdlib only (runs before or beside the venv). Every server runs as an unprivileged system
 user when started by root (PostgreSQL refuses root), listens on 127.0.0.1 only, keeps its
-files in a directory of its own and writes a pid file there, so stopping kills exactly it.
+files in a directory of its own and writes a pid file there; beside it, `<name>.pid.identity` records
+which process that is (its start time), so stopping signals exactly it, never a program that got the PID
+of a server that has exited.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from __future__ import annotations
 import contextlib
 import glob
 import hashlib
+import json
 import os
 import pwd
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 SERVICE_USER = "kumitate-svc"
@@ -158,19 +164,152 @@ def alive(pid: int | None) -> bool:
     return state not in ("Z", "X")
 
 
-def stop_pid(pid_file: Path, sig: int = signal.SIGTERM, timeout_s: float = 15.0) -> None:
-    """Signal the process named in `pid_file` (only it), wait for it to exit, remove the file."""
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What tells a process from a later one given the same PID: its start time (field 22 of
+    `/proc/<pid>/stat`, clock ticks after boot) never repeats for a PID. The command line is kept for
+    the messages only: Redis and nginx rewrite theirs, so it is not compared."""
+
+    pid: int
+    start: int
+    cmdline: str = field(compare=False)
+
+
+def identity(pid: int) -> Identity | None:
+    """The identity of the live process `pid` (not a zombie), or None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    if len(fields) < 20 or fields[0] in ("Z", "X"):  # fields[0] is field 3 (state), so field 22 is fields[19]
+        return None
+    return Identity(pid, int(fields[19]), raw.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace"))
+
+
+def identity_file(pid_file: Path) -> Path:
+    """Where the identity of the process a pid file names is kept: beside it, because the daemons write
+    their pid files themselves, and some read theirs back (`nginx -s` wants a bare number)."""
+    return pid_file.with_name(pid_file.name + ".identity")
+
+
+def record(pid_file: Path, expected: str) -> bool:
+    """Once the daemon has written `pid_file`: keep the identity of the process it names, if that runs
+    and its command line contains `expected` (so a PID already given to another program is never
+    recorded). Whether it is recorded; safe to call again (a `wait_for` check)."""
     pid = read_pid(pid_file)
-    if alive(pid):
-        assert pid is not None
-        os.kill(pid, sig)
-        deadline = time.monotonic() + timeout_s
-        while alive(pid) and time.monotonic() < deadline:
-            _reap(pid)
-            time.sleep(0.05)
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
+    found = identity(pid) if pid is not None else None
+    if found is None or expected not in found.cmdline:
+        return False
+    if recorded(pid_file) == found:
+        return True
+    target = identity_file(pid_file)
+    written = target.with_name(target.name + ".tmp")
+    written.write_text(json.dumps({"pid": found.pid, "start": found.start, "cmdline": found.cmdline}) + "\n")
+    written.replace(target)
+    return True
+
+
+def recorded(pid_file: Path) -> Identity | None:
+    """The identity kept for `pid_file`, or None (none kept: a pid file of an earlier release, or one the
+    daemon rewrote since)."""
+    try:
+        meta = json.loads(identity_file(pid_file).read_text())
+        found = Identity(int(meta["pid"]), int(meta["start"]), str(meta.get("cmdline", "")))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return found if found.pid == read_pid(pid_file) else None
+
+
+def verified(pid_file: Path) -> int | None:
+    """The PID `pid_file` names if it is still the process recorded for it, else None."""
+    kept = recorded(pid_file)
+    return kept.pid if kept is not None and identity(kept.pid) == kept else None
+
+
+def stop_pid(pid_file: Path, sig: int = signal.SIGTERM, timeout_s: float = 15.0) -> str:
+    """Signal the process named in `pid_file` (only it), wait for it to exit (SIGKILL after `timeout_s`),
+    remove the file. Only the process recorded for the file is signalled: its start time is checked
+    before every signal, through a pidfd where Linux has them (the check and the signal then reach the
+    same process, even if it exits in between). What happened, one word:
+
+    - `stopped`: it was the recorded process, signalled, and it exited;
+    - `gone`: no process has that PID (the file is removed);
+    - `stale`: the PID now belongs to another process (the file is removed, nothing is signalled);
+    - `unverified`: a process has that PID but no identity was recorded for the file (a pid file of a
+      release before identities, or a daemon that rewrote its file): nothing is signalled, the file is
+      kept, and a line on stderr names the PID and its command line for whoever stops it by hand.
+    """
+    pid = read_pid(pid_file)
+    now = identity(pid) if pid is not None else None
+    if pid is None or now is None:
+        _forget(pid_file)
+        return "gone"
+    kept = recorded(pid_file)
+    if kept is None:
+        _say(
+            f"not signalling PID {pid} named in {pid_file}: no identity was recorded for it, so it may be "
+            f"another program ({now.cmdline}); stop it by hand if it is the server"
+        )
+        return "unverified"
+    with _handle(pid) as handle:
+        now = identity(pid)  # read after the pidfd was opened: if it is the recorded one, so is the pidfd's
+        if now is None:
+            _forget(pid_file)
+            return "gone"
+        if now != kept:
+            _forget(pid_file)
+            _say(f"not signalling PID {pid} named in {pid_file}: it is now another process ({now.cmdline})")
+            return "stale"
+        if handle.signal(sig):
+            deadline = time.monotonic() + timeout_s
+            while identity(pid) == kept and time.monotonic() < deadline:
+                _reap(pid)
+                time.sleep(0.05)
+            if identity(pid) == kept:
+                handle.signal(signal.SIGKILL)
+    _forget(pid_file)
+    return "stopped"
+
+
+class _Handle:
+    """Signals one process: through its pidfd when there is one (never another process that got its
+    PID), else by PID."""
+
+    def __init__(self, pid: int, fd: int | None) -> None:
+        self.pid, self.fd = pid, fd
+
+    def signal(self, sig: int) -> bool:
+        """Send `sig`; False when the process had already exited."""
+        try:
+            if self.fd is not None:
+                signal.pidfd_send_signal(self.fd, sig)
+            else:
+                os.kill(self.pid, sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+
+@contextlib.contextmanager
+def _handle(pid: int) -> Iterator[_Handle]:
+    fd: int | None = None
+    with contextlib.suppress(AttributeError, OSError):  # no pidfd (Linux before 5.3) or already gone
+        fd = os.pidfd_open(pid)
+    try:
+        yield _Handle(pid, fd)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _forget(pid_file: Path) -> None:
     pid_file.unlink(missing_ok=True)
+    identity_file(pid_file).unlink(missing_ok=True)
+
+
+def _say(message: str) -> None:
+    print(f"cluster: {message}", file=sys.stderr, flush=True)
 
 
 def _reap(pid: int) -> None:
@@ -296,7 +435,7 @@ def start_redis(directory: Path, port: int) -> str:
         ),
         check=True,
     )
-    wait_for(lambda: port_answers(port) and (data / "redis.pid").exists(), "Redis", data / "redis.log")
+    wait_for(lambda: record(data / "redis.pid", "redis-server") and port_answers(port), "Redis", data / "redis.log")
     return f"redis://127.0.0.1:{port}/0"
 
 
@@ -329,9 +468,9 @@ def reload_nginx(directory: Path, port: int, upstream_ports: list[int]) -> None:
     """Point the load balancer at these instances (SIGHUP: new workers take the new configuration, the
     old ones finish their requests and exit, closing idle client keep-alive connections)."""
     write_nginx_conf(directory, port, upstream_ports)
-    pid = read_pid(directory / "nginx" / "nginx.pid")
+    pid = verified(directory / "nginx" / "nginx.pid")
     if pid is None:
-        raise ClusterError("nginx is not running")
+        raise ClusterError(f"nginx is not running (no process recorded for {directory / 'nginx' / 'nginx.pid'})")
     os.kill(pid, signal.SIGHUP)
     time.sleep(1.0)  # the old workers finish their requests; new ones take the new upstreams
 
@@ -347,7 +486,7 @@ def start_nginx(directory: Path, port: int, upstream_ports: list[int]) -> str:
     )
     if result.returncode != 0:
         raise ClusterError(f"nginx did not start on port {port}: {result.stderr.strip()}")
-    wait_for(lambda: port_answers(port) and (data / "nginx.pid").exists(), "nginx", data / "error.log")
+    wait_for(lambda: record(data / "nginx.pid", "nginx") and port_answers(port), "nginx", data / "error.log")
     return f"http://127.0.0.1:{port}"
 
 
