@@ -23,15 +23,63 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, delete, exc, func, or_, select, text, update
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    Float,
+    Index,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    bindparam,
+    delete,
+    exc,
+    func,
+    or_,
+    select,
+    text,
+    update,
+)
 
 from generated.errors import StorageUnavailableError
 from kumitate.errors import ToolError
 from kumitate.storage import Database
-from kumitate.storage.schema import analytics_exports as exports_table
-from kumitate.storage.schema import analytics_views as views_table
 
 from .storage_errors import storage_unavailable
+
+metadata = MetaData()
+"""analytics' tables (its migrations: handlers/analytics/migrations/; `kumitate db revision --service
+analytics` compares this metadata with them)."""
+exports_table = Table(
+    "analytics_exports",
+    metadata,
+    Column("handle", String(32), primary_key=True),
+    Column("owner", String(255), nullable=False),
+    Column("state", String(10), nullable=False, comment="writing (a byte reservation) or ready (the handle exists)"),
+    Column("format", String(16), nullable=False),
+    Column("mime_type", String(100), nullable=False),
+    Column("rows", BigInteger, nullable=False),
+    Column("size_bytes", BigInteger, nullable=False, comment="reserved bytes while writing, then the file's size"),
+    Column("columns", Text, nullable=False, comment="JSON list of column names"),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False, comment="reservation lease while writing, then the TTL"),
+)
+Index("analytics_exports_owner", exports_table.c.owner, exports_table.c.expires_at)
+Index("analytics_exports_expiry", exports_table.c.expires_at)
+
+views_table = Table(
+    "analytics_views",
+    metadata,
+    Column("view", String(64), primary_key=True),
+    Column("file", String(255), nullable=False, comment="Parquet file name under <export dir>/views"),
+    Column("rows", BigInteger, nullable=False),
+    Column("columns", Text, nullable=False, comment="JSON list of column names"),
+    Column("created_at", Float, nullable=False),
+    Column("expires_at", Float, nullable=False),
+)
 
 WRITING, READY = "writing", "ready"
 VIEWS_LOCK = "analytics.views"

@@ -24,12 +24,24 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import BigInteger, Column, Connection, MetaData, String, Table, Text, func, select
 
 from generated.errors import NotFoundError, StorageUnavailableError
 from handlers.attendance.validate import check_rule
 from kumitate.storage import Database, carry
-from kumitate.storage.schema import attendance_rules as rules
+
+metadata = MetaData()
+"""attendance's tables (its migrations: handlers/attendance/migrations/; `kumitate db revision --service
+attendance` compares this metadata with them)."""
+rules = Table(
+    "attendance_rules",
+    metadata,
+    Column("thread_id", String(100), primary_key=True),
+    Column("version", BigInteger, primary_key=True, autoincrement=False),
+    Column("rule_json", Text, nullable=False, comment="the normalised AttendanceRule, canonical JSON"),
+    Column("saved_at", String(40), nullable=False, comment="UTC instant, RFC 3339 with milliseconds"),
+    comment="attendance: append-only rule versions per thread; the current rule is the highest version",
+)
 
 MAX_ATTEMPTS = 50
 """Concurrent saves of one thread that may overtake a save before it gives up (each costs one round trip)."""

@@ -4,7 +4,9 @@ Every step that changes stored data at start-up (a schema migration, a file of a
 into the storage layer, handles registered) logs one line at the default level through `announce`: what
 was done, from where, how many rows, and where the original was kept. An original is never deleted and
 never overwritten: `keep_original` renames it to `<name>.imported-<UTC time>` (with `-2`, `-3`... when
-that name is taken), so a downgrade and a second upgrade keep both generations of backups.
+that name is taken), so a downgrade and a second upgrade keep both generations of backups. A database
+file that a migration is about to change is copied first the same way (`reserve`, then SQLite's backup
+API: kumitate.storage.migrate).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ __all__ = [
     "announce",
     "import_idempotency",
     "keep_original",
+    "reserve",
     "stamp",
 ]
 
@@ -64,6 +67,20 @@ def keep_original(path: Path) -> Path | None:
                 companion.replace(target.with_name(target.name + suffix))
         return target
     raise FileExistsError(f"no free backup name for {path}")
+
+
+def reserve(path: Path, kind: str) -> Path:
+    """A new empty file `<name>.<kind>-<UTC time>` beside `path` (with `-2`, `-3`... when that name is
+    taken), created exclusively: a copy written into it never replaces an earlier one."""
+    base = f"{path.name}.{kind}-{stamp()}"
+    for attempt in range(1, 1000):
+        target = path.with_name(base if attempt == 1 else f"{base}-{attempt}")
+        try:
+            target.open("x").close()
+        except FileExistsError:
+            continue
+        return target
+    raise FileExistsError(f"no free name for a copy of {path}")
 
 
 def import_idempotency(db: Any, data_dir: Path, clock: Any = time.time) -> int:

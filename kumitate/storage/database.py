@@ -168,13 +168,18 @@ def _unavailable_as_tool_error(bound: bounds.Bound | None = None) -> Iterator[No
         ) from error
 
 
-def open_database(data_dir: Path, deploy: DeploySettings | None = None) -> Database:
-    """Open the configured database and bring its schema to this release (or refuse to start)."""
+def open_database(
+    data_dir: Path, deploy: DeploySettings | None = None, migrations: migrate.Migrations | None = None
+) -> Database:
+    """Open the configured database and bring its schema to this release (or refuse to start): the
+    runtime's migrations and those of the project's services (`migrations`, by default those of the
+    project `deploy` names, else the one around the working directory: migrate.Migrations.discover)."""
     deploy = deploy or DeploySettings.from_env()
     url = engines.database_url(deploy.database_url, data_dir)
     engine = engines.create(url, busy_timeout_ms=deploy.sqlite_busy_timeout_ms)
     try:
-        migrate.ensure(engine, auto_upgrade=deploy.db_migrate == "auto")
+        migrations = migrations or migrate.Migrations.discover(deploy)
+        migrate.ensure(engine, auto_upgrade=deploy.db_migrate == "auto", migrations=migrations)
     except BaseException:
         engine.dispose()
         raise

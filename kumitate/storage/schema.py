@@ -1,10 +1,14 @@
-"""Every table of the storage layer, as SQLAlchemy Core (the migrations create them; stores query them)."""
+"""The runtime's own tables, as SQLAlchemy Core (its migrations create them; its stores query them).
+
+Only the runtime's state lives here (idempotency keys, tasks). A service declares its tables next to its
+code (`<handlers>/<service>/store`) and owns their migrations (kumitate.storage.migrate).
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Float, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import Column, Float, Index, Integer, MetaData, String, Table, Text
 
-__all__ = ["analytics_exports", "analytics_views", "attendance_rules", "idempotency", "metadata", "tasks"]
+__all__ = ["idempotency", "metadata", "tasks"]
 
 metadata = MetaData()
 
@@ -21,44 +25,6 @@ idempotency = Table(
     Column("expires_at", Float, nullable=False, comment="claim lease while running, then the key's TTL"),
 )
 Index("idempotency_expiry", idempotency.c.expires_at)
-
-attendance_rules = Table(
-    "attendance_rules",
-    metadata,
-    Column("thread_id", String(100), primary_key=True),
-    Column("version", BigInteger, primary_key=True, autoincrement=False),
-    Column("rule_json", Text, nullable=False, comment="the normalised AttendanceRule, canonical JSON"),
-    Column("saved_at", String(40), nullable=False, comment="UTC instant, RFC 3339 with milliseconds"),
-    comment="attendance: append-only rule versions per thread; the current rule is the highest version",
-)
-
-analytics_exports = Table(
-    "analytics_exports",
-    metadata,
-    Column("handle", String(32), primary_key=True),
-    Column("owner", String(255), nullable=False),
-    Column("state", String(10), nullable=False, comment="writing (a byte reservation) or ready (the handle exists)"),
-    Column("format", String(16), nullable=False),
-    Column("mime_type", String(100), nullable=False),
-    Column("rows", BigInteger, nullable=False),
-    Column("size_bytes", BigInteger, nullable=False, comment="reserved bytes while writing, then the file's size"),
-    Column("columns", Text, nullable=False, comment="JSON list of column names"),
-    Column("created_at", Float, nullable=False),
-    Column("expires_at", Float, nullable=False, comment="reservation lease while writing, then the TTL"),
-)
-Index("analytics_exports_owner", analytics_exports.c.owner, analytics_exports.c.expires_at)
-Index("analytics_exports_expiry", analytics_exports.c.expires_at)
-
-analytics_views = Table(
-    "analytics_views",
-    metadata,
-    Column("view", String(64), primary_key=True),
-    Column("file", String(255), nullable=False, comment="Parquet file name under <export dir>/views"),
-    Column("rows", BigInteger, nullable=False),
-    Column("columns", Text, nullable=False, comment="JSON list of column names"),
-    Column("created_at", Float, nullable=False),
-    Column("expires_at", Float, nullable=False),
-)
 
 tasks = Table(
     "tasks",

@@ -170,7 +170,7 @@ def test_a_database_of_the_previous_release_is_upgraded_and_keeps_its_rows(
     """A database at revision 0001 (idempotency keys only) gains attendance_rules at start-up, rows kept."""
     old = engines.create(engines.database_url(engine.get("KUMITATE_DATABASE_URL"), tmp_path))
     with old.connect() as conn:
-        command.upgrade(migrate.config(conn), "0001")
+        command.upgrade(migrate.Migrations().config(conn), "0001")
         conn.execute(text("INSERT INTO idempotency VALUES ('t', 'p', 'k', 'f', 200, '{}', 0, 9e18)"))
         conn.commit()
     assert "attendance_rules" not in inspect(old).get_table_names()

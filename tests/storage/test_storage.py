@@ -37,7 +37,15 @@ def test_start_up_migrates_to_head_once(database_url: str | None, tmp_path: Path
 
 
 def test_head_names_the_newest_packaged_migration() -> None:
-    assert migrate.head() == migrate.HEAD
+    assert migrate.head(migrate.Migrations()) == migrate.HEAD  # the runtime's own branch alone
+
+
+def test_the_heads_read_without_alembic_are_alembic_s() -> None:
+    """The fast path's expected heads (parsed from the scripts) are the ones Alembic finds, every branch."""
+    migrations = migrate.Migrations.discover()
+    assert set(migrations.services) == {"analytics", "attendance", "household", "yana"}
+    assert migrations.expected() == migrations.heads()
+    assert migrate.HEAD in migrations.heads()
 
 
 def test_a_database_at_head_opens_without_loading_alembic(tmp_path: Path) -> None:
@@ -65,7 +73,10 @@ def test_a_database_behind_this_release_fails_start_up_when_migration_is_off(
 def test_a_database_ahead_of_this_release_fails_start_up(database_url: str | None, tmp_path: Path) -> None:
     db = open_database(tmp_path, deploy(database_url))
     with db.transaction() as conn:
-        conn.execute(text("UPDATE alembic_version SET version_num = '9999_future'"))
+        conn.execute(
+            text("UPDATE alembic_version SET version_num = '9999_future' WHERE version_num = :head"),
+            {"head": migrate.HEAD},
+        )
     db.close()
     with pytest.raises(SchemaMismatchError, match=r"revision 9999_future is newer than this kumitate"):
         open_database(tmp_path, deploy(database_url))

@@ -87,7 +87,7 @@ def newer(upgraded: tuple, tmp_path: Path) -> Path:
 
 def test_a_database_newer_than_this_release_is_refused_and_left_untouched(newer: Path) -> None:
     with sqlite3.connect(newer / "kumitate.sqlite3") as conn:
-        conn.execute("UPDATE alembic_version SET version_num = '9999_future'")
+        conn.execute("UPDATE alembic_version SET version_num = '9999_future' WHERE version_num = ?", (migrate.HEAD,))
     conn.close()
     before = snapshot(newer)
     with pytest.raises(SchemaMismatchError) as refused:

@@ -37,6 +37,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from kumitate.storage import Database
 
 from .tables import active_months, monthly_spending, transactions
+from .tables import metadata as metadata  # household's tables (`kumitate db revision --service household`)
 
 t = transactions
 

@@ -1,4 +1,4 @@
-"""The household tables on the storage layer (SQLAlchemy Core; created by migration 0004_household).
+"""The household tables on the storage layer (SQLAlchemy Core; created by handlers/household/migrations/).
 
 The seed's `transactions` and `duplicate_checks`, prefixed `household_` because they share one
 database with every other service. Beyond the seed: `is_transfer` (振替, never spending) and

@@ -3,7 +3,7 @@
 Both engines hold the same rows; they differ only in how "which documents contain this
 substring" is answered: SQLite through an FTS5 trigram index (`yana_label_docs` is the FTS5
 table, its rowid the label's pk), PostgreSQL through pg_trgm GIN indexes serving
-`LIKE '%…%'` (see the migration kumitate/storage/migrations/versions/0005_yana_labels.py).
+`LIKE '%…%'` (see the migration handlers/yana/migrations/yana_0001_labels.py).
 Both are exact substring tests over the same folded text, so both return the same rows, and
 everything after that (scores, bm25, ranking) is pure Python: the same hits on either engine.
 """

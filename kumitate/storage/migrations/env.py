@@ -1,4 +1,9 @@
-"""Alembic environment: kumitate passes the connection in (kumitate/storage/migrate.py); no alembic.ini."""
+"""Alembic environment: kumitate passes the connection in (kumitate/storage/migrate.py); no alembic.ini.
+
+One environment for every branch (the runtime's and each service's version directory). The metadata
+compared by autogenerate is the runtime's unless `kumitate db revision --service NAME` passes the
+service's (`target_metadata`), with `include_object` keeping the comparison to that service's tables.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,11 @@ if connection is None:
     raise RuntimeError(
         "run migrations with `kumitate db upgrade` (kumitate.storage.migrate), which passes a connection"
     )
-context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+context.configure(
+    connection=connection,
+    target_metadata=context.config.attributes.get("target_metadata", metadata),
+    include_object=context.config.attributes.get("include_object"),
+    render_as_batch=True,
+)
 with context.begin_transaction():
     context.run_migrations()

@@ -1,5 +1,8 @@
 """idempotency keys: one row per (tool, principal, key); a claim while the first call runs
 
+The root of the runtime's own branch (label `kumitate`): idempotency, then tasks. The services' tables
+are migrated by their own branches (handlers/<service>/migrations/).
+
 Revision ID: 0001
 Revises:
 Create Date: 2026-11-24
@@ -12,7 +15,7 @@ from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
+branch_labels = ("kumitate",)
 depends_on = None
 
 

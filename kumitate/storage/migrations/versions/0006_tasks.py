@@ -1,7 +1,7 @@
 """tasks: long-running tool calls started as tasks, readable from every instance
 
 Revision ID: 0006_tasks
-Revises: 0005_yana
+Revises: 0001 (0005_yana before the services owned their migrations)
 Create Date: 2026-11-28
 """
 
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0006_tasks"
-down_revision = "0005_yana"
+down_revision = "0001"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,1 @@
+"""household's migrations: one Alembic branch (label `household`), applied by `kumitate db upgrade` (docs/writing-a-service.md)."""

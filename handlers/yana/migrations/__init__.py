@@ -1,0 +1,1 @@
+"""yana's migrations: one Alembic branch (label `yana`), applied by `kumitate db upgrade` (docs/writing-a-service.md)."""
