@@ -155,8 +155,13 @@ def restore(source: Path, data_dir: Path, *, export_dir: Path | None, settings: 
         if isinstance(error, OSError):
             raise BackupError(f"cannot restore {source}: {_one_line(error)}") from error
         raise
-    database = f"revision {revision_found}" if revision_found else f"no database in the backup ({manifest.database})"
-    return Report(database, files, tuple(warnings))
+    if revision_found:
+        return Report(f"revision {revision_found}", files, tuple(warnings))
+    warnings.append(
+        "the backup holds no database: the next start begins with the sample data (with PostgreSQL, "
+        "pg_restore its dump first)"
+    )
+    return Report(f"no database in the backup ({manifest.database})", files, tuple(warnings))
 
 
 def revision(path: Path) -> str | None:
@@ -423,8 +428,9 @@ class _Stage:
     """A new directory that becomes `final` with one rename once everything in it is checked.
 
     It lies beside `final` (the same file system, so the rename is atomic and replaces an empty `final`).
-    When `final` is a mount point (a container's volume) it cannot be renamed over: the stage lies inside
-    it and its entries are renamed into place one by one."""
+    When `final` is a mount point (a container's volume) it cannot be renamed over, and when its parent
+    may not be written nothing can be made beside it: then the stage lies inside it and its entries are
+    renamed into place one by one."""
 
     final: Path
     dir: Path = field(init=False)
@@ -439,17 +445,24 @@ class _Stage:
         self.existed = self.final.is_dir()
         self.inside = self.existed and os.path.ismount(self.final)
         token = secrets.token_hex(4)
-        if self.inside:
-            self.dir = self.final / f".kumitate-restore-{token}"
-        else:
+        if not self.inside:
             for parent in reversed(self.final.parents):
                 if not parent.exists():
                     parent.mkdir()
                     self.created.append(parent)
             self.dir = self.final.parent / f".{self.final.name}.restore-{token}"
-        self.dir.mkdir()
-        if self.existed and not self.inside:
-            shutil.copymode(self.final, self.dir)
+            try:
+                self.dir.mkdir()
+            except PermissionError:  # a data dir the service may write, in a directory it may not
+                if not self.existed:
+                    raise
+                self.inside = True
+            else:
+                if self.existed:
+                    shutil.copymode(self.final, self.dir)
+        if self.inside:
+            self.dir = self.final / f".kumitate-restore-{token}"
+            self.dir.mkdir()
 
     def commit(self) -> None:
         if self.inside:

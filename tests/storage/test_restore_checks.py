@@ -359,3 +359,27 @@ def test_a_data_dir_that_is_a_mount_point_is_filled_in_place(
     backup.restore(made, data, export_dir=None)
     assert asked == [data, data]
     assert snapshot(data) == {k: v for k, v in snapshot(made).items() if not k.startswith(("export-dir/", MANIFEST))}
+
+
+def test_the_manifest_lists_every_file_with_its_size_and_checksum(made: Path) -> None:
+    meta = manifest(made)
+    assert meta["format"] == backup.FORMAT and meta["schema_revision"] == migrate.head()
+    assert meta["database_file"] == "kumitate.sqlite3"
+    listed = {e["path"]: (e["size"], e["sha256"]) for e in meta["files"]}  # type: ignore[attr-defined]
+    on_disk = {
+        path: ((made / path).stat().st_size, digest) for path, digest in snapshot(made).items() if path != MANIFEST
+    }
+    assert listed == on_disk
+    assert set(listed) == {"kumitate.sqlite3", DUCK, CHART, "export-dir/e1.csv"}
+
+
+def test_a_backup_without_a_database_is_restored_with_a_warning(tmp_path: Path) -> None:
+    (tmp_path / "var" / "household").mkdir(parents=True)
+    (tmp_path / "var" / "household" / "note.txt").write_text("kept")
+    report = backup.backup(tmp_path / "var", tmp_path / "backup", export_dir=None, postgres=True)
+    assert report.database.startswith("not copied: the database is PostgreSQL")
+    restored = backup.restore(tmp_path / "backup", tmp_path / "fresh", export_dir=None)
+    assert restored.database.startswith("no database in the backup (not copied: the database is PostgreSQL")
+    assert restored.files == 1 and len(restored.warnings) == 1
+    assert restored.warnings[0].startswith("the backup holds no database: the next start begins with the sample data")
+    assert (tmp_path / "fresh" / "household" / "note.txt").read_text() == "kept"
