@@ -29,6 +29,7 @@ from kumitate.context import CallContext, Principal, bound
 from kumitate.errors import ToolError
 from kumitate.intake import Intake
 from kumitate.metrics import Metrics
+from kumitate.offloop import OFF_LOOP_BYTES, CheckPool, OffLoopIntake
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.ratelimit import RateLimiter
@@ -86,6 +87,8 @@ class Policies:
     admission_queue_s: float = 0.0
     """A call queued longer before the application took it is shed (KUMITATE_ADMISSION_QUEUE_MS; 0: never)."""
     commit_grace_s: float = 2.0
+    off_loop_bytes: int = OFF_LOOP_BYTES
+    """A JSON body above this is parsed and checked off the event loop (kumitate.offloop)."""
     """How long past its deadline a call whose commit is under way may take to report (KUMITATE_COMMIT_GRACE_MS)."""
 
 
@@ -107,6 +110,9 @@ class Pipeline:
         self.disabled: set[str] = set()
         """Keys of opt-in resources not enabled here: NOT_FOUND, after auth like any other route."""
         self.intake = Intake()
+        self.checks = CheckPool()
+        """Worker processes for the schema checks of large bodies (started by the first)."""
+        self.large = OffLoopIntake(self.intake, self.checks, self.policies.off_loop_bytes)
         self.errors = ErrorMap(catalogue)
         self.bulkheads = {
             name: Bulkhead(
@@ -134,6 +140,7 @@ class Pipeline:
         """Stop taking sync work; calls already running finish on their own threads."""
         for bulkhead in self.bulkheads.values():
             bulkhead.close()
+        self.checks.close()
 
     def error_outcome(self, exc: ToolError, run_id: str, trace_id: str) -> Outcome:
         """The catalogue's error body for `exc` (transports use it for their own refusals too)."""
@@ -191,7 +198,7 @@ class Pipeline:
             in_body = "warnings" in binding.output_schema.get("properties", {})
             steps.append(OutputSize(binding.name, rules.max_output_bytes, rules.on_oversize, in_body, check))
         steps += self._running(binding, check)
-        return compose(steps, InvokeTool(binding, self._handler(binding, binding.name), self.intake))
+        return compose(steps, InvokeTool(binding, self._handler(binding, binding.name), self.intake, self.large))
 
     def _resource_chain(self, binding: ResourceBinding) -> CallNext:
         invoke = InvokeResource(

@@ -113,6 +113,7 @@ class Runtime:
             admission_wait_s=settings.admission_wait_ms / 1000,
             admission_queue_s=settings.admission_queue_ms / 1000,
             commit_grace_s=settings.commit_grace_ms / 1000,
+            off_loop_bytes=settings.off_loop_bytes,
         )
         self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies)
         self._tasks: TaskRunner | None = None

@@ -163,6 +163,13 @@ class DeploySettings(EnvSettings):
         "past it: 503 `STORAGE_UNAVAILABLE`",
         gt=0,
     )
+    off_loop_bytes: int = var(
+        "KUMITATE_OFF_LOOP_BYTES",
+        1 << 20,
+        "a JSON body larger than this is parsed on its service's thread and checked in a worker process, "
+        "never on the event loop (kumitate.offloop), bytes",
+        ge=0,
+    )
     commit_grace_ms: int = var(
         "KUMITATE_COMMIT_GRACE_MS",
         2000,

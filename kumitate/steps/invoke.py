@@ -31,6 +31,7 @@ from kumitate.bulkhead import Bulkhead
 from kumitate.context import Attachment, CallContext, Message
 from kumitate.errors import ToolError
 from kumitate.intake import Intake, JsonBody
+from kumitate.offloop import OffLoopIntake
 from kumitate.steps import Call, Outcome
 from kumitate.steps.errors import internal
 
@@ -87,10 +88,11 @@ class Handler:
 class InvokeTool:
     """Input validation (kumitate.intake), then the handler with its input and context."""
 
-    def __init__(self, binding: ToolBinding, handler: Handler, intake: Intake) -> None:
+    def __init__(self, binding: ToolBinding, handler: Handler, intake: Intake, large: OffLoopIntake) -> None:
         self.binding = binding
         self.handler = handler
         self.intake = intake
+        self.large = large
         self.inline_max = binding.inline_max_bytes
 
     async def __call__(self, call: Call) -> Outcome:
@@ -100,7 +102,12 @@ class InvokeTool:
             self.inline_max is not None and isinstance(arguments, JsonBody) and len(arguments.raw) <= self.inline_max
         )
         with tracing.stage("validate"):
-            handler_input = self.intake.prepare(self.binding, arguments)
+            if self.large.wants(arguments):  # parsed and checked off the loop (kumitate.offloop)
+                handler_input = await self.large.prepare(
+                    self.binding, arguments, partial(self.handler.bulkhead.run, ctx)
+                )
+            else:
+                handler_input = self.intake.prepare(self.binding, arguments)
         if call.request.on_admitted is not None:
             call.request.on_admitted(ctx)
         with tracing.stage("handler"):

@@ -8,7 +8,7 @@ from kumitate import calllog, tracing
 from kumitate.bindings import ServiceBinding
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
-from kumitate.intake import MAX_REPORTED_ERRORS
+from kumitate.intake import first_error, pointer
 from kumitate.steps import Call, CallNext, Outcome
 
 
@@ -19,12 +19,10 @@ class OutputCheck:
         self.validator = validator
 
     def __call__(self, body: Any, ctx: CallContext) -> None:
-        if self.validator.is_valid(body):
-            return
-        errors = list(self.validator.iter_errors(body))
-        if errors:
-            paths = ["/" + "/".join(str(p) for p in e.instance_path) for e in errors[:MAX_REPORTED_ERRORS]]
-            calllog.log_event("output_invalid", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, paths=paths)
+        err = first_error(self.validator, body)
+        if err is not None:  # the path only: the message may quote output data
+            path = pointer(err.instance_path)
+            calllog.log_event("output_invalid", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, paths=[path])
             raise ToolError("the tool produced an invalid result; it was not sent", code="INTERNAL")
 
 

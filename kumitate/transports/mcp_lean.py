@@ -43,6 +43,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from kumitate import correlation
+from kumitate.intake import JsonBody
 from kumitate.pipeline import CallRequest
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.transports.asgi import IDS_KEY, ASGIApp, Receive, Scope, Send
@@ -79,6 +80,7 @@ class LeanMCP:
         self.fallback = fallback
         self.runtime = runtime
         self.body_cap = body_cap
+        self.off_loop_bytes: int = runtime.policies.off_loop_bytes
         self.enabled = True
         self._tools: dict[str, SpecTool] | None = None
         self._stamp = {"name": server.name, "version": server.version}
@@ -122,7 +124,7 @@ class LeanMCP:
         """The reply to a `tools/call` the lean path takes, or None for fastmcp to answer; ClientGone
         when the client disconnects first (the call is cancelled, as fastmcp cancels it)."""
         try:
-            message = _DECODER.decode(body)
+            message = _envelope(body) if len(body) > self.off_loop_bytes else _DECODER.decode(body)
         except msgspec.DecodeError:
             return None
         if not (
@@ -139,8 +141,10 @@ class LeanMCP:
         name = params.get("name")
         tool = (await self._served()).get(name) if isinstance(name, str) else None
         arguments = params.get("arguments", {})
+        if isinstance(arguments, msgspec.Raw):  # a large body's arguments: parsed off the loop (kumitate.offloop)
+            arguments = _large_arguments(arguments)
         meta = params.get("_meta")
-        if tool is None or not isinstance(arguments, dict) or not isinstance(meta, dict):
+        if tool is None or not isinstance(arguments, dict | LargeArguments) or not isinstance(meta, dict):
             return None
         verdict = classify_inbound_request(message, headers=headers)
         if not isinstance(verdict, InboundModernRoute):
@@ -163,11 +167,13 @@ class LeanMCP:
         except (ValidationError, KeyError, ValueError):
             return None
         key = None
-        if IDEMPOTENCY_ARGUMENT in arguments:
+        if isinstance(arguments, LargeArguments):
+            key, arguments = arguments.key, JsonBody(arguments.raw)
+        elif IDEMPOTENCY_ARGUMENT in arguments:
             arguments = dict(arguments)
             key = arguments.pop(IDEMPOTENCY_ARGUMENT)
-            if not (isinstance(key, str) and 1 <= len(key) <= MAX_KEY_LENGTH):
-                return None
+        if key is not None and not (isinstance(key, str) and 1 <= len(key) <= MAX_KEY_LENGTH):
+            return None
         request = _call_request(scope, headers, meta, key)
         call = self.runtime.pipeline.call_tool(tool.binding, arguments, request)
         outcome = await unless_disconnected(receive, BODY_READ, call)
@@ -195,6 +201,44 @@ class LeanMCP:
             tools = await self.server.local_provider.list_tools()
             self._tools = {t.name: t for t in tools if isinstance(t, SpecTool) and not x_mcp_header_map(t.parameters)}
         return self._tools
+
+
+_MEMBERS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def _envelope(body: bytes) -> dict[str, Any]:
+    """A large request decoded except its arguments, which stay raw JSON (`msgspec.Raw`, a slice of the body):
+    the scanner only finds where they end, so the loop holds no parse of a whole upload."""
+    members = _MEMBERS.decode(body)
+    message: dict[str, Any] = {k: _DECODER.decode(v) for k, v in members.items() if k != "params"}
+    if "params" in members:
+        params = _MEMBERS.decode(members["params"])
+        message["params"] = {k: v if k == "arguments" else _DECODER.decode(v) for k, v in params.items()}
+    return message
+
+
+class LargeArguments:
+    """A large call's arguments as raw JSON (an object), with the idempotency key taken out of them."""
+
+    __slots__ = ("key", "raw")
+
+    def __init__(self, raw: bytes, key: Any) -> None:
+        self.raw = raw
+        self.key = key
+
+
+def _large_arguments(raw: msgspec.Raw) -> LargeArguments | None:
+    """The arguments object without its idempotency key (its members re-joined as they came), or None
+    when they are not a JSON object."""
+    try:
+        members = _MEMBERS.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    if IDEMPOTENCY_ARGUMENT not in members:
+        return LargeArguments(bytes(memoryview(raw)), None)
+    key = _DECODER.decode(members.pop(IDEMPOTENCY_ARGUMENT))
+    joined = b",".join(msgspec.json.encode(name) + b":" + bytes(memoryview(value)) for name, value in members.items())
+    return LargeArguments(b"{" + joined + b"}", key)
 
 
 def _call_request(scope: Scope, headers: dict[str, str], meta: dict[str, Any], key: str | None) -> CallRequest:
