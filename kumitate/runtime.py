@@ -133,7 +133,7 @@ class Runtime:
             return None
         from kumitate.policies.idempotency_store import IdempotencyStore
 
-        return IdempotencyStore(self.stores.database)
+        return IdempotencyStore(self.stores.database, renewed_lease_s=self.settings.idempotency_lease_ms / 1000)
 
     def versions(self, services: Iterable[str] | None = None) -> dict[str, dict[str, str | None]]:
         """Server and policy version per service (public: health and version need no token)."""

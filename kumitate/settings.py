@@ -297,6 +297,13 @@ class Settings(DeploySettings):
         "(its instance died) is reported failed with `TASK_LOST`",
         ge=100,
     )
+    idempotency_lease_ms: int = var(
+        "KUMITATE_IDEMPOTENCY_LEASE_MS",
+        30000,
+        "the longest a key stays 409 `IN_PROGRESS` after the instance running its call died, for a tool without "
+        "a `timeout_ms` (or a longer one, or a task): the call's claim is renewed every third of it while it runs",
+        ge=300,
+    )
     task_ttl_s: int = var(
         "KUMITATE_TASK_TTL_S",
         86400,

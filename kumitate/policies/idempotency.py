@@ -6,7 +6,9 @@ same request replays the first response; with a different request it is CONFLICT
 Exactly once, also across processes: the first call inserts a *claim* row (INSERT … ON
 CONFLICT DO NOTHING, so the database picks one winner), runs, and turns the claim into the
 stored response. A claim is a *lease* bound to the tool's deadline: it ends at the tool's
-timeout plus LEASE_MARGIN_S, when the call has either answered or been timed out. A repeat
+timeout plus LEASE_MARGIN_S, when the call has either answered or been timed out; a lease longer
+than KUMITATE_IDEMPOTENCY_LEASE_MS (a tool without a timeout, a task) is written that long and
+renewed every third of it while the call runs, so a dead instance's key is free within it. A repeat
 that finds the claim waits up to WAIT_S for the response, then answers IN_PROGRESS (409,
 retryable, Retry-After) instead of hanging. Once the lease has passed without a stored
 response (its instance died mid-call), the next call deletes the stale claim and inserts its
@@ -16,7 +18,10 @@ lease can neither store into nor release the claim that took over.
 
 The store's rows commit outside the call's commit gate: claiming a key is bookkeeping, not the
 call's change (through the gate it would count as "a commit has begun", and the call could no
-longer be timed out at its deadline).
+longer be timed out at its deadline). They are bounded all the same (kumitate.storage.bounds.until):
+the claim by the call's deadline (or the tool's, or KUMITATE_DB_TIMEOUT_MS, whichever is sooner),
+storing the answer and releasing the key by what is left of it (at least the commit grace), so a
+frozen database answers a keyed call the same retryable STORAGE_UNAVAILABLE as an unkeyed one.
 
 Retryable failures (timeouts, upstream errors) are not stored: the claim is released and a
 retry runs. A response that cannot be stored (disk full, database gone) is still returned:
@@ -52,7 +57,13 @@ KEY_ARGUMENT_SCHEMA: dict[str, Any] = {
     "description": "Optional. Repeat a call with the same key to get the first result back instead of running it twice.",
 }
 UNBOUNDED_LEASE_S = 300.0
-"""The lease of a tool that declares no timeout (and no KUMITATE_MAX_TIMEOUT_MS caps it)."""
+"""The longest a claim of a tool that declares no timeout (and no KUMITATE_MAX_TIMEOUT_MS caps it) holds its key:
+what the drain waits for such a call. Held in renewed pieces (RENEWED_LEASE_S), not at once."""
+RENEWED_LEASE_S = 30.0
+"""KUMITATE_IDEMPOTENCY_LEASE_MS's default: a lease longer than this is written this long and renewed every
+third of it while the call runs, so the key of an instance that died mid-call is free again within it (not
+after the tool's whole deadline: 305 s for a tool without one), which a client retrying with Retry-After
+can wait out. The default of KUMITATE_TASK_LEASE_MS too, whose task leases are renewed the same way."""
 LEASE_MARGIN_S = 5.0
 """Added to the tool's timeout: the commit that may finish at the deadline, and clock skew between instances."""
 WAIT_S = 0.5

@@ -40,7 +40,7 @@ from kumitate.faults import STORAGE_RETRY_AFTER_MS
 from kumitate.storage.watchdog import WATCHDOG, Entry
 
 _current: ContextVar[Bound | None] = ContextVar("kumitate_storage_bound", default=None)
-_within: ContextVar[float | None] = ContextVar("kumitate_storage_within", default=None)
+_within: ContextVar[tuple[float, str] | None] = ContextVar("kumitate_storage_within", default=None)
 
 
 @dataclass(slots=True)
@@ -89,9 +89,10 @@ def current() -> Bound | None:
 def bound_for(timeout_s: float, grace_s: float) -> Bound | None:
     """The bound of a transaction starting now: `within`'s, else the current call's, else none."""
     now = time.monotonic()
-    until = _within.get()
-    if until is not None:
-        return Bound(until, until + grace_s, f"{round((until - now) * 1000)} ms")
+    limit = _within.get()
+    if limit is not None:
+        until, what = limit
+        return Bound(until, until + grace_s, what)
     call = current_call()
     if call is None:
         return None
@@ -103,9 +104,19 @@ def bound_for(timeout_s: float, grace_s: float) -> Bound | None:
 
 
 @contextmanager
-def within(seconds: float) -> Iterator[None]:
-    """Bound every transaction started inside to `seconds` from now (a health check's limit)."""
-    token = _within.set(time.monotonic() + seconds)
+def within(seconds: float, what: str | None = None) -> Iterator[None]:
+    """Bound every transaction started inside to `seconds` from now (a health check's limit); `what`
+    names the limit in the error message (default: the milliseconds)."""
+    with until(time.monotonic() + seconds, what or f"{round(seconds * 1000)} ms"):
+        yield
+
+
+@contextmanager
+def until(deadline: float, what: str) -> Iterator[None]:
+    """Bound every transaction started inside to end by `deadline` (time.monotonic()), whatever call
+    context it runs in: the idempotency store's rows commit in an empty context (outside the call's
+    commit gate), so the call's own bound cannot reach them and is handed over this way."""
+    token = _within.set((deadline, what))
     try:
         yield
     finally:
