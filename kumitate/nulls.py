@@ -3,8 +3,8 @@
 datamodel-code-generator types such a property `X | None = None`: in Python, None means "left out".
 Sent as JSON, though, `null` is what the schema refuses, so a model built from JSON refuses it too
 (codegen/models.py attaches this validator to exactly those fields). Built in Python (a handler
-making its output), a field left out is not sent (`exclude_unset`), but one passed as None explicitly
-counts as set and would be sent as `null`: a handler leaves such a field out rather than passing None.
+making its output), a field left out is not sent (`exclude_unset`), and one passed as None explicitly is
+left out of the answer too (kumitate.steps.result.OutputCheck), so a handler may write either.
 """
 
 from __future__ import annotations

@@ -11,19 +11,44 @@ from kumitate.errors import ToolError
 from kumitate.intake import first_error, pointer
 from kumitate.steps import Call, CallNext, Outcome
 
+MAX_DROPPED_NULLS = 32
+"""How many None values of optional properties one result may have left out (each costs a check)."""
+
 
 class OutputCheck:
-    """The output schema, compiled once: a result that breaks it is never sent (fail closed)."""
+    """The output schema, compiled once: a result that breaks it is never sent (fail closed).
+
+    One rule for None: an optional property whose schema refuses null, given None by the handler (a model
+    field `X | None` set explicitly, or a dict value), is left out of the answer, as a field never set is.
+    What is still invalid after that answers INTERNAL with the first offending path in its message (and the
+    call log), never the data there."""
 
     def __init__(self, validator: Any) -> None:
         self.validator = validator
 
     def __call__(self, body: Any, ctx: CallContext) -> None:
-        err = first_error(self.validator, body)
-        if err is not None:  # the path only: the message may quote output data
-            path = pointer(err.instance_path)
-            calllog.log_event("output_invalid", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, paths=[path])
-            raise ToolError("the tool produced an invalid result; it was not sent", code="INTERNAL")
+        err, dropped = first_error(self.validator, body), 0
+        while err is not None and dropped < MAX_DROPPED_NULLS and _left_out(body, err):
+            err, dropped = first_error(self.validator, body), dropped + 1
+        if err is None:
+            return
+        path = pointer(err.instance_path)
+        calllog.log_event("output_invalid", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, paths=[path])
+        raise ToolError(f"the tool produced an invalid result (at {path}); it was not sent", code="INTERNAL")
+
+
+def _left_out(body: Any, err: Any) -> bool:
+    """Leave out the None that `err` is about when it is a property's value; whether there was one."""
+    *parents, name = err.instance_path or [None]
+    if err.instance is not None or not isinstance(name, str):
+        return False
+    container = body
+    for step in parents:
+        container = container[step]
+    if not isinstance(container, dict) or container.get(name, ...) is not None:
+        return False
+    del container[name]
+    return True
 
 
 class Result:

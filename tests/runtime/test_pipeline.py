@@ -26,7 +26,26 @@ INPUT = {
     "required": ["n"],
     "properties": {"n": {"type": "integer", "minimum": 0}, "secret": {"type": "string"}},
 }
-OUTPUT = {"type": "object", "additionalProperties": False, "required": ["n"], "properties": {"n": {"type": "integer"}}}
+OUTPUT = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["n"],
+    "properties": {
+        "n": {"type": "integer"},
+        "note": {"type": "string"},
+        "inner": {"type": "object", "properties": {"at": {"type": "string"}}},
+    },
+}
+
+
+class Inner(BaseModel):
+    at: str | None = None
+
+
+class EchoOutput(BaseModel):
+    n: int | None = None
+    note: str | None = None
+    inner: Inner | None = None
 
 
 class EchoInput(BaseModel):
@@ -44,6 +63,12 @@ class Handlers:
 
     def broken(self, input: EchoInput, ctx: CallContext) -> dict[str, Any]:
         return {"n": "not an integer", "leak": input.secret}
+
+    def nulled(self, input: EchoInput, ctx: CallContext) -> EchoOutput:
+        return EchoOutput(n=input.n, note=None, inner=Inner(at=None))
+
+    def required_none(self, input: EchoInput, ctx: CallContext) -> EchoOutput:
+        return EchoOutput(n=None, note="x")
 
     def missing(self, input: EchoInput, ctx: CallContext) -> dict[str, Any]:
         raise NotFoundError(f"no object {input.n}")
@@ -129,6 +154,21 @@ async def test_invalid_output_fails_closed_and_is_logged_without_data(capsys: py
     err = capsys.readouterr().err
     assert "output_invalid" in err
     assert "hunter2" not in err
+
+
+async def test_none_in_an_optional_output_field_is_left_out() -> None:
+    pipeline, _ = make_pipeline()
+    outcome = await pipeline.call_tool(binding("nulled"), {"n": 3}, HTTP)
+    assert (outcome.status, outcome.body) == (200, {"n": 3, "inner": {}})
+
+
+async def test_none_in_a_required_output_field_is_internal_naming_the_field() -> None:
+    pipeline, _ = make_pipeline()
+    outcome = await pipeline.call_tool(binding("required_none"), {"n": 3}, HTTP)
+    assert (outcome.status, outcome.body["error"]["code"]) == (500, "INTERNAL")
+    assert "(at <body>)" in outcome.body["error"]["message"]  # "n" is required: left out, the object is invalid
+    outcome = await pipeline.call_tool(binding("broken"), {"n": 1}, HTTP)
+    assert "(at /n)" in outcome.body["error"]["message"]
 
 
 async def test_catalogued_error_maps_to_status_and_body() -> None:
