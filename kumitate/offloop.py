@@ -14,6 +14,12 @@ neither parsed nor checked on it:
   It stops at the first error, as `kumitate.intake.first_error` does. A worker that dies (a memory limit)
   is replaced for the next call; the call it was checking gets its check on the thread instead.
 
+The two run side by side; a failed check stops the parse at its next piece. A dense body (more than
+DENSE_COMMAS commas: perhaps that many items at one level, which the splitter would make one object each in a
+single call) is parsed only once its check passed, whole: a hostile one (1.3 million keys that fail a pattern,
+15.6 MB) is refused without any parse in the serving process. Over MCP the lean path (2026-07-28 requests)
+hands the arguments over as raw bytes the same way; a request the SDK answers itself is parsed by the SDK.
+
 Smaller bodies stay on the loop: below a megabyte the hops cost more than the work.
 """
 

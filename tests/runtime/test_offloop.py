@@ -94,7 +94,7 @@ async def test_a_dead_worker_leaves_the_call_unchecked_and_is_replaced() -> None
     try:
         assert await pool.first_error(SCHEMA, b'{"keys": []}') is None
         executor = pool._executor()
-        for pid in list(executor._processes):  # noqa: SLF001 (the test kills what the pool started)
+        for pid in list(executor._processes):  # the test kills what the pool started
             os.kill(pid, signal.SIGKILL)
         assert await pool.first_error(SCHEMA, b'{"keys": ["BAD"]}') is offloop.UNCHECKED
         assert await pool.first_error(SCHEMA, b'{"keys": ["BAD"]}') == ("/keys/0", '"BAD" does not match "^u:[0-9]+$"')
