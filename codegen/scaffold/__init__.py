@@ -7,14 +7,17 @@ says so), so the project's tests pass until the handler is written.
 
 A service is written in the layout every service of this repository has (docs/writing-a-service.md):
 `handlers/<svc>/__init__.py` the adapter (one method per tool, `create(setup)`), `settings.py` its
-environment variables, `core/` its domain logic. No `store.py`: a new service keeps nothing; one
-that does adds it, on `setup.database`.
+environment variables, `core/` its domain logic. `kumitate new service` adds `store.py` (its tables, one
+to start with, on `setup.database`) and `migrations/` with the first migration, which `kumitate db
+upgrade` applies (docs/writing-a-service.md, "Tables and migrations"); the service of `kumitate init`
+keeps nothing.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jinja2
@@ -119,7 +122,22 @@ def new_service(specs: Path, handlers: Path, service: str) -> list[Written]:
     _check_name("service", service)
     if (specs / service).exists():
         raise ScaffoldError(f"{specs / service} already exists; nothing was changed")
-    return _service_files(specs, handlers, service, first_tool=f"{service}_status", stub=True)
+    written = _service_files(specs, handlers, service, first_tool=f"{service}_status", stub=True)
+    return written + _store_files(handlers / service, service)
+
+
+def _store_files(package: Path, service: str) -> list[Written]:
+    """handlers/<service>/store.py with one table, and its first migration (branch `<service>`)."""
+    written: list[Written] = []
+    names = {"service": service, "title": _title(service), "store_class": f"{naming.pascal(service)}Store"}
+    _write(package / "store.py", _render("store.py.jinja", **names), written)
+    migrations = package / "migrations"
+    _write(migrations / "__init__.py", f'"""{service}\'s migrations (Alembic branch `{service}`)."""\n', written)
+    date = datetime.now(UTC).strftime("%Y-%m-%d")
+    _write(
+        migrations / f"{service}_0001_{service}_items.py", _render("migration.py.jinja", **names, date=date), written
+    )
+    return written
 
 
 def _service_files(specs: Path, handlers: Path, service: str, *, first_tool: str, stub: bool = False) -> list[Written]:

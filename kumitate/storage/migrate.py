@@ -24,6 +24,7 @@ release already created instead of creating it, so every row stays where it is.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import fcntl
 import os
@@ -377,9 +378,10 @@ def new_revision(project: Project, service: str, message: str, *, autogenerate: 
         engine = create_engine(f"sqlite:///{Path(scratch) / 'scratch.sqlite3'}")
         try:
             with engine.connect() as conn:
-                cfg = migrations.config(conn)
-                command.upgrade(cfg, "heads")
+                command.upgrade(migrations.config(conn), "heads")
                 conn.commit()
+                cfg = migrations.config(conn)
+                cfg.cmd_opts = argparse.Namespace(quiet=True)  # the command line says what was written
                 if metadata is not None:
                     tables = set(metadata.tables)
                     cfg.attributes["target_metadata"] = metadata
