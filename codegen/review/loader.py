@@ -36,16 +36,25 @@ def _is_specs_dir(path: Path) -> bool:
     return (path / "errors.yaml").is_file() or any(path.glob("*/service.yaml"))
 
 
-def _git(repo: Path, *args: str) -> bytes:
+def _git(repo: Path, *args: str, why: str = "") -> bytes:
+    """git's output; LoadError with git's own words, or `why` where git says nothing (`--quiet`)."""
     proc = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=False)
     if proc.returncode != 0:
-        raise LoadError(f"git {' '.join(args)}: {proc.stderr.decode(errors='replace').strip()}")
+        said = proc.stderr.decode(errors="replace").strip() or why or f"exit status {proc.returncode}"
+        raise LoadError(f"git {' '.join(args)}: {said}")
     return proc.stdout
 
 
 def _from_git(ref: str, repo: Path, dest: Path) -> Path:
-    top = Path(_git(repo, "rev-parse", "--show-toplevel").decode().strip())
-    _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    top = Path(_git(repo, "rev-parse", "--show-toplevel", why=f"{repo} is not in a git repository").decode().strip())
+    _git(
+        repo,
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        f"{ref}^{{commit}}",
+        why=f"{ref!r} is not a commit, branch or tag of this repository (see `git branch -a`)",
+    )
     # the specs directory of the repository, relative to the top level (repo may be a subdirectory)
     here = repo.resolve()
     prefix = (here / "specs").relative_to(top.resolve()).as_posix() if here != top.resolve() else "specs"

@@ -229,6 +229,20 @@ def test_git_refs(tmp_path: Path) -> None:
     assert cli.run("no-such-ref", "main", repo=repo, output=out) == 2
 
 
+def test_a_ref_that_is_not_there_is_named_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kumitate diff main` where there is no `main` (git says nothing with --quiet): the reason is printed."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    build(repo)
+    _git(repo, "init", "-q", "-b", "trunk")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    assert cli.run("main", "trunk", repo=repo, output=tmp_path / "r.md") == 2
+    said = capsys.readouterr()
+    assert "'main' is not a commit, branch or tag of this repository" in said.err + said.out
+
+
 def test_without_head_uncommitted_spec_changes_are_reviewed(tmp_path: Path) -> None:
     """`make review` compares BASE with the working tree when specs/ has uncommitted changes, and says so."""
     if shutil.which("git") is None:
