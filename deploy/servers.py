@@ -21,7 +21,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -317,7 +317,12 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def wait_for(check: object, what: str, log: Path, timeout_s: float = 60.0) -> None:
+def wait_for(
+    check: object, what: str, log: Path, timeout_s: float = 60.0, exited: Callable[[], str | None] | None = None
+) -> None:
+    """Until `check()` is true, else ClusterError with the tail of `log`. `exited` says how the process
+    being waited for ended (None while it runs): a daemon that exits at start (Redis on a taken port) is
+    reported at once, not after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -325,9 +330,23 @@ def wait_for(check: object, what: str, log: Path, timeout_s: float = 60.0) -> No
                 return
         except OSError:
             pass
+        ended = exited() if exited is not None else None
+        if ended is not None:
+            raise ClusterError(f"{what} exited while starting ({ended}); log {log}:\n{_tail(log)}")
         time.sleep(0.1)
-    tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
-    raise ClusterError(f"{what} did not answer within {timeout_s:g}s; log {log}:\n{tail}")
+    raise ClusterError(f"{what} did not answer within {timeout_s:g}s; log {log}:\n{_tail(log)}")
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+
+
+def exit_of(process: subprocess.Popen[bytes]) -> str | None:
+    """How `process` ended ("status 1", "signal 9"), or None while it runs."""
+    code = process.poll()
+    if code is None:
+        return None
+    return f"signal {-code}" if code < 0 else f"status {code}"
 
 
 def port_answers(port: int) -> bool:
@@ -406,42 +425,73 @@ def stop_postgres(directory: Path, fast: bool = False) -> None:
 
 
 # -- Redis -------------------------------------------------------------------------------------------
+_STARTED: dict[Path, subprocess.Popen[bytes]] = {}
+"""The servers this process started without a daemon's fork (Redis), by pid file: kept so that each is
+reaped once stopped, and never garbage-collected while it runs."""
+
+
 def start_redis(directory: Path, port: int) -> str:
-    """No persistence: Redis holds rate-limit buckets and caches only, which may be lost at any time."""
+    """No persistence: Redis holds rate-limit buckets and caches only, which may be lost at any time.
+
+    Redis runs in the foreground of a session of its own (not `--daemonize yes`, whose parent exits at
+    once whatever the server does next), so a server that exits at start, on a taken port say, is seen
+    exiting and reported within a moment, not after the whole wait. Nothing holds the caller's stdout:
+    Redis logs to its file, and what it says before that file is open goes to redis.stderr."""
     data = service_dir(directory / "redis")
-    subprocess.run(
-        as_service_user(
-            [
-                which("redis-server") or "redis-server",
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(data),
-                "--daemonize",
-                "yes",
-                "--pidfile",
-                str(data / "redis.pid"),
-                "--logfile",
-                str(data / "redis.log"),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--protected-mode",
-                "yes",
-            ]
-        ),
-        check=True,
+    pid_file = data / "redis.pid"
+    with (data / "redis.stderr").open("wb") as stderr:
+        process = subprocess.Popen(
+            as_service_user(
+                [
+                    which("redis-server") or "redis-server",
+                    "--port",
+                    str(port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--dir",
+                    str(data),
+                    "--daemonize",
+                    "no",
+                    "--pidfile",
+                    str(data / "redis.pid"),
+                    "--logfile",
+                    str(data / "redis.log"),
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--protected-mode",
+                    "yes",
+                ]
+            ),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    _STARTED[pid_file] = process
+
+    def exited() -> str | None:
+        ended = exit_of(process)
+        if ended is None:
+            return None
+        said = (data / "redis.stderr").read_text(errors="replace").strip()
+        return f"{ended} on port {port}" + (f": {said[-500:]}" if said else "")
+
+    wait_for(
+        lambda: record(pid_file, "redis-server") and port_answers(port), "Redis", data / "redis.log", exited=exited
     )
-    wait_for(lambda: record(data / "redis.pid", "redis-server") and port_answers(port), "Redis", data / "redis.log")
     return f"redis://127.0.0.1:{port}/0"
 
 
 def stop_redis(directory: Path, fast: bool = False) -> None:
     """SIGTERM; `fast`: SIGKILL (it keeps nothing on disk either way)."""
-    stop_pid(directory / "redis" / "redis.pid", signal.SIGKILL if fast else signal.SIGTERM)
+    pid_file = directory / "redis" / "redis.pid"
+    stopped = stop_pid(pid_file, signal.SIGKILL if fast else signal.SIGTERM)
+    started = _STARTED.pop(pid_file.absolute(), None)
+    if started is not None and stopped != "unverified":  # reap it (or `runuser`, its parent as root)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            started.wait(timeout=5)
 
 
 # -- nginx ---------------------------------------------------------------------------------------------
