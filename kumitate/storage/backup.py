@@ -347,8 +347,7 @@ def _known_revisions(settings: Any) -> tuple[str, set[str]]:
     from kumitate.storage import migrate
 
     migrations = migrate.Migrations.discover(settings)
-    known = {script.revision for script in migrations.scripts().walk_revisions()} | set(migrate.LEGACY)
-    return migrate.head(migrations), known
+    return migrate.head(migrations), set(migrations.known())
 
 
 def _check_duckdb(staged: Path, original: Path) -> None:

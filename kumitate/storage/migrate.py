@@ -17,9 +17,10 @@ expected heads are read from the scripts' `revision` / `down_revision` lines (`M
 so a database already at them starts without Alembic, which is most of a restart's import time saved.
 
 Databases of the releases before the split (one linear chain that also created the bundled services'
-tables, `0002_attendance` … `0005_yana`) are carried over: those revisions are re-read as `0001` (the
-runtime's chain before `0006_tasks`), and each service's first revision adopts a table that an earlier
-release already created instead of creating it, so every row stays where it is.
+tables) are carried over: a service's first script names the revision of that chain it takes over
+(`replaces`), a database at it is read as at the runtime's `SPLIT_FROM`, and the service's first
+revision adopts a table that an earlier release already created instead of creating it, so every row
+stays where it is.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HEAD",
-    "LEGACY",
     "RUNTIME_BRANCH",
+    "SPLIT_FROM",
     "DatabaseUnreachableError",
     "Migrations",
     "RevisionError",
@@ -70,13 +71,15 @@ SCRIPT_LOCATION = "kumitate.storage:migrations"
 RUNTIME_VERSIONS = Path(__file__).with_name("migrations") / "versions"
 SERVICE_MIGRATIONS = "migrations"
 """A service's version directory, inside its handlers package: `<handlers>/<service>/migrations/`."""
-LEGACY = {"0002_attendance": "0001", "0003_analytics": "0001", "0004_household": "0001", "0005_yana": "0001"}
-"""Revisions of the single chain before the services owned their tables, and what they are read as: the
-runtime's `0001` (what they held of the runtime's own); each service branch adopts its tables."""
+SPLIT_FROM = "0001"
+"""Where the runtime's chain stood before the revisions that created services' tables, when it was one
+chain: a database at a revision a service's script `replaces` is read as at this one (its service's
+branch then adopts the tables that revision created)."""
 ADVISORY_LOCK_ID = 0x6B756D69  # "kumi": one PostgreSQL advisory lock for schema changes
 _ASSIGNMENT = r"^{name}\s*(?::[^=\n]*)?=\s*(.+?)\s*$"
 _REVISION = re.compile(_ASSIGNMENT.format(name="revision"), re.MULTILINE)
 _DOWN_REVISION = re.compile(_ASSIGNMENT.format(name="down_revision"), re.MULTILINE)
+_REPLACES = re.compile(_ASSIGNMENT.format(name="replaces"), re.MULTILINE)
 
 
 class StartupError(RuntimeError):
@@ -146,6 +149,23 @@ class Migrations:
                 parents.update(parent)
         return frozenset(revisions - parents)
 
+    def replaced(self) -> frozenset[str]:
+        """Revisions of the runtime's one chain before the split that a service's first script took over
+        (its module-level `replaces = "…"`): known, and read as `SPLIT_FROM`."""
+        found: set[str] = set()
+        for directory in self.services.values():
+            for script in directory.glob("*.py"):
+                match = _REPLACES.search(script.read_text(encoding="utf-8"))
+                if match is not None:
+                    value = ast.literal_eval(match.group(1))
+                    found.update((value,) if isinstance(value, str) else value)
+        return frozenset(found)
+
+    def known(self) -> frozenset[str]:
+        """Every revision a database may be at for these migrations to take it: their scripts' and those
+        the services' scripts replace."""
+        return frozenset(s.revision for s in self.scripts().walk_revisions()) | self.replaced()
+
     def config(self, connection: Connection | None = None) -> Config:
         """The Alembic configuration of these version directories, on `connection` when given."""
         from alembic.config import Config
@@ -202,10 +222,11 @@ def upgrade(engine: Engine, migrations: Migrations | None = None) -> tuple[str |
         _check_known(found, engine, migrations)
         if found != expected:
             _keep_copy(engine, before)
-            for old, new in LEGACY.items():
-                if old in found:
-                    rename = text("UPDATE alembic_version SET version_num = :new WHERE version_num = :old")
-                    conn.execute(rename, {"new": new, "old": old})
+            replaced = found & migrations.replaced()
+            for old in sorted(replaced):  # one at most: the one chain had one row
+                conn.execute(text("DELETE FROM alembic_version WHERE version_num = :old"), {"old": old})
+            if replaced and SPLIT_FROM not in found:
+                conn.execute(text("INSERT INTO alembic_version (version_num) VALUES (:new)"), {"new": SPLIT_FROM})
             command.upgrade(migrations.config(conn), "heads")
             conn.commit()
     after = shown(expected)
@@ -266,8 +287,7 @@ def _versions(conn: Connection) -> frozenset[str]:
 def _check_known(found: frozenset[str], engine: Engine, migrations: Migrations) -> None:
     if not found or found == migrations.expected():
         return
-    known = {s.revision for s in migrations.scripts().walk_revisions()} | set(LEGACY)
-    unknown = sorted(found - known)
+    unknown = sorted(found - migrations.known())
     if unknown:
         raise SchemaMismatchError(
             f"database schema revision {', '.join(unknown)} is newer than this kumitate, or of a service this "

@@ -14,6 +14,9 @@ revision = "analytics_0001"
 down_revision = None
 branch_labels = ("analytics",)
 depends_on = None
+replaces = "0003_analytics"
+"""The revision of the runtime's one chain that created these tables before the services owned their
+migrations: a database found at it is read as at the runtime's `0001` (kumitate.storage.migrate)."""
 
 
 def _adopted(table: str) -> bool:

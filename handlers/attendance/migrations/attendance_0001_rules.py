@@ -14,6 +14,9 @@ revision = "attendance_0001"
 down_revision = None
 branch_labels = ("attendance",)
 depends_on = None
+replaces = "0002_attendance"
+"""The revision of the runtime's one chain that created these tables before the services owned their
+migrations: a database found at it is read as at the runtime's `0001` (kumitate.storage.migrate)."""
 
 
 def _adopted(table: str) -> bool:

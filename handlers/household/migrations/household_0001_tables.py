@@ -18,6 +18,9 @@ revision = "household_0001"
 down_revision = None
 branch_labels = ("household",)
 depends_on = None
+replaces = "0004_household"
+"""The revision of the runtime's one chain that created these tables before the services owned their
+migrations: a database found at it is read as at the runtime's `0001` (kumitate.storage.migrate)."""
 
 ID = sa.BigInteger().with_variant(sa.Integer, "sqlite")
 

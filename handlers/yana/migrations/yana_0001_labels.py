@@ -19,6 +19,9 @@ revision = "yana_0001"
 down_revision = None
 branch_labels = ("yana",)
 depends_on = None
+replaces = "0005_yana"
+"""The revision of the runtime's one chain that created these tables before the services owned their
+migrations: a database found at it is read as at the runtime's `0001` (kumitate.storage.migrate)."""
 
 DOC_COLUMNS = (
     "brand_name",
