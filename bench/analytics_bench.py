@@ -36,8 +36,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.report import print_table
+from handlers.analytics.client import safe_load_export
 from handlers.analytics.core.service import AnalyticsService
-from kumitate.clients.analytics import safe_load_export
 from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
 from samples.analytics import build_database

@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from kumitate.clients.yana import SpeakerConfig, YanaSpeaker
+from handlers.yana.client import SpeakerConfig, YanaSpeaker
 from tests.conftest import start_server, stop_server
 
 PROMPTS = [

@@ -17,8 +17,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from handlers.analytics.client import estimate_tokens  # noqa: E402
 from handlers.analytics.core.service import AnalyticsService  # noqa: E402
-from kumitate.clients.analytics import estimate_tokens  # noqa: E402
 from kumitate.service import ServiceSetup  # noqa: E402
 from kumitate.settings import Settings  # noqa: E402
 
@@ -52,10 +52,14 @@ class Session:
         seen = "".join(self.context)
         saved = 100 * (1 - len(seen) / len(raw))
         print("\n--- context cost ---")
-        print(f"raw rows returned to the LLM : {len(raw_rows):>7,} rows, {len(raw.encode()):>9,} bytes, "
-              f"~{estimate_tokens(raw):,} tokens")
-        print(f"handles + summaries (this)   : {len(self.context):>7} msgs, {len(seen.encode()):>9,} bytes, "
-              f"~{estimate_tokens(seen):,} tokens")
+        print(
+            f"raw rows returned to the LLM : {len(raw_rows):>7,} rows, {len(raw.encode()):>9,} bytes, "
+            f"~{estimate_tokens(raw):,} tokens"
+        )
+        print(
+            f"handles + summaries (this)   : {len(self.context):>7} msgs, {len(seen.encode()):>9,} bytes, "
+            f"~{estimate_tokens(seen):,} tokens"
+        )
         print(f"saved: {saved:.1f}% of the tokens")
 
     def close(self) -> None:

@@ -14,17 +14,23 @@ import matplotlib.pyplot as plt
 import polars as pl
 from _common import Session
 
-from kumitate.clients.analytics import safe_json_output, safe_load_export, validate_output
+from handlers.analytics.client import safe_json_output, safe_load_export, validate_output
 
 
 def main() -> None:
     s = Session()
     try:
         # PLAN/EXPORT (LLM): pick the first interval session, export 10 minutes of per-second data.
-        meta = s.call("export", {"query": (
-            "SELECT t.elapsed_s, t.pace_s_per_km, t.heart_rate FROM time_series_metrics t "
-            "WHERE t.activity_id = (SELECT min(activity_id) FROM activities WHERE activity_type = 'intervals') "
-            "AND t.elapsed_s BETWEEN 900 AND 1499 ORDER BY t.elapsed_s")})
+        meta = s.call(
+            "export",
+            {
+                "query": (
+                    "SELECT t.elapsed_s, t.pace_s_per_km, t.heart_rate FROM time_series_metrics t "
+                    "WHERE t.activity_id = (SELECT min(activity_id) FROM activities WHERE activity_type = 'intervals') "
+                    "AND t.elapsed_s BETWEEN 900 AND 1499 ORDER BY t.elapsed_s"
+                )
+            },
+        )
         # CODE: load under the row limit, smooth, segment.
         df = safe_load_export(meta["handle"], max_rows=10_000, exports_dir=s.exports_dir)
         df = df.with_columns(pl.col("pace_s_per_km").rolling_mean(10, min_samples=1).alias("pace_10s"))
@@ -32,8 +38,12 @@ def main() -> None:
         df = df.with_columns((pl.col("hard") != pl.col("hard").shift(1)).fill_null(True).cum_sum().alias("segment"))
         segments = (
             df.group_by("segment", maintain_order=True)
-            .agg(pl.col("hard").first(), pl.len().alias("seconds"), pl.col("pace_s_per_km").mean().alias("pace"),
-                 pl.col("heart_rate").max().alias("hr_max"))
+            .agg(
+                pl.col("hard").first(),
+                pl.len().alias("seconds"),
+                pl.col("pace_s_per_km").mean().alias("pace"),
+                pl.col("heart_rate").max().alias("hr_max"),
+            )
             .filter(pl.col("seconds") >= 30)
         )
         hard = segments.filter(pl.col("hard"))

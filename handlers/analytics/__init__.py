@@ -4,7 +4,7 @@ The server hands out handles and summaries, never raw rows: `export` writes a
 Parquet/CSV file and returns an opaque handle (fetched via `export://{handle}`),
 `profile` and `histogram` return ~1 KB summaries, `materialize` caches an
 intermediate result as a temp table. Code beside the LLM loads exports with the
-guarded helpers in `kumitate.clients.analytics`.
+guarded helpers in `handlers.analytics.client`.
 
 This module is the thin transport-facing layer: generated input model -> core -> generated
 output model.
@@ -12,7 +12,7 @@ output model.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -34,8 +34,10 @@ from generated.analytics.models import (
 from kumitate.context import Attachment, CallContext
 from kumitate.service import ServiceSetup
 
-from .core.service import AnalyticsService, Limits, Sweeper
 from .settings import AnalyticsSettings
+
+if TYPE_CHECKING:  # the core (DuckDB, the storage layer) loads in create(): the client beside the LLM
+    from .core.service import AnalyticsService  # (handlers.analytics.client) imports this package without it
 
 
 def _params(model: BaseModel) -> dict[str, Any]:
@@ -51,6 +53,8 @@ class AnalyticsHandlers:
     """
 
     def __init__(self, service: AnalyticsService, sweep_interval_s: float | None = 300.0) -> None:
+        from .core.service import Sweeper
+
         self.service = service
         self._sweeper = Sweeper(service, sweep_interval_s) if sweep_interval_s else None
 
@@ -117,6 +121,8 @@ def create(setup: ServiceSetup) -> AnalyticsHandlers:
     runtime's database (`setup.database`), their files in the export directory, so instances
     sharing both serve each other's.
     """
+    from .core.service import AnalyticsService, Limits
+
     settings = setup.read(AnalyticsSettings)
     limits = Limits(
         query_timeout_s=settings.timeout_s,

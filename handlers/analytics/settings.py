@@ -2,13 +2,13 @@
 
 Built once in `create()` with `setup.read(AnalyticsSettings)`; the core is handed typed values
 (`Limits`, the scale, the export directory) and reads no environment of its own. The export
-directory's variable is declared by `kumitate.clients.analytics.ExportLocation`, which the
+directory's variable is declared by `handlers.analytics.client.ExportLocation`, which the
 helpers beside the LLM read too: one declaration, one parse, for the server and its readers.
 """
 
 from __future__ import annotations
 
-from kumitate.clients.analytics import ExportLocation
+from handlers.analytics.client import ExportLocation
 from kumitate.settings import var
 
 MB = 1_000_000

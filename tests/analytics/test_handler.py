@@ -20,8 +20,8 @@ from generated.analytics.models import (
     ProfileInput,
 )
 from handlers.analytics import create
+from handlers.analytics.client import default_exports_dir
 from handlers.analytics.settings import AnalyticsSettings
-from kumitate.clients.analytics import default_exports_dir
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.service import ServiceSetup

@@ -13,8 +13,7 @@ import pandas as pd
 import polars as pl
 import pytest
 
-from handlers.analytics.core.service import AnalyticsService
-from kumitate.clients.analytics import (
+from handlers.analytics.client import (
     ExportAccessError,
     ExportForbiddenError,
     ExportNotFoundError,
@@ -27,6 +26,7 @@ from kumitate.clients.analytics import (
     safe_summary_table,
     validate_output,
 )
+from handlers.analytics.core.service import AnalyticsService
 
 from .conftest import FakeClock
 

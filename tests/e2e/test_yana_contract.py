@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from kumitate.clients.yana import SpeakerConfig, YanaError, YanaSpeaker
+from handlers.yana.client import SpeakerConfig, YanaError, YanaSpeaker
 from tests.conftest import LiveServer, start_server, stop_server
 from tests.yana.fake_upstream import FakeUpstream
 

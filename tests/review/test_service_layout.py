@@ -1,6 +1,7 @@
 """One service layout (issue 19 items 4 and 5): a service reads the environment only in its
-settings.py (a `ServiceSettings` subclass built in `create(setup)` with `setup.read(...)`), and every
-variable a spec gates a resource on (`enabled_by:`) is one the service declares there."""
+settings.py (a `ServiceSettings` subclass built in `create(setup)` with `setup.read(...)`; its client,
+run beside an LLM or a peer and never by the server, reads its own), and every variable a spec gates a
+resource on (`enabled_by:`) is one the service declares there."""
 
 from __future__ import annotations
 
@@ -31,12 +32,18 @@ def environment_reads(path: Path, root: Path = REPO) -> list[str]:
     return [f"{path.relative_to(root)}:{line} {what}" for line, what in sorted(found)]
 
 
+def _client_side(path: Path, service: str) -> bool:
+    """A service's client (handlers/<svc>/client.py or client/): run beside an LLM or a peer, never by the
+    server, it reads its own process's variables (SPEAKER_A_*, KUMITATE_EXPORT_DIR) as any client does."""
+    return path.relative_to(HANDLERS / service).parts[0] in {"client.py", "client"}
+
+
 @pytest.mark.parametrize("service", SERVICES)
 def test_a_service_reads_the_environment_only_in_its_settings(service: str) -> None:
     reads = [
         read
         for path in sorted((HANDLERS / service).rglob("*.py"))
-        if path != HANDLERS / service / "settings.py"
+        if path != HANDLERS / service / "settings.py" and not _client_side(path, service)
         for read in environment_reads(path)
     ]
     assert reads == [], f"declare these in handlers/{service}/settings.py and read them with setup.read(...)"

@@ -2,9 +2,8 @@
 
 kumitate/ (the runtime) may use only `dependencies`; codegen/ (generator, review, scaffolding) also
 the `codegen` extra, and codegen/fuzz/ (`make fuzz`) the `fuzz` extra too; handlers/ and samples/
-(the bundled services and their sample data) and
-kumitate/clients/ (clients of the bundled services, run beside an LLM or a peer, never by the server)
-also the `services` extra.
+(the bundled services, their clients run beside an LLM or a peer, and their sample data) also the
+`services` extra.
 """
 
 from __future__ import annotations
@@ -22,14 +21,13 @@ from tests.conftest import REPO
 FIRST_PARTY = {"kumitate", "codegen", "handlers", "generated", "samples", "tests", "deploy", "bench"}
 EXTRAS = {
     "kumitate": (),
-    "kumitate/clients": ("services",),
     "codegen": ("codegen",),
     "codegen/fuzz": ("codegen", "fuzz"),
     "handlers": ("services",),
     "samples": ("services",),
     "generated": (),
 }
-NESTED = {"kumitate": ("clients",), "codegen": ("fuzz",)}
+NESTED = {"codegen": ("fuzz",)}
 """Sub-packages checked as roots of their own (with their own extras), not as part of the parent."""
 
 

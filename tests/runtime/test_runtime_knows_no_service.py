@@ -4,6 +4,9 @@ carries no service's migration; its own migrations alone make its own tables (id
 from __future__ import annotations
 
 import ast
+import io
+import re
+import tokenize
 from pathlib import Path
 
 from sqlalchemy import create_engine, inspect
@@ -13,6 +16,8 @@ from tests.conftest import REPO
 
 RUNTIME = REPO / "kumitate"
 RUNTIME_TABLES = {"idempotency", "tasks"}
+BUNDLED = re.compile(r"stays|household|yana|attendance|analytics", re.IGNORECASE)
+"""The bundled services: examples that plug in as a team's own do, named by no code of the runtime."""
 
 
 def _modules() -> list[tuple[Path, ast.Module]]:
@@ -65,3 +70,16 @@ def test_every_migration_directory_of_the_runtime_is_its_own() -> None:
     """Version directories live in kumitate/storage/migrations only; a service's live next to its code."""
     directories = {p.parent for p in RUNTIME.rglob("versions/*.py")}
     assert directories == {migrate.RUNTIME_VERSIONS}
+
+
+def test_no_file_and_no_name_of_the_runtime_is_a_bundled_service_s() -> None:
+    """Only prose (docstrings, comments, help text) may mention them: no module, package or identifier."""
+    found = [str(p.relative_to(REPO)) for p in RUNTIME.rglob("*") if BUNDLED.search(p.name)]
+    for path, _ in _modules():
+        tokens = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+        found += [
+            f"{path.relative_to(REPO)}:{t.start[0]} {t.string}"
+            for t in tokens
+            if t.type == tokenize.NAME and BUNDLED.search(t.string)
+        ]
+    assert found == []

@@ -14,7 +14,7 @@ from generated import errors
 from generated.yana.client import YanaClient
 from generated.yana.models import ChatInput, IngestInput, SearchInput
 from handlers.yana import YanaHandlers
-from kumitate.clients.yana import SpeakerConfig, YanaError, YanaSpeaker, shape_text
+from handlers.yana.client import SpeakerConfig, YanaError, YanaSpeaker, shape_text
 from kumitate.runtime import Runtime
 
 

@@ -25,7 +25,7 @@ import re
 import unicodedata
 from typing import Any
 
-from kumitate.clients.yana.sentences import split_sentences
+from handlers.yana.client.sentences import split_sentences
 
 AIZUCHI_AGREE = "せやせや"
 AIZUCHI_THINK = "せやなー"

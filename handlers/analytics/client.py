@@ -19,13 +19,15 @@ enforces one limit, so raw rows never reach the LLM's context by accident:
   applies the 15-line table check to JSON, which would reject the indented JSON that
   `safe_json_output` itself produces within 1 KB; the byte budget is what bounds it.
 
-Only the standard library plus polars/pandas are used for local files, and the runtime's typed
+Only the standard library plus polars/pandas are used for local files, and kumitate's typed
 settings to find them (`ExportLocation`, which the server's AnalyticsSettings extends, so both read
 KUMITATE_EXPORT_DIR the same way); for `base_url`, httpx and the generated analytics bindings,
 which give the route from the spec.
 
-Moved here from handlers/analytics (issue 19): this is client-side code, run beside the
-LLM, never by the server; it imports nothing from handlers (the server's settings import it).
+Client-side code, run beside the LLM, never by the server: it lives with the analytics service
+(issue 43: the runtime knows no service) and imports none of the server's modules (the server's
+settings import `ExportLocation` from it). Importing it runs the package's adapter module
+(handlers/analytics/__init__.py), which leaves DuckDB and the storage layer to `create()`.
 """
 
 from __future__ import annotations

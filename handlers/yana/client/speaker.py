@@ -15,7 +15,7 @@ run_id (and a session id: generate(session_id=…) or SPEAKER_A_SESSION_ID) also
 chat `context` as runId/sessionId, the seed's pass-through, when they are valid ids.
 
 The wire is the generated client's (generated/yana/client.py over kumitate/client.py): HTTP /v1,
-MCP streamable HTTP or stdio, or in process through the pipeline (kumitate/clients/yana/local.py).
+MCP streamable HTTP or stdio, or in process through the pipeline (handlers/yana/client/local.py).
 Its own retries are off: the seed's order above is the speaker's.
 """
 
@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 
 from generated.yana.client import YanaClient
+from handlers.yana.client.sentences import split_sentences
 from kumitate.client import NO_RETRY, BlockingBackend, HttpBackend, McpBackend
-from kumitate.clients.yana.sentences import split_sentences
 from kumitate.errors import ErrorCode, ToolError
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ class SpeakerConfig:
                 else McpBackend(target.split(), timeout_s=timeout_s)
             )
             return YanaClient(BlockingBackend(mcp), retry=NO_RETRY)
-        from kumitate.clients.yana.local import LocalBackend
+        from handlers.yana.client.local import LocalBackend
 
         local = LocalBackend(runtime) if runtime is not None else LocalBackend.start(["yana"])
         return YanaClient(BlockingBackend(local), retry=NO_RETRY)

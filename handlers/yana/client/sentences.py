@@ -1,7 +1,7 @@
 """One sentence rule for yana's reply policy (server) and duo-talk's shaping (client).
 
-It lives on the client side so the client needs nothing from the server's handlers; the
-handlers import it from here.
+It lives on the client side (handlers/yana/client/) so the client needs none of the server's
+modules; the server's reply policy (core/voice.py) imports it from here.
 """
 
 from __future__ import annotations

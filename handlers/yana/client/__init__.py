@@ -6,8 +6,9 @@
   RAG fallback and shaping rules, configured from SPEAKER_A_* variables (`speaker.py`).
 * `sentences.split_sentences` — the one sentence rule, shared with the server's reply policy.
 
-Nothing here imports the server's handlers. The names below load on first use, so the server's
-handlers can import `sentences` without loading the client.
+It lives with the yana service (issue 43: the runtime knows no service) and imports none of the
+server's modules. The names below load on first use, so the server's handlers can import
+`sentences` without loading the client.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kumitate.clients.yana.speaker import (
+    from handlers.yana.client.speaker import (
         SpeakerConfig,
         SpeakerProvider,
         YanaError,
@@ -29,7 +30,7 @@ __all__ = ["SpeakerConfig", "SpeakerProvider", "YanaError", "YanaSpeaker", "clea
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from kumitate.clients.yana import speaker
+        from handlers.yana.client import speaker
 
         return getattr(speaker, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,1 +1,0 @@
-"""Typed clients for kumitate services (one module per service)."""
