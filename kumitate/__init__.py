@@ -22,8 +22,8 @@ The public API, what a tool author imports, is re-exported here and loads on fir
 
 Narrower contracts stay in their modules, each with its `__all__`: `kumitate.invariants` (a workflow's
 invariants for the stateful fuzzer; its `Step` is not the pipeline's `kumitate.steps.Step`),
-`kumitate.storage.carry`, `kumitate.storage.schema` and `kumitate.storage.engine` (storage a service
-shares), `kumitate.client` (the typed client's runtime), `kumitate.faults` and `kumitate.datadir`.
+`kumitate.storage.carry`, `kumitate.storage.engine` and `kumitate.storage.migrate` (storage a service
+shares; its own tables and migrations live with it: docs/writing-a-service.md), `kumitate.client` (the typed client's runtime), `kumitate.faults` and `kumitate.datadir`.
 
 Name clashes with fastmcp: `fastmcp.exceptions.ToolError` and `fastmcp.exceptions.NotFoundError` are
 other classes. A handler raises kumitate's (the transports turn it into the catalogued answer); code

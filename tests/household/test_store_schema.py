@@ -1,4 +1,4 @@
-"""The tables the household store queries (handlers/household/store/tables.py) are the ones migration 0002 creates."""
+"""The tables the household store queries (handlers/household/store/tables.py) are the ones its migrations create."""
 
 from __future__ import annotations
 
