@@ -8,7 +8,7 @@ read. Paths under /mcp go to the MCP apps (all tools at /mcp, one service's at
 
 It also holds the limits that need a request: at most KUMITATE_HTTP_MAX_HEADERS header fields
 and KUMITATE_HTTP_MAX_HEADER_BYTES of them (431; protocol.py refuses a header block that is still
-incomplete past that size, this layer one that arrived whole in a single read), a request body that arrives whole within KUMITATE_HTTP_BODY_TIMEOUT_S of the first read
+incomplete past that size, this layer one that arrived whole in a single read; both close the connection), a request body that arrives whole within KUMITATE_HTTP_BODY_TIMEOUT_S of the first read
 (else 408 and the connection closed), and every error body in the catalogue's envelope: what the
 MCP SDK or Starlette answer in plain text on /mcp (400, 404, 413), the SDK's 503 at the session
 cap, and an exception no handler turned into a response (500, which uvicorn would send as text).
@@ -242,6 +242,11 @@ class KumitateASGI:
             "x-trace-id": ids[1],
             "x-request-duration-ms": f"{(time.perf_counter() - started) * 1000:.2f}",
         }
+        if code == "HEADERS_TOO_LARGE":
+            # Closed after the answer, as protocol.py closes a header block still arriving: a client that
+            # sends oversized headers is not kept on (uvicorn's httptools and h11 protocols both close a
+            # connection whose response says `Connection: close`), and its unread body is not parsed on.
+            headers["connection"] = "close"
         await _respond(send, status, headers, body)
 
 
