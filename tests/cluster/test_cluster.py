@@ -5,6 +5,7 @@
 (c) an MCP session over streamable HTTP while its requests alternate between instances;
 (d) analytics: an export handle and a materialized view made through one instance are served by the other.
 yana: a label ingested on one instance is found and de-duplicated by the other (one knowledge base).
+nginx: a request it refuses itself (no Host) is answered in the catalogue's envelope, not its HTML page.
 Household charts and rows, attendance rows and a killed instance: test_cluster_household.py and
 test_attendance_cluster.py.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections import Counter
 from typing import Any
@@ -173,3 +175,19 @@ async def test_a_yana_label_ingested_on_one_instance_is_found_by_the_other(clust
         assert (again.json()["dedup"], again.json()["id"]) == (True, stored.json()["id"])
         counts = [(await http.get(f"{base}/v1/healthz")).json()["rag_ok"] for base in (first, second)]
     assert counts == [True, True]
+
+
+def test_a_request_nginx_refuses_itself_is_answered_in_the_envelope(cluster: Cluster) -> None:
+    """Seen: no Host (or a duplicate, or headers over 8 KiB) got nginx's HTML 400. Each kind, and the
+    other codes nginx answers itself: tests/deploy/test_nginx_errors.py."""
+    with socket.create_connection(("127.0.0.1", cluster.ports.lb), timeout=10) as sock:
+        sock.sendall(b"GET /v1/versions HTTP/1.1\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), answer
+    assert b"\r\ncontent-type: application/json\r\n" in head.lower() + b"\r\n", head
+    decoded = json.loads(body)
+    assert decoded["error"]["code"] == "BAD_REQUEST" and decoded["error"]["retryable"] is False
+    assert set(decoded) == {"error", "run_id", "trace_id"}
