@@ -8,7 +8,7 @@ read. Paths under /mcp go to the MCP apps (all tools at /mcp, one service's at
 
 It also holds the limits that need a request: at most KUMITATE_HTTP_MAX_HEADERS header fields
 and KUMITATE_HTTP_MAX_HEADER_BYTES of them (431; protocol.py refuses a header block that is still
-incomplete past that size, this layer one that arrived whole in a single read; both close the connection), a request body that arrives whole within KUMITATE_HTTP_BODY_TIMEOUT_S of the first read
+incomplete past that size, this layer one that arrived whole in a single read; both close the connection, as after every refusal here), a request body that arrives whole within KUMITATE_HTTP_BODY_TIMEOUT_S of the first read
 (else 408 and the connection closed), and every error body in the catalogue's envelope: what the
 MCP SDK or Starlette answer in plain text on /mcp (400, 404, 413), the SDK's 503 at the session
 cap, and an exception no handler turned into a response (500, which uvicorn would send as text).
@@ -232,7 +232,7 @@ class KumitateASGI:
     async def _refuse(
         self, scope: Scope, send: Send, code: ErrorCode, message: str, ids: tuple[str, str], started: float
     ) -> None:
-        """The catalogue body, sent before the request body is read."""
+        """The catalogue body, sent before the request body is read; the connection is closed after it."""
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
@@ -242,11 +242,11 @@ class KumitateASGI:
             "x-trace-id": ids[1],
             "x-request-duration-ms": f"{(time.perf_counter() - started) * 1000:.2f}",
         }
-        if code == "HEADERS_TOO_LARGE":
-            # Closed after the answer, as protocol.py closes a header block still arriving: a client that
-            # sends oversized headers is not kept on (uvicorn's httptools and h11 protocols both close a
-            # connection whose response says `Connection: close`), and its unread body is not parsed on.
-            headers["connection"] = "close"
+        # Closed after the answer (uvicorn's httptools and h11 protocols both close a connection whose
+        # response says `Connection: close`), as protocol.py closes a header block still arriving: a client
+        # refused here (oversized headers, no Host, a foreign origin) is not kept on, and the body it may
+        # still send is not parsed on the way to a next request.
+        headers["connection"] = "close"
         await _respond(send, status, headers, body)
 
 
