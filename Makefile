@@ -20,7 +20,7 @@ TEST_PROCS = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist load
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
-.PHONY: help venv generate serve test test-package test-latest check lint docstrings api-docs drift types fast fmt fuzz conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
+.PHONY: help venv generate serve test test-package test-latest check lint docs docstrings drift types fast fmt fuzz conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
 .DEFAULT_GOAL := help
 
 help:  ## list the targets (this text)
@@ -54,23 +54,23 @@ test-package: venv  ## a new team from the wheel: its ~100 dependencies in a fre
 test-latest:  ## the fast runtime/wire tests against the NEWEST fastmcp, mcp, litestar, pydantic (var/venv-latest); prints what broke
 	bash .ci/test-latest
 
-check: lint docstrings drift types fast  ## lint, docstring coverage, drift, mypy, fast tests (before a commit)
+check: lint docs docstrings drift types fast  ## lint, the docs site, docstring coverage, drift, mypy, fast tests (before a commit)
 
 lint: venv  ## ruff, the LLM-readiness lint, the format check, hadolint on the Dockerfile
 	$(BIN)/ruff check .
 	$(PY) -m codegen.readiness
 	$(BIN)/hadolint Dockerfile
-	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench deploy
+	$(BIN)/ruff format --check --exclude generated kumitate codegen handlers tests bench deploy docs/gen
+
+# MkDocs and a plugin print banners about MkDocs' future on every build; these two variables turn them off.
+docs: venv  ## the docs site (mkdocs.yml: docs/, the README as home, the API reference by mkdocstrings) into site/; --strict fails on any warning
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --quiet
 
 docstrings: venv  ## docstring coverage of kumitate/ and codegen/ public classes (>= 85%) and functions (>= 80%); --list names the gaps
 	$(PY) -m codegen.docstrings
 
-api-docs: venv  ## docs/api.md, the API reference, from the docstrings of the modules that declare __all__
-	$(PY) -m codegen.apidocs
-
-drift: venv  ## generated/ matches specs/ (python -m codegen --check), docs/api.md matches the docstrings
+drift: venv  ## generated/ matches specs/ (python -m codegen --check)
 	$(PY) -m codegen --check
-	$(PY) -m codegen.apidocs --check
 
 types: venv  ## mypy, then codegen.raises (each tool raises only the error codes its spec declares)
 	$(BIN)/mypy
@@ -81,7 +81,7 @@ fast: venv  ## the tests not marked slow
 
 fmt: venv  ## fix what ruff can, then format (what `make lint` checks)
 	$(BIN)/ruff check --fix .
-	$(BIN)/ruff format --exclude generated kumitate codegen handlers tests bench
+	$(BIN)/ruff format --exclude generated kumitate codegen handlers tests bench docs/gen
 
 fuzz: venv  ## schemathesis on every HTTP operation, then every tool over MCP, then sequences walking the spec's links on both (with invariants); fixed seed
 	$(PY) -m codegen.fuzz.http --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
@@ -114,5 +114,5 @@ cluster-restart:  ## rolling restart of the instances, one at a time, losing no 
 cluster-status:  ## is the cluster under CLUSTER_DIR up (its port comes from its state file)
 	$(PYTHON) -m deploy.cluster status --dir $(CLUSTER_DIR)
 
-clean:  ## remove var/ (local data, the venvs of .ci/multi-python), .hypothesis and the pytest cache
-	rm -rf var .hypothesis .pytest_cache
+clean:  ## remove var/ (local data, the venvs of .ci/multi-python), site/ (make docs), .hypothesis and the pytest cache
+	rm -rf var site .hypothesis .pytest_cache
