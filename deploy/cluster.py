@@ -152,12 +152,18 @@ class Cluster:
         conf = servers.fill(HERE / "supervisord.conf", dir=self.dir, programs="\n".join(programs))
         self.supervisor_conf.write_text(conf)
         supervisord = servers.which("supervisord") or "supervisord"
-        subprocess.run([supervisord, "-c", str(self.supervisor_conf)], cwd=REPO, env=self._env(), check=True)
+        log, pid_file = self.dir / "supervisord.log", self.dir / "supervisord.pid"
+        started = subprocess.run([supervisord, "-c", str(self.supervisor_conf)], cwd=REPO, env=self._env(), check=False)
+        if started.returncode != 0:
+            raise servers.ClusterError(
+                f"supervisord exited while starting (status {started.returncode}); log {log}:\n{servers.log_tail(log)}"
+            )
         servers.wait_for(
-            lambda: servers.record(self.dir / "supervisord.pid", "supervisord") and self._ctl("pid").returncode == 0,
+            lambda: servers.record(pid_file, "supervisord") and self._ctl("pid").returncode == 0,
             "supervisord",
-            self.dir / "supervisord.log",
+            log,
             timeout_s=30,
+            exited=lambda: servers.gone(pid_file),
         )
 
     def _stop_supervisor(self, fast: bool = False) -> None:

@@ -332,13 +332,21 @@ def wait_for(
             pass
         ended = exited() if exited is not None else None
         if ended is not None:
-            raise ClusterError(f"{what} exited while starting ({ended}); log {log}:\n{_tail(log)}")
+            raise ClusterError(f"{what} exited while starting ({ended}); log {log}:\n{log_tail(log)}")
         time.sleep(0.1)
-    raise ClusterError(f"{what} did not answer within {timeout_s:g}s; log {log}:\n{_tail(log)}")
+    raise ClusterError(f"{what} did not answer within {timeout_s:g}s; log {log}:\n{log_tail(log)}")
 
 
-def _tail(log: Path) -> str:
+def log_tail(log: Path) -> str:
+    """The end of a server's log, for a ClusterError (what it said last is why it stopped)."""
     return log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+
+
+def gone(pid_file: Path) -> str | None:
+    """For a daemon that forks (nginx, supervisord): once it has written `pid_file`, how it is gone if that
+    process no longer runs, else None (no file yet, or it runs). An `exited` check for `wait_for`."""
+    pid = read_pid(pid_file)
+    return f"PID {pid} from {pid_file.name} is gone" if pid is not None and not alive(pid) else None
 
 
 def exit_of(process: subprocess.Popen[bytes]) -> str | None:
@@ -536,7 +544,13 @@ def start_nginx(directory: Path, port: int, upstream_ports: list[int]) -> str:
     )
     if result.returncode != 0:
         raise ClusterError(f"nginx did not start on port {port}: {result.stderr.strip()}")
-    wait_for(lambda: record(data / "nginx.pid", "nginx") and port_answers(port), "nginx", data / "error.log")
+    pid_file = data / "nginx.pid"
+    wait_for(
+        lambda: record(pid_file, "nginx") and port_answers(port),
+        "nginx",
+        data / "error.log",
+        exited=lambda: gone(pid_file),
+    )
     return f"http://127.0.0.1:{port}"
 
 
