@@ -50,6 +50,7 @@ from kumitate.transports.asgi import IDS_KEY, ASGIApp, Receive, Scope, Send
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
 from kumitate.transports.http import CLIENT_CLOSED_REQUEST
 from kumitate.transports.mcp import IDEMPOTENCY_ARGUMENT, SpecTool, tool_result
+from kumitate.transports.mcp.versions import KnownVersions
 from kumitate.transports.mcp_elicit import CAPABILITIES as ASKABLE
 from kumitate.transports.mcp_scopes import read_body
 from kumitate.transports.origin import base_url_of
@@ -262,5 +263,5 @@ def lean_endpoint(runtime: Any, body_cap: int, enabled: bool, app: Any) -> ASGIA
     """The MCP endpoint to mount for fastmcp's `http_app` (its FastMCP server in `app.state`):
     the lean path in front of it, or the app itself when KUMITATE_MCP_LEAN is off."""
     if not enabled:
-        return app  # type: ignore[no-any-return]
-    return LeanMCP(app.state.fastmcp_server, app, runtime, body_cap)
+        return KnownVersions(app)
+    return LeanMCP(app.state.fastmcp_server, KnownVersions(app), runtime, body_cap)

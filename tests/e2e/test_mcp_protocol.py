@@ -121,12 +121,22 @@ async def test_capabilities_say_what_is_served_in_both_eras(app: InProcessApp) -
     handshake, modern = init["result"]["capabilities"], discover["result"]["capabilities"]
     assert handshake == {k: v for k, v in modern.items() if k != "extensions"}
     for capabilities in (handshake, modern):
-        assert "logging" not in capabilities  # no notifications/message is ever sent
+        assert capabilities["logging"] == {}  # a handler's ctx.log sends notifications/message
         assert "prompts" not in capabilities  # no prompt on this server
         assert capabilities["tools"] == {"listChanged": False}
         assert capabilities["resources"]["listChanged"] is False
         assert "io.modelcontextprotocol/ui" not in capabilities.get("extensions", {})
     assert {LEGACY, "2025-06-18", MODERN} <= set(discover["result"]["supportedVersions"])
+
+
+@pytest.mark.parametrize("era", [LEGACY, MODERN])
+@pytest.mark.parametrize("method", ["prompts/list", "prompts/get"])
+async def test_prompt_methods_without_prompts_are_method_not_found(app: InProcessApp, era: str, method: str) -> None:
+    params = {"name": "summarize"} if method == "prompts/get" else {}
+    answer = await rpc(app, method, params, era=era, name="summarize" if method == "prompts/get" else "")
+    assert "result" not in answer, answer
+    assert answer["error"]["code"] == -32601
+    assert "declares no prompts capability" in answer["error"]["message"]
 
 
 async def test_prompts_are_declared_when_a_server_has_one(app: InProcessApp) -> None:
@@ -216,3 +226,16 @@ def test_an_endpoints_lists_are_as_fresh_as_its_least_cacheable_declaration() ->
     assert list_hint(bindings({"ttl_ms": 60000, "scope": "public"}, {"ttl_ms": 60000})) == (60, "private")
     assert list_hint(bindings({"ttl_ms": 60000, "scope": "public"}, None)) == (None, None)
     assert list_hint(bindings({"ttl_ms": 500, "scope": "public"})) == (None, None)  # fastmcp's hint is whole seconds
+
+
+@pytest.mark.parametrize("era", ["1999-01-01", "2099-01-01"])
+async def test_an_unknown_protocol_version_is_named(app: InProcessApp, era: str) -> None:
+    headers = {**MCP_HEADERS, "MCP-Protocol-Version": era}
+    response = await app.http.post(
+        "/mcp/stays", json={"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {}}, headers=headers
+    )
+    assert response.status_code == 400
+    answer = response.json()
+    assert answer["id"] == 9 and answer["error"]["code"] == -32022
+    assert f"unsupported MCP-Protocol-Version '{era}'" in answer["error"]["message"]
+    assert answer["error"]["data"]["requested"] == era and MODERN in answer["error"]["data"]["supported"]

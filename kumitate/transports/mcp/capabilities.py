@@ -1,12 +1,15 @@
 """Capabilities that are true, the same in both eras of the protocol.
 
-fastmcp derives them from the handlers it registers, which says more than kumitate serves:
-`logging` (no `notifications/message` is ever sent, so it is not declared), `prompts` with no
-prompt (declared exactly when the server has one; the conformance service adds some), the MCP
-Apps UI extension (no `ui://` resource is served), and `listChanged: true` in the handshake but
-false in `server/discover` (a server's lists are fixed once it is built: false in both).
-`server/discover` lists every protocol version that works, the handshake ones included.
+fastmcp derives them from the handlers it registers, which says more or less than kumitate serves:
+`logging` is declared (any handler may call `ctx.log`, which sends `notifications/message`: at the
+level `logging/setLevel` or the request's `_meta` asks for), `prompts` only when the server has a
+prompt (the conformance service adds some), no MCP Apps UI extension (no `ui://` resource is served),
+and `listChanged` false in both eras (a server's lists are fixed once it is built; fastmcp says true in
+the handshake). `server/discover` lists every protocol version that works, the handshake ones included.
 Both answers pass through fastmcp's public middleware hooks (`on_initialize`, `on_discover`).
+
+Methods follow what is declared: `prompts/list` and `prompts/get` on a server without prompts are
+JSON-RPC -32601 (method not found), as for any capability a server does not declare.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 import mcp_types as mt
 from fastmcp import FastMCP
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
 UI_EXTENSION = "io.modelcontextprotocol/ui"
@@ -26,6 +30,23 @@ class TrueCapabilities(Middleware):
 
     def __init__(self, server: FastMCP) -> None:
         self.server = server
+        self._has_prompts: bool | None = None
+
+    async def has_prompts(self) -> bool:
+        """Whether the server has a prompt (its lists are fixed once it serves: asked once)."""
+        if self._has_prompts is None:
+            self._has_prompts = bool(await self.server.list_prompts(run_middleware=False))
+        return self._has_prompts
+
+    async def on_list_prompts(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        if not await self.has_prompts():
+            raise _undeclared("prompts/list")
+        return await call_next(context)
+
+    async def on_get_prompt(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        if not await self.has_prompts():
+            raise _undeclared("prompts/get")
+        return await call_next(context)
 
     async def on_initialize(
         self,
@@ -53,17 +74,21 @@ class TrueCapabilities(Middleware):
         )
 
     async def capabilities(self, declared: mt.ServerCapabilities) -> mt.ServerCapabilities:
-        has_prompts = bool(await self.server.list_prompts(run_middleware=False))
+        has_prompts = await self.has_prompts()
         extensions = {k: v for k, v in (declared.extensions or {}).items() if k != UI_EXTENSION}
         return declared.model_copy(
             update={
-                "logging": None,
+                "logging": mt.LoggingCapability(),
                 "prompts": mt.PromptsCapability(list_changed=False) if has_prompts else None,
                 "tools": _unchanging(declared.tools),
                 "resources": _unchanging(declared.resources),
                 "extensions": extensions or None,
             }
         )
+
+
+def _undeclared(method: str) -> MCPError:
+    return MCPError(mt.METHOD_NOT_FOUND, f"{method}: this server declares no prompts capability (it serves no prompt)")
 
 
 def _unchanging(capability: Any) -> Any:
