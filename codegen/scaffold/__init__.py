@@ -16,6 +16,7 @@ keeps nothing.
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,10 +81,19 @@ def init_project(
         raise ScaffoldError(f"{target} is not empty; `kumitate init` starts a project in a new directory")
     name = target.resolve().name
     written: list[Written] = []
+    source = origin.portable(requirement)
+    requirement = source.requirement
+    if source.wheel is not None:
+        vendored = target / origin.VENDOR / source.wheel.name
+        vendored.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source.wheel, vendored)
+        note = "kumitate's wheel, from a local file: commit it; make and CI install kumitate from here"
+        written.append(Written(vendored, note))
     values = {
         "name": name,
         "service": service,
         "tool": tool,
+        "vendored": source.wheel is not None,
         "kumitate": requirement,
         "kumitate_dev": origin.with_extra(requirement, "codegen,fuzz"),
         "kumitate_codegen": origin.with_extra(requirement, "codegen"),
@@ -98,6 +108,8 @@ def init_project(
         ("test_examples.py.jinja", "tests/test_examples.py"),
     ):
         _write(target / path, _render(template, **values), written)
+    if source.warning:
+        written.append(Written(target / "pyproject.toml", f"WARNING: {source.warning}"))
     (target / ".ci/run").chmod(0o755)
     _write(target / WORKFLOW, review_workflow("make venv", ".venv/bin/kumitate"), written)
     _write(target / "tests/__init__.py", "", written)

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 NAME = "kumitate"
+VENDOR = "vendor"
+"""Where a new project keeps the kumitate wheel it was made from, when that came from a local file."""
+_WHEEL_VERSION = re.compile(r"^kumitate-([^-]+)-")
 _NAMED = re.compile(r"^\s*kumitate(\s*\[[^\]]*\])?", re.IGNORECASE)
 
 
@@ -62,3 +67,36 @@ def given(text: str) -> str:
 def with_extra(requirement: str, extra: str) -> str:
     """The same requirement with `[extra]`: `kumitate[codegen] @ file:///...`, `kumitate[codegen]==0.1.0`."""
     return _NAMED.sub(f"{NAME}[{extra}]", requirement, count=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Portable:
+    """What a new project records so that a CI runner can install the same kumitate.
+
+    `requirement` goes into pyproject.toml; `wheel`, when set, is a local wheel to copy into the project's
+    vendor/ (the requirement then pins its version, and the project's Makefile points pip there);
+    `warning` says why the requirement will not install anywhere but here."""
+
+    requirement: str
+    wheel: Path | None = None
+    warning: str = ""
+
+
+def portable(requirement: str) -> Portable:
+    """An index version or a VCS URL as it is; a local wheel vendored (pinned by version); a local
+    directory as it is, with a warning (a runner has no such path)."""
+    _, at, url = requirement.partition(" @ ")
+    if not at or not url.startswith("file:"):
+        return Portable(requirement)
+    path = Path(unquote(urlsplit(url).path))
+    found = _WHEEL_VERSION.match(path.name)
+    if path.suffix == ".whl" and path.is_file() and found:
+        return Portable(f"{NAME}=={found.group(1)}", wheel=path)
+    return Portable(
+        requirement,
+        warning=(
+            f"kumitate is installed from the local directory {path}: pyproject.toml names that path, which no CI "
+            f"runner has. Build a wheel (pip wheel --no-deps {path} -w dist) and run init with --kumitate "
+            "dist/kumitate-*.whl (it is copied into vendor/), or give --kumitate a version on an index or a git URL"
+        ),
+    )

@@ -51,3 +51,34 @@ def test_init_records_the_requirement_runtime_and_dev_apart(tmp_path: Path) -> N
     assert project["optional-dependencies"]["dev"][0] == "kumitate[codegen,fuzz]==0.1.0"
     with pytest.raises(scaffold.ScaffoldError, match="--kumitate"):
         scaffold.init_project(tmp_path / "q", kumitate="not kumitate")
+
+
+def test_what_a_runner_can_install_is_recorded(tmp_path: Path) -> None:
+    assert origin.portable("kumitate==0.3.1") == origin.Portable("kumitate==0.3.1")
+    vcs = "kumitate @ git+https://example.org/kumitate.git@9f1c"
+    assert origin.portable(vcs) == origin.Portable(vcs)
+    wheel = tmp_path / "kumitate-0.2.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK")
+    assert origin.portable(f"kumitate @ {wheel.as_uri()}") == origin.Portable("kumitate==0.2.0", wheel=wheel)
+    directory = origin.portable(f"kumitate @ {tmp_path.as_uri()}")
+    assert directory.requirement == f"kumitate @ {tmp_path.as_uri()}" and directory.wheel is None
+    assert "no CI runner has" in directory.warning and "pip wheel --no-deps" in directory.warning
+
+
+def test_init_from_a_local_wheel_vendors_it(tmp_path: Path) -> None:
+    wheel = tmp_path / "kumitate-0.2.0-py3-none-any.whl"
+    wheel.write_bytes(b"PK")
+    written = scaffold.init_project(tmp_path / "p", kumitate=str(wheel))
+    project = tmp_path / "p"
+    assert (project / "vendor" / wheel.name).read_bytes() == b"PK"
+    assert any(w.path == project / "vendor" / wheel.name and "commit it" in w.note for w in written)
+    assert tomllib.loads((project / "pyproject.toml").read_text())["project"]["dependencies"] == ["kumitate==0.2.0"]
+    assert "export PIP_FIND_LINKS := $(CURDIR)/vendor" in (project / "Makefile").read_text()
+    assert "file:" not in (project / ".pre-commit-config.yaml").read_text()
+    assert "entry: .venv/bin/kumitate generate --check" in (project / ".pre-commit-config.yaml").read_text()
+
+
+def test_init_from_a_directory_warns(tmp_path: Path) -> None:
+    written = scaffold.init_project(tmp_path / "p")  # this checkout: a directory
+    assert any(w.note.startswith("WARNING: kumitate is installed from the local directory") for w in written)
+    assert "PIP_FIND_LINKS" not in (tmp_path / "p" / "Makefile").read_text()
