@@ -13,12 +13,21 @@ from typing import Any, Literal
 from kumitate.errors import ErrorCode
 
 GENERIC_CODES: frozenset[ErrorCode] = frozenset(
-    {"BAD_REQUEST", "INTERNAL", "RATE_LIMITED", "REQUEST_TIMEOUT", "STORAGE_UNAVAILABLE", "SERVICE_UNAVAILABLE"}
+    {
+        "BAD_REQUEST",
+        "INTERNAL",
+        "RATE_LIMITED",
+        "REQUEST_TIMEOUT",
+        "STORAGE_UNAVAILABLE",
+        "STORAGE_DAMAGED",
+        "SERVICE_UNAVAILABLE",
+    }
 )
 """Codes any call may end with, whatever its spec declares, so a handler may raise them undeclared too:
 input that breaks the schema and crashes (codegen's GENERIC_ERRORS), the deadline (the Deadline step, the
-commit gate, `ctx.check_deadline`), a storage failure, a full bulkhead or a draining instance, and the
-failed-authentication guard (kumitate.policies.authguard), which refuses a blocked address on any route."""
+commit gate, `ctx.check_deadline`), a storage failure or a damaged database file (kumitate.faults), a full
+bulkhead or a draining instance, and the failed-authentication guard (kumitate.policies.authguard), which
+refuses a blocked address on any route."""
 
 HTTP_EDGE_CODES: frozenset[ErrorCode] = frozenset(
     {

@@ -2,7 +2,7 @@
 # sources: specs/analytics/resources/column.yaml, specs/analytics/resources/export_file.yaml, specs/analytics/resources/schema.yaml, specs/analytics/resources/table.yaml, specs/analytics/service.yaml, ... and 6 more
 # sources-sha256: 7cfb2ea1170f8fb0
 """The error classes the analytics handlers may raise: the codes its tools and resources declare, and
-the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_DAMAGED, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
@@ -19,6 +19,7 @@ from ..errors import (
     RowLimitExceededError,
     ServiceUnavailableError,
     SqlError,
+    StorageDamagedError,
     StorageUnavailableError,
     UnsafeQueryError,
 )
@@ -99,6 +100,7 @@ __all__ = [
     "RowLimitExceededError",
     "ServiceUnavailableError",
     "SqlError",
+    "StorageDamagedError",
     "StorageUnavailableError",
     "UnsafeQueryError",
 ]

@@ -2,7 +2,7 @@
 # sources: specs/attendance/service.yaml, specs/attendance/tools/evaluate_attendance.yaml, specs/attendance/tools/get_attendance_rule.yaml, specs/attendance/tools/invitee_key.yaml, specs/attendance/tools/parse_attendance_intent.yaml, ... and 2 more
 # sources-sha256: 94e0854fbdf699c7
 """The error classes the attendance handlers may raise: the codes its tools and resources declare, and
-the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_DAMAGED, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
@@ -12,6 +12,7 @@ from ..errors import (
     RateLimitedError,
     RequestTimeoutError,
     ServiceUnavailableError,
+    StorageDamagedError,
     StorageUnavailableError,
     ValidationError,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "RateLimitedError",
     "RequestTimeoutError",
     "ServiceUnavailableError",
+    "StorageDamagedError",
     "StorageUnavailableError",
     "ValidationError",
 ]

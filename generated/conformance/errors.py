@@ -2,7 +2,7 @@
 # sources: specs/conformance/prompts/test_input_required_result_prompt.yaml, specs/conformance/prompts/test_prompt_with_arguments.yaml, specs/conformance/prompts/test_prompt_with_embedded_resource.yaml, specs/conformance/prompts/test_prompt_with_image.yaml, specs/conformance/prompts/test_simple_prompt.yaml, ... and 37 more
 # sources-sha256: f238c2cefbb02ba0
 """The error classes the conformance handlers may raise: the codes its tools and resources declare, and
-the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_DAMAGED, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
@@ -11,6 +11,7 @@ from ..errors import (
     RateLimitedError,
     RequestTimeoutError,
     ServiceUnavailableError,
+    StorageDamagedError,
     StorageUnavailableError,
 )
 
@@ -67,5 +68,6 @@ __all__ = [
     "RateLimitedError",
     "RequestTimeoutError",
     "ServiceUnavailableError",
+    "StorageDamagedError",
     "StorageUnavailableError",
 ]

@@ -2,7 +2,7 @@
 # sources: specs/household/resources/available_months.yaml, specs/household/resources/category.yaml, specs/household/resources/category_hierarchy.yaml, specs/household/resources/category_trend_summary.yaml, specs/household/resources/chart.yaml, ... and 12 more
 # sources-sha256: e52df9b1a043b682
 """The error classes the household handlers may raise: the codes its tools and resources declare, and
-the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_DAMAGED, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
@@ -14,6 +14,7 @@ from ..errors import (
     RateLimitedError,
     RequestTimeoutError,
     ServiceUnavailableError,
+    StorageDamagedError,
     StorageUnavailableError,
     ValidationError,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "RateLimitedError",
     "RequestTimeoutError",
     "ServiceUnavailableError",
+    "StorageDamagedError",
     "StorageUnavailableError",
     "ValidationError",
 ]

@@ -2,7 +2,7 @@
 # sources: specs/stays/service.yaml, specs/stays/tools/summarize_stays.yaml, specs/stays/types/stays.json
 # sources-sha256: 5b89388f1e2f07e0
 """The error classes the stays handlers may raise: the codes its tools and resources declare, and
-the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_DAMAGED, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
@@ -10,6 +10,7 @@ from ..errors import (
     RateLimitedError,
     RequestTimeoutError,
     ServiceUnavailableError,
+    StorageDamagedError,
     StorageUnavailableError,
 )
 
@@ -26,5 +27,6 @@ __all__ = [
     "RateLimitedError",
     "RequestTimeoutError",
     "ServiceUnavailableError",
+    "StorageDamagedError",
     "StorageUnavailableError",
 ]

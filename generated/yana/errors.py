@@ -2,7 +2,7 @@
 # sources: specs/yana/resources/brand.yaml, specs/yana/resources/brewery.yaml, specs/yana/resources/healthz.yaml, specs/yana/resources/logs_today.yaml, specs/yana/resources/version.yaml, ... and 5 more
 # sources-sha256: f1b77460a255bac6
 """The error classes the yana handlers may raise: the codes its tools and resources declare, and
-the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_UNAVAILABLE). Raise these, never a code string."""
+the ones any call may end with (BAD_REQUEST, INTERNAL, RATE_LIMITED, REQUEST_TIMEOUT, SERVICE_UNAVAILABLE, STORAGE_DAMAGED, STORAGE_UNAVAILABLE). Raise these, never a code string."""
 
 from ..errors import (
     BadRequestError,
@@ -15,6 +15,7 @@ from ..errors import (
     RateLimitedError,
     RequestTimeoutError,
     ServiceUnavailableError,
+    StorageDamagedError,
     StorageUnavailableError,
     UpstreamError,
     UpstreamTimeoutError,
@@ -57,6 +58,7 @@ __all__ = [
     "RateLimitedError",
     "RequestTimeoutError",
     "ServiceUnavailableError",
+    "StorageDamagedError",
     "StorageUnavailableError",
     "UpstreamError",
     "UpstreamTimeoutError",

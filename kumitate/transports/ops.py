@@ -29,9 +29,10 @@ def health_routes(runtime: Any) -> list[Any]:
         return Response(body, status_code=200 if live else 503)
 
     @get("/readyz", include_in_schema=False)
-    async def readyz() -> Response[dict[str, Any]]:
-        """Readiness: 503 (Retry-After) while draining, not live, or the data directory or database fails."""
-        ready, body = await runtime.health.ready()
+    async def readyz(service: str | None = None) -> Response[dict[str, Any]]:
+        """Readiness: 503 (Retry-After) while draining, not live, the data directory or database fails, or a
+        service's database is damaged; `?service=<name>`: that service's readiness alone."""
+        ready, body = await runtime.health.ready(service)
         return Response(body) if ready else Response(body, status_code=503, headers=retry_after)
 
     return [healthz, readyz]

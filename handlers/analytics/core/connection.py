@@ -48,13 +48,14 @@ from generated.errors import (
     QueryTooExpensiveError,
     RequestTimeoutError,
     SqlError,
+    StorageDamagedError,
     StorageUnavailableError,
     UnsafeQueryError,
 )
 from kumitate.context import CallCancelled, CallContext, current_call
 from kumitate.errors import ToolError
 
-from ..storage_errors import is_storage_failure, storage_unavailable
+from ..storage_errors import is_storage_failure, storage_unavailable, worker_start_error
 
 log = logging.getLogger("kumitate.analytics")
 
@@ -158,7 +159,7 @@ class Worker:
             ready = ("failed", "exited", "")
         if ready[0] != "ready":
             self.kill()
-            raise RuntimeError(f"the analytics worker did not start: {ready[1]}: {ready[2]}")
+            raise worker_start_error(ready[1], ready[2])  # a damaged file or a failing disk is catalogued
 
     @property
     def pid(self) -> int:
@@ -417,7 +418,7 @@ class QueryRunner:
 
     def map_error(
         self, exc: duckdb.Error
-    ) -> SqlError | UnsafeQueryError | StorageUnavailableError | QueryTooExpensiveError:
+    ) -> SqlError | UnsafeQueryError | StorageUnavailableError | StorageDamagedError | QueryTooExpensiveError:
         """Turn a DuckDB exception into a catalogued error with a scrubbed message."""
         if is_storage_failure(exc):
             return storage_unavailable(exc)
