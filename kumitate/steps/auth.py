@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from kumitate import tracing
 from kumitate.policies import discovery
-from kumitate.policies.auth import AuthError
+from kumitate.policies.auth import Authenticator, AuthError
+from kumitate.policies.authguard import AuthGuard
 from kumitate.policy import Policy
 from kumitate.steps import Call, CallNext, CallRequest, Outcome
 
 if TYPE_CHECKING:
     from kumitate.context import CallContext
-    from kumitate.pipeline import Policies
 
 
-def authenticate(policies: Policies, rules: Policy, ctx: CallContext, request: CallRequest) -> None:
+class AuthPolicies(Protocol):
+    """What authentication reads of the runtime's policies (`kumitate.pipeline.Policies` is one), read
+    at each call: the step sits below the pipeline that builds it, so it names only these three."""
+
+    @property
+    def auth(self) -> Authenticator: ...
+    @property
+    def auth_guard(self) -> AuthGuard | None: ...
+    @property
+    def public_url(self) -> str | None: ...
+
+
+def authenticate(policies: AuthPolicies, rules: Policy, ctx: CallContext, request: CallRequest) -> None:
     """Set `ctx.principal` from the request's token (or the local principal), and check the
     scopes unless the route is public. A refusal carries its RFC 6750 / RFC 9728 challenge.
     Failed attempts are rate-limited per client address where an AuthGuard is configured."""
@@ -33,7 +45,7 @@ def authenticate(policies: Policies, rules: Policy, ctx: CallContext, request: C
         raise
 
 
-def metadata_url(policies: Policies, request: CallRequest) -> str | None:
+def metadata_url(policies: AuthPolicies, request: CallRequest) -> str | None:
     """Where a refused client finds how to log in (RFC 9728), while OAuth is configured."""
     base = policies.public_url or request.base_url
     if policies.auth.oauth is None or base is None:
@@ -44,7 +56,7 @@ def metadata_url(policies: Policies, request: CallRequest) -> str | None:
 class Authenticate:
     """Runs first (after deprecation): nothing is read, parsed or counted for an unknown caller."""
 
-    def __init__(self, policies: Policies, rules: Policy) -> None:
+    def __init__(self, policies: AuthPolicies, rules: Policy) -> None:
         self.policies = policies
         self.rules = rules
 
