@@ -20,7 +20,7 @@ TEST_PROCS = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist load
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
-.PHONY: help venv generate serve test test-package test-latest check lint docs docstrings drift types fast fmt fuzz conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
+.PHONY: help venv generate serve test test-package test-latest check lint docs docstrings drift types fast fmt fuzz lint-openapi conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
 .DEFAULT_GOAL := help
 
 help:  ## list the targets (this text)
@@ -86,6 +86,9 @@ fmt: venv  ## fix what ruff can, then format (what `make lint` checks)
 fuzz: venv  ## schemathesis on every HTTP operation, then every tool over MCP, then sequences walking the spec's links on both (with invariants); fixed seed
 	$(PY) -m codegen.fuzz.http --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
 	$(PY) -m codegen.fuzz.mcp --seed $(FUZZ_SEED)
+
+lint-openapi: venv  ## Redocly CLI and Spectral (npm, pinned, under var/openapi-lint) on generated/openapi.json and the served document: 0 errors (.redocly.yaml, .spectral.yaml)
+	$(PY) -m codegen.openapi_lint
 
 conformance: venv  ## the official MCP conformance suite (npm, pinned; Node 22 from npm) against the conformance service and /mcp
 	$(PY) -m codegen.conformance

@@ -12,34 +12,45 @@ examples, and every header the wire uses.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterable
 from typing import Any
 
+import jsonschema
+
 from codegen import models, naming
+from codegen.examples import VOLATILE
 from codegen.links import openapi_links
 from codegen.specs import Example, ResourceSpec, SpecTree, ToolSpec
 from kumitate import __version__
 from kumitate.policies.deprecation import Deprecation
+from kumitate.policies.discovery import OPENAPI_SCOPES
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.policy import Policy, http_codes
 from kumitate.transports.forms import form_schema
+
+ERROR_DETAIL: dict[str, Any] = {
+    "type": "object",
+    "description": "What went wrong: a catalogue code, a message for the caller and whether a retry may help.",
+    "additionalProperties": True,
+    "required": ["code", "message", "retryable"],
+    "properties": {
+        "code": {"type": "string", "description": "A code from the error catalogue."},
+        "message": {"type": "string"},
+        "retryable": {"type": "boolean"},
+        "retry_after_ms": {"type": "integer", "minimum": 0},
+    },
+}
+"""The `error` of an error body and of a failed operation: a named component, since a reference into
+another schema's property (`ErrorBody/properties/error`) is not one generators follow
+(openapi-python-client dropped the Operation schema, and the 202 of every task tool with it)."""
 
 ERROR_BODY: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["error", "run_id", "trace_id"],
     "properties": {
-        "error": {
-            "type": "object",
-            "additionalProperties": True,
-            "required": ["code", "message", "retryable"],
-            "properties": {
-                "code": {"type": "string", "description": "A code from the error catalogue."},
-                "message": {"type": "string"},
-                "retryable": {"type": "boolean"},
-                "retry_after_ms": {"type": "integer", "minimum": 0},
-            },
-        },
+        "error": {"$ref": "#/components/schemas/ErrorDetail"},
         "run_id": {"type": "string"},
         "trace_id": {"type": "string"},
     },
@@ -168,6 +179,13 @@ def _components_parameters(tasks: bool) -> dict[str, Any]:
     return out
 
 
+BEARER = "bearerAuth"
+"""The security scheme of every operation that is not public: `Authorization: Bearer <token>`."""
+SCOPES = OPENAPI_SCOPES
+"""An operation's scopes: what its token must carry (a static token's, or an identity provider's JWT's).
+An `http` scheme carries none in OpenAPI, so they are said beside it; the served document adds them as
+an openIdConnect requirement when an issuer is configured (kumitate.policies.discovery.served_openapi)."""
+
 OPERATION_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "A tool call started as a task (Google AIP-151): `response` once it completed, `error` (the"
@@ -188,7 +206,7 @@ OPERATION_SCHEMA: dict[str, Any] = {
             },
         },
         "response": {"type": "object", "description": "The tool's result (its output schema)."},
-        "error": {"$ref": "#/components/schemas/ErrorBody/properties/error"},
+        "error": {"$ref": "#/components/schemas/ErrorDetail"},
         "run_id": {"type": "string"},
         "trace_id": {"type": "string"},
     },
@@ -205,20 +223,33 @@ def _operations_paths(tree: SpecTree) -> dict[str, Any]:
     param = {"name": "operation_id", "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
     errors = _error_responses(tree, http_codes(["NOT_FOUND"], Policy()))
 
-    def op(operation_id: str, summary: str) -> dict[str, Any]:
+    def op(operation_id: str, summary: str, description: str) -> dict[str, Any]:
         return {
             "operationId": operation_id,
             "summary": summary,
+            "description": description,
             "tags": ["operations"],
             "parameters": [param, *_parameters(False)],
             "responses": {"200": answer, **errors},
-            "security": [{"bearerAuth": []}],
+            "security": [{BEARER: []}],
         }
 
+    whose = " Only the caller that started the task reaches it: for anyone else, as for an unknown or expired one, 404."
     return {
-        "/v1/operations/{operation_id}": {"get": op("get_operation", "A task's state, progress and outcome.")},
+        "/v1/operations/{operation_id}": {
+            "get": op(
+                "get_operation",
+                "A task's state, progress and outcome.",
+                "Poll it (the Location of the 202) until `done`: then `response` holds the tool's result, or"
+                " `error` the catalogue's error." + whose,
+            )
+        },
         "/v1/operations/{operation_id}:cancel": {
-            "post": op("cancel_operation", "Cancel a task that still runs; the operation as it now is.")
+            "post": op(
+                "cancel_operation",
+                "Cancel a task that still runs; the operation as it now is.",
+                "Asks a running task to stop; the answer is the operation as the request leaves it." + whose,
+            )
         },
     }
 
@@ -264,7 +295,7 @@ def component_schemas(tree: SpecTree) -> dict[str, Any]:
 
     Names are unique across services today; should two services define the same name with different
     schemas, the later one's is prefixed with its service (`HouseholdCategory`)."""
-    out: dict[str, Any] = {"ErrorBody": ERROR_BODY}
+    out: dict[str, Any] = {"ErrorBody": ERROR_BODY, "ErrorDetail": ERROR_DETAIL}
     for svc in tree.services:
         defs = models.bundle(svc, tree.root)["$defs"]
         names = {
@@ -293,16 +324,49 @@ EXAMPLE_IDS = {"run_id": "5f0c9a3e2b7d4c18a6e1f2d3c4b5a697", "trace_id": "4bf92f
 """The run and trace ids shown in example bodies."""
 
 
-def _success_examples(tool: ToolSpec) -> dict[str, Any]:
-    out = {}
+def _example_output(tool: ToolSpec, ex: Example) -> tuple[Any, list[str]]:
+    """An example's output as the document shows it, and the required fields it still leaves out.
+
+    A `subset` example names only the fields its test checks (codegen.examples): the volatile ones
+    (run and trace ids, durations) the test strips on both sides are filled in here, with the ids every
+    example body shows; what else is left out varies per call (a handle, an expiry) and stays out."""
+    value = ex.output
+    required = tool.output_schema.get("required", [])
+    if ex.match != "exact" and isinstance(value, dict):
+        filler = {**EXAMPLE_IDS, "elapsed_ms": 12, "uptime_s": 60}
+        value = value | {k: filler[k] for k in required if k in VOLATILE and k not in value}
+    validator = jsonschema.validators.validator_for(tool.output_schema)(tool.output_schema)
+    if validator.is_valid(value):
+        return value, []
+    missing = [k for k in required if isinstance(value, dict) and k not in value]
+    return value, missing or ["fields the schema requires"]
+
+
+def _success_examples(tool: ToolSpec) -> tuple[dict[str, Any], str]:
+    """The spec's success examples as response examples, each valid against the output schema (what
+    linters and generators check); a partial one that is not (it leaves out a required field whose
+    value varies per call) is shown in the response's description instead, its left-out fields named."""
+    out, partial = {}, []
     for ex in tool.examples:
         if ex.error is not None or ex.output is None:
             continue
         summary = ex.description or ex.name.replace("_", " ")
-        if ex.match != "exact":
-            summary += " (some fields left out)"
-        out[ex.name] = {"summary": summary, "value": ex.output}
-    return out
+        value, missing = _example_output(tool, ex)
+        if not missing:
+            if ex.match != "exact":
+                summary += " (some optional fields left out)"
+            out[ex.name] = {"summary": summary, "value": value}
+            continue
+        body = json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+        left_out = ", ".join(f"`{k}`" for k in missing)
+        partial.append(f"**{ex.name}**: {summary}; leaves out {left_out}.\n\n```json\n{body}\n```")
+    if not partial:
+        return out, ""
+    intro = (
+        "Partial examples: the fields their tests check, the rest left out because it varies per call (so"
+        " they are not response examples, which must be whole results)."
+    )
+    return out, "\n\n".join([intro, *partial])
 
 
 def _error_example(tree: SpecTree, code: str, summary: str | None = None) -> dict[str, Any]:
@@ -353,14 +417,14 @@ def _request_body(tool: ToolSpec) -> dict[str, Any]:
 
 def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
     idempotent = tool.rules.idempotency
+    examples, partial = _success_examples(tool)
     responses: dict[str, Any] = {
         "200": {
-            "description": "The tool's structured result.",
+            "description": "\n\n".join(filter(None, ["The tool's structured result.", partial])),
             "headers": _headers(tool.deprecated, idempotent),
             "content": {"application/json": {"schema": _schema_ref(naming.output_model(tool.name))}},
         }
     }
-    examples = _success_examples(tool)
     if examples:
         responses["200"]["content"]["application/json"]["examples"] = examples
     links = openapi_links(tree, tool)
@@ -395,8 +459,12 @@ def _operation(spec: ToolSpec | ResourceSpec, parameters: list[Any], responses: 
         "parameters": parameters,
         "responses": responses,
     }
-    if not spec.rules.public:
-        op["security"] = [{"bearerAuth": list(spec.rules.scopes)}]
+    if spec.rules.public:
+        op["security"] = []  # overrides nothing today (no document-wide security), but says it: no token needed
+    else:
+        op["security"] = [{BEARER: []}]  # an `http` scheme carries no scopes (OpenAPI: roles at most)
+        if spec.rules.scopes:
+            op[SCOPES] = list(spec.rules.scopes)
     return op
 
 
@@ -433,13 +501,15 @@ def build(tree: SpecTree) -> dict[str, Any]:
     tasks = any(tool.is_task for svc in tree.services for tool in svc.tools)
     if tasks:
         paths.update(_operations_paths(tree))
-    return {
+    document = {
         "openapi": "3.1.0",
         "info": {
             "title": "kumitate",
             "version": __version__,
             "description": "Every kumitate tool over HTTP. The same tools are served over MCP at /mcp.",
         },
+        # relative: the server that serves this document (a client resolves it against the document's URL)
+        "servers": [{"url": "/", "description": "The server this document is read from."}],
         "tags": [{"name": svc.name, "description": svc.description} for svc in tree.services]
         + ([{"name": "operations", "description": "Tools started as tasks (Prefer: respond-async)."}] if tasks else []),
         "paths": dict(sorted(paths.items())),
@@ -449,16 +519,48 @@ def build(tree: SpecTree) -> dict[str, Any]:
             "examples": component_examples(tree),
             "headers": RESPONSE_HEADERS | (TASK_HEADERS if tasks else {}),
             "securitySchemes": {
-                "bearerAuth": {
+                BEARER: {
                     "type": "http",
                     "scheme": "bearer",
                     "description": "`Authorization: Bearer <token>`. Tokens come from KUMITATE_TOKENS /"
-                    " KUMITATE_TOKENS_FILE; with none configured, auth is off. A missing or unknown token gets 401"
-                    " (with WWW-Authenticate), a token without the operation's scopes 403.",
+                    " KUMITATE_TOKENS_FILE (or an identity provider, KUMITATE_OAUTH_ISSUER); with none configured,"
+                    " auth is off. A missing or unknown token gets 401 (with WWW-Authenticate), a token without"
+                    f" the operation's scopes (its `{SCOPES}`) 403.",
                 }
             },
         },
     }
+    return _without_unused_components(document)
+
+
+def _refs(node: Any) -> Iterable[str]:
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            yield node["$ref"]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def _without_unused_components(document: dict[str, Any]) -> dict[str, Any]:
+    """The document without the components no operation reaches (a shared type only the models use, the
+    example of a code no operation sends, the deprecation headers where nothing is deprecated): linters
+    flag them, and a reader looks for where they are used."""
+    components = document["components"]
+    reached: set[str] = set()
+    todo = list(_refs(document["paths"]))
+    while todo:
+        ref = todo.pop()
+        if ref in reached or not ref.startswith("#/components/"):
+            continue
+        reached.add(ref)
+        kind, _, name = ref.removeprefix("#/components/").partition("/")
+        todo.extend(_refs(components.get(kind, {}).get(name)))
+    for kind in ("schemas", "parameters", "examples", "headers"):
+        components[kind] = {n: v for n, v in components[kind].items() if f"#/components/{kind}/{n}" in reached}
+    return document
 
 
 __all__ = ["build", "naming"]

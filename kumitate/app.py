@@ -10,6 +10,7 @@ import contextlib
 import functools
 import gc
 import importlib
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
 from kumitate import calllog, heap
+from kumitate.policies import discovery
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import KumitateASGI, RequestLimits
@@ -47,8 +49,12 @@ DOCS_HTML = f"""<!doctype html>
 """
 
 
-def _schema_routes(openapi_path: Path) -> list[Any]:
+def _schema_routes(openapi_path: Path, settings: Settings) -> list[Any]:
     document = openapi_path.read_bytes()
+    issuer, public_url = (settings.oauth_issuer or "").strip(), (settings.public_url or "").strip()
+    if issuer or public_url:  # what only the configuration knows: the identity provider, the public URL
+        served = discovery.served_openapi(json.loads(document), issuer, public_url)
+        document = json.dumps(served, ensure_ascii=False, indent=1).encode()
 
     @get("/schema/openapi.json", include_in_schema=False, sync_to_thread=False)
     def openapi_json() -> Response[bytes]:
@@ -77,7 +83,7 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
     settings = settings or Settings.from_env()
     calllog.configure(settings.log_format)
     runtime = Runtime(settings, services)
-    routes: list[Any] = _schema_routes(runtime.project.openapi) + _meta_routes(runtime)
+    routes: list[Any] = _schema_routes(runtime.project.openapi, settings) + _meta_routes(runtime)
     routes += metrics_routes(runtime.pipeline.metrics, settings)
     routes += discovery_routes(runtime)
     if any(tool.task_timeout_s is not None for svc in runtime.services.values() for tool in svc.tools):

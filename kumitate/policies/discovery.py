@@ -10,12 +10,20 @@ Both exist only while OAuth is configured; a static token table has nothing to d
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"
 REALM = "kumitate"
+OPENAPI_SCOPES = "x-kumitate-scopes"
+"""An operation's scopes in the OpenAPI document (codegen/openapi.py): its bearer scheme is `http`, which
+carries no scopes in OpenAPI, so they are said beside it; served with an issuer, they become the scopes of
+an openIdConnect requirement (served_openapi)."""
+OPENAPI_OIDC = "openIdConnect"
+"""The security scheme the served OpenAPI document adds when an identity provider is configured."""
+OIDC_DISCOVERY = ".well-known/openid-configuration"
 
 
 def resource_path(transport: str) -> str:
@@ -49,3 +57,30 @@ def document(base_url: str, path: str, issuer: str, scopes: Iterable[str]) -> di
         "bearer_methods_supported": ["header"],
         "resource_name": "kumitate" + (" MCP" if path else " HTTP API"),
     }
+
+
+def served_openapi(document: dict[str, Any], issuer: str | None, public_url: str | None) -> dict[str, Any]:
+    """The OpenAPI document as this server serves it: the generated one, plus what only the configuration
+    knows. With an identity provider (KUMITATE_OAUTH_ISSUER), an `openIdConnect` scheme at the issuer's
+    discovery document, and every operation that needs a token accepts either a static bearer token or
+    the provider's, with its scopes (which OpenAPI lets only OAuth2/OIDC schemes carry). With
+    KUMITATE_PUBLIC_URL, that URL as the server (else the generated relative `/`)."""
+    if not (issuer or "").strip() and not public_url:
+        return document
+    out = json.loads(json.dumps(document))  # a deep copy: the generated document stays as read
+    if public_url:
+        out["servers"] = [{"url": public_url.rstrip("/"), "description": "KUMITATE_PUBLIC_URL"}]
+    if not (issuer or "").strip():
+        return out
+    issuer = (issuer or "").strip().rstrip("/")
+    out["components"]["securitySchemes"][OPENAPI_OIDC] = {
+        "type": "openIdConnect",
+        "openIdConnectUrl": f"{issuer}/{OIDC_DISCOVERY}",
+        "description": f"An access token (JWT) of {issuer}, sent as `Authorization: Bearer <token>`; its"
+        " audience must be one KUMITATE_OAUTH_AUDIENCE names, and it must carry the operation's scopes.",
+    }
+    for item in out["paths"].values():
+        for op in item.values():
+            if isinstance(op, dict) and op.get("security"):
+                op["security"] = [*op["security"], {OPENAPI_OIDC: list(op.get(OPENAPI_SCOPES, []))}]
+    return out

