@@ -56,7 +56,7 @@ def walk(url: str, config: Path, tree: specs.SpecTree, args: argparse.Namespace)
     print(
         f"HTTP stateful fuzz: {walked.sequences} sequences, {walked.multi_step} multi-step (longest"
         f" {walked.longest} requests), {walked.links_followed} links followed, {walked.calls} requests,"
-        f" {walked.invariant_checks} invariant checks, {int(bool(walked.failure))} failures (seed {args.seed},"
+        f" {walked.invariant_words}, {int(bool(walked.failure))} failures (seed {args.seed},"
         f" {walked.restarts} restarts)"
     )
     return 1 if walked.failure else 0

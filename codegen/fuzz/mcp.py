@@ -261,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"MCP stateful fuzz: {walked.sequences} sequences, {walked.multi_step} multi-step (longest"
             f" {walked.longest} calls), {walked.links_followed} links followed, {walked.calls} calls,"
-            f" {walked.invariant_checks} invariant checks, {int(bool(walked.failure))} failures (seed {args.seed},"
+            f" {walked.invariant_words}, {int(bool(walked.failure))} failures (seed {args.seed},"
             f" {walked.restarts} restarts)"
         )
     return 1 if report.failures or (walked is not None and walked.failure) else 0

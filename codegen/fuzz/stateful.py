@@ -31,6 +31,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as fixed_seed
 from hypothesis import strategies as st
 from hypothesis.errors import FlakyStrategyDefinition
+from hypothesis.reporting import with_reporter
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 from schemathesis.generation.jsonschema.builder import build
 
@@ -103,6 +104,15 @@ class Stats:
     otherwise (the server's state outlives a sequence; `run_machine`)."""
     seconds: dict[str, float] = field(default_factory=dict)
     """Time spent per tool (calls the invariants make included)."""
+    invariants: int = 0
+    """How many invariants the services declare (0: the walk checks answers against their schemas only)."""
+
+    @property
+    def invariant_words(self) -> str:
+        """What the summary line says of invariants: their checks, or that none are declared, and where to."""
+        if not self.invariants:
+            return "no invariants declared (handlers/<service>/invariants.py; docs/writing-a-service.md)"
+        return f"{self.invariant_checks} checks of {self.invariants} invariants"
 
 
 @dataclass(frozen=True)
@@ -407,26 +417,32 @@ MAX_SUITES = 20
 
 def run_machine(workflows: type[RuleBasedStateMachine], walk: Walk, stats: Stats) -> None:
     """Run the machine (either transport's) until `walk.sequences` sequences have run or one failed; the
-    first failure ends up in `stats.failure` (a rule's own report, else the exception that ended the run).
+    first failure ends up in `stats.failure` (a rule's own report, else the exception that ended the run),
+    with what hypothesis reported on the way; on a pass nothing it reported is printed.
 
     The server's state outlives each sequence, and a rule's precondition reads what the server answered,
     so hypothesis may see a prefix it knows draw otherwise (FlakyStrategyDefinition). That is not the
     server's fault: like schemathesis' own engine, go on with the next seed for the sequences left
     (`stats.restarts`). Met while replaying a failure, it is the failure's replay meeting another server
     state: the failure stands. A failure that does not happen again (FlakyFailure) is one, not a restart."""
-    for attempt in range(MAX_SUITES):
-        remaining = walk.sequences - stats.sequences
-        if remaining <= 0 or stats.failure:
-            return
-        try:
-            run_state_machine_as_test(
-                fixed_seed(walk.seed + attempt)(workflows), settings=walk_settings(remaining, walk.steps)
-            )
-        except FlakyStrategyDefinition:
-            if stats.failure is None:
-                stats.restarts += 1
-        except Exception as exc:
-            stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
+    stats.invariants = len(walk.checked())
+    reports: list[str] = []
+    with with_reporter(lambda report: reports.append(str(report))):  # a restart's reports: noise on a pass
+        for attempt in range(MAX_SUITES):
+            remaining = walk.sequences - stats.sequences
+            if remaining <= 0 or stats.failure:
+                break
+            try:
+                run_state_machine_as_test(
+                    fixed_seed(walk.seed + attempt)(workflows), settings=walk_settings(remaining, walk.steps)
+                )
+            except FlakyStrategyDefinition:
+                if stats.failure is None:
+                    stats.restarts += 1
+            except Exception as exc:
+                stats.failure = stats.failure or f"{type(exc).__name__}: {str(exc)[:2000]}"
+    if stats.failure and reports:  # the steps hypothesis reported belong with the failure
+        stats.failure += "\n" + "\n".join(reports)[-4000:]
 
 
 def walk_settings(sequences: int, steps: int) -> settings:

@@ -96,7 +96,9 @@ def test_the_graph_starts_where_no_link_leads() -> None:
     assert {e.target.name for e in edges} >= {"confirm_duplicate", "restore_duplicate", "export_file", "chart"}
 
 
-def test_a_walk_whose_server_state_changes_what_is_drawn_goes_on_with_the_next_seed() -> None:
+def test_a_walk_whose_server_state_changes_what_is_drawn_goes_on_with_the_next_seed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """A server's state outlives each sequence; where a precondition reads it, hypothesis meets a prefix it
     knows drawing otherwise. The walk begins again with the next seed until it has its sequences."""
     server = {"saved": 0}
@@ -119,6 +121,13 @@ def test_a_walk_whose_server_state_changes_what_is_drawn_goes_on_with_the_next_s
     assert stats.failure is None
     assert stats.restarts >= 1
     assert stats.sequences >= 80
+    said = capsys.readouterr()
+    assert "Steps leading up" not in said.out + said.err  # a pass is quiet, restarts or not
+
+
+def test_the_summary_says_when_no_invariant_is_declared() -> None:
+    assert "no invariants declared" in stateful.Stats().invariant_words
+    assert stateful.Stats(invariant_checks=12, invariants=3).invariant_words == "12 checks of 3 invariants"
 
 
 def walk_breaking_above_seven(stats: stateful.Stats, broken: Callable[[int], Exception], reported: bool) -> None:
