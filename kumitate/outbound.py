@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpcore
 import httpx
@@ -252,14 +252,83 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-class _DeadlineTransport(httpx.HTTPTransport):
-    """httpx's transport over a connection pool built on `_DeadlineBackend`. httpx takes no
-    network backend, so the pool it built is replaced: `_pool` is the one attribute of httpx's
-    this relies on (tests/outbound/test_total_deadline.py fails if that ever changes)."""
+HTTPCORE_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+"""httpcore's errors as the httpx ones callers catch, the most specific first (httpx's own transport
+maps them the same way)."""
+
+
+@contextlib.contextmanager
+def _httpx_errors() -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        mapped = next((to for source, to in HTTPCORE_ERRORS if isinstance(exc, source)), None)
+        if mapped is None:
+            raise
+        raise mapped(str(exc)) from exc
+
+
+class _ResponseBody(httpx.SyncByteStream):
+    """httpcore's response body, its errors raised as httpx's."""
+
+    def __init__(self, inner: Iterable[bytes]) -> None:
+        self._inner = inner
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _httpx_errors():
+            yield from self._inner
+
+    def close(self) -> None:
+        close = getattr(self._inner, "close", None)
+        if close is not None:
+            close()
+
+
+class _DeadlineTransport(httpx.BaseTransport):
+    """An httpx transport over an httpcore connection pool built on `_DeadlineBackend`, through the
+    public API of both: httpx's `HTTPTransport` takes no network backend (it would have to be
+    swapped into its private `_pool`), so this is the transport httpx documents for custom needs,
+    sending each request through httpcore as `HTTPTransport.handle_request` does."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), network_backend=_DeadlineBackend())
+        self.pool = httpcore.ConnectionPool(ssl_context=httpx.create_ssl_context(), network_backend=_DeadlineBackend())
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        sent = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _httpx_errors():
+            answer = self.pool.handle_request(sent)
+        return httpx.Response(
+            status_code=answer.status,
+            headers=answer.headers,
+            stream=_ResponseBody(cast(Iterable[bytes], answer.stream)),  # a sync pool's body is sync
+            extensions=answer.extensions,
+        )
+
+    def close(self) -> None:
+        with _httpx_errors():
+            self.pool.close()
 
 
 def deadline_client(**options: Any) -> httpx.Client:

@@ -9,9 +9,10 @@ import threading
 import time
 from collections.abc import Iterator
 
+import httpx
 import pytest
 
-from kumitate.outbound import OutboundClient, OutboundError, RetryPolicy
+from kumitate.outbound import OutboundClient, OutboundError, RetryPolicy, deadline_client, total_deadline
 from kumitate.policies.oauth import KeySet
 
 INTERVAL_S = 0.4
@@ -89,3 +90,17 @@ def test_metadata_discovery_and_key_set_share_one_deadline(trickler: Trickler) -
     started = time.monotonic()
     keys.refresh(None)
     assert time.monotonic() - started < 1.5 + 1.0
+
+
+def test_the_deadline_transport_raises_httpx_errors_in_the_headers_and_in_the_body(trickler: Trickler) -> None:
+    """The transport sends through httpcore itself (httpx's public transport API, no private `_pool`):
+    httpcore's errors reach callers as httpx's, whether the deadline ends the headers or the body."""
+    with total_deadline(1.0), deadline_client(timeout=30) as http, pytest.raises(httpx.ReadTimeout):
+        http.get(trickler.url).read()
+
+
+def test_a_refused_connection_is_an_httpx_connect_error() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with deadline_client(timeout=5) as http, pytest.raises(httpx.ConnectError):
+        http.get(url)
