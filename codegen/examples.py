@@ -62,11 +62,12 @@ def check(example: Example, result: Result) -> str | None:
 
 def all_examples(tree: SpecTree) -> list[tuple[ToolSpec, Example]]:
     """Examples of the services the server runs by default (the drift check keeps that equal to
-    specs/; an `opt_in` service's examples run where it is served, tests/conformance)."""
+    specs/; an `opt_in` service's examples run where it is served, tests/conformance), in the order they
+    run: a service's examples share its server and data, its `examples_order` tools first, then by name."""
     from generated.registry import SERVICES
 
     served = {name for name, svc in SERVICES.items() if not svc.opt_in}
-    return [(tool, ex) for tool in tree.all_tools() if tool.service in served for ex in tool.examples]
+    return [(tool, ex) for tool in tree.tools_in_example_order() if tool.service in served for ex in tool.examples]
 
 
 async def run_all(tree: SpecTree, call: Caller) -> tuple[list[str], dict[str, Any]]:

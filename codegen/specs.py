@@ -222,6 +222,8 @@ class ServiceSpec:
     prompts: list[PromptSpec] = field(default_factory=list)
     opt_in: bool = False
     """Served only where KUMITATE_SERVICES names it (spec `opt_in`)."""
+    examples_order: list[str] = field(default_factory=list)
+    """Tools whose examples run first, in this order (spec `examples_order`); the rest follow by name."""
     types: dict[str, dict[str, Any]] = field(default_factory=dict)
     """types/<file>.json -> parsed document, for model generation."""
 
@@ -259,6 +261,14 @@ class SpecTree:
     def all_tools(self) -> list[ToolSpec]:
         """Every tool of every service, opt-in services included, in service order."""
         return [tool for svc in self.services for tool in svc.tools]
+
+    def tools_in_example_order(self) -> list[ToolSpec]:
+        """`all_tools`, each service's in the order its examples run: its `examples_order` first, then by name."""
+        ordered: list[ToolSpec] = []
+        for svc in self.services:
+            first = {name: index for index, name in enumerate(svc.examples_order)}
+            ordered += sorted(svc.tools, key=lambda tool: first.get(tool.name, len(first)))  # stable: by name after
+        return ordered
 
     def default_tools(self) -> list[ToolSpec]:
         """The tools served when no service is named: every service's but the `opt_in` ones'."""
@@ -447,6 +457,7 @@ def _load_service(
         policy=doc.get("policy", {}),
         source_dir=sdir,
         opt_in=bool(doc.get("opt_in", False)),
+        examples_order=list(doc.get("examples_order", [])),
     )
     for type_file in sorted((sdir / "types").glob("*.json")):
         sources.append(type_file)
@@ -456,6 +467,11 @@ def _load_service(
     svc.tools = _load_all("tool", _load_tool, svc, root, meta, problems, sources)
     svc.resources = _load_all("resource", _load_resource, svc, root, meta, problems, sources)
     svc.prompts = _load_all("prompt", _load_prompt, svc, root, meta, problems, sources)
+    names = {tool.name for tool in svc.tools}
+    for index, name in enumerate(svc.examples_order):
+        if name not in names:
+            message = f"examples_order names {name!r}, which is not a tool of {svc.name}"
+            problems.append(Problem(_rel(service_file, root), f"/examples_order/{index}", "KT003", message))
     return svc
 
 

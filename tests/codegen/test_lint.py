@@ -172,3 +172,13 @@ def test_one_bad_catalogue_entry_does_not_hide_the_others(tmp_path: Path) -> Non
     problems = _lint_tree(specs_dir)
     assert problems and {p.rule for p in problems} == {"KT001"}
     assert {p.file for p in problems} == {"specs/errors.yaml"}
+
+
+def test_examples_run_in_the_declared_order_then_by_name(tmp_path: Path) -> None:
+    specs_dir = make_tree(tmp_path)
+    service = specs_dir / "demo" / "service.yaml"
+    service.write_text(service.read_text() + "examples_order: [greet]\n")
+    tree = specs.load(specs_dir)
+    assert lint.lint(tree) == []
+    assert [t.name for t in tree.tools_in_example_order()] == ["greet", "echo"]
+    assert [t.name for t in tree.all_tools()] == ["echo", "greet"]  # the listing order is unchanged
