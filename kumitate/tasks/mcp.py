@@ -51,6 +51,9 @@ from kumitate.errors import ErrorCode
 from kumitate.pipeline import Outcome
 from kumitate.runtime import Runtime
 from kumitate.tasks.store import CANCELLED, COMPLETED, INPUT_REQUIRED, LIVE, TaskRow
+from kumitate.transports.mcp.request import current_request
+from kumitate.transports.mcp.results import tool_result
+from kumitate.transports.mcp.tools import IDEMPOTENCY_ARGUMENT
 from kumitate.transports.mcp_elicit import answer_of, declared_kinds, given_answers, input_request
 
 POLL_INTERVAL_MS = 1000
@@ -136,8 +139,6 @@ class TasksExtension(ServerExtension):
     ) -> ToolCallOutcome:
         if params.name not in self.task_tools:
             return await call_next()
-        from kumitate.transports.mcp import IDEMPOTENCY_ARGUMENT, current_request, tool_result
-
         try:
             tool = await context.fastmcp.get_tool(params.name)
         except NotFoundError:
@@ -180,8 +181,6 @@ class TasksExtension(ServerExtension):
 
     # -- tasks/* ---------------------------------------------------------------------------
     async def _row(self, ctx: ServerRequestContext[Any, Any], task_id: str, cancel: bool = False) -> TaskRow:
-        from kumitate.transports.mcp import current_request
-
         if read_client_extension_settings(ctx, TASKS_EXTENSION_ID) is None:
             raise _missing_extension("the tasks methods need it")
         _check_name_header(task_id)
@@ -196,8 +195,6 @@ class TasksExtension(ServerExtension):
         return row
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
-        from kumitate.transports.mcp import tool_result
-
         row = await self._row(ctx, params.task_id)
         answer: dict[str, Any] = {
             "resultType": "complete",

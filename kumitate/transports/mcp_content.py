@@ -1,9 +1,10 @@
-"""MCP content from the handler contract's typed values, prompts (specs/<service>/prompts/), and the
-client capabilities a tool requires (`mcp.requires_client`).
+"""MCP content from the handler contract's typed values, and the client capabilities a tool requires
+(`mcp.requires_client`).
 
 A handler never builds MCP content: it returns an `Attachment` (beside a tool's structured result,
 or in a prompt `Message`) and this module decides the content kind from it: an embedded resource
-when it names a URI, else image or audio content by its media type.
+when it names a URI, else image or audio content by its media type. Tool results
+(`transports.mcp.results`) and prompts (`transports.mcp.prompts`) both build on it.
 """
 
 from __future__ import annotations
@@ -12,18 +13,11 @@ import base64
 from typing import Any
 
 import mcp_types as mt
-from fastmcp.prompts import Message as MCPMessage
-from fastmcp.prompts import Prompt, PromptArgument, PromptResult
-from fastmcp.prompts.base import InputRequiredPromptResult
 from fastmcp.server.dependencies import fastmcp_request_ctx
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
-from pydantic import Field
 
-from kumitate.bindings import PromptBinding
-from kumitate.context import Attachment, Message
-from kumitate.runtime import Runtime
-from kumitate.transports.mcp_elicit import InputRequired, asker
+from kumitate.context import Attachment
 
 ContentBlock = mt.TextContent | mt.ImageContent | mt.AudioContent | mt.EmbeddedResource
 
@@ -66,47 +60,3 @@ def require_client(capabilities: tuple[str, ...]) -> None:
             f"this tool needs a client that declares {', '.join(sorted(missing))}",
             data=data.model_dump(by_alias=True, mode="json", exclude_none=True),
         )
-
-
-def _message(message: Message) -> MCPMessage:
-    if isinstance(message.content, str):
-        return MCPMessage(message.content, role=message.role)
-    block = content_block(message.content)
-    if block is None:
-        raise TypeError(f"no MCP content kind for {message.content.mime_type} without a URI")
-    return MCPMessage(block, role=message.role)
-
-
-class SpecPrompt(Prompt):
-    """A prompt whose name, description and arguments come from the spec; rendered by the pipeline."""
-
-    runtime: Any = Field(default=None, exclude=True)
-    binding: Any = Field(default=None, exclude=True)
-
-    async def render(self, arguments: dict[str, Any] | None = None) -> PromptResult:
-        from kumitate.transports.mcp import CatalogueError, current_request
-
-        values = {k: str(v) for k, v in (arguments or {}).items()}
-        request = current_request()
-        request.asker = asker(self.runtime.settings)
-        try:
-            outcome = await self.runtime.pipeline.get_prompt(self.binding, values, request)
-        except InputRequired as question:  # 2026-07-28: the question is this round's result (mcp_elicit)
-            return InputRequiredPromptResult(question.input_required())
-        if not outcome.ok:
-            raise CatalogueError(outcome)
-        return PromptResult([_message(m) for m in outcome.body], description=self.description)
-
-
-def prompt_component(runtime: Runtime, binding: PromptBinding) -> SpecPrompt:
-    return SpecPrompt(
-        name=binding.name,
-        title=binding.title,
-        description=binding.description,
-        arguments=[
-            PromptArgument(name=a["name"], description=a["description"], required=a["required"])
-            for a in binding.arguments
-        ],
-        runtime=runtime,
-        binding=binding,
-    )

@@ -38,16 +38,6 @@ NOT_YET_BROKEN = [
         "kumitate.storage.redis",
         "kumitate.storage.watchdog",
     ],
-    [
-        "kumitate.tasks.mcp",
-        "kumitate.transports.mcp",
-        "kumitate.transports.mcp.catalogue",
-        "kumitate.transports.mcp.resources",
-        "kumitate.transports.mcp.results",
-        "kumitate.transports.mcp.server",
-        "kumitate.transports.mcp.tools",
-        "kumitate.transports.mcp_content",
-    ],
     ["codegen.fuzz.mcp", "codegen.fuzz.stateful"],
     ["kumitate.policies.idempotency", "kumitate.policies.idempotency_store"],
 ]

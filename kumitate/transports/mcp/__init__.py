@@ -1,7 +1,7 @@
 """MCP adapter (fastmcp): wire format <-> pipeline, nothing else. One module per job:
 
 - `server`: `build_server`, one FastMCP server per endpoint (all services, one, or a toolset);
-- `tools`, `resources`: the spec's tools and resources as fastmcp components;
+- `tools`, `resources`, `prompts`: the spec's tools, resources and prompts as fastmcp components;
 - `request`: the MCP request as the pipeline's `CallRequest`, and its progress channel;
 - `results`: the wire shape of a result or an error (successes in `structuredContent`, errors
   outside it, so a strict client's `outputSchema` check passes);

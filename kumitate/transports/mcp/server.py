@@ -15,9 +15,9 @@ from kumitate.transports import mcp_listing
 from kumitate.transports.mcp.cache import list_hint
 from kumitate.transports.mcp.capabilities import TrueCapabilities
 from kumitate.transports.mcp.catalogue import QUIET, CatalogueErrors
+from kumitate.transports.mcp.prompts import prompt_component
 from kumitate.transports.mcp.resources import versions_resource
 from kumitate.transports.mcp.subscriptions import serve_subscriptions
-from kumitate.transports.mcp_content import prompt_component
 
 
 def build_server(
