@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -94,7 +94,9 @@ class Metrics:
             ["service", "tool"],
             registry=self.registry,
         )
-        self.registry.register(_ScrapeTime(queue_depth))
+        # kept to add to a multiprocess scrape: a registry lists its collectors through no public API
+        self._scrape_time = _ScrapeTime(queue_depth)
+        self.registry.register(self._scrape_time)
         self._children: dict[tuple[Any, ...], Any] = {}
 
     def _child(self, metric: Any, *labels: str) -> Any:
@@ -130,9 +132,5 @@ class Metrics:
             return generate_latest(self.registry)
         combined = CollectorRegistry()
         MultiProcessCollector(combined)
-        for collector in self._scrape_time_collectors():
-            combined.register(collector)
+        combined.register(self._scrape_time)
         return generate_latest(combined)
-
-    def _scrape_time_collectors(self) -> Iterable[Collector]:
-        return [c for c in self.registry._collector_to_names if isinstance(c, _ScrapeTime)]

@@ -109,8 +109,8 @@ class EnvSettings(BaseSettings):
         names = {f.validation_alias for f in cls.model_fields.values()}
         values: dict[str, Any] = {k: v for k, v in source.items() if k in names and v != ""}
         values |= {str(cls.model_fields[k].validation_alias): v for k, v in overrides.items() if v is not None}
-        settings = cls.model_validate(values)
-        settings._env = source
+        settings: Self = cls.model_validate(values)
+        settings._env = source  # its own private attribute, set by its own class
         return settings
 
     @property

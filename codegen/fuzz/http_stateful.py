@@ -57,7 +57,7 @@ def no_link_ready(machine: Any) -> bool:
     """A root call may start (another) workflow only while no link can be followed: schemathesis
     picks among all enabled rules alike, so with a dozen roots always enabled a sequence took the one
     or two links its first result opened about once in twenty steps, and mostly ended where it began."""
-    transitions = machine._transitions
+    transitions = machine.control.transitions  # the transition graph its controller was built with
     fed = {
         label
         for name, values in machine.bundles.items()
