@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from kumitate import tracing
-
-if TYPE_CHECKING:
-    from kumitate.bindings import ResourceBinding
 
 __all__ = [
     "Asker",
@@ -91,6 +88,25 @@ the capability, or it was declined). A key names its question stably (the same q
 same key when a call is run again); questions asked together may reach the client in one round."""
 
 
+class ResourceRoute(Protocol):
+    """What `url_for` and `changed` read of one of the service's resources. `kumitate.bindings.ResourceBinding`
+    is one; the bindings sit above the context (they build it), so the context names only what it reads."""
+
+    @property
+    def uri(self) -> str:
+        """The resource's MCP URI template (`chart://{chart_id}`)."""
+        ...
+
+    @property
+    def params(self) -> Sequence[str]:
+        """The template's variables, which `url_for` and `changed` must be given, no more."""
+        ...
+
+    def url(self, base: str, **params: str) -> str:
+        """The resource's HTTP address under `base`, `params` filled in."""
+        ...
+
+
 class CallCancelled(BaseException):
     """Raised inside a handler whose caller went away (MCP notifications/cancelled, a closed connection).
 
@@ -128,7 +144,7 @@ class CallContext:
     whether the change was saved is not known, so an idempotency key stays claimed until its lease ends."""
     public_url: str | None = None
     """Where the caller reached this server (`http://host:port`), for URLs in results; see `url_for`."""
-    routes: Mapping[str, ResourceBinding] = field(default_factory=dict, repr=False, compare=False)
+    routes: Mapping[str, ResourceRoute] = field(default_factory=dict, repr=False, compare=False)
     """This service's resources by name (from its generated bindings), for `url_for`."""
     progress_sink: ProgressSink | None = field(default=None, repr=False, compare=False)
     """Set by a transport whose caller asked for progress (an MCP progressToken)."""
@@ -166,7 +182,7 @@ class CallContext:
                 uri = uri.replace(f"{{{name}}}", value)
             self.change_sink(uri)
 
-    def _route(self, resource: str, params: Mapping[str, str]) -> ResourceBinding:
+    def _route(self, resource: str, params: Mapping[str, str]) -> ResourceRoute:
         route = self.routes.get(resource)
         if route is None:
             known = ", ".join(sorted(self.routes)) or "none"

@@ -22,22 +22,7 @@ from tests.review.test_layers import module_name
 ROOTS = ("kumitate", "codegen")
 
 NOT_YET_BROKEN = [
-    [
-        "kumitate.bindings",
-        "kumitate.cache",
-        "kumitate.calllog",
-        "kumitate.context",
-        "kumitate.faults",
-        "kumitate.service",
-        "kumitate.storage",
-        "kumitate.storage.bounds",
-        "kumitate.storage.carry",
-        "kumitate.storage.database",
-        "kumitate.storage.engine",
-        "kumitate.storage.migrate",
-        "kumitate.storage.redis",
-        "kumitate.storage.watchdog",
-    ],
+    ["kumitate.calllog", "kumitate.faults"],
     ["codegen.fuzz.mcp", "codegen.fuzz.stateful"],
     ["kumitate.policies.idempotency", "kumitate.policies.idempotency_store"],
 ]
