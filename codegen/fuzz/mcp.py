@@ -24,7 +24,7 @@ import json
 import random
 import sys
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,8 @@ import jsonschema_rs
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from schemathesis.generation.jsonschema.builder import build
 
-CLIENT_ERRORS = frozenset({"BAD_REQUEST", "INVALID_INPUT", "VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"})
+from codegen.fuzz.contract import Case, check_result
+
 HANG_SLACK_S = 30.0
 WRONG_BY_TYPE: dict[str, list[Any]] = {
     "integer": ["1", 1.5, True, 2**64, -(2**64), 2**70],
@@ -44,13 +45,6 @@ WRONG_BY_TYPE: dict[str, list[Any]] = {
     "object": ["x", [], 7],
     "null": [0, "null"],
 }
-
-
-@dataclass
-class Case:
-    tool: str
-    arguments: dict[str, Any]
-    valid: bool
 
 
 @dataclass
@@ -136,44 +130,6 @@ def cases_for(tool: str, schema: Mapping[str, Any], count: int, fixed_seed: int)
     random.Random(fixed_seed).shuffle(variants)
     cases += [Case(tool, v, validator.is_valid(v)) for v in variants[: count * 2]]
     return cases
-
-
-def check_result(
-    case: Case,
-    result: Any,
-    output_schema: Mapping[str, Any] | None,
-    declared: Iterable[str],
-    catalogue: Mapping[str, Any],
-) -> str | None:
-    """Why a call's result breaks the contract, or None."""
-    from kumitate.client import mcp_result_body
-
-    structured = result.structured_content
-    if not result.is_error:
-        if output_schema is None:
-            return None
-        if structured is None:
-            return "success without structuredContent"
-        errors = [e.message for e in jsonschema_rs.Draft202012Validator(dict(output_schema)).iter_errors(structured)]
-        return f"structuredContent breaks the outputSchema: {errors[0][:200]}" if errors else None
-    if structured is not None:
-        return "an error with structuredContent, which the outputSchema does not describe"
-    structured = mcp_result_body(result)
-    if not isinstance(structured, dict) or not isinstance(structured.get("error"), dict):
-        return f"an error without the catalogue body: {str(result.content)[:200]}"
-    error = structured["error"]
-    code = error.get("code")
-    if code not in catalogue:
-        return f"uncatalogued code {code!r}"
-    if code == "INTERNAL":
-        return f"INTERNAL: {error.get('message', '')[:200]}"
-    if not {"message", "retryable"} <= set(error) or not {"run_id", "trace_id"} <= set(structured):
-        return f"an incomplete catalogue body: {sorted(structured)} / {sorted(error)}"
-    if case.valid and code not in declared:
-        return f"valid input got {code}, which the tool does not declare"
-    if not case.valid and code not in CLIENT_ERRORS:
-        return f"invalid input got {code}, not a client error"
-    return None
 
 
 async def fuzz(url: str, token: str, count: int, fixed_seed: int, only: set[str] | None = None) -> Report:

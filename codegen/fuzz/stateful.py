@@ -5,7 +5,7 @@ starts at a tool a workflow starts at (links out, none in), which may be called 
 from one of its spec examples or from its input schema), and one rule
 per link that takes a result its source gave earlier in the sequence, fills the link's fields from it
 (any item where the path goes through an array) and generates the rest from the target's schema.
-Every call is checked as the per-call fuzz checks it (codegen.fuzz.mcp.check_result); a link that
+Every call is checked as the per-call fuzz checks it (codegen.fuzz.contract.check_result); a link that
 hands the next tool an argument its schema rejects is a failure too (the workflow is broken), and so is
 an invariant (handlers/<service>/invariants.py) that a step breaks. A failure is reported as the
 sequence of calls that led to it; the same seed replays the same sequences against a fresh server.
@@ -36,7 +36,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 from schemathesis.generation.jsonschema.builder import build
 
 from codegen import specs
-from codegen.fuzz.mcp import Case, check_result
+from codegen.fuzz.contract import Case, check_result
 from codegen.links import Source, target_of
 from kumitate.client import mcp_result_body
 from kumitate.invariants import Invariant, Step
