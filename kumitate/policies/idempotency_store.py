@@ -136,7 +136,7 @@ class IdempotencyStore:
         transactions bounded by `budget` all the same: an empty context carries no call, hence no storage
         bound of its own, and a frozen database would hold the call (and its key) for as long as it stays
         frozen."""
-        return await self._db.run(contextvars.Context().run, _bounded, budget, fn, *args)
+        return await self._db.run(contextvars.Context().run, bounds.call_until, budget.until, budget.what, fn, *args)
 
     def _budget(self, lease: float) -> _Budget:
         """The claim's limit: the call's deadline when it has one already, else the tool's deadline (the
@@ -260,11 +260,6 @@ class IdempotencyStore:
                 log_event("idempotency_background_failed", tool=tool, error=_error_name(error))
 
         future.add_done_callback(done)
-
-
-def _bounded(budget: _Budget, fn: Callable[..., T], *args: Any) -> T:
-    with bounds.until(budget.until, budget.what):
-        return fn(*args)
 
 
 def _error_name(exc: BaseException) -> str:

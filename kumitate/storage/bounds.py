@@ -26,11 +26,11 @@ import math
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, event, exc
 
@@ -39,6 +39,7 @@ from kumitate.errors import ToolError
 from kumitate.faults import STORAGE_RETRY_AFTER_MS
 from kumitate.storage.watchdog import WATCHDOG, Entry
 
+T = TypeVar("T")
 _current: ContextVar[Bound | None] = ContextVar("kumitate_storage_bound", default=None)
 _within: ContextVar[tuple[float, str] | None] = ContextVar("kumitate_storage_within", default=None)
 
@@ -79,6 +80,14 @@ class Bound:
             code="STORAGE_UNAVAILABLE",
             details={"retry_after_ms": STORAGE_RETRY_AFTER_MS},
         )
+
+
+def call_until(deadline: float, what: str, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` with every transaction it starts bounded to end by `deadline` (see `until`): what
+    bookkeeping run in an empty context (the idempotency store, the task store) is handed to the storage
+    threads as, so a frozen database cannot hold it longer than the call would have waited."""
+    with until(deadline, what):
+        return fn(*args)
 
 
 def current() -> Bound | None:

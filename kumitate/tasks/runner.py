@@ -25,6 +25,7 @@ import contextvars
 import json
 import secrets
 import threading
+import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
@@ -93,8 +94,13 @@ class TaskRunner:
         self._heartbeat: asyncio.Task[None] | None = None
 
     async def _db(self, fn: Callable[..., T], *args: Any) -> T:
-        """A store method on the storage threads, outside any call's context (and commit gate)."""
-        return await self.store.db.run(contextvars.Context().run, fn, *args)
+        """A store method on the storage threads, outside any call's context (and commit gate), bounded by
+        KUMITATE_DB_TIMEOUT_MS all the same (a frozen database answers STORAGE_UNAVAILABLE, never hangs)."""
+        from kumitate.storage import bounds  # SQLAlchemy: only once a task store exists
+
+        db = self.store.db
+        until, what = time.monotonic() + db.timeout_s, f"{round(db.timeout_s * 1000)} ms (KUMITATE_DB_TIMEOUT_MS)"
+        return await db.run(contextvars.Context().run, bounds.call_until, until, what, fn, *args)
 
     # -- start -----------------------------------------------------------------------------
     async def start(
