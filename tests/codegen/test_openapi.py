@@ -12,8 +12,9 @@ import jsonschema
 import pytest
 import referencing
 import referencing.jsonschema
+import yaml
 
-from codegen import naming, openapi, specs
+from codegen import naming, openapi, openapi_lint, specs
 from codegen.examples import VOLATILE
 from kumitate.policies import discovery
 from tests.conftest import REPO, LiveServer, serve_in_process
@@ -319,3 +320,19 @@ def test_served_openapi_leaves_a_document_without_configuration_as_it_is() -> No
     only_url = discovery.served_openapi(doc, None, "https://h")
     assert only_url["servers"][0]["url"] == "https://h" and only_url["paths"] == doc["paths"]
     assert doc["servers"] == [{"url": "/"}]  # the input is not modified
+
+
+def test_the_linter_configs_are_a_new_projects_and_fail_on_any_unlisted_warning(tmp_path: Path) -> None:
+    """This repository allows exactly what a new project allows (`kumitate init` writes the same files),
+    and a finding not listed there fails `make lint-openapi`: Redocly's strict set makes its warnings
+    errors, Spectral fails from warnings up; a listed one is a warning (Redocly) or info (Spectral)."""
+    for name, default in openapi_lint.DEFAULT_CONFIGS.items():
+        assert (REPO / name).read_text(encoding="utf-8") == default.read_text(encoding="utf-8"), name
+    assert openapi_lint.configs_of(tmp_path) == openapi_lint.DEFAULT_CONFIGS
+    redocly = yaml.safe_load((REPO / openapi_lint.REDOCLY_CONFIG).read_text(encoding="utf-8"))
+    spectral = yaml.safe_load((REPO / openapi_lint.SPECTRAL_CONFIG).read_text(encoding="utf-8"))
+    assert redocly["extends"] == ["recommended-strict"] and set(redocly["rules"].values()) == {"warn"}
+    assert spectral["extends"] == ["spectral:oas"] and set(spectral["rules"].values()) == {"info"}
+    commands = openapi_lint.commands(tmp_path, tmp_path / "openapi.json", openapi_lint.configs_of(REPO))
+    assert "--fail-severity=warn" in commands["spectral"]
+    assert str(REPO / openapi_lint.REDOCLY_CONFIG) in commands["redocly"]
