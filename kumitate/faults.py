@@ -23,11 +23,12 @@ from __future__ import annotations
 import errno
 import sqlite3
 import threading
-import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
+from kumitate.calllog import log_event
 from kumitate.context import current_call
 from kumitate.errors import ToolError
+from kumitate.tracebacks import chain, describe, redacted_traceback
 
 __all__ = [
     "DAMAGE",
@@ -93,8 +94,6 @@ class Damage:
             if service in self._found:
                 return
             self._found[service] = what
-        from kumitate.calllog import log_event  # calllog imports this module
-
         log_event("storage_damaged", service=service, damaged=what)
 
     def of(self, service: str) -> str | None:
@@ -111,15 +110,6 @@ class Damage:
 
 DAMAGE = Damage()
 """This process's damaged services (kumitate.health reads it for /readyz)."""
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen and len(seen) < 16:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
 
 
 def _is_storage(exc: BaseException) -> bool:
@@ -150,7 +140,7 @@ def _is_damage(exc: BaseException) -> bool:
 def storage_damage(exc: BaseException) -> BaseException | None:
     """The damaged-file error at the root of `exc` (itself, its cause or context), if any. Not a storage
     failure (`storage_failure`): a full disk passes when space returns, a damaged file does not."""
-    return next((e for e in _chain(exc) if _is_damage(e)), None)
+    return next((e for e in chain(exc) if _is_damage(e)), None)
 
 
 def damage_reason(exc: BaseException) -> str:
@@ -179,7 +169,7 @@ def damaged_error(service: str, what: str) -> ToolError:
 
 def storage_failure(exc: BaseException) -> BaseException | None:
     """The storage failure at the root of `exc` (itself, its cause or context), if any."""
-    return next((e for e in _chain(exc) if _is_storage(e)), None)
+    return next((e for e in chain(exc) if _is_storage(e)), None)
 
 
 def storage_reason(exc: BaseException) -> str:
@@ -211,24 +201,6 @@ def classify(exc: BaseException) -> ToolError | None:
         return damaged_error(service, DAMAGE.of(service) or damage_reason(damage))
     if storage_failure(exc) is not None:
         return storage_error()
-    if any(isinstance(e, OverflowError) for e in _chain(exc)):
+    if any(isinstance(e, OverflowError) for e in chain(exc)):
         return ToolError("a number in the input is out of range (integers must fit in 64 bits)", code="BAD_REQUEST")
     return None
-
-
-def describe(exc: BaseException) -> str:
-    """`module.Type` of an exception, for a log line."""
-    kind = type(exc)
-    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
-
-
-def redacted_traceback(exc: BaseException) -> str:
-    """The traceback of `exc` and the exceptions it chains, with every message left out."""
-    parts: list[str] = []
-    for current in reversed(list(_chain(exc))):
-        if parts:
-            parts.append("\nwhile handling or caused by the above:\n")
-        parts.append("Traceback (most recent call last):\n")
-        parts.extend(traceback.format_list(traceback.extract_tb(current.__traceback__)))
-        parts.append(f"{describe(current)}: <message withheld; it may quote tool input>\n")
-    return "".join(parts)
