@@ -344,8 +344,8 @@ def _example_output(tool: ToolSpec, ex: Example) -> tuple[Any, list[str]]:
 
 def _success_examples(tool: ToolSpec) -> tuple[dict[str, Any], str]:
     """The spec's success examples as response examples, each valid against the output schema (what
-    linters and generators check); a partial one that is not (it leaves out a required field whose
-    value varies per call) is shown in the response's description instead, its left-out fields named."""
+    linters and generators check); a partial one that is not (it leaves out a required field, one that
+    varies per call or is long) is shown in the response's description instead, its left-out fields named."""
     out, partial = {}, []
     for ex in tool.examples:
         if ex.error is not None or ex.output is None:
@@ -363,8 +363,8 @@ def _success_examples(tool: ToolSpec) -> tuple[dict[str, Any], str]:
     if not partial:
         return out, ""
     intro = (
-        "Partial examples: the fields their tests check, the rest left out because it varies per call (so"
-        " they are not response examples, which must be whole results)."
+        "Partial examples: the fields their tests check; the others (they vary per call, or are long) are"
+        " left out, so these are not response examples, which must be whole results."
     )
     return out, "\n\n".join([intro, *partial])
 
