@@ -27,7 +27,8 @@ import yaml
 from deploy import servers
 from deploy.cluster import Cluster
 from kumitate.deploy import DeploySettings
-from kumitate.policies.idempotency import IdempotencyStore, Stored
+from kumitate.policies.idempotency import Stored
+from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.storage import open_database
 
 REPO = Path(__file__).resolve().parent.parent

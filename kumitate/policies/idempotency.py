@@ -29,23 +29,21 @@ the handler has run and may have committed, so failing the call would tell the c
 opposite of what happened. The failure is logged; a retry with that key runs again. A claim
 that cannot be written is STORAGE_UNAVAILABLE (503, retryable): nothing has run.
 
-The store itself (its SQL) is `idempotency_store.IdempotencyStore`, loaded on first use: the
-constants and helpers here are what the transports and the drain read, without SQLAlchemy.
+The store itself (its SQL, on SQLAlchemy) is `idempotency_store.IdempotencyStore`, imported from there by
+what opens one (the runtime, when a tool it serves declares `idempotency`): the constants and helpers here
+are what the transports, the drain and the store read, without SQLAlchemy, and this module imports
+nothing above it.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kumitate.errors import ToolError
-
-if TYPE_CHECKING:
-    from kumitate.policies.idempotency_store import IdempotencyStore as IdempotencyStore
 
 MAX_KEY_LENGTH = 255
 KEY_ARGUMENT = "idempotency_key"
@@ -120,9 +118,3 @@ def in_progress(remaining_s: float) -> ToolError:
         code="IN_PROGRESS",
         details={"retry_after_ms": retry_ms},
     )
-
-
-def __getattr__(name: str) -> Any:
-    if name == "IdempotencyStore":
-        return importlib.import_module("kumitate.policies.idempotency_store").IdempotencyStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,12 +21,6 @@ from tests.review.test_layers import module_name
 
 ROOTS = ("kumitate", "codegen")
 
-NOT_YET_BROKEN = [
-    ["kumitate.policies.idempotency", "kumitate.policies.idempotency_store"],
-]
-"""The circles still to break, as `circles()` lists them: each leaves this list in the commit that breaks
-it, and the list goes once it is empty. A new circle fails the check, and so does a listed one that is gone."""
-
 Graph = dict[str, dict[str, int]]
 """Module -> {module it imports: line of the first such import}."""
 
@@ -100,11 +94,8 @@ def describe(graph: Graph, circle: list[str]) -> str:
 def test_kumitate_and_codegen_have_no_import_circle() -> None:
     graph = import_graph(REPO, ROOTS)
     found = circles(graph)
-    report = "\n".join(describe(graph, c) for c in found if c not in NOT_YET_BROKEN)
-    assert [c for c in found if c not in NOT_YET_BROKEN] == [], (
-        f"import circle(s), counting in-function and TYPE_CHECKING imports:\n{report}"
-    )
-    assert [c for c in NOT_YET_BROKEN if c not in found] == [], "broken: take it off NOT_YET_BROKEN"
+    report = "\n".join(describe(graph, c) for c in found)
+    assert found == [], f"{len(found)} import circle(s), counting in-function and TYPE_CHECKING imports:\n{report}"
 
 
 def test_the_check_sees_circles_hidden_in_functions_type_checking_and_packages(tmp_path: Path) -> None:

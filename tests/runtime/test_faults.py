@@ -13,7 +13,7 @@ from kumitate import calllog
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.pipeline import CallRequest, Pipeline
-from kumitate.policies.idempotency import IdempotencyStore
+from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.storage import open_database
 from tests.runtime.test_pipeline import EchoInput, Handlers, binding, make_pipeline
 from tests.runtime.test_policies import with_policies

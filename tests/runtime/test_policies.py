@@ -19,7 +19,7 @@ from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policies import guard
 from kumitate.policies.auth import Authenticator, exposure_warning
 from kumitate.policies.deprecation import Deprecation
-from kumitate.policies.idempotency import IdempotencyStore
+from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter
 from kumitate.storage import open_database
 from tests.runtime.test_pipeline import OUTPUT, Handlers, binding, make_pipeline

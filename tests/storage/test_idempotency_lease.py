@@ -16,7 +16,8 @@ import pytest
 
 from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
-from kumitate.policies.idempotency import IdempotencyStore, Stored, lease_s
+from kumitate.policies.idempotency import Stored, lease_s
+from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.storage import open_database
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +30,8 @@ HOLDER = """
 import asyncio, sys
 from pathlib import Path
 from kumitate.deploy import DeploySettings
-from kumitate.policies.idempotency import IdempotencyStore, lease_s
+from kumitate.policies.idempotency import lease_s
+from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.storage import open_database
 
 async def execute():

@@ -14,7 +14,8 @@ import pytest
 
 from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
-from kumitate.policies.idempotency import WAIT_S, IdempotencyStore, Stored, fingerprint
+from kumitate.policies.idempotency import WAIT_S, Stored, fingerprint
+from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.storage import Database, open_database
 from kumitate.storage import engine as engines
 
@@ -151,7 +152,7 @@ HOLDER = """
 import asyncio, sys, time
 from pathlib import Path
 from kumitate.deploy import DeploySettings
-from kumitate.policies.idempotency import IdempotencyStore
+from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.storage import open_database
 
 async def execute():

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kumitate.errors import ToolError
-from kumitate.policies.idempotency import IdempotencyStore
+from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.steps import Call, CallRequest, Outcome
 from kumitate.steps.idempotency import Idempotent, client_caused
 from kumitate.storage import open_database
