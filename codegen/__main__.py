@@ -1,7 +1,7 @@
 """python -m codegen [--check | --lint] [--specs DIR] [--out DIR]
 
 Without flags: lint the specs, then write generated/ (removing orphans) and the settings table of
-the project's README.md (codegen/settings_doc.py, when the README has its markers); a service over
+the project's README.md or docs/settings.md (codegen/settings_doc.py, where the page has its markers); a service over
 its token budget (specs/token-budget.yaml) is reported as a warning.
 --check: exit 1 and list stale and orphan files, with a unified diff of each stale one, instead of writing, or when a service's MCP
   tools/list is over its token budget (KT205, unless specs/readiness-baseline.yaml accepts it).
@@ -60,13 +60,22 @@ def budget_problems(tree: specs.SpecTree) -> list[specs.Problem]:
     return [p for p in accepted if p.rule == docs.BUDGET_RULE]
 
 
+SETTINGS_PAGES = ("README.md", "docs/settings.md")
+"""Where a project's settings table may live: a new project's README (`kumitate init` writes it there),
+or a docs page (this repository keeps its README a short quick start and the table in docs/settings.md)."""
+
+
 def readme_table(project: Project, out: Path) -> dict[str, str]:
-    """The project's README.md with its settings table regenerated, keyed like `emit.render_all`
-    (relative to `out`); nothing when the README has no table."""
-    readme = project.root / "README.md"
-    text = readme.read_text(encoding="utf-8") if readme.is_file() else ""
-    wanted = settings_doc.rewrite(text, project.handlers)
-    return {} if wanted is None else {os.path.relpath(readme, out): wanted}
+    """Each of the project's SETTINGS_PAGES that holds the settings table's markers, with the table
+    regenerated, keyed like `emit.render_all` (relative to `out`); nothing when no page has the table."""
+    found: dict[str, str] = {}
+    for name in SETTINGS_PAGES:
+        page = project.root / name
+        text = page.read_text(encoding="utf-8") if page.is_file() else ""
+        wanted = settings_doc.rewrite(text, project.handlers)
+        if wanted is not None:
+            found[os.path.relpath(page, out)] = wanted
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:

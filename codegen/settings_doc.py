@@ -6,8 +6,9 @@ module is loaded from its file alone, so a settings module imports only `kumitat
 the standard library): its package's `__init__` (the adapter, which imports generated/) is not
 run, and a stale or half-written generated/ cannot stop `make generate`.
 
-`python -m codegen` rewrites the block between the two markers of the project's README.md when
-the README has them, and `python -m codegen --check` reports the block stale (CI's drift check).
+`python -m codegen` rewrites the block between the two markers of the project's README.md (where
+`kumitate init` puts it) or docs/settings.md (where this repository keeps it), whichever has them,
+and `python -m codegen --check` reports the block stale (CI's drift check).
 """
 
 from __future__ import annotations
