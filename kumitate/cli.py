@@ -177,9 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except Exception as exc:
-        # A database that is unreachable or on another schema revision: one line that says what to do.
+        # A database that is unreachable or on another schema revision, or a library upgraded past an
+        # internal kumitate relies on (kumitate.compat): one line that says what to do.
         migrate = sys.modules.get("kumitate.storage.migrate")  # only loaded by commands that open storage
-        if migrate is None or not isinstance(exc, migrate.StartupError):
+        compat = sys.modules.get("kumitate.compat")
+        if not (migrate and isinstance(exc, migrate.StartupError)) and not (
+            compat and isinstance(exc, compat.InternalsChanged)
+        ):
             raise
         print(f"kumitate: {exc}", file=sys.stderr)
         return 2

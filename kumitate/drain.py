@@ -12,6 +12,8 @@
    closes the MCP session managers and the stores, and the process exits with status 0.
 
 A second SIGTERM, or SIGINT (Ctrl-C), skips the delay: uvicorn's own shutdown, at once.
+`DrainingServer` overrides `uvicorn.Server.handle_exit` and sets `should_exit`, both checked at start-up
+in kumitate/compat/uvicorn.py.
 """
 
 from __future__ import annotations

@@ -90,7 +90,8 @@ class LoopWatch:
     def _where(self) -> str:
         """The innermost frames the loop thread is running (file:line function, innermost first): what
         blocks it (code only, no values)."""
-        frame = sys._current_frames().get(self._loop_thread or -1)
+        # sys._current_frames is documented standard library (the one way to read another thread's stack).
+        frame = sys._current_frames().get(self._loop_thread or -1)  # noqa: SLF001
         found: list[str] = []
         while frame is not None and len(found) < WHERE_FRAMES:
             found.append(f"{frame.f_code.co_filename}:{frame.f_lineno} {frame.f_code.co_name}")

@@ -38,11 +38,12 @@ import argparse
 import importlib
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from codegen.raises.analysis import Finding, findings
-from codegen.raises.graph import Package, Site
+from codegen.raises.graph import CallGraph, Package, Site
 from kumitate.policy import GENERIC_CODES
 from kumitate.project import Project
 
@@ -90,12 +91,28 @@ def service_package(service: str) -> Package:
 def check(packages: Iterable[tuple[Path, Package]]) -> list[Finding]:
     """Every entry's reachable error sites whose code its spec does not declare, for packages given
     as (directory, package); one mypy build for all."""
-    from codegen.raises.mypy_tree import call_graphs  # mypy loads only when a check runs
-
     pairs = list(packages)
-    graphs = call_graphs(pairs, project())
+    graphs = mypy_reader()(pairs, project())
     found = [finding for (_, package), graph in zip(pairs, graphs, strict=True) for finding in findings(graph, package)]
     return sorted(found, key=lambda f: (f.site.path, f.site.line, f.service, f.entry, f.site.code))
+
+
+def mypy_reader() -> Callable[[list[tuple[Path, Package]], Project], list[CallGraph]]:
+    """`mypy_tree.call_graphs`, loaded only when a check runs (mypy is heavy). mypy_tree reads mypy's
+    internal tree, there being no public route (see its docstring): a mypy release that renamed what it
+    imports stops the check with one line naming that release, not an import traceback."""
+    try:
+        from codegen.raises.mypy_tree import call_graphs
+    except ImportError as exc:
+        try:
+            installed = f"mypy {version('mypy')}"
+        except PackageNotFoundError:
+            installed = "no mypy"
+        raise SystemExit(
+            f"codegen.raises: {installed} installed, and codegen/raises/mypy_tree.py cannot load ({exc}); "
+            "install the `codegen` extra's mypy or update that module"
+        ) from exc
+    return call_graphs
 
 
 def check_services(services: Iterable[str]) -> list[Finding]:

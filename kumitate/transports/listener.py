@@ -9,7 +9,8 @@ Litestar route, with turns ten times shorter, did not show it). asyncio's own lo
 per turn but serves calls at about half uvloop's rate. So uvloop keeps the connections and this
 listener does the accepting: up to `batch` connections each time the socket is readable, each handed
 to the loop with `connect_accepted_socket`, which builds the same transport uvloop's server would.
-`EagerServer` is uvicorn's server with this listener in place of uvloop's.
+`EagerServer` is uvicorn's server with this listener in place of uvloop's (what of `uvicorn.Server` it
+overrides and reads is checked at start-up in kumitate/compat/uvicorn.py).
 
 Like asyncio's servers, it stops accepting for a second when the process is out of file descriptors
 (or the kernel out of buffers) instead of spinning on the error.

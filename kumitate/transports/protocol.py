@@ -22,6 +22,9 @@ header limit, parses several times slower: about a third fewer requests a second
 The body's own deadline and the header count are checked in the ASGI layer (asgi.py), where a
 request exists. What the server answers before any request line was read (a connection reset,
 TLS garbage) is a closed connection, as with any server.
+
+What of uvicorn's protocol this relies on (a subclass of a class outside its documented API) is
+listed and checked at start-up in kumitate/compat/uvicorn.py.
 """
 
 from __future__ import annotations
@@ -33,10 +36,11 @@ from http import HTTPStatus
 from typing import Any
 
 from uvicorn.config import Config
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from kumitate import calllog
+from kumitate.compat import uvicorn as uvicorn_compat
+from kumitate.compat.uvicorn import HttpToolsProtocol
 from kumitate.errors import ErrorCode
 from kumitate.transports.asgi import ARRIVED_KEY, error_reply
 
@@ -72,7 +76,7 @@ class EdgeProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self.transport.is_closing():
             return
-        if self._header_timer is None and (self.cycle is None or self.cycle.response_complete):
+        if self._header_timer is None and not uvicorn_compat.response_pending(self):
             self._arm_header_timer()  # the first byte of a request on a kept-alive connection
         super().data_received(data)
         if self._in_head and not self.transport.is_closing():
@@ -111,7 +115,7 @@ class EdgeProtocol(HttpToolsProtocol):
 
     def _headers_timed_out(self) -> None:
         self._header_timer = None
-        if self.transport.is_closing() or (self.cycle is not None and not self.cycle.response_complete):
+        if self.transport.is_closing() or uvicorn_compat.response_pending(self):
             return
         if not self._in_head:  # nothing sent yet: closed as a keep-alive would be
             self.transport.close()
@@ -135,5 +139,7 @@ class EdgeProtocol(HttpToolsProtocol):
 
 
 def protocol_for(limits: EdgeLimits) -> Any:
-    """The `http=` value for uvicorn: a picklable factory (worker processes rebuild it)."""
+    """The `http=` value for uvicorn: a picklable factory (worker processes rebuild it). Checks first
+    that uvicorn still has what EdgeProtocol relies on (a start fails in one line otherwise)."""
+    uvicorn_compat.check()
     return functools.partial(EdgeProtocol, limits=limits)

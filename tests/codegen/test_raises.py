@@ -8,6 +8,8 @@ This is also the canary of a mypy upgrade: the graph `codegen.raises.mypy_tree` 
 
 from __future__ import annotations
 
+import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
@@ -148,3 +150,17 @@ def test_a_function_stored_on_the_object_is_followed(findings: dict[str, list[ra
     """`self.checker = make_checker(3)` at start-up, `self.checker(4)` in the tool: the factory's body."""
     finding = only(findings["stored"])
     assert (finding.site.code, finding.chain) == ("CONFLICT", ("FakeHandlers.stored", "helpers.make_checker"))
+
+
+def test_a_mypy_the_reader_cannot_load_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When an upgrade renames what mypy_tree imports from mypy, the check stops with the release and
+    the module to update, not an import traceback."""
+    monkeypatch.setitem(sys.modules, "codegen.raises.mypy_tree", None)  # its import now fails
+    with pytest.raises(SystemExit) as stop:
+        raises.mypy_reader()
+    message = str(stop.value.code)
+    assert "\n" not in message
+    assert message.startswith(f"codegen.raises: mypy {version('mypy')} installed, ")
+    assert "codegen/raises/mypy_tree.py" in message
+    monkeypatch.undo()
+    assert raises.mypy_reader() is mypy_tree.call_graphs

@@ -14,7 +14,7 @@ Completions, elicitation and the scope check live beside it (`mcp_completions`, 
 `mcp_scopes`). The names below are what generated bindings and the app import.
 """
 
-from kumitate.transports.mcp.compat import configure_sessions
+from kumitate.compat.fastmcp import configure_sessions
 from kumitate.transports.mcp.edge import HTTP_MIDDLEWARE
 from kumitate.transports.mcp.request import current_request
 from kumitate.transports.mcp.resources import resource_component, resource_template_component

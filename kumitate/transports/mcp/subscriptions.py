@@ -26,8 +26,8 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from kumitate import calllog
+from kumitate.compat.fastmcp import serve_request
 from kumitate.runtime import Runtime
-from kumitate.transports.mcp.compat import serve_request
 
 
 class Subscriptions:

@@ -1,28 +1,32 @@
-"""The one place kumitate relies on fastmcp/mcp internals, because no public hook exists yet.
+"""The one place kumitate relies on fastmcp internals (and those of the MCP SDK it serves through),
+because no public hook exists yet.
 
 Upstream need (fastmcp): FastMCP serves no `resources/subscribe` and offers no public way to add a
 request handler to its SDK server (`FastMCP._mcp_server`), though the SDK server has a public
 `add_request_handler`. `serve_request` reaches the SDK server that way, checked here and by
-tests/runtime/test_mcp_compat.py.
+tests/compat/test_fastmcp.py.
 
 Upstream need (fastmcp): `FastMCP.http_app()` builds the SDK's `StreamableHTTPSessionManager` in
 its lifespan and passes neither `max_request_body_size` nor `max_sessions`, both of which the
 SDK's constructor takes. Until it does, `configure_sessions` finds the manager the lifespan
 built (the route endpoint's `session_manager`) and sets both, rebuilding the SDK's
 `RequestBodyLimitMiddleware` the manager serves through (`manager.asgi_app`). Each structural
-assumption is checked here and by tests/runtime/test_mcp_compat.py, which fails loudly when a
+assumption is checked here and by tests/compat/test_fastmcp.py, which fails loudly when a
 fastmcp or mcp release changes it; the check at start-up raises instead of running with the
-SDK's 4 MiB cap.
+SDK's 4 MiB cap. Each failure is one line naming the installed fastmcp and mcp releases.
 """
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 from fastmcp import FastMCP
 from mcp.server.lowlevel.server import Server as SdkServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import RequestBodyLimitMiddleware
+
+from kumitate.compat import InternalsChanged
 
 
 def session_managers(app: Any) -> list[StreamableHTTPSessionManager]:
@@ -46,13 +50,11 @@ def configure_sessions(app: Any, body_cap: int, max_sessions: int) -> None:
     `http_app`."""
     managers = session_managers(app)
     if not managers:
-        raise RuntimeError("no MCP session manager found on the started app: fastmcp's http_app changed (compat.py)")
+        raise _changed("fastmcp's http_app no longer exposes its session manager on the route's endpoint")
     for manager in managers:
         limiter = manager.asgi_app
         if not isinstance(limiter, RequestBodyLimitMiddleware):
-            raise RuntimeError(
-                "the MCP session manager no longer serves through RequestBodyLimitMiddleware (compat.py)"
-            )
+            raise _changed("the MCP session manager no longer serves through RequestBodyLimitMiddleware")
         manager.max_sessions = max_sessions
         manager.max_request_body_size = body_cap
         limiter.max_body_size = body_cap
@@ -63,5 +65,11 @@ def serve_request(server: FastMCP, method: str, params_type: type[Any], handler:
     (`(ServerRequestContext, params) -> result`), through its SDK server's `add_request_handler`."""
     sdk = getattr(server, "_mcp_server", None)
     if not isinstance(sdk, SdkServer):
-        raise RuntimeError("FastMCP no longer keeps its SDK server in _mcp_server (compat.py)")
+        raise _changed("FastMCP no longer keeps its SDK server in _mcp_server")
     sdk.add_request_handler(method, params_type, handler)
+
+
+def _changed(what: str) -> InternalsChanged:
+    return InternalsChanged(
+        f"fastmcp {version('fastmcp')} with mcp {version('mcp')}: {what} (kumitate/compat/fastmcp.py needs updating)"
+    )
