@@ -76,12 +76,14 @@ def test_the_venv_holds_nothing_of_this_repository(tool_bin: Path, tmp_path: Pat
 
 
 def test_the_developer_commands_run_from_the_wheel(wheel: Path, tool_bin: Path, project: Path) -> None:
-    """init records the wheel; generate --check, lint, new tool, tools and diff in the new project; the
+    """init vendors the wheel and pins its version; generate --check, lint, new tool, tools and diff in the new project; the
     review (`make review`: diff against main, of the working tree) fails a breaking change."""
     kumitate = str(tool_bin / "kumitate")
     pyproject = (project / "pyproject.toml").read_text()
-    assert f'dependencies = ["kumitate @ {wheel.as_uri()}"]' in pyproject  # the kumitate that made it
-    assert f'"kumitate[codegen,fuzz] @ {wheel.as_uri()}"' in pyproject
+    version = wheel.name.split("-")[1]
+    assert f'dependencies = ["kumitate=={version}"]' in pyproject  # the kumitate that made it, vendored
+    assert f'"kumitate[codegen,fuzz]=={version}"' in pyproject
+    assert (project / "vendor" / wheel.name).is_file()
     commit_all(project, "init")
     assert run([kumitate, "generate", "--check"], project).stdout.startswith("generated code is up to date")
     assert "specs OK" in run([kumitate, "lint"], project).stdout
