@@ -108,9 +108,7 @@ def _within_bound(url: str, target: str, body: Path, headers: dict[str, str]) ->
     pytest.fail(f"another service's p99 past the bound in all {ROUNDS} rounds: {seen}")
 
 
-def test_a_huge_invalid_body_over_http_is_a_400_and_stalls_no_other_service(
-    server: LiveServer, tmp_path: Path
-) -> None:
+def test_a_huge_invalid_body_over_http_is_a_400_and_stalls_no_other_service(server: LiveServer, tmp_path: Path) -> None:
     body = tmp_path / "bad.json"
     body.write_bytes(json.dumps(_evaluate(["BAD KEY!"] * BAD_KEYS, [])).encode())
     headers = {"content-type": "application/json"}
