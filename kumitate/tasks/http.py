@@ -21,7 +21,7 @@ from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
 from kumitate.runtime import Runtime
 from kumitate.tasks.store import COMPLETED, TaskRow
-from kumitate.transports.http import call_request, request_ids, to_response
+from kumitate.transports.http.wire import call_request, request_ids, to_response
 
 OPERATIONS = "/v1/operations"
 RESPOND_ASYNC = "respond-async"

@@ -4,8 +4,10 @@ A circle of modules means none of them can be read, tested or moved without the 
 Python finishes first depends on who imported first. Deferring one of the imports into a function or
 under `if TYPE_CHECKING:` keeps Python from tripping over it but leaves the circle: so the graph here is
 built from every import statement of every module, wherever it stands (module level, in a function,
-under `TYPE_CHECKING`), a package's `__init__` counting as the package, and `from pkg import mod` as an
-import of `pkg.mod` when `mod` is a module. Its strongly connected components (Tarjan) are the circles;
+under `TYPE_CHECKING`), and every `importlib.import_module("a.b")` that spells its module out; a package's
+`__init__` counts as the package, and `from pkg import mod` as an import of `pkg.mod` when `mod` is a
+module (importing `pkg.mod` runs `pkg/__init__` too, but that is not counted: a package re-exporting its
+modules would otherwise be a circle with each of them). Its strongly connected components (Tarjan) are the circles;
 a circle is broken by moving the shared name down, passing a callable in, or splitting a module whose
 halves sit on different floors (test_layers.py holds the same rule for a service's core and store).
 """
@@ -40,6 +42,8 @@ def import_graph(repo: Path, roots: Iterable[str]) -> Graph:
                 base = parts[: len(parts) - node.level + 1] if node.level else []
                 target = ".".join([*base, *([node.module] if node.module else [])])
                 targets = [f"{target}.{a.name}" if f"{target}.{a.name}" in files else target for a in node.names]
+            elif imported := _import_call(node):
+                targets = [imported]
             else:
                 continue
             for target in targets:
@@ -49,6 +53,19 @@ def import_graph(repo: Path, roots: Iterable[str]) -> Graph:
                     edges.setdefault(target, node.lineno)
         graph[name] = edges
     return graph
+
+
+def _import_call(node: ast.AST) -> str | None:
+    """The module `importlib.import_module("a.b")` (or `import_module`, `__import__`) names, when it is
+    spelled out: loading by name is an import all the same, and no way around a circle."""
+    if not isinstance(node, ast.Call) or not node.args:
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    first = node.args[0]
+    if name in {"import_module", "__import__"} and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first.value
+    return None
 
 
 def circles(graph: Mapping[str, Mapping[str, int]]) -> list[list[str]]:
@@ -95,25 +112,30 @@ def test_kumitate_and_codegen_have_no_import_circle() -> None:
     graph = import_graph(REPO, ROOTS)
     found = circles(graph)
     report = "\n".join(describe(graph, c) for c in found)
-    assert found == [], f"{len(found)} import circle(s), counting in-function and TYPE_CHECKING imports:\n{report}"
+    assert found == [], f"{len(found)} import circle(s), counting in-function, TYPE_CHECKING and import_module imports:\n{report}"
 
 
-def test_the_check_sees_circles_hidden_in_functions_type_checking_and_packages(tmp_path: Path) -> None:
+def test_the_check_sees_circles_hidden_in_functions_type_checking_packages_and_import_module(tmp_path: Path) -> None:
     files = {
         "pkg/__init__.py": "from pkg.sub import helper\n",
         "pkg/sub/__init__.py": "def helper():\n    from pkg.low import y\n",
         "pkg/low.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import sub\n",
         "pkg/a.py": "import os\nfrom . import b\n",
         "pkg/b.py": "def f():\n    import pkg.a.thing\n",
-        "pkg/leaf.py": "from pkg import low\n",
+        "pkg/leaf.py": "from pkg import low, lazy\n",
+        "pkg/lazy.py": "import importlib\ndef f():\n    return importlib.import_module('pkg.leaf')\n",
     }
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     graph = import_graph(tmp_path, ["pkg"])
     assert graph["pkg.low"] == {"pkg.sub": 3}
-    assert circles(graph) == [["pkg.a", "pkg.b"], ["pkg.low", "pkg.sub"]]
+    assert graph["pkg.lazy"] == {"pkg.leaf": 3}
+    assert circles(graph) == [["pkg.a", "pkg.b"], ["pkg.lazy", "pkg.leaf"], ["pkg.low", "pkg.sub"]]
     assert "pkg.b (line 2) imports pkg.a" in describe(graph, ["pkg.a", "pkg.b"])
     (tmp_path / "pkg/low.py").write_text("")
     (tmp_path / "pkg/b.py").write_text("import pkg.leaf\n")
+    (tmp_path / "pkg/lazy.py").write_text(
+        "import importlib\nNAME = 'pkg.leaf'\nimportlib.import_module(NAME.upper())\n"
+    )
     assert circles(import_graph(tmp_path, ["pkg"])) == []

@@ -1,33 +1,27 @@
-"""HTTP adapter (Litestar): wire format <-> pipeline, nothing else.
+"""The HTTP exchange as the pipeline sees it: a Litestar request as a `CallRequest` and its arguments
+(JSON, or form fields mapped onto the input schema), an `Outcome` as a response, and every error,
+Litestar's own too (404, 405, 413), as the catalogue's envelope through `error_response`.
 
-Routes read the body (JSON, or form fields mapped onto the input schema), hand
-it to the pipeline and write the Outcome back. Every error, including the ones
-Litestar raises itself (404, 405, 413), leaves through `error_response`, so the
-body is always the catalogue's envelope.
+The routes (kumitate.transports.http.routes) and the task operations (kumitate.tasks.http) build on it.
 """
 
-import asyncio
 import base64
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from litestar import HttpMethod, Request, Response, route
+from litestar import Request, Response
 from litestar.datastructures import UploadFile
 from litestar.exceptions import HTTPException
-from litestar.handlers import BaseRouteHandler
-from litestar.types import Empty
 
 from kumitate import calllog, correlation, faults
-from kumitate.bindings import ResourceBinding, ToolBinding
+from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
 from kumitate.intake import JsonBody
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
 from kumitate.transports import forms
 from kumitate.transports.asgi import code_for_status
-from kumitate.transports.disconnect import ClientGone, unless_disconnected
 from kumitate.transports.origin import base_url_of
 
 IDS_KEY = "kumitate_ids"
@@ -51,6 +45,8 @@ def request_ids(request: Request[Any, Any, Any]) -> tuple[str, str]:
 
 
 def call_request(request: Request[Any, Any, Any]) -> CallRequest:
+    """The pipeline's view of an HTTP request: its ids, client, credentials, idempotency key and the
+    address the caller reached (for URLs in results); the body is read later, once the caller is admitted."""
     client = request.client.host if request.client else None
     return CallRequest(
         transport="http",
@@ -71,6 +67,7 @@ def encoded(outcome: Outcome) -> tuple[bytes, str]:
 
 
 def to_response(outcome: Outcome) -> Response[bytes]:
+    """`outcome` as Litestar's response: its status, headers and body, encoded once (`encoded`)."""
     body, media_type = encoded(outcome)
     return Response(body, status_code=outcome.status, media_type=media_type, headers=dict(outcome.headers))
 
@@ -141,6 +138,8 @@ def json_arguments(raw: bytearray) -> JsonBody:
 
 
 async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) -> Any:
+    """The tool's arguments from the body, in a media type the spec accepts (else UNSUPPORTED_MEDIA_TYPE):
+    JSON as is (parsed by the pipeline), a form's fields mapped onto the input schema (kumitate.transports.forms)."""
     media = _media_type(request)
     if media not in binding.content_types:
         raise ToolError(
@@ -168,54 +167,3 @@ async def _form_value(value: Any, schema: Mapping[str, Any]) -> Any:
     if isinstance(value, UploadFile):
         return base64.b64encode(await value.read()).decode("ascii")
     return forms.coerce(str(value), schema)
-
-
-def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
-    # it builds on this module; its task store loads the storage stack: only for a tool that can run as a task
-    tasks_http = importlib.import_module("kumitate.tasks.http") if binding.task_timeout_s is not None else None
-
-    async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
-        body_read = asyncio.Event()
-
-        async def read() -> Any:
-            try:
-                return await read_arguments(request, binding)
-            except HTTPException as exc:  # e.g. 413 from Litestar's body-size cap
-                raise http_error(runtime, exc) from None
-            finally:
-                body_read.set()
-
-        if tasks_http is not None and tasks_http.wants_task(binding, request):  # `Prefer: respond-async`: 202
-            return await tasks_http.start(runtime, binding, request, read)
-        # the body is read by the pipeline once the caller is admitted (auth, rate limit)
-        call = runtime.pipeline.call_tool(binding, None, call_request(request), read=read)
-        try:
-            outcome = await unless_disconnected(request.receive, body_read, call)
-        except ClientGone:
-            return Response(b"", status_code=CLIENT_CLOSED_REQUEST)  # nobody reads it
-        return to_response(outcome)
-
-    endpoint.__name__ = f"tool_{binding.service}_{binding.name}"
-    limit = binding.policy.max_request_bytes
-    return route(
-        binding.http_path,
-        http_method=[HttpMethod(binding.http_method)],
-        name=binding.key,
-        include_in_schema=False,
-        status_code=200,
-        request_max_body_size=limit or Empty,  # Empty: the app-wide cap
-    )(endpoint)
-
-
-def resource_route(runtime: Runtime, binding: ResourceBinding) -> BaseRouteHandler:
-    path = binding.http_path
-    for param in binding.params:
-        path = path.replace(f"{{{param}}}", f"{{{param}:str}}")
-
-    async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
-        params = {p: str(request.path_params[p]) for p in binding.params}
-        outcome = await runtime.pipeline.read_resource(binding, params, call_request(request))
-        return to_response(outcome)
-
-    endpoint.__name__ = f"resource_{binding.service}_{binding.name}"
-    return route(path, http_method=["GET"], name=binding.key, include_in_schema=False, status_code=200)(endpoint)
