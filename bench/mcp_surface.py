@@ -5,7 +5,7 @@ python -m bench.mcp_surface [--json]
 Lists the tools of every service endpoint (/mcp/<service>), every named toolset (/mcp/<toolset>) and
 the combined /mcp through a real fastmcp client against in-process servers, and measures the compact
 JSON of the `tools` array (the same estimate as the reference docs: codegen.docs.estimate_tokens).
-Then what the smaller bills of issue 29 item 7 leave of /mcp (kumitate/transports/mcp_listing.py):
+Then what the smaller bills of issue 29 item 7 leave of /mcp (kumitate/transports/mcp/listing.py):
 its search mode (KUMITATE_MCP_TOOL_SEARCH=1), and the listing a token holding one service's scopes
 gets there (the same filter, applied to the in-memory listing).
 Not part of `make bench` (it times nothing): it is the figure issues 22 and 29 track.
@@ -26,7 +26,7 @@ from codegen.docs import estimate_tokens
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server
-from kumitate.transports.mcp_listing import visible
+from kumitate.transports.mcp.listing import visible
 
 
 async def _list(server: Any, scopes: frozenset[str] | None = None) -> str:

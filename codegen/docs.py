@@ -463,8 +463,8 @@ def render_toolsets(tree: SpecTree, budgets: dict[str, int]) -> str:
 
 
 def _smaller_bills(tree: SpecTree) -> list[str]:
-    """What `/mcp` costs a caller with a scoped token, and in search mode (kumitate/transports/mcp_listing.py)."""
-    from kumitate.transports.mcp_listing import SEARCH_RESULTS, search_listing
+    """What `/mcp` costs a caller with a scoped token, and in search mode (kumitate/transports/mcp/listing.py)."""
+    from kumitate.transports.mcp.listing import SEARCH_RESULTS, search_listing
 
     search = estimate_tokens(json.dumps(search_listing(), ensure_ascii=False, separators=(",", ":")))
     served = tree.default_tools()

@@ -27,7 +27,7 @@ from kumitate.policies.deprecation import Deprecation
 from kumitate.policies.discovery import OPENAPI_SCOPES
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.policy import Policy, http_codes
-from kumitate.transports.forms import form_schema
+from kumitate.transports.http.forms import form_schema
 
 ERROR_DETAIL: dict[str, Any] = {
     "type": "object",

@@ -14,7 +14,7 @@ fill its own slots, never another's; the instance's bound is the sum.
 
 A bound on calls in flight does not see the queue in front of them: under overload requests
 wait in the event loop before the application sees them (issue 32: at 500 connections nothing
-reached the bound while p99 was seconds). So the lean HTTP path (kumitate.transports.http_lean)
+reached the bound while p99 was seconds). So the lean HTTP path (kumitate.transports.http.lean)
 also sheds a call that waited longer than KUMITATE_ADMISSION_QUEUE_MS between its headers
 arriving and the application taking it (`overdue`): it is answered 503 at once, before its body
 is read, and the loop's queue drains to what it can serve in time.

@@ -27,13 +27,13 @@ from kumitate.policies import discovery
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import KumitateASGI, RequestLimits
+from kumitate.transports.edge.hosts import OriginPolicy
 from kumitate.transports.http import error_response
-from kumitate.transports.http_lean import LeanHTTP
+from kumitate.transports.http.lean import LeanHTTP
 from kumitate.transports.mcp import HTTP_MIDDLEWARE, build_server, configure_sessions
-from kumitate.transports.mcp_lean import lean_endpoint
+from kumitate.transports.mcp.lean import lean_endpoint
 from kumitate.transports.oauth import discovery_routes, mcp_gate
 from kumitate.transports.ops import health_routes, metrics_routes
-from kumitate.transports.origin import OriginPolicy
 from kumitate.workers import mcp_stateless
 
 __all__ = ["DOCS_ASSETS", "DOCS_HTML", "create_app", "create_litestar"]

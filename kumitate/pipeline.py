@@ -298,7 +298,7 @@ class Pipeline:
         """The 503 a call gets now, without the admission wait, when its service is at its bound of
         calls in flight or the call waited past KUMITATE_ADMISSION_QUEUE_MS before the application
         took it (`queued_s`); logged and counted like any answer. None when it may run. For a
-        transport that sheds before it reads anything (kumitate.transports.http_lean)."""
+        transport that sheds before it reads anything (kumitate.transports.http.lean)."""
         admission = self.admissions[binding.service]
         overdue = admission.overdue(queued_s)
         if not (overdue or admission.full):

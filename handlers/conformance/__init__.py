@@ -163,7 +163,7 @@ class ConformanceHandlers:
         return Text(text=f"Roots: {', '.join(roots) if roots is not None else 'not asked'}")
 
     def test_input_required_result_capabilities(self, input: models.NoInput, ctx: CallContext) -> Text:
-        """A question of a kind the client did not declare is None without being asked (mcp_elicit)."""
+        """A question of a kind the client did not declare is None without being asked (transports/mcp/elicit.py)."""
         greeting = ctx.sample("greeting", "Generate a greeting", 50)
         if greeting is None:
             greeting = (ctx.ask("user_name", "What is your name?", core.one_field("name")) or {}).get("name")

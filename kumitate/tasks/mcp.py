@@ -51,10 +51,10 @@ from kumitate.errors import ErrorCode
 from kumitate.pipeline import Outcome
 from kumitate.runtime import Runtime
 from kumitate.tasks.store import CANCELLED, COMPLETED, INPUT_REQUIRED, LIVE, TaskRow
+from kumitate.transports.mcp.elicit import answer_of, declared_kinds, given_answers, input_request
 from kumitate.transports.mcp.request import current_request
 from kumitate.transports.mcp.results import tool_result
 from kumitate.transports.mcp.tools import IDEMPOTENCY_ARGUMENT
-from kumitate.transports.mcp_elicit import answer_of, declared_kinds, given_answers, input_request
 
 POLL_INTERVAL_MS = 1000
 LOST_CODES: frozenset[ErrorCode] = frozenset({"TASK_LOST", "INTERNAL"})

@@ -32,7 +32,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from kumitate import calllog, correlation
 from kumitate.errors import STATUS_CODES, ErrorCode, ToolError
-from kumitate.transports.origin import OriginPolicy
+from kumitate.transports.edge.hosts import OriginPolicy
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -61,7 +61,7 @@ ARRIVED_KEY = "kumitate_arrived"
 HEADERS_KEY = "kumitate_headers"
 """The request's headers as a dict of lower-cased names (the last of a repeated one), in scope["state"]."""
 Lean = Callable[[Scope, Receive, Send], Awaitable[bool]]
-"""A path in front of Litestar (kumitate.transports.http_lean): True when it answered the request."""
+"""A path in front of Litestar (kumitate.transports.http.lean): True when it answered the request."""
 MCP_PREFIX = "/mcp"
 RETRY_AFTER_MS = 1000
 """Retry-After of a 503 the MCP SDK gives at its session cap (a session ends or idles out soon)."""

@@ -21,8 +21,8 @@ from kumitate.policies import discovery
 from kumitate.policies.auth import ALL_SCOPES
 from kumitate.runtime import Runtime
 from kumitate.transports.asgi import IDS_KEY, Gate, Receive, Refusal, Scope
-from kumitate.transports.mcp_scopes import ScopeMap, read_body
-from kumitate.transports.origin import base_url_of
+from kumitate.transports.edge.hosts import base_url_of
+from kumitate.transports.mcp.scopes import ScopeMap, read_body
 
 
 def _scopes(runtime: Runtime) -> set[str]:
@@ -66,7 +66,7 @@ def discovery_routes(runtime: Runtime) -> list[Any]:
 def mcp_gate(runtime: Runtime, body_cap: int) -> Gate | None:
     """The token check in front of the MCP apps (None while OAuth is off): 401 without a valid
     token; 403 `insufficient_scope` when the request calls a tool (or reads a resource) whose
-    scope the token lacks, as the MCP authorization specification asks (mcp_scopes)."""
+    scope the token lacks, as the MCP authorization specification asks (mcp.scopes)."""
     if runtime.policies.auth.oauth is None:
         return None
     auth = runtime.policies.auth

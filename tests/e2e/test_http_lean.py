@@ -1,4 +1,4 @@
-"""The lean HTTP path (kumitate/transports/http_lean.py) answers byte for byte what the Litestar route answers.
+"""The lean HTTP path (kumitate/transports/http/lean.py) answers byte for byte what the Litestar route answers.
 
 Each request is sent twice to the same in-process app, once with the lean path on and once with it
 off (Litestar's route then answers, as with KUMITATE_HTTP_LEAN=0), with fixed correlation ids:
@@ -26,7 +26,7 @@ import pytest
 from codegen.examples import all_examples
 from codegen.specs import SpecTree
 from kumitate.transports.asgi import ARRIVED_KEY
-from kumitate.transports.http_lean import FLUSHED_ABOVE, LeanHTTP
+from kumitate.transports.http.lean import FLUSHED_ABOVE, LeanHTTP
 from tests.conftest import K_OF_N_RULE, InProcessApp, serve_in_process
 from tests.heap_faults import PAGES, glibc_only, second_block_faults
 

@@ -1,4 +1,4 @@
-"""The lean MCP path (kumitate/transports/mcp_lean.py) answers byte for byte what fastmcp answers.
+"""The lean MCP path (kumitate/transports/mcp/lean.py) answers byte for byte what fastmcp answers.
 
 Each request is sent twice to the same in-process app, once with the lean path on and once with
 it off (the endpoint's fastmcp app then answers, as with KUMITATE_MCP_LEAN=0), with fixed
@@ -21,7 +21,7 @@ import pytest
 
 from codegen.examples import all_examples
 from codegen.specs import SpecTree
-from kumitate.transports.mcp_lean import LeanMCP
+from kumitate.transports.mcp.lean import LeanMCP
 from tests.conftest import InProcessApp
 
 pytestmark = pytest.mark.anyio

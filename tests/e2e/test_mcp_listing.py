@@ -1,4 +1,4 @@
-"""The context bill (issue 29 item 7, kumitate/transports/mcp_listing.py).
+"""The context bill (issue 29 item 7, kumitate/transports/mcp/listing.py).
 
 Over streamable HTTP with tokens: a `stays`-only token's `tools/list` at `/mcp` lists only the
 stays tool, a token with every scope and a caller without a token see all of them, and the

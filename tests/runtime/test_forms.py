@@ -7,7 +7,7 @@ import jsonschema
 import pytest
 
 from kumitate.errors import ToolError
-from kumitate.transports.forms import Flattened, coerce, form_schema, local
+from kumitate.transports.http.forms import Flattened, coerce, form_schema, local
 
 SCHEMA = {
     "type": "object",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from kumitate.transports.mcp_elicit import seal, unseal
+from kumitate.transports.mcp.elicit import seal, unseal
 
 KEY = b"k" * 32
 ANSWERS = {"confirm": {"ok": True}, "name": {"name": "花子"}}

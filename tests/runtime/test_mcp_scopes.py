@@ -1,4 +1,4 @@
-"""Which scopes an MCP request over HTTP needs (kumitate/transports/mcp_scopes.py), and the body replay."""
+"""Which scopes an MCP request over HTTP needs (kumitate/transports/mcp/scopes.py), and the body replay."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.asgi import Message
-from kumitate.transports.mcp_scopes import ScopeMap, read_body
+from kumitate.transports.mcp.scopes import ScopeMap, read_body
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kumitate.transports.origin import (
+from kumitate.transports.edge.hosts import (
     BadHost,
     OriginPolicy,
     base_url_of,

@@ -20,9 +20,9 @@ from kumitate.errors import ToolError
 from kumitate.intake import JsonBody
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
-from kumitate.transports import forms
 from kumitate.transports.asgi import code_for_status
-from kumitate.transports.origin import base_url_of
+from kumitate.transports.edge.hosts import base_url_of
+from kumitate.transports.http import forms
 
 IDS_KEY = "kumitate_ids"
 CLIENT_CLOSED_REQUEST = 499
@@ -139,7 +139,7 @@ def json_arguments(raw: bytearray) -> JsonBody:
 
 async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) -> Any:
     """The tool's arguments from the body, in a media type the spec accepts (else UNSUPPORTED_MEDIA_TYPE):
-    JSON as is (parsed by the pipeline), a form's fields mapped onto the input schema (kumitate.transports.forms)."""
+    JSON as is (parsed by the pipeline), a form's fields mapped onto the input schema (kumitate.transports.http.forms)."""
     media = _media_type(request)
     if media not in binding.content_types:
         raise ToolError(

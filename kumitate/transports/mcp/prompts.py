@@ -1,7 +1,7 @@
 """The spec's prompts (specs/<service>/prompts/) as fastmcp prompts, rendered by the pipeline.
 
 A prompt's messages are the handler contract's `Message` values; their attachments become MCP content
-through `transports.mcp_content`, as a tool result's do.
+through `transports.mcp.content`, as a tool result's do.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from pydantic import Field
 from kumitate.bindings import PromptBinding
 from kumitate.context import Message
 from kumitate.runtime import Runtime
+from kumitate.transports.mcp.content import content_block
+from kumitate.transports.mcp.elicit import InputRequired, asker
 from kumitate.transports.mcp.request import current_request
 from kumitate.transports.mcp.results import CatalogueError
-from kumitate.transports.mcp_content import content_block
-from kumitate.transports.mcp_elicit import InputRequired, asker
 
 
 def _message(message: Message) -> MCPMessage:
@@ -43,7 +43,7 @@ class SpecPrompt(Prompt):
         request.asker = asker(self.runtime.settings)
         try:
             outcome = await self.runtime.pipeline.get_prompt(self.binding, values, request)
-        except InputRequired as question:  # 2026-07-28: the question is this round's result (mcp_elicit)
+        except InputRequired as question:  # 2026-07-28: the question is this round's result (elicit.py)
             return InputRequiredPromptResult(question.input_required())
         if not outcome.ok:
             raise CatalogueError(outcome)

@@ -11,7 +11,7 @@ from fastmcp.server.dependencies import fastmcp_request_ctx
 from kumitate import correlation
 from kumitate.pipeline import CallRequest
 from kumitate.transports.asgi import SERVED_OVER_NETWORK
-from kumitate.transports.origin import base_url_of
+from kumitate.transports.edge.hosts import base_url_of
 from kumitate.transports.progress import Send
 
 

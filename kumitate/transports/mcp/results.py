@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, TextContent
 
 from kumitate.pipeline import Outcome
-from kumitate.transports.mcp_content import content_block
+from kumitate.transports.mcp.content import content_block
 
 ERROR_META = "io.kumitate/error"
 """The `_meta` key of an `isError` result that holds the catalogue's `error` object."""

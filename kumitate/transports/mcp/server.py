@@ -11,7 +11,7 @@ from fastmcp import FastMCP
 
 from kumitate import __version__
 from kumitate.runtime import Runtime
-from kumitate.transports import mcp_listing
+from kumitate.transports.mcp import listing
 from kumitate.transports.mcp.cache import list_hint
 from kumitate.transports.mcp.capabilities import TrueCapabilities
 from kumitate.transports.mcp.catalogue import QUIET, CatalogueErrors
@@ -50,7 +50,7 @@ def build_server(
     )
     server.add_middleware(CatalogueErrors(runtime))
     server.add_middleware(TrueCapabilities(server))
-    mcp_listing.shape(server, runtime, every_tool=keys is None and services is None)
+    listing.shape(server, runtime, every_tool=keys is None and services is None)
     logging.getLogger("fastmcp.server.server").addFilter(QUIET)
     for name in names:
         importlib.import_module(f"generated.{name}.mcp").register(server, runtime)

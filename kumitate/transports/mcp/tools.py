@@ -17,11 +17,11 @@ from kumitate.pipeline import Outcome
 from kumitate.policies.idempotency import KEY_ARGUMENT as IDEMPOTENCY_ARGUMENT
 from kumitate.policies.idempotency import MAX_KEY_LENGTH, with_key_argument
 from kumitate.runtime import Runtime
+from kumitate.transports.mcp.content import require_client
+from kumitate.transports.mcp.elicit import InputRequired, asker
+from kumitate.transports.mcp.logging import log_sender
 from kumitate.transports.mcp.request import current_request, progress_sender
 from kumitate.transports.mcp.results import tool_result
-from kumitate.transports.mcp_content import require_client
-from kumitate.transports.mcp_elicit import InputRequired, asker
-from kumitate.transports.mcp_logging import log_sender
 from kumitate.transports.progress import relaying
 
 
@@ -51,7 +51,7 @@ class SpecTool(Tool):
             async with relaying(sender) as relay:
                 request.progress = relay
                 outcome = await self.runtime.pipeline.call_tool(self.binding, arguments, request)
-        except InputRequired as question:  # 2026-07-28: the question is this round's result (mcp_elicit)
+        except InputRequired as question:  # 2026-07-28: the question is this round's result (elicit.py)
             calllog.log_event("input_required", service=self.binding.service, tool=self.binding.name)
             return question.result()
         return tool_result(outcome, self.binding.text_content)

@@ -11,7 +11,7 @@ The lean path only answers what it can answer exactly as fastmcp would, and hand
 else to the fastmcp app unchanged (the body it read is replayed): any other method, a tool this
 endpoint does not serve, a request fastmcp would refuse or treat specially (a bad envelope or
 header, a malformed id or params, a progress token, a requested log level, a client that can be
-asked (elicitation, sampling or roots: `kumitate.transports.mcp_elicit`), a tool that requires a
+asked (elicitation, sampling or roots: `kumitate.transports.mcp.elicit`), a tool that requires a
 client capability (`mcp.requires_client`), a task-capable tool called by a client that declares
 extensions (it may ask for a task) or one that runs only as a task, a multi-round-trip retry,
 `Mcp-Param-*` headers, an invalid idempotency key, a body over the cap).
@@ -48,12 +48,13 @@ from kumitate.pipeline import CallRequest
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.transports.asgi import IDS_KEY, ASGIApp, Receive, Scope, Send
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
+from kumitate.transports.edge.hosts import base_url_of
 from kumitate.transports.http import CLIENT_CLOSED_REQUEST
-from kumitate.transports.mcp import IDEMPOTENCY_ARGUMENT, SpecTool, tool_result
+from kumitate.transports.mcp.elicit import CAPABILITIES as ASKABLE
+from kumitate.transports.mcp.results import tool_result
+from kumitate.transports.mcp.scopes import read_body
+from kumitate.transports.mcp.tools import IDEMPOTENCY_ARGUMENT, SpecTool
 from kumitate.transports.mcp.versions import KnownVersions
-from kumitate.transports.mcp_elicit import CAPABILITIES as ASKABLE
-from kumitate.transports.mcp_scopes import read_body
-from kumitate.transports.origin import base_url_of
 
 LEAN_METHODS = frozenset({"tools/call"})
 """The methods answered here; any other goes to fastmcp as it came."""

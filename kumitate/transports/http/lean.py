@@ -31,8 +31,8 @@ from kumitate.bindings import ToolBinding
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.transports.asgi import ARRIVED_KEY, HEADERS_KEY, IDS_KEY, Receive, Scope, Send
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
+from kumitate.transports.edge.hosts import base_url_of
 from kumitate.transports.http import CLIENT_CLOSED_REQUEST, encoded, http_error, json_arguments
-from kumitate.transports.origin import base_url_of
 
 JSON = "application/json"
 PASSED_ON = ("content-encoding", "transfer-encoding", "prefer")

@@ -19,7 +19,7 @@ Every `tools/list` entry costs the client's model context (issue 29: 23 tools, ~
   the proxy may call, are the scoped listing above. Tools stay callable by name.
 
 Both are fastmcp components (a middleware, a transform) added by `build_server`; the lean path
-(mcp_lean) never answers `tools/list`, so what it shows is decided here only.
+(mcp.lean) never answers `tools/list`, so what it shows is decided here only.
 """
 
 from __future__ import annotations
