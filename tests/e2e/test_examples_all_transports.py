@@ -110,7 +110,7 @@ async def test_all_transports_agree(
 
 
 def _origin_free(value: Any) -> Any:
-    """A result URL starts with the address the caller used (README: Public URLs), which differs by
+    """A result URL starts with the address the caller used (docs/security.md: Public URLs), which differs by
     transport (a socket's port, stdio's configured address): compare what follows it."""
     if isinstance(value, dict):
         return {k: _origin_free(v) for k, v in value.items()}

@@ -14,7 +14,7 @@ from codegen import scaffold
 
 def other_python() -> str:
     """An interpreter of another minor version than this one: from PATH, else pyenv's installed versions
-    (this project's machines carry 3.12 and 3.13 there; README, "Python versions")."""
+    (this project's machines carry 3.12 and 3.13 there; docs/development.md, "Python versions")."""
     pyenv = shutil.which("pyenv")
     root = subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip() if pyenv else ""
     for minor in (12, 13, 11):
