@@ -11,7 +11,7 @@ import functools
 import gc
 import importlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,7 +26,7 @@ from kumitate import calllog, heap
 from kumitate.policies import discovery
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
-from kumitate.transports.asgi import KumitateASGI, RequestLimits
+from kumitate.transports.asgi import ASGIApp, Gate, KumitateASGI, Lean, RequestLimits
 from kumitate.transports.edge.hosts import OriginPolicy
 from kumitate.transports.http import error_response
 from kumitate.transports.http.lean import LeanHTTP
@@ -36,7 +36,7 @@ from kumitate.transports.oauth import discovery_routes, mcp_gate
 from kumitate.transports.ops import health_routes, metrics_routes
 from kumitate.workers import mcp_stateless
 
-__all__ = ["DOCS_ASSETS", "DOCS_HTML", "create_app", "create_litestar"]
+__all__ = ["DOCS_ASSETS", "DOCS_HTML", "KumitateApp", "create_app", "create_litestar"]
 
 DOCS_ASSETS = "/schema/assets"
 DOCS_HTML = f"""<!doctype html>
@@ -77,12 +77,33 @@ def _meta_routes(runtime: Runtime) -> list[Any]:
     return [versions, *health_routes(runtime)]
 
 
-def create_app(settings: Settings | None = None, services: list[str] | None = None) -> KumitateASGI:
-    """The app for `settings` (default: read from the environment now); `services` default to
-    KUMITATE_SERVICES, else every service. `uvicorn --factory kumitate.app:create_app` calls it bare."""
-    settings = settings or Settings.from_env()
-    calllog.configure(settings.log_format)
-    runtime = Runtime(settings, services)
+class KumitateApp(KumitateASGI):
+    """What `create_app` returns: the ASGI application with the runtime it serves, a declared attribute
+    (the drain, the CLI and the tests reach the pipeline, health and tasks through it)."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        app: ASGIApp,
+        mcp_all: ASGIApp | None,
+        mcp_services: Mapping[str, ASGIApp],
+        *,
+        origins: OriginPolicy | None = None,
+        gate: Gate | None = None,
+        limits: RequestLimits | None = None,
+        lean: Lean | None = None,
+    ) -> None:
+        """The edge around `app` and the MCP endpoints; a draining `runtime` answers its refusals."""
+        super().__init__(
+            app, mcp_all, mcp_services, origins=origins, gate=gate, limits=limits, lean=lean, draining=runtime.draining
+        )
+        self.runtime: Runtime = runtime
+
+
+def _http_routes(runtime: Runtime) -> list[Any]:
+    """Every Litestar route: the schema and docs, versions and health, metrics, OAuth discovery, the task
+    operations (where a tool runs as a task) and each service's generated routes."""
+    settings = runtime.settings
     routes: list[Any] = _schema_routes(runtime.project.openapi, settings) + _meta_routes(runtime)
     routes += metrics_routes(runtime.pipeline.metrics, settings)
     routes += discovery_routes(runtime)
@@ -92,19 +113,17 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         routes += operation_routes(runtime)
     for name in runtime.services:
         routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
+    return routes
 
-    body_cap = settings.max_request_bytes  # enforced while the body streams in: 413 before it is buffered
-    # one MCP endpoint serves every tool: its cap is the largest a tool declares
-    mcp_cap = max(
-        [body_cap] + [t.policy.max_request_bytes or 0 for svc in runtime.services.values() for t in svc.tools]
-    )
-    stateless = mcp_stateless(settings)
+
+def _mcp_apps(runtime: Runtime, stateless: bool) -> tuple[Any, dict[str, Any]]:
+    """The MCP endpoint of every tool (/mcp), and one per service and per toolset (/mcp/<name>)."""
     serve = functools.partial(
         FastMCP.http_app,
         path="/",
         transport="http",
         stateless_http=stateless,
-        session_idle_timeout=settings.mcp_session_idle_s,
+        session_idle_timeout=runtime.settings.mcp_session_idle_s,
         middleware=HTTP_MIDDLEWARE,
     )
     sessions = not stateless  # a stateless endpoint has nobody to notify of a subscribed resource's change
@@ -112,14 +131,23 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
     mcp_services = {name: serve(build_server(runtime, [name], sessions=sessions)) for name in runtime.services}
     # a toolset's name is never a service's (lint KT114)
     mcp_services |= {name: serve(build_server(runtime, toolset=name, sessions=sessions)) for name in runtime.toolsets}
+    return mcp_all, mcp_services
+
+
+def _lifespan(
+    runtime: Runtime, mcp_apps: list[Any], mcp_cap: int, stateless: bool
+) -> Callable[[Litestar], contextlib.AbstractAsyncContextManager[None]]:
+    """Start-up and shut-down: the MCP endpoints' session managers, the health checks, the frozen heap;
+    the runtime closes last."""
+    settings = runtime.settings
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Litestar) -> AsyncIterator[None]:
         async with contextlib.AsyncExitStack() as stack:
-            for mcp_app in (mcp_all, *mcp_services.values()):
+            for mcp_app in mcp_apps:
                 await stack.enter_async_context(mcp_app.router.lifespan_context(mcp_app))
                 configure_sessions(mcp_app, mcp_cap, settings.mcp_max_sessions)
-            calllog.log_info("mcp_endpoints_started", endpoints=1 + len(mcp_services), stateless=stateless)
+            calllog.log_info("mcp_endpoints_started", endpoints=len(mcp_apps), stateless=stateless)
             await runtime.health.start()
             # What start-up built (~140k objects: the frameworks, schemas, models) lives as long as the app;
             # frozen, the collector stops walking it: a full collection under load paused every call for
@@ -135,6 +163,24 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
                 await runtime.health.stop()
                 runtime.close()
 
+    return lifespan
+
+
+def create_app(settings: Settings | None = None, services: list[str] | None = None) -> KumitateApp:
+    """The app for `settings` (default: read from the environment now); `services` default to
+    KUMITATE_SERVICES, else every service. `uvicorn --factory kumitate.app:create_app` calls it bare."""
+    settings = settings or Settings.from_env()
+    calllog.configure(settings.log_format)
+    runtime = Runtime(settings, services)
+    routes = _http_routes(runtime)
+    body_cap = settings.max_request_bytes  # enforced while the body streams in: 413 before it is buffered
+    # one MCP endpoint serves every tool: its cap is the largest a tool declares
+    mcp_cap = max(
+        [body_cap] + [t.policy.max_request_bytes or 0 for svc in runtime.services.values() for t in svc.tools]
+    )
+    stateless = mcp_stateless(settings)
+    mcp_all, mcp_services = _mcp_apps(runtime, stateless)
+
     def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
         return error_response(runtime, request, exc)
 
@@ -143,26 +189,20 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         exception_handlers={HTTPException: on_error, Exception: on_error},
         openapi_config=None,
         logging_config=None,  # Litestar's default handler has a format of its own: kumitate.calllog sets one
-        lifespan=[lifespan],
+        lifespan=[_lifespan(runtime, [mcp_all, *mcp_services.values()], mcp_cap, stateless)],
         request_max_body_size=body_cap,
     )
-
-    origins = OriginPolicy.from_settings(settings, bound_host=urlsplit(settings.public_base_url).hostname)
-    limits = RequestLimits(settings.http_max_headers, settings.http_max_header_bytes, settings.http_body_timeout_s)
-    gate = mcp_gate(runtime, mcp_cap)
     lean = functools.partial(lean_endpoint, runtime, mcp_cap, settings.mcp_lean)
-    app = KumitateASGI(
+    return KumitateApp(
+        runtime,
         litestar,
         lean(mcp_all),
         {n: lean(a) for n, a in mcp_services.items()},
-        origins=origins,
-        gate=gate,
-        limits=limits,
+        origins=OriginPolicy.from_settings(settings, bound_host=urlsplit(settings.public_base_url).hostname),
+        gate=mcp_gate(runtime, mcp_cap),
+        limits=RequestLimits(settings.http_max_headers, settings.http_max_header_bytes, settings.http_body_timeout_s),
         lean=LeanHTTP(runtime, body_cap) if settings.http_lean else None,
-        draining=runtime.draining,
     )
-    app.runtime = runtime  # type: ignore[attr-defined]
-    return app
 
 
 def create_litestar() -> Litestar:

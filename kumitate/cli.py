@@ -106,21 +106,21 @@ def _mcp(args: argparse.Namespace) -> int:
         return 2
     settings = _settings()
     os.environ.setdefault("FASTMCP_LOG_LEVEL", settings.fastmcp_log_level or "WARNING")  # fastmcp reads it
+    from kumitate.project import Project, load_toolsets
     from kumitate.runtime import Runtime
     from kumitate.transports.mcp import build_server
 
     calllog.configure(settings.log_format)
     services = [args.service] if args.service else None
+    project: Project | None = None
     if args.toolset:
-        from kumitate.project import load_toolsets
-
-        settings.load_project().activate()
+        project = settings.load_project().activate()  # once: the Runtime below serves this one
         toolsets = load_toolsets()
         if args.toolset not in toolsets:
             print(f"unknown toolset {args.toolset!r}; known: {', '.join(toolsets) or 'none'}", file=sys.stderr)
             return 2
         services = sorted({key.partition(".")[0] for key in toolsets[args.toolset]})
-    runtime = _start(settings, lambda: Runtime(settings, services))
+    runtime = _start(settings, lambda: Runtime(settings, services, project))
     server = build_server(runtime, services, toolset=args.toolset)
     from kumitate.heap import keep_freed_memory
 

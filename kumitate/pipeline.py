@@ -15,7 +15,7 @@ on MCP and HTTP.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,7 @@ from kumitate.steps.result import OutputCheck, Result
 
 if TYPE_CHECKING:
     from kumitate.policies.idempotency_store import IdempotencyStore
+    from kumitate.settings import Settings
 
 __all__ = ["CallRequest", "Outcome", "Pipeline", "Policies"]
 
@@ -87,9 +88,38 @@ class Policies:
     admission_queue_s: float = 0.0
     """A call queued longer before the application took it is shed (KUMITATE_ADMISSION_QUEUE_MS; 0: never)."""
     commit_grace_s: float = 2.0
+    """How long past its deadline a call whose commit is under way may take to report (KUMITATE_COMMIT_GRACE_MS)."""
     off_loop_bytes: int = OFF_LOOP_BYTES
     """A JSON body above this is parsed and checked off the event loop (kumitate.offloop)."""
-    """How long past its deadline a call whose commit is under way may take to report (KUMITATE_COMMIT_GRACE_MS)."""
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        services: Iterable[str],
+        limiter: RateLimiter,
+        idempotency: IdempotencyStore | None = None,
+    ) -> Policies:
+        """The policies `settings` configure for `services`, in one place. What settings cannot make is
+        given: the `limiter` (in process memory, or on the Redis the stores opened) and the idempotency
+        store (on the database, and only when a tool served declares `idempotency`)."""
+        return cls(
+            auth=Authenticator.from_settings(settings),
+            limiter=limiter,
+            idempotency=idempotency,
+            auth_guard=AuthGuard.from_settings(limiter, settings),
+            public_url=(settings.public_url or "").rstrip("/") or None,
+            served_url=settings.public_base_url,
+            max_timeout_ms=settings.max_timeout_ms,
+            worker_threads=settings.worker_threads,
+            service_threads={name: settings.threads_for(name) for name in services},
+            bulkhead_wait_s=settings.bulkhead_wait_ms / 1000,
+            in_flight={name: settings.in_flight_for(name) for name in services},
+            admission_wait_s=settings.admission_wait_ms / 1000,
+            admission_queue_s=settings.admission_queue_ms / 1000,
+            commit_grace_s=settings.commit_grace_ms / 1000,
+            off_loop_bytes=settings.off_loop_bytes,
+        )
 
 
 class Pipeline:
@@ -102,12 +132,15 @@ class Pipeline:
         services: Mapping[str, ServiceBinding],
         handlers: Mapping[str, Any],
         policies: Policies | None = None,
+        disabled: Iterable[str] = (),
     ) -> None:
+        """Everything a chain is built from is given here, so a chain built on a binding's first call
+        sees the pipeline complete: `disabled` are the keys of opt-in resources not enabled here."""
         self.catalogue = catalogue
         self.services = services
         self.handlers = handlers
         self.policies = policies or Policies()
-        self.disabled: set[str] = set()
+        self.disabled: frozenset[str] = frozenset(disabled)
         """Keys of opt-in resources not enabled here: NOT_FOUND, after auth like any other route."""
         self.intake = Intake()
         self.checks = CheckPool()
@@ -148,7 +181,7 @@ class Pipeline:
 
     # -- chains ----------------------------------------------------------------------------
     def _chain(self, binding: ToolBinding | ResourceBinding | PromptBinding) -> CallNext:
-        """The binding's chain, built on its first call (the handlers and `disabled` are set by then)."""
+        """The binding's chain, built on its first call from what the constructor was given."""
         found = self._chains.get(id(binding))
         if found is None or found[0] is not binding:
             if isinstance(binding, ToolBinding):

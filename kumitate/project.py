@@ -90,13 +90,23 @@ class Project:
                 return cls.at(directory)
         return cls.at(SOURCE_CHECKOUT)
 
-    def activate(self) -> None:
-        """Make `generated` and `handlers` importable from this project (first on sys.path)."""
-        for directory in dict.fromkeys((self.handlers.parent, self.generated.parent)):
-            entry = str(directory)
-            if entry in sys.path:
-                sys.path.remove(entry)
-            sys.path.insert(0, entry)
+    def activate(self) -> Project:
+        """Make `generated` and `handlers` importable from this project: their parent directories first
+        on sys.path (generated's, then handlers'); returns the project.
+
+        Why sys.path: both are imported as top-level packages by those fixed names (generated code and
+        handlers import each other so, and a scaffolded project runs with no install step), and the
+        project decides which directories those names mean. Call it once, where the project is loaded and
+        before anything imports either package (`Runtime` does it first thing, the developer commands
+        right after `Project.discover`): a module already imported stays the one it was. A second call
+        for the same project changes nothing."""
+        entries = list(dict.fromkeys(str(d) for d in (self.generated.parent, self.handlers.parent)))
+        if sys.path[: len(entries)] != entries:
+            for entry in reversed(entries):
+                if entry in sys.path:
+                    sys.path.remove(entry)
+                sys.path.insert(0, entry)
+        return self
 
 
 def _configures_kumitate(pyproject: Path) -> bool:

@@ -10,8 +10,6 @@ from kumitate import tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding
 from kumitate.health import Health
 from kumitate.pipeline import Pipeline, Policies
-from kumitate.policies.auth import Authenticator
-from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
 from kumitate.project import Project, load_generated, load_toolsets
 from kumitate.service import ServiceSetup, Stores
@@ -19,6 +17,7 @@ from kumitate.settings import Settings
 from kumitate.tasks import task_runner
 
 if TYPE_CHECKING:
+    from kumitate.policies.idempotency_store import IdempotencyStore
     from kumitate.tasks.runner import TaskRunner
 
 __all__ = ["MissingHandlerError", "Runtime", "default_services"]
@@ -54,9 +53,12 @@ class Runtime:
         services: Iterable[str] | None = None,
         project: Project | None = None,
     ) -> None:
-        """`services`: the services to serve (default: KUMITATE_SERVICES, else every service not `opt_in`)."""
-        self.project = project or settings.load_project()
-        self.project.activate()
+        """`services`: the services to serve (default: KUMITATE_SERVICES, else every service not `opt_in`);
+        `project`: the project they come from (default: the one `settings` name, `Settings.load_project`).
+
+        The project is activated first (`Project.activate`: its generated/ and handlers/ first on
+        sys.path), before anything here imports `generated` or `handlers` by name."""
+        self.project = (project or settings.load_project()).activate()
         catalogue, registry = load_generated()
 
         if services is None:
@@ -97,36 +99,22 @@ class Runtime:
             raise
         self.handlers = handlers
         redis = self.stores.redis
-        limiter = RedisRateLimiter(redis) if redis is not None else RateLimiter()
-        self.policies = Policies(
-            auth=Authenticator.from_settings(settings),
-            limiter=limiter,
-            auth_guard=AuthGuard.from_settings(limiter, settings),
-            public_url=(settings.public_url or "").rstrip("/") or None,
-            served_url=settings.public_base_url,
+        self.policies = Policies.from_settings(
+            settings,
+            self.services,
+            limiter=RedisRateLimiter(redis) if redis is not None else RateLimiter(),
             idempotency=self._idempotency(),
-            max_timeout_ms=settings.max_timeout_ms,
-            worker_threads=settings.worker_threads,
-            service_threads={name: settings.threads_for(name) for name in self.services},
-            bulkhead_wait_s=settings.bulkhead_wait_ms / 1000,
-            in_flight={name: settings.in_flight_for(name) for name in self.services},
-            admission_wait_s=settings.admission_wait_ms / 1000,
-            admission_queue_s=settings.admission_queue_ms / 1000,
-            commit_grace_s=settings.commit_grace_ms / 1000,
-            off_loop_bytes=settings.off_loop_bytes,
         )
-        self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies)
+        disabled = {r.key for svc in self.services.values() for r in svc.resources if not self.resource_enabled(r)}
+        self.pipeline = Pipeline(catalogue, self.services, handlers, self.policies, disabled=disabled)
         self._tasks: TaskRunner | None = None
         tracing.configure(settings.env)
-        self.pipeline.disabled = {
-            r.key for svc in self.services.values() for r in svc.resources if not self.resource_enabled(r)
-        }
         self.draining = threading.Event()
         """Set when this instance is going away (SIGTERM): /readyz answers 503 so the balancer stops
         sending it calls while those in flight finish."""
         self.health = Health(self)
 
-    def _idempotency(self) -> Any:
+    def _idempotency(self) -> IdempotencyStore | None:
         """The idempotency store, on the database, when a tool served declares `idempotency` (else None:
         no tool of these services takes a key, and the database need not open for it)."""
         if not any(t.policy.idempotency for svc in self.services.values() for t in svc.tools):

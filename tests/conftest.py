@@ -31,9 +31,9 @@ from codegen import specs
 from tests.servers import fresh_pg_database, started
 
 if TYPE_CHECKING:  # the app is imported by the fixtures that build one, not by every test session
+    from kumitate.app import KumitateApp
     from kumitate.runtime import Runtime
     from kumitate.settings import Settings
-    from kumitate.transports.asgi import KumitateASGI
 
 REPO = Path(__file__).resolve().parent.parent
 os.environ.setdefault("FASTMCP_LOG_LEVEL", "CRITICAL")
@@ -207,13 +207,12 @@ class InProcessApp:
 
     url: str
     http: httpx.AsyncClient
-    app: KumitateASGI
+    app: KumitateApp
     data_dir: Path
 
     @property
     def runtime(self) -> Runtime:
-        runtime: Runtime = self.app.runtime  # type: ignore[attr-defined]
-        return runtime
+        return self.app.runtime
 
 
 def app_settings(data_dir: Path, **env: str) -> Settings:

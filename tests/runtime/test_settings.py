@@ -87,7 +87,7 @@ def test_the_app_takes_its_settings_not_the_environment(tmp_path: Path, monkeypa
     try:
         assert asyncio.run(post()) == 413
     finally:
-        app.runtime.close()  # type: ignore[attr-defined]
+        app.runtime.close()
 
 
 def test_settings_from_a_mapping_read_nothing_from_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
