@@ -107,7 +107,7 @@ def test_uri_allowlist(fresh: YanaHandlers, tmp_path: Path) -> None:
         "file://evil.test/etc/passwd",
         "file:///etc/passwd",
         "file:data/yana/../../pyproject.toml",
-        "file:data/yana/images/../../../kumitate/settings.py",
+        "file:data/yana/images/../../../kumitate/project.py",
     ]:
         assert code_of(fresh, {"uri": uri, "brand_name": "x"}) == "URI_NOT_ALLOWED", uri
     outside = tmp_path / "outside.png"
