@@ -18,9 +18,9 @@ import pytest
 from sqlalchemy import select
 
 from handlers.analytics.core.service import AnalyticsService
+from handlers.analytics.store import exports_table as analytics_exports
 from kumitate.context import CallContext, Principal, bound
 from kumitate.errors import ToolError
-from kumitate.storage.schema import analytics_exports
 
 from .conftest import FakeClock, make_service
 
