@@ -5,7 +5,7 @@
 
 `HouseholdClient` blocks, `AsyncHouseholdClient` awaits; both are built with `.http(url)` (the /v1 routes,
 httpx), `.mcp(url)` (MCP streamable HTTP) or `.stdio()` (MCP stdio). Catalogue errors raise the
-classes of generated/errors.py; the wire, retries and idempotency keys live in kumitate/client.py.
+classes of generated/errors.py; the wire, retries and idempotency keys live in kumitate/client/.
 """
 
 from collections.abc import Mapping

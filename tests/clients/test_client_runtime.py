@@ -1,13 +1,15 @@
-"""kumitate/client.py without a server: error mapping, the retry bound, idempotency keys."""
+"""kumitate.client without a server: error mapping, the retry bound, idempotency keys."""
 
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from generated import errors
 from generated.household.client import CONFIRM_DUPLICATE, HouseholdClient
 from generated.stays.client import SUMMARIZE_STAYS
-from kumitate.client import Reply, RetryPolicy, _no_answer, error_from
+from kumitate.client import Reply, RetryPolicy, error_from
+from kumitate.client.replies import no_answer
 
 
 def test_a_catalogue_body_raises_its_generated_class_with_details() -> None:
@@ -37,17 +39,33 @@ def test_a_body_without_the_catalogue_envelope_gets_a_code_from_its_status() -> 
 
 
 def test_retry_waits_what_the_server_asked_within_the_bound() -> None:
-    policy = RetryPolicy(attempts=3, backoff_s=0.5, max_wait_s=2)
+    """The client retries a retryable error only, waiting the backoff or the server's Retry-After when
+    longer; no attempt left, or a wait over max_wait_s, raises the error instead."""
+    policy = RetryPolicy(attempts=3, base_delay_s=0.5, jitter=0.0, max_wait_s=2)
+    client = HouseholdClient.http("http://127.0.0.1:9", retry=policy)
 
-    def err(retryable: bool, after: float | None) -> errors.ToolError:
+    def failed(retryable: bool, after: float | None) -> Reply:
         body = {"error": {"code": "SERVICE_UNAVAILABLE", "message": "x", "retryable": retryable}}
-        return error_from(Reply(ok=False, body=body, retry_after_s=after), errors.ERRORS)
+        return Reply(ok=False, body=body, retry_after_s=after)
 
-    assert policy.wait(err(True, 1.5), 1) == 1.5
-    assert policy.wait(err(True, None), 1) == 0.5 and policy.wait(err(True, None), 2) == 1.0
-    assert policy.wait(err(True, 1.0), 3) is None  # attempts used up
-    assert policy.wait(err(True, 5.0), 1) is None  # longer than the bound
-    assert policy.wait(err(False, 1.0), 1) is None
+    assert client._wait_or_raise(failed(True, 1.5), 1) == 1.5
+    assert client._wait_or_raise(failed(True, None), 1) == 0.5
+    assert client._wait_or_raise(failed(True, None), 2) == 1.0
+    assert client._wait_or_raise(failed(True, 0.25), 2) == 1.0  # the backoff when it is longer
+    for reply, attempt in ((failed(True, 1.0), 3), (failed(True, 5.0), 1), (failed(False, 1.0), 1)):
+        # attempts used up; longer than the bound; not retryable
+        with pytest.raises(errors.ServiceUnavailableError):
+            client._wait_or_raise(reply, attempt)
+    client.close()
+
+
+def test_the_default_policy_tries_three_times_after_half_a_second_then_one() -> None:
+    client = HouseholdClient.http("http://127.0.0.1:9")
+    assert client.retry.attempts == 3
+    waits = [client.retry.wait(n) for n in (1, 2, 3)]
+    assert waits == [0.5, 1.0, None]
+    assert client.retry.wait(1, asked_s=30.0) == 30.0 and client.retry.wait(1, asked_s=31.0) is None
+    client.close()
 
 
 def test_idempotency_keys_are_fresh_per_call_and_only_where_the_policy_declares_them() -> None:
@@ -65,8 +83,8 @@ def test_a_lost_answer_is_retried_only_under_an_idempotency_key() -> None:
     client = HouseholdClient.http("http://127.0.0.1:9")
     for op, retried in ((CONFIRM_DUPLICATE, True), (SUMMARIZE_STAYS, False)):
         call = client._prepare(op, {}, {})
-        lost = error_from(_no_answer(httpx.ReadTimeout("slow"), call, sent=True), errors.ERRORS)
+        lost = error_from(no_answer(httpx.ReadTimeout("slow"), call, sent=True), errors.ERRORS)
         assert isinstance(lost, errors.RequestTimeoutError) and lost.retryable is retried
-        refused = error_from(_no_answer(httpx.ConnectError("refused"), call, sent=False), errors.ERRORS)
+        refused = error_from(no_answer(httpx.ConnectError("refused"), call, sent=False), errors.ERRORS)
         assert isinstance(refused, errors.ServiceUnavailableError) and refused.retryable
     client.close()

@@ -195,7 +195,7 @@ def test_fresh_key_per_call_and_caller_key_used(yana_server: LiveServer) -> None
 def test_unauthorized_and_unreachable_are_typed(yana_server: LiveServer) -> None:
     with YanaClient.http(yana_server.url, token="wrong") as client, pytest.raises(errors.UnauthorizedError):
         client.search({"query_text": "x"})
-    quick = RetryPolicy(attempts=2, backoff_s=0.01)
+    quick = RetryPolicy(attempts=2, base_delay_s=0.01)
     with YanaClient.http("http://127.0.0.1:9", retry=quick) as client, pytest.raises(errors.ServiceUnavailableError):
         client.search({"query_text": "x"})
 
