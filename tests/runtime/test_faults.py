@@ -12,11 +12,10 @@ import pytest
 from kumitate import calllog
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
-from kumitate.pipeline import CallRequest, Pipeline
+from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.storage import open_database
-from tests.runtime.test_pipeline import EchoInput, Handlers, binding, make_pipeline
-from tests.runtime.test_policies import with_policies
+from tests.runtime.test_pipeline import EchoInput, Handlers, binding, make_pipeline, pipeline_with
 
 pytestmark = pytest.mark.anyio
 HTTP = CallRequest(transport="http", ids=("run-1", "trace-1"))
@@ -60,11 +59,13 @@ class Faulty(Handlers):
         return {"n": input.n}
 
 
-def faulty_pipeline() -> tuple[Pipeline, Faulty]:
-    pipeline, _ = make_pipeline()
+def faulty_pipeline(policies: Policies | None = None) -> tuple[Pipeline, Faulty]:
     handlers = Faulty()
-    pipeline.handlers = {"demo": handlers}
-    return pipeline, handlers
+    return pipeline_with(handlers, policies), handlers
+
+
+def idempotent_faulty_pipeline(tmp_path: Path) -> tuple[Pipeline, Faulty]:
+    return faulty_pipeline(Policies(idempotency=IdempotencyStore(open_database(tmp_path))))
 
 
 def log_lines(err: str) -> list[dict[str, Any]]:
@@ -108,8 +109,7 @@ async def test_a_crash_is_logged_with_its_traceback_but_not_its_message(capsys: 
 
 
 async def test_a_server_fault_releases_the_idempotency_key(tmp_path: Path) -> None:
-    pipeline, handlers = faulty_pipeline()
-    with_policies(pipeline, idempotency=IdempotencyStore(open_database(tmp_path)))
+    pipeline, handlers = idempotent_faulty_pipeline(tmp_path)
     tool = binding("flaky", idempotency=True)
     first = await pipeline.call_tool(tool, {"n": 5}, CallRequest("http", ids=("r1", "t"), idempotency_key="k"))
     assert first.code == "INTERNAL"
@@ -120,8 +120,7 @@ async def test_a_server_fault_releases_the_idempotency_key(tmp_path: Path) -> No
 
 
 async def test_a_storage_failure_releases_the_idempotency_key(tmp_path: Path) -> None:
-    pipeline, _ = faulty_pipeline()
-    with_policies(pipeline, idempotency=IdempotencyStore(open_database(tmp_path)))
+    pipeline, _ = idempotent_faulty_pipeline(tmp_path)
     tool = binding("disk_full", idempotency=True)
     for run in ("r1", "r2"):
         outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=(run, "t"), idempotency_key="k"))
@@ -129,8 +128,7 @@ async def test_a_storage_failure_releases_the_idempotency_key(tmp_path: Path) ->
 
 
 async def test_a_client_error_is_kept_by_the_idempotency_key(tmp_path: Path) -> None:
-    pipeline, _ = faulty_pipeline()
-    with_policies(pipeline, idempotency=IdempotencyStore(open_database(tmp_path)))
+    pipeline, _ = idempotent_faulty_pipeline(tmp_path)
     tool = binding("missing", idempotency=True)
     for run, replayed in (("r1", False), ("r2", True)):
         outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=(run, "t"), idempotency_key="k"))

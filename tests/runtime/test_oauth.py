@@ -156,16 +156,14 @@ async def test_static_tokens_and_jwts_together_and_failed_jwts_spend_the_failure
 async def test_a_slow_key_fetch_does_not_hold_other_calls(idp: IdentityProvider) -> None:
     """The JWK set is fetched in a thread: while the provider takes its time, other calls run."""
     idp.delay_s = 1.0
-    pipeline, _ = make_pipeline()
-    pipeline.policies = Policies(
-        auth=Authenticator.from_env(
-            {
-                "KUMITATE_TOKENS": '{"static-1": {"principal": "laptop", "scopes": []}}',
-                "KUMITATE_OAUTH_ISSUER": idp.url,
-                "KUMITATE_OAUTH_AUDIENCE": AUDIENCE,
-            }
-        )
+    auth = Authenticator.from_env(
+        {
+            "KUMITATE_TOKENS": '{"static-1": {"principal": "laptop", "scopes": []}}',
+            "KUMITATE_OAUTH_ISSUER": idp.url,
+            "KUMITATE_OAUTH_AUDIENCE": AUDIENCE,
+        }
     )
+    pipeline, _ = make_pipeline(policies=Policies(auth=auth))
     tool = binding("echo")
     waiting = asyncio.create_task(
         pipeline.call_tool(tool, {"n": 1}, CallRequest("http", authorization=f"Bearer {idp.token()}"))
@@ -177,9 +175,8 @@ async def test_a_slow_key_fetch_does_not_hold_other_calls(idp: IdentityProvider)
 
 
 def oauth_pipeline(idp: IdentityProvider, **policies: object) -> Pipeline:
-    pipeline, _ = make_pipeline()
     auth = Authenticator.from_env({"KUMITATE_OAUTH_ISSUER": idp.url, "KUMITATE_OAUTH_AUDIENCE": AUDIENCE})
-    pipeline.policies = Policies(auth=auth, **policies)  # type: ignore[arg-type]
+    pipeline, _ = make_pipeline(policies=Policies(auth=auth, **policies))  # type: ignore[arg-type]
     return pipeline
 
 

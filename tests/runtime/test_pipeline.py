@@ -14,7 +14,7 @@ from generated.errors import CATALOGUE, NotFoundError
 from kumitate import calllog
 from kumitate.bindings import Annotations, ServiceBinding, ToolBinding
 from kumitate.context import CallContext
-from kumitate.pipeline import CallRequest, Pipeline
+from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policy import Policy
 from kumitate.runtime import MissingHandlerError, _check_handlers
 
@@ -100,8 +100,9 @@ def binding(name: str, **policy: Any) -> ToolBinding:
     )
 
 
-def make_pipeline(envelope: list[str] | None = None) -> tuple[Pipeline, Handlers]:
-    handlers = Handlers()
+def pipeline_with(handlers: object, policies: Policies | None = None, envelope: list[str] | None = None) -> Pipeline:
+    """The service `demo` served by `handlers`, everything given at construction as the runtime gives it
+    (a chain is built on a binding's first call from what the pipeline holds then)."""
     service = ServiceBinding(
         name="demo",
         title="Demo",
@@ -114,7 +115,12 @@ def make_pipeline(envelope: list[str] | None = None) -> tuple[Pipeline, Handlers
         resources=(),
         create_handlers=lambda s: handlers,
     )
-    return Pipeline(CATALOGUE, {"demo": service}, {"demo": handlers}), handlers
+    return Pipeline(CATALOGUE, {"demo": service}, {"demo": handlers}, policies)
+
+
+def make_pipeline(envelope: list[str] | None = None, policies: Policies | None = None) -> tuple[Pipeline, Handlers]:
+    handlers = Handlers()
+    return pipeline_with(handlers, policies, envelope), handlers
 
 
 HTTP = CallRequest(transport="http", ids=("run-1", "trace-1"))

@@ -22,21 +22,16 @@ from kumitate.policies.deprecation import Deprecation
 from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter
 from kumitate.storage import open_database
-from tests.runtime.test_pipeline import OUTPUT, Handlers, binding, make_pipeline
+from tests.runtime.test_pipeline import OUTPUT, Handlers, binding, make_pipeline, pipeline_with
 
 pytestmark = pytest.mark.anyio
 
 TOKENS = '{"t-reader": {"principal": "alice", "scopes": ["demo:read"]}, "t-none": {"principal": "bob", "scopes": []}}'
 
 
-def with_policies(pipeline: Pipeline, **kwargs: Any) -> Pipeline:
-    pipeline.policies = Policies(**kwargs)
-    return pipeline
-
-
 def auth_pipeline() -> Pipeline:
-    pipeline, _ = make_pipeline()
-    return with_policies(pipeline, auth=Authenticator.from_env({"KUMITATE_TOKENS": TOKENS}))
+    pipeline, _ = make_pipeline(policies=Policies(auth=Authenticator.from_env({"KUMITATE_TOKENS": TOKENS})))
+    return pipeline
 
 
 @pytest.mark.parametrize(
@@ -137,9 +132,11 @@ async def test_rate_limiter_under_concurrency_accepts_exactly_the_burst() -> Non
     assert sum(o.ok for o in outcomes) == 20
 
 
-def idem_pipeline(path: Path, **store: Any) -> tuple[Pipeline, Handlers]:
-    pipeline, handlers = make_pipeline()
-    return with_policies(pipeline, idempotency=IdempotencyStore(open_database(path.parent), **store)), handlers
+def idem_pipeline(path: Path, auth: Authenticator | None = None, **store: Any) -> tuple[Pipeline, Handlers]:
+    idempotency = IdempotencyStore(open_database(path.parent), **store)
+    return make_pipeline(
+        policies=Policies(auth, idempotency=idempotency) if auth else Policies(idempotency=idempotency)
+    )
 
 
 async def test_idempotent_replay_conflict_and_restart(tmp_path: Path) -> None:
@@ -195,8 +192,7 @@ async def test_concurrent_requests_with_one_key_execute_once(tmp_path: Path) -> 
 
 
 async def test_keys_are_per_principal(tmp_path: Path) -> None:
-    pipeline, handlers = idem_pipeline(tmp_path / "idem.sqlite3")
-    pipeline.policies.auth = Authenticator.from_env({"KUMITATE_TOKENS": TOKENS})
+    pipeline, handlers = idem_pipeline(tmp_path / "idem.sqlite3", Authenticator.from_env({"KUMITATE_TOKENS": TOKENS}))
     tool = binding("echo", idempotency=True)
     for token in ("t-reader", "t-none"):
         await pipeline.call_tool(
@@ -273,9 +269,7 @@ class Writer(Handlers):
 
 
 async def run_writer(tmp_path: Path, writer: Writer, timeout_ms: int = 100, cap: int | None = None) -> Any:
-    pipeline, _ = make_pipeline()
-    pipeline.handlers = {"demo": writer}
-    pipeline.policies.max_timeout_ms = cap
+    pipeline = pipeline_with(writer, Policies(max_timeout_ms=cap))
     tool = binding("echo", timeout_ms=timeout_ms)
     outcome = await pipeline.call_tool(tool, {"n": 1}, CallRequest("http", ids=("r", "t")))
     await asyncio.sleep(writer.before + writer.during + writer.after + 0.2)  # let the worker thread finish
@@ -412,8 +406,7 @@ async def test_an_async_handler_committing_in_a_thread_at_the_deadline_is_report
         async def echo(self, input: Any, ctx: Any) -> dict[str, Any]:
             return await asyncio.to_thread(writer.echo, input, ctx)
 
-    pipeline, _ = make_pipeline()
-    pipeline.handlers = {"demo": AsyncWriter()}
+    pipeline = pipeline_with(AsyncWriter())
     outcome = await pipeline.call_tool(binding("echo", timeout_ms=100), {"n": 1}, CallRequest("http"))
     assert (outcome.code, saved(db)) == ("OK", [1])
 
@@ -438,8 +431,7 @@ async def test_an_async_handler_timed_out_before_its_commit_is_cancelled(tmp_pat
                 con.close()
             return {"n": input.n}
 
-    pipeline, _ = make_pipeline()
-    pipeline.handlers = {"demo": AsyncWriter()}
+    pipeline = pipeline_with(AsyncWriter())
     outcome = await pipeline.call_tool(binding("echo", timeout_ms=50), {"n": 1}, CallRequest("http"))
     await asyncio.sleep(0.6)
     assert outcome.code == "REQUEST_TIMEOUT" and steps == [] and saved(db) == []
@@ -449,7 +441,7 @@ def test_mcp_calls_over_the_network_never_run_as_the_local_principal() -> None:
     """The local principal (every scope) is for stdio and in-memory sessions. A call that came
     through the network ASGI layer without an HTTP request attached is treated as a caller
     with no token, not as local."""
-    from kumitate.transports.asgi import SERVED_OVER_NETWORK
+    from kumitate.transports.edge.routing import SERVED_OVER_NETWORK
     from kumitate.transports.mcp import current_request
 
     assert current_request().local is True  # no request context: stdio / in-memory

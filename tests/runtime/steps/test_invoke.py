@@ -17,7 +17,7 @@ from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.intake import JsonBody
 from kumitate.steps.invoke import Handler
-from tests.runtime.test_pipeline import HTTP, Handlers, binding, make_pipeline
+from tests.runtime.test_pipeline import HTTP, Handlers, binding, pipeline_with
 
 pytestmark = pytest.mark.anyio
 
@@ -95,8 +95,7 @@ class Misspelling(Handlers):
 
 
 async def test_the_pipeline_answers_the_catalogues_internal_body() -> None:
-    pipeline, _ = make_pipeline()
-    pipeline.handlers = {"demo": Misspelling()}
+    pipeline = pipeline_with(Misspelling())
     outcome = await pipeline.call_tool(binding("echo"), {"n": 7}, HTTP)
     assert (outcome.status, outcome.code) == (500, "INTERNAL")
     assert outcome.body == {
@@ -124,8 +123,7 @@ async def test_a_small_call_of_an_inline_tool_runs_on_the_loop(arguments: Any, o
             return {"n": input.n}
 
     inline = dataclasses.replace(binding("echo"), inline_max_bytes=len(b'{"n": 5}') + 8)
-    pipeline, _ = make_pipeline()
-    pipeline.handlers = {"demo": Threads()}
+    pipeline = pipeline_with(Threads())
     outcome = await pipeline.call_tool(inline, arguments, HTTP)
     assert outcome.ok and outcome.body == {"n": 5}
     assert (seen == [threading.current_thread().name]) is on_loop
