@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 
 __all__ = ["CLIENT_RETRY", "NO_RETRY", "RetryPolicy", "retry_after_s"]
 
@@ -33,6 +34,13 @@ class RetryPolicy:
     max_delay_s: float = 2.0
     jitter: float = 0.2
     max_wait_s: float = 30.0
+    backoff_s: InitVar[float | None] = None
+    """The typed clients' former name of `base_delay_s`, still accepted (with a DeprecationWarning)."""
+
+    def __post_init__(self, backoff_s: float | None) -> None:
+        if backoff_s is not None:
+            warnings.warn("RetryPolicy(backoff_s=...) is now base_delay_s", DeprecationWarning, stacklevel=3)
+            object.__setattr__(self, "base_delay_s", backoff_s)
 
     def delay(self, retry_index: int, rng: random.Random | None = None) -> float:
         """Backoff before retry number `retry_index` (0-based): base * 2^i, capped, jittered."""

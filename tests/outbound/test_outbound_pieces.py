@@ -130,3 +130,15 @@ def test_each_attempt_gives_the_breaker_exactly_one_verdict(upstream: tuple[str,
         with pytest.raises(OutboundError) as err:
             client.request("GET", "/x")
         assert err.value.kind == "client_error" and breaker.heard == ["failure", "success"]
+
+
+def test_the_typed_clients_former_backoff_name_still_works() -> None:
+    import warnings
+
+    from kumitate.client import RetryPolicy as ClientRetryPolicy
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        policy = ClientRetryPolicy(attempts=4, backoff_s=1.5)
+    assert (policy.attempts, policy.base_delay_s) == (4, 1.5)
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
