@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from generated.errors import CATALOGUE, NotFoundError
 from kumitate import calllog
-from kumitate.bindings import Annotations, ServiceBinding, ToolBinding
+from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.context import CallContext
 from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policy import Policy
@@ -100,7 +100,12 @@ def binding(name: str, **policy: Any) -> ToolBinding:
     )
 
 
-def pipeline_with(handlers: object, policies: Policies | None = None, envelope: list[str] | None = None) -> Pipeline:
+def pipeline_with(
+    handlers: object,
+    policies: Policies | None = None,
+    envelope: list[str] | None = None,
+    disabled: frozenset[str] | set[str] = frozenset(),
+) -> Pipeline:
     """The service `demo` served by `handlers`, everything given at construction as the runtime gives it
     (a chain is built on a binding's first call from what the pipeline holds then)."""
     service = ServiceBinding(
@@ -115,7 +120,7 @@ def pipeline_with(handlers: object, policies: Policies | None = None, envelope: 
         resources=(),
         create_handlers=lambda s: handlers,
     )
-    return Pipeline(CATALOGUE, {"demo": service}, {"demo": handlers}, policies)
+    return Pipeline(CATALOGUE, {"demo": service}, {"demo": handlers}, policies, disabled=disabled)
 
 
 def make_pipeline(envelope: list[str] | None = None, policies: Policies | None = None) -> tuple[Pipeline, Handlers]:
@@ -258,3 +263,40 @@ def test_missing_handler_fails_naming_the_tool() -> None:
     )
     with pytest.raises(MissingHandlerError, match="not_implemented"):
         _check_handlers(service, Handlers())
+
+
+class Journal(Handlers):
+    def read_journal(self, ctx: CallContext) -> bytes:
+        return b"today"
+
+    def complete_day(self, ctx: CallContext, prefix: str, arguments: dict[str, str]) -> list[str]:
+        return ["monday"]
+
+
+JOURNAL = ResourceBinding(
+    service="demo",
+    name="journal",
+    errors=[],
+    policy=Policy.parse({"public": True}),
+    uri="demo://journal",
+    params=[],
+    summary="s",
+    description="d",
+    mime_type="text/plain",
+    output_schema=None,
+    http_path="/v1/demo/journal",
+    enabled_by="DEMO_JOURNAL",
+)
+
+
+async def test_a_resource_given_as_disabled_at_construction_answers_not_found() -> None:
+    """The pipeline takes the opt-in resources not enabled here when it is built (the runtime passes them),
+    so no chain can be built before it knows: a disabled one is NOT_FOUND, an enabled one is read."""
+    disabled = pipeline_with(Journal(), disabled={"demo.journal"})
+    refused = await disabled.read_resource(JOURNAL, {}, HTTP)
+    assert (refused.status, refused.code) == (404, "NOT_FOUND")
+    assert await disabled.complete(JOURNAL, "day", "", {}, HTTP) == []
+    enabled = pipeline_with(Journal())
+    served = await enabled.read_resource(JOURNAL, {}, HTTP)
+    assert (served.code, served.body) == ("OK", b"today")
+    assert await enabled.complete(JOURNAL, "day", "", {}, HTTP) == ["monday"]

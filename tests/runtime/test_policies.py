@@ -21,6 +21,7 @@ from kumitate.policies.auth import Authenticator, exposure_warning
 from kumitate.policies.deprecation import Deprecation
 from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.policies.ratelimit import RateLimiter
+from kumitate.settings import Settings
 from kumitate.storage import open_database
 from tests.runtime.test_pipeline import OUTPUT, Handlers, binding, make_pipeline, pipeline_with
 
@@ -500,3 +501,37 @@ async def test_a_call_with_an_idempotency_key_still_times_out_at_its_deadline(tm
     assert store is not None
     with store._db.read() as conn:
         assert conn.exec_driver_sql("SELECT COUNT(*) FROM idempotency").scalar() == 0
+
+
+def test_policies_from_settings_carry_every_setting_they_apply(tmp_path: Path) -> None:
+    """One place turns the settings into the policies: the runtime gives only what settings cannot make
+    (the limiter, the idempotency store)."""
+    settings = Settings.from_env(
+        {
+            "KUMITATE_DATA_DIR": str(tmp_path),
+            "KUMITATE_PUBLIC_URL": "https://tools.example/",
+            "KUMITATE_TOKENS": TOKENS,
+            "KUMITATE_AUTH_FAILURES": "1/3",
+            "KUMITATE_MAX_TIMEOUT_MS": "5000",
+            "KUMITATE_WORKER_THREADS": "4",
+            "KUMITATE_SERVICE_WORKER_THREADS": "demo=2",
+            "KUMITATE_BULKHEAD_WAIT_MS": "250",
+            "KUMITATE_MAX_IN_FLIGHT": "7",
+            "KUMITATE_ADMISSION_WAIT_MS": "30",
+            "KUMITATE_ADMISSION_QUEUE_MS": "0",
+            "KUMITATE_COMMIT_GRACE_MS": "1500",
+            "KUMITATE_OFF_LOOP_BYTES": "1024",
+        }
+    )
+    limiter = RateLimiter()
+    policies = Policies.from_settings(settings, ["demo", "other"], limiter)
+    assert policies.limiter is limiter and policies.idempotency is None and policies.auth.enabled
+    assert policies.auth_guard is not None and (policies.auth_guard.rate, policies.auth_guard.burst) == (1.0, 3)
+    assert (policies.public_url, policies.served_url) == ("https://tools.example", "https://tools.example")
+    assert (policies.worker_threads, policies.service_threads) == (4, {"demo": 2, "other": 4})
+    assert policies.in_flight == {"demo": 7, "other": 7}
+    waits = (policies.bulkhead_wait_s, policies.admission_wait_s, policies.admission_queue_s, policies.commit_grace_s)
+    assert waits == (0.25, 0.03, 0.0, 1.5)
+    assert (policies.max_timeout_ms, policies.off_loop_bytes) == (5000, 1024)
+    pipeline, _ = make_pipeline(policies=policies)
+    assert (pipeline.bulkheads["demo"].limit, pipeline.admissions["demo"].limit) == (2, 7)

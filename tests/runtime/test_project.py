@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -43,3 +44,18 @@ def test_environment_wins_and_the_checkout_is_the_fallback(tmp_path: Path) -> No
     (tmp_path / "specs").mkdir()
     assert Project.discover(Path("/"), env={"KUMITATE_PROJECT": str(tmp_path)}).root == tmp_path.resolve()
     assert Project.discover(Path("/"), env={}).root == SOURCE_CHECKOUT
+
+
+def test_activate_puts_the_projects_packages_first_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """generated/ and handlers/ are imported by those names: the project's parent directories go first on
+    sys.path (generated's, then handlers'), and activating it again changes nothing."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.kumitate]\ngenerated = "out/generated"\nhandlers = "src/handlers"\n'
+    )
+    project = Project.at(tmp_path)
+    root = str(tmp_path.resolve())
+    monkeypatch.setattr(sys, "path", ["/elsewhere", f"{root}/src"])
+    assert project.activate() is project
+    assert sys.path == [f"{root}/out", f"{root}/src", "/elsewhere"]
+    project.activate()
+    assert sys.path == [f"{root}/out", f"{root}/src", "/elsewhere"]

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
+import kumitate.settings as settings_module
 from kumitate.settings import ServiceSettings, Settings, var
 from tests.conftest import REPO
 
@@ -98,3 +99,39 @@ def test_settings_from_a_mapping_read_nothing_from_the_process(monkeypatch: pyte
     assert settings.port == 8000
     assert settings.database_url is None
     assert Settings.from_env().port == 1234
+
+
+GROUPS = (
+    settings_module.DeploySettings,
+    settings_module.ServingSettings,
+    settings_module.HttpEdgeSettings,
+    settings_module.AuthSettings,
+    settings_module.LimitSettings,
+    settings_module.TaskSettings,
+    settings_module.McpSettings,
+    settings_module.ObservabilitySettings,
+)
+
+
+def test_settings_is_its_config_groups_each_variable_in_exactly_one() -> None:
+    """`Settings` is made of the groups (kumitate/settings/): every variable is declared by exactly one,
+    none besides, and the table (`Settings.variables()`) lists them group after group."""
+    per_group = [[name for name, _, _ in group.variables()] for group in GROUPS]
+    flat = [name for names in per_group for name in names]
+    assert len(flat) == len(set(flat))
+    assert [name for name, _, _ in Settings.variables()] == flat
+    assert {"HOST", "KUMITATE_DATABASE_URL", "KUMITATE_HTTP_MAX_HEADERS", "KUMITATE_MCP_LEAN"} <= set(flat)
+
+
+def test_a_config_group_reads_its_own_variables_alone(tmp_path: Path) -> None:
+    """A part of the runtime that reads one concern can take its group: read alone, it validates the same."""
+    edge = settings_module.HttpEdgeSettings.from_env(
+        {"KUMITATE_HTTP_MAX_HEADERS": "50", "KUMITATE_ALLOWED_HOSTS": "a,b"}
+    )
+    assert (edge.http_max_headers, edge.allowed_hosts) == (50, ("a", "b"))
+    limits = settings_module.LimitSettings.from_env({"KUMITATE_SERVICE_WORKER_THREADS": "stays=3"})
+    assert (limits.threads_for("stays"), limits.threads_for("yana"), limits.in_flight_for("stays")) == (3, 16, 48)
+    with pytest.raises(ValidationError, match="KUMITATE_SERVICE_WORKER_THREADS"):
+        settings_module.LimitSettings.from_env({"KUMITATE_SERVICE_WORKER_THREADS": "stays=0"})
+    serving = settings_module.ServingSettings.from_env({"KUMITATE_DATA_DIR": str(tmp_path), "HOST": "::1"})
+    assert (serving.data_dir, serving.public_base_url) == (tmp_path, "http://[::1]:8000")
