@@ -61,7 +61,7 @@ CORRELATION_HEADERS = {
     "X-Trace-Id": "The trace id: the request's X-Trace-Id, else the trace id of its traceparent, else a new one.",
     "X-Request-Duration-Ms": "Server time to the first byte of the response, in milliseconds (e.g. 12.34).",
 }
-"""Response headers the outermost ASGI layer puts on every response (kumitate/transports/asgi.py)."""
+"""Response headers the outermost ASGI layer puts on every response (kumitate/transports/edge/correlation.py)."""
 
 ID_RULE = "Up to 128 of `A-Z a-z 0-9 . _ : @ / + = -`; any other value is replaced by a new id, not rejected."
 

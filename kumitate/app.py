@@ -26,8 +26,11 @@ from kumitate import calllog, heap
 from kumitate.policies import discovery
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
-from kumitate.transports.asgi import ASGIApp, Gate, KumitateASGI, Lean, RequestLimits
+from kumitate.transports.edge.asgi import ASGIApp
 from kumitate.transports.edge.hosts import OriginPolicy
+from kumitate.transports.edge.limits import RequestLimits
+from kumitate.transports.edge.routing import Gate, Lean
+from kumitate.transports.edge.stack import KumitateASGI
 from kumitate.transports.http import error_response
 from kumitate.transports.http.lean import LeanHTTP
 from kumitate.transports.mcp import HTTP_MIDDLEWARE, build_server, configure_sessions
@@ -93,9 +96,18 @@ class KumitateApp(KumitateASGI):
         limits: RequestLimits | None = None,
         lean: Lean | None = None,
     ) -> None:
-        """The edge around `app` and the MCP endpoints; a draining `runtime` answers its refusals."""
+        """The edge around `app` and the MCP endpoints; a draining `runtime` answers its refusals, its
+        pipeline's catalogue the edge's own."""
         super().__init__(
-            app, mcp_all, mcp_services, origins=origins, gate=gate, limits=limits, lean=lean, draining=runtime.draining
+            app,
+            mcp_all,
+            mcp_services,
+            origins=origins,
+            gate=gate,
+            limits=limits,
+            lean=lean,
+            draining=runtime.draining,
+            errors=runtime.pipeline.errors,
         )
         self.runtime: Runtime = runtime
 

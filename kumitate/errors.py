@@ -38,7 +38,7 @@ STATUS_CODES: dict[int, ErrorCode] = {
     503: "SERVICE_UNAVAILABLE",
 }
 """The catalogue code of an HTTP status that came without one: an answer a library gave on its own
-(kumitate.transports.asgi) or a proxy's page a client received (kumitate.client). Each side picks its
+(kumitate.transports.edge.errors) or a proxy's page a client received (kumitate.client). Each side picks its
 own code for a status not listed here."""
 
 

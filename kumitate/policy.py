@@ -42,8 +42,8 @@ HTTP_EDGE_CODES: frozenset[ErrorCode] = frozenset(
         "UNSUPPORTED_MEDIA_TYPE",
     }
 )
-"""Codes the HTTP edge answers on any route before or around the pipeline (kumitate/transports/asgi.py,
-protocol.py, http.py): a malformed request, headers or a body too large, a refused Host/Origin, a body
+"""Codes the HTTP edge answers on any route before or around the pipeline (kumitate/transports/edge/,
+protocol.py, http/): a malformed request, headers or a body too large, a refused Host/Origin, a body
 that does not arrive in time, a method, media type or Accept the route does not take."""
 
 RESOURCE_CODES: frozenset[ErrorCode] = frozenset({"NOT_FOUND"})

@@ -20,8 +20,9 @@ from kumitate.pipeline import CallRequest
 from kumitate.policies import discovery
 from kumitate.policies.auth import ALL_SCOPES
 from kumitate.runtime import Runtime
-from kumitate.transports.asgi import IDS_KEY, Gate, Receive, Refusal, Scope
+from kumitate.transports.edge.asgi import IDS_KEY, Receive, Scope
 from kumitate.transports.edge.hosts import base_url_of
+from kumitate.transports.edge.routing import Gate, Refusal
 from kumitate.transports.mcp.scopes import ScopeMap, read_body
 
 

@@ -9,17 +9,17 @@ header limit, parses several times slower: about a third fewer requests a second
 * the header block bounded (KUMITATE_HTTP_MAX_HEADER_BYTES): the bytes read while a request's
   headers are incomplete are counted, and past the limit the request is answered 431
   HEADERS_TOO_LARGE and the connection closed, so at most the limit plus one read is ever held.
-  (A header block that arrives whole within one read is measured exactly in asgi.py; the count
+  (A header block that arrives whole within one read is measured exactly in edge/limits.py; the count
   here can include the tail of a previous pipelined request read together with it);
 * a header deadline (KUMITATE_HTTP_HEADER_TIMEOUT_S) from the connection's start, and from the
   first byte of each further request on a kept-alive connection: a request whose headers are not
   complete by then is answered 408 REQUEST_TIMEOUT and closed (a connection that sent nothing
   is just closed, as uvicorn's keep-alive time-out closes an idle one);
-* every answer it gives itself in the catalogue's envelope (`asgi.error_reply`);
+* every answer it gives itself in the catalogue's envelope (`edge.errors.EdgeErrors`);
 * the time a request's headers were complete, in its scope (ARRIVED_KEY), so the application can
   shed a call that queued too long in the loop before it was taken (kumitate.admission).
 
-The body's own deadline and the header count are checked in the ASGI layer (asgi.py), where a
+The body's own deadline and the header count are checked in the ASGI edge (edge/limits.py, edge/body_deadline.py), where a
 request exists. What the server answers before any request line was read (a connection reset,
 TLS garbage) is a closed connection, as with any server.
 
@@ -42,7 +42,8 @@ from kumitate import calllog
 from kumitate.compat import uvicorn as uvicorn_compat
 from kumitate.compat.uvicorn import HttpToolsProtocol
 from kumitate.errors import ErrorCode
-from kumitate.transports.asgi import ARRIVED_KEY, error_reply
+from kumitate.transports.edge.asgi import ARRIVED_KEY
+from kumitate.transports.edge.errors import EdgeErrors
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +126,7 @@ class EdgeProtocol(HttpToolsProtocol):
 
     def _answer(self, code: ErrorCode, message: str, event: str) -> None:
         """Write the envelope as a complete response and close: the request (if any) is not read on."""
-        status, _, body = error_reply(code, message)
+        status, _, body = EdgeErrors.of_project().reply(code, message)  # rare: read when answered
         calllog.log_event(event, code=code, status=status)
         head = (
             f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"

@@ -25,7 +25,7 @@ import pytest
 
 from codegen.examples import all_examples
 from codegen.specs import SpecTree
-from kumitate.transports.asgi import ARRIVED_KEY
+from kumitate.transports.edge.asgi import ARRIVED_KEY
 from kumitate.transports.http.lean import FLUSHED_ABOVE, LeanHTTP
 from tests.conftest import K_OF_N_RULE, InProcessApp, serve_in_process
 from tests.heap_faults import PAGES, glibc_only, second_block_faults

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import threading
 from typing import Any
 
 import pytest
 
-from kumitate.transports.asgi import KumitateASGI, RequestLimits
+from kumitate.project import load_generated
+from kumitate.steps.errors import ErrorMap
+from kumitate.transports.edge.hosts import OriginPolicy
+from kumitate.transports.edge.limits import RequestLimits
+from kumitate.transports.edge.stack import KumitateASGI
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +97,55 @@ async def test_a_stalled_body_is_a_408_and_the_app_reads_a_disconnect() -> None:
     assert status == 408
     assert error["code"] == "REQUEST_TIMEOUT"
     assert headers[b"connection"] == b"close"
+
+
+def layer_names(edge: KumitateASGI) -> list[str]:
+    """The edge's layers, outermost first, by the middleware each one builds."""
+    return [getattr(layer, "func", layer).__name__ for layer in edge.layers()]
+
+
+async def noop(scope: Any, receive: Any, send: Any) -> None:
+    return None
+
+
+def test_the_edge_runs_its_layers_in_the_one_listed_order_and_leaves_out_what_is_off() -> None:
+    bare = KumitateASGI(noop, None, {})
+    assert layer_names(bare) == ["Correlation", "HeaderLimits", "Hosts", "CrashFallback", "BodyDeadline"]
+    origins = OriginPolicy.from_env({"KUMITATE_ALLOWED_ORIGINS": "https://ui.example"})
+
+    async def lean(scope: Any, receive: Any, send: Any) -> bool:
+        return False
+
+    full = KumitateASGI(noop, noop, {"svc": noop}, origins=origins, lean=lean, draining=threading.Event())
+    assert layer_names(full) == [
+        "Correlation",
+        "HeaderLimits",
+        "Hosts",
+        "DrainHeader",
+        "CrashFallback",
+        "BodyDeadline",
+        "cors",
+        "McpRouting",
+        "LeanPaths",
+    ]
+
+
+async def test_the_edge_answers_from_the_catalogue_it_is_given_not_one_it_loads() -> None:
+    """The app passes the pipeline's ErrorMap in; a catalogue that differs shows in the edge's own 500."""
+    catalogue = dict(load_generated()[0])
+    catalogue["INTERNAL"] = dataclasses.replace(catalogue["INTERNAL"], retryable=True)
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    await KumitateASGI(noop, None, {}, errors=ErrorMap(catalogue))(dict(SCOPE), receive, send)
+    status, headers, error = envelope(sent)
+    assert (status, error["code"], error["retryable"]) == (500, "INTERNAL", True)
+    assert b"x-run-id" in headers and b"x-request-duration-ms" in headers
+    sent.clear()
+    await KumitateASGI(noop, None, {})(dict(SCOPE), receive, send)
+    assert envelope(sent)[2]["retryable"] is False

@@ -17,7 +17,7 @@ import pytest
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from kumitate.transports.asgi import ARRIVED_KEY
+from kumitate.transports.edge.asgi import ARRIVED_KEY
 from kumitate.transports.protocol import EdgeLimits, protocol_for
 
 pytestmark = pytest.mark.anyio

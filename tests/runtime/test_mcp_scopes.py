@@ -9,7 +9,7 @@ import pytest
 
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
-from kumitate.transports.asgi import Message
+from kumitate.transports.edge.asgi import Message
 from kumitate.transports.mcp.scopes import ScopeMap, read_body
 
 pytestmark = pytest.mark.anyio

@@ -13,6 +13,8 @@ Origin header must come once: the check and every URL built from the request (ex
 KUMITATE_ALLOWED_HOSTS. An Origin is accepted when absent (curl, SDKs and MCP clients send
 none), same-origin with an accepted Host (the docs UI: same scheme, host and port), or listed in KUMITATE_ALLOWED_ORIGINS.
 A browser write that is cross-site but carries no Origin is refused as well.
+
+`Hosts` is the edge's layer that applies it (and refuses an HTTP/1.1 request without a Host).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kumitate.settings import Settings
+from kumitate.transports.edge.asgi import ASGIApp, Receive, Scope, Send, headers_of
+from kumitate.transports.edge.errors import EdgeErrors, refuse
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -197,3 +201,25 @@ class OriginPolicy:
         if ANY in self.origins or normal in self.origins:
             return True
         return host is not None and normal == normalise_origin(f"{scheme}://{host}")
+
+
+class Hosts:
+    """ASGI middleware: a request without a Host (HTTP/1.1), or with a Host or Origin `origins` refuses,
+    is answered ORIGIN_NOT_ALLOWED (or BAD_REQUEST) before routing and before its body is read."""
+
+    def __init__(self, app: ASGIApp, origins: OriginPolicy | None, errors: EdgeErrors) -> None:
+        self.app = app
+        self.origins = origins
+        self.errors = errors
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":  # http and websocket (Correlation read their headers)
+            headers = headers_of(scope)
+            if "host" not in headers and scope.get("http_version") == "1.1":
+                await refuse(scope, send, self.errors, "BAD_REQUEST", "an HTTP/1.1 request must carry a Host header")
+                return
+            reason = self.origins.refusal(scope, headers) if self.origins is not None else None
+            if reason is not None:
+                await refuse(scope, send, self.errors, "ORIGIN_NOT_ALLOWED", reason)
+                return
+        await self.app(scope, receive, send)

@@ -29,8 +29,8 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from kumitate.bindings import ToolBinding
 from kumitate.pipeline import CallRequest, Outcome
-from kumitate.transports.asgi import ARRIVED_KEY, HEADERS_KEY, IDS_KEY, Receive, Scope, Send
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
+from kumitate.transports.edge.asgi import ARRIVED_KEY, HEADERS_KEY, IDS_KEY, Receive, Scope, Send
 from kumitate.transports.edge.hosts import base_url_of
 from kumitate.transports.http import CLIENT_CLOSED_REQUEST, encoded, http_error, json_arguments
 
@@ -93,7 +93,7 @@ class LeanHTTP:
         if outcome is None:
             await self._call(binding, cap, request, receive, send)
         else:
-            await _respond(send, outcome)
+            await _send_outcome(send, outcome)
         return True
 
     async def _call(self, binding: ToolBinding, cap: int, request: CallRequest, receive: Receive, send: Send) -> None:
@@ -115,7 +115,7 @@ class LeanHTTP:
             outcome = await unless_disconnected(receive, body_read, call)
         except ClientGone:  # nobody reads the answer
             outcome = Outcome(True, CLIENT_CLOSED_REQUEST, "CLIENT_CLOSED", b"", *request.ids or ("", ""))
-        await _respond(send, outcome)
+        await _send_outcome(send, outcome)
 
     async def _body(self, receive: Receive, cap: int) -> bytearray:
         """The body, as Litestar's `Request.stream` reads it (the same refusals, as the same errors)."""
@@ -132,7 +132,7 @@ class LeanHTTP:
                 raise http_error(self.runtime, InternalServerException("client disconnected prematurely"))
 
 
-async def _respond(send: Send, outcome: Outcome) -> None:
+async def _send_outcome(send: Send, outcome: Outcome) -> None:
     """The response Litestar sends for `to_response(outcome)`: its headers lower-cased in order,
     then content-type (with a charset for text) and content-length, unless the outcome set them."""
     body, media_type = encoded(outcome)

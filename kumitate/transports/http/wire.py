@@ -20,11 +20,11 @@ from kumitate.errors import ToolError
 from kumitate.intake import JsonBody
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
-from kumitate.transports.asgi import code_for_status
+from kumitate.transports.edge.asgi import IDS_KEY
+from kumitate.transports.edge.errors import code_for_status
 from kumitate.transports.edge.hosts import base_url_of
 from kumitate.transports.http import forms
 
-IDS_KEY = "kumitate_ids"
 CLIENT_CLOSED_REQUEST = 499
 """The status logged for a call whose client disconnected (nginx's convention); never sent."""
 _ENCODER = msgspec.json.Encoder()

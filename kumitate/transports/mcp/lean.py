@@ -46,8 +46,8 @@ from kumitate import correlation
 from kumitate.intake import JsonBody
 from kumitate.pipeline import CallRequest
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
-from kumitate.transports.asgi import IDS_KEY, ASGIApp, Receive, Scope, Send
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
+from kumitate.transports.edge.asgi import IDS_KEY, ASGIApp, Receive, Scope, Send
 from kumitate.transports.edge.hosts import base_url_of
 from kumitate.transports.http import CLIENT_CLOSED_REQUEST
 from kumitate.transports.mcp.elicit import CAPABILITIES as ASKABLE

@@ -10,8 +10,8 @@ from fastmcp.server.dependencies import fastmcp_request_ctx
 
 from kumitate import correlation
 from kumitate.pipeline import CallRequest
-from kumitate.transports.asgi import SERVED_OVER_NETWORK
 from kumitate.transports.edge.hosts import base_url_of
+from kumitate.transports.edge.routing import SERVED_OVER_NETWORK
 from kumitate.transports.progress import Send
 
 

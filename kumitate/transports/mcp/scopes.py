@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from kumitate.runtime import Runtime
-from kumitate.transports.asgi import Message, Receive
+from kumitate.transports.edge.asgi import Message, Receive
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import msgspec
 from mcp.shared.inbound import unsupported_protocol_version_rejection
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
 
-from kumitate.transports.asgi import ASGIApp, Receive, Scope, Send
+from kumitate.transports.edge.asgi import ASGIApp, Receive, Scope, Send
 from kumitate.transports.mcp.scopes import read_body
 
 __all__ = ["KnownVersions"]
