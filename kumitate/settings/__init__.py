@@ -2,7 +2,7 @@
 
 `Settings.from_env()` validates the whole process environment at start-up (a bad value stops the
 server with the variable's name); the result is passed to `create_app()` / `Runtime`, and nothing in
-kumitate/ reads `os.environ` after that. Each field's `validation_alias` is its variable's name, so
+kumitate/ reads the process environment after that. Each field's `validation_alias` is its variable's name, so
 an error names the variable, and `make generate` writes the settings table from these declarations
 (codegen/settings_doc.py; `codegen --check` fails when it is stale).
 
