@@ -351,7 +351,7 @@ def test_a_data_dir_that_is_a_mount_point_is_filled_in_place(
     data = tmp_path / "volume"
     data.mkdir()
     asked: list[Path] = []
-    monkeypatch.setattr(backup.os.path, "ismount", lambda path: asked.append(Path(path)) or Path(path) == data)
+    monkeypatch.setattr(os.path, "ismount", lambda path: asked.append(Path(path)) or Path(path) == data)
     (copy / CHART).write_bytes(b"altered")
     with pytest.raises(BackupError, match=f"{CHART} is 7 bytes"):
         backup.restore(copy, data, export_dir=None)
