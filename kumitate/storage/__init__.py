@@ -4,7 +4,8 @@ SQLite (one file under the data dir) by default, PostgreSQL (psycopg 3) when
 KUMITATE_DATABASE_URL is set. `engine.py` opens connections (pragmas in one place),
 `database.py` runs transactions (commits under the call's commit gate), `bounds.py` holds each
 transaction of a call to its deadline (with `watchdog.py` for a server that stops answering),
-`migrate.py` applies or checks the packaged Alembic migrations, `schema.py` declares the tables.
+`migrate/` applies or checks the packaged Alembic migrations, `schema.py` declares the tables, `backup/`
+backs a data dir up and restores it (`kumitate db backup` / `restore`).
 
 The names below load on first use (PEP 562): importing `kumitate.storage.redis` or this package
 does not import SQLAlchemy, so a process whose services keep no relational state never pays for it.

@@ -1,4 +1,4 @@
-"""Alembic environment: kumitate passes the connection in (kumitate/storage/migrate.py); no alembic.ini.
+"""Alembic environment: kumitate passes the connection in (kumitate/storage/migrate/); no alembic.ini.
 
 One environment for every branch (the runtime's and each service's version directory). The metadata
 compared by autogenerate is the runtime's unless `kumitate db revision --service NAME` passes the
