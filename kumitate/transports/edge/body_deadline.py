@@ -8,6 +8,7 @@ last body chunk (an SSE stream waiting for the client to leave) are not bounded.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 
 from kumitate import calllog
 from kumitate.transports.edge.asgi import ASGIApp, Message, Receive, Scope, Send, ids_of, respond
@@ -22,12 +23,11 @@ class BodyDeadline:
         self.timeout_s = timeout_s
         self.errors = errors
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
         exchange = Exchange(receive, send, self.timeout_s, ids_of(scope), self.errors)
-        await self.app(scope, exchange.receive, exchange.send)
+        return self.app(scope, exchange.receive, exchange.send)
 
 
 class Exchange:

@@ -10,6 +10,7 @@ not a valid one). The headers dict (lower-cased names, the last of a repeated on
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable
 
 from starlette.datastructures import MutableHeaders
 
@@ -23,19 +24,17 @@ class Correlation:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         kind = scope["type"]
         if kind != "http" and kind != "websocket":
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         run_id, trace_id = correlation.from_headers(headers)
         state = scope.setdefault("state", {})
         state[IDS_KEY] = (run_id, trace_id)
         state[HEADERS_KEY] = headers
         if kind == "websocket":
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
         replaced = correlation.run_id_replaced(headers)
         started = time.perf_counter()
 
@@ -49,4 +48,4 @@ class Correlation:
                 out["X-Request-Duration-Ms"] = f"{(time.perf_counter() - started) * 1000:.2f}"
             await send(message)
 
-        await self.app(scope, receive, send_with_ids)
+        return self.app(scope, receive, send_with_ids)

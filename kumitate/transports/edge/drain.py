@@ -4,6 +4,7 @@ reusing the connection before the port closes."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Awaitable
 
 from starlette.datastructures import MutableHeaders
 
@@ -17,10 +18,9 @@ class DrainHeader:
         self.app = app
         self.draining = draining
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
         draining = self.draining
 
         async def closing(message: Message) -> None:
@@ -28,4 +28,4 @@ class DrainHeader:
                 MutableHeaders(scope=message)["Connection"] = "close"
             await send(message)
 
-        await self.app(scope, receive, closing)
+        return self.app(scope, receive, closing)

@@ -13,6 +13,7 @@ MCP SDK's own error pages rewritten.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import msgspec
@@ -116,8 +117,8 @@ class CatalogueErrors:
         self.app = app
         self.errors = errors
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.app(scope, receive, self._rewriting(send, (scope.get("state") or {}).get(IDS_KEY)))
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        return self.app(scope, receive, self._rewriting(send, (scope.get("state") or {}).get(IDS_KEY)))
 
     def _rewriting(self, send: Send, ids: tuple[str, str] | None) -> Send:
         held: Message | None = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Awaitable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -212,14 +212,12 @@ class Hosts:
         self.origins = origins
         self.errors = errors
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "lifespan":  # http and websocket (Correlation read their headers)
             headers = headers_of(scope)
             if "host" not in headers and scope.get("http_version") == "1.1":
-                await refuse(scope, send, self.errors, "BAD_REQUEST", "an HTTP/1.1 request must carry a Host header")
-                return
+                return refuse(scope, send, self.errors, "BAD_REQUEST", "an HTTP/1.1 request must carry a Host header")
             reason = self.origins.refusal(scope, headers) if self.origins is not None else None
             if reason is not None:
-                await refuse(scope, send, self.errors, "ORIGIN_NOT_ALLOWED", reason)
-                return
-        await self.app(scope, receive, send)
+                return refuse(scope, send, self.errors, "ORIGIN_NOT_ALLOWED", reason)
+        return self.app(scope, receive, send)

@@ -8,6 +8,7 @@ arrived whole in a single read.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 from kumitate.transports.edge.asgi import ASGIApp, Receive, Scope, Send
@@ -32,16 +33,14 @@ class HeaderLimits:
         self.max_header_bytes = limits.max_header_bytes
         self.errors = errors
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         if scope["type"] != "lifespan":  # http and websocket (Correlation gave both their ids)
             fields = scope.get("headers", [])
             if len(fields) > self.max_headers:
                 message = f"the request has more than {self.max_headers} header fields"
-                await refuse(scope, send, self.errors, "HEADERS_TOO_LARGE", message)
-                return
+                return refuse(scope, send, self.errors, "HEADERS_TOO_LARGE", message)
             size = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
             if size + sum(len(k) + len(v) + 4 for k, v in fields) > self.max_header_bytes:
                 message = f"the request line and headers are larger than {self.max_header_bytes} bytes"
-                await refuse(scope, send, self.errors, "HEADERS_TOO_LARGE", message)
-                return
-        await self.app(scope, receive, send)
+                return refuse(scope, send, self.errors, "HEADERS_TOO_LARGE", message)
+        return self.app(scope, receive, send)

@@ -51,11 +51,13 @@ class McpRouting:
             return self._services[head], "/" + tail
         return None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         target = self._target(scope["path"]) if scope["type"] == "http" else None
         if target is None:
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
+        return self._serve(target, scope, receive, send)
+
+    async def _serve(self, target: tuple[ASGIApp, str], scope: Scope, receive: Receive, send: Send) -> None:
         app, path = target
         refusal = None
         if self.gate is not None and scope["method"] != "OPTIONS":

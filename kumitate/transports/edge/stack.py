@@ -13,6 +13,12 @@ a request meets them (`KumitateASGI.layers`).
 
 Refusals (2, 3) come before any body is read; everything after 1 carries the ids. A layer whose
 concern is off (no drain event, no CORS origins, no MCP, no lean path) is left out, not run idle.
+
+The edge is on every request's path (the wrk benchmark measures it): a layer that only passes the
+request on, or wraps `send` or `receive`, returns the inner app's awaitable instead of awaiting it
+(a plain `__call__`: what is awaited is the same), so the layers cost no coroutine of their own; only
+`KumitateASGI` itself (uvicorn reads an app whose `__call__` is not a coroutine function as ASGI 2),
+`CrashFallback` (which must catch) and `LeanPaths` (which must see the answer) await.
 """
 
 from __future__ import annotations
@@ -100,4 +106,5 @@ class KumitateASGI:
         self._stack = self._build()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # a coroutine function: uvicorn takes an app whose __call__ is not one for ASGI 2
         await self._stack(scope, receive, send)
