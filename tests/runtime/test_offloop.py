@@ -100,3 +100,34 @@ async def test_a_dead_worker_leaves_the_call_unchecked_and_is_replaced() -> None
         assert await pool.first_error(SCHEMA, b'{"keys": ["BAD"]}') == ("/keys/0", '"BAD" does not match "^u:[0-9]+$"')
     finally:
         pool.close()
+
+
+async def test_a_worker_that_cannot_start_leaves_the_call_unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spawned process imports the main module; a program without the __main__ guard cannot start one.
+    The call is then checked on its thread (UNCHECKED), never answered 500."""
+    pool = CheckPool()
+
+    class Refusing:
+        def submit(self, *args: Any) -> Any:
+            raise RuntimeError("An attempt has been made to start a new process before ... bootstrapping phase")
+
+        def shutdown(self, **kwargs: Any) -> None:
+            pass
+
+    monkeypatch.setattr(pool, "_executor", lambda: Refusing())
+    assert await pool.first_error(SCHEMA, b'{"keys": ["BAD"]}') is offloop.UNCHECKED
+
+
+async def test_the_worker_hands_back_what_a_large_check_took() -> None:
+    """After checking 15.6 MB of JSON the worker returns its heap (glibc's malloc_trim): it idles near its
+    start-up size, not at the ~240 MiB the parse needed."""
+    pool = CheckPool()
+    try:
+        assert await pool.first_error(SCHEMA, b'{"keys": []}') is None
+        (pid,) = list(pool._executor()._processes)  # the test reads what the pool started
+        body = json.dumps({"keys": ["BAD KEY!"] * 1_300_000}).encode()
+        assert (await pool.first_error(SCHEMA, body) or ("", ""))[0] == "/keys/0"
+        rss_kib = next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS"))
+        assert rss_kib < 120 * 1024, rss_kib
+    finally:
+        pool.close()
