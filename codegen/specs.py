@@ -548,6 +548,12 @@ def _load_tool(
     output_schema = _deref(doc["output"], path, root, "/output", rel, problems, names)
     if input_schema is None or output_schema is None:
         return None
+    own_defs = doc["input"].get("$defs") if isinstance(doc["input"], dict) else None
+    if isinstance(own_defs, dict) and own_defs:
+        # definitions written in the input itself are part of what the tool advertises (JSON Schema 2020-12
+        # `$defs`, `$anchor` and all: SEP-1613/SEP-2106 say clients keep them), not only a place refs point at
+        defs = _deref(own_defs, path, root, "/input/$defs", rel, problems)
+        input_schema = {**input_schema, "$defs": defs} if isinstance(defs, dict) else input_schema
     wire_input = shared.hoist(input_schema, names)
     http = doc.get("http", {})
     examples = [

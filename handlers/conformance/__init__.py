@@ -41,6 +41,15 @@ class ConformanceHandlers:
     def test_simple_text(self, input: models.NoInput, ctx: CallContext) -> Text:
         return Text(text="This is a simple text response for testing.")
 
+    def json_schema_2020_12_tool(self, input: models.JsonSchema202012ToolInput, ctx: CallContext) -> Text:
+        # the schema's if/then/else already made sure the chosen method's field is there
+        if input.contactMethod == models.ContactMethod.phone:
+            return Text(text=f"Contact {input.name or 'them'} by phone: {input.phone}")
+        return Text(text=f"Contact {input.name or 'them'} by email: {input.email}")
+
+    def test_custom_header(self, input: models.TestCustomHeaderInput, ctx: CallContext) -> Text:
+        return Text(text=f"value: {input.value}")
+
     def test_image_content(self, input: models.NoInput, ctx: CallContext) -> Text:
         ctx.attachments.append(Attachment("image/png", self.png))
         return Text(text="A 1x1 red PNG is attached as image content.")

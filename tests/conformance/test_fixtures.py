@@ -72,6 +72,35 @@ async def test_text_content_is_the_declared_property_and_structured_content_the_
     assert refused.is_error and json.loads(refused.content[0].text)["error"]["code"]
 
 
+async def test_the_json_schema_2020_12_fixture_advertises_its_keywords_and_enforces_them(client: Client[Any]) -> None:
+    """The suite's pending json-schema-2020-12 scenario reads these keywords from tools/list (SEP-1613,
+    SEP-2106); the input's own `$defs` (with its `$anchor`) are advertised, not dropped as refs' homes."""
+    tool = next(t for t in await client.list_tools() if t.name == "json_schema_2020_12_tool")
+    schema = tool.inputSchema
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["$defs"]["address"]["$anchor"] == "addressDef"
+    assert schema["additionalProperties"] is False
+    assert schema["allOf"][0]["anyOf"] == [{"required": ["phone"]}, {"required": ["email"]}]
+    assert (schema["if"]["required"], schema["then"], schema["else"]) == (
+        ["contactMethod"],
+        {"required": ["phone"]},
+        {"required": ["email"]},
+    )
+    by_phone = await client.call_tool_mcp("json_schema_2020_12_tool", {"contactMethod": "phone", "phone": "123"})
+    assert not by_phone.is_error and by_phone.content[0].text == "Contact them by phone: 123"
+    # the conditional is checked, not only shown: phone chosen but only an email given
+    refused = await client.call_tool_mcp("json_schema_2020_12_tool", {"contactMethod": "phone", "email": "a@b.c"})
+    assert refused.is_error
+
+
+async def test_the_custom_header_fixture_marks_its_argument_for_an_mcp_param_header(client: Client[Any]) -> None:
+    """http-custom-header-server-validation (SEP-2243) needs one tool with a string `x-mcp-header` argument."""
+    tool = next(t for t in await client.list_tools() if t.name == "test_custom_header")
+    assert tool.inputSchema["properties"]["value"]["x-mcp-header"] == "Value"
+    echoed = await client.call_tool_mcp("test_custom_header", {"value": "=?base64?SGVsbG8"})
+    assert echoed.content[0].text == "value: =?base64?SGVsbG8"
+
+
 async def test_error_fixture_is_a_catalogued_error(client: Client[Any]) -> None:
     result = await client.call_tool_mcp("test_error_handling", {})
     assert result.is_error
