@@ -128,6 +128,7 @@ def create(setup: ServiceSetup) -> AnalyticsHandlers:
         query_timeout_s=settings.timeout_s,
         pool_size=settings.pool_size,
         worker_memory_mb=settings.worker_memory_mb,
+        worker_idle_mb=settings.worker_idle_mb,
         export_max_bytes=settings.export_max_bytes,
         principal_export_bytes=settings.principal_export_bytes,
     )

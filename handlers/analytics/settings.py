@@ -46,6 +46,14 @@ class AnalyticsSettings(ExportLocation):
         "`1024`",
         ge=256,
     )
+    worker_idle_mb: int = var(
+        "KUMITATE_ANALYTICS_WORKER_IDLE_MB",
+        192,
+        "resident memory an idle analytics worker may keep, MiB: one above it after a call is replaced (a worker "
+        "holds ~80 MiB after a query; a large one leaves more behind)",
+        "`192`",
+        ge=64,
+    )
     export_max_mb: float = var(
         "KUMITATE_ANALYTICS_EXPORT_MAX_MB",
         100.0,

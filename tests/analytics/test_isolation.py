@@ -161,3 +161,26 @@ def test_parallel_exports_at_the_byte_quota_all_answer_and_give_everything_back(
         assert len(list(svc.exports.directory.glob("*.csv"))) == published  # no partial file left
     finally:
         svc.close()
+
+
+def test_a_worker_that_keeps_more_than_its_idle_budget_is_replaced(
+    small_db_template: Path, tmp_path: Path, clock: FakeClock
+) -> None:
+    """After a call, a worker holding more than KUMITATE_ANALYTICS_WORKER_IDLE_MB is retired, so idle workers
+    never hold what a large query left behind; one within its budget is kept for the next call."""
+    kept = make_service(small_db_template, tmp_path / "kept", clock)  # 192 MiB: a worker holds ~80 after a query
+    lean = make_service(small_db_template, tmp_path / "lean", clock, worker_idle_mb=64)
+    try:
+        for svc, replaced in ((kept, False), (lean, True)):
+            assert svc.profile({"table_or_query": "activities", "columns": ["activity_id"]})["row_count"] == 6
+            first = _worker_pids(svc)
+            assert svc.profile({"table_or_query": "activities", "columns": ["activity_id"]})["row_count"] == 6
+            second = _worker_pids(svc)
+            if replaced:  # retired as each call checked it in: no worker waits in the pool
+                assert first == second == set(), (first, second)
+            else:  # the same worker served both calls and waits for the next
+                assert len(first) == 1 and first == second, (first, second)
+            assert svc.runner.idle() == svc.runner.pool_size
+    finally:
+        kept.close()
+        lean.close()

@@ -62,6 +62,7 @@ log = logging.getLogger("kumitate.analytics")
 VIEWS_CATALOG = "memory"  # the in-memory primary database: materialized views live here
 DEFAULT_POOL_SIZE = 4
 DEFAULT_WORKER_MEMORY_MB = 1024
+DEFAULT_WORKER_IDLE_MB = 192
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 START_TIMEOUT_S = 30.0
 POLL_S = 0.05
@@ -306,6 +307,7 @@ class QueryRunner:
         pool_size: int = DEFAULT_POOL_SIZE,
         timeout_s: float = 10.0,
         scrub: tuple[str, ...] = (),
+        idle_bytes: int = DEFAULT_WORKER_IDLE_MB << 20,
     ) -> None:
         self.sandbox = sandbox
         self.timeout_s = timeout_s
@@ -315,7 +317,9 @@ class QueryRunner:
             self._free.put(slot)
         self._local = threading.local()
         self._scrub = tuple(s for s in scrub if s)
-        self.recycle_bytes = sandbox.memory_bytes // 2
+        self.recycle_bytes = min(idle_bytes, sandbox.memory_bytes // 2)
+        """A worker holding more than this after a call is replaced: idle workers stay small, so the pool's
+        idle memory is at most pool_size times it (docs/deployment.md, Memory)."""
         self.con = _OneShot(self)
         """Runs each statement in a session of its own (start-up checks, scripts, tests)."""
 
@@ -365,7 +369,7 @@ class QueryRunner:
             self._check_in(slot)
 
     def _check_in(self, slot: Slot) -> None:
-        """Back to the pool; a dead worker, or one grown past half its bound, is replaced by the next call."""
+        """Back to the pool; a dead worker, or one holding more than `recycle_bytes`, is replaced by the next call."""
         worker = slot.worker
         try:
             if worker is not None and (not worker.alive() or worker.rss_bytes() > self.recycle_bytes):

@@ -30,7 +30,14 @@ from kumitate.storage.carry import announce
 
 from ..store import ExportRegistry, ViewRegistry
 from .checked import Checked, CheckedQueries
-from .connection import DEFAULT_POOL_SIZE, DEFAULT_WORKER_MEMORY_MB, QueryRunner, Sandbox, WorkerConnection
+from .connection import (
+    DEFAULT_POOL_SIZE,
+    DEFAULT_WORKER_IDLE_MB,
+    DEFAULT_WORKER_MEMORY_MB,
+    QueryRunner,
+    Sandbox,
+    WorkerConnection,
+)
 from .exports import FORMATS, ExportQuota, ExportStore
 from .histogram import MAX_BINS, compute_histogram
 from .materialize import PREFIX as VIEW_PREFIX
@@ -96,6 +103,7 @@ class Limits:
     principal_export_bytes: int = 500_000_000
     pool_size: int = DEFAULT_POOL_SIZE
     worker_memory_mb: int = DEFAULT_WORKER_MEMORY_MB
+    worker_idle_mb: int = DEFAULT_WORKER_IDLE_MB
 
 
 class AnalyticsService:
@@ -144,7 +152,11 @@ class AnalyticsService:
         )
         scrub = (str(exports_dir.resolve()), str(Path(service_dir).resolve()), str(self.db_path.resolve()))
         self.runner = QueryRunner(
-            sandbox, pool_size=self.limits.pool_size, timeout_s=self.limits.query_timeout_s, scrub=scrub
+            sandbox,
+            pool_size=self.limits.pool_size,
+            timeout_s=self.limits.query_timeout_s,
+            scrub=scrub,
+            idle_bytes=self.limits.worker_idle_mb << 20,
         )
         self.views = Materializer(
             exports_dir / "views",
