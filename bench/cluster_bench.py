@@ -26,9 +26,9 @@ import yaml
 
 from deploy import servers
 from deploy.cluster import Cluster
-from kumitate.deploy import DeploySettings
 from kumitate.policies.idempotency import Stored
 from kumitate.policies.idempotency_store import IdempotencyStore
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import open_database
 
 REPO = Path(__file__).resolve().parent.parent

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
-from kumitate import tracing
+from kumitate.observability import tracing
 from kumitate.pipeline import CallRequest
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings

@@ -80,7 +80,7 @@ REQUEST_HEADERS: dict[str, dict[str, Any]] = {
         " value is ignored.",
     },
 }
-"""Optional correlation headers every operation reads (kumitate/correlation.py), as components/parameters."""
+"""Optional correlation headers every operation reads (kumitate/observability/correlation.py), as components/parameters."""
 
 RESPONSE_HEADERS: dict[str, dict[str, Any]] = {
     "X-Run-Id": {"description": CORRELATION_HEADERS["X-Run-Id"], "required": True, "schema": {"type": "string"}},

@@ -22,9 +22,11 @@ from litestar.exceptions import HTTPException
 from litestar.static_files import create_static_files_router
 from swagger_ui_bundle import swagger_ui_path
 
-from kumitate import calllog, heap
+from kumitate.observability import calllog
 from kumitate.policies import discovery
 from kumitate.runtime import Runtime
+from kumitate.serving import heap
+from kumitate.serving.workers import mcp_stateless
 from kumitate.settings import Settings
 from kumitate.transports.edge.asgi import ASGIApp
 from kumitate.transports.edge.hosts import OriginPolicy
@@ -37,7 +39,6 @@ from kumitate.transports.mcp import HTTP_MIDDLEWARE, build_server, configure_ses
 from kumitate.transports.mcp.lean import lean_endpoint
 from kumitate.transports.oauth import discovery_routes, mcp_gate
 from kumitate.transports.ops import health_routes, metrics_routes
-from kumitate.workers import mcp_stateless
 
 __all__ = ["DOCS_ASSETS", "DOCS_HTML", "KumitateApp", "create_app", "create_litestar"]
 
@@ -166,7 +167,7 @@ def _lifespan(
             # ~290 ms, 35-60 ms after (issue 32, HTTP p99). No collect first (it found ~35 objects for 0.1 s
             # of CPU); unfrozen at shutdown, so a process that starts apps in turn (tests) frees old ones.
             gc.freeze()
-            # From here on, a large call's freed buffers stay for the next one (kumitate/heap.py).
+            # From here on, a large call's freed buffers stay for the next one (kumitate/serving/heap.py).
             heap.keep_freed_memory(settings.heap_keep_mb << 20)
             try:
                 yield
@@ -200,7 +201,7 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
         route_handlers=routes,
         exception_handlers={HTTPException: on_error, Exception: on_error},
         openapi_config=None,
-        logging_config=None,  # Litestar's default handler has a format of its own: kumitate.calllog sets one
+        logging_config=None,  # Litestar's default handler has a format of its own: kumitate.observability.calllog sets one
         lifespan=[_lifespan(runtime, [mcp_all, *mcp_services.values()], mcp_cap, stateless)],
         request_max_body_size=body_cap,
     )

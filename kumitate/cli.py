@@ -16,7 +16,8 @@ import os
 import sys
 from typing import Any
 
-from kumitate import __version__, calllog
+from kumitate import __version__
+from kumitate.observability import calllog
 
 
 def _start(settings: Any, build: Any) -> Any:
@@ -46,8 +47,8 @@ def _serve(args: argparse.Namespace) -> int:
     from kumitate.app import create_app
     from kumitate.policies.auth import Authenticator, exposure_warning
     from kumitate.runtime import Runtime
+    from kumitate.serving.workers import SERVICES_ENV, WORKERS_ENV
     from kumitate.transports.protocol import EdgeLimits, protocol_for
-    from kumitate.workers import SERVICES_ENV, WORKERS_ENV
 
     overrides = {"host": args.host, "port": args.port, "workers": args.workers, "services": args.service}
     settings = _settings(**overrides)  # URLs in results follow the address served
@@ -69,7 +70,7 @@ def _serve(args: argparse.Namespace) -> int:
         "http": protocol_for(limits),
     }
     if settings.workers == 1:
-        from kumitate.drain import DrainingServer
+        from kumitate.serving.drain import DrainingServer
 
         app = _start(settings, lambda: create_app(settings))
         server = DrainingServer(uvicorn.Config(app, **options), app.runtime, settings.drain_delay_s)
@@ -122,7 +123,7 @@ def _mcp(args: argparse.Namespace) -> int:
         services = sorted({key.partition(".")[0] for key in toolsets[args.toolset]})
     runtime = _start(settings, lambda: Runtime(settings, services, project))
     server = build_server(runtime, services, toolset=args.toolset)
-    from kumitate.heap import keep_freed_memory
+    from kumitate.serving.heap import keep_freed_memory
 
     keep_freed_memory(settings.heap_keep_mb << 20)
     from kumitate.stdio_framing import adapt_stdio

@@ -268,7 +268,7 @@ def _binding(service: str, tool: str) -> Any:
 async def _call_in_process(
     service: str, tool: str, arguments: Any, key: str | None, bar: Any = None
 ) -> tuple[bool, Any]:
-    from kumitate import correlation
+    from kumitate.observability import correlation
     from kumitate.pipeline import CallRequest
     from kumitate.runtime import Runtime
     from kumitate.settings import Settings

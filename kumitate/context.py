@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from kumitate import tracing
+from kumitate.observability import tracing
 
 __all__ = [
     "Asker",

@@ -11,7 +11,7 @@ Most such exceptions are bugs: INTERNAL, logged with their traceback. Three kind
   database", DuckDB's "not a valid DuckDB database file" or a truncated file, PostgreSQL's
   data_corrupted): STORAGE_DAMAGED (500, not retryable: a retry fails the same way until the
   operator restores a backup), and the call's service is marked damaged in `DAMAGE`, so
-  /readyz reports it not ready (kumitate.health) while the other services stay ready.
+  /readyz reports it not ready (kumitate.serving.health) while the other services stay ready.
 - OverflowError: a number from the input does not fit the machine type it is stored or
   computed in (an id of 2^63 or more bound into SQLite). BAD_REQUEST, never a 500.
 
@@ -25,10 +25,10 @@ import sqlite3
 import threading
 from collections.abc import Iterable
 
-from kumitate.calllog import log_event
 from kumitate.context import current_call
 from kumitate.errors import ToolError
-from kumitate.tracebacks import chain, describe, redacted_traceback
+from kumitate.observability.calllog import log_event
+from kumitate.observability.tracebacks import chain, describe, redacted_traceback
 
 __all__ = [
     "DAMAGE",
@@ -109,7 +109,7 @@ class Damage:
 
 
 DAMAGE = Damage()
-"""This process's damaged services (kumitate.health reads it for /readyz)."""
+"""This process's damaged services (kumitate.serving.health reads it for /readyz)."""
 
 
 def _is_storage(exc: BaseException) -> bool:

@@ -19,21 +19,21 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kumitate import calllog, correlation, tracing
-from kumitate.admission import CALLS_PER_THREAD, Admission, overloaded
 from kumitate.bindings import PromptBinding, ResourceBinding, ServiceBinding, ToolBinding
-from kumitate.bulkhead import Bulkhead
 from kumitate.catalogue import CatalogueEntry
 from kumitate.changes import ResourceChanges
 from kumitate.context import CallContext, Principal, bound
 from kumitate.errors import ToolError
 from kumitate.intake import Intake
-from kumitate.metrics import Metrics
+from kumitate.observability import calllog, correlation, tracing
+from kumitate.observability.metrics import Metrics
 from kumitate.offloop import OFF_LOOP_BYTES, CheckPool, OffLoopIntake
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.ratelimit import RateLimiter
 from kumitate.policy import Policy
+from kumitate.serving.admission import CALLS_PER_THREAD, Admission, overloaded
+from kumitate.serving.bulkhead import Bulkhead
 from kumitate.steps import Call, CallNext, CallRequest, Outcome, Step, compose
 from kumitate.steps.auth import Authenticate, authenticate
 from kumitate.steps.body import read_body

@@ -6,13 +6,13 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kumitate import tracing
 from kumitate.bindings import ResourceBinding, ServiceBinding
-from kumitate.health import Health
+from kumitate.observability import tracing
 from kumitate.pipeline import Pipeline, Policies
 from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
 from kumitate.project import Project, load_generated, load_toolsets
 from kumitate.service import ServiceSetup, Stores
+from kumitate.serving.health import Health
 from kumitate.settings import Settings
 from kumitate.tasks import task_runner
 

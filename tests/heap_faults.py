@@ -1,5 +1,5 @@
 """Page faults of a large block allocated right after one of the same size was freed: what a
-server pays for the next large request body when freed memory is not kept (kumitate/heap.py)."""
+server pays for the next large request body when freed memory is not kept (kumitate/serving/heap.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import resource
 
 import pytest
 
-from kumitate.heap import on_glibc
+from kumitate.serving.heap import on_glibc
 
 BLOCK = 16 << 20
 PAGES = BLOCK // os.sysconf("SC_PAGE_SIZE")

@@ -9,7 +9,7 @@ documented API: `EdgeProtocol` overrides the hooks in `PROTOCOL_HOOKS` and reads
 state in `PROTOCOL_STATE` (and the cycle's `response_complete`, through `response_pending`). A
 `limit_max_header_bytes` and `timeout_headers` in uvicorn's Config (h11's protocol has the first)
 would retire it. Likewise `uvicorn.Server` has no public way to serve from a listener of one's own
-(kumitate/transports/listener.py) or to delay its shutdown on SIGTERM (kumitate/drain.py): both
+(kumitate/transports/listener.py) or to delay its shutdown on SIGTERM (kumitate/serving/drain.py): both
 override the methods in `SERVER_HOOKS` and use the state in `SERVER_STATE`.
 
 `check()` runs when `kumitate serve` builds its protocol (`transports.protocol.protocol_for`) and

@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 
-from kumitate import tracing
-from kumitate.metrics import track_breaker
+from kumitate.observability import tracing
+from kumitate.observability.metrics import track_breaker
 from kumitate.outbound.breaker import CircuitBreaker
 from kumitate.outbound.deadline import deadline_client, total_deadline
 from kumitate.outbound.outcome import NOT_SENT, OutboundError, Outcome, answered, failed

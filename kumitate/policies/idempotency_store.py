@@ -12,9 +12,9 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, and_, delete, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
-from kumitate.calllog import log_event
 from kumitate.context import current_call
 from kumitate.errors import ToolError
+from kumitate.observability.calllog import log_event
 from kumitate.policies.idempotency import (
     LEASE_MARGIN_S,
     MAX_KEY_LENGTH,

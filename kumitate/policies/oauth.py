@@ -28,8 +28,8 @@ from typing import Any
 import httpx
 import jwt
 
-from kumitate import calllog
 from kumitate.context import Principal
+from kumitate.observability import calllog
 from kumitate.outbound import deadline_client, total_deadline
 from kumitate.settings import Settings
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pydantic import field_validator
 
-from kumitate.admission import CALLS_PER_THREAD
+from kumitate.serving.admission import CALLS_PER_THREAD
 from kumitate.settings.base import CommaList, EnvSettings, var
 
 __all__ = ["LimitSettings"]
 
 
 class LimitSettings(EnvSettings):
-    """How much work one instance takes on (kumitate.bulkhead, kumitate.admission): the deadline cap, threads per
+    """How much work one instance takes on (kumitate.serving.bulkhead, kumitate.serving.admission): the deadline cap, threads per
     service, calls in flight."""
 
     max_timeout_ms: int | None = var("KUMITATE_MAX_TIMEOUT_MS", None, "operator cap on every tool's deadline", gt=0)
@@ -65,7 +65,7 @@ class LimitSettings(EnvSettings):
         return value
 
     def in_flight_for(self, service: str) -> int:
-        """`service`'s admission bound: KUMITATE_MAX_IN_FLIGHT, else CALLS_PER_THREAD per thread (kumitate.admission)."""
+        """`service`'s admission bound: KUMITATE_MAX_IN_FLIGHT, else CALLS_PER_THREAD per thread (kumitate.serving.admission)."""
         return self.max_in_flight or CALLS_PER_THREAD * self.threads_for(service)
 
     def threads_for(self, service: str) -> int:

@@ -10,7 +10,7 @@ __all__ = ["DeploySettings"]
 
 
 class DeploySettings(EnvSettings):
-    """Where shared state lives when more than one instance serves (kumitate.deploy)."""
+    """Where shared state lives when more than one instance serves (kumitate.serving.deploy)."""
 
     database_url: str | None = var(
         "KUMITATE_DATABASE_URL", None, "`postgresql://…` for shared relational state", "SQLite under the data dir"

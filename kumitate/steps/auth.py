@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from kumitate import tracing
+from kumitate.observability import tracing
 from kumitate.policies import discovery
 from kumitate.policies.auth import Authenticator, AuthError
 from kumitate.policies.authguard import AuthGuard

@@ -20,11 +20,11 @@ import asyncio
 import time
 from typing import Any
 
-from kumitate import calllog
-from kumitate.bulkhead import busy
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.faults import STORAGE_RETRY_AFTER_MS
+from kumitate.observability import calllog
+from kumitate.serving.bulkhead import busy
 from kumitate.steps import Call, CallNext, Outcome
 
 

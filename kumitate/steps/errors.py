@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kumitate import calllog, faults
+from kumitate import faults
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.observability import calllog
 from kumitate.policies import discovery
 from kumitate.steps import Call, CallNext, Outcome
 

@@ -25,13 +25,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kumitate import calllog, faults, tracing
+from kumitate import faults
 from kumitate.bindings import PromptBinding, ResourceBinding, ToolBinding
-from kumitate.bulkhead import Bulkhead
 from kumitate.context import Attachment, CallContext, Message
 from kumitate.errors import ToolError
 from kumitate.intake import Intake, JsonBody
+from kumitate.observability import calllog, tracing
 from kumitate.offloop import OffLoopIntake
+from kumitate.serving.bulkhead import Bulkhead
 from kumitate.steps import Call, Outcome
 from kumitate.steps.errors import internal
 

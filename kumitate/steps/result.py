@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kumitate import calllog, tracing
 from kumitate.bindings import ServiceBinding
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.intake import first_error, pointer
+from kumitate.observability import calllog, tracing
 from kumitate.steps import Call, CallNext, Outcome
 
 MAX_DROPPED_NULLS = 32

@@ -18,7 +18,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from kumitate.calllog import log_info
+from kumitate.observability.calllog import log_info
 
 __all__ = [
     "IDEMPOTENCY_FILE",

@@ -16,12 +16,12 @@ from sqlalchemy import Connection, Engine, Insert, Table, exc
 from sqlalchemy.dialects import postgresql, sqlite
 
 from kumitate.context import commit_gate, current_call
-from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
 from kumitate.faults import STORAGE_RETRY_AFTER_MS
+from kumitate.serving.deploy import DeploySettings
+from kumitate.serving.threads import started_pool
 from kumitate.storage import bounds, migrate
 from kumitate.storage import engine as engines
-from kumitate.threads import started_pool
 
 T = TypeVar("T")
 CUT_MARGIN_S = 0.5
@@ -128,7 +128,7 @@ class Database:
         return await asyncio.get_running_loop().run_in_executor(self._pool(), call)
 
     def _pool(self) -> ThreadPoolExecutor:
-        """Started on first use (most scripts never need it), every thread at once (kumitate.threads)."""
+        """Started on first use (most scripts never need it), every thread at once (kumitate.serving.threads)."""
         with self._threads_lock:
             if self._threads is None:
                 self._threads = started_pool(self.slots, "kumitate-storage")

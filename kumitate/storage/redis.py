@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kumitate.calllog import log_event
+from kumitate.observability.calllog import log_event
 
 if TYPE_CHECKING:
     import redis

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kumitate.calllog import log_event
+from kumitate.observability.calllog import log_event
 
 
 @dataclass(slots=True)

@@ -30,10 +30,10 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
-from kumitate import calllog
 from kumitate.bindings import ToolBinding
 from kumitate.context import Asker, CallCancelled, CallContext, Question, current_call
 from kumitate.errors import ToolError
+from kumitate.observability import calllog
 from kumitate.pipeline import CallRequest, Outcome, Pipeline
 from kumitate.tasks.store import COMPLETED, FAILED, LIVE, TaskRow, TaskStore
 

@@ -14,8 +14,8 @@ from typing import Any
 import msgspec
 from litestar import Request, Response, get
 
-from kumitate import correlation
 from kumitate.errors import ToolError
+from kumitate.observability import correlation
 from kumitate.pipeline import CallRequest
 from kumitate.policies import discovery
 from kumitate.policies.auth import ALL_SCOPES

@@ -14,12 +14,12 @@ from litestar import Request, Response, get
 
 from kumitate import faults
 from kumitate.errors import ToolError
-from kumitate.metrics import CONTENT_TYPE, Metrics
+from kumitate.observability.metrics import CONTENT_TYPE, Metrics
 from kumitate.settings import Settings
 
 
 def health_routes(runtime: Any) -> list[Any]:
-    """Liveness and readiness (kumitate.health): async, so no thread pool a stuck call holds can delay them."""
+    """Liveness and readiness (kumitate.serving.health): async, so no thread pool a stuck call holds can delay them."""
     retry_after = {"Retry-After": str(faults.STORAGE_RETRY_AFTER_MS // 1000)}
 
     @get("/healthz", include_in_schema=False)

@@ -17,7 +17,7 @@ header limit, parses several times slower: about a third fewer requests a second
   is just closed, as uvicorn's keep-alive time-out closes an idle one);
 * every answer it gives itself in the catalogue's envelope (`edge.errors.EdgeErrors`);
 * the time a request's headers were complete, in its scope (ARRIVED_KEY), so the application can
-  shed a call that queued too long in the loop before it was taken (kumitate.admission).
+  shed a call that queued too long in the loop before it was taken (kumitate.serving.admission).
 
 The body's own deadline and the header count are checked in the ASGI edge (edge/limits.py, edge/body_deadline.py), where a
 request exists. What the server answers before any request line was read (a connection reset,
@@ -38,10 +38,10 @@ from typing import Any
 from uvicorn.config import Config
 from uvicorn.server import ServerState
 
-from kumitate import calllog
 from kumitate.compat import uvicorn as uvicorn_compat
 from kumitate.compat.uvicorn import HttpToolsProtocol
 from kumitate.errors import ErrorCode
+from kumitate.observability import calllog
 from kumitate.transports.edge.asgi import ARRIVED_KEY
 from kumitate.transports.edge.errors import EdgeErrors
 

@@ -118,7 +118,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         command,
         cwd=REPO,
         # KUMITATE_HEAP_KEEP_MB=0: the RSS bound is on what the bombs leave behind, not on the freed heap the
-        # server keeps by design for its next large call (up to 64 MiB, kumitate/heap.py)
+        # server keeps by design for its next large call (up to 64 MiB, kumitate/serving/heap.py)
         env=server_env(root / "var", KUMITATE_ANALYTICS_SCALE="0.05", KUMITATE_HEAP_KEEP_MB="0"),
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -240,5 +240,5 @@ async def test_what_start_up_built_is_frozen_while_the_app_runs(in_process_app: 
 @glibc_only
 async def test_a_running_app_keeps_freed_memory_for_the_next_large_call(in_process_app: InProcessApp) -> None:
     """A 16 MiB body freed by one call is reused by the next, not faulted in again page by page
-    (kumitate/heap.py; tests/runtime/test_heap.py shows glibc's defaults do fault it in)."""
+    (kumitate/serving/heap.py; tests/runtime/test_heap.py shows glibc's defaults do fault it in)."""
     assert second_block_faults() < PAGES // 10

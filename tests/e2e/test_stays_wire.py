@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from fastmcp import Client
 
-from kumitate.admission import Admission
 from kumitate.client import mcp_result_body
+from kumitate.serving.admission import Admission
 from kumitate.transports.mcp import build_server
 from tests.conftest import REPO, InProcessApp
 

@@ -15,10 +15,10 @@ from litestar import Litestar
 
 from generated.errors import ChartNotFoundError
 from generated.stays.http import route_handlers
-from kumitate import calllog
 from kumitate.client import mcp_result_body
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.observability import calllog
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server

@@ -17,7 +17,7 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from PIL import Image
 
-from kumitate.workers import mcp_stateless, worker_count
+from kumitate.serving.workers import mcp_stateless, worker_count
 from tests.conftest import LiveServer, start_server, stop_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

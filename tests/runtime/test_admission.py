@@ -1,4 +1,4 @@
-"""Admission (kumitate.admission): a service at its bound of calls in flight answers 503 at once,
+"""Admission (kumitate.serving.admission): a service at its bound of calls in flight answers 503 at once,
 admitted calls still succeed, another service is never refused (over HTTP, with health:
 tests/e2e/test_stays_wire.py)."""
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from kumitate.bulkhead import Bulkhead
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.serving.bulkhead import Bulkhead
 
 pytestmark = pytest.mark.anyio
 

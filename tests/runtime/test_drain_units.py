@@ -1,4 +1,4 @@
-"""The drain state machine (kumitate/drain.py) on a real Runtime, without a process to signal.
+"""The drain state machine (kumitate/serving/drain.py) on a real Runtime, without a process to signal.
 
 tests/e2e/test_drain_wire.py sends SIGTERM to `kumitate serve` (a subprocess coverage does not see);
 here: which signal starts the drain and which is uvicorn's own exit, the listener closing after the
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from kumitate.drain import DrainingServer, longest_call_s
 from kumitate.policies.idempotency import LEASE_MARGIN_S, UNBOUNDED_LEASE_S
 from kumitate.runtime import Runtime
+from kumitate.serving.drain import DrainingServer, longest_call_s
 from kumitate.settings import Settings
 
 DELAY_S = 0.2

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from kumitate import calllog
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
+from kumitate.observability import calllog
 from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.storage import open_database

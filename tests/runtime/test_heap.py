@@ -1,4 +1,4 @@
-"""A serving process keeps freed heap for its next large call (kumitate.heap): the second large
+"""A serving process keeps freed heap for its next large call (kumitate.serving.heap): the second large
 buffer reuses the first one's pages instead of faulting in fresh ones."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kumitate.heap import keep_freed_memory
+from kumitate.serving.heap import keep_freed_memory
 from tests.heap_faults import PAGES, glibc_only
 
 REPO = Path(__file__).resolve().parents[2]
 IN_A_FRESH_PROCESS = """
 import sys
-from kumitate.heap import keep_freed_memory
+from kumitate.serving.heap import keep_freed_memory
 from tests.heap_faults import second_block_faults
 print(keep_freed_memory(int(sys.argv[1])), second_block_faults())
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kumitate.metrics import Metrics
+from kumitate.observability.metrics import Metrics
 from kumitate.outbound import CircuitBreaker, OutboundClient
 
 
@@ -50,7 +50,7 @@ def test_a_multiprocess_scrape_keeps_the_scrape_time_values(tmp_path: Path) -> N
     the queue depth and breakers of the worker scraped (in a fresh process: prometheus_client picks
     its multiprocess values when first imported)."""
     code = (
-        "from kumitate.metrics import Metrics\n"
+        "from kumitate.observability.metrics import Metrics\n"
         "m = Metrics(queue_depth=lambda: 7)\n"
         "m.observe('svc', 'tool', 'http', 'OK', 0.01)\n"
         "print(m.exposition().decode())\n"

@@ -11,9 +11,9 @@ import pytest
 from pydantic import BaseModel
 
 from generated.errors import CATALOGUE, NotFoundError
-from kumitate import calllog
 from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, ToolBinding
 from kumitate.context import CallContext
+from kumitate.observability import calllog
 from kumitate.pipeline import CallRequest, Pipeline, Policies
 from kumitate.policy import Policy
 from kumitate.runtime import MissingHandlerError, _check_handlers

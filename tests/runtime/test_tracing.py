@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from kumitate import tracing
 from kumitate.app import create_app
+from kumitate.observability import tracing
 from kumitate.runtime import Runtime
 from kumitate.settings import Settings
 from kumitate.transports.mcp import build_server

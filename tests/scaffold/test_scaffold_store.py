@@ -12,8 +12,8 @@ from pathlib import Path
 from sqlalchemy import inspect
 
 from codegen import scaffold
-from kumitate.deploy import DeploySettings
 from kumitate.project import Project
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import migrate, open_database
 from tests.conftest import REPO, server_env
 

@@ -18,10 +18,10 @@ from typing import Any, cast
 
 import pytest
 
-from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
 from kumitate.policies.idempotency import Stored, lease_s
 from kumitate.policies.idempotency_store import IdempotencyStore
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import Database, open_database
 from kumitate.storage.engine import SQLITE_FILE
 from kumitate.tasks.runner import TaskRunner

@@ -13,8 +13,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from kumitate.context import CallContext, bound
-from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import Database, open_database
 from kumitate.storage import engine as engines
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kumitate import cli
-from kumitate.deploy import DeploySettings
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import backup, carry, open_database
 from kumitate.storage.schema import idempotency
 

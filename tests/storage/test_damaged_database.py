@@ -25,7 +25,7 @@ from generated.errors import StorageDamagedError
 from kumitate import faults
 from kumitate.client import NO_RETRY
 from kumitate.context import CallContext, bound
-from kumitate.health import START_CHECK_S, sqlite_damage
+from kumitate.serving.health import START_CHECK_S, sqlite_damage
 from tests.conftest import LiveServer, start_server, stop_server
 
 STAYS = {

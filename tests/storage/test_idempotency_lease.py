@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
 from kumitate.policies.idempotency import Stored, lease_s
 from kumitate.policies.idempotency_store import IdempotencyStore
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import open_database
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +29,7 @@ RENEWED_S = 2.0
 HOLDER = """
 import asyncio, sys
 from pathlib import Path
-from kumitate.deploy import DeploySettings
+from kumitate.serving.deploy import DeploySettings
 from kumitate.policies.idempotency import lease_s
 from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.storage import open_database

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
 from kumitate.policies.idempotency import WAIT_S, Stored, fingerprint
 from kumitate.policies.idempotency_store import IdempotencyStore
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import Database, open_database
 from kumitate.storage import engine as engines
 
@@ -151,7 +151,7 @@ async def test_a_repeat_while_the_first_call_runs_is_answered_in_progress_within
 HOLDER = """
 import asyncio, sys, time
 from pathlib import Path
-from kumitate.deploy import DeploySettings
+from kumitate.serving.deploy import DeploySettings
 from kumitate.policies.idempotency_store import IdempotencyStore
 from kumitate.storage import open_database
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from kumitate.deploy import DeploySettings
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import backup, migrate, open_database
 from kumitate.storage.backup import MANIFEST, BackupError
 from kumitate.storage.schema import idempotency

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kumitate.cache import MemoryCache, RedisCache, make_cache
-from kumitate.deploy import mcp_stateless
 from kumitate.errors import ToolError
 from kumitate.policies.ratelimit import RateLimiter, RedisRateLimiter
+from kumitate.serving.deploy import mcp_stateless
 from kumitate.storage import redis as shared_redis
 from kumitate.storage.redis import Backoff
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import inspect, text
 
-from kumitate.deploy import DeploySettings
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import SchemaMismatchError, migrate, open_database
 from kumitate.storage import engine as engines
 from tests.storage import pre_split

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import select, text
 
 from kumitate.context import CallContext, bound
-from kumitate.deploy import DeploySettings
 from kumitate.errors import ToolError
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import SchemaMismatchError, StartupError, migrate, open_database
 from kumitate.storage import engine as engines
 from kumitate.storage.schema import idempotency
@@ -52,7 +52,7 @@ def test_a_database_at_head_opens_without_loading_alembic(tmp_path: Path) -> Non
     """A restart's fast path: the version is read with one query, Alembic stays unimported."""
     open_database(tmp_path, deploy(None)).close()
     script = (
-        "import sys; from pathlib import Path; from kumitate.deploy import DeploySettings; "
+        "import sys; from pathlib import Path; from kumitate.serving.deploy import DeploySettings; "
         "from kumitate.storage import open_database; "
         f"open_database(Path({str(tmp_path)!r}), DeploySettings()).close(); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('alembic', 'mako')))"

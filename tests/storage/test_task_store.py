@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kumitate.deploy import DeploySettings
+from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import open_database
 from kumitate.tasks.store import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskStore
 

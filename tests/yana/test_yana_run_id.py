@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kumitate import correlation
+from kumitate.observability import correlation
 
 
 @pytest.mark.parametrize("value", ["duo-run-1", "4f0c6c1e-2b7a-4d0e-9d8a-0b6c3f2f9a11", "run 42 (turn 3)", "a" * 128])

@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 YanaError = ToolError
 """What a failed call raises: the generated class of its catalogue code (generated/errors.py)."""
 
-_SAFE_ID = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,128}$")  # the server's id rule (kumitate.correlation, ChatContext)
+_SAFE_ID = re.compile(
+    r"^[A-Za-z0-9._:@/+=-]{1,128}$"
+)  # the server's id rule (kumitate.observability.correlation, ChatContext)
 _LOST_ANSWER: frozenset[ErrorCode] = frozenset({"REQUEST_TIMEOUT", "SERVICE_UNAVAILABLE"})
 EMPTY_REPLY = "EMPTY_REPLY"
 """meta.error of a reply with nothing left after shaping: the speaker's own verdict, not a catalogue code."""

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kumitate.correlation import clean
+from kumitate.observability.correlation import clean
 
 SERVER_VERSION = "1.0.0"  # must equal specs/yana/service.yaml versions (a test checks)
 POLICY_VERSION = "say-2025-09-23"
@@ -50,7 +50,7 @@ def caller_ids(context: Any) -> dict[str, str]:
 
     The seed passes context.sessionId/runId through as they are; the call keeps its own run_id
     (X-Run-Id or MCP _meta), so the caller's run id is journaled beside it. Only ids that pass the
-    correlation rule (kumitate.correlation: [A-Za-z0-9._:@/+=-]{1,128}) are kept; anything else is
+    correlation rule (kumitate.observability.correlation: [A-Za-z0-9._:@/+=-]{1,128}) are kept; anything else is
     left out rather than logged, since it could be arbitrary user text.
     """
     if not isinstance(context, dict):

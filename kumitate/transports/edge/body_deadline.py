@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 
-from kumitate import calllog
+from kumitate.observability import calllog
 from kumitate.transports.edge.asgi import ASGIApp, Message, Receive, Scope, Send, ids_of, respond
 from kumitate.transports.edge.errors import EdgeErrors
 

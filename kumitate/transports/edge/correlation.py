@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 
 from starlette.datastructures import MutableHeaders
 
-from kumitate import correlation
+from kumitate.observability import correlation
 from kumitate.transports.edge.asgi import HEADERS_KEY, IDS_KEY, ASGIApp, Message, Receive, Scope, Send
 
 

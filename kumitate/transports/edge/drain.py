@@ -1,4 +1,4 @@
-"""`Connection: close` on every response while the server drains (kumitate.drain): a balancer stops
+"""`Connection: close` on every response while the server drains (kumitate.serving.drain): a balancer stops
 reusing the connection before the port closes."""
 
 from __future__ import annotations

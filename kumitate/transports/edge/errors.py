@@ -18,8 +18,8 @@ from typing import Any
 
 import msgspec
 
-from kumitate import calllog, correlation
 from kumitate.errors import STATUS_CODES, ErrorCode, ToolError
+from kumitate.observability import calllog, correlation
 from kumitate.project import load_generated
 from kumitate.steps.errors import ErrorMap
 from kumitate.transports.edge.asgi import IDS_KEY, ASGIApp, Message, Receive, Scope, Send, ids_of, respond

@@ -14,7 +14,7 @@ asked for), a header sent twice. tests/e2e/test_http_lean.py compares both paths
 
 Overload is shed here first: a call whose service has its KUMITATE_MAX_IN_FLIGHT calls running, or
 that waited in the event loop past KUMITATE_ADMISSION_QUEUE_MS before it got here, is answered 503
-at once (kumitate.admission, without the pipeline's short wait), before its body is read, so a
+at once (kumitate.serving.admission, without the pipeline's short wait), before its body is read, so a
 refusal costs the loop as little as possible and the admitted calls keep their latency.
 KUMITATE_HTTP_LEAN=0 turns the path off.
 """

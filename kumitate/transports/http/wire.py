@@ -14,10 +14,11 @@ from litestar import Request, Response
 from litestar.datastructures import UploadFile
 from litestar.exceptions import HTTPException
 
-from kumitate import calllog, correlation, faults
+from kumitate import faults
 from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
 from kumitate.intake import JsonBody
+from kumitate.observability import calllog, correlation
 from kumitate.pipeline import CallRequest, Outcome
 from kumitate.runtime import Runtime
 from kumitate.transports.edge.asgi import IDS_KEY

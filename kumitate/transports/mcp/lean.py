@@ -42,8 +42,8 @@ from mcp_types import methods as mcp_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from kumitate import correlation
 from kumitate.intake import JsonBody
+from kumitate.observability import correlation
 from kumitate.pipeline import CallRequest
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
 from kumitate.transports.disconnect import ClientGone, unless_disconnected

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from fastmcp.server.dependencies import fastmcp_request_ctx
 
-from kumitate import correlation
+from kumitate.observability import correlation
 from kumitate.pipeline import CallRequest
 from kumitate.transports.edge.hosts import base_url_of
 from kumitate.transports.edge.routing import SERVED_OVER_NETWORK

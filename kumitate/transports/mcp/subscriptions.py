@@ -25,8 +25,8 @@ from fastmcp import FastMCP
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from kumitate import calllog
 from kumitate.compat.fastmcp import serve_request
+from kumitate.observability import calllog
 from kumitate.runtime import Runtime
 
 

@@ -10,9 +10,9 @@ from fastmcp.tools import Tool, ToolResult
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from kumitate import calllog
 from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
+from kumitate.observability import calllog
 from kumitate.pipeline import Outcome
 from kumitate.policies.idempotency import KEY_ARGUMENT as IDEMPOTENCY_ARGUMENT
 from kumitate.policies.idempotency import MAX_KEY_LENGTH, with_key_argument

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from generated.errors import CATALOGUE, NotFoundError
-from kumitate import calllog
 from kumitate.errors import ToolError
+from kumitate.observability import calllog
 from kumitate.steps import Call, Outcome
 from kumitate.steps.errors import ErrorMap, Errors
 from tests.runtime.steps.helpers import make_call

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from generated.errors import CATALOGUE, ConflictError, NotFoundError
-from kumitate import calllog
-from kumitate.bulkhead import Bulkhead
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.intake import JsonBody
+from kumitate.observability import calllog
+from kumitate.serving.bulkhead import Bulkhead
 from kumitate.steps.invoke import Handler
 from tests.runtime.test_pipeline import HTTP, Handlers, binding, pipeline_with
 

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from kumitate.tracebacks import describe, redacted_traceback
+from kumitate.observability.tracebacks import describe, redacted_traceback
 
 LOGGER = logging.getLogger("kumitate.calls")
 FOREIGN = ("uvicorn", "uvicorn.error", "fastmcp", "mcp", "docket", "sse_starlette")

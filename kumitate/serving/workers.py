@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from pydantic import ValidationError
 
-from kumitate import deploy
+from kumitate.serving import deploy
 from kumitate.settings import Settings
 
 WORKERS_ENV = "KUMITATE_WORKERS"
@@ -43,6 +43,6 @@ def mcp_stateless(settings: Settings | Mapping[str, str]) -> bool:
     one process's memory; the next request of that session may reach another). Stateless, each
     request stands alone: tool calls, lists and resource reads all work, server-initiated
     messages (notifications back to the client between requests) do not. Otherwise the setting
-    decides (kumitate.deploy: KUMITATE_MCP_STATELESS, on by default with a database server or Redis)."""
+    decides (kumitate.serving.deploy: KUMITATE_MCP_STATELESS, on by default with a database server or Redis)."""
     settings = _settings(settings)
     return settings.workers > 1 or deploy.mcp_stateless(settings)

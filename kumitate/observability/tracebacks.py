@@ -1,6 +1,6 @@
 """Exceptions as the log shows them: by type and frames, never by message (a message may quote tool input).
 
-The bottom floor of the runtime: the log (kumitate.calllog) writes these, and what an exception means for
+The bottom floor of the runtime: the log (kumitate.observability.calllog) writes these, and what an exception means for
 the caller (kumitate.faults) walks the same chain of causes, so neither imports the other for them.
 """
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import uvicorn
 
-from kumitate.calllog import log_info
+from kumitate.observability.calllog import log_info
 from kumitate.policies.idempotency import lease_s
 from kumitate.steps.deadline import timeout_s
 from kumitate.transports.listener import EagerServer

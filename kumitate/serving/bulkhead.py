@@ -20,7 +20,7 @@ from typing import Any
 
 from kumitate.context import CallContext
 from kumitate.errors import ToolError
-from kumitate.threads import started_pool
+from kumitate.serving.threads import started_pool
 
 RETRY_AFTER_MS = 2000
 

@@ -1,7 +1,7 @@
 """Liveness and readiness: what /healthz and /readyz report, each within a second whatever happens.
 
 `/healthz` (liveness: restart me if this fails) is 503 when the process cannot serve however long
-one waits: its event loop is or was lately blocked past KUMITATE_LOOP_STALL_MS (kumitate.heartbeat),
+one waits: its event loop is or was lately blocked past KUMITATE_LOOP_STALL_MS (kumitate.serving.heartbeat),
 or a service's worker threads have all been busy past KUMITATE_WORKERS_STUCK_MS with none
 finishing. It reports the data directory's state without judging it: a restart cannot free a full
 disk, so a full disk must not restart the server.
@@ -41,10 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from kumitate import datadir, faults
-from kumitate.calllog import log_event, log_info
 from kumitate.errors import ToolError
-from kumitate.heartbeat import LoopWatch
-from kumitate.threads import started_pool
+from kumitate.observability.calllog import log_event, log_info
+from kumitate.serving.heartbeat import LoopWatch
+from kumitate.serving.threads import started_pool
 
 CHECK_TIMEOUT_S = 0.7
 START_CHECK_S = 1.0

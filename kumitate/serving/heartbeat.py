@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 
-from kumitate.calllog import log_event
+from kumitate.observability.calllog import log_event
 
 INTERVAL_S = 0.25
 WHERE_FRAMES = 6
