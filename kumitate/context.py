@@ -1,16 +1,22 @@
-"""The per-call context every handler receives, whatever the transport."""
+"""The per-call context every handler receives, whatever the transport: the handler contract.
+
+`CallContext` is what a handler may use; the pipeline's side of the same call (the transport's sinks,
+the deadline it sets, what the call waits on, the commit gate that cancelling and timing out close)
+is a `kumitate.callstate.CallState`, which the pipeline, its steps, the transports, the task runner
+and the storage layer reach with `state_of(ctx)` or `current_state()`. `Question`, `CallCancelled`
+and the sinks' types live there too and are named here as well.
+"""
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from kumitate.callstate import Asker, CallCancelled, CallState, LogSink, ProgressSink, Question
 from kumitate.observability import tracing
 
 __all__ = [
@@ -22,10 +28,13 @@ __all__ = [
     "Message",
     "Principal",
     "ProgressSink",
+    "Question",
     "bound",
     "commit_gate",
     "current_call",
+    "current_state",
     "progress",
+    "state_of",
     "url_for",
 ]
 
@@ -61,33 +70,6 @@ class Message:
     role: Literal["user", "assistant"] = "user"
 
 
-ProgressSink = Callable[[float, "float | None", "str | None"], None]
-"""Where a call's progress goes (the MCP adapter's notifications/progress); callable from any thread."""
-
-
-LogSink = Callable[[str, str], None]
-"""Where a call's log messages for the client go (level, message); callable from any thread."""
-
-
-@dataclass(frozen=True, slots=True)
-class Question:
-    """What a handler asks the caller's side for mid-call: `elicitation` (the user fills a form of
-    `schema`, flat primitive properties, after `message`), `sampling` (the client's model answers the
-    prompt `message` in at most `max_tokens`) or `roots` (the client's roots, as URIs)."""
-
-    kind: Literal["elicitation", "sampling", "roots"]
-    message: str = ""
-    schema: dict[str, Any] | None = None
-    max_tokens: int = 0
-
-
-Asker = Callable[[Mapping[str, Question]], dict[str, Any]]
-"""How a transport asks mid-call: {key: question} -> {key: answer} (elicitation: the form's content;
-sampling: the text; roots: the URIs; None where it cannot ask that kind, the client did not declare
-the capability, or it was declined). A key names its question stably (the same question gets the
-same key when a call is run again); questions asked together may reach the client in one round."""
-
-
 class ResourceRoute(Protocol):
     """What `url_for` and `changed` read of one of the service's resources. `kumitate.bindings.ResourceBinding`
     is one; the bindings sit above the context (they build it), so the context names only what it reads."""
@@ -107,57 +89,87 @@ class ResourceRoute(Protocol):
         ...
 
 
-class CallCancelled(BaseException):
-    """Raised inside a handler whose caller went away (MCP notifications/cancelled, a closed connection).
-
-    A BaseException, like asyncio.CancelledError, so a handler's "one bad file never stops the
-    rest" `except Exception` does not swallow it; nobody reads the result of a cancelled call."""
-
-
-@dataclass(slots=True)
 class CallContext:
-    """Correlation ids and caller identity for one tool call.
+    """One call as its handler sees it: correlation ids, the caller, the deadline, and the ways to talk
+    back (`progress`, `log`, `ask`, `changed`, `url_for`), whatever the transport.
 
-    Handlers read it; they never see the wire format (HTTP headers, MCP `_meta`).
-    `warnings` collects non-fatal notes a handler wants surfaced (the pipeline may
-    add its own, e.g. an output trimmed by a size guard); `attachments` carries
-    binary content (charts) that MCP shows as image content.
+    Handlers read it; they never see the wire format (HTTP headers, MCP `_meta`), nor what belongs to
+    the pipeline: the transport's sinks, setting the deadline and stopping the call live in the call's
+    `kumitate.callstate.CallState`, which the context reads and a handler cannot change.
+    `warnings` collects non-fatal notes a handler wants surfaced (the pipeline may add its own, e.g.
+    an output trimmed by a size guard); `attachments` carries binary content (charts) that MCP shows
+    as image content.
+
+    The pipeline builds one per call; a test or a script builds one directly (or with a service's
+    `direct_call`), giving a `deadline` (a time.monotonic() value) if the call has one.
     """
 
-    service: str
-    tool: str
-    transport: str
-    run_id: str
-    trace_id: str
-    principal: Principal = field(default_factory=Principal)
-    received_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    warnings: list[str] = field(default_factory=list)
-    attachments: list[Attachment] = field(default_factory=list)
-    deadline: float | None = None
-    """time.monotonic() after which the caller is told REQUEST_TIMEOUT."""
-    blocked_on: str | None = None
-    """What the call waits on right now, when the runtime knows: "storage" (a working database
-    connection: the pool, connecting, the ping) or "worker" (a thread of its service). At the deadline the answer names it:
-    503 STORAGE_UNAVAILABLE or SERVICE_UNAVAILABLE (retry), not 408 (narrow the request)."""
-    outcome_unknown: bool = False
-    """Set when the call was answered while its commit was still under way (past the commit grace):
-    whether the change was saved is not known, so an idempotency key stays claimed until its lease ends."""
-    public_url: str | None = None
-    """Where the caller reached this server (`http://host:port`), for URLs in results; see `url_for`."""
-    routes: Mapping[str, ResourceRoute] = field(default_factory=dict, repr=False, compare=False)
-    """This service's resources by name (from its generated bindings), for `url_for`."""
-    progress_sink: ProgressSink | None = field(default=None, repr=False, compare=False)
-    """Set by a transport whose caller asked for progress (an MCP progressToken)."""
-    asker: Asker | None = field(default=None, repr=False, compare=False)
-    """Set by a transport that can put a question to the user (MCP elicitation); see `ask`."""
-    log_sink: LogSink | None = field(default=None, repr=False, compare=False)
-    """Set by a transport whose caller asked for log messages (an MCP log level); see `log`."""
-    change_sink: Callable[[str], None] | None = field(default=None, repr=False, compare=False)
-    """Where `changed` sends the URI of a resource that changed (the pipeline's ResourceChanges)."""
-    _gate: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-    _timed_out: bool = field(default=False, repr=False, compare=False)
-    _cancelled: bool = field(default=False, repr=False, compare=False)
-    _committed: bool = field(default=False, repr=False, compare=False)
+    __slots__ = (
+        "_state",
+        "attachments",
+        "principal",
+        "public_url",
+        "received_at",
+        "routes",
+        "run_id",
+        "service",
+        "tool",
+        "trace_id",
+        "transport",
+        "warnings",
+    )
+
+    def __init__(
+        self,
+        service: str,
+        tool: str,
+        transport: str,
+        run_id: str,
+        trace_id: str,
+        principal: Principal | None = None,
+        received_at: datetime | None = None,
+        warnings: list[str] | None = None,
+        attachments: list[Attachment] | None = None,
+        *,
+        deadline: float | None = None,
+        public_url: str | None = None,
+        routes: Mapping[str, ResourceRoute] | None = None,
+        state: CallState | None = None,
+    ) -> None:
+        """`state` is the pipeline's for this call (the transport's sinks in it); without one the call
+        gets its own. `deadline`, if given, is set on it."""
+        self.service = service
+        self.tool = tool
+        self.transport = transport
+        self.run_id = run_id
+        self.trace_id = trace_id
+        self.principal = principal if principal is not None else Principal()
+        self.received_at = received_at if received_at is not None else datetime.now(UTC)
+        self.warnings: list[str] = warnings if warnings is not None else []
+        self.attachments: list[Attachment] = attachments if attachments is not None else []
+        self.public_url = public_url
+        self.routes: Mapping[str, ResourceRoute] = routes if routes is not None else {}
+        self._state = state if state is not None else CallState(run_id)
+        if deadline is not None:
+            self._state.deadline = deadline
+
+    def __repr__(self) -> str:
+        return (
+            f"CallContext(service={self.service!r}, tool={self.tool!r}, transport={self.transport!r}, "
+            f"run_id={self.run_id!r}, trace_id={self.trace_id!r}, principal={self.principal!r})"
+        )
+
+    @property
+    def deadline(self) -> float | None:
+        """time.monotonic() after which the caller is told REQUEST_TIMEOUT; None when the call has none.
+        The deadline step sets it; a handler reads it (to bound its own waits)."""
+        return self._state.deadline
+
+    @property
+    def asker(self) -> Asker | None:
+        """None when the transport cannot put a question to the caller's side (then `ask` answers None
+        at once), else `ask_all`: lets a handler skip preparing a question nobody can answer."""
+        return self.ask_all if self._state.asker is not None else None
 
     def url_for(self, resource: str, **params: str) -> str:
         """The HTTP address of one of this service's resources, as this caller reaches the server.
@@ -176,11 +188,12 @@ class CallContext:
         MCP clients subscribed to it get `notifications/resources/updated` (on transports that keep a
         session, on this instance); nowhere else. Safe from a worker thread."""
         route = self._route(resource, params)
-        if self.change_sink is not None:
+        sink = self._state.change_sink
+        if sink is not None:
             uri = route.uri
             for name, value in params.items():
                 uri = uri.replace(f"{{{name}}}", value)
-            self.change_sink(uri)
+            sink(uri)
 
     def _route(self, resource: str, params: Mapping[str, str]) -> ResourceRoute:
         route = self.routes.get(resource)
@@ -193,37 +206,37 @@ class CallContext:
 
     def expired(self) -> bool:
         """Whether the call has timed out (or passed its deadline): a long handler may stop here."""
-        return self._timed_out or (self.deadline is not None and time.monotonic() >= self.deadline)
+        return self._state.expired()
 
     def check_deadline(self) -> None:
         """Raise REQUEST_TIMEOUT once the deadline has passed: for a long handler to stop early."""
-        if self.expired():
-            raise _timeout_error()
+        self._state.check_deadline()
 
     def cancelled(self) -> bool:
         """Whether the caller went away: a long handler's loops may stop here (see `progress`)."""
-        return self._cancelled
+        return self._state.cancelled()
 
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         """Report how far a long handler got (`done` of `total` units; the message without user data).
 
         It is also where the handler stops: once the call is cancelled this raises CallCancelled,
         and once the deadline has passed REQUEST_TIMEOUT, so a loop that reports per file or
-        batch ends at its next report instead of working on for nobody. Safe from a worker thread.
+        batch ends at its next report instead of working on for nobody (once a commit has begun it
+        only reports: that change is being saved). Safe from a worker thread.
         """
-        if not self._committed:
-            if self._cancelled:
-                raise CallCancelled(self.run_id)
-            self.check_deadline()
-        if self.progress_sink is not None:
-            self.progress_sink(done, total, message)
+        state = self._state
+        if not state.committed():
+            state.check_running()
+        if state.progress_sink is not None:
+            state.progress_sink(done, total, message)
 
     def log(self, message: str, level: str = "info") -> None:
         """Tell the caller what the call is doing (MCP notifications/message, when the client asked
         for messages at this level; nowhere else). Never put user data in it: like the server's
         own logs, a message carries steps, counts and codes. Safe from a worker thread."""
-        if self.log_sink is not None:
-            self.log_sink(level, message)
+        sink = self._state.log_sink
+        if sink is not None:
+            sink(level, message)
 
     def ask(self, key: str, message: str, schema: dict[str, Any]) -> dict[str, Any] | None:
         """Put a question to the user and wait for the answer (the content of a form of `schema`).
@@ -253,12 +266,11 @@ class CallContext:
     def ask_all(self, questions: Mapping[str, Question]) -> dict[str, Any]:
         """Several questions at once ({key: Question}), answered by key as `ask`, `sample` and `roots`
         answer; over MCP 2026-07-28 they are one round of `input_required` instead of one each."""
-        if self.asker is None:
+        asker = self._state.asker
+        if asker is None:
             return dict.fromkeys(questions)
-        if self._cancelled:
-            raise CallCancelled(self.run_id)
-        self.check_deadline()
-        return self.asker(questions)
+        self._state.check_running()
+        return asker(questions)
 
     @contextmanager
     def committing(self) -> Iterator[None]:
@@ -269,41 +281,22 @@ class CallContext:
         the caller cancelled. Once a commit has begun the call can no longer be told "nothing was
         saved": the deadline step waits for it up to the commit grace and sends its result, or
         then says the outcome is unknown (never that nothing was saved about a change that was).
+        A storage layer uses `commit_gate()`, this gate of the current call.
         """
-        with self._gate:
-            if self._cancelled:
-                raise CallCancelled(self.run_id)
-            if self.expired():
-                raise _timeout_error()
-            self._committed = True
+        with self._state.committing():
             yield
 
-    def time_out(self) -> bool:
-        """The pipeline's side of the gate: True if the call is now timed out, False if a
-        commit has begun (the deadline step then gives it the commit grace to report)."""
-        return self._stop("_timed_out")
 
-    def cancel(self) -> bool:
-        """The pipeline's side when the caller went away: from now on the commit gate refuses and
-        `progress` raises. False if a commit had already begun (that change is saved)."""
-        return self._stop("_cancelled")
-
-    def _stop(self, flag: str) -> bool:
-        if not self._gate.acquire(blocking=False):
-            return False
-        try:
-            if self._committed:
-                return False
-            setattr(self, flag, True)
-        finally:
-            self._gate.release()
-        return True
+def state_of(call: CallContext) -> CallState:
+    """The pipeline's side of `call` (its sinks, deadline, what it waits on, the commit gate): for the
+    pipeline, its steps, the transports, the task runner and the storage layer, never for a handler."""
+    return call._state  # noqa: SLF001 -- the one door to it, beside the class that hides it
 
 
-def _timeout_error() -> Exception:
-    from kumitate.errors import ToolError
-
-    return ToolError("the deadline passed before the change was committed; nothing was saved", code="REQUEST_TIMEOUT")
+def current_state() -> CallState | None:
+    """The pipeline's side of the current call (see `current_call`), or None outside a call."""
+    call = _current.get()
+    return state_of(call) if call is not None else None
 
 
 _current: ContextVar[CallContext | None] = ContextVar("kumitate_call", default=None)

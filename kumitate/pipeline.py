@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kumitate.bindings import PromptBinding, ResourceBinding, ServiceBinding, ToolBinding
+from kumitate.callstate import CallState
 from kumitate.catalogue import CatalogueEntry
 from kumitate.changes import ResourceChanges
 from kumitate.context import CallContext, Principal, bound
@@ -31,7 +32,7 @@ from kumitate.offloop import OFF_LOOP_BYTES, CheckPool, OffLoopIntake
 from kumitate.policies.auth import Authenticator
 from kumitate.policies.authguard import AuthGuard
 from kumitate.policies.ratelimit import RateLimiter
-from kumitate.policy import Policy
+from kumitate.policies.spec import Policy
 from kumitate.serving.admission import CALLS_PER_THREAD, Admission, overloaded
 from kumitate.serving.bulkhead import Bulkhead
 from kumitate.steps import Call, CallNext, CallRequest, Outcome, Step, compose
@@ -259,10 +260,13 @@ class Pipeline:
             principal=Principal(),
             public_url=self.policies.public_url or request.base_url or self.policies.served_url,
             routes=self.services[service].routes if service in self.services else {},
-            progress_sink=request.progress,
-            asker=request.asker,
-            log_sink=request.log,
-            change_sink=self.changes.publish,
+            state=CallState(
+                run_id,
+                progress_sink=request.progress,
+                asker=request.asker,
+                log_sink=request.log,
+                change_sink=self.changes.publish,
+            ),
         )
 
     def _finish(self, outcome: Outcome, ctx: CallContext, transport: str, started: float) -> Outcome:

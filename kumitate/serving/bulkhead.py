@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-from kumitate.context import CallContext
+from kumitate.context import CallContext, state_of
 from kumitate.errors import ToolError
 from kumitate.serving.threads import started_pool
 
@@ -68,7 +68,8 @@ class Bulkhead:
         if ctx.deadline is not None:
             wait = min(wait, max(0.0, ctx.deadline - time.monotonic()))
         if self._slots.locked():
-            before, ctx.blocked_on = ctx.blocked_on, "worker"
+            state = state_of(ctx)
+            before, state.blocked_on = state.blocked_on, "worker"
             self.waiting += 1
             try:
                 await asyncio.wait_for(self._slots.acquire(), wait)
@@ -76,7 +77,7 @@ class Bulkhead:
                 raise busy(self.service, f"waited {round(wait * 1000)} ms") from None
             finally:
                 self.waiting -= 1
-                ctx.blocked_on = before
+                state.blocked_on = before
         else:
             await self._slots.acquire()
         self.running += 1

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kumitate.bindings import PromptBinding, ResourceBinding, ToolBinding
-from kumitate.context import Asker, Attachment, CallContext, LogSink, ProgressSink
+from kumitate.callstate import Asker, CallState, LogSink, ProgressSink
+from kumitate.context import Attachment, CallContext, state_of
 
 
 @dataclass(slots=True)
@@ -68,3 +69,9 @@ class Call:
     read: Callable[[], Awaitable[Any]] | None = None
     params: Mapping[str, str] = field(default_factory=dict)
     """A resource's URI parameters."""
+
+    @property
+    def state(self) -> CallState:
+        """The pipeline's side of the call (its deadline, what it waits on, the commit gate): the steps'
+        to write, while the handler gets `ctx`."""
+        return state_of(self.ctx)

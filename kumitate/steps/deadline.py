@@ -1,7 +1,7 @@
 """The tool's deadline: the call is answered by then, whatever the handler is doing.
 
 At the deadline the call is timed out unless the handler holds its commit gate
-(`CallContext.committing`). A timed-out task is cancelled; a worker thread cannot be interrupted,
+(`CallContext.committing`, `kumitate.callstate.CallState`). A timed-out task is cancelled; a worker thread cannot be interrupted,
 but its commit gate now refuses, so nothing it does from then on is saved. The answer says what
 held the call: 503 STORAGE_UNAVAILABLE while the database held it, SERVICE_UNAVAILABLE while it
 waited for a thread of its service (both with Retry-After: the dependency is the problem), else
@@ -20,7 +20,6 @@ import asyncio
 import time
 from typing import Any
 
-from kumitate.context import CallContext
 from kumitate.errors import ToolError
 from kumitate.faults import STORAGE_RETRY_AFTER_MS
 from kumitate.observability import calllog
@@ -49,23 +48,23 @@ class Deadline:
         self.grace_s = grace_s
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
-        ctx = call.ctx
+        ctx, state = call.ctx, call.state
         seconds = call.request.task_timeout_s or self.seconds
         if not seconds:  # a task tool with no deadline of its own, called synchronously
             return await call_next(call)
-        ctx.deadline = time.monotonic() + seconds
+        state.deadline = time.monotonic() + seconds
         task = asyncio.ensure_future(call_next(call))  # the task copies the bound call context
         task.add_done_callback(consume)
         try:
             done, _ = await asyncio.wait({task}, timeout=seconds)
-            if not done and ctx.time_out():
+            if not done and state.time_out():
                 task.cancel()
-                raise self._expired(ctx, seconds)
+                raise self._expired(ctx.service, state.blocked_on, seconds)
             if not done:  # a commit is under way: it may still report within the grace
                 done, _ = await asyncio.wait({task}, timeout=self.grace_s)
             if not done:
                 task.cancel()
-                ctx.outcome_unknown = True
+                state.outcome_unknown = True
                 calllog.log_event("commit_outcome_unknown", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id)
                 raise ToolError(
                     f"{self.name} did not finish within {round(seconds * 1000)} ms while committing its change: the change "
@@ -77,16 +76,16 @@ class Deadline:
             raise
         return await task
 
-    def _expired(self, ctx: CallContext, seconds: float) -> ToolError:
-        if ctx.blocked_on == "storage":
+    def _expired(self, service: str, blocked_on: str | None, seconds: float) -> ToolError:
+        if blocked_on == "storage":
             return ToolError(
                 f"{self.name} did not finish within {round(seconds * 1000)} ms: the database did not answer in time; "
                 "nothing was saved; retry shortly",
                 code="STORAGE_UNAVAILABLE",
                 details={"retry_after_ms": STORAGE_RETRY_AFTER_MS},
             )
-        if ctx.blocked_on == "worker":
-            return busy(ctx.service, f"{self.name} did not start within {round(seconds * 1000)} ms")
+        if blocked_on == "worker":
+            return busy(service, f"{self.name} did not start within {round(seconds * 1000)} ms")
         return ToolError(
             f"{self.name} did not finish within {round(seconds * 1000)} ms; nothing was committed",
             code="REQUEST_TIMEOUT",

@@ -44,7 +44,7 @@ class Idempotent:
         async def execute() -> tuple[Stored, bool | None]:
             outcome = await call_next(call)
             holder.append(outcome)
-            return Stored(outcome.status, outcome.body), None if ctx.outcome_unknown else client_caused(outcome)
+            return Stored(outcome.status, outcome.body), None if call.state.outcome_unknown else client_caused(outcome)
 
         ident = (self.key, ctx.principal.id, key)
         lease = lease_s(call.request.task_timeout_s) if call.request.task_timeout_s else self.lease_s

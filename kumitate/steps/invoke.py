@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from kumitate import faults
 from kumitate.bindings import PromptBinding, ResourceBinding, ToolBinding
-from kumitate.context import Attachment, CallContext, Message
+from kumitate.context import Attachment, CallContext, Message, state_of
 from kumitate.errors import ToolError
 from kumitate.intake import Intake, JsonBody
 from kumitate.observability import calllog, tracing
@@ -69,8 +69,9 @@ class Handler:
                 result = await result
             return result
         except asyncio.CancelledError:
-            if not ctx.expired():  # a time-out is the deadline step's; this is the caller going away
-                stopped = ctx.cancel()  # a worker thread's commit gate refuses from now on
+            state = state_of(ctx)
+            if not state.expired():  # a time-out is the deadline step's; this is the caller going away
+                stopped = state.cancel()  # a worker thread's commit gate refuses from now on
                 calllog.log_event(
                     "call_cancelled", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, committed=not stopped
                 )

@@ -14,7 +14,7 @@ to the very connection handed out, before anything is sent on it:
   thread that much and no more.
 
 Getting a working connection (the pool wait, connecting, the ping) marks the current call as
-waiting on storage (`CallContext.blocked_on`), so a call whose deadline passes there is answered
+waiting on storage (`CallState.blocked_on`), so a call whose deadline passes there is answered
 503 STORAGE_UNAVAILABLE (the database is unavailable, a retry may succeed), not 408. A statement
 is not marked: one that runs past the deadline is the database doing the call's work (408,
 "narrow the request"), which the deadline step cannot tell from a server that hung mid-statement.
@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Engine, event, exc
 
-from kumitate.context import current_call
+from kumitate.context import current_call, current_state
 from kumitate.errors import ToolError
 from kumitate.faults import STORAGE_RETRY_AFTER_MS
 from kumitate.storage.watchdog import WATCHDOG, Entry
@@ -154,15 +154,15 @@ def disarm(bound: Bound | None) -> None:
 def waiting_on_storage() -> Iterator[None]:
     """Mark the current call as waiting on storage for the block, so a deadline reached here is answered
     503 STORAGE_UNAVAILABLE (retry) rather than 408 (narrow the request)."""
-    call = current_call()
-    if call is None:
+    state = current_state()
+    if state is None:
         yield
         return
-    before, call.blocked_on = call.blocked_on, "storage"
+    before, state.blocked_on = state.blocked_on, "storage"
     try:
         yield
     finally:
-        call.blocked_on = before
+        state.blocked_on = before
 
 
 def install(engine: Engine, busy_timeout_ms: int) -> None:

@@ -78,8 +78,10 @@ def test_handlers_pass_the_call_deadline(service) -> None:  # type: ignore[no-un
     from kumitate.context import CallContext
 
     handlers = AnalyticsHandlers(service, sweep_interval_s=None)
-    ctx = CallContext(service="analytics", tool="profile", transport="test", run_id="r", trace_id="t")
-    ctx.deadline = time.monotonic() + 0.4
+    deadline = time.monotonic() + 0.4
+    ctx = CallContext(
+        service="analytics", tool="profile", transport="test", run_id="r", trace_id="t", deadline=deadline
+    )
     started = time.monotonic()
     with pytest.raises(ToolError) as info:
         handlers.profile(ProfileInput(table_or_query=SLOW), ctx)

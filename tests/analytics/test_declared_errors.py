@@ -22,7 +22,7 @@ from generated.analytics.models import (
 )
 from handlers.analytics import AnalyticsHandlers
 from handlers.analytics.core.service import AnalyticsService
-from kumitate.context import CallContext
+from kumitate.context import CallContext, state_of
 from kumitate.errors import ToolError
 
 from .conftest import call_context
@@ -66,7 +66,7 @@ def test_refusals_use_only_declared_codes(
     handlers = AnalyticsHandlers(service, sweep_interval_s=None)
     ctx = call_context(name)
     if deadline is not None:
-        ctx.deadline = time.monotonic() + deadline
+        state_of(ctx).deadline = time.monotonic() + deadline  # as the deadline step sets it
     with pytest.raises(ToolError) as info:
         call(handlers, ctx)
     assert info.value.code in declared(name), (name, info.value.code, info.value.message)

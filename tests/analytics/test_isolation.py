@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from handlers.analytics.core.service import AnalyticsService
 from handlers.analytics.store import exports_table as analytics_exports
-from kumitate.context import CallContext, Principal, bound
+from kumitate.context import CallContext, Principal, bound, state_of
 from kumitate.errors import ToolError
 
 from .conftest import FakeClock, make_service
@@ -37,9 +37,8 @@ def _worker_pids(service: AnalyticsService) -> set[int]:
 
 
 def _call(deadline_s: float) -> CallContext:
-    ctx = CallContext(service="analytics", tool="t", transport="test", run_id="r", trace_id="t")
-    ctx.deadline = time.monotonic() + deadline_s
-    return ctx
+    deadline = time.monotonic() + deadline_s
+    return CallContext(service="analytics", tool="t", transport="test", run_id="r", trace_id="t", deadline=deadline)
 
 
 def test_queries_run_in_workers_under_a_data_limit(service: AnalyticsService) -> None:
@@ -110,7 +109,7 @@ def test_a_cancelled_call_frees_its_worker(service: AnalyticsService) -> None:
         while service.runner.idle() == service.runner.pool_size and time.monotonic() < end:
             time.sleep(0.01)
         time.sleep(0.2)
-        ctx.cancel()
+        state_of(ctx).cancel()  # as the pipeline does when the caller goes away
         with pytest.raises(BaseException) as info:
             future.result(timeout=5)
         assert type(info.value).__name__ == "CallCancelled"

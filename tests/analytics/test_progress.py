@@ -8,7 +8,7 @@ import time
 import pytest
 
 from handlers.analytics.core.service import AnalyticsService
-from kumitate.context import CallCancelled, CallContext, bound
+from kumitate.context import CallCancelled, CallContext, bound, state_of
 
 from .test_materialize import PER_RUN
 
@@ -18,7 +18,7 @@ class Recorder:
 
     def __init__(self, cancel_at: float | None = None) -> None:
         self.ctx = CallContext(service="analytics", tool="t", transport="test", run_id="r", trace_id="t")
-        self.ctx.progress_sink = self
+        state_of(self.ctx).progress_sink = self
         self.cancel_at = cancel_at
         self.seen: list[float] = []
 
@@ -26,7 +26,7 @@ class Recorder:
         self.seen.append(done)
         assert total == 3 and message
         if done == self.cancel_at:
-            assert self.ctx.cancel()  # as the pipeline does when the caller goes away
+            assert state_of(self.ctx).cancel()  # as the pipeline does when the caller goes away
 
 
 def test_export_and_materialize_report_each_phase(service: AnalyticsService) -> None:
@@ -66,7 +66,7 @@ SLOW = (  # about a second per row of c here, so it runs into the 10 s query dea
 def test_a_cancelled_query_is_interrupted_at_once(service: AnalyticsService) -> None:
     """The caller goes away while DuckDB runs: the query stops within a poll, not at its deadline."""
     recorder = Recorder()
-    timer = threading.Timer(0.3, recorder.ctx.cancel)
+    timer = threading.Timer(0.3, state_of(recorder.ctx).cancel)
     started = time.monotonic()
     timer.start()
     try:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kumitate.context import CallContext
+from kumitate.context import CallContext, state_of
 from kumitate.errors import ToolError
 from kumitate.serving.bulkhead import Bulkhead
 
@@ -17,9 +17,7 @@ pytestmark = pytest.mark.anyio
 
 
 def ctx(service: str = "demo", deadline: float | None = None) -> CallContext:
-    call = CallContext(service=service, tool="t", transport="http", run_id="r", trace_id="t")
-    call.deadline = deadline
-    return call
+    return CallContext(service=service, tool="t", transport="http", run_id="r", trace_id="t", deadline=deadline)
 
 
 @pytest.fixture
@@ -61,10 +59,10 @@ async def test_waiting_is_bounded_by_the_calls_deadline_and_marked(gate: threadi
     call = ctx(deadline=time.monotonic() + 0.1)
     waiting = asyncio.ensure_future(full.run(call, lambda: "never"))
     await asyncio.sleep(0.02)
-    assert call.blocked_on == "worker"
+    assert state_of(call).blocked_on == "worker"
     with pytest.raises(ToolError):
         await asyncio.wait_for(waiting, 2.0)
-    assert call.blocked_on is None
+    assert state_of(call).blocked_on is None
     gate.set()
     await held
     full.close()

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from kumitate.context import CallCancelled, CallContext, bound, commit_gate, progress
+from kumitate.context import CallCancelled, CallContext, bound, commit_gate, progress, state_of
 from kumitate.errors import ToolError
 from kumitate.transports.progress import relaying
 
@@ -23,10 +23,11 @@ def test_progress_outside_a_call_does_nothing() -> None:
 def test_after_cancel_progress_raises_and_the_commit_gate_refuses() -> None:
     ctx = _ctx()
     seen: list[float] = []
-    ctx.progress_sink = lambda done, total, message: seen.append(done)
+    state = state_of(ctx)
+    state.progress_sink = lambda done, total, message: seen.append(done)
     with bound(ctx):
         progress(1, 3)
-        assert ctx.cancel() and ctx.cancelled()
+        assert state.cancel() and ctx.cancelled()
         with pytest.raises(CallCancelled):
             progress(2, 3)
         with pytest.raises(CallCancelled), commit_gate():
@@ -37,13 +38,12 @@ def test_after_cancel_progress_raises_and_the_commit_gate_refuses() -> None:
 def test_a_commit_under_way_is_not_cancelled() -> None:
     ctx = _ctx()
     with bound(ctx), commit_gate():
-        assert not ctx.cancel()  # the change is being saved: the caller hears nothing, but it is saved
+        assert not state_of(ctx).cancel()  # the change is being saved: the caller hears nothing, but it is saved
     assert not ctx.cancelled()
 
 
 def test_progress_past_the_deadline_stops_the_handler() -> None:
-    ctx = _ctx()
-    ctx.deadline = 0.0
+    ctx = CallContext(service="s", tool="t", transport="test", run_id="r", trace_id="t", deadline=0.0)
     with pytest.raises(ToolError) as err:
         ctx.progress(1, 2)
     assert err.value.code == "REQUEST_TIMEOUT"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from kumitate.context import CallContext, bound
+from kumitate.context import CallContext, bound, state_of
 from kumitate.errors import ToolError
 from kumitate.serving.deploy import DeploySettings
 from kumitate.storage import Database, open_database
@@ -25,8 +25,8 @@ def deploy(url: str | None, **kw: object) -> DeploySettings:
 
 @contextmanager
 def call_with(seconds: float | None) -> Iterator[CallContext]:
-    ctx = CallContext(service="demo", tool="t", transport="http", run_id="r", trace_id="t")
-    ctx.deadline = None if seconds is None else time.monotonic() + seconds
+    deadline = None if seconds is None else time.monotonic() + seconds
+    ctx = CallContext(service="demo", tool="t", transport="http", run_id="r", trace_id="t", deadline=deadline)
     with bound(ctx):
         yield ctx
 
@@ -134,7 +134,7 @@ def test_housekeeping_commits_past_the_calls_deadline_and_outside_its_gate(tmp_p
         with call_with(0.0) as ctx:
             with db.housekeeping() as conn:
                 conn.execute(text("INSERT INTO kept VALUES (1)"))
-            assert ctx.time_out()  # no commit of the call began: it can still be timed out
+            assert state_of(ctx).time_out()  # no commit of the call began: it can still be timed out
             with pytest.raises(ToolError), db.transaction() as conn:  # the call's own change is refused
                 conn.execute(text("INSERT INTO kept VALUES (2)"))
         with db.read() as conn:

@@ -25,7 +25,7 @@ def test_timeout_is_the_declared_one_capped_by_the_operator() -> None:
 async def test_fast_call_passes_and_knows_its_deadline() -> None:
     call = make_call()
     assert (await Deadline("echo", 5.0)(call, ok())).ok
-    assert call.ctx.deadline is not None
+    assert call.state.deadline is not None
 
 
 async def test_slow_call_times_out_and_is_cancelled() -> None:
@@ -70,7 +70,7 @@ async def test_a_commit_that_outlasts_the_grace_is_answered_outcome_unknown() ->
     waited = asyncio.get_running_loop().time() - started
     assert unknown.value.code == "REQUEST_TIMEOUT" and 0.2 <= waited < 2.0
     assert "may or may not have been saved" in unknown.value.message and "Idempotency-Key" in unknown.value.message
-    assert call.ctx.outcome_unknown  # the idempotency step keeps the key claimed
+    assert call.state.outcome_unknown  # the idempotency step keeps the key claimed
     released.set()
 
 
@@ -80,7 +80,7 @@ async def test_a_commit_that_outlasts_the_grace_is_answered_outcome_unknown() ->
 )
 async def test_the_answer_at_the_deadline_names_what_held_the_call(blocked_on: str | None, code: str) -> None:
     async def held(call: Call) -> Outcome:
-        call.ctx.blocked_on = blocked_on
+        call.state.blocked_on = blocked_on
         await asyncio.sleep(5)
         raise AssertionError("not reached")
 

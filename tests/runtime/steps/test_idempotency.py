@@ -62,7 +62,7 @@ async def test_a_call_answered_while_its_commit_may_land_keeps_its_claim(tmp_pat
     async def unknown(call: Call) -> Outcome:
         nonlocal runs
         runs += 1
-        call.ctx.outcome_unknown = True
+        call.state.outcome_unknown = True
         return Outcome(False, 408, "REQUEST_TIMEOUT", {"error": {"code": "REQUEST_TIMEOUT"}}, "r", "t", retryable=True)
 
     first = await step(keyed({"n": 1}, "k", "run-1"), unknown)
