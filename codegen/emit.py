@@ -17,7 +17,7 @@ from typing import Any
 
 import jinja2
 
-from codegen import docs, fidelity, lockfile, models, naming, openapi
+from codegen import docs, fidelity, lockfile, models, naming, openapi, server_json
 from codegen.specs import GENERIC_ERRORS, ResourceSpec, ServiceSpec, SpecTree, ToolSpec, tool_sources
 from kumitate.bindings import CacheHint, Execution
 
@@ -210,7 +210,7 @@ def ruff_format(sources: dict[str, str]) -> dict[str, str]:
 
 def render_all(tree: SpecTree) -> dict[str, str]:
     """Every generated file of the tree, path -> content: models, errors, bindings, protocols, routes,
-    clients, the registry and openapi.json. Deterministic: the same specs give the same bytes."""
+    clients, the registry, openapi.json, server.json and the server card. Deterministic: the same specs give the same bytes."""
     out: dict[str, str] = {}
     py: dict[str, str] = {}
     errors = [
@@ -263,6 +263,7 @@ def render_all(tree: SpecTree) -> dict[str, str]:
     )
     out.update(ruff_format(py))
     out["generated/openapi.json"] = json.dumps(openapi.build(tree), ensure_ascii=False, sort_keys=True, indent=1) + "\n"
+    out.update(server_json.render(tree))  # the MCP registry's server.json and the server card
     out[lockfile.PATH] = lockfile.render(tree)
     out.update(docs.render(tree))
     return dict(sorted(out.items()))

@@ -39,6 +39,7 @@ from kumitate.transports.mcp import HTTP_MIDDLEWARE, build_server, configure_ses
 from kumitate.transports.mcp.lean import lean_endpoint
 from kumitate.transports.oauth import discovery_routes, mcp_gate
 from kumitate.transports.ops import health_routes, metrics_routes
+from kumitate.transports.published import published_routes
 
 __all__ = ["DOCS_ASSETS", "DOCS_HTML", "KumitateApp", "create_app", "create_litestar"]
 
@@ -120,6 +121,7 @@ def _http_routes(runtime: Runtime) -> list[Any]:
     routes: list[Any] = _schema_routes(runtime.project.openapi, settings) + _meta_routes(runtime)
     routes += metrics_routes(runtime.pipeline.metrics, settings)
     routes += discovery_routes(runtime)
+    routes += published_routes()  # /.well-known/mcp/server.json and server-card.json (codegen/server_json.py)
     if any(tool.task_timeout_s is not None for svc in runtime.services.values() for tool in svc.tools):
         from kumitate.tasks.http import operation_routes  # its task store loads SQLAlchemy: only where tasks run
 

@@ -90,6 +90,25 @@ def project(tmp_path: Path, initialised: Path) -> Path:
     return fresh_copy(initialised, tmp_path)
 
 
+def test_a_new_project_has_a_registry_entry_and_a_server_card(initialised: Path) -> None:
+    """`kumitate init`'s codegen run writes generated/server.json, which the MCP registry's schema
+    accepts, and the card; both name the new project and its service's endpoint and tools."""
+    import json
+
+    import jsonschema
+
+    from codegen import server_json
+
+    document = json.loads((initialised / "generated/server.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft7Validator(server_json.schema(), format_checker=jsonschema.FormatChecker())
+    assert [e.message for e in validator.iter_errors(document)] == []
+    assert document["name"] == "local/my_tools"
+    endpoints = {e["path"]: e["tools"] for e in document["_meta"][server_json.PUBLISHER_META]["endpoints"]}
+    assert endpoints["/mcp/hello"] == ["greet"]
+    card = json.loads((initialised / "generated/server-card.json").read_text(encoding="utf-8"))
+    assert [t["name"] for t in card["tools"]] == ["greet"]
+
+
 def test_init_writes_a_project_that_passes_its_own_checks(project: Path) -> None:
     """The files, the drift check and the lint. That the same project passes its own mypy, raises check and
     tests is its `make test` in tests/scaffold/test_package.py (`make test-package`: from the wheel, in the
