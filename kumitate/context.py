@@ -3,8 +3,9 @@
 `CallContext` is what a handler may use; the pipeline's side of the same call (the transport's sinks,
 the deadline it sets, what the call waits on, the commit gate that cancelling and timing out close)
 is a `kumitate.callstate.CallState`, which the pipeline, its steps, the transports, the task runner
-and the storage layer reach with `state_of(ctx)` or `current_state()`. `Question`, `CallCancelled`
-and the sinks' types live there too and are named here as well.
+and the storage layer reach with `state_of(ctx)` or `current_state()`, and where the transports find
+the types of their sinks. `Question` and `CallCancelled` live there too and are named here, since a
+handler meets them.
 """
 
 from __future__ import annotations
@@ -16,18 +17,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from kumitate.callstate import Asker, CallCancelled, CallState, LogSink, ProgressSink, Question
+from kumitate.callstate import Asker, CallCancelled, CallState, Question
 from kumitate.observability import tracing
 
 __all__ = [
-    "Asker",
     "Attachment",
     "CallCancelled",
     "CallContext",
-    "LogSink",
     "Message",
     "Principal",
-    "ProgressSink",
     "Question",
     "bound",
     "commit_gate",
@@ -324,7 +322,7 @@ def commit_gate() -> Iterator[None]:
     if call is None:
         yield
         return
-    with tracing.stage("storage.commit"), call.committing():
+    with tracing.stage("storage.commit"), state_of(call).committing():
         yield
 
 

@@ -31,7 +31,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from kumitate.bindings import ToolBinding
-from kumitate.context import Asker, CallCancelled, CallContext, Question, current_call
+from kumitate.callstate import Asker, CallCancelled, Question
+from kumitate.context import CallContext, current_call
 from kumitate.errors import ToolError
 from kumitate.observability import calllog
 from kumitate.pipeline import CallRequest, Outcome, Pipeline

@@ -33,7 +33,8 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
-from kumitate.context import Asker, CallCancelled, Question, current_call
+from kumitate.callstate import Asker, CallCancelled, Question
+from kumitate.context import current_call
 from kumitate.errors import ToolError
 from kumitate.observability import calllog
 from kumitate.settings import Settings

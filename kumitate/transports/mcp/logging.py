@@ -15,7 +15,7 @@ from typing import Any
 
 from fastmcp.server.dependencies import get_context
 
-from kumitate.context import LogSink
+from kumitate.callstate import LogSink
 
 SEND_WAIT_S = 1.0
 LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
