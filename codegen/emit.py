@@ -56,7 +56,7 @@ def _binding_imports(svc: ServiceSpec) -> dict[str, list[str]]:
     bindings += ["CacheHint"] * (any(t.cache for t in svc.tools) or any(r.cache for r in svc.resources))
     return {
         "kumitate.bindings": sorted(bindings, key=lambda name: (name[0].islower(), name)),
-        "kumitate.policy": ["Policy", *(["RateLimit"] if any(p.rate_limit for p in policies) else [])],
+        "kumitate.policies.spec": ["Policy", *(["RateLimit"] if any(p.rate_limit for p in policies) else [])],
     }
 
 
@@ -170,7 +170,7 @@ def _schemas_json(svc: ServiceSpec) -> str:
 
 def _service_errors(svc: ServiceSpec, errors: list[dict[str, Any]]) -> dict[str, Any]:
     """What generated/<svc>/errors.py re-exports: the classes of the declared and the generic codes, and
-    per entry only the codes its spec declares (kumitate.policy.GENERIC_CODES alone owns the generic ones)."""
+    per entry only the codes its spec declares (kumitate.policies.spec.GENERIC_CODES alone owns the generic ones)."""
     declared = {t.name: sorted(set(t.errors)) for t in svc.tools}
     declared.update({naming.resource_method(r.name): sorted(set(r.errors)) for r in svc.resources})
     declared.update({p.method: sorted(set(p.errors)) for p in svc.prompts})

@@ -26,7 +26,7 @@ from kumitate import __version__
 from kumitate.policies.deprecation import Deprecation
 from kumitate.policies.discovery import OPENAPI_SCOPES
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
-from kumitate.policy import Policy, http_codes
+from kumitate.policies.spec import Policy, http_codes
 from kumitate.transports.http.forms import form_schema
 
 ERROR_DETAIL: dict[str, Any] = {
@@ -261,7 +261,7 @@ def _error_responses(
     idempotent: bool = False,
     examples: list[Example] | None = None,
 ) -> dict[str, Any]:
-    """One response per status of `codes` (every code the wire can send: kumitate.policy.http_codes)."""
+    """One response per status of `codes` (every code the wire can send: kumitate.policies.spec.http_codes)."""
     by_status: dict[int, list[str]] = {}
     for code in sorted(codes):
         if code in tree.errors:

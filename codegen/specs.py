@@ -23,12 +23,12 @@ from codegen import advertised, naming, shared
 from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
 from kumitate.bindings import Annotations
 from kumitate.policies.deprecation import Deprecation
-from kumitate.policy import GENERIC_CODES, Policy
+from kumitate.policies.spec import GENERIC_CODES, Policy
 
 T = TypeVar("T")
 
 GENERIC_ERRORS: tuple[str, ...] = tuple(sorted(GENERIC_CODES))
-"""Codes every tool may return without declaring them: the runtime's (kumitate.policy.GENERIC_CODES)."""
+"""Codes every tool may return without declaring them: the runtime's (kumitate.policies.spec.GENERIC_CODES)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +108,7 @@ class _Operation:
 
     @property
     def rules(self) -> Policy:
-        """`policy` typed, as the runtime parses it (kumitate.policy.Policy): what codegen reads."""
+        """`policy` typed, as the runtime parses it (kumitate.policies.spec.Policy): what codegen reads."""
         return Policy.parse(self.policy)
 
     @property
@@ -194,7 +194,7 @@ class PromptSpec:
 
     @property
     def rules(self) -> Policy:
-        """`policy` typed, as the runtime reads it (kumitate.policy.Policy)."""
+        """`policy` typed, as the runtime reads it (kumitate.policies.spec.Policy)."""
         return Policy.parse(self.policy)
 
     @property

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from kumitate.context import CallContext
 from kumitate.policies.deprecation import Deprecation
-from kumitate.policy import Policy, allowed_codes
+from kumitate.policies.spec import Policy, allowed_codes
 
 DEFAULT_TASK_TIMEOUT_MS = 600_000
 """A task body's deadline where the spec's `execution` names none (the meta-schema's default)."""
@@ -130,9 +130,9 @@ class Binding:
     errors: list[str]
     policy: Policy
     allowed: frozenset[str] = field(init=False, repr=False, compare=False)
-    """Codes the handler may raise (kumitate.policy.allowed_codes); any other answers INTERNAL."""
+    """Codes the handler may raise (kumitate.policies.spec.allowed_codes); any other answers INTERNAL."""
     _resource: ClassVar[bool] = False
-    """A resource's read may also answer what only reads can (kumitate.policy.allowed_codes)."""
+    """A resource's read may also answer what only reads can (kumitate.policies.spec.allowed_codes)."""
 
     def __post_init__(self) -> None:
         allowed = allowed_codes(self.errors, self.policy, resource=self._resource)

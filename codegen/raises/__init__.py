@@ -44,7 +44,7 @@ from pathlib import Path
 
 from codegen.raises.analysis import Finding, findings
 from codegen.raises.graph import CallGraph, Package, Site
-from kumitate.policy import GENERIC_CODES
+from kumitate.policies.spec import GENERIC_CODES
 from kumitate.project import Project
 
 __all__ = [
@@ -82,7 +82,7 @@ def services() -> list[str]:
 
 def service_package(service: str) -> Package:
     """A service's handler package, with the codes each entry may raise: its spec's (generated DECLARED) and
-    the generic ones any call may end with (kumitate.policy.GENERIC_CODES)."""
+    the generic ones any call may end with (kumitate.policies.spec.GENERIC_CODES)."""
     declared = importlib.import_module(f"generated.{service}.errors").DECLARED
     allowed = {entry: frozenset(codes) | GENERIC_CODES for entry, codes in declared.items()}
     return Package(service, f"handlers.{service}", allowed, error_classes())

@@ -82,7 +82,7 @@ DECLARED: dict[str, frozenset[str]] = {
     "read_table": frozenset(["NOT_FOUND"]),
 }
 """Per tool (and `read_<resource>` / `prompt_<name>` method): the codes its spec declares. Any call may also end
-with the generic ones (kumitate.policy.GENERIC_CODES), which are not repeated here."""
+with the generic ones (kumitate.policies.spec.GENERIC_CODES), which are not repeated here."""
 
 __all__ = [
     "DECLARED",

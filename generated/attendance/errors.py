@@ -25,7 +25,7 @@ DECLARED: dict[str, frozenset[str]] = {
     "save_attendance_rule": frozenset(["STORAGE_UNAVAILABLE", "VALIDATION_ERROR"]),
 }
 """Per tool (and `read_<resource>` / `prompt_<name>` method): the codes its spec declares. Any call may also end
-with the generic ones (kumitate.policy.GENERIC_CODES), which are not repeated here."""
+with the generic ones (kumitate.policies.spec.GENERIC_CODES), which are not repeated here."""
 
 __all__ = [
     "DECLARED",

@@ -14,7 +14,7 @@ from kumitate.bindings import (
     ToolBinding,
     load_schemas,
 )
-from kumitate.policy import Policy
+from kumitate.policies.spec import Policy
 from kumitate.service import ServiceSetup
 
 from . import models

@@ -6,7 +6,7 @@
 from pathlib import Path
 
 from kumitate.bindings import Annotations, Execution, ResourceBinding, ServiceBinding, ToolBinding, load_schemas
-from kumitate.policy import Policy
+from kumitate.policies.spec import Policy
 from kumitate.service import ServiceSetup
 
 from . import models

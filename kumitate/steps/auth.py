@@ -8,7 +8,7 @@ from kumitate.observability import tracing
 from kumitate.policies import discovery
 from kumitate.policies.auth import Authenticator, AuthError
 from kumitate.policies.authguard import AuthGuard
-from kumitate.policy import Policy
+from kumitate.policies.spec import Policy
 from kumitate.steps import Call, CallNext, CallRequest, Outcome
 
 if TYPE_CHECKING:

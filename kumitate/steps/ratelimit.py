@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kumitate.policies.ratelimit import RateLimiter
-from kumitate.policy import RateLimit
+from kumitate.policies.spec import RateLimit
 from kumitate.steps import Call, CallNext, Outcome
 
 

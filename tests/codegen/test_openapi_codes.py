@@ -1,6 +1,6 @@
 """The OpenAPI document of every operation lists exactly the error codes, and so the statuses, the HTTP
 wire can send for it: what the runtime lets the call end with (its binding's `allowed`: declared, generic,
-policy's; kumitate.policy) and what the HTTP edge answers on any route. Derived from the runtime's own
+policy's; kumitate.policies.spec) and what the HTTP edge answers on any route. Derived from the runtime's own
 bindings (their typed policy, as generated/<svc>/bindings.py builds it), never restated here."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from generated.errors import CATALOGUE
 from generated.registry import SERVICES
 from kumitate.bindings import ResourceBinding, ToolBinding
-from kumitate.policy import HTTP_EDGE_CODES
+from kumitate.policies.spec import HTTP_EDGE_CODES
 from tests.conftest import REPO
 
 DOC: dict[str, Any] = json.loads((REPO / "generated" / "openapi.json").read_text(encoding="utf-8"))

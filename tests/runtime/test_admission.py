@@ -15,7 +15,7 @@ from generated.errors import CATALOGUE
 from kumitate.bindings import Annotations, ServiceBinding, ToolBinding
 from kumitate.context import CallContext
 from kumitate.pipeline import CallRequest, Pipeline, Policies
-from kumitate.policy import Policy
+from kumitate.policies.spec import Policy
 from tests.runtime.test_pipeline import INPUT, OUTPUT, EchoInput
 
 pytestmark = pytest.mark.anyio

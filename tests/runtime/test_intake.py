@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kumitate.bindings import Annotations, ToolBinding
 from kumitate.errors import ToolError
 from kumitate.intake import MAX_DEPTH, Intake, JsonBody, decode_json
-from kumitate.policy import Policy
+from kumitate.policies.spec import Policy
 
 SCHEMA = {
     "type": "object",

@@ -15,7 +15,7 @@ from kumitate.bindings import Annotations, ResourceBinding, ServiceBinding, Tool
 from kumitate.context import CallContext
 from kumitate.observability import calllog
 from kumitate.pipeline import CallRequest, Pipeline, Policies
-from kumitate.policy import Policy
+from kumitate.policies.spec import Policy
 from kumitate.runtime import MissingHandlerError, _check_handlers
 
 pytestmark = pytest.mark.anyio

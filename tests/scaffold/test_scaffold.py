@@ -16,7 +16,7 @@ import yaml
 
 from codegen import scaffold
 from kumitate import cli
-from kumitate.policy import GENERIC_CODES, HTTP_EDGE_CODES, RESOURCE_CODES, Policy, RateLimit
+from kumitate.policies.spec import GENERIC_CODES, HTTP_EDGE_CODES, RESOURCE_CODES, Policy, RateLimit
 from tests.conftest import REPO
 from tests.scaffold.conftest import fresh_copy
 

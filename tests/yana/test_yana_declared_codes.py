@@ -19,7 +19,7 @@ import pytest
 
 from generated import errors
 from generated.yana.errors import DECLARED
-from kumitate.policy import GENERIC_CODES
+from kumitate.policies.spec import GENERIC_CODES
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "handlers" / "yana"

@@ -7,7 +7,7 @@ import pytest
 from kumitate.errors import ToolError
 from kumitate.pipeline import Policies
 from kumitate.policies.auth import Authenticator
-from kumitate.policy import Policy
+from kumitate.policies.spec import Policy
 from kumitate.steps import CallRequest
 from kumitate.steps.auth import Authenticate
 from tests.runtime.steps.helpers import make_call, ok

@@ -7,7 +7,7 @@ import pytest
 from kumitate.context import Principal
 from kumitate.errors import ToolError
 from kumitate.policies.ratelimit import RateLimiter
-from kumitate.policy import RateLimit
+from kumitate.policies.spec import RateLimit
 from kumitate.steps import CallRequest
 from kumitate.steps.ratelimit import RateLimited
 from tests.runtime.steps.helpers import make_call, ok

@@ -11,7 +11,7 @@ import pytest
 from codegen import specs
 from generated.registry import SERVICES
 from kumitate.bindings import CacheHint, Execution
-from kumitate.policy import GENERIC_CODES, Policy, RateLimit
+from kumitate.policies.spec import GENERIC_CODES, Policy, RateLimit
 from tests.conftest import REPO
 from tests.runtime.test_pipeline import binding
 
@@ -92,7 +92,7 @@ def test_policy_codes_follow_what_it_turns_on() -> None:
 
 
 def test_the_dataclass_has_a_field_for_every_property_of_the_meta_schema() -> None:
-    """kumitate.policy.Policy and specs/_meta/policy.schema.json describe one vocabulary: a property added
+    """kumitate.policies.spec.Policy and specs/_meta/policy.schema.json describe one vocabulary: a property added
     to one and not the other fails here (idempotency_note is the lint's alone)."""
     schema = json.loads((REPO / "specs" / "_meta" / "policy.schema.json").read_text(encoding="utf-8"))
     assert {f.name for f in dataclasses.fields(Policy)} | {"idempotency_note"} == set(schema["properties"])
