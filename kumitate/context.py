@@ -11,7 +11,7 @@ handler meets them.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -270,8 +270,7 @@ class CallContext:
         self._state.check_running()
         return asker(questions)
 
-    @contextmanager
-    def committing(self) -> Iterator[None]:
+    def committing(self) -> AbstractContextManager[None]:
         """Hold while committing a change: a worker thread cannot be interrupted, so this is
         what makes "timed out" mean "nothing was saved".
 
@@ -281,8 +280,7 @@ class CallContext:
         then says the outcome is unknown (never that nothing was saved about a change that was).
         A storage layer uses `commit_gate()`, this gate of the current call.
         """
-        with self._state.committing():
-            yield
+        return self._state.committing()
 
 
 def state_of(call: CallContext) -> CallState:
