@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import insert
 
 from handlers.household.core.csvfile import read_tuples
-from handlers.household.core.importer import _values
 from handlers.household.store import refresh_aggregates
+from handlers.household.store.imports import row_values
 from handlers.household.store.tables import transactions
 from kumitate.service import ServiceSetup
 from kumitate.settings import Settings
@@ -246,7 +246,7 @@ def legacy_database(make_service, files: list[Path]):
             fresh = [r for r in rows if r[0] not in taken]
             taken |= {r[0] for r in rows}
             if fresh:
-                con.execute(insert(transactions), [_values(path.name, r) for r in fresh])
+                con.execute(insert(transactions), [row_values(path.name, r) for r in fresh])
         refresh_aggregates(con)
     return svc
 

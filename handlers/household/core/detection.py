@@ -5,13 +5,11 @@ The search is core.duplicates; the stored checks and what a run replaces are sto
 
 from __future__ import annotations
 
-from sqlalchemy import Connection
-
 from generated.household import models
 from kumitate.context import progress
 
 from ..records import Options
-from ..store import Store, checks
+from ..store import Connection, Store, checks
 from .duplicates import Item, find_candidates, search
 
 

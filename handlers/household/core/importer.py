@@ -46,16 +46,12 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from sqlalchemy import Connection, bindparam, delete, func, or_, select, update
 
 from generated.household import models
 from kumitate.context import progress
 
 from .. import changes
-from ..store import Store, chunks, queries, refresh_aggregates, t
-from ..store.tables import checks, now
+from ..store import Connection, Store, imports, queries, refresh_aggregates
 from .csvfile import RowError, RowTuple, read_tuples
 from .identity import Plan, Stored, plan
 
@@ -64,31 +60,6 @@ log = logging.getLogger(__name__)
 FILE_GLOB = "収入・支出詳細_*.csv"
 MAX_REPORTED_ERRORS = 100
 SAMPLE_PREFIX = "sample:"
-
-#: the stored columns a RowTuple holds, in its order
-ROW_COLUMNS = (
-    "row_number",
-    "date",
-    "amount",
-    "description",
-    "category_major",
-    "category_minor",
-    "account",
-    "memo",
-    "is_target",
-    "is_transfer",
-    "external_id",
-)
-_TEXT = {"description", "category_major", "category_minor", "account", "memo", "external_id"}
-#: (id, *RowTuple) of stored rows; NULL text (a row written by other code) reads as the parser's "" for an empty cell
-STORED_ROW = select(
-    t.c.id, *(func.coalesce(t.c[name], "").label(name) if name in _TEXT else t.c[name] for name in ROW_COLUMNS)
-)
-
-
-def _values(source: str, row: RowTuple) -> dict[str, Any]:
-    return {"source_file": source, **dict(zip(ROW_COLUMNS, row, strict=True))}
-
 
 #: an export's name, or a copy of it as a browser or file manager names one: `… (1).csv`, `… - コピー.csv`;
 #: any other suffix (`…_card.csv`) is a file of its own
@@ -148,10 +119,12 @@ def find_files(directories: list[Path]) -> list[Path]:
 
 def fingerprint(paths: list[Path], *, sample_dir: Path | None, include_samples: bool) -> str:
     """What an import of `paths` reads: each file's source, mtime (it picks the newest of a period) and
-    content, whether samples are kept, and this importer's own code (a release that parses differently)."""
+    content, whether samples are kept, and this importer's own code (a release that parses or stores differently:
+    its statements are in store/imports.py)."""
     digest = hashlib.sha256(f"{include_samples}\n{sample_dir}\n".encode())
     for code in (Path(__file__), Path(__file__).with_name("csvfile.py"), Path(__file__).with_name("identity.py")):
         digest.update(code.read_bytes())
+    digest.update(Path(imports.__file__).read_bytes())
     for path in paths:
         digest.update(f"{source_id(path, sample_dir)}\n{path.stat().st_mtime_ns}\n".encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
@@ -215,66 +188,42 @@ def _adopt(con: Connection, source: str, orphans: list[str], rows: list[RowTuple
     """Move stored rows that equal this file's rows (same number, same fields) to `source`; returns how many."""
     by_number = {r[0]: r for r in rows}
     taken: set[int] = set()
-    moves: list[dict[str, Any]] = []
+    moves: list[tuple[int, str]] = []
     for orphan in orphans:
-        for stored in con.execute(STORED_ROW.where(t.c.source_file == orphan)).all():
+        for stored in imports.rows_of(con, orphan):
             number = stored[1]
             mine = by_number.get(number)
             if mine is not None and number not in taken and tuple(stored[1:]) == mine:
                 taken.add(number)
-                moves.append({"tid": stored[0], "source": source})
-    if moves:
-        con.execute(update(t).where(t.c.id == bindparam("tid")).values(source_file=bindparam("source")), moves)
+                moves.append((stored[0], source))
+    imports.move(con, moves)
     return len(moves)
 
 
 def _stored(con: Connection, sources: list[str]) -> list[Stored]:
     out: list[Stored] = []
     for source in sources:
-        query = STORED_ROW.where(t.c.source_file == source).order_by(t.c.row_number)
-        out += [Stored(r[0], source, r[1:]) for r in map(tuple, con.execute(query))]
+        out += [Stored(r[0], source, r[1:]) for r in imports.rows_in_order(con, source)]
     return out
-
-
-def _delete_transactions(con: Connection, ids: list[int]) -> None:
-    """Delete rows, the duplicate checks that refer to them, and the marks that point at them."""
-    for part in chunks(ids):
-        con.execute(delete(checks).where(or_(checks.c.transaction_id_1.in_(part), checks.c.transaction_id_2.in_(part))))
-        con.execute(
-            update(t).where(t.c.duplicate_of.in_(part)).values(is_duplicate=0, duplicate_of=None, updated_at=now())
-        )
-    for part in chunks(ids):
-        con.execute(delete(t).where(t.c.id.in_(part)))
 
 
 def _apply(store: Store, con: Connection, source: str, change: Plan, rows: list[RowTuple]) -> None:
     """Write a plan: removals, then every moved or changed row parked on a free row number, then placed."""
-    _delete_transactions(con, [s.id for s in change.removed])
+    imports.delete_transactions(con, [s.id for s in change.removed])
     # the pending pairs of changed rows were scored on other figures; decided pairs stay
-    for part in chunks([s.id for s, _ in change.changed]):
-        pairs_of = or_(checks.c.transaction_id_1.in_(part), checks.c.transaction_id_2.in_(part))
-        con.execute(delete(checks).where(checks.c.user_decision.is_(None), pairs_of))
+    imports.forget_pending_checks(con, [s.id for s, _ in change.changed])
     placed = change.changed + change.moved
     last = max((r[0] for r in rows), default=1)
     # kept rows (a file with errors) that are no longer in the file go after its last row
     placed += [(s, (last + n, *s.row[1:])) for n, s in enumerate(change.kept, 1) if s.source == source]
-    if placed:
-        by_id = t.c.id == bindparam("tid")
-        con.execute(update(t).where(by_id).values(row_number=-t.c.id), [{"tid": s.id} for s, _ in placed])
-        fields: dict[str, Any] = {name: bindparam(f"new_{name}") for name in ("source_file", *ROW_COLUMNS)}
-        placing = update(t).where(by_id).values(**fields, updated_at=now())
-        con.execute(
-            placing, [{"tid": s.id, **{f"new_{k}": v for k, v in _values(source, r).items()}} for s, r in placed]
-        )
-    if change.added:
-        store.insert_rows(con, t, ("source_file", *ROW_COLUMNS), [(source, *r) for r in change.added])
+    imports.place(con, source, [(s.id, r) for s, r in placed])
+    imports.add(store, con, source, change.added)
 
 
 def _remove_samples(con: Connection) -> int:
     """Delete every stored sample row, its duplicate checks, and marks that point at it; returns rows deleted."""
-    samples = select(t.c.id).where(t.c.source_file.startswith(SAMPLE_PREFIX, autoescape=True))
-    ids = list(con.scalars(samples))
-    _delete_transactions(con, ids)
+    ids = imports.ids_with_prefix(con, SAMPLE_PREFIX)
+    imports.delete_transactions(con, ids)
     return len(ids)
 
 
@@ -343,7 +292,7 @@ def import_files(
     chosen, report.superseded = latest_exports(paths)
     with store.write() as con:
         before = queries.shape(con)
-        known = set(con.scalars(select(t.c.source_file).distinct()))
+        known = imports.sources(con)
         sources = [
             (path, source_id(path, sample_dir), [source_id(o, sample_dir) for o in older]) for path, older in chosen
         ]

@@ -11,8 +11,6 @@ import logging
 from contextlib import suppress
 from pathlib import Path
 
-from sqlalchemy import func, select
-
 from generated.household import models
 from kumitate.cache import SharedCache
 from kumitate.storage import Database
@@ -21,7 +19,7 @@ from kumitate.storage.carry import announce
 from .. import months, problems
 from ..records import Options
 from ..settings import HouseholdSettings
-from ..store import Store, legacy, queries, t
+from ..store import Store, imports, legacy, queries
 from . import detection
 from .chart_cache import ChartCache
 from .chartout import Result
@@ -91,8 +89,8 @@ class HouseholdCore:
     def _import_stamp(self) -> str:
         files = fingerprint(find_files(self.data_dirs), sample_dir=self.sample_dir, include_samples=self._samples)
         with self.store.read() as con:
-            rows = con.execute(select(func.count(), func.max(t.c.id), func.max(t.c.updated_at))).one()
-        return f"{files} {tuple(rows)}"
+            rows = imports.stamp(con)
+        return f"{files} {rows}"
 
     @property
     def _samples(self) -> bool:
@@ -100,7 +98,7 @@ class HouseholdCore:
 
     def _report(self, report: ImportReport, message: str) -> models.ImportReport:
         with self.store.read() as con:
-            total = int(con.scalar(select(func.count()).select_from(t)) or 0)
+            total = imports.count(con)
         return report.output(total, message)
 
     def import_data(self) -> models.ImportReport:

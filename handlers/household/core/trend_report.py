@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection
-
 from generated.household import models
 
 from .. import months, problems
-from ..store import queries
+from ..store import Connection, queries
 from .chartout import ChartRequest, Result, attach_chart, chart_size, renderer
 from .formatting import NA, pct, yen
 from .trends import MonthMetric, compute_metrics

@@ -22,7 +22,6 @@ from sqlalchemy import (
     Column,
     ColumnDefault,
     ColumnElement,
-    Connection,
     Table,
     and_,
     delete,
@@ -32,6 +31,7 @@ from sqlalchemy import (
     select,
     true,
 )
+from sqlalchemy import Connection as Connection  # what write() and read() yield: core/ hands it back to the store
 from sqlalchemy.dialects import postgresql, sqlite
 
 from kumitate.storage import Database
