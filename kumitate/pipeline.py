@@ -6,7 +6,7 @@ once with only the steps its policy needs):
     deprecation -> errors -> auth/scopes -> rate limit -> read body -> idempotency -> errors
     -> output size -> result (envelope, output check) -> deadline -> handler (input validation)
 
-then one metrics sample and one log line. Before all of it, admission (kumitate.admission): a
+then one metrics sample and one log line. Before all of it, admission (kumitate.serving.admission): a
 service at its bound of calls in flight answers 503 at once instead of queueing. Adapters only
 translate the wire format into a `CallRequest` and an `Outcome` back, so a tool behaves the same
 on MCP and HTTP.
@@ -75,7 +75,7 @@ class Policies:
     """Operator cap on every tool's deadline (KUMITATE_MAX_TIMEOUT_MS), e.g. under a proxy's own time-out."""
     worker_threads: int = 16
     """Sync handlers of one service running at once (KUMITATE_WORKER_THREADS), each service on
-    threads of its own (kumitate.bulkhead). asyncio's default pool is min(32, CPUs + 4), six threads
+    threads of its own (kumitate.serving.bulkhead). asyncio's default pool is min(32, CPUs + 4), six threads
     on a small machine: six slow queries would queue every other call behind them, and a timed-out
     worker, which cannot be interrupted, keeps its thread until it returns."""
     service_threads: Mapping[str, int] = field(default_factory=dict)
@@ -83,7 +83,7 @@ class Policies:
     bulkhead_wait_s: float = 5.0
     """Longest a call waits for a thread of its service (KUMITATE_BULKHEAD_WAIT_MS), less if its deadline is nearer."""
     in_flight: Mapping[str, int] = field(default_factory=dict)
-    """Calls in flight per service (KUMITATE_MAX_IN_FLIGHT; kumitate.admission); missing: CALLS_PER_THREAD per thread."""
+    """Calls in flight per service (KUMITATE_MAX_IN_FLIGHT; kumitate.serving.admission); missing: CALLS_PER_THREAD per thread."""
     admission_wait_s: float = 0.1
     """Longest a call waits for an admission slot before 503 (KUMITATE_ADMISSION_WAIT_MS)."""
     admission_queue_s: float = 0.0

@@ -1,5 +1,5 @@
 """The end of every chain: the handler, run on the loop (async) or on a thread of its service's
-bulkhead (sync; kumitate.bulkhead).
+bulkhead (sync; kumitate.serving.bulkhead).
 
 A tool whose spec sets `inline_max_bytes` (pure computation) runs a sync handler on the loop
 when its HTTP body is that small: the hop to a thread and back, and the GIL hand-offs it causes,

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,7 +128,8 @@ async def test_the_worker_hands_back_what_a_large_check_took() -> None:
         (pid,) = list(pool._executor()._processes)  # the test reads what the pool started
         body = json.dumps({"keys": ["BAD KEY!"] * 1_300_000}).encode()
         assert (await pool.first_error(SCHEMA, body) or ("", ""))[0] == "/keys/0"
-        rss_kib = next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS"))
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        rss_kib = next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
         assert rss_kib < 120 * 1024, rss_kib
     finally:
         pool.close()
