@@ -37,15 +37,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection
-from sqlalchemy.exc import SQLAlchemyError
-
 from generated.yana.errors import BadRequestError, RagUnavailableError
 from handlers.yana.core.bm25 import bm25 as bm25_scores
 from handlers.yana.core.ranking import field_scores
 from handlers.yana.japanese import QueryWord, fold, query_words
 from handlers.yana.store.kb import READING_FIELDS, TEXT_FIELDS, KnowledgeBase, row_to_hit
-from handlers.yana.store.labels import LabelStore, UnsearchableQuery
+from handlers.yana.store.labels import Connection, LabelStore, StorageError, UnsearchableQuery
 from handlers.yana.text import normalize, text_fingerprint
 from kumitate.errors import ToolError
 
@@ -70,7 +67,7 @@ def rag_unavailable(message: str) -> Iterator[None]:
         if error.code != "STORAGE_UNAVAILABLE":
             raise
         raise RagUnavailableError(message) from error
-    except SQLAlchemyError as error:
+    except StorageError as error:
         raise RagUnavailableError(message) from error
 
 

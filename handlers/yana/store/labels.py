@@ -16,7 +16,6 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
-    Connection,
     Integer,
     MetaData,
     String,
@@ -31,9 +30,13 @@ from sqlalchemy import (
     select,
     text,
 )
+from sqlalchemy import Connection as Connection  # what KnowledgeBase.read() yields: core/ hands it back to the store
 from sqlalchemy.sql.elements import BindParameter, ColumnElement
 
 from kumitate.storage import Database
+
+#: a statement that failed (a database lost, locked or broken): core/ answers RAG_UNAVAILABLE for it
+StorageError = exc.SQLAlchemyError
 
 DOC_COLUMNS = (
     "brand_name",
