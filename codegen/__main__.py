@@ -79,6 +79,8 @@ def readme_table(project: Project, out: Path) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Generate, `--check` or `--lint` from the command line; the exit status is what `make` and CI read
+    (non-zero when a spec is invalid or a generated file is stale)."""
     parser = argparse.ArgumentParser(prog="python -m codegen", description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="report stale/orphan generated files; write nothing")

@@ -126,6 +126,8 @@ class Verdict:
 
     @property
     def failed(self) -> bool:
+        """Whether the run breaks the expectations: a new failure, a listed failure that now passes
+        (stale: remove it from the list) or a not-judged scenario whose premise no longer holds."""
         return bool(self.regressions or self.stale or self.false_premises)
 
 

@@ -13,15 +13,21 @@ Listener = Callable[[str], None]
 
 
 class ResourceChanges:
+    """The listeners of one process and the changes said to them (module docstring); the pipeline holds
+    one, safe to use from any thread."""
+
     def __init__(self) -> None:
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
 
     def listen(self, listener: Listener) -> None:
+        """Hear every change said from now on (MCP subscriptions listen once their server is built)."""
         with self._lock:
             self._listeners.append(listener)
 
     def publish(self, uri: str) -> None:
+        """Tell every listener that the resource at `uri` changed, on the caller's thread; a listener that
+        reaches the event loop must hand the change over itself."""
         with self._lock:
             listeners = list(self._listeners)
         for listener in listeners:

@@ -34,7 +34,8 @@ class Step:
 class Caller(Protocol):
     """How an invariant calls another tool of the service to check its claim (over the transport under test)."""
 
-    def __call__(self, tool: str, arguments: Mapping[str, Any]) -> Step: ...
+    def __call__(self, tool: str, arguments: Mapping[str, Any]) -> Step:
+        """Call `tool` with `arguments` and return what it answered."""
 
 
 Check = Callable[[Step, Caller, dict[str, Any]], str | None]

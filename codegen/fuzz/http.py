@@ -25,6 +25,8 @@ from kumitate.project import Project
 
 
 def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
+    """schemathesis's config: its generation settings, and per operation the error codes the spec
+    declares, so a declared error is an answer and not a failure."""
     lines = ["[generation]", f"max-examples = {max_examples}", 'database = "none"', ""]
     entries = [(t.http_method, t.http_path, [*t.errors, *sorted(t.rules.codes())]) for t in tree.default_tools()]
     entries += [
@@ -63,6 +65,8 @@ def walk(url: str, config: Path, tree: specs.SpecTree, args: argparse.Namespace)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`make fuzz` (HTTP side) from the command line: serve the project, run schemathesis against it
+    (and the stateful walk of the links); the exit status says whether the contract held."""
     parser = argparse.ArgumentParser(prog="python -m codegen.fuzz.http", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--port", type=int, default=0, help="unused; a free port is chosen")

@@ -35,14 +35,18 @@ class HttpCaller:
         self.by_route = {route: name for name, route in self.routes.items()}
 
     def __call__(self, tool: str, arguments: Mapping[str, Any]) -> Step:
+        """Call `tool` over its HTTP route, as the stateful machine calls a tool over MCP."""
         method, path = self.routes[tool]
         return step_of(tool, arguments, self.http.request(method, path, json=dict(arguments)))
 
     def close(self) -> None:
+        """Close the HTTP client (its pooled connections to the server under test)."""
         self.http.close()
 
 
 def step_of(tool: str, arguments: Mapping[str, Any], response: Any) -> Step:
+    """The HTTP answer as the transport-neutral Step the invariants read: a 200 with a JSON object is
+    a result, anything else the catalogue code of its error (or the HTTP status when it has none)."""
     try:
         body = response.json()
     except ValueError:

@@ -49,6 +49,9 @@ WRONG_BY_TYPE: dict[str, list[Any]] = {
 
 @dataclass
 class Report:
+    """What a fuzz run found: how many calls it made, each failure in words, and per tool
+    the (valid, invalid) cases it tried, for the summary `make fuzz` prints."""
+
     calls: int = 0
     failures: list[str] = field(default_factory=list)
     per_tool: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -118,6 +121,9 @@ def mutations(schema: Mapping[str, Any], base: Mapping[str, Any]) -> list[dict[s
 
 
 def cases_for(tool: str, schema: Mapping[str, Any], count: int, fixed_seed: int) -> list[Case]:
+    """The valid cases for `tool` and the mutations of the first one, each confirmed by the schema;
+    raises AssertionError when the generator cannot produce what the schema asks (a fuzz that
+    fuzzes nothing would pass silently)."""
     validator = jsonschema_rs.Draft202012Validator(dict(schema))
     positives = valid_cases(schema, count, fixed_seed)
     if not positives:
@@ -133,6 +139,8 @@ def cases_for(tool: str, schema: Mapping[str, Any], count: int, fixed_seed: int)
 
 
 async def fuzz(url: str, token: str, count: int, fixed_seed: int, only: set[str] | None = None) -> Report:
+    """Call every tool (or those in `only`) of the server at `url` with its cases over streamable HTTP
+    and check each answer against the contract (codegen.fuzz.contract)."""
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 
@@ -186,6 +194,8 @@ async def _call(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`make fuzz` (MCP side) from the command line: serve the project, fuzz every tool, then walk the
+    links (codegen.fuzz.stateful); the exit status says whether the contract held."""
     parser = argparse.ArgumentParser(prog="python -m codegen.fuzz.mcp", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=20261122)
     parser.add_argument("--max-examples", type=int, default=15, help="valid cases per tool (mutations: twice that)")

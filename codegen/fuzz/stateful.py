@@ -56,6 +56,8 @@ class Loop:
         self.thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float = CALL_TIMEOUT_S) -> T:
+        """Run `coro` on the loop's thread and wait for it (at most `timeout` seconds), so the synchronous
+        hypothesis rules can drive the asynchronous MCP client."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     @contextmanager
@@ -84,6 +86,7 @@ class Loop:
             held.result(30)
 
     def close(self) -> None:
+        """Stop the loop and its thread, once the machine has run every sequence."""
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
@@ -91,6 +94,9 @@ class Loop:
 
 @dataclass
 class Stats:
+    """What the stateful run did, for its summary line: how far the sequences went along the links,
+    the calls and invariant checks made, the first failure, and the time spent per tool."""
+
     sequences: int = 0
     multi_step: int = 0
     """Sequences that followed at least one link."""
@@ -128,16 +134,22 @@ class Node:
 
 @dataclass(frozen=True)
 class Edge:
+    """A link of the spec as the machine walks it: from the tool `source` to `target`, with the target's
+    `fields` filled from the source's result."""
+
     source: str
     target: Node
     fields: tuple[tuple[str, Source], ...]
 
     @property
     def label(self) -> str:
+        """How a failure report names the link (`source -> target`)."""
         return f"{self.source} -> {self.target.name}"
 
 
 def node_of(tool: specs.ToolSpec) -> Node:
+    """The tool as a node of the link graph, with the inputs of its successful spec examples as
+    arguments known to work."""
     examples = tuple(ex.input for ex in tool.examples if ex.error is None and isinstance(ex.input, dict))
     return Node(tool.name, "tool", tool.wire_input, examples=examples)
 
@@ -212,6 +224,8 @@ class Wire:
         self.stats = stats
 
     def call(self, tool: str, arguments: Mapping[str, Any]) -> tuple[Step, Any]:
+        """Call `tool` over MCP: the transport-neutral Step the invariants read, and the raw result the
+        contract check reads; the time it took counts towards the tool's share in Stats."""
         started = time.monotonic()
         result = self.loop.run(self.client.call_tool_mcp(tool, dict(arguments)))
         self.stats.seconds[tool] = self.stats.seconds.get(tool, 0.0) + time.monotonic() - started
@@ -222,9 +236,11 @@ class Wire:
         return Step(tool, arguments, result=body), result
 
     def caller(self, tool: str, arguments: Mapping[str, Any]) -> Step:
+        """`call` as the invariants' Caller (kumitate.invariants), which needs only the Step."""
         return self.call(tool, arguments)[0]
 
     def check(self, tool: str, arguments: Mapping[str, Any], result: Any) -> str | None:
+        """Why the result of calling `tool` breaks its contract (codegen.fuzz.contract.check_result), or None."""
         case = Case(tool, dict(arguments), True)
         return check_result(case, result, self.tools[tool].output_schema, self.declared[tool], self.catalogue)
 

@@ -122,6 +122,8 @@ def check_services(services: Iterable[str]) -> list[Finding]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`make types` runs it from the command line: print every undeclared error code a service's handlers can
+    raise; the exit status is non-zero when there is one."""
     parser = argparse.ArgumentParser(prog="python -m codegen.raises", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("services", nargs="*", help="the services to check (default: every one)")
     args = parser.parse_args(argv)

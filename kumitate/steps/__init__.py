@@ -17,7 +17,11 @@ CallNext = Callable[[Call], Awaitable[Outcome]]
 
 
 class Step(Protocol):
-    async def __call__(self, call: Call, call_next: CallNext) -> Outcome: ...
+    """What a step is to `compose` (module docstring): the pipeline's steps are plain classes with this
+    `__call__`, built once per binding."""
+
+    async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
+        """Act on `call` before and after `call_next`, or refuse it by raising a ToolError."""
 
 
 def compose(steps: Sequence[Step], last: CallNext) -> CallNext:

@@ -20,11 +20,16 @@ class AuthPolicies(Protocol):
     at each call: the step sits below the pipeline that builds it, so it names only these three."""
 
     @property
-    def auth(self) -> Authenticator: ...
+    def auth(self) -> Authenticator:
+        """Checks the bearer token of a request."""
+
     @property
-    def auth_guard(self) -> AuthGuard | None: ...
+    def auth_guard(self) -> AuthGuard | None:
+        """Rate-limits failed authentication per client address; None where none is configured."""
+
     @property
-    def public_url(self) -> str | None: ...
+    def public_url(self) -> str | None:
+        """The address the RFC 9728 challenge points a client to for the protected resource's metadata."""
 
 
 def authenticate(policies: AuthPolicies, rules: Policy, ctx: CallContext, request: CallRequest) -> None:
@@ -62,6 +67,8 @@ class Authenticate:
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
         # an identity provider's keys are fetched off the loop, before the synchronous check
+        """Authenticate the call (fetching an identity provider's keys first, off the loop) before the rest of
+        the chain runs."""
         with tracing.stage("admit"):
             await self.policies.auth.prepare(call.request.authorization)
             authenticate(self.policies, self.rules, call.ctx, call.request)

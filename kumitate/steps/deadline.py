@@ -48,6 +48,8 @@ class Deadline:
         self.grace_s = grace_s
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
+        """Run the rest of the chain under the call's deadline: past it the handler is cancelled and the
+        call answered REQUEST_TIMEOUT, unless it is committing, which gets `grace_s` more to report."""
         ctx, state = call.ctx, call.state
         seconds = call.request.task_timeout_s or self.seconds
         if not seconds:  # a task tool with no deadline of its own, called synchronously

@@ -14,6 +14,7 @@ class Deprecated:
         self.note = deprecation.warning(name, deprecated)
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
+        """Add the deprecation headers and warning to the outcome the rest of the chain gives."""
         outcome = await call_next(call)
         outcome.headers.update(self.headers)
         if self.note:

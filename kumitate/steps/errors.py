@@ -25,6 +25,8 @@ class ErrorMap:
         self.catalogue = catalogue
 
     def outcome(self, exc: ToolError, run_id: str, trace_id: str) -> Outcome:
+        """The error outcome for `exc`, its body the catalogue's `{code, message, retryable}` and details;
+        a code the catalogue does not hold becomes INTERNAL (and is logged), never an uncatalogued answer."""
         if exc.code != "STORAGE_UNAVAILABLE" and faults.storage_failure(exc) is not None:
             exc = faults.storage_error()  # a handler's own code for it (SQL_ERROR, NOT_FOUND) would mislead
         entry = self.catalogue.get(exc.code)
@@ -65,6 +67,8 @@ class ErrorMap:
 
 
 def internal(ctx: CallContext) -> ToolError:
+    """The INTERNAL error a client gets for a fault of ours: only the run id, to quote in a report
+    (the fault itself goes to the log, never to the client)."""
     return ToolError(f"internal error; quote run_id {ctx.run_id}", code="INTERNAL")
 
 
@@ -76,6 +80,7 @@ class Errors:
         self.errors = errors
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
+        """Run the rest of the chain; whatever it raises comes back as an error outcome."""
         ctx = call.ctx
         try:
             return await call_next(call)

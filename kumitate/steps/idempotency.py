@@ -35,6 +35,8 @@ class Idempotent:
         self.lease_s = lease_s(timeout_s)
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
+        """Without an Idempotency-Key, run the rest of the chain; with one, run it once per key and replay
+        its stored outcome to a repeat (module docstring)."""
         key = call.request.idempotency_key
         if key is None:
             return await call_next(call)

@@ -54,6 +54,7 @@ class Handler:
         self.allowed = allowed
 
     async def __call__(self, ctx: CallContext, *args: Any, **kw: Any) -> Any:
+        """Call the handler as a plain function would be called (in its bulkhead, off the loop when sync)."""
         return await self.run(ctx, args, kw)
 
     async def run(self, ctx: CallContext, args: tuple[Any, ...], kw: dict[str, Any], inline: bool = False) -> Any:
@@ -98,6 +99,8 @@ class InvokeTool:
         self.inline_max = binding.inline_max_bytes
 
     async def __call__(self, call: Call) -> Outcome:
+        """Validate the arguments, call the handler, and give its result as the outcome: the end of a tool's
+        chain."""
         ctx = call.ctx
         arguments = call.arguments
         inline = (
@@ -129,6 +132,8 @@ class InvokeResource:
         self.disabled = disabled
 
     async def __call__(self, call: Call) -> Outcome:
+        """Call the resource's reader and give what it read as the outcome (JSON, or bytes with their media
+        type): the end of a resource's chain."""
         ctx, binding = call.ctx, self.binding
         if self.disabled():  # an opt-in resource not enabled here: NOT_FOUND, after auth like any route
             raise ToolError(f"resource {binding.uri} is not enabled on this server", code="NOT_FOUND")
@@ -152,6 +157,8 @@ class InvokePrompt:
         self.handler = handler
 
     async def __call__(self, call: Call) -> Outcome:
+        """Check the prompt's arguments against the spec, call the handler and give its messages as the
+        outcome: the end of a prompt's chain."""
         ctx, binding = call.ctx, self.binding
         declared = {a["name"] for a in binding.arguments}
         missing = [a["name"] for a in binding.arguments if a["required"] and a["name"] not in call.params]

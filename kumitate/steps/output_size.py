@@ -21,6 +21,8 @@ class OutputSize:
         self.check = check
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
+        """Hold a successful outcome's body to the size limit: truncated or refused as the spec's mode says,
+        with the warning in the body where the body has room for one."""
         outcome = await call_next(call)
         if not outcome.ok:
             return outcome

@@ -16,6 +16,8 @@ class RateLimited:
         self.limit = limit
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
+        """Take a token for the caller (the principal, or the client address when anonymous) before the rest
+        of the chain runs; past the limit, RATE_LIMITED."""
         principal = call.ctx.principal.id
         who = principal if principal != "anonymous" else f"addr:{call.request.client or 'unknown'}"
         self.limiter.take((self.key, who), self.limit.rps, self.limit.burst)

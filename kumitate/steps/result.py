@@ -27,6 +27,8 @@ class OutputCheck:
         self.validator = validator
 
     def __call__(self, body: Any, ctx: CallContext) -> None:
+        """Raise INTERNAL when `body` does not match the output schema: an invalid result is never sent
+        (the paths that fail go to the log)."""
         err, dropped = first_error(self.validator, body), 0
         while err is not None and dropped < MAX_DROPPED_NULLS and _left_out(body, err):
             err, dropped = first_error(self.validator, body), dropped + 1
@@ -61,6 +63,7 @@ class Result:
         self.check = check
 
     async def __call__(self, call: Call, call_next: CallNext) -> Outcome:
+        """Add the envelope fields the spec asks for to a JSON result and check it against the output schema."""
         outcome = await call_next(call)
         body = outcome.body
         if isinstance(body, bytes):

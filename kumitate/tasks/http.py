@@ -41,6 +41,8 @@ def _time(seconds: float) -> str:
 
 
 def operation(row: TaskRow) -> dict[str, Any]:
+    """The task's row as an AIP-151 operation (module docstring): metadata always, and once it is done
+    the response or the catalogue's error."""
     body: dict[str, Any] = {
         "name": f"operations/{row.id}",
         "done": row.done,
@@ -82,6 +84,8 @@ def _not_found(task_id: str) -> ToolError:
 
 
 def operation_routes(runtime: Runtime) -> list[Any]:
+    """The routes that read and cancel operations, each answering only the principal who started the task."""
+
     async def caller(request: Request[Any, Any, Any], what: str) -> str:
         ctx = await runtime.pipeline.identify(call_request(request), what)
         return ctx.principal.id

@@ -62,12 +62,16 @@ LOST_CODES: frozenset[ErrorCode] = frozenset({"TASK_LOST", "INTERNAL"})
 
 
 class TaskParams(RequestParams):
+    """The params of `tasks/get` and `tasks/cancel`: the task's id, as the protocol spells it (`taskId`)."""
+
     model_config = ConfigDict(populate_by_name=True)
 
     task_id: str = Field(alias="taskId")
 
 
 class UpdateParams(TaskParams):
+    """The params of `tasks/update`: the task, and the answers to its questions keyed as it asked them."""
+
     input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
 
 
@@ -113,6 +117,9 @@ def _check_name_header(task_id: str) -> None:
 
 
 class TasksExtension(ServerExtension):
+    """The tasks extension on a fastmcp server: its `tasks/*` methods, and the `tools/call` of a task
+    tool from a client that declares the extension started as a task."""
+
     identifier = TASKS_EXTENSION_ID
 
     def __init__(self, runtime: Runtime, task_tools: frozenset[str]) -> None:
@@ -123,9 +130,12 @@ class TasksExtension(ServerExtension):
         self.task_tools = task_tools
 
     def clone(self) -> TasksExtension:
+        """A copy for another server (fastmcp registers a clone on each; its default deep copy would copy the
+        runtime): the copy shares this one's runtime."""
         return TasksExtension(self.runtime, self.task_tools)
 
     def methods(self) -> Sequence[MethodBinding]:
+        """The JSON-RPC methods this extension adds, on the protocol versions that have them."""
         versions = frozenset(MODERN_PROTOCOL_VERSIONS)
         return [
             MethodBinding("tasks/get", TaskParams, self._get, versions),
@@ -137,6 +147,7 @@ class TasksExtension(ServerExtension):
     async def intercept_tool_call(
         self, params: CallToolRequestParams, context: Context, call_next: ToolCallContinuation
     ) -> ToolCallOutcome:
+        """Start a task tool's call as a task when the client declared the extension; run any other call on."""
         if params.name not in self.task_tools:
             return await call_next()
         try:

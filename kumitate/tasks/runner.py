@@ -80,10 +80,16 @@ def _waiting_on(event: threading.Event) -> None:
 
 
 def new_task_id() -> str:
+    """An unguessable task id: the id in a URL is not a capability (only the caller who started the task
+    may read it), but it must not tell one caller how many tasks others run."""
     return secrets.token_hex(16)
 
 
 class TaskRunner:
+    """The task runner of one instance (module docstring): built with the pipeline that admits each call,
+    the store that holds every task, and how many may run here at once (`workers`) and how large a
+    result a row may hold (`max_result_bytes`)."""
+
     def __init__(
         self, pipeline: Pipeline, store: TaskStore, *, workers: int = 4, max_result_bytes: int = 1 << 20
     ) -> None:
@@ -245,6 +251,8 @@ class TaskRunner:
 
     # -- reads and cancel ------------------------------------------------------------------
     async def get(self, task_id: str, principal: str) -> TaskRow | None:
+        """The caller's task as the store holds it now; None when there is no such task or another principal
+        started it (the two are indistinguishable to the caller)."""
         return await self._db(self.store.get, task_id, principal)
 
     async def cancel(self, task_id: str, principal: str) -> TaskRow | None:

@@ -45,6 +45,9 @@ Envelope = Callable[[ErrorCode, str, str, str], tuple[int, dict[str, Any]]]
 
 @dataclass(slots=True, frozen=True)
 class TaskRow:
+    """A task as its row holds it (kumitate/storage/schema.py `tasks`): what every transport reads to
+    answer about it."""
+
     id: str
     tool: str
     principal: str
@@ -62,6 +65,7 @@ class TaskRow:
 
     @property
     def done(self) -> bool:
+        """Whether the task has finished (completed, failed or cancelled): nothing about it will change."""
         return self.status not in LIVE
 
 
@@ -84,6 +88,10 @@ def _row(found: Any) -> TaskRow:
 
 
 class TaskStore:
+    """The task rows in the storage layer (module docstring): built with the database, the envelope that
+    shapes a stored error, the lease and the time a finished task is kept (`ttl_s`); `clock` is for
+    tests."""
+
     def __init__(
         self,
         db: Database,
@@ -101,6 +109,7 @@ class TaskStore:
         self._swept_at = 0.0
 
     def create(self, task_id: str, tool: str, principal: str, run_id: str, trace_id: str) -> TaskRow:
+        """Write a new task's row, `working` and leased to this instance."""
         now = self._clock()
         values = {
             "id": task_id,

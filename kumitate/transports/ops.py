@@ -39,6 +39,8 @@ def health_routes(runtime: Any) -> list[Any]:
 
 
 def metrics_routes(metrics: Metrics, settings: Settings) -> list[Any]:
+    """The `/metrics` route: behind the bearer token of KUMITATE_METRICS_TOKEN when one is set, open
+    when KUMITATE_METRICS=open, and not served without either."""
     token = settings.metrics_token.get_secret_value() if settings.metrics_token else ""
     if not token and settings.metrics != "open":
         return []

@@ -29,12 +29,14 @@ class ProgressRelay:
         self._open = True
 
     def __call__(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        """Report progress from any thread (a sync handler's); a report after the relay closed is dropped."""
         if not self._open:
             return
         with contextlib.suppress(RuntimeError):  # the loop has closed (server shutting down)
             self._loop.call_soon_threadsafe(self._queue.put_nowait, (float(done), total, message))
 
     async def drain(self) -> None:
+        """Send the reports until the relay closes, only the newest of those that queued up meanwhile."""
         while True:
             item = await self._queue.get()
             finished = item is None

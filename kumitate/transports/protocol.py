@@ -48,6 +48,9 @@ from kumitate.transports.edge.errors import EdgeErrors
 
 @dataclass(frozen=True, slots=True)
 class EdgeLimits:
+    """The limits EdgeProtocol holds a connection to (module docstring): the header block's size, and
+    the time a request may take to finish its headers."""
+
     max_header_bytes: int
     header_timeout_s: float
 
@@ -71,10 +74,12 @@ class EdgeProtocol(HttpToolsProtocol):
         self._head_bytes = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """Start the header timer as the connection opens."""
         super().connection_made(transport)
         self._arm_header_timer()
 
     def data_received(self, data: bytes) -> None:
+        """Count the bytes of an unfinished header block; past the limit, 431 and close."""
         if self.transport.is_closing():
             return
         if self._header_timer is None and not uvicorn_compat.response_pending(self):
@@ -87,16 +92,19 @@ class EdgeProtocol(HttpToolsProtocol):
                 self._answer("HEADERS_TOO_LARGE", message, "http_request_refused")
 
     def on_message_begin(self) -> None:
+        """A new request's header block begins: count it from zero."""
         super().on_message_begin()
         self._in_head, self._head_bytes = True, 0
 
     def on_headers_complete(self) -> None:
+        """The headers are complete: stop the header timer, and stamp when the request arrived."""
         self._in_head = False
         self._cancel_header_timer()
         self.scope[ARRIVED_KEY] = self.loop.time()  # type: ignore[literal-required]  # for admission.overdue
         super().on_headers_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """Stop the header timer with the connection."""
         self._cancel_header_timer()
         super().connection_lost(exc)
 

@@ -24,6 +24,7 @@ class BodyDeadline:
         self.errors = errors
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """Give an HTTP request's app the receive and send of an Exchange; other scopes pass through."""
         if scope["type"] != "http":
             return self.app(scope, receive, send)
         exchange = Exchange(receive, send, self.timeout_s, ids_of(scope), self.errors)
@@ -51,6 +52,8 @@ class Exchange:
         self.answered = False
 
     async def receive(self) -> Message:
+        """The next message from the client, the body within its deadline: past it, REQUEST_TIMEOUT is
+        answered and the app reads a disconnect."""
         if self.answered:
             return {"type": "http.disconnect"}
         if self._body_done:
@@ -69,6 +72,7 @@ class Exchange:
         return message
 
     async def send(self, message: Message) -> None:
+        """Send the app's message, unless the deadline has already been answered (one answer per request)."""
         if self.answered:
             return
         if message["type"] == "http.response.start":

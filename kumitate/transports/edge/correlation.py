@@ -25,6 +25,8 @@ class Correlation:
         self.app = app
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """Give an HTTP or websocket request its run and trace ids (from its headers, or new) and its
+        decoded headers in the scope's state, and send the ids back on the answer."""
         kind = scope["type"]
         if kind != "http" and kind != "websocket":
             return self.app(scope, receive, send)

@@ -19,6 +19,7 @@ class DrainHeader:
         self.draining = draining
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """Pass the request on; while the server drains, its answer asks the client to close the connection."""
         if scope["type"] != "http":
             return self.app(scope, receive, send)
         draining = self.draining

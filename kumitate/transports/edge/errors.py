@@ -85,6 +85,9 @@ class CrashFallback:
         self.errors = errors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the app; a crash before the answer has started, or an app that never answers, gets the
+        catalogue's INTERNAL error; a crash after it goes on to the server (a half-sent answer cannot be
+        mended)."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -118,6 +121,7 @@ class CatalogueErrors:
         self.errors = errors
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """Run the app with its error answers rewritten into the catalogue's shape."""
         return self.app(scope, receive, self._rewriting(send, (scope.get("state") or {}).get(IDS_KEY)))
 
     def _rewriting(self, send: Send, ids: tuple[str, str] | None) -> Send:

@@ -213,6 +213,8 @@ class Hosts:
         self.errors = errors
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """Refuse an HTTP/1.1 request without a Host header, and one whose Origin is not allowed; pass the
+        rest on."""
         if scope["type"] != "lifespan":  # http and websocket (Correlation read their headers)
             headers = headers_of(scope)
             if "host" not in headers and scope.get("http_version") == "1.1":

@@ -34,6 +34,7 @@ class HeaderLimits:
         self.errors = errors
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """Refuse a request whose header fields are too many or too large (431); pass the rest on."""
         if scope["type"] != "lifespan":  # http and websocket (Correlation gave both their ids)
             fields = scope.get("headers", [])
             if len(fields) > self.max_headers:

@@ -52,6 +52,7 @@ class McpRouting:
         return None
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """Serve a path the MCP endpoints own with its app; pass anything else on."""
         target = self._target(scope["path"]) if scope["type"] == "http" else None
         if target is None:
             return self.app(scope, receive, send)
@@ -80,6 +81,7 @@ class LeanPaths:
         self.lean = lean
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve a request the lean path answers itself; pass anything else on."""
         if scope["type"] == "http" and await self.lean(scope, receive, send):
             return
         await self.app(scope, receive, send)

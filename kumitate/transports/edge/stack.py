@@ -107,4 +107,5 @@ class KumitateASGI:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # a coroutine function: uvicorn takes an app whose __call__ is not one for ASGI 2
+        """Run the request through the middleware stack built once at construction."""
         await self._stack(scope, receive, send)

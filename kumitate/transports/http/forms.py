@@ -30,6 +30,7 @@ BOOLEAN_WORDS: dict[str, bool] = {
 
 
 def kinds(schema: Mapping[str, Any]) -> set[str]:
+    """The JSON types `schema` declares, whether `type` is one name or a list of them."""
     declared = schema.get("type")
     return set(declared) if isinstance(declared, list) else {declared} if isinstance(declared, str) else set()
 
@@ -76,6 +77,7 @@ class Flattened:
 
     @classmethod
     def of(cls, schema: Mapping[str, Any], groups: Sequence[str]) -> "Flattened":
+        """The fields of `groups` (object properties of `schema`) as top-level form fields."""
         fields = {}
         for group in groups:
             target = local(schema.get("properties", {}).get(group, {}), schema)

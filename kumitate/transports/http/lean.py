@@ -60,6 +60,8 @@ class LeanHTTP:
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> bool:
+        """Answer the request when the lean path can (a plain POST to a tool's route); False leaves it to the
+        full HTTP app."""
         if not self.enabled or scope["method"] != "POST" or scope.get("query_string"):
             return False
         route = self.routes.get(scope["path"])

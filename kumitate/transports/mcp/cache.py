@@ -30,6 +30,7 @@ class HintedResourceResult(ResourceResult):
         self.ttl_ms, self.scope = ttl_ms, scope
 
     def to_mcp_result(self, uri: Any) -> mt.ReadResourceResult:
+        """fastmcp's result, with the resource's cache hint (`ttlMs`, `cacheScope`) added."""
         return super().to_mcp_result(uri).model_copy(update={"ttl_ms": self.ttl_ms, "cache_scope": self.scope})
 
 

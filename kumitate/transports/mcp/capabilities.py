@@ -39,11 +39,13 @@ class TrueCapabilities(Middleware):
         return self._has_prompts
 
     async def on_list_prompts(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        """List the prompts, or -32601 on a server that has none (the capability is not declared)."""
         if not await self.has_prompts():
             raise _undeclared("prompts/list")
         return await call_next(context)
 
     async def on_get_prompt(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        """Get a prompt, or -32601 on a server that has none (the capability is not declared)."""
         if not await self.has_prompts():
             raise _undeclared("prompts/get")
         return await call_next(context)
@@ -53,6 +55,7 @@ class TrueCapabilities(Middleware):
         context: MiddlewareContext[mt.InitializeRequest],
         call_next: CallNext[mt.InitializeRequest, mt.InitializeResult | None],
     ) -> mt.InitializeResult | None:
+        """The handshake's answer, with the capabilities this server has."""
         result = await call_next(context)
         if result is None:
             return None
@@ -63,6 +66,8 @@ class TrueCapabilities(Middleware):
         context: MiddlewareContext[mt.DiscoverRequest],
         call_next: CallNext[mt.DiscoverRequest, mt.DiscoverResult | dict[str, Any]],
     ) -> mt.DiscoverResult | dict[str, Any]:
+        """The `server/discover` answer, with the capabilities this server has and every protocol version
+        that works."""
         result = await call_next(context)
         if not isinstance(result, mt.DiscoverResult):
             return result
@@ -74,6 +79,7 @@ class TrueCapabilities(Middleware):
         )
 
     async def capabilities(self, declared: mt.ServerCapabilities) -> mt.ServerCapabilities:
+        """`declared` (fastmcp's) made true to this server (module docstring)."""
         has_prompts = await self.has_prompts()
         extensions = {k: v for k, v in (declared.extensions or {}).items() if k != UI_EXTENSION}
         return declared.model_copy(

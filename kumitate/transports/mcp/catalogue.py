@@ -33,6 +33,7 @@ class CatalogueErrors(Middleware):
         context: MiddlewareContext[mt.CallToolRequestParams],
         call_next: CallNext[mt.CallToolRequestParams, ToolResult],
     ) -> ToolResult:
+        """Call the tool; an unknown or disabled tool becomes the catalogue's NOT_FOUND."""
         try:
             return await call_next(context)
         except (NotFoundError, DisabledError):
@@ -42,6 +43,7 @@ class CatalogueErrors(Middleware):
             raise CatalogueError(refused, name=name) from None
 
     async def on_read_resource(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+        """Read the resource; an unknown or disabled URI becomes the catalogue's NOT_FOUND."""
         try:
             return await call_next(context)
         except (NotFoundError, DisabledError):

@@ -22,6 +22,7 @@ class TrimRoutingHeaders:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Strip blanks around the routing headers' values before the MCP app reads them."""
         if scope["type"] == "http" and any(k in ROUTING_HEADERS and v != v.strip(b" \t") for k, v in scope["headers"]):
             headers = [(k, v.strip(b" \t") if k in ROUTING_HEADERS else v) for k, v in scope["headers"]]
             scope = {**scope, "headers": headers}

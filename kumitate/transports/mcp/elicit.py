@@ -53,6 +53,8 @@ _PROCESS_KEY = secrets.token_bytes(32)
 
 
 def state_key(settings: Settings) -> bytes:
+    """The key that seals a question's answers in the request state: the configured secret, which every
+    instance shares, or else a key of this process only."""
     secret = settings.mcp_state_secret
     return secret.get_secret_value().encode() if secret is not None else _PROCESS_KEY
 
@@ -91,6 +93,7 @@ class InputRequired(BaseException):
         self.questions, self.answers, self.sealed = dict(questions), answers, sealed
 
     def result(self) -> InputRequiredToolResult:
+        """The question as a tool's result, which fastmcp sends as this round's answer."""
         return InputRequiredToolResult(self.input_required())
 
     def input_required(self) -> mt.InputRequiredResult:

@@ -88,6 +88,8 @@ class LeanMCP:
         self._stamp = {"name": server.name, "version": server.version}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Answer a call the lean path can (a modern POST of a lean method with a JSON body); fall back to
+        the full MCP app for anything else."""
         if not (self.enabled and scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == "/"):
             await self.fallback(scope, receive, send)
             return

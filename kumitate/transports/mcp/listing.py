@@ -72,6 +72,7 @@ class ScopedListing(Middleware):
     async def on_list_tools(
         self, context: MiddlewareContext[mt.ListToolsRequest], call_next: CallNext[mt.ListToolsRequest, Sequence[Tool]]
     ) -> Sequence[Tool]:
+        """The tools the caller's scopes let it call, of those fastmcp lists."""
         return visible(await call_next(context), self._scopes())
 
 
@@ -82,6 +83,7 @@ def search_entry(tool: Tool) -> dict[str, Any]:
 
 
 def search_transform() -> BM25SearchTransform:
+    """fastmcp's BM25 search over the tools, its hits trimmed to what a client needs to call one."""
     return BM25SearchTransform(
         max_results=SEARCH_RESULTS, search_result_serializer=lambda tools: [search_entry(t) for t in tools]
     )

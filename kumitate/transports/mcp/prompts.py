@@ -38,6 +38,7 @@ class SpecPrompt(Prompt):
     binding: Any = Field(default=None, exclude=True)
 
     async def render(self, arguments: dict[str, Any] | None = None) -> PromptResult:
+        """Render the prompt through the pipeline; a question to the client is this round's result."""
         values = {k: str(v) for k, v in (arguments or {}).items()}
         request = current_request()
         request.asker = asker(self.runtime.settings)

@@ -30,6 +30,7 @@ class ScopeMap:
 
     @classmethod
     def of(cls, runtime: Runtime) -> ScopeMap:
+        """The scopes of every tool and non-public resource the runtime serves, read once."""
         tools = {t.name: frozenset(t.policy.required_scopes) for s in runtime.services.values() for t in s.tools}
         resources = [
             (_uri_pattern(r.uri), frozenset(r.policy.required_scopes))
@@ -41,6 +42,7 @@ class ScopeMap:
 
     @property
     def every(self) -> frozenset[str]:
+        """Every scope some tool or resource needs."""
         return frozenset().union(*self.tools.values(), *(s for _, s in self.resources))
 
     def required(self, body: bytes) -> frozenset[str]:

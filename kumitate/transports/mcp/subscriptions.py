@@ -41,6 +41,7 @@ class Subscriptions:
         self.loop: asyncio.AbstractEventLoop | None = None
 
     async def subscribe(self, ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
+        """Subscribe the session to a resource this server serves, else INVALID_PARAMS."""
         uri = str(params.uri)
         if not await self._serves(uri):
             raise MCPError(INVALID_PARAMS, "no resource with this URI on this server", data={"uri": uri})
@@ -52,6 +53,7 @@ class Subscriptions:
         return mt.EmptyResult()
 
     async def unsubscribe(self, ctx: Any, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
+        """Stop telling the session about the resource's changes."""
         self._drop(str(params.uri), ctx.session)
         return mt.EmptyResult()
 

@@ -32,6 +32,8 @@ class SpecTool(Tool):
     binding: Any = Field(default=None, exclude=True)
 
     async def run(self, arguments: dict[str, Any]) -> ToolResult:
+        """Call the tool through the pipeline (the idempotency key taken from the arguments) and give the
+        outcome as fastmcp's result."""
         if self.binding.requires_client:
             require_client(self.binding.requires_client)
         key = None
@@ -73,6 +75,7 @@ def mcp_input_schema(binding: ToolBinding) -> dict[str, Any]:
 
 
 def tool_component(runtime: Runtime, binding: ToolBinding) -> SpecTool:
+    """The spec's tool as fastmcp's tool: its name, title, schemas and annotations as the spec declares."""
     return SpecTool(
         name=binding.name,
         title=binding.annotations.title or binding.summary,

@@ -32,6 +32,8 @@ class KnownVersions:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuse a POST whose MCP-Protocol-Version this server does not speak with the SDK's JSON-RPC
+        error, its message naming the versions this server speaks; pass the rest on."""
         requested = _header(scope) if scope["type"] == "http" and scope["method"] == "POST" else None
         if requested is None or requested in KNOWN_PROTOCOL_VERSIONS:
             await self.app(scope, receive, send)
