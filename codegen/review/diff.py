@@ -23,73 +23,27 @@ from codegen.review.pyapi import PyApi, diff_classes
 from codegen.review.renames import renamed_from_problems, tool_renames
 from codegen.review.rules import Exception_
 from codegen.review.versions import needs, path_bump, version_bump
-from codegen.specs import SpecTree
+from codegen.specs import ServiceSpec, SpecTree
 
 __all__ = ["Finding", "Review", "ServiceVerdict", "compare", "review"]
+
+
+Routes = dict[tuple[str, str], str | None]
+"""(kind, subject) -> the route's /vN change, if any: what allows a breaking HTTP finding."""
 
 
 def compare(base: SpecTree, head: SpecTree) -> list[Finding]:
     """Every finding between two trees, before exceptions, sorted; `allowed_by` is set where a major
     version allows a breaking finding."""
-    found: list[Finding] = []
     api = (PyApi.of(base), PyApi.of(head))
     services_a = {s.name: s for s in base.services}
     services_b = {s.name: s for s in head.services}
-    routes: dict[tuple[str, str], str | None] = {}
-    """(kind, subject) -> the route's /vN change, if any."""
-
-    def add(changes: Iterator[Change], service: str, kind: str, subject: str) -> None:
-        for rule, detail, cause in changes:
-            found.append(Finding(rule, service, kind, subject, detail, cause, field=field_of(detail)))
-
-    for name in sorted(services_a.keys() | services_b.keys()):
-        sa, sb = services_a.get(name), services_b.get(name)
-        if sa is None:
-            found.append(Finding("SERVICE_ADDED", name, "service", name, f"service `{name}` added"))
-        elif sb is None:
-            found.append(Finding("SERVICE_NO_DELETE", name, "service", name, f"service `{name}` removed"))
-        else:
-            routes["service", name] = path_bump(sa.base_path, sb.base_path, "base path")
-            add(diff_service(sa, sb), name, "service", name)
-            add(diff_classes(api[0].classes.get(name, {}), api[1].classes.get(name, {})), name, "service", name)
-
-    tools_a = {t.name: t for t in base.all_tools()}
-    tools_b = {t.name: t for t in head.all_tools()}
-    renamed = tool_renames(tools_a, tools_b)
-    for name, new in sorted(tools_b.items()):
-        old_name = next((o for o, n in renamed.items() if n == name), name)
-        old = tools_a.get(old_name)
-        if old is None:
-            cause = "SERVICE_ADDED" if new.service not in services_a else None
-            models = ", ".join(f"`{m}`" for m in surfaces.tool_models(new))
-            detail = f"tool `{name}` added (`{new.http_method} {new.http_path}`; models {models})"
-            found.append(Finding("TOOL_ADDED", new.service, "tool", name, detail, cause))
-            continue
-        routes["tool", name] = path_bump(old.http_path, new.http_path, "route")
-        declared = old_name == new.raw.get("renamed_from")
-        add(diff_tool(base, head, old, new, old_name != name, api, declared), new.service, "tool", name)
-    for name, old in sorted(tools_a.items()):
-        if name in tools_b or name in renamed:
-            continue
-        cause = "SERVICE_NO_DELETE" if old.service not in services_b else None
-        models = ", ".join(f"`{m}`" for m in surfaces.tool_models(old))
-        detail = f"tool `{name}` removed (`{old.http_method} {old.http_path}`; models {models})"
-        found.append(Finding("TOOL_NO_DELETE", old.service, "tool", name, detail, cause))
-
-    res_a = {(s.name, r.name): r for s in base.services for r in s.resources}
-    res_b = {(s.name, r.name): r for s in head.services for r in s.resources}
-    for key in sorted(res_a.keys() | res_b.keys()):
-        ra, rb = res_a.get(key), res_b.get(key)
-        svc, name = key
-        if ra is None and rb is not None:
-            cause = "SERVICE_ADDED" if svc not in services_a else None
-            found.append(Finding("RESOURCE_ADDED", svc, "resource", name, f"resource `{rb.uri}` added", cause))
-        elif rb is None and ra is not None:
-            cause = "SERVICE_NO_DELETE" if svc not in services_b else None
-            found.append(Finding("RESOURCE_NO_DELETE", svc, "resource", name, f"resource `{ra.uri}` removed", cause))
-        elif ra is not None and rb is not None:
-            routes["resource", name] = path_bump(ra.http_path, rb.http_path, "route")
-            add(diff_resource(base, head, ra, rb, api), svc, "resource", name)
+    routes: Routes = {}
+    found = [
+        *_service_findings(services_a, services_b, api, routes),
+        *_tool_findings(base, head, services_a, services_b, api, routes),
+        *_resource_findings(base, head, services_a, services_b, api, routes),
+    ]
 
     def allowed(f: Finding) -> str | None:
         if f.severity != "breaking":
@@ -102,6 +56,92 @@ def compare(base: SpecTree, head: SpecTree) -> list[Finding]:
 
     unique = {(f.rule, f.service, f.kind, f.subject, f.detail): f for f in found}
     return sorted((replace(f, allowed_by=allowed(f)) for f in unique.values()), key=Finding.sort_key)
+
+
+def _findings(changes: Iterator[Change], service: str, kind: str, subject: str) -> Iterator[Finding]:
+    """The changes one comparison found, as findings about `subject`."""
+    for rule, detail, cause in changes:
+        yield Finding(rule, service, kind, subject, detail, cause, field=field_of(detail))
+
+
+def _service_findings(
+    services_a: dict[str, ServiceSpec], services_b: dict[str, ServiceSpec], api: tuple[PyApi, PyApi], routes: Routes
+) -> Iterator[Finding]:
+    """Services added, removed and changed (their own fields and their Python API classes); records each
+    kept service's base-path bump in `routes`."""
+    for name in sorted(services_a.keys() | services_b.keys()):
+        sa, sb = services_a.get(name), services_b.get(name)
+        if sa is None:
+            yield Finding("SERVICE_ADDED", name, "service", name, f"service `{name}` added")
+        elif sb is None:
+            yield Finding("SERVICE_NO_DELETE", name, "service", name, f"service `{name}` removed")
+        else:
+            routes["service", name] = path_bump(sa.base_path, sb.base_path, "base path")
+            yield from _findings(diff_service(sa, sb), name, "service", name)
+            classes = diff_classes(api[0].classes.get(name, {}), api[1].classes.get(name, {}))
+            yield from _findings(classes, name, "service", name)
+
+
+def _tool_findings(
+    base: SpecTree,
+    head: SpecTree,
+    services_a: dict[str, ServiceSpec],
+    services_b: dict[str, ServiceSpec],
+    api: tuple[PyApi, PyApi],
+    routes: Routes,
+) -> Iterator[Finding]:
+    """Tools added, changed (paired with their old name when renamed) and removed; an addition or removal
+    caused by its whole service's is marked so; records each kept tool's route bump in `routes`."""
+    tools_a = {t.name: t for t in base.all_tools()}
+    tools_b = {t.name: t for t in head.all_tools()}
+    renamed = tool_renames(tools_a, tools_b)
+    for name, new in sorted(tools_b.items()):
+        old_name = next((o for o, n in renamed.items() if n == name), name)
+        old = tools_a.get(old_name)
+        if old is None:
+            cause = "SERVICE_ADDED" if new.service not in services_a else None
+            models = ", ".join(f"`{m}`" for m in surfaces.tool_models(new))
+            detail = f"tool `{name}` added (`{new.http_method} {new.http_path}`; models {models})"
+            yield Finding("TOOL_ADDED", new.service, "tool", name, detail, cause)
+            continue
+        routes["tool", name] = path_bump(old.http_path, new.http_path, "route")
+        declared = old_name == new.raw.get("renamed_from")
+        yield from _findings(
+            diff_tool(base, head, old, new, old_name != name, api, declared), new.service, "tool", name
+        )
+    for name, old in sorted(tools_a.items()):
+        if name in tools_b or name in renamed:
+            continue
+        cause = "SERVICE_NO_DELETE" if old.service not in services_b else None
+        models = ", ".join(f"`{m}`" for m in surfaces.tool_models(old))
+        detail = f"tool `{name}` removed (`{old.http_method} {old.http_path}`; models {models})"
+        yield Finding("TOOL_NO_DELETE", old.service, "tool", name, detail, cause)
+
+
+def _resource_findings(
+    base: SpecTree,
+    head: SpecTree,
+    services_a: dict[str, ServiceSpec],
+    services_b: dict[str, ServiceSpec],
+    api: tuple[PyApi, PyApi],
+    routes: Routes,
+) -> Iterator[Finding]:
+    """Resources added, removed and changed, paired by (service, name); records each kept resource's
+    route bump in `routes`."""
+    res_a = {(s.name, r.name): r for s in base.services for r in s.resources}
+    res_b = {(s.name, r.name): r for s in head.services for r in s.resources}
+    for key in sorted(res_a.keys() | res_b.keys()):
+        ra, rb = res_a.get(key), res_b.get(key)
+        svc, name = key
+        if ra is None and rb is not None:
+            cause = "SERVICE_ADDED" if svc not in services_a else None
+            yield Finding("RESOURCE_ADDED", svc, "resource", name, f"resource `{rb.uri}` added", cause)
+        elif rb is None and ra is not None:
+            cause = "SERVICE_NO_DELETE" if svc not in services_b else None
+            yield Finding("RESOURCE_NO_DELETE", svc, "resource", name, f"resource `{ra.uri}` removed", cause)
+        elif ra is not None and rb is not None:
+            routes["resource", name] = path_bump(ra.http_path, rb.http_path, "route")
+            yield from _findings(diff_resource(base, head, ra, rb, api), svc, "resource", name)
 
 
 def review(
