@@ -143,8 +143,8 @@ def main() -> None:
 
     seconds, svc = timed(lambda: create(tmp / "var", tmp / "samples", exports))
     report = svc.core.startup_report  # type: ignore[attr-defined]
-    n = report["total_imported"]
-    add(f"import {n:,} rows / {report['files_processed']} files (fresh DB)", f"{seconds:.2f} s", "< 3 s", seconds < 3)
+    n = report.total_imported
+    add(f"import {n:,} rows / {report.files_processed} files (fresh DB)", f"{seconds:.2f} s", "< 3 s", seconds < 3)
     seconds, again = timed(lambda: svc.import_household_data({}, ctx))  # type: ignore[attr-defined]
     add(f"re-import (idempotent: {again['total_imported']} new)", f"{seconds:.2f} s", "", None)
     month = reexport_one_month(exports)
