@@ -9,10 +9,9 @@ Without OAuth, MCP keeps refusing per call, as before.
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
-from litestar import Request, Response, get
+from litestar import Response, get
+from litestar.handlers import HTTPRouteHandler
 
 from kumitate.errors import ToolError
 from kumitate.observability import correlation
@@ -23,6 +22,7 @@ from kumitate.runtime import Runtime
 from kumitate.transports.edge.asgi import IDS_KEY, Receive, Scope
 from kumitate.transports.edge.hosts import base_url_of
 from kumitate.transports.edge.routing import Gate, Refusal
+from kumitate.transports.http.wire import HttpRequest
 from kumitate.transports.mcp.scopes import ScopeMap, read_body
 
 
@@ -32,7 +32,7 @@ def _scopes(runtime: Runtime) -> set[str]:
     return {scope for policy in rules for scope in policy.scopes}
 
 
-def discovery_routes(runtime: Runtime) -> list[Any]:
+def discovery_routes(runtime: Runtime) -> list[HTTPRouteHandler]:
     """`/.well-known/oauth-protected-resource` (the HTTP API) and its per-path variants for MCP."""
     oauth = runtime.policies.auth.oauth
     if oauth is None:
@@ -40,7 +40,7 @@ def discovery_routes(runtime: Runtime) -> list[Any]:
     scopes = _scopes(runtime)
     issuer = oauth.settings.issuer
 
-    def metadata(request: Request[Any, Any, Any], path: str) -> Response[dict[str, Any]]:
+    def metadata(request: HttpRequest, path: str) -> Response[dict[str, object]]:
         base = runtime.policies.public_url or base_url_of(request.scope) or ""
         return Response(
             discovery.document(base, path, issuer, scopes),
@@ -48,15 +48,15 @@ def discovery_routes(runtime: Runtime) -> list[Any]:
         )
 
     @get(discovery.WELL_KNOWN, include_in_schema=False, sync_to_thread=False)
-    def http_api(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+    def http_api(request: HttpRequest) -> Response[dict[str, object]]:
         return metadata(request, "")
 
     @get(f"{discovery.WELL_KNOWN}{discovery.MCP_PATH}", include_in_schema=False, sync_to_thread=False)
-    def mcp_all(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+    def mcp_all(request: HttpRequest) -> Response[dict[str, object]]:
         return metadata(request, discovery.MCP_PATH)
 
     @get(f"{discovery.WELL_KNOWN}{discovery.MCP_PATH}/{{service:str}}", include_in_schema=False, sync_to_thread=False)
-    def mcp_service(request: Request[Any, Any, Any], service: str) -> Response[dict[str, Any]]:
+    def mcp_service(request: HttpRequest, service: str) -> Response[dict[str, object]]:
         if service not in runtime.services:
             raise ToolError(f"no MCP endpoint {discovery.MCP_PATH}/{service} on this server", code="NOT_FOUND")
         return metadata(request, f"{discovery.MCP_PATH}/{service}")

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import Any
 
 from litestar import Response, get
+from litestar.handlers import HTTPRouteHandler
 
 SERVER_JSON = "/.well-known/mcp/server.json"
 SERVER_CARD = "/.well-known/mcp/server-card.json"
@@ -30,7 +30,7 @@ def _generated_dir() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def _route(path: str, name: str, content: bytes) -> Any:
+def _route(path: str, name: str, content: bytes) -> HTTPRouteHandler:
     @get(path, include_in_schema=False, sync_to_thread=False, name=name)
     def document() -> Response[bytes]:
         return Response(content, media_type="application/json", headers={"Cache-Control": "public, max-age=3600"})
@@ -38,7 +38,7 @@ def _route(path: str, name: str, content: bytes) -> Any:
     return document
 
 
-def published_routes() -> list[Any]:
+def published_routes() -> list[HTTPRouteHandler]:
     """A GET route for each of the two documents the project's generated/ holds."""
     folder = _generated_dir()
     if folder is None:

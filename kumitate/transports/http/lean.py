@@ -22,13 +22,14 @@ KUMITATE_HTTP_LEAN=0 turns the path off.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from litestar.exceptions import InternalServerException
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from kumitate.bindings import ToolBinding
+from kumitate.intake import JsonBody
 from kumitate.pipeline import CallRequest, Outcome
+from kumitate.runtime import Runtime
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
 from kumitate.transports.edge.asgi import ARRIVED_KEY, HEADERS_KEY, IDS_KEY, Receive, Scope, Send
 from kumitate.transports.edge.hosts import base_url_of
@@ -48,7 +49,7 @@ waited 40-77 ms for the rest, in about half the calls). The bytes on the wire ar
 class LeanHTTP:
     """The outer ASGI layer's hook: `await lean(scope, receive, send)` is True when it answered."""
 
-    def __init__(self, runtime: Any, body_cap: int) -> None:
+    def __init__(self, runtime: Runtime, body_cap: int) -> None:
         self.runtime = runtime
         self.pipeline = runtime.pipeline
         self.enabled = True
@@ -102,9 +103,9 @@ class LeanHTTP:
         """Run the call and write its answer. The parsed arguments live in this frame until the answer is
         written: 100k parsed records take the loop milliseconds to free, which must not delay the bytes owed."""
         body_read = asyncio.Event()
-        parsed: Any = None
+        parsed: JsonBody | None = None
 
-        async def read() -> Any:
+        async def read() -> JsonBody:
             nonlocal parsed
             try:
                 parsed = json_arguments(await self._body(receive, cap))

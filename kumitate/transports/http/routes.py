@@ -5,17 +5,24 @@ caller prefers it (kumitate.tasks.http, which builds on the wire module too).
 
 import asyncio
 import importlib
-from typing import Any
 
-from litestar import HttpMethod, Request, Response, route
+from litestar import HttpMethod, Response, route
 from litestar.exceptions import HTTPException
 from litestar.handlers import BaseRouteHandler
 from litestar.types import Empty
 
 from kumitate.bindings import ResourceBinding, ToolBinding
+from kumitate.intake import JsonBody
 from kumitate.runtime import Runtime
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
-from kumitate.transports.http.wire import CLIENT_CLOSED_REQUEST, call_request, http_error, read_arguments, to_response
+from kumitate.transports.http.wire import (
+    CLIENT_CLOSED_REQUEST,
+    HttpRequest,
+    call_request,
+    http_error,
+    read_arguments,
+    to_response,
+)
 
 
 def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
@@ -24,10 +31,10 @@ def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
     # its task store loads the storage stack: only for a tool that can run as a task
     tasks_http = importlib.import_module("kumitate.tasks.http") if binding.task_timeout_s is not None else None
 
-    async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
+    async def endpoint(request: HttpRequest) -> Response[bytes]:
         body_read = asyncio.Event()
 
-        async def read() -> Any:
+        async def read() -> JsonBody | dict[str, object]:
             try:
                 return await read_arguments(request, binding)
             except HTTPException as exc:  # e.g. 413 from Litestar's body-size cap
@@ -63,7 +70,7 @@ def resource_route(runtime: Runtime, binding: ResourceBinding) -> BaseRouteHandl
     for param in binding.params:
         path = path.replace(f"{{{param}}}", f"{{{param}:str}}")
 
-    async def endpoint(request: Request[Any, Any, Any]) -> Response[bytes]:
+    async def endpoint(request: HttpRequest) -> Response[bytes]:
         params = {p: str(request.path_params[p]) for p in binding.params}
         outcome = await runtime.pipeline.read_resource(binding, params, call_request(request))
         return to_response(outcome)

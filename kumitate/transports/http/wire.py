@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 from litestar import Request, Response
-from litestar.datastructures import UploadFile
+from litestar.datastructures import State, UploadFile
 from litestar.exceptions import HTTPException
 
 from kumitate import faults
@@ -33,9 +33,12 @@ MULTIPART_PART_LIMIT = 1000
 """Litestar's `multipart_form_part_limit` (the app keeps the default)."""
 MULTIPART_LIMIT_DETAIL = "Request Entity Too Large"
 """What Litestar 2 says, as a 400, when a form passes the multipart parser's limits (its 3.0 makes it 413)."""
+HttpRequest = Request[object, object, State]
+"""A Litestar request as kumitate's routes get it: no user or auth of Litestar's (the pipeline authenticates,
+no Litestar auth middleware sets them), the app's State."""
 
 
-def request_ids(request: Request[Any, Any, Any]) -> tuple[str, str]:
+def request_ids(request: HttpRequest) -> tuple[str, str]:
     """The ids the outer ASGI layer resolved for this request (or fresh ones)."""
     state = request.scope.get("state") or {}
     ids = state.get(IDS_KEY)
@@ -45,7 +48,7 @@ def request_ids(request: Request[Any, Any, Any]) -> tuple[str, str]:
     return ids
 
 
-def call_request(request: Request[Any, Any, Any]) -> CallRequest:
+def call_request(request: HttpRequest) -> CallRequest:
     """The pipeline's view of an HTTP request: its ids, client, credentials, idempotency key and the
     address the caller reached (for URLs in results); the body is read later, once the caller is admitted."""
     client = request.client.host if request.client else None
@@ -73,7 +76,7 @@ def to_response(outcome: Outcome) -> Response[bytes]:
     return Response(body, status_code=outcome.status, media_type=media_type, headers=dict(outcome.headers))
 
 
-def route_template(request: Request[Any, Any, Any]) -> str:
+def route_template(request: HttpRequest) -> str:
     """The route's path template (`/v1/analytics/exports/{handle:str}`), never the path itself:
     a path may carry an export handle or a chart id, which are capabilities, not log data."""
     handler = request.scope.get("route_handler")
@@ -93,7 +96,7 @@ def http_error(runtime: Runtime, exc: HTTPException) -> ToolError:
     return ToolError(detail, code=code)
 
 
-def error_response(runtime: Runtime, request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+def error_response(runtime: Runtime, request: HttpRequest, exc: Exception) -> Response[bytes]:
     """The single place an exception becomes an HTTP error body."""
     run_id, trace_id = request_ids(request)
     headers: dict[str, str] = {}
@@ -114,7 +117,7 @@ def error_response(runtime: Runtime, request: Request[Any, Any, Any], exc: Excep
     return to_response(outcome)
 
 
-async def read_body(request: Request[Any, Any, Any]) -> bytearray:
+async def read_body(request: HttpRequest) -> bytearray:
     """The body, read chunk by chunk under the route's size limit (Litestar's `stream` checks
     Content-Length before reading and counts the bytes as they arrive): an oversized body is
     refused with 413 as soon as it is known to be too large, never buffered whole. One
@@ -125,7 +128,7 @@ async def read_body(request: Request[Any, Any, Any]) -> bytearray:
     return buffer
 
 
-def _media_type(request: Request[Any, Any, Any]) -> str:
+def _media_type(request: HttpRequest) -> str:
     return (
         request.headers.get("content-type", "application/json").split(";", 1)[0].strip().lower() or "application/json"
     )
@@ -138,7 +141,7 @@ def json_arguments(raw: bytearray) -> JsonBody:
     return JsonBody(raw)
 
 
-async def read_arguments(request: Request[Any, Any, Any], binding: ToolBinding) -> Any:
+async def read_arguments(request: HttpRequest, binding: ToolBinding) -> JsonBody | dict[str, object]:
     """The tool's arguments from the body, in a media type the spec accepts (else UNSUPPORTED_MEDIA_TYPE):
     JSON as is (parsed by the pipeline), a form's fields mapped onto the input schema (kumitate.transports.http.forms)."""
     media = _media_type(request)
