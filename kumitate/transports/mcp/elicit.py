@@ -22,11 +22,11 @@ import hmac
 import json
 import secrets
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Coroutine, Mapping
+from typing import Any, TypeVar
 
 import mcp_types as mt
-from fastmcp.server.dependencies import fastmcp_request_ctx, get_context
+from fastmcp.server.dependencies import FastMCPRequestContext, fastmcp_request_ctx, get_context
 from fastmcp.tools.base import InputRequiredToolResult
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
@@ -50,6 +50,10 @@ MAX_WAIT_S = 600.0
 """How long a call without a deadline waits for the user before it answers without asking."""
 _PROCESS_KEY = secrets.token_bytes(32)
 """The `requestState` key where KUMITATE_MCP_STATE_SECRET is not set (a retry must reach this process)."""
+Answer = dict[str, object] | str | list[str] | None
+"""What a handler gets for one question: a form's content, a sampled text, the roots' URIs, or None (not asked,
+declined); JSON, so that earlier rounds' answers travel in `requestState`."""
+T = TypeVar("T")
 
 
 def state_key(settings: Settings) -> bytes:
@@ -63,13 +67,13 @@ def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
 
 
-def seal(answers: dict[str, Any], key: bytes) -> str:
+def seal(answers: Mapping[str, Answer], key: bytes) -> str:
     """`answers` as a `requestState`: the JSON, base64url, then `.` and its HMAC-SHA256."""
     payload = _b64(json.dumps(answers, separators=(",", ":"), sort_keys=True).encode())
     return f"{payload}.{_b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())}"
 
 
-def unseal(state: str, key: bytes) -> dict[str, Any]:
+def unseal(state: str, key: bytes) -> dict[str, Answer]:
     """The answers of a `requestState` this server sealed; -32602 for any other."""
     payload, _, mac = state.partition(".")
     if hmac.compare_digest(mac, _b64(hmac.new(key, payload.encode(), hashlib.sha256).digest())):
@@ -88,7 +92,7 @@ class InputRequired(BaseException):
     """Raised by `ask` on a 2026-07-28 connection whose retry has no answer yet; ends the handler
     (a BaseException, so a handler's `except Exception` lets it through) and becomes the result."""
 
-    def __init__(self, questions: Mapping[str, Question], answers: dict[str, Any], sealed: str) -> None:
+    def __init__(self, questions: Mapping[str, Question], answers: dict[str, Answer], sealed: str) -> None:
         super().__init__(*questions)
         self.questions, self.answers, self.sealed = dict(questions), answers, sealed
 
@@ -102,7 +106,7 @@ class InputRequired(BaseException):
         return mt.InputRequiredResult(input_requests=requests, request_state=self.sealed)
 
 
-def _request(question: Question) -> Any:
+def _request(question: Question) -> mt.CreateMessageRequest | mt.ListRootsRequest | mt.ElicitRequest:
     """The question as the server-to-client request of its kind."""
     if question.kind == "sampling":
         message = mt.SamplingMessage(role="user", content=mt.TextContent(type="text", text=question.message))
@@ -115,7 +119,7 @@ def _request(question: Question) -> Any:
     return mt.ElicitRequest(params=form)
 
 
-def _answer(result: Any) -> Any:
+def _answer(result: object) -> Answer:
     """What a handler gets from the client's response: a form's content (None unless accepted),
     a sampled text, the roots' URIs."""
     if isinstance(result, mt.ListRootsResult):
@@ -124,9 +128,10 @@ def _answer(result: Any) -> Any:
         blocks = result.content if isinstance(result.content, list) else [result.content]
         texts = [block.text for block in blocks if isinstance(block, mt.TextContent)]
         return "".join(texts) if texts else None
-    if getattr(result, "action", None) != "accept" or not isinstance(result.content, dict):
+    content = getattr(result, "content", None)
+    if getattr(result, "action", None) != "accept" or not isinstance(content, dict):
         return None
-    return dict(result.content)
+    return dict(content)
 
 
 def declared_kinds() -> set[str]:
@@ -145,7 +150,7 @@ def asker(settings: Settings) -> Asker | None:
         return None
     inner = _retrying(settings) if rc.protocol_version in MODERN_PROTOCOL_VERSIONS else _pushing(rc)
 
-    def ask(questions: Mapping[str, Question]) -> dict[str, Any]:
+    def ask(questions: Mapping[str, Question]) -> dict[str, Answer]:
         askable = {key: question for key, question in questions.items() if question.kind in declared}
         answers = inner(askable) if askable else {}
         return {key: answers.get(key) for key in questions}
@@ -153,12 +158,12 @@ def asker(settings: Settings) -> Asker | None:
     return ask
 
 
-def _pushing(rc: Any) -> Asker:
+def _pushing(rc: FastMCPRequestContext) -> Asker:
     """Handshake era: the question as a request to the client, the worker thread waiting for it."""
     loop = asyncio.get_running_loop()
     session, request_id = rc.session, rc.request_id
 
-    def send(question: Question) -> Any:
+    def send(question: Question) -> Coroutine[object, object, object]:
         if question.kind == "sampling":
             message = mt.SamplingMessage(role="user", content=mt.TextContent(type="text", text=question.message))
             return session.create_message([message], max_tokens=question.max_tokens, related_request_id=request_id)
@@ -166,10 +171,10 @@ def _pushing(rc: Any) -> Asker:
             return session.list_roots()
         return session.elicit_form(question.message, question.schema or {}, related_request_id=request_id)  # type: ignore[arg-type]
 
-    def ask(questions: Mapping[str, Question]) -> dict[str, Any]:
+    def ask(questions: Mapping[str, Question]) -> dict[str, Answer]:
         return {key: one(question) for key, question in questions.items()}
 
-    def one(question: Question) -> Any:
+    def one(question: Question) -> Answer:
         if _on_loop(loop):
             raise RuntimeError("CallContext.ask blocks; call it from a sync handler (a worker thread)")
         future = asyncio.run_coroutine_threadsafe(send(question), loop)
@@ -186,7 +191,7 @@ def _pushing(rc: Any) -> Asker:
     return ask
 
 
-def _wait(future: concurrent.futures.Future[Any]) -> Any:
+def _wait(future: concurrent.futures.Future[T]) -> T:
     """The answer; meanwhile the worker thread stops like a handler at a progress step: CallCancelled
     once the caller went away, REQUEST_TIMEOUT past the call's deadline. TimeoutError (not asked)
     after MAX_WAIT_S without an answer, where the call has no deadline of its own."""
@@ -204,11 +209,11 @@ def _wait(future: concurrent.futures.Future[Any]) -> Any:
                 raise TimeoutError("no answer") from None
 
 
-def given_answers(settings: Settings) -> dict[str, Any]:
+def given_answers(settings: Settings) -> dict[str, Answer]:
     """The answers a 2026-07-28 retry carries: earlier rounds' from its (checked) `requestState`,
     this round's from its `inputResponses`."""
     ctx = get_context()
-    answers: dict[str, Any] = unseal(ctx.request_state, state_key(settings)) if ctx.request_state else {}
+    answers = unseal(ctx.request_state, state_key(settings)) if ctx.request_state else {}
     for key, response in (ctx.input_responses or {}).items():
         answers[key] = _answer(response)
     return answers
@@ -226,7 +231,7 @@ def input_request(question: Mapping[str, Any]) -> dict[str, Any]:
     return _request(Question(**question)).model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
-def answer_of(question: Mapping[str, Any], response: Any) -> Any:
+def answer_of(question: Mapping[str, Any], response: object) -> Answer:
     """What a handler gets from a client's response to `question` (a Question's fields); -32602
     when the response is not one to a question of its kind."""
     try:
@@ -241,7 +246,7 @@ def _retrying(settings: Settings) -> Asker:
     answers = given_answers(settings)
     state = state_key(settings)
 
-    def ask(questions: Mapping[str, Question]) -> dict[str, Any]:
+    def ask(questions: Mapping[str, Question]) -> dict[str, Answer]:
         unanswered = {key: question for key, question in questions.items() if key not in answers}
         if unanswered:
             raise InputRequired(unanswered, answers, seal(answers, state))
