@@ -78,6 +78,38 @@ def readme_table(project: Project, out: Path) -> dict[str, str]:
     return found
 
 
+def _report_drift(
+    out: Path,
+    wanted: dict[str, str],
+    stale: list[str],
+    orphans: list[str],
+    table: dict[str, str],
+    over_budget: list[specs.Problem],
+) -> int:
+    """`--check`: print each stale file with its diff, each orphan and the services over their token
+    budget, and what to run about them; 1 when there is any (CI fails), else 0."""
+    for path in stale:
+        print(f"stale: {path}{' (its settings table)' if path in table else ''}")
+    for path in stale:
+        target = out / path
+        current = target.read_text(encoding="utf-8") if target.exists() else None
+        sys.stdout.writelines(drift(path, current, wanted[path]))
+    for path in orphans:
+        print(f"orphan: {path}")
+    if stale or orphans:
+        print(f"generated code is out of date ({len(stale)} stale, {len(orphans)} orphan): run `make generate`.")
+    if over_budget:
+        print(
+            f"{len(over_budget)} service(s) over their tools/list token budget (specs/{docs.BUDGET_FILE}):"
+            " shorten the descriptions or schemas, or raise the budget with a reason."
+        )
+    if stale or orphans or over_budget:
+        return 1
+    also = f" and {', '.join(table)}'s settings table" if table else ""
+    print(f"generated code is up to date ({len(wanted) - len(table)} files{also}).")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Generate, `--check` or `--lint` from the command line; the exit status is what `make` and CI read
     (non-zero when a spec is invalid or a generated file is stale)."""
@@ -118,26 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     orphans = sorted(existing - set(wanted))
     if args.check:
-        for path in stale:
-            print(f"stale: {path}{' (its settings table)' if path in table else ''}")
-        for path in stale:
-            target = args.out / path
-            current = target.read_text(encoding="utf-8") if target.exists() else None
-            sys.stdout.writelines(drift(path, current, wanted[path]))
-        for path in orphans:
-            print(f"orphan: {path}")
-        if stale or orphans:
-            print(f"generated code is out of date ({len(stale)} stale, {len(orphans)} orphan): run `make generate`.")
-        if over_budget:
-            print(
-                f"{len(over_budget)} service(s) over their tools/list token budget (specs/{docs.BUDGET_FILE}):"
-                " shorten the descriptions or schemas, or raise the budget with a reason."
-            )
-        if stale or orphans or over_budget:
-            return 1
-        also = f" and {', '.join(table)}'s settings table" if table else ""
-        print(f"generated code is up to date ({len(wanted) - len(table)} files{also}).")
-        return 0
+        return _report_drift(args.out, wanted, stale, orphans, table, over_budget)
     for path in stale:
         target = args.out / path
         target.parent.mkdir(parents=True, exist_ok=True)

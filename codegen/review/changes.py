@@ -64,6 +64,29 @@ def _mcp_changes(old: ToolSpec, new: ToolSpec) -> Iterator[Change]:
         yield "MCP_ARGUMENT_NO_DELETE", f"MCP inputSchema: argument `{name}` removed (policy): {effect}", None
 
 
+def _route_changes(old: ToolSpec, new: ToolSpec, rename_cause: str | None) -> Iterator[Change]:
+    """The tool's HTTP route: its method, its path (caused by the rename when the tool was renamed) and
+    the content types it accepts."""
+    if old.http_method != new.http_method:
+        yield "HTTP_METHOD_CHANGED", f"{old.http_method} → {new.http_method}", None
+    if old.http_path != new.http_path:
+        yield "HTTP_PATH_CHANGED", f"`{old.http_path}` → `{new.http_path}`", rename_cause
+    for ctype in sorted(set(old.content_types) - set(new.content_types)):
+        yield "HTTP_CONTENT_TYPE_REMOVED", f"`{ctype}` no longer accepted", None
+    for ctype in sorted(set(new.content_types) - set(old.content_types)):
+        yield "HTTP_CONTENT_TYPE_ADDED", f"`{ctype}` now accepted", None
+
+
+def _scope_changes(old: ToolSpec, new: ToolSpec) -> Iterator[Change]:
+    """The scopes a call needs; a scope added to a tool that is now public requires nothing of a caller."""
+    scopes_a, scopes_b = set(old.policy.get("scopes", [])), set(new.policy.get("scopes", []))
+    if not new.policy.get("public"):
+        for scope in sorted(scopes_b - scopes_a):
+            yield "AUTH_SCOPE_ADDED", f"scope `{scope}` is now required", None
+    for scope in sorted(scopes_a - scopes_b):
+        yield "AUTH_SCOPE_REMOVED", f"scope `{scope}` is no longer required", None
+
+
 def diff_tool(
     base: SpecTree,
     head: SpecTree,
@@ -83,21 +106,9 @@ def diff_tool(
             else f"inferred: same input and output schemas; declare `renamed_from: {old.name}` to confirm it"
         )
         yield "TOOL_RENAMED", f"`{old.name}` → `{new.name}` ({how})", None
-    if old.http_method != new.http_method:
-        yield "HTTP_METHOD_CHANGED", f"{old.http_method} → {new.http_method}", None
-    if old.http_path != new.http_path:
-        yield "HTTP_PATH_CHANGED", f"`{old.http_path}` → `{new.http_path}`", rename_cause
-    for ctype in sorted(set(old.content_types) - set(new.content_types)):
-        yield "HTTP_CONTENT_TYPE_REMOVED", f"`{ctype}` no longer accepted", None
-    for ctype in sorted(set(new.content_types) - set(old.content_types)):
-        yield "HTTP_CONTENT_TYPE_ADDED", f"`{ctype}` now accepted", None
+    yield from _route_changes(old, new, rename_cause)
     yield from _error_changes(base, head, old.errors, new.errors)
-    scopes_a, scopes_b = set(old.policy.get("scopes", [])), set(new.policy.get("scopes", []))
-    if not new.policy.get("public"):
-        for scope in sorted(scopes_b - scopes_a):
-            yield "AUTH_SCOPE_ADDED", f"scope `{scope}` is now required", None
-    for scope in sorted(scopes_a - scopes_b):
-        yield "AUTH_SCOPE_REMOVED", f"scope `{scope}` is no longer required", None
+    yield from _scope_changes(old, new)
     yield from _annotation_changes(old.annotations.as_spec(), new.annotations.as_spec())
     if new.deprecated and not old.deprecated:
         yield "TOOL_DEPRECATED", f"deprecated since {new.deprecated.since}", None

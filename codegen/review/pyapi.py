@@ -76,37 +76,50 @@ def diff_models(
             if now is None:
                 yield "PY_FIELD_NO_DELETE", f"`{path}` removed", field_gone
                 continue
-            was = surfaces.rename_types(fld.type, classes or {})
-            if surfaces.py_union(now.type) != surfaces.py_union(was):
-                if is_input and surfaces.py_accepts(now.type, was):
-                    yield "PY_INPUT_FIELD_TYPE_WIDENED", f"`{path}`: {was} → {now.type}", None
-                elif not is_input and surfaces.py_accepts(was, now.type):
-                    yield "PY_OUTPUT_FIELD_TYPE_NARROWED", f"`{path}`: {was} → {now.type}", None
-                else:
-                    yield "PY_FIELD_TYPE_CHANGED", f"`{path}`: {was} → {now.type}", None
-            if fld.members and now.members:
-                for value in fld.members:
-                    if value not in now.members:
-                        yield "PY_ENUM_MEMBER_NO_DELETE", f"`{path}`: enum member {show(value)} removed", None
-            if is_input and now.required and not fld.required and "[]" not in path[len(target) :]:
-                yield "PY_INPUT_FIELD_REQUIRED", f"`{path}` is now a required argument", "INPUT_FIELD_NOW_REQUIRED"
-            if not is_input and fld.required and not now.required:
-                yield "PY_OUTPUT_FIELD_OPTIONAL", f"`{path}` is now Optional", "OUTPUT_FIELD_NOW_OPTIONAL"
+            in_list = "[]" in path[len(target) :]
+            yield from _field_changes(path, fld, now, is_input, in_list, classes or {})
         for path, now in new[target].items():
-            if path in after:
-                continue
-            if is_input and now.required:
-                yield (
-                    "PY_INPUT_FIELD_REQUIRED",
-                    f"`{path}` added as a required argument ({now.type})",
-                    ("INPUT_FIELD_ADDED_REQUIRED"),
-                )
-            else:
-                yield "PY_FIELD_ADDED", f"`{path}` added ({now.type})", None
+            if path not in after:
+                yield _field_added(path, now, is_input)
     targets = {renamed.get(m, m) for m in old}
     for model in new:
         if model not in targets:
             yield "PY_MODEL_ADDED", f"model `{model}` added", caused_by
+
+
+def _field_changes(
+    path: str, fld: surfaces.PyField, now: surfaces.PyField, is_input: bool, in_list: bool, classes: dict[str, str]
+) -> Iterator[Change]:
+    """How a field kept at `path` changed: its type (read with the renamed shared classes' new names,
+    widened for an input or narrowed for an output being compatible), its enum members, whether it is
+    required (a new required field inside a list item is not a new argument: `in_list`)."""
+    was = surfaces.rename_types(fld.type, classes)
+    if surfaces.py_union(now.type) != surfaces.py_union(was):
+        if is_input and surfaces.py_accepts(now.type, was):
+            yield "PY_INPUT_FIELD_TYPE_WIDENED", f"`{path}`: {was} → {now.type}", None
+        elif not is_input and surfaces.py_accepts(was, now.type):
+            yield "PY_OUTPUT_FIELD_TYPE_NARROWED", f"`{path}`: {was} → {now.type}", None
+        else:
+            yield "PY_FIELD_TYPE_CHANGED", f"`{path}`: {was} → {now.type}", None
+    if fld.members and now.members:
+        for value in fld.members:
+            if value not in now.members:
+                yield "PY_ENUM_MEMBER_NO_DELETE", f"`{path}`: enum member {show(value)} removed", None
+    if is_input and now.required and not fld.required and not in_list:
+        yield "PY_INPUT_FIELD_REQUIRED", f"`{path}` is now a required argument", "INPUT_FIELD_NOW_REQUIRED"
+    if not is_input and fld.required and not now.required:
+        yield "PY_OUTPUT_FIELD_OPTIONAL", f"`{path}` is now Optional", "OUTPUT_FIELD_NOW_OPTIONAL"
+
+
+def _field_added(path: str, now: surfaces.PyField, is_input: bool) -> Change:
+    """A field new at `path`: a required input field is a new required argument of the generated method."""
+    if is_input and now.required:
+        return (
+            "PY_INPUT_FIELD_REQUIRED",
+            f"`{path}` added as a required argument ({now.type})",
+            "INPUT_FIELD_ADDED_REQUIRED",
+        )
+    return "PY_FIELD_ADDED", f"`{path}` added ({now.type})", None
 
 
 def diff_classes(old: dict[str, surfaces.SharedClass], new: dict[str, surfaces.SharedClass]) -> Iterator[Change]:

@@ -113,35 +113,47 @@ def load_exceptions(specs_dir: Path) -> tuple[list[Exception_], list[str]]:
     problems: list[str] = []
     for i, entry in enumerate(doc):
         where = f"specs/{EXCEPTIONS_FILE}#/{i}"
-        if not isinstance(entry, dict):
-            problems.append(f"{where}: an exception is a mapping {SHAPE}")
+        problem = _entry_problem(entry)
+        if problem is not None:
+            problems.append(f"{where}: {problem}")
             continue
-        rule, tool, reason = entry.get("rule"), entry.get("tool"), entry.get("reason")
-        field, service = entry.get("field"), entry.get("service")
-        unknown = sorted(set(entry) - {"rule", "tool", "reason", "field", "service"})
-        if unknown:
-            problems.append(f"{where}: unknown key(s) {', '.join(map(str, unknown))} (an exception is {SHAPE})")
-            continue
-        if not isinstance(rule, str) or rule not in RULES:
-            problems.append(f"{where}: unknown rule {rule!r}")
-            continue
-        if not isinstance(tool, str) or not tool:
-            problems.append(f"{where}: `tool` is missing (a tool, resource or service name)")
-            continue
-        if "*" in tool:
-            problems.append(
-                f"{where}: `tool: {tool}`: wildcards are not allowed; name the tool, resource or service"
-                " (one exception, one reason, per subject)"
+        field = entry.get("field")
+        found.append(
+            Exception_(
+                entry["rule"],
+                entry["tool"],
+                entry["reason"].strip(),
+                entry.get("service"),
+                i,
+                field.strip() if field else None,
             )
-            continue
-        if field is not None and (not isinstance(field, str) or not field.strip()):
-            problems.append(f"{where}: `field` must be a field path such as `total` or `hits[].region`")
-            continue
-        if service is not None and not isinstance(service, str):
-            problems.append(f"{where}: `service` must be a service name")
-            continue
-        if not isinstance(reason, str) or not reason.strip():
-            problems.append(f"{where}: the exception for {rule} on {tool} has no reason")
-            continue
-        found.append(Exception_(rule, tool, reason.strip(), service, i, field.strip() if field else None))
+        )
     return found, problems
+
+
+def _entry_problem(entry: Any) -> str | None:
+    """What is wrong with one entry of the exceptions file (the first thing found), or None when it is
+    an exception: a mapping of the known keys, a known rule, one named subject (no wildcard) and a reason."""
+    if not isinstance(entry, dict):
+        return f"an exception is a mapping {SHAPE}"
+    rule, tool, reason = entry.get("rule"), entry.get("tool"), entry.get("reason")
+    field, service = entry.get("field"), entry.get("service")
+    unknown = sorted(set(entry) - {"rule", "tool", "reason", "field", "service"})
+    if unknown:
+        return f"unknown key(s) {', '.join(map(str, unknown))} (an exception is {SHAPE})"
+    if not isinstance(rule, str) or rule not in RULES:
+        return f"unknown rule {rule!r}"
+    if not isinstance(tool, str) or not tool:
+        return "`tool` is missing (a tool, resource or service name)"
+    if "*" in tool:
+        return (
+            f"`tool: {tool}`: wildcards are not allowed; name the tool, resource or service"
+            " (one exception, one reason, per subject)"
+        )
+    if field is not None and (not isinstance(field, str) or not field.strip()):
+        return "`field` must be a field path such as `total` or `hits[].region`"
+    if service is not None and not isinstance(service, str):
+        return "`service` must be a service name"
+    if not isinstance(reason, str) or not reason.strip():
+        return f"the exception for {rule} on {tool} has no reason"
+    return None

@@ -200,13 +200,28 @@ def diff_schema(old: Any, new: Any, direction: str, path: str = "") -> Iterator[
     yield from _constraints(old, new, direction, where)
     yield from _default_and_text(old, new, direction, where)
     yield from _properties(old, new, direction, path)
+    yield from _items(old, new, direction, path)
+    yield from _compositions(old, new, direction, path)
+    ap_a, ap_b = old.get("additionalProperties"), new.get("additionalProperties")
+    if isinstance(ap_a, dict) and isinstance(ap_b, dict):
+        yield from diff_schema(ap_a, ap_b, direction, f"{path}{{*}}")
+
+
+def _items(old: dict[str, Any], new: dict[str, Any], direction: str, path: str) -> Iterator[Change]:
+    """An array's `items` schema: compared (at `path[]`) when both sides have one, else its addition
+    (tighter) or removal (looser)."""
     ia, ib = old.get("items"), new.get("items")
     if isinstance(ia, dict) and isinstance(ib, dict):
         yield from diff_schema(ia, ib, direction, f"{path}[]")
     elif ia is None and isinstance(ib, dict):
-        yield _tight(direction), f"{where}: items schema added", None
+        yield _tight(direction), f"{at(direction, path)}: items schema added", None
     elif isinstance(ia, dict) and ib is None:
-        yield _loose(direction), f"{where}: items schema removed", None
+        yield _loose(direction), f"{at(direction, path)}: items schema removed", None
+
+
+def _compositions(old: dict[str, Any], new: dict[str, Any], direction: str, path: str) -> Iterator[Change]:
+    """`oneOf`, `anyOf` and `allOf` compared branch by branch (an `allOf` may appear or go); a union that
+    changes its kind (`anyOf` <-> `oneOf`) is a type change."""
     for key in ("oneOf", "anyOf", "allOf"):
         ca, cb = old.get(key), new.get(key)
         if ca == cb:
@@ -216,10 +231,8 @@ def diff_schema(old: Any, new: Any, direction: str, path: str = "") -> Iterator[
         elif key == "allOf" and isinstance(ca or [], list) and isinstance(cb or [], list):
             yield from _union(ca or [], cb or [], key, direction, path)
         else:  # anyOf <-> oneOf
-            yield "TYPE_CHANGED", f"{where}: {key} changed ({len(ca or [])} → {len(cb or [])} branches)", None
-    ap_a, ap_b = old.get("additionalProperties"), new.get("additionalProperties")
-    if isinstance(ap_a, dict) and isinstance(ap_b, dict):
-        yield from diff_schema(ap_a, ap_b, direction, f"{path}{{*}}")
+            message = f"{at(direction, path)}: {key} changed ({len(ca or [])} → {len(cb or [])} branches)"
+            yield "TYPE_CHANGED", message, None
 
 
 def _required_change(direction: str, sub: str, was: bool, now: bool) -> Iterator[Change]:
