@@ -252,7 +252,7 @@ class TaskRunner:
     # -- reads and cancel ------------------------------------------------------------------
     async def get(self, task_id: str, principal: str) -> TaskRow | None:
         """The caller's task as the store holds it now; None when there is no such task or another principal
-        started it (the two are indistinguishable to the caller)."""
+        started it (the two are indistinguishable to the caller); a task whose instance died reads failed."""
         return await self._db(self.store.get, task_id, principal)
 
     async def cancel(self, task_id: str, principal: str) -> TaskRow | None:

@@ -89,8 +89,8 @@ def _row(found: Any) -> TaskRow:
 
 class TaskStore:
     """The task rows in the storage layer (module docstring): built with the database, the envelope that
-    shapes a stored error, the lease and the time a finished task is kept (`ttl_s`); `clock` is for
-    tests."""
+    shapes a stored error, the lease, and how long a row is kept after its last change (`ttl_s`);
+    `clock` is for tests."""
 
     def __init__(
         self,
