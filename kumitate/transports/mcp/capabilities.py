@@ -14,10 +14,12 @@ JSON-RPC -32601 (method not found), as for any capability a server does not decl
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
 import mcp_types as mt
 from fastmcp import FastMCP
+from fastmcp.prompts import Prompt, PromptResult
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import KNOWN_PROTOCOL_VERSIONS
@@ -38,13 +40,21 @@ class TrueCapabilities(Middleware):
             self._has_prompts = bool(await self.server.list_prompts(run_middleware=False))
         return self._has_prompts
 
-    async def on_list_prompts(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+    async def on_list_prompts(
+        self,
+        context: MiddlewareContext[mt.ListPromptsRequest],
+        call_next: CallNext[mt.ListPromptsRequest, Sequence[Prompt]],
+    ) -> Sequence[Prompt]:
         """List the prompts, or -32601 on a server that has none (the capability is not declared)."""
         if not await self.has_prompts():
             raise _undeclared("prompts/list")
         return await call_next(context)
 
-    async def on_get_prompt(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+    async def on_get_prompt(
+        self,
+        context: MiddlewareContext[mt.GetPromptRequestParams],
+        call_next: CallNext[mt.GetPromptRequestParams, PromptResult],
+    ) -> PromptResult:
         """Get a prompt, or -32601 on a server that has none (the capability is not declared)."""
         if not await self.has_prompts():
             raise _undeclared("prompts/get")
@@ -97,5 +107,8 @@ def _undeclared(method: str) -> MCPError:
     return MCPError(mt.METHOD_NOT_FOUND, f"{method}: this server declares no prompts capability (it serves no prompt)")
 
 
-def _unchanging(capability: Any) -> Any:
+Capability = TypeVar("Capability", mt.ToolsCapability, mt.ResourcesCapability)
+
+
+def _unchanging(capability: Capability | None) -> Capability | None:
     return capability.model_copy(update={"list_changed": False}) if capability is not None else None

@@ -9,10 +9,10 @@ like any refused call.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import mcp_types as mt
 from fastmcp.exceptions import DisabledError, NotFoundError
+from fastmcp.resources import ResourceResult
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import ToolResult
 
@@ -42,7 +42,11 @@ class CatalogueErrors(Middleware):
             refused = self.runtime.pipeline.refuse("unknown_tool", error, current_request())
             raise CatalogueError(refused, name=name) from None
 
-    async def on_read_resource(self, context: MiddlewareContext[Any], call_next: CallNext[Any, Any]) -> Any:
+    async def on_read_resource(
+        self,
+        context: MiddlewareContext[mt.ReadResourceRequestParams],
+        call_next: CallNext[mt.ReadResourceRequestParams, ResourceResult],
+    ) -> ResourceResult:
         """Read the resource; an unknown or disabled URI becomes the catalogue's NOT_FOUND."""
         try:
             return await call_next(context)

@@ -17,11 +17,12 @@ under the URI it subscribed with.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 from urllib.parse import unquote
 
 import mcp_types as mt
 from fastmcp import FastMCP
+from mcp.server.context import ServerRequestContext
+from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
@@ -36,11 +37,11 @@ class Subscriptions:
     def __init__(self, server: FastMCP, most: int) -> None:
         self.server = server
         self.most = most
-        self.sessions: dict[str, list[tuple[Any, str]]] = {}
+        self.sessions: dict[str, list[tuple[ServerSession, str]]] = {}
         """decoded URI -> (session, the URI as that session subscribed to it)"""
         self.loop: asyncio.AbstractEventLoop | None = None
 
-    async def subscribe(self, ctx: Any, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
+    async def subscribe(self, ctx: ServerRequestContext, params: mt.SubscribeRequestParams) -> mt.EmptyResult:
         """Subscribe the session to a resource this server serves, else INVALID_PARAMS."""
         uri = str(params.uri)
         if not await self._serves(uri):
@@ -52,12 +53,12 @@ class Subscriptions:
             del subscribed[: -self.most]
         return mt.EmptyResult()
 
-    async def unsubscribe(self, ctx: Any, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
+    async def unsubscribe(self, ctx: ServerRequestContext, params: mt.UnsubscribeRequestParams) -> mt.EmptyResult:
         """Stop telling the session about the resource's changes."""
         self._drop(str(params.uri), ctx.session)
         return mt.EmptyResult()
 
-    def _drop(self, uri: str, session: Any) -> None:
+    def _drop(self, uri: str, session: ServerSession) -> None:
         key = unquote(uri)
         left = [(s, u) for s, u in self.sessions.get(key, []) if not _same_client(s, session)]
         if left:
@@ -85,7 +86,7 @@ class Subscriptions:
                 self._drop(uri, session)
 
 
-def _same_client(one: Any, other: Any) -> bool:
+def _same_client(one: ServerSession, other: ServerSession) -> bool:
     """Whether two requests' sessions are one client's connection. The SDK builds a session object
     per request; the connection's `client_params` (its initialize request) is one object for its life."""
     return one is other or (one.client_params is not None and one.client_params is other.client_params)
