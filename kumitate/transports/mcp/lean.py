@@ -32,20 +32,24 @@ from typing import Any
 
 import msgspec
 from fastmcp import FastMCP
+from fastmcp.tools import ToolResult
 from mcp.shared.inbound import InboundModernRoute, classify_inbound_request, x_mcp_header_map
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     LOG_LEVEL_META_KEY,
     SERVER_INFO_META_KEY,
+    CallToolResult,
 )
 from mcp_types import methods as mcp_methods
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
+from starlette.applications import Starlette
 
 from kumitate.intake import JsonBody
 from kumitate.observability import correlation
 from kumitate.pipeline import CallRequest
 from kumitate.policies.idempotency import MAX_KEY_LENGTH
+from kumitate.runtime import Runtime
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
 from kumitate.transports.edge.asgi import IDS_KEY, ASGIApp, Receive, Scope, Send
 from kumitate.transports.edge.hosts import base_url_of
@@ -77,7 +81,7 @@ def _accepts(accept: str) -> bool:
 class LeanMCP:
     """The ASGI app of one MCP endpoint: the lean path in front of the endpoint's fastmcp app."""
 
-    def __init__(self, server: FastMCP, fallback: ASGIApp, runtime: Any, body_cap: int) -> None:
+    def __init__(self, server: FastMCP, fallback: ASGIApp, runtime: Runtime, body_cap: int) -> None:
         self.server = server
         self.fallback = fallback
         self.runtime = runtime
@@ -185,10 +189,12 @@ class LeanMCP:
         reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
         return json.dumps(reply, separators=(",", ":")).encode()
 
-    def _wire_result(self, version: str, result: Any) -> dict[str, Any]:
+    def _wire_result(self, version: str, result: ToolResult) -> dict[str, Any]:
         """What the SDK runner sends for fastmcp's CallToolResult: the version's result surface,
         `resultType` and the serverInfo stamp (as the SDK's ServerRunner serializes it)."""
-        dumped = result.to_mcp_result().model_dump(by_alias=True, mode="json", exclude_none=True)
+        wire = result.to_mcp_result()
+        assert isinstance(wire, CallToolResult)  # tool_result always sets meta, which makes it a CallToolResult
+        dumped = wire.model_dump(by_alias=True, mode="json", exclude_none=True)
         dumped = mcp_methods.serialize_server_result("tools/call", version, dumped)
         dumped.setdefault("resultType", "complete")
         meta = dumped.get("_meta")
@@ -226,7 +232,7 @@ class LargeArguments:
 
     __slots__ = ("key", "raw")
 
-    def __init__(self, raw: bytes, key: Any) -> None:
+    def __init__(self, raw: bytes, key: object) -> None:
         self.raw = raw
         self.key = key
 
@@ -262,7 +268,7 @@ def _call_request(scope: Scope, headers: dict[str, str], meta: dict[str, Any], k
     )
 
 
-def lean_endpoint(runtime: Any, body_cap: int, enabled: bool, app: Any) -> ASGIApp:
+def lean_endpoint(runtime: Runtime, body_cap: int, enabled: bool, app: Starlette) -> ASGIApp:
     """The MCP endpoint to mount for fastmcp's `http_app` (its FastMCP server in `app.state`):
     the lean path in front of it, or the app itself when KUMITATE_MCP_LEAN is off."""
     if not enabled:
