@@ -11,10 +11,10 @@ not on the FastMCP object).
 from __future__ import annotations
 
 import weakref
-from typing import Any
 
 import mcp_types as mt
 from fastmcp import FastMCP
+from fastmcp.server.completions import CompletionHandler, CompletionReference
 
 from kumitate.bindings import ResourceBinding
 from kumitate.runtime import Runtime
@@ -36,10 +36,12 @@ def complete_params(server: FastMCP, runtime: Runtime, binding: ResourceBinding,
     table[binding.uri] = (binding, sources)
 
 
-def _handler(runtime: Runtime, table: Table) -> Any:
+def _handler(runtime: Runtime, table: Table) -> CompletionHandler:
     from kumitate.transports.mcp.request import current_request
 
-    async def complete(ref: Any, argument: mt.CompletionArgument, context: mt.CompletionContext | None) -> Any:
+    async def complete(
+        ref: CompletionReference, argument: mt.CompletionArgument, context: mt.CompletionContext | None
+    ) -> mt.Completion | None:
         entry = table.get(ref.uri) if isinstance(ref, mt.ResourceTemplateReference) else None
         source = entry[1].get(argument.name) if entry is not None else None
         if entry is None or source is None:

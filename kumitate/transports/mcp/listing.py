@@ -25,7 +25,7 @@ Both are fastmcp components (a middleware, a transform) added by `build_server`;
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp_types as mt
 from fastmcp import FastMCP
@@ -39,9 +39,10 @@ from kumitate.runtime import Runtime
 
 SEARCH_RESULTS = 5
 """Tools a search answers, best first."""
+T = TypeVar("T")
 
 
-def may_call(tool: Any, scopes: frozenset[str]) -> bool:
+def may_call(tool: object, scopes: frozenset[str]) -> bool:
     """Whether a token with `scopes` may call `tool` (a tool that is not a spec tool: yes)."""
     binding = getattr(tool, "binding", None)
     if binding is None or ALL_SCOPES in scopes:
@@ -49,7 +50,7 @@ def may_call(tool: Any, scopes: frozenset[str]) -> bool:
     return set(binding.policy.required_scopes) <= scopes
 
 
-def visible(tools: Iterable[Any], scopes: frozenset[str] | None) -> list[Any]:
+def visible(tools: Iterable[T], scopes: frozenset[str] | None) -> list[T]:
     """The tools a caller is shown: all of them without a known token (`scopes` None)."""
     return list(tools) if scopes is None else [t for t in tools if may_call(t, scopes)]
 
