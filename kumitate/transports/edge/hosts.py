@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Awaitable, Mapping, MutableMapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -163,7 +163,7 @@ class OriginPolicy:
         """Origins configured by the operator: the only ones that get CORS headers."""
         return sorted(o for o in self.origins if o != ANY) if ANY not in self.origins else [ANY]
 
-    def refusal(self, scope: MutableMapping[str, Any], headers: Mapping[str, str]) -> str | None:
+    def refusal(self, scope: Scope, headers: Mapping[str, str]) -> str | None:
         """Why this request must not be served, or None when it may be. `headers` are the request's
         (lower-case names); a Host or Origin sent twice in `scope` is refused, so either copy is it."""
         if len(_values(scope, b"host")) > 1 or len(_values(scope, b"origin")) > 1:
@@ -186,7 +186,7 @@ class OriginPolicy:
             return None
         return f"Origin {origin[:100]!r} may not call this server; list it in KUMITATE_ALLOWED_ORIGINS to allow it"
 
-    def _host_allowed(self, host: str, scope: MutableMapping[str, Any]) -> bool:
+    def _host_allowed(self, host: str, scope: Scope) -> bool:
         if ANY in self.hosts or host in self.hosts:
             return True
         server = scope.get("server")

@@ -10,11 +10,11 @@ of everything the endpoint serves, public only when all of it is, since one list
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Literal
 
 import mcp_types as mt
 from fastmcp.resources import ResourceContent, ResourceResult
-from pydantic import Field
+from pydantic import AnyUrl, Field
 
 from kumitate.bindings import ResourceBinding, ToolBinding
 
@@ -29,7 +29,7 @@ class HintedResourceResult(ResourceResult):
         super().__init__(contents)
         self.ttl_ms, self.scope = ttl_ms, scope
 
-    def to_mcp_result(self, uri: Any) -> mt.ReadResourceResult:
+    def to_mcp_result(self, uri: AnyUrl | str) -> mt.ReadResourceResult:
         """fastmcp's result, with the resource's cache hint (`ttlMs`, `cacheScope`) added."""
         return super().to_mcp_result(uri).model_copy(update={"ttl_ms": self.ttl_ms, "cache_scope": self.scope})
 

@@ -28,7 +28,7 @@ def log_sender() -> LogSink | None:
     except RuntimeError:
         return None
     loop = asyncio.get_running_loop()
-    pending: set[asyncio.Task[Any]] = set()
+    pending: set[asyncio.Task[None]] = set()
 
     def send(level: str, message: str) -> None:
         wire_level: Any = level if level in LEVELS else "info"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, TypedDict
+from collections.abc import Awaitable, Callable
+from typing import TypedDict
 
 from fastmcp.resources import Resource, ResourceResult, ResourceTemplate
 
@@ -15,7 +16,9 @@ from kumitate.transports.mcp.request import current_request
 from kumitate.transports.mcp.results import CatalogueError
 
 
-def _resource_reader(runtime: Runtime, binding: ResourceBinding) -> Any:
+def _resource_reader(
+    runtime: Runtime, binding: ResourceBinding
+) -> Callable[..., Awaitable[str | bytes | ResourceResult]]:
     async def read(**params: str) -> str | bytes | ResourceResult:
         outcome = await runtime.pipeline.read_resource(binding, params, current_request())
         if not outcome.ok:

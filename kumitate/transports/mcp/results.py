@@ -15,15 +15,13 @@ error whose `data` is the catalogue body (plus `name` or `uri`), see `CatalogueE
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 from fastmcp.tools import ToolResult
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, TextContent
 
 from kumitate.pipeline import Outcome
-from kumitate.transports.mcp.content import content_block
+from kumitate.transports.mcp.content import ContentBlock, content_block
 
 ERROR_META = "io.kumitate/error"
 """The `_meta` key of an `isError` result that holds the catalogue's `error` object."""
@@ -41,14 +39,14 @@ def tool_result(outcome: Outcome, text_content: str | None = None) -> ToolResult
         text = said
     else:
         text = _ENCODER.encode(outcome.body).decode("utf-8")
-    content: list[Any] = [TextContent(type="text", text=text)]
+    content: list[ContentBlock] = [TextContent(type="text", text=text)]
     content += [block for a in outcome.attachments if (block := content_block(a)) is not None]
-    ids: dict[str, Any] = {"run_id": outcome.run_id, "trace_id": outcome.trace_id}
+    ids: dict[str, object] = {"run_id": outcome.run_id, "trace_id": outcome.trace_id}
     if outcome.warnings:
         ids["warnings"] = list(outcome.warnings)
     if outcome.replayed:
         ids["replayed"] = True
-    meta: dict[str, Any] = {IDS_META: ids}
+    meta: dict[str, object] = {IDS_META: ids}
     if not outcome.ok:
         meta[ERROR_META] = outcome.body["error"]
         return ToolResult(content=content, is_error=True, meta=meta)

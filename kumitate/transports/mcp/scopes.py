@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 
@@ -54,7 +53,7 @@ class ScopeMap:
         messages = payload if isinstance(payload, list) else [payload]
         return frozenset().union(*(self._of(m) for m in messages if isinstance(m, dict)))
 
-    def _of(self, message: dict[str, Any]) -> Iterable[str]:
+    def _of(self, message: dict[str, object]) -> Iterable[str]:
         params = message.get("params")
         if not isinstance(params, dict):
             return ()
