@@ -18,7 +18,7 @@ import ipaddress
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kumitate.context import Principal
 from kumitate.errors import ErrorCode, ToolError
@@ -39,7 +39,7 @@ class TokenEntry:
     principal: Principal
 
 
-def _load(text: str, origin: str, *, yaml_ok: bool) -> Any:
+def _load(text: str, origin: str, *, yaml_ok: bool) -> object:
     """Decode the token table. A parser's own error quotes the offending line, which holds a
     token: report only where it is, and drop the original exception (`from None`), so a bad
     file never puts a secret into a start-up traceback or a log."""
@@ -55,7 +55,7 @@ def _load(text: str, origin: str, *, yaml_ok: bool) -> Any:
         raise ValueError(f"{origin}: not valid YAML or JSON{where}") from None
 
 
-def _parse(raw: Any, origin: str) -> list[TokenEntry]:
+def _parse(raw: object, origin: str) -> list[TokenEntry]:
     """Errors name the principal or the entry's position, never the token itself."""
     if not isinstance(raw, dict):
         raise ValueError(f"{origin}: expected an object mapping tokens to principals")

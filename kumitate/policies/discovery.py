@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 MCP_PATH = "/mcp"
@@ -48,7 +47,7 @@ def www_authenticate(challenge: Mapping[str, str], metadata: str | None) -> str:
     return "Bearer " + ", ".join(f"{k}={_quoted(v)}" for k, v in params.items())
 
 
-def document(base_url: str, path: str, issuer: str, scopes: Iterable[str]) -> dict[str, Any]:
+def document(base_url: str, path: str, issuer: str, scopes: Iterable[str]) -> dict[str, object]:
     """The RFC 9728 metadata of the resource at `base_url + path`."""
     return {
         "resource": f"{base_url.rstrip('/')}{path}",
@@ -59,7 +58,7 @@ def document(base_url: str, path: str, issuer: str, scopes: Iterable[str]) -> di
     }
 
 
-def served_openapi(document: dict[str, Any], issuer: str | None, public_url: str | None) -> dict[str, Any]:
+def served_openapi(document: dict[str, object], issuer: str | None, public_url: str | None) -> dict[str, object]:
     """The OpenAPI document as this server serves it: the generated one, plus what only the configuration
     knows. With an identity provider (KUMITATE_OAUTH_ISSUER), an `openIdConnect` scheme at the issuer's
     discovery document, and every operation that needs a token accepts either a static bearer token or

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TypeVar
 
 from kumitate.errors import ToolError
 
 TRIM_WARNING = "output_trimmed_to_{limit}_bytes"
+B = TypeVar("B")
+"""A body: JSON data, which a trimmed copy keeps the shape of (an object stays an object)."""
 
 
-def size_of(body: Any) -> int:
+def size_of(body: object) -> int:
     """The size in bytes of `body` as the wire sends it (compact UTF-8 JSON): what max_output_bytes limits."""
     return len(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
 
 
-def _largest_list(node: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...], list[Any]] | None:
-    best: tuple[tuple[Any, ...], list[Any]] | None = None
+def _largest_list(node: object, path: tuple[str | int, ...] = ()) -> tuple[tuple[str | int, ...], list[object]] | None:
+    best: tuple[tuple[str | int, ...], list[object]] | None = None
     children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     if isinstance(node, list) and node:
         best = (path, node)
@@ -27,7 +29,7 @@ def _largest_list(node: Any, path: tuple[Any, ...] = ()) -> tuple[tuple[Any, ...
     return best
 
 
-def enforce(body: Any, limit: int, mode: str, tool: str, reserve: int = 0) -> tuple[Any, str | None]:
+def enforce(body: B, limit: int, mode: str, tool: str, reserve: int = 0) -> tuple[B, str | None]:
     """Return the body (possibly trimmed) and a warning, or raise OUTPUT_TOO_LARGE.
 
     `reserve`: bytes a trimmed body must leave free, for the warning the caller will add

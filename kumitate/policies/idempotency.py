@@ -48,7 +48,7 @@ from kumitate.errors import ToolError
 MAX_KEY_LENGTH = 255
 KEY_ARGUMENT = "idempotency_key"
 """MCP carries the key as this tool argument (HTTP as the Idempotency-Key header)."""
-KEY_ARGUMENT_SCHEMA: dict[str, Any] = {
+KEY_ARGUMENT_SCHEMA: dict[str, str | int] = {
     "type": "string",
     "minLength": 1,
     "maxLength": MAX_KEY_LENGTH,
@@ -84,7 +84,7 @@ def lease_s(timeout_s: float | None) -> float:
     return (timeout_s or UNBOUNDED_LEASE_S) + LEASE_MARGIN_S
 
 
-def fingerprint(arguments: Any) -> str:
+def fingerprint(arguments: object) -> str:
     """A hash of the arguments (canonical JSON): the same key with other arguments is a CONFLICT."""
     canonical = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()

@@ -7,9 +7,9 @@ import contextvars
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from sqlalchemy import Connection, and_, delete, select, update
+from sqlalchemy import ColumnElement, Connection, and_, delete, select, update
 from sqlalchemy.exc import SQLAlchemyError
 
 from kumitate.context import current_call
@@ -60,12 +60,12 @@ class IdempotencyStore:
         self._renewed_lease_s = renewed_lease_s
         """KUMITATE_IDEMPOTENCY_LEASE_MS: a longer lease is held in renewed pieces of this length."""
         self._swept_at = 0.0
-        self._background: set[asyncio.Future[Any]] = set()
+        self._background: set[asyncio.Future[object]] = set()
 
     def close(self) -> None:
         """The database belongs to the runtime, which closes it; nothing of the store's own to release."""
 
-    def _where(self, ident: Ident) -> Any:
+    def _where(self, ident: Ident) -> ColumnElement[bool]:
         return and_(table.c.tool == ident[0], table.c.principal == ident[1], table.c.key == ident[2])
 
     def _claim(self, ident: Ident, fp: str, lease: float) -> _Seen:
@@ -74,7 +74,7 @@ class IdempotencyStore:
             expired = conn.execute(
                 delete(table).where(self._where(ident), table.c.expires_at <= now).returning(table.c.status)
             ).all()
-            claim: dict[str, Any] = {"tool": ident[0], "principal": ident[1], "key": ident[2], "fingerprint": fp}
+            claim: dict[str, object] = {"tool": ident[0], "principal": ident[1], "key": ident[2], "fingerprint": fp}
             claim |= {"status": None, "body": None, "created_at": now, "expires_at": now + lease}
             owned = conn.execute(self._db.insert_ignore(table, claim).returning(table.c.key)).first() is not None
             found = None if owned else self._found(conn, ident)
@@ -97,7 +97,7 @@ class IdempotencyStore:
         stored = None if row.status is None else Stored(row.status, json.loads(row.body))
         return _Seen(token=None, fingerprint=row.fingerprint, stored=stored, expires_at=row.expires_at)
 
-    def _mine(self, ident: Ident, token: float) -> Any:
+    def _mine(self, ident: Ident, token: float) -> ColumnElement[bool]:
         return and_(self._where(ident), table.c.created_at == token, table.c.status.is_(None))
 
     def _finish(self, ident: Ident, token: float, stored: Stored, ttl_s: int) -> None:
@@ -131,7 +131,7 @@ class IdempotencyStore:
         except (ToolError, SQLAlchemyError) as exc:
             log_event("idempotency_release_failed", tool=ident[0], error=_error_name(exc))
 
-    async def _outside_call(self, budget: _Budget, fn: Callable[..., T], *args: Any) -> T:
+    async def _outside_call(self, budget: _Budget, fn: Callable[..., T], *args: object) -> T:
         """`fn` in a worker thread, outside the current call's context (so outside its commit gate), its
         transactions bounded by `budget` all the same: an empty context carries no call, hence no storage
         bound of its own, and a frozen database would hold the call (and its key) for as long as it stays
@@ -185,7 +185,7 @@ class IdempotencyStore:
     async def run(
         self,
         ident: Ident,
-        arguments: Any,
+        arguments: object,
         ttl_s: int,
         execute: Callable[[], Awaitable[tuple[Stored, bool | None]]],
         lease: float = lease_s(None),
@@ -248,12 +248,12 @@ class IdempotencyStore:
             if expires_at >= ends_at:
                 return
 
-    def _later(self, tool: str, work: Awaitable[Any]) -> None:
+    def _later(self, tool: str, work: Awaitable[object]) -> None:
         """Run `work` without waiting for it (kept referenced until it ends; a failure is logged)."""
         future = asyncio.ensure_future(work)
         self._background.add(future)
 
-        def done(f: asyncio.Future[Any]) -> None:
+        def done(f: asyncio.Future[object]) -> None:
             self._background.discard(f)
             error = None if f.cancelled() else f.exception()
             if error is not None:

@@ -74,12 +74,12 @@ class KeySet:
         self.min_refresh_s = min_refresh_s
         self.timeout_s = timeout_s
         self._clock = clock
-        self._keys: dict[str | None, dict[str, Any]] = {}
+        self._keys: dict[str | None, dict[str, object]] = {}
         self._fetched_at: float | None = None
         self._fetching = False
         self._lock = threading.Lock()
 
-    def get(self, kid: str | None) -> dict[str, Any] | None:
+    def get(self, kid: str | None) -> dict[str, object] | None:
         """The JWK for `kid`; a token without a kid is accepted only when the set has a single key."""
         keys = self._keys
         if kid is None and len(keys) == 1:
@@ -129,7 +129,7 @@ class KeySet:
         raise ValueError("the issuer publishes no metadata; set KUMITATE_OAUTH_JWKS_URL")
 
     @staticmethod
-    def _parse(document: Any) -> dict[str | None, dict[str, Any]]:
+    def _parse(document: object) -> dict[str | None, dict[str, object]]:
         keys = document.get("keys") if isinstance(document, dict) else None
         if not isinstance(keys, list):
             raise ValueError("not a JWK set")
@@ -179,7 +179,7 @@ class OAuthSettings:
         )
 
 
-def scopes_of(claims: Mapping[str, Any]) -> frozenset[str]:
+def scopes_of(claims: Mapping[str, object]) -> frozenset[str]:
     """`scope` (RFC 9068: space-separated) or `scp` (a list, or a string, by provider). `*` means
     every scope in the static token table; from an identity provider it is just a name, dropped."""
     raw = claims.get("scope", claims.get("scp"))

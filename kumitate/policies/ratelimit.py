@@ -10,10 +10,13 @@ import math
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kumitate.errors import ToolError
 from kumitate.storage.redis import Backoff
+
+if TYPE_CHECKING:
+    import redis
 
 MAX_BUCKETS = 100_000
 
@@ -113,7 +116,7 @@ class RedisRateLimiter(RateLimiter):
     call or letting every call through.
     """
 
-    def __init__(self, client: Any, prefix: str = "kumitate:rl:", clock: object = time.monotonic) -> None:
+    def __init__(self, client: redis.Redis, prefix: str = "kumitate:rl:", clock: object = time.monotonic) -> None:
         super().__init__(clock)
         self._redis = client
         self._prefix = prefix

@@ -14,7 +14,7 @@ does not import SQLAlchemy, so a process whose services keep no relational state
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kumitate.storage.database import Database, open_database
@@ -29,7 +29,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _HOME:
         return getattr(importlib.import_module(_HOME[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

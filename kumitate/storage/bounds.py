@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sqlalchemy import Engine, event, exc
 
@@ -38,6 +38,10 @@ from kumitate.context import current_call, current_state
 from kumitate.errors import ToolError
 from kumitate.faults import STORAGE_RETRY_AFTER_MS
 from kumitate.storage.watchdog import WATCHDOG, Entry
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine.interfaces import DBAPIConnection
+    from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
 
 T = TypeVar("T")
 _current: ContextVar[Bound | None] = ContextVar("kumitate_storage_bound", default=None)
@@ -82,7 +86,7 @@ class Bound:
         )
 
 
-def call_until(deadline: float, what: str, fn: Callable[..., T], *args: Any) -> T:
+def call_until(deadline: float, what: str, fn: Callable[..., T], *args: object) -> T:
     """`fn(*args)` with every transaction it starts bounded to end by `deadline` (see `until`): what
     bookkeeping run in an empty context (the idempotency store, the task store) is handed to the storage
     threads as, so a frozen database cannot hold it longer than the call would have waited."""
@@ -170,11 +174,13 @@ def install(engine: Engine, busy_timeout_ms: int) -> None:
     postgres = engine.dialect.name == "postgresql"
 
     @event.listens_for(engine.pool, "connect")
-    def _fresh(_dbapi_connection: Any, record: Any) -> None:
+    def _fresh(_dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry) -> None:
         record.info["kumitate_fresh"] = True
 
     @event.listens_for(engine.pool, "checkout")
-    def _checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+    def _checkout(
+        dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+    ) -> None:
         fresh = record.info.pop("kumitate_fresh", False)
         bound = _current.get()
         entry = _arm(dbapi_connection, bound, postgres) if bound is not None else None
@@ -193,7 +199,7 @@ def install(engine: Engine, busy_timeout_ms: int) -> None:
             raise exc.DisconnectionError(f"ping failed: {type(error).__name__}") from error  # the pool reconnects
 
 
-def _arm(dbapi_connection: Any, bound: Bound, postgres: bool) -> Entry:
+def _arm(dbapi_connection: DBAPIConnection, bound: Bound, postgres: bool) -> Entry:
     if postgres:
         # a duplicate of the socket: cutting it can never reach a descriptor number reused after close
         sock = socket.socket(fileno=os.dup(dbapi_connection.pgconn.socket))
@@ -204,7 +210,7 @@ def _arm(dbapi_connection: Any, bound: Bound, postgres: bool) -> Entry:
     return entry
 
 
-def _prepare_postgres(engine: Engine, dbapi_connection: Any, bound: Bound | None, fresh: bool) -> None:
+def _prepare_postgres(engine: Engine, dbapi_connection: DBAPIConnection, bound: Bound | None, fresh: bool) -> None:
     if bound is None:
         if not fresh:
             engine.dialect.do_ping(dbapi_connection)
@@ -219,7 +225,9 @@ def _prepare_postgres(engine: Engine, dbapi_connection: Any, bound: Bound | None
         cursor.close()
 
 
-def _prepare_sqlite(dbapi_connection: Any, record: Any, bound: Bound | None, busy_timeout_ms: int) -> None:
+def _prepare_sqlite(
+    dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry, bound: Bound | None, busy_timeout_ms: int
+) -> None:
     ms = busy_timeout_ms if bound is None else min(busy_timeout_ms, bound.remaining_ms())
     if record.info.get("kumitate_busy_ms") != ms:
         dbapi_connection.execute(f"PRAGMA busy_timeout={int(ms)}")

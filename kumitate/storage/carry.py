@@ -14,11 +14,15 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from contextlib import closing
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from kumitate.observability.calllog import log_info
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Insert, Table
 
 __all__ = [
     "IDEMPOTENCY_FILE",
@@ -38,7 +42,16 @@ SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 IDEMPOTENCY_FILE = "idempotency.sqlite3"
 
 
-def announce(step: str, message: str, **fields: Any) -> None:
+class _Storage(Protocol):
+    """What `import_idempotency` uses of kumitate.storage.database.Database (which imports, through
+    kumitate.storage.migrate, this module: naming it here would close an import circle)."""
+
+    def transaction(self) -> AbstractContextManager[Connection]: ...
+
+    def insert_ignore(self, table: Table, values: Mapping[str, object]) -> Insert: ...
+
+
+def announce(step: str, message: str, **fields: object) -> None:
     """One line at the default log level for a start-up step that changed stored data."""
     log_info(f"{step}: {message}", upgrade=step, **fields)
 
@@ -83,7 +96,7 @@ def reserve(path: Path, kind: str) -> Path:
     raise FileExistsError(f"no free name for a copy of {path}")
 
 
-def import_idempotency(db: Any, data_dir: Path, clock: Any = time.time) -> int:
+def import_idempotency(db: _Storage, data_dir: Path, clock: Callable[[], float] = time.time) -> int:
     """Copy the unexpired keys of an earlier release's `idempotency.sqlite3` into the storage layer's table
     (a retry after the upgrade still replays its first answer); returns the keys copied."""
     from kumitate.storage.schema import idempotency

@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported when a `db` command runs: `kumitate serve` and `mcp` never load them here
     from kumitate.settings import Settings
+    from kumitate.storage.migrate import Migrations
 
 EXPORT_DIR = "KUMITATE_EXPORT_DIR"
 """A directory of service files that may lie outside the data dir; backed up and restored with it."""
@@ -67,7 +68,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _current_file(path: Path, url: str, migrations: Any) -> int:
+def _current_file(path: Path, url: str, migrations: Migrations) -> int:
     from kumitate.storage import backup as backups
     from kumitate.storage import migrate
 

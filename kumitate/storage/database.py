@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, Insert, Table, exc
 from sqlalchemy.dialects import postgresql, sqlite
@@ -121,7 +121,7 @@ class Database:
                 details={"retry_after_ms": STORAGE_RETRY_AFTER_MS},
             )
 
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def run(self, fn: Callable[..., T], *args: object) -> T:
         """Run blocking storage code off the event loop, on the storage layer's own threads (never
         asyncio's default pool, which DNS look-ups share); the current call's context goes along."""
         call = partial(contextvars.copy_context().run, fn, *args)
@@ -140,7 +140,7 @@ class Database:
         with bounds.within(seconds):
             yield
 
-    def insert_ignore(self, table: Table, values: Mapping[str, Any]) -> Insert:
+    def insert_ignore(self, table: Table, values: Mapping[str, object]) -> Insert:
         """INSERT … ON CONFLICT DO NOTHING, the same on both engines; add `.returning(...)` to learn who won
         (rowcount is not reliable for it on every driver)."""
         dialect_insert = postgresql.insert if self.dialect == "postgresql" else sqlite.insert

@@ -7,12 +7,22 @@ import math
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
 from kumitate.storage import bounds
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg.abc import PQGen
+    from psycopg.rows import TupleRow
+    from sqlalchemy import Connection
+    from sqlalchemy.engine import Dialect
+    from sqlalchemy.pool import ConnectionPoolEntry
+
+RV = TypeVar("RV")
 
 __all__ = [
     "CONNECT_TIMEOUT_S",
@@ -72,7 +82,9 @@ def _postgres(url: str) -> Engine:
     )
 
     @event.listens_for(engine, "do_connect")
-    def _connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+    def _connect(
+        _dialect: Dialect, _record: ConnectionPoolEntry, cargs: list[str], cparams: dict[str, Any]
+    ) -> psycopg.Connection[TupleRow]:
         for key, value in KEEPALIVES.items():
             cparams.setdefault(key, value)
         timeout = float(cparams.get("connect_timeout") or CONNECT_TIMEOUT_S)
@@ -85,7 +97,7 @@ def _postgres(url: str) -> Engine:
     return engine
 
 
-def _wal(cursor: Any, busy_timeout_ms: int) -> None:
+def _wal(cursor: sqlite3.Cursor, busy_timeout_ms: int) -> None:
     """Switch a file to WAL once (the mode is stored in the file). Switching needs the file to itself, and
     SQLite answers "database is locked" at once, without its busy handler, while instances starting
     together create or migrate it: retry until the busy timeout instead of failing the start."""
@@ -100,16 +112,17 @@ def _wal(cursor: Any, busy_timeout_ms: int) -> None:
 
 
 @functools.cache
-def _quiet_connection() -> Any:
+def _quiet_connection() -> type[psycopg.Connection[TupleRow]]:
     """psycopg's connection class, made at the first PostgreSQL connection (SQLite never imports psycopg).
 
     psycopg wakes a thread blocked on the server every 0.1 s to look for Ctrl-C, which only the main
     thread ever receives; with many threads held by a hung server those wake-ups take the GIL from the
     event loop ten times a second each. Once a second is enough for the main thread."""
     import psycopg
+    from psycopg.rows import TupleRow
 
-    class QuietConnection(psycopg.Connection[Any]):
-        def wait(self, gen: Any, interval: float = WAIT_INTERVAL_S, timeout: float | None = None) -> Any:
+    class QuietConnection(psycopg.Connection[TupleRow]):
+        def wait(self, gen: PQGen[RV], interval: float = WAIT_INTERVAL_S, timeout: float | None = None) -> RV:
             return super().wait(gen, interval, timeout)
 
     return QuietConnection
@@ -117,14 +130,14 @@ def _quiet_connection() -> Any:
 
 def _sqlite(url: str, busy_timeout_ms: int) -> Engine:
     database = make_url(url).database
-    pool: dict[str, Any] = {}
+    pool: dict[str, int] = {}
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
         pool = {"pool_size": POOL_SIZE["sqlite"], "max_overflow": MAX_OVERFLOW["sqlite"]}
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000}, **pool)
 
     @event.listens_for(engine, "connect")
-    def _pragmas(dbapi_connection: Any, _record: Any) -> None:
+    def _pragmas(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
         # sqlite3's own transaction handling is off: SQLAlchemy emits BEGIN (below), so DDL is
         # transactional and writers take the lock at BEGIN, not at their first write.
         dbapi_connection.isolation_level = None
@@ -136,7 +149,7 @@ def _sqlite(url: str, busy_timeout_ms: int) -> Engine:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _begin(conn: Any) -> None:
+    def _begin(conn: Connection) -> None:
         # IMMEDIATE: a read-then-write transaction cannot fail half-way with SQLITE_BUSY on upgrade
         # (two writers each holding a read lock); readers ask for a plain deferred BEGIN.
         mode = "" if conn.get_execution_options().get("kumitate_read_only") else " IMMEDIATE"

@@ -32,7 +32,7 @@ import sqlite3
 import time
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kumitate.storage.backup.files import CHUNK as CHUNK
 from kumitate.storage.backup.files import TRANSIENT_PREFIXES as TRANSIENT_PREFIXES
@@ -53,6 +53,9 @@ from kumitate.storage.backup.stage import Stage, commit
 from kumitate.storage.backup.verify import check_duckdb, check_sqlite, revision
 from kumitate.storage.engine import SQLITE_FILE
 
+if TYPE_CHECKING:
+    from kumitate.settings.storage import DeploySettings
+
 
 def backup(data_dir: Path, target: Path, *, export_dir: Path | None, postgres: bool) -> Report:
     """Copy the data directory into the new directory `target`, with a manifest: the SQLite database
@@ -64,7 +67,7 @@ def backup(data_dir: Path, target: Path, *, export_dir: Path | None, postgres: b
         raise BackupError(f"{target} is inside the data directory {data_dir}: back up somewhere else")
     target.mkdir(parents=True, exist_ok=True)
     source = data_dir / SQLITE_FILE
-    entries: list[dict[str, Any]] = []
+    entries: list[dict[str, str | int]] = []
     found: str | None = None
     if postgres:
         database = "not copied: the database is PostgreSQL, back it up with pg_dump (docs/deployment.md, Backups)"
@@ -98,7 +101,7 @@ def backup(data_dir: Path, target: Path, *, export_dir: Path | None, postgres: b
     return Report(database, len(entries) - database.startswith("copied"))
 
 
-def restore(source: Path, data_dir: Path, *, export_dir: Path | None, settings: Any = None) -> Report:
+def restore(source: Path, data_dir: Path, *, export_dir: Path | None, settings: DeploySettings | None = None) -> Report:
     """Check the backup `source` made by `backup`, copy it into a new directory beside the empty (or
     absent) data directory `data_dir` (exports into one beside `export_dir` when it lies outside), check
     the copies, then rename them into place. Any refusal leaves both directories as they were. The schema
@@ -142,7 +145,7 @@ def _copy_and_check(
     stages: list[Stage],
     data_dir: Path,
     export_dir: Path | None,
-    settings: Any,
+    settings: DeploySettings | None,
 ) -> tuple[int, str | None]:
     """Copy each planned file into its stage, comparing size and SHA-256 as it is copied; then check the
     staged database and DuckDB files. Returns how many files besides the database, and its revision."""

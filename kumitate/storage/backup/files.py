@@ -6,7 +6,6 @@ import hashlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 TRANSIENT_SUFFIXES = ("-wal", "-shm", "-journal", ".migrate.lock", ".tmp")
 TRANSIENT_PREFIXES = (".kumitate-health-probe",)
@@ -25,7 +24,7 @@ def files(source: Path, *, skip: set[Path]) -> Iterator[tuple[Path, str]]:
         yield path, path.relative_to(source).as_posix()
 
 
-def copied(path: Path, target: Path, relative: str) -> list[dict[str, Any]]:
+def copied(path: Path, target: Path, relative: str) -> list[dict[str, str | int]]:
     """Copy one file of a live data dir into the backup: its manifest entry, or none when it expired
     and was removed while copying."""
     try:
@@ -35,7 +34,7 @@ def copied(path: Path, target: Path, relative: str) -> list[dict[str, Any]]:
     return [{"path": relative, "size": size, "sha256": digest}]
 
 
-def describe(path: Path, relative: str) -> dict[str, Any]:
+def describe(path: Path, relative: str) -> dict[str, str | int]:
     """The manifest entry of a file already in the backup (the database, written by SQLite's backup API)."""
     digest = hashlib.sha256()
     with path.open("rb") as stream:

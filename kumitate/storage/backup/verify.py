@@ -7,10 +7,13 @@ import importlib
 import sqlite3
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kumitate.storage.backup.manifest import Manifest
 from kumitate.storage.backup.report import BackupError, one_line
+
+if TYPE_CHECKING:
+    from kumitate.settings.storage import DeploySettings
 
 
 def revision(path: Path) -> str | None:
@@ -31,7 +34,7 @@ def _shown(revisions: set[str]) -> str | None:
     return ", ".join(sorted(revisions)) if revisions else None
 
 
-def check_sqlite(staged: Path, original: Path, manifest: Manifest, settings: Any) -> str:
+def check_sqlite(staged: Path, original: Path, manifest: Manifest, settings: DeploySettings | None) -> str:
     """The staged copy passes SQLite's integrity check and carries a schema revision this kumitate knows."""
     if not staged.is_file() or staged.stat().st_size == 0:
         raise BackupError(
@@ -61,7 +64,7 @@ def check_sqlite(staged: Path, original: Path, manifest: Manifest, settings: Any
     return found
 
 
-def _known_revisions(settings: Any) -> tuple[str, set[str]]:
+def _known_revisions(settings: DeploySettings | None) -> tuple[str, set[str]]:
     """This project's heads and every revision a start can migrate from: the scripts of the runtime's and
     the services' version directories, and the revisions of earlier releases they are read as."""
     from kumitate.storage.migrate import Migrations, head

@@ -22,7 +22,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kumitate.storage.migrate.scripts import expected_heads, replaced_revisions
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from kumitate.project import Project
+    from kumitate.settings.storage import DeploySettings
 
 HEAD = "0007_task_input"
 """The newest revision of the runtime's own branch (a test holds it equal to Alembic's head of it)."""
@@ -63,7 +64,7 @@ class Migrations:
         return cls({p.parent.name: p for p in found})
 
     @classmethod
-    def discover(cls, settings: Any = None) -> Migrations:
+    def discover(cls, settings: DeploySettings | None = None) -> Migrations:
         """The migrations of the project `settings` names (KUMITATE_PROJECT), else of the project around
         the working directory, else of this source checkout (as the runtime finds its project)."""
         from kumitate.project import Project
