@@ -15,11 +15,12 @@ task per request (created, scheduled, cancelled) was a measurable share of a sma
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TypeVar
 
 T = TypeVar("T")
-Receive = Callable[[], Awaitable[Any]]
+Receive = Callable[[], Awaitable[Mapping[str, object]]]
+"""An ASGI receive: ours (edge.asgi.Receive) or Litestar's, whose messages are TypedDicts."""
 WATCH_AFTER_S = 0.05
 
 
@@ -33,7 +34,7 @@ async def _disconnected(receive: Receive, body_read: asyncio.Event) -> None:
         pass
 
 
-async def unless_disconnected(receive: Receive, body_read: asyncio.Event, call: Coroutine[Any, Any, T]) -> T:
+async def unless_disconnected(receive: Receive, body_read: asyncio.Event, call: Awaitable[T]) -> T:
     """`call`'s result, or ClientGone once the client disconnects (after `body_read` is set).
 
     The call runs in the request's own task (no task of its own: this is on every request's

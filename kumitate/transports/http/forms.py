@@ -45,7 +45,7 @@ def local(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, An
     return schema
 
 
-def coerce(text: str, schema: Mapping[str, Any]) -> Any:
+def coerce(text: str, schema: Mapping[str, Any]) -> object:
     """The JSON value a form field stands for; text that fits no declared type stays text (and fails validation)."""
     types = kinds(schema)
     if types & {"object", "array"}:

@@ -154,7 +154,7 @@ async def read_arguments(request: HttpRequest, binding: ToolBinding) -> JsonBody
         return json_arguments(await read_body(request))
     form = await request.form()
     flattened = forms.Flattened.of(binding.input_schema, binding.form_flatten)
-    arguments: dict[str, Any] = {}
+    arguments: dict[str, object] = {}
     for key in form:
         schema = flattened.schema(key, binding.input_schema)
         values = form.getall(key)
@@ -167,7 +167,7 @@ async def read_arguments(request: HttpRequest, binding: ToolBinding) -> JsonBody
     return flattened.nest(arguments)
 
 
-async def _form_value(value: Any, schema: Mapping[str, Any]) -> Any:
+async def _form_value(value: str | UploadFile, schema: Mapping[str, Any]) -> object:
     if isinstance(value, UploadFile):
         return base64.b64encode(await value.read()).decode("ascii")
     return forms.coerce(str(value), schema)

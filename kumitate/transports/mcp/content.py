@@ -10,7 +10,6 @@ when it names a URI, else image or audio content by its media type. Tool results
 from __future__ import annotations
 
 import base64
-from typing import Any
 
 import mcp_types as mt
 from fastmcp.server.dependencies import fastmcp_request_ctx
@@ -52,7 +51,9 @@ def require_client(capabilities: tuple[str, ...]) -> None:
     if rc is None:
         return
     wanted = mt.ClientCapabilities.model_validate
-    missing: dict[str, Any] = {c: {} for c in capabilities if not rc.session.check_client_capability(wanted({c: {}}))}
+    missing: dict[str, dict[str, object]] = {
+        c: {} for c in capabilities if not rc.session.check_client_capability(wanted({c: {}}))
+    }
     if missing:
         data = mt.MissingRequiredClientCapabilityErrorData(required_capabilities=wanted(missing))
         raise MCPError(

@@ -4,7 +4,7 @@ that hands the call to the pipeline."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from fastmcp.tools import Tool, ToolResult
 from mcp_types import ToolAnnotations
@@ -61,7 +61,7 @@ class SpecTool(Tool):
     async def _refuse_key(self) -> Outcome:
         """A key that breaks the advertised schema is a BAD_REQUEST, after admission like any input error."""
 
-        async def refuse() -> Any:
+        async def refuse() -> NoReturn:
             raise ToolError(
                 f"{IDEMPOTENCY_ARGUMENT} must be a string of 1 to {MAX_KEY_LENGTH} characters", code="BAD_REQUEST"
             )
