@@ -7,7 +7,7 @@ mcp.py the io.modelcontextprotocol/tasks extension.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kumitate.pipeline import Pipeline
@@ -22,7 +22,7 @@ def task_runner(pipeline: Pipeline, db: Database, settings: Settings) -> TaskRun
     from kumitate.tasks.runner import TaskRunner
     from kumitate.tasks.store import TaskStore
 
-    def envelope(code: ErrorCode, message: str, run_id: str, trace_id: str) -> tuple[int, dict[str, Any]]:
+    def envelope(code: ErrorCode, message: str, run_id: str, trace_id: str) -> tuple[int, dict[str, object]]:
         outcome = pipeline.error_outcome(ToolError(message, code=code), run_id, trace_id)
         return outcome.status, outcome.body
 

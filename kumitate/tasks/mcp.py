@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastmcp.exceptions import NotFoundError
 from fastmcp.server.context import Context
@@ -56,6 +56,9 @@ from kumitate.transports.mcp.request import current_request
 from kumitate.transports.mcp.results import tool_result
 from kumitate.transports.mcp.tools import IDEMPOTENCY_ARGUMENT
 
+if TYPE_CHECKING:
+    from fastmcp.server.dependencies import FastMCPRequestContext
+
 POLL_INTERVAL_MS = 1000
 LOST_CODES: frozenset[ErrorCode] = frozenset({"TASK_LOST", "INTERNAL"})
 """Catalogue codes that are no answer of the tool's: a `failed` task; any other code is the tool's error result."""
@@ -72,7 +75,7 @@ class TaskParams(RequestParams):
 class UpdateParams(TaskParams):
     """The params of `tasks/update`: the task, and the answers to its questions keyed as it asked them."""
 
-    input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
+    input_responses: dict[str, object] = Field(default_factory=dict, alias="inputResponses")
 
 
 class CreateTaskResult(BaseModel):
@@ -91,7 +94,7 @@ def _time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _opted_in(ctx: Any, settings: dict[str, Any] | None) -> bool:
+def _opted_in(ctx: FastMCPRequestContext | None, settings: dict[str, object] | None) -> bool:
     """A 2026-07-28 request (`ctx`: its request context) that declares the extension (`settings`)."""
     return ctx is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS and settings is not None
 
@@ -191,7 +194,7 @@ class TasksExtension(ServerExtension):
         return int(self.runtime.tasks.store.ttl_s * 1000)
 
     # -- tasks/* ---------------------------------------------------------------------------
-    async def _row(self, ctx: ServerRequestContext[Any, Any], task_id: str, cancel: bool = False) -> TaskRow:
+    async def _row(self, ctx: ServerRequestContext[object, object], task_id: str, cancel: bool = False) -> TaskRow:
         if read_client_extension_settings(ctx, TASKS_EXTENSION_ID) is None:
             raise _missing_extension("the tasks methods need it")
         _check_name_header(task_id)
@@ -205,9 +208,9 @@ class TasksExtension(ServerExtension):
             raise MCPError(INVALID_PARAMS, f"Task {task_id} not found")
         return row
 
-    async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
+    async def _get(self, ctx: ServerRequestContext[object, object], params: TaskParams) -> dict[str, object]:
         row = await self._row(ctx, params.task_id)
-        answer: dict[str, Any] = {
+        answer: dict[str, object] = {
             "resultType": "complete",
             "taskId": row.id,
             "status": row.status,
@@ -238,11 +241,11 @@ class TasksExtension(ServerExtension):
         answer |= {"status": "completed", "result": result.model_dump(by_alias=True, mode="json", exclude_none=True)}
         return answer
 
-    async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskParams) -> dict[str, Any]:
+    async def _cancel(self, ctx: ServerRequestContext[object, object], params: TaskParams) -> dict[str, object]:
         await self._row(ctx, params.task_id, cancel=True)
         return {"resultType": "complete"}
 
-    async def _update(self, ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> dict[str, Any]:
+    async def _update(self, ctx: ServerRequestContext[object, object], params: UpdateParams) -> dict[str, object]:
         row = await self._row(ctx, params.task_id)
         waiting = row.questions or {} if row.status == INPUT_REQUIRED else {}
         answers = {k: answer_of(waiting[k], r) for k, r in params.input_responses.items() if k in waiting}

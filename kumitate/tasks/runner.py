@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kumitate.bindings import ToolBinding
 from kumitate.callstate import Asker, CallCancelled, Question
@@ -48,8 +48,8 @@ ANSWER_POLL_S = 1.0
 class _Running:
     id: str
     inner: asyncio.Future[Outcome]
-    progress: dict[str, Any] | None = None
-    reported: dict[str, Any] | None = None
+    progress: dict[str, object] | None = None
+    reported: dict[str, object] | None = None
     created: threading.Event = field(default_factory=threading.Event)
     """Set once the task's row exists (the handler may start before it is written)."""
     settler: asyncio.Future[None] | None = None
@@ -59,7 +59,7 @@ class _Running:
     def report(self, done: float, total: float | None, message: str | None) -> None:
         self.progress = {"done": done, "total": total, "message": message}
 
-    def news(self) -> dict[str, Any] | None:
+    def news(self) -> dict[str, object] | None:
         """The progress not yet written to the row (None: nothing new)."""
         latest = self.progress
         if latest is None or latest == self.reported:
@@ -100,7 +100,7 @@ class TaskRunner:
         self._running: dict[str, _Running] = {}
         self._heartbeat: asyncio.Task[None] | None = None
 
-    async def _db(self, fn: Callable[..., T], *args: Any) -> T:
+    async def _db(self, fn: Callable[..., T], *args: object) -> T:
         """A store method on the storage threads, outside any call's context (and commit gate), bounded by
         KUMITATE_DB_TIMEOUT_MS all the same (a frozen database answers STORAGE_UNAVAILABLE, never hangs)."""
         from kumitate.storage import bounds  # SQLAlchemy: only once a task store exists
@@ -114,10 +114,10 @@ class TaskRunner:
         self,
         binding: ToolBinding,
         request: CallRequest,
-        arguments: Any = None,
-        read: Callable[[], Awaitable[Any]] | None = None,
+        arguments: object = None,
+        read: Callable[[], Awaitable[object]] | None = None,
         asks: Collection[str] = (),
-        answered: Mapping[str, Any] | None = None,
+        answered: Mapping[str, object] | None = None,
     ) -> Outcome | TaskRow:
         """The task's row once the call is admitted, else the call's own (synchronous) outcome.
 
@@ -146,7 +146,7 @@ class TaskRunner:
         if asks:
             request.asker = self._asker(entry, frozenset(asks), dict(answered or {}))
         try:
-            waiting: set[asyncio.Future[Any]] = {inner, admitted}
+            waiting: set[asyncio.Future[Outcome] | asyncio.Future[CallContext]] = {inner, admitted}
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
             inner.cancel()
@@ -170,11 +170,11 @@ class TaskRunner:
         return row
 
     # -- questions -------------------------------------------------------------------------
-    def _asker(self, entry: _Running, kinds: frozenset[str], answered: dict[str, Any]) -> Asker:
+    def _asker(self, entry: _Running, kinds: frozenset[str], answered: dict[str, object]) -> Asker:
         """The task's asker: questions not yet answered put the task `input_required` and wait."""
         loop = asyncio.get_running_loop()
 
-        def db(fn: Callable[..., T], *args: Any) -> T:
+        def db(fn: Callable[..., T], *args: object) -> T:
             return asyncio.run_coroutine_threadsafe(self._db(fn, *args), loop).result()
 
         def stopped() -> CallCancelled:
@@ -182,7 +182,7 @@ class TaskRunner:
             loop.call_soon_threadsafe(entry.inner.cancel)
             return CallCancelled(entry.id)
 
-        def ask(questions: Mapping[str, Question]) -> dict[str, Any]:
+        def ask(questions: Mapping[str, Question]) -> dict[str, object]:
             askable = {key: q for key, q in questions.items() if q.kind in kinds}
             waiting = {key: asdict(q) for key, q in askable.items() if key not in answered}
             if waiting:
@@ -205,7 +205,7 @@ class TaskRunner:
 
         return ask
 
-    async def answer(self, task_id: str, principal: str, answers: Mapping[str, Any]) -> TaskRow | None:
+    async def answer(self, task_id: str, principal: str, answers: Mapping[str, object]) -> TaskRow | None:
         """Answers to the caller's `input_required` task (keys it does not wait on are ignored);
         the task as it now is (None: no such task)."""
         row = await self._db(self.store.answer, task_id, principal, answers)
@@ -235,7 +235,7 @@ class TaskRunner:
         finally:
             self._running.pop(entry.id, None)
 
-    def _stored(self, outcome: Outcome) -> tuple[str, int, Any]:
+    def _stored(self, outcome: Outcome) -> tuple[str, int, object]:
         if not outcome.ok:
             return FAILED, outcome.status, outcome.body
         size = len(json.dumps(outcome.body, ensure_ascii=False).encode())

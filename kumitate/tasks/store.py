@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, delete, insert, select, update
+from sqlalchemy import ColumnElement, Row, and_, delete, insert, select, update
 
 from kumitate.errors import ErrorCode
 from kumitate.storage import Database
@@ -39,7 +39,7 @@ LIVE = (WORKING, INPUT_REQUIRED)
 """The statuses of a task still running (its lease renewed, its end not yet written)."""
 SWEEP_EVERY_S = 60.0
 
-Envelope = Callable[[ErrorCode, str, str, str], tuple[int, dict[str, Any]]]
+Envelope = Callable[[ErrorCode, str, str, str], tuple[int, dict[str, object]]]
 """(code, message, run_id, trace_id) -> (HTTP status, the catalogue's error body)."""
 
 
@@ -52,15 +52,17 @@ class TaskRow:
     tool: str
     principal: str
     status: str
-    progress: dict[str, Any] | None
+    progress: dict[str, object] | None
     result: Any
+    """The stored body, JSON data of any shape: the tool's result (`completed`), else the catalogue's
+    error body (its `error` member is what the transports show)."""
     http_status: int | None
     run_id: str
     trace_id: str
     created_at: float
     updated_at: float
     expires_at: float
-    questions: dict[str, Any] | None = None
+    questions: dict[str, dict[str, object]] | None = None
     """{key: question} the task waits on while `input_required` (kumitate.context.Question's fields)."""
 
     @property
@@ -69,7 +71,7 @@ class TaskRow:
         return self.status not in LIVE
 
 
-def _row(found: Any) -> TaskRow:
+def _row(found: Row[*tuple[object, ...]]) -> TaskRow:
     return TaskRow(
         id=found.id,
         tool=found.tool,
@@ -132,7 +134,7 @@ class TaskStore:
             task_id, tool, principal, WORKING, None, None, None, run_id, trace_id, now, now, now + self.ttl_s
         )
 
-    def renew(self, progress: Mapping[str, dict[str, Any] | None]) -> set[str]:
+    def renew(self, progress: Mapping[str, dict[str, object] | None]) -> set[str]:
         """Extend the leases of the tasks this instance runs (with their latest progress); returns the
         ids among them no longer running (cancelled by a caller, maybe through another instance)."""
         if not progress:
@@ -140,7 +142,7 @@ class TaskStore:
         now = self._clock()
         with self.db.transaction() as conn:
             for task_id, report in progress.items():
-                values: dict[str, Any] = {
+                values: dict[str, float | str] = {
                     "lease_until": now + self.lease_s,
                     "expires_at": now + self.lease_s + self.ttl_s,
                 }
@@ -150,7 +152,7 @@ class TaskStore:
             rows = conn.execute(select(table.c.id).where(table.c.id.in_(list(progress)), table.c.status.notin_(LIVE)))
             return {r.id for r in rows}
 
-    def ask(self, task_id: str, questions: Mapping[str, dict[str, Any]]) -> bool:
+    def ask(self, task_id: str, questions: Mapping[str, dict[str, object]]) -> bool:
         """The running task waits on `questions` ({key: question}): `input_required` (False: it no
         longer runs)."""
         values = {
@@ -163,7 +165,7 @@ class TaskStore:
             where = and_(table.c.id == task_id, table.c.status.in_(LIVE))
             return bool(conn.execute(update(table).where(where).values(**values)).rowcount)
 
-    def answer(self, task_id: str, principal: str, answers: Mapping[str, Any]) -> TaskRow | None:
+    def answer(self, task_id: str, principal: str, answers: Mapping[str, object]) -> TaskRow | None:
         """Give the caller's `input_required` task answers to some of its questions (others are
         ignored); once none is left unanswered it works again. The task as it now is (None: no such task)."""
         now = self._clock()
@@ -186,7 +188,7 @@ class TaskStore:
                 conn.execute(update(table).where(table.c.id == task_id).values(**values))
         return self.get(task_id, principal)
 
-    def taken(self, task_id: str) -> tuple[str, dict[str, Any] | None]:
+    def taken(self, task_id: str) -> tuple[str, dict[str, object] | None]:
         """For the instance running the task: (its status, the answers once every question is
         answered, None while some still wait); the answers are taken (cleared) as they are read."""
         with self.db.transaction() as conn:
@@ -200,7 +202,7 @@ class TaskStore:
             conn.execute(update(table).where(table.c.id == task_id).values(answers=None))
             return WORKING, json.loads(found.answers)
 
-    def finish(self, task_id: str, status: str, http_status: int, body: Any) -> bool:
+    def finish(self, task_id: str, status: str, http_status: int, body: object) -> bool:
         """Store the outcome of a task still running (False: it was cancelled or lost meanwhile)."""
         return self._settle(task_id, status, http_status, json.dumps(body, ensure_ascii=False))
 
@@ -245,7 +247,9 @@ class TaskStore:
             return self.get(task_id, principal)
         return _row(found)
 
-    def _settle(self, task_id: str, status: str, http_status: int, result: str, extra: Any = None) -> bool:
+    def _settle(
+        self, task_id: str, status: str, http_status: int, result: str, extra: ColumnElement[bool] | None = None
+    ) -> bool:
         now = self._clock()
         where = and_(table.c.id == task_id, table.c.status.in_(LIVE))
         if extra is not None:
