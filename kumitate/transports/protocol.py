@@ -147,7 +147,7 @@ class EdgeProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def protocol_for(limits: EdgeLimits) -> Any:
+def protocol_for(limits: EdgeLimits) -> functools.partial[EdgeProtocol]:
     """The `http=` value for uvicorn: a picklable factory (worker processes rebuild it). Checks first
     that uvicorn still has what EdgeProtocol relies on (a start fails in one line otherwise)."""
     uvicorn_compat.check()

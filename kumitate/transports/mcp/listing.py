@@ -25,7 +25,7 @@ Both are fastmcp components (a middleware, a transform) added by `build_server`;
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import mcp_types as mt
 from fastmcp import FastMCP
@@ -77,7 +77,7 @@ class ScopedListing(Middleware):
         return visible(await call_next(context), self._scopes())
 
 
-def search_entry(tool: Tool) -> dict[str, Any]:
+def search_entry(tool: Tool) -> dict[str, object]:
     """A search hit: enough to choose the tool and call it."""
     entry = tool.to_mcp_tool().model_dump(mode="json", by_alias=True, exclude_none=True)
     return {k: entry[k] for k in ("name", "title", "description", "inputSchema") if k in entry}
@@ -97,7 +97,7 @@ def shape(server: FastMCP, runtime: Runtime, *, every_tool: bool) -> None:
         server.add_transform(search_transform())
 
 
-def search_listing() -> list[dict[str, Any]]:
+def search_listing() -> list[dict[str, object]]:
     """The `tools/list` entries of the search mode, whatever the catalogue (for the reference docs)."""
     import asyncio
 
