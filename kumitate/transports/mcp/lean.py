@@ -189,7 +189,7 @@ class LeanMCP:
         reply = {"jsonrpc": "2.0", "id": message["id"], "result": result}
         return json.dumps(reply, separators=(",", ":")).encode()
 
-    def _wire_result(self, version: str, result: ToolResult) -> dict[str, Any]:
+    def _wire_result(self, version: str, result: ToolResult) -> dict[str, object]:
         """What the SDK runner sends for fastmcp's CallToolResult: the version's result surface,
         `resultType` and the serverInfo stamp (as the SDK's ServerRunner serializes it)."""
         wire = result.to_mcp_result()
@@ -251,7 +251,7 @@ def _large_arguments(raw: msgspec.Raw) -> LargeArguments | None:
     return LargeArguments(b"{" + joined + b"}", key)
 
 
-def _call_request(scope: Scope, headers: dict[str, str], meta: dict[str, Any], key: str | None) -> CallRequest:
+def _call_request(scope: Scope, headers: dict[str, str], meta: Mapping[str, object], key: str | None) -> CallRequest:
     """What `kumitate.transports.mcp.current_request` builds for the same request served by fastmcp."""
     state = scope.get("state") or {}
     client = scope.get("client")
