@@ -11,14 +11,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-from typing import Any
 
 from fastmcp.server.dependencies import get_context
+from mcp_types import LoggingLevel
 
 from kumitate.callstate import LogSink
 
 SEND_WAIT_S = 1.0
-LEVELS = frozenset({"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"})
+LEVELS: dict[str, LoggingLevel] = {
+    level: level for level in ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+}
+"""The MCP log levels, by name (a handler's level outside them is sent as info)."""
 
 
 def log_sender() -> LogSink | None:
@@ -31,8 +34,7 @@ def log_sender() -> LogSink | None:
     pending: set[asyncio.Task[None]] = set()
 
     def send(level: str, message: str) -> None:
-        wire_level: Any = level if level in LEVELS else "info"
-        coro = ctx.log(message, wire_level)
+        coro = ctx.log(message, LEVELS.get(level, "info"))
         if _on(loop):  # an async handler: in order on the loop, not awaited here
             task = loop.create_task(coro)
             pending.add(task)
