@@ -112,7 +112,9 @@ def test_kumitate_and_codegen_have_no_import_circle() -> None:
     graph = import_graph(REPO, ROOTS)
     found = circles(graph)
     report = "\n".join(describe(graph, c) for c in found)
-    assert found == [], f"{len(found)} import circle(s), counting in-function, TYPE_CHECKING and import_module imports:\n{report}"
+    assert found == [], (
+        f"{len(found)} import circle(s), counting in-function, TYPE_CHECKING and import_module imports:\n{report}"
+    )
 
 
 def test_the_check_sees_circles_hidden_in_functions_type_checking_packages_and_import_module(tmp_path: Path) -> None:
