@@ -17,9 +17,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from fastmcp import FastMCP
-from litestar import Litestar, Request, Response, get
+from litestar import Litestar, Response, get
 from litestar.exceptions import HTTPException
 from litestar.static_files import create_static_files_router
+from litestar.types import ControllerRouterHandler
 from swagger_ui_bundle import swagger_ui_path
 
 from kumitate.observability import calllog
@@ -35,6 +36,7 @@ from kumitate.transports.edge.routing import Gate, Lean
 from kumitate.transports.edge.stack import KumitateASGI
 from kumitate.transports.http import error_response
 from kumitate.transports.http.lean import LeanHTTP
+from kumitate.transports.http.wire import HttpRequest
 from kumitate.transports.mcp import HTTP_MIDDLEWARE, build_server, configure_sessions
 from kumitate.transports.mcp.lean import lean_endpoint
 from kumitate.transports.oauth import discovery_routes, mcp_gate
@@ -54,7 +56,7 @@ DOCS_HTML = f"""<!doctype html>
 """
 
 
-def _schema_routes(openapi_path: Path, settings: Settings) -> list[Any]:
+def _schema_routes(openapi_path: Path, settings: Settings) -> list[ControllerRouterHandler]:
     document = openapi_path.read_bytes()
     issuer, public_url = (settings.oauth_issuer or "").strip(), (settings.public_url or "").strip()
     if issuer or public_url:  # what only the configuration knows: the identity provider, the public URL
@@ -74,9 +76,9 @@ def _schema_routes(openapi_path: Path, settings: Settings) -> list[Any]:
     return [openapi_json, docs, assets]
 
 
-def _meta_routes(runtime: Runtime) -> list[Any]:
+def _meta_routes(runtime: Runtime) -> list[ControllerRouterHandler]:
     @get("/v1/versions", include_in_schema=False, sync_to_thread=False)
-    def versions() -> dict[str, Any]:
+    def versions() -> dict[str, dict[str, dict[str, str | None]]]:
         return {"services": runtime.versions()}
 
     return [versions, *health_routes(runtime)]
@@ -114,11 +116,11 @@ class KumitateApp(KumitateASGI):
         self.runtime: Runtime = runtime
 
 
-def _http_routes(runtime: Runtime) -> list[Any]:
+def _http_routes(runtime: Runtime) -> list[ControllerRouterHandler]:
     """Every Litestar route: the schema and docs, versions and health, metrics, OAuth discovery, the task
     operations (where a tool runs as a task) and each service's generated routes."""
     settings = runtime.settings
-    routes: list[Any] = _schema_routes(runtime.project.openapi, settings) + _meta_routes(runtime)
+    routes: list[ControllerRouterHandler] = _schema_routes(runtime.project.openapi, settings) + _meta_routes(runtime)
     routes += metrics_routes(runtime.pipeline.metrics, settings)
     routes += discovery_routes(runtime)
     routes += published_routes()  # /.well-known/mcp/server.json and server-card.json (codegen/server_json.py)
@@ -196,7 +198,7 @@ def create_app(settings: Settings | None = None, services: list[str] | None = No
     stateless = mcp_stateless(settings)
     mcp_all, mcp_services = _mcp_apps(runtime, stateless)
 
-    def on_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    def on_error(request: HttpRequest, exc: Exception) -> Response[bytes]:
         return error_response(runtime, request, exc)
 
     litestar = Litestar(

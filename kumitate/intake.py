@@ -21,12 +21,13 @@ over the arguments its SDK already decoded.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import jsonschema_rs
 import msgspec
 import pydantic_core
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
@@ -35,10 +36,10 @@ MAX_DEPTH = 200
 """How deep JSON may nest. The parser (jiter, the one pydantic and the MCP SDK use) stops there,
 at parse time, below the depth jsonschema_rs can report on (about 255)."""
 
-_UNSET: Any = object()
+_UNSET = object()
 
 
-def decode_json(raw: bytes | bytearray) -> Any:
+def decode_json(raw: bytes | bytearray) -> object:
     """Parse a JSON body strictly: invalid UTF-8, nesting past MAX_DEPTH or bad syntax are a 400.
 
     pydantic_core's parser is as fast as msgspec's here, bounds the depth, and refuses invalid
@@ -66,19 +67,19 @@ class JsonBody:
         self._data = _UNSET
 
     @property
-    def data(self) -> Any:
+    def data(self) -> object:
         """The body decoded from JSON, once, on first use."""
         if self._data is _UNSET:
             self._data = decode_json(self.raw)
         return self._data
 
     @data.setter
-    def data(self, data: Any) -> None:
+    def data(self, data: object) -> None:
         """The body's data as decoded elsewhere (kumitate.offloop: in pieces, on a thread)."""
         self._data = data
 
 
-def data_of(arguments: Any) -> Any:
+def data_of(arguments: object) -> object:
     """The JSON data of `arguments`, whether a JsonBody or already decoded."""
     return arguments.data if isinstance(arguments, JsonBody) else arguments
 
@@ -88,12 +89,12 @@ def shorten(message: str, limit: int = 200) -> str:
     return message if len(message) <= limit else f"{message[: limit // 2]} … {message[-limit // 2 :]}"
 
 
-def pointer(path: Any) -> str:
+def pointer(path: Sequence[str | int]) -> str:
     """A validation error's instance path as a JSON pointer (`<body>` for the whole input)."""
     return "/" + "/".join(str(p) for p in path) if path else "<body>"
 
 
-def first_error(validator: Any, data: Any) -> jsonschema_rs.ValidationError | None:
+def first_error(validator: jsonschema_rs.Draft202012Validator, data: object) -> jsonschema_rs.ValidationError | None:
     """Where and why `data` breaks the schema (the first problem found), or None when it matches.
 
     Only the first: jsonschema_rs builds every error before `iter_errors` yields one, in time that grows
@@ -110,9 +111,9 @@ class Intake:
     """Turns arguments into the handler's input; one per pipeline (it caches compiled validators)."""
 
     def __init__(self) -> None:
-        self._validators: dict[int, Any] = {}
+        self._validators: dict[int, jsonschema_rs.Draft202012Validator] = {}
 
-    def validator(self, schema: dict[str, Any]) -> Any:
+    def validator(self, schema: dict[str, Any]) -> jsonschema_rs.Draft202012Validator:
         """The compiled JSON Schema validator of `schema`, built once per schema object and reused."""
         key = id(schema)
         validator = self._validators.get(key)
@@ -120,14 +121,14 @@ class Intake:
             validator = self._validators[key] = jsonschema_rs.Draft202012Validator(schema)
         return validator
 
-    def check(self, schema: dict[str, Any], data: Any) -> None:
+    def check(self, schema: dict[str, Any], data: object) -> None:
         """The JSON Schema check: BAD_REQUEST naming the first problem, by JSON pointer."""
         err = first_error(self.validator(schema), data)
         if err is not None:
             problem = f"{pointer(err.instance_path)}: {shorten(err.message)}"
             raise ToolError(f"input does not match the schema: {problem}", code="BAD_REQUEST")
 
-    def prepare(self, binding: ToolBinding, arguments: Any) -> Any:
+    def prepare(self, binding: ToolBinding, arguments: object) -> object:
         """What the handler of `binding` takes for these arguments, or BAD_REQUEST."""
         if binding.handler_input == "data":
             data = data_of(arguments)
@@ -141,7 +142,7 @@ class Intake:
         self.check(binding.input_schema, data)
         return self.model_of(binding, data)
 
-    def model_of(self, binding: ToolBinding, data: Any) -> Any:
+    def model_of(self, binding: ToolBinding, data: object) -> BaseModel:
         """The input model of data the JSON Schema accepted (lax: an integer written `5.0` converts)."""
         try:
             return binding.input_model.model_validate(data, by_name=False)  # the wire names only (`from`)
@@ -149,7 +150,7 @@ class Intake:
             raise ToolError(f"input does not match the schema: {exc.errors()[0]['msg']}", code="BAD_REQUEST") from None
 
 
-def _strict_model(binding: ToolBinding, arguments: Any) -> Any:
+def _strict_model(binding: ToolBinding, arguments: object) -> BaseModel | None:
     """The model, validated by pydantic in strict JSON mode from the bytes; None when it rejects them
     (the JSON Schema then decides, and words the message)."""
     try:

@@ -35,9 +35,11 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
+import jsonschema_rs
 import msgspec
+import pydantic_core
 
 from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
@@ -67,7 +69,7 @@ class Abandoned(Exception):
     """Raised inside `decode_in_pieces` once its `stop` event is set: nobody wants the data any more."""
 
 
-def decode_in_pieces(raw: bytes | bytearray | memoryview, stop: threading.Event | None = None) -> Any:
+def decode_in_pieces(raw: bytes | bytearray | memoryview, stop: threading.Event | None = None) -> object:
     """`kumitate.intake.decode_json(raw)`, in pieces of about PIECE_BYTES (for a thread: the GIL is let go
     between pieces). The same data; the same BAD_REQUEST for what is not JSON."""
     view = memoryview(raw)
@@ -77,7 +79,7 @@ def decode_in_pieces(raw: bytes | bytearray | memoryview, stop: threading.Event 
         return _refuse(exc)
 
 
-def _refuse(exc: msgspec.DecodeError) -> Any:
+def _refuse(exc: msgspec.DecodeError) -> NoReturn:
     """BAD_REQUEST in the scanner's words (it stops at the first byte that is not JSON)."""
     message = str(exc)
     if "depth" in message.lower() or "recursion" in message.lower():
@@ -85,7 +87,7 @@ def _refuse(exc: msgspec.DecodeError) -> Any:
     raise ToolError(f"malformed JSON body: {message}", code="BAD_REQUEST") from None
 
 
-def _decode(view: memoryview, level: int, stop: threading.Event | None) -> Any:
+def _decode(view: memoryview, level: int, stop: threading.Event | None) -> object:
     if len(view) <= PIECE_BYTES or level >= MAX_SPLIT_LEVELS:
         return decode_json(view.tobytes())
     first = _first_byte(view)
@@ -105,9 +107,9 @@ def _first_byte(view: memoryview) -> int:
     return -1
 
 
-def _decode_all(pieces: list[msgspec.Raw], level: int, stop: threading.Event | None) -> list[Any]:
+def _decode_all(pieces: list[msgspec.Raw], level: int, stop: threading.Event | None) -> list[object]:
     """Each piece's data, in order: small ones parsed together, a batch at a time, large ones split again."""
-    out: list[Any] = []
+    out: list[object] = []
     batch: list[msgspec.Raw] = []
     size = 0
     for piece in pieces:
@@ -126,24 +128,23 @@ def _decode_all(pieces: list[msgspec.Raw], level: int, stop: threading.Event | N
     return out
 
 
-def _flush(batch: list[msgspec.Raw], out: list[Any], stop: threading.Event | None) -> None:
+def _flush(batch: list[msgspec.Raw], out: list[object], stop: threading.Event | None) -> None:
     if not batch:
         return
     if stop is not None and stop.is_set():
         raise Abandoned
-    out.extend(decode_json(b"[" + b",".join(batch) + b"]"))
+    items = decode_json(b"[" + b",".join(batch) + b"]")
+    assert isinstance(items, list)  # the batch was written as one JSON array just above
+    out.extend(items)
 
 
 # -- the check in a worker process ------------------------------------------------------------
-_VALIDATORS: dict[str, Any] = {}
+_VALIDATORS: dict[str, jsonschema_rs.Draft202012Validator] = {}
 
 
 def _check(schema_json: str, raw: bytes) -> tuple[str, str] | None:
     """In the worker: the first error of the JSON `raw` against the schema (pointer, message), or None
     when it matches or is not JSON at all (the server's parser words that)."""
-    import jsonschema_rs
-    import pydantic_core
-
     validator = _VALIDATORS.get(schema_json)
     if validator is None:
         validator = _VALIDATORS[schema_json] = jsonschema_rs.Draft202012Validator(msgspec.json.decode(schema_json))
@@ -217,7 +218,7 @@ class CheckPool:
             pool.shutdown(wait=False, cancel_futures=True)
 
 
-InThread = Callable[[Callable[[], Any]], Awaitable[Any]]
+InThread = Callable[[Callable[[], object]], Awaitable[object]]
 """Runs a function on one of the calling service's threads (its bulkhead)."""
 
 
@@ -230,11 +231,11 @@ class OffLoopIntake:
         self.checks = checks
         self.threshold = threshold
 
-    def wants(self, arguments: Any) -> bool:
+    def wants(self, arguments: object) -> bool:
         """Whether these arguments are a body large enough to leave the loop for."""
         return isinstance(arguments, JsonBody) and len(arguments.raw) > self.threshold
 
-    async def prepare(self, binding: ToolBinding, body: JsonBody, in_thread: InThread) -> Any:
+    async def prepare(self, binding: ToolBinding, body: JsonBody, in_thread: InThread) -> object:
         """What the handler of `binding` takes for `body`, or BAD_REQUEST (the first problem only)."""
         stop, checked = threading.Event(), threading.Event()
         parsing = asyncio.ensure_future(in_thread(partial(_parse, body.raw, stop, checked)))
@@ -261,7 +262,7 @@ class OffLoopIntake:
         return await in_thread(partial(self.intake.model_of, binding, data))
 
 
-def _parse(raw: bytes | bytearray, stop: threading.Event, checked: threading.Event) -> Any:
+def _parse(raw: bytes | bytearray, stop: threading.Event, checked: threading.Event) -> object:
     """On the service's thread: the body in pieces, or, when it is dense (DENSE_COMMAS), whole once checked."""
     if raw.count(b",") > DENSE_COMMAS:
         checked.wait()
