@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import logging
 import multiprocessing
 import threading
@@ -44,6 +43,7 @@ import pydantic_core
 from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
 from kumitate.intake import Intake, JsonBody, decode_json, first_error, pointer, shorten
+from kumitate.serving import heap
 
 __all__ = ["OFF_LOOP_BYTES", "PIECE_BYTES", "Abandoned", "CheckPool", "OffLoopIntake", "decode_in_pieces"]
 
@@ -155,16 +155,8 @@ def _check(schema_json: str, raw: bytes) -> tuple[str, str] | None:
     err = first_error(validator, data)
     found = None if err is None else (pointer(err.instance_path), shorten(err.message))
     del data, err  # the error holds the instance it is about: both go before the heap is trimmed
-    _give_back_freed_memory()
+    heap.give_back_freed_memory()  # an idle worker holds about its start-up size, not its largest body's
     return found
-
-
-def _give_back_freed_memory() -> None:
-    """In the worker, after a check: return the parse's freed heap to the system (glibc's `malloc_trim`), so
-    an idle worker holds about its start-up size (~40 MiB) instead of what its largest body needed (~240 MiB
-    after 15.6 MB of JSON). Elsewhere than on glibc, nothing."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None).malloc_trim(0)
 
 
 UNCHECKED = ("", "")

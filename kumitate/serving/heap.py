@@ -9,7 +9,8 @@ and parsing it, which the same work in a warm process does not pay (issue 32).
 So a serving process asks glibc to take blocks up to `keep` bytes from its heap and to keep up to
 `keep` bytes of free heap: after the first large call, the next reuses the same pages. Memory above
 that goes back to the system as before, and the most a process holds is still its peak. Other C
-libraries (musl, macOS) keep their own behaviour.
+libraries (musl, macOS) keep their own behaviour. A process that will idle after a large piece of work
+hands its freed heap back instead (`give_back_freed_memory`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ def keep_freed_memory(keep: int) -> bool:
     libc = ctypes.CDLL(None)
     largest_from_heap = min(keep, MMAP_THRESHOLD_MAX)
     return bool(libc.mallopt(M_MMAP_THRESHOLD, largest_from_heap) and libc.mallopt(M_TRIM_THRESHOLD, keep))
+
+
+def give_back_freed_memory() -> bool:
+    """Return the freed heap to the system now (glibc's `malloc_trim`), for a process that has just done its
+    largest work and will idle (the schema-check worker of kumitate.offloop: ~240 MiB after 15.6 MB of JSON,
+    ~45 MiB after this). True when trimmed; elsewhere than on glibc, nothing."""
+    if not on_glibc():
+        return False
+    ctypes.CDLL(None).malloc_trim(0)
+    return True
 
 
 def on_glibc() -> bool:
