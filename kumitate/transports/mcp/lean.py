@@ -148,11 +148,9 @@ class LeanMCP:
             return None
         name = params.get("name")
         tool = (await self._served()).get(name) if isinstance(name, str) else None
-        arguments = params.get("arguments", {})
-        if isinstance(arguments, msgspec.Raw):  # a large body's arguments: parsed off the loop (kumitate.offloop)
-            arguments = _large_arguments(arguments)
+        split = _without_key(params.get("arguments", {}))
         meta = params.get("_meta")
-        if tool is None or not isinstance(arguments, dict | LargeArguments) or not isinstance(meta, dict):
+        if tool is None or split is None or not isinstance(meta, dict):
             return None
         verdict = classify_inbound_request(message, headers=headers)
         if not isinstance(verdict, InboundModernRoute):
@@ -174,12 +172,7 @@ class LeanMCP:
             )
         except (ValidationError, KeyError, ValueError):
             return None
-        key = None
-        if isinstance(arguments, LargeArguments):
-            key, arguments = arguments.key, JsonBody(arguments.raw)
-        elif IDEMPOTENCY_ARGUMENT in arguments:
-            arguments = dict(arguments)
-            key = arguments.pop(IDEMPOTENCY_ARGUMENT)
+        arguments, key = split
         if key is not None and not (isinstance(key, str) and 1 <= len(key) <= MAX_KEY_LENGTH):
             return None
         request = _call_request(scope, headers, meta, key)
@@ -227,28 +220,26 @@ def _envelope(body: bytes) -> dict[str, Any]:
     return message
 
 
-class LargeArguments:
-    """A large call's arguments as raw JSON (an object), with the idempotency key taken out of them."""
-
-    __slots__ = ("key", "raw")
-
-    def __init__(self, raw: bytes, key: object) -> None:
-        self.raw = raw
-        self.key = key
-
-
-def _large_arguments(raw: msgspec.Raw) -> LargeArguments | None:
-    """The arguments object without its idempotency key (its members re-joined as they came), or None
-    when they are not a JSON object."""
+def _without_key(arguments: object) -> tuple[dict[str, object] | JsonBody, object] | None:
+    """The arguments without the idempotency argument, and its value (None when absent); None when they are
+    not a JSON object. A large body's arguments come raw (`msgspec.Raw`, see `_envelope`) and go on as a
+    `JsonBody`, parsed off the loop (kumitate.offloop): here their members are only scanned."""
+    if isinstance(arguments, dict):
+        if IDEMPOTENCY_ARGUMENT not in arguments:
+            return arguments, None
+        rest = dict(arguments)
+        return rest, rest.pop(IDEMPOTENCY_ARGUMENT)
+    if not isinstance(arguments, msgspec.Raw):
+        return None
     try:
-        members = _MEMBERS.decode(raw)
+        members = _MEMBERS.decode(arguments)
     except msgspec.DecodeError:
         return None
     if IDEMPOTENCY_ARGUMENT not in members:
-        return LargeArguments(bytes(memoryview(raw)), None)
+        return JsonBody(bytes(memoryview(arguments))), None
     key = _DECODER.decode(members.pop(IDEMPOTENCY_ARGUMENT))
     joined = b",".join(msgspec.json.encode(name) + b":" + bytes(memoryview(value)) for name, value in members.items())
-    return LargeArguments(b"{" + joined + b"}", key)
+    return JsonBody(b"{" + joined + b"}"), key
 
 
 def _call_request(scope: Scope, headers: dict[str, str], meta: Mapping[str, object], key: str | None) -> CallRequest:
