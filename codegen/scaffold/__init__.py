@@ -136,7 +136,7 @@ def new_service(specs: Path, handlers: Path, service: str) -> list[Written]:
     _check_name("service", service)
     if (specs / service).exists():
         raise ScaffoldError(f"{specs / service} already exists; nothing was changed")
-    written = _service_files(specs, handlers, service, first_tool=f"{service}_status", stub=True)
+    written = _service_files(specs, handlers, service, first_tool=f"{service}_status", stub=True, store=True)
     return written + _store_files(handlers / service, service)
 
 
@@ -154,7 +154,11 @@ def _store_files(package: Path, service: str) -> list[Written]:
     return written
 
 
-def _service_files(specs: Path, handlers: Path, service: str, *, first_tool: str, stub: bool = False) -> list[Written]:
+def _service_files(
+    specs: Path, handlers: Path, service: str, *, first_tool: str, stub: bool = False, store: bool = False
+) -> list[Written]:
+    """The spec, handler bundle, settings and core of a new service; `store`: the bundle takes the service's
+    store (store.py, written by `_store_files`), built on `setup.database` in `create`."""
     written: list[Written] = []
     _write(
         specs / service / "service.yaml",
@@ -172,7 +176,11 @@ def _service_files(specs: Path, handlers: Path, service: str, *, first_tool: str
             output_model=naming.output_model(first_tool),
         )
     )
-    names = {"service": service, "settings_class": f"{naming.pascal(service)}Settings"}
+    names = {
+        "service": service,
+        "settings_class": f"{naming.pascal(service)}Settings",
+        "store_class": f"{naming.pascal(service)}Store" if store else "",
+    }
     package = handlers / service
     _write(
         package / "__init__.py",
