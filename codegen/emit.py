@@ -20,6 +20,7 @@ import jinja2
 from codegen import docs, fidelity, lockfile, models, naming, openapi, server_json
 from codegen.specs import GENERIC_ERRORS, ResourceSpec, ServiceSpec, SpecTree, ToolSpec, tool_sources
 from kumitate.bindings import CacheHint, Execution
+from kumitate.httpshape import HttpShape
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
@@ -54,10 +55,16 @@ def _binding_imports(svc: ServiceSpec) -> dict[str, list[str]]:
     bindings += ["Deprecation"] * any(t.deprecated for t in svc.tools) + ["PromptBinding"] * bool(svc.prompts)
     bindings += ["Execution"] * any(t.execution for t in svc.tools)
     bindings += ["CacheHint"] * (any(t.cache for t in svc.tools) or any(r.cache for r in svc.resources))
-    return {
+    imports = {
         "kumitate.bindings": sorted(bindings, key=lambda name: (name[0].islower(), name)),
         "kumitate.policies.spec": ["Policy", *(["RateLimit"] if any(p.rate_limit for p in policies) else [])],
     }
+    shapes = [t.http_shape for t in svc.tools if not t.http_shape.plain]
+    if shapes:
+        default = HttpShape()
+        used = ["Body"] * any(s.body != default.body or s.response_body != default.response_body for s in shapes)
+        imports["kumitate.httpshape"] = [*used, "HttpShape", *(["Param"] if any(s.params for s in shapes) else [])]
+    return imports
 
 
 def header(tree: SpecTree, sources: list[Path], comment: str = "#") -> str:
@@ -90,6 +97,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "errors": sorted(tool.errors),
         "http_method": tool.http_method,
         "http_path": tool.http_path,
+        "http_shape": None if tool.http_shape.plain else tool.http_shape,
         "content_types": tool.content_types,
         "form_flatten": tuple(tool.form_flatten),
         "requires_client": tuple(tool.requires_client),

@@ -8,6 +8,7 @@ prints every problem of a tree in one run and exits non-zero if there is any.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
@@ -17,6 +18,7 @@ import jsonschema_rs
 
 from codegen import naming
 from codegen.links import check_links
+from codegen.lint_http import check_http_shape
 from codegen.specs import GENERIC_ERRORS, Problem, ResourceSpec, SpecTree, ToolSpec
 
 RULES: dict[str, str] = {
@@ -44,6 +46,7 @@ RULES: dict[str, str] = {
     "KT117": "`mcp.text_content` names a required string property of the output",
     "KT120": "a link names an existing tool or resource, its fields that target's inputs, fed by fields of this "
     "result (or input) of a type the target takes",
+    "KT121": "a REST-shaped `http` places each input property once, where it can travel (codegen/lint_http.py)",
 }
 
 ANNOTATION_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
@@ -203,13 +206,16 @@ def check_text(tree: SpecTree) -> Iterator[Problem]:
             yield Problem(rel, "/description", "KT106", "description contains a placeholder")
 
 
+_TEMPLATE = re.compile(r"{[^{}/]*}")
+
+
 def check_routes(tree: SpecTree) -> Iterator[Problem]:
     """KT109: no two tools or resources share an HTTP method and path."""
     seen: dict[tuple[str, str], str] = {}
     entries: list[tuple[str, str, str]] = [(t.http_method, t.http_path, _rel(t.source, tree)) for t in tree.all_tools()]
     entries += [("GET", r.http_path, _rel(r.source, tree)) for s in tree.services for r in s.resources]
     for method, path, rel in entries:
-        key = (method, path)
+        key = (method, _TEMPLATE.sub("{}", path))  # /pets/{id} and /pets/{pet_id} are one route
         if key in seen:
             yield Problem(rel, "/http", "KT109", f"{method} {path} is already served by {seen[key]}")
         else:
@@ -404,6 +410,7 @@ CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_form_flatten,
     check_text_content,
     check_links,
+    check_http_shape,
 )
 
 

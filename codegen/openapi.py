@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonschema
 
-from codegen import models, naming
+from codegen import models, naming, openapi_shape
 from codegen.examples import VOLATILE
 from codegen.links import openapi_links
 from codegen.specs import Example, ResourceSpec, SpecTree, ToolSpec
@@ -415,7 +415,7 @@ def _request_body(tool: ToolSpec) -> dict[str, Any]:
     return {"required": True, "content": content}
 
 
-def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
+def _tool_operation(tree: SpecTree, tool: ToolSpec, schemas: dict[str, Any]) -> dict[str, Any]:
     idempotent = tool.rules.idempotency
     examples, partial = _success_examples(tool)
     responses: dict[str, Any] = {
@@ -441,8 +441,15 @@ def _tool_operation(tree: SpecTree, tool: ToolSpec) -> dict[str, Any]:
         parameters.append({"$ref": "#/components/parameters/Prefer"})
     codes = http_codes(tool.errors, tool.rules)
     responses.update(_error_responses(tree, codes, tool.deprecated, idempotent, tool.examples))
+    body: dict[str, Any] | None = _request_body(tool)
+    if not tool.http_shape.plain:  # REST-shaped (kumitate.httpshape): parameters, body and status as the spec says
+        parameters[:0] = openapi_shape.parameters(tool, schemas, naming.input_model(tool.name))
+        body = openapi_shape.request_body(tool, schemas, naming.input_model(tool.name), _request_body(tool)["content"])
+        status, ok = openapi_shape.response(tool, schemas, naming.output_model(tool.name), responses.pop("200"))
+        responses = {status: ok, **responses}
     op = _operation(tool, parameters, responses)
-    op["requestBody"] = _request_body(tool)
+    if body is not None:
+        op["requestBody"] = body
     if tool.deprecated:
         op["deprecated"] = True
     return op
@@ -493,9 +500,10 @@ def build(tree: SpecTree) -> dict[str, Any]:
     as the conformance fixtures, is not: its routes are not there unless KUMITATE_SERVICES names it)."""
     tree = dataclasses.replace(tree, services=[svc for svc in tree.services if not svc.opt_in])
     paths: dict[str, dict[str, Any]] = {}
+    schemas = component_schemas(tree)
     for svc in tree.services:
         for tool in svc.tools:
-            paths.setdefault(tool.http_path, {})[tool.http_method.lower()] = _tool_operation(tree, tool)
+            paths.setdefault(tool.http_path, {})[tool.http_method.lower()] = _tool_operation(tree, tool, schemas)
         for res in svc.resources:
             paths.setdefault(res.http_path, {})["get"] = _resource_operation(tree, res)
     tasks = any(tool.is_task for svc in tree.services for tool in svc.tools)
@@ -514,7 +522,7 @@ def build(tree: SpecTree) -> dict[str, Any]:
         + ([{"name": "operations", "description": "Tools started as tasks (Prefer: respond-async)."}] if tasks else []),
         "paths": dict(sorted(paths.items())),
         "components": {
-            "schemas": component_schemas(tree) | ({"Operation": OPERATION_SCHEMA} if tasks else {}),
+            "schemas": schemas | ({"Operation": OPERATION_SCHEMA} if tasks else {}),
             "parameters": _components_parameters(tasks),
             "examples": component_examples(tree),
             "headers": RESPONSE_HEADERS | (TASK_HEADERS if tasks else {}),

@@ -22,6 +22,7 @@ from referencing import Registry, Resource
 from codegen import advertised, naming, shared
 from codegen.refs import RefError, clear_cache, dereference, load_document, resolve
 from kumitate.bindings import Annotations
+from kumitate.httpshape import HttpShape
 from kumitate.policies.deprecation import Deprecation
 from kumitate.policies.spec import GENERIC_CODES, Policy
 
@@ -146,6 +147,8 @@ class ToolSpec(_Operation):
     execution: dict[str, Any] | None = None
     """`execution` of the spec (`{mode: task, timeout_ms}`): a tool a client may start as a task."""
     links: list[Link] = field(default_factory=list)
+    http_shape: HttpShape = field(default_factory=HttpShape)
+    """Where the input and output travel over HTTP (spec `http` params, body, status, response_*)."""
 
     @property
     def is_task(self) -> bool:
@@ -556,6 +559,8 @@ def _load_tool(
         input_schema = {**input_schema, "$defs": defs} if isinstance(defs, dict) else input_schema
     wire_input = shared.hoist(input_schema, names)
     http = doc.get("http", {})
+    method = http.get("method", "POST")
+    route = http.get("path", naming.default_tool_path(svc.base_path, doc["name"]))
     examples = [
         Example(
             name=ex["name"],
@@ -575,8 +580,9 @@ def _load_tool(
         input_schema=input_schema,
         output_schema=output_schema,
         errors=list(doc.get("errors", [])),
-        http_method=http.get("method", "POST"),
-        http_path=http.get("path", naming.default_tool_path(svc.base_path, doc["name"])),
+        http_method=method,
+        http_path=route,
+        http_shape=HttpShape.parse(http, route),
         content_types=list(http.get("content_types", ["application/json"])),
         form_flatten=list(http.get("form_flatten", [])),
         links=_links(doc),

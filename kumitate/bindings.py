@@ -17,6 +17,7 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from kumitate.context import CallContext
+from kumitate.httpshape import HttpShape
 from kumitate.policies.deprecation import Deprecation
 from kumitate.policies.spec import Policy, allowed_codes
 
@@ -177,6 +178,9 @@ class ToolBinding(Binding):
     model does not express the whole schema (codegen/fidelity.py)."""
     cache: CacheHint | None = None
     """MCP caching hint of the tool's listing (spec `mcp.cache`); None: 0, private."""
+    http_shape: HttpShape = HttpShape()
+    """Where the input and output travel over HTTP (spec `http` params, body, status, response_*);
+    the default: the input is the JSON body, the output a 200's body (kumitate.httpshape)."""
 
     @property
     def task_timeout_s(self) -> float | None:

@@ -57,7 +57,10 @@ class LeanHTTP:
             tool.http_path: (tool, tool.policy.max_request_bytes or body_cap)
             for service in runtime.services.values()
             for tool in service.tools
-            if tool.http_method == "POST" and JSON in tool.content_types and "{" not in tool.http_path
+            if tool.http_method == "POST"
+            and JSON in tool.content_types
+            and "{" not in tool.http_path
+            and tool.http_shape.plain
         }
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> bool:

@@ -15,6 +15,7 @@ from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.intake import JsonBody
 from kumitate.runtime import Runtime
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
+from kumitate.transports.http import rest
 from kumitate.transports.http.wire import (
     CLIENT_CLOSED_REQUEST,
     HttpRequest,
@@ -30,13 +31,15 @@ def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
     under the tool's own body cap; a caller that goes away stops the call (logged as 499)."""
     # its task store loads the storage stack: only for a tool that can run as a task
     tasks_http = importlib.import_module("kumitate.tasks.http") if binding.task_timeout_s is not None else None
+    shaped = not binding.http_shape.plain
+    reader = rest.read_shaped_arguments if shaped else read_arguments
 
     async def endpoint(request: HttpRequest) -> Response[bytes]:
         body_read = asyncio.Event()
 
         async def read() -> JsonBody | dict[str, object]:
             try:
-                return await read_arguments(request, binding)
+                return await reader(request, binding)
             except HTTPException as exc:  # e.g. 413 from Litestar's body-size cap
                 raise http_error(runtime, exc) from None
             finally:
@@ -50,12 +53,12 @@ def tool_route(runtime: Runtime, binding: ToolBinding) -> BaseRouteHandler:
             outcome = await unless_disconnected(request.receive, body_read, call)
         except ClientGone:
             return Response(b"", status_code=CLIENT_CLOSED_REQUEST)  # nobody reads it
-        return to_response(outcome)
+        return to_response(rest.shaped_outcome(outcome, binding) if shaped else outcome)
 
     endpoint.__name__ = f"tool_{binding.service}_{binding.name}"
     limit = binding.policy.max_request_bytes
     return route(
-        binding.http_path,
+        rest.route_path(binding) if shaped else binding.http_path,
         http_method=[HttpMethod(binding.http_method)],
         name=binding.key,
         include_in_schema=False,

@@ -1,0 +1,160 @@
+"""A REST-shaped tool's operation in the OpenAPI document (kumitate.httpshape): its parameters, request
+body and success response as the spec's `http` spreads the flat input and output over the wire.
+
+Each piece is cut from the tool's own component schemas (`<Tool>Input`, `<Tool>Output`), so a parameter's
+schema, description and `$ref`s are the input property's, and a body is the input minus what travels
+elsewhere: the document says exactly what kumitate.transports.http.rest reads and writes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from codegen.specs import ToolSpec
+from kumitate.httpshape import Body
+
+Json = dict[str, object]
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    """`value` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _object(name: str, schemas: Mapping[str, object]) -> Mapping[str, object]:
+    """The object schema component `name` is, following a component that only refers to another."""
+    component = _mapping(schemas.get(name))
+    ref = component.get("$ref")
+    while isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+        target = schemas.get(ref.removeprefix("#/components/schemas/"))
+        if not isinstance(target, Mapping):
+            break
+        component, ref = target, target.get("$ref")
+    return component
+
+
+def _properties(schema: Mapping[str, object]) -> dict[str, Mapping[str, object]]:
+    return {str(k): _mapping(v) for k, v in _mapping(schema.get("properties")).items()}
+
+
+def _required(schema: Mapping[str, object]) -> list[str]:
+    required = schema.get("required")
+    return [str(r) for r in required] if isinstance(required, list) else []
+
+
+def without(schema: Mapping[str, object], names: frozenset[str]) -> Json:
+    """An object schema with properties `names` taken out (and out of `required`)."""
+    out: Json = dict(schema)
+    out["properties"] = {k: v for k, v in _properties(schema).items() if k not in names}
+    required = [r for r in _required(schema) if r not in names]
+    if required:
+        out["required"] = required
+    else:
+        out.pop("required", None)
+    return out
+
+
+def parameters(tool: ToolSpec, schemas: Mapping[str, object], input_name: str) -> list[Json]:
+    """The OpenAPI parameters of the input properties that travel in the path, query or headers."""
+    component = _object(input_name, schemas)
+    props, required = _properties(component), set(_required(component))
+    out: list[Json] = []
+    for param in tool.http_shape.params:
+        schema: Json = dict(props.get(param.property, {}))
+        entry: Json = {"name": param.name, "in": param.location}
+        description = schema.pop("description", None)
+        if description:
+            entry["description"] = description
+        entry["required"] = param.location == "path" or param.property in required
+        if "array" in _types(schema) and param.location == "query":
+            entry["style"], entry["explode"] = "form", True
+        entry["schema"] = schema
+        out.append(entry)
+    return out
+
+
+def _types(schema: Mapping[str, object]) -> set[str]:
+    declared = schema.get("type")
+    return {str(t) for t in declared} if isinstance(declared, list) else {declared} if isinstance(declared, str) else set()
+
+
+def body_schema(body: Body, component: Mapping[str, object], elsewhere: frozenset[str]) -> tuple[Json | None, bool]:
+    """A body's schema (None: no body) cut from its component, and whether a caller must send it."""
+    if body.carried == "none":
+        return None, False
+    if body.carried == "property":
+        prop = body.property or ""
+        return dict(_properties(component).get(prop, {})), prop in _required(component)
+    schema = without(component, elsewhere)
+    if not schema["properties"] and elsewhere:  # everything travels elsewhere: nothing left to send
+        return None, False
+    return schema, bool(_required(schema))
+
+
+def body_value(body: Body, value: object, elsewhere: frozenset[str]) -> object:
+    """An example's input or output as its body carries it (None: none)."""
+    if body.carried == "none":
+        return None
+    if not isinstance(value, dict):
+        return value
+    if body.carried == "property":
+        return value.get(body.property or "")
+    return {k: v for k, v in value.items() if k not in elsewhere}
+
+
+def request_body(
+    tool: ToolSpec, schemas: Mapping[str, object], input_name: str, content: dict[str, Json]
+) -> Json | None:
+    """The request body of a shaped tool: the default's content with each media type's schema and
+    examples cut to what the body carries; None when it carries none."""
+    shape = tool.http_shape
+    component = _object(input_name, schemas)
+    schema, required = body_schema(shape.body, component, shape.param_properties)
+    if schema is None:
+        return None
+    out: dict[str, Json] = {}
+    for media, entry in content.items():
+        cut: Json = {"schema": schema if media == "application/json" else entry["schema"]}
+        examples = entry.get("examples")
+        if isinstance(examples, Mapping):
+            cut["examples"] = {
+                name: {**ex, "value": body_value(shape.body, ex.get("value"), shape.param_properties)}
+                for name, ex in examples.items()
+                if isinstance(ex, Mapping)
+            }
+        out[media] = cut
+    return {"required": required, "content": out}
+
+
+def response(tool: ToolSpec, schemas: Mapping[str, object], output_name: str, ok: Json) -> tuple[str, Json]:
+    """A shaped tool's success response, from the default's (`ok`, a 200 with the whole output): its
+    status, the output properties that travel as headers, and the body cut to what it carries."""
+    shape = tool.http_shape
+    component = _object(output_name, schemas)
+    props = _properties(component)
+    out: Json = dict(ok)
+    headers = dict(_mapping(ok.get("headers")))
+    for name, prop in shape.response_headers:
+        header: Json = {"schema": {k: v for k, v in props.get(prop, {}).items() if k != "description"}}
+        description = props.get(prop, {}).get("description")
+        if description:
+            header["description"] = description
+        header["required"] = prop in _required(component)
+        headers[name] = header
+    out["headers"] = headers
+    schema, _ = body_schema(shape.response_body, component, shape.header_properties)
+    if schema is None or shape.status == 204:
+        out.pop("content", None)
+        out.pop("links", None)
+    else:
+        media: Json = {"schema": schema}
+        old = _mapping(_mapping(ok.get("content")).get("application/json"))
+        examples = old.get("examples")
+        if isinstance(examples, Mapping):
+            media["examples"] = {
+                name: {**ex, "value": body_value(shape.response_body, ex.get("value"), shape.header_properties)}
+                for name, ex in examples.items()
+                if isinstance(ex, Mapping)
+            }
+        out["content"] = {"application/json": media}
+    return str(shape.status), out

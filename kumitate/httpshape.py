@@ -1,0 +1,114 @@
+"""Where a tool's input and output travel over HTTP: the REST shape of its spec `http` binding.
+
+MCP sees one flat input object and one output object per tool. HTTP may spread them out: `GET
+/loans/{loan_id}?expand=items` carries `loan_id` in the path and `expand` in the query, a
+`201 Created` carries the new loan's address in `Location`. The spec says where each property
+travels (`params`, `body`, `status`, `response_headers`, `response_body`); this record is what the
+generator and the HTTP transport read, so both agree on one reading of it. The default, a plain
+`POST /v1/<service>/<tool>` with the input as the body and the output as a 200's, is `HttpShape()`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+Location = Literal["path", "query", "header"]
+Carried = Literal["rest", "none", "property"]
+"""How a body is made: `rest` the properties not sent elsewhere as one JSON object, `none` no body,
+`property` one property's value."""
+
+_TEMPLATE_VARIABLE = re.compile(r"{([^{}/]+)}")
+
+
+def path_variables(path: str) -> list[str]:
+    """The `{name}` segments of a route, in order."""
+    return _TEMPLATE_VARIABLE.findall(path)
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """One input property that travels outside the body: its place and its name there."""
+
+    location: Location
+    name: str
+    """The name on the wire: the path's `{name}`, the query key, the header's name."""
+    property: str
+    """The input property that holds its value."""
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """What a request or a success response body carries."""
+
+    carried: Carried = "rest"
+    property: str | None = None
+    """The property whose value is the body, when `carried` is `property`."""
+
+    @classmethod
+    def parse(cls, declared: object) -> Body:
+        """The record of a spec's `body` / `response_body` value: `rest` (the default), `none` or `{property: X}`."""
+        if isinstance(declared, Mapping):
+            return cls("property", str(declared["property"]))
+        return cls("none") if declared == "none" else cls()
+
+    def as_spec(self) -> str | dict[str, str]:
+        """The spec's spelling of this body (what parse reads)."""
+        return {"property": self.property or ""} if self.carried == "property" else self.carried
+
+
+@dataclass(frozen=True, slots=True)
+class HttpShape:
+    """The REST shape of one tool's HTTP binding (spec `http`: `params`, `body`, `status`,
+    `response_headers`, `response_body`); `plain` when it is the default POST-a-JSON-object binding."""
+
+    params: tuple[Param, ...] = ()
+    body: Body = Body()
+    status: int = 200
+    response_headers: tuple[tuple[str, str], ...] = ()
+    """(header name, output property) pairs: those properties travel as headers, not in the body."""
+    response_body: Body = Body()
+
+    @classmethod
+    def parse(cls, http: Mapping[str, object], path: str) -> HttpShape:
+        """The shape a spec's `http` mapping declares. A path variable no `params` entry names is the
+        input property of its own name. The body is `rest` unless `body` says otherwise, for every method
+        (a GET whose properties all travel as parameters has nothing left to send: no body)."""
+        declared = http.get("params")
+        params = [
+            Param(entry["in"], entry["name"], entry.get("property", entry["name"]))
+            for entry in (declared if isinstance(declared, Sequence) else ())
+            if isinstance(entry, Mapping)
+        ]
+        named = {p.name for p in params if p.location == "path"}
+        params += [Param("path", name, name) for name in path_variables(path) if name not in named]
+        headers = http.get("response_headers")
+        status = http.get("status", 200)
+        return cls(
+            params=tuple(params),
+            body=Body.parse(http.get("body")),
+            status=status if isinstance(status, int) else 200,
+            response_headers=tuple(
+                (str(h["name"]), str(h["property"]))
+                for h in (headers if isinstance(headers, Sequence) else ())
+                if isinstance(h, Mapping)
+            ),
+            response_body=Body.parse(http.get("response_body")),
+        )
+
+    @property
+    def plain(self) -> bool:
+        """Whether the whole input is the JSON body and the whole output a 200's (the default binding)."""
+        return self == HttpShape()
+
+    @property
+    def param_properties(self) -> frozenset[str]:
+        """The input properties that travel outside the body."""
+        return frozenset(p.property for p in self.params)
+
+    @property
+    def header_properties(self) -> frozenset[str]:
+        """The output properties that travel as response headers."""
+        return frozenset(prop for _, prop in self.response_headers)

@@ -1,0 +1,132 @@
+"""A REST-shaped tool over HTTP (kumitate.httpshape): its arguments gathered from the path, the query
+string, request headers and the body into the one flat input object the pipeline checks, and its
+result spread back out over the status, response headers and the body.
+
+Values outside the body arrive as text; each is read as its input property's schema says (forms.coerce:
+`limit=10` an integer, `active=true` a boolean; an array as repeated query keys or a comma-separated
+header), and the input schema then judges them as it judges a body, with the same errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+from kumitate.bindings import ToolBinding
+from kumitate.errors import ToolError
+from kumitate.httpshape import Param
+from kumitate.intake import data_of
+from kumitate.pipeline import Outcome
+from kumitate.transports.http import forms
+from kumitate.transports.http.wire import HttpRequest, read_arguments, read_body
+
+
+def route_path(binding: ToolBinding) -> str:
+    """The Litestar route of a shaped tool: each path variable as a positional `{pN:str}` (a wire name
+    need not be a Python identifier, and two tools may name one segment differently)."""
+    path = binding.http_path
+    for index, param in enumerate(p for p in binding.http_shape.params if p.location == "path"):
+        path = path.replace(f"{{{param.name}}}", f"{{p{index}:str}}")
+    return path
+
+
+def _schema_of(binding: ToolBinding, prop: str) -> Mapping[str, object]:
+    properties = binding.input_schema.get("properties") or {}
+    return forms.local(properties.get(prop) or {}, binding.input_schema)
+
+
+def _read(param: Param, text: list[str], schema: Mapping[str, object]) -> object:
+    """The JSON value of a parameter's text: repeated (or comma-separated) items for an array."""
+    if "array" in forms.kinds(schema):
+        items = schema.get("items")
+        item_schema = forms.local(items, schema) if isinstance(items, Mapping) else {}
+        if param.location != "query" or (len(text) == 1 and "," in text[0]):
+            text = [part.strip() for value in text for part in value.split(",")]
+        return [forms.coerce(value, item_schema) for value in text]
+    return forms.coerce(text[-1], schema)
+
+
+def _param_text(request: HttpRequest, binding: ToolBinding) -> dict[str, list[str]]:
+    """Each parameter's text as sent, by input property (absent ones left out: the schema says whether
+    they are required)."""
+    out: dict[str, list[str]] = {}
+    path_index = 0
+    for param in binding.http_shape.params:
+        if param.location == "path":
+            out[param.property] = [str(request.path_params[f"p{path_index}"])]
+            path_index += 1
+        elif param.location == "query":
+            values = request.query_params.getall(param.name, [])
+            if values:
+                out[param.property] = [str(v) for v in values]
+        else:
+            value = request.headers.get(param.name)
+            if value is not None:
+                out[param.property] = [value]
+    return out
+
+
+async def _body(request: HttpRequest, binding: ToolBinding) -> object:
+    """The request body's data as the tool reads it, or None when it sent none."""
+    if not request.headers.get("content-length") and "chunked" not in request.headers.get("transfer-encoding", ""):
+        return None
+    if request.headers.get("content-length") == "0":
+        return None
+    arguments = await read_arguments(request, binding)
+    return data_of(arguments)
+
+
+async def read_shaped_arguments(request: HttpRequest, binding: ToolBinding) -> dict[str, object]:
+    """The flat input object of a shaped tool's call, from wherever its spec says each property travels."""
+    shape = binding.http_shape
+    sent = _param_text(request, binding)
+    arguments: dict[str, object] = {
+        param.property: _read(param, sent[param.property], _schema_of(binding, param.property))
+        for param in shape.params
+        if param.property in sent
+    }
+    if shape.body.carried == "none":
+        await read_body(request)  # read (and bounded by the route's cap), never used
+        return arguments
+    body = await _body(request, binding)
+    if shape.body.carried == "property" and shape.body.property is not None:
+        if body is not None:
+            arguments[shape.body.property] = body
+        return arguments
+    if body is None:
+        return arguments
+    if not isinstance(body, dict):
+        raise ToolError("the request body must be a JSON object", code="BAD_REQUEST")
+    elsewhere = sorted(set(body) & shape.param_properties)
+    if elsewhere:
+        where = {p.property: f"{p.location} {p.name!r}" for p in shape.params}
+        raise ToolError(f"`{elsewhere[0]}` is sent as the {where[elsewhere[0]]}, not in the body", code="BAD_REQUEST")
+    return {**body, **arguments}
+
+
+def _header_text(value: object) -> str:
+    """An output value as a header's text: JSON's spelling of booleans, the text of the rest."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def shaped_outcome(outcome: Outcome, binding: ToolBinding) -> Outcome:
+    """A success as its REST shape answers it: the spec's status, output properties moved into
+    response headers, and the body the rest of the output, one property's value, or nothing."""
+    shape = binding.http_shape
+    if not outcome.ok or outcome.status != 200 or not isinstance(outcome.body, dict):
+        return outcome
+    body = dict(outcome.body)
+    headers = dict(outcome.headers)
+    for name, prop in shape.response_headers:
+        value = body.pop(prop, None)
+        if value is not None:
+            headers[name] = _header_text(value)
+    if shape.response_body.carried == "none" or shape.status == 204:
+        shaped: object = b""
+    elif shape.response_body.carried == "property":
+        shaped = outcome.body.get(shape.response_body.property or "")
+    else:
+        shaped = body
+    return replace(outcome, status=shape.status, body=shaped, headers=headers)
