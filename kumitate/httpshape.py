@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+from urllib.parse import quote
 
 Location = Literal["path", "query", "header"]
 Carried = Literal["rest", "none", "property"]
@@ -21,6 +22,13 @@ Carried = Literal["rest", "none", "property"]
 `property` one property's value."""
 
 _TEMPLATE_VARIABLE = re.compile(r"{([^{}/]+)}")
+
+
+def wire_text(value: object) -> str:
+    """A value as text outside a body: JSON's spelling of booleans and null, the text of the rest."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "null" if value is None else str(value)
 
 
 def path_variables(path: str) -> list[str]:
@@ -57,6 +65,18 @@ class Body:
     def as_spec(self) -> str | dict[str, str]:
         """The spec's spelling of this body (what parse reads)."""
         return {"property": self.property or ""} if self.carried == "property" else self.carried
+
+
+@dataclass(slots=True)
+class HttpRequest:
+    """A call's arguments as a shaped tool's HTTP request: what a client (kumitate.client, the example
+    runner, the facade's forwarder) sends; `body` is absent (`has_body` False) when the shape sends none."""
+
+    path: str
+    query: list[tuple[str, str]] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    body: object = None
+    has_body: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +132,46 @@ class HttpShape:
     def header_properties(self) -> frozenset[str]:
         """The output properties that travel as response headers."""
         return frozenset(prop for _, prop in self.response_headers)
+
+    def request(self, path: str, arguments: Mapping[str, object]) -> HttpRequest:
+        """The request that carries `arguments` (the flat input) the way this shape reads it: path
+        variables filled in (percent-encoded), query keys (a list repeated), headers (a list comma-joined),
+        and the body."""
+        out = HttpRequest(path)
+        for param in self.params:
+            if param.property not in arguments:
+                continue
+            value = arguments[param.property]
+            if param.location == "path":
+                out.path = out.path.replace(f"{{{param.name}}}", quote(wire_text(value), safe=""))
+            elif param.location == "query":
+                values = value if isinstance(value, list) else [value]
+                out.query += [(param.name, wire_text(v)) for v in values]
+            else:
+                values = value if isinstance(value, list) else [value]
+                out.headers[param.name] = ",".join(wire_text(v) for v in values)
+        if self.body.carried == "property":
+            out.has_body = (self.body.property or "") in arguments
+            out.body = arguments.get(self.body.property or "")
+        elif self.body.carried == "rest":
+            rest = {k: v for k, v in arguments.items() if k not in self.param_properties}
+            out.has_body = bool(rest) or not self.params
+            out.body = rest
+        return out
+
+    def result(self, body: object, headers: Mapping[str, str]) -> dict[str, object]:
+        """The flat output of a success answered as this shape answers it (`body` decoded, None when it
+        had none): the body's properties, or the one property it carries, and the header properties
+        (their text: the output schema judges them)."""
+        out: dict[str, object]
+        if self.response_body.carried == "property":
+            out = {self.response_body.property or "": body}
+        elif self.response_body.carried == "rest" and isinstance(body, Mapping):
+            out = dict(body)
+        else:
+            out = {}
+        lowered = {k.lower(): v for k, v in headers.items()}
+        for name, prop in self.response_headers:
+            if name.lower() in lowered:
+                out[prop] = lowered[name.lower()]
+        return out

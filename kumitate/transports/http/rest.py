@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
-from kumitate.httpshape import Param
+from kumitate.httpshape import Param, wire_text
 from kumitate.intake import data_of
 from kumitate.pipeline import Outcome
 from kumitate.transports.http import forms
@@ -104,13 +104,6 @@ async def read_shaped_arguments(request: HttpRequest, binding: ToolBinding) -> d
     return {**body, **arguments}
 
 
-def _header_text(value: object) -> str:
-    """An output value as a header's text: JSON's spelling of booleans, the text of the rest."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
 def shaped_outcome(outcome: Outcome, binding: ToolBinding) -> Outcome:
     """A success as its REST shape answers it: the spec's status, output properties moved into
     response headers, and the body the rest of the output, one property's value, or nothing."""
@@ -122,7 +115,7 @@ def shaped_outcome(outcome: Outcome, binding: ToolBinding) -> Outcome:
     for name, prop in shape.response_headers:
         value = body.pop(prop, None)
         if value is not None:
-            headers[name] = _header_text(value)
+            headers[name] = wire_text(value)
     if shape.response_body.carried == "none" or shape.status == 204:
         shaped: object = b""
     elif shape.response_body.carried == "property":

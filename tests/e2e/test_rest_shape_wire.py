@@ -1,0 +1,110 @@
+"""A REST-shaped service served for real (issue 47): tests/fixtures/rest_project generated into a copy,
+served by uvicorn, every tool called over HTTP as its spec spreads it (path, query, header, body, 201 with
+Location, 204) and over MCP with the one flat input, the same data both ways."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastmcp import Client
+
+from kumitate.client import mcp_result_body
+from tests.conftest import REPO, LiveServer, server_env, start_server, stop_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+FIXTURE = REPO / "tests/fixtures/rest_project"
+SATO = {"isbn": "9784101001012", "borrower": "Sato"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    root = tmp_path_factory.mktemp("rest") / "project"
+    shutil.copytree(FIXTURE, root)
+    env = server_env(root / "var", KUMITATE_PROJECT=str(root))
+    done = subprocess.run([sys.executable, "-m", "codegen"], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    server = start_server(root / "var", root / "server.log", cwd=root, KUMITATE_PROJECT=str(root))
+    yield server
+    stop_server(server)
+
+
+@pytest.fixture
+async def http(server: LiveServer) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=f"{server.url}/v1/library", timeout=30) as client:
+        yield client
+
+
+async def test_a_create_answers_201_with_its_address_in_location(http: httpx.AsyncClient) -> None:
+    response = await http.post("/loans", json=SATO, headers={"X-Branch": "east"})
+    assert response.status_code == 201
+    location = response.headers["location"]
+    loan = response.json()
+    assert location == f"/v1/library/loans/{loan['loan_id']}" and "location" not in loan
+    assert loan["branch"] == "east"  # from the header
+    fetched = await http.get(location.removeprefix("/v1/library"))
+    assert fetched.status_code == 200 and fetched.json() == loan
+
+
+async def test_query_keys_repeat_for_a_list_and_the_body_is_one_property(http: httpx.AsyncClient) -> None:
+    first = (await http.post("/loans", json={"isbn": "9784000000001", "borrower": "Ito"})).json()
+    second = (await http.post("/loans", json={"isbn": "9784000000002", "borrower": "Ito"})).json()
+    listed = await http.get("/loans", params=[("isbn", "9784000000001"), ("isbn", "9784000000002"), ("limit", "1")])
+    assert listed.status_code == 200 and listed.json() == [first]  # the body is the list itself
+    both = await http.get("/loans", params={"borrower": "Ito"})
+    assert both.json() == [first, second]
+    renewed = await http.put(f"/loans/{second['loan_id']}", json={"days": 30})
+    assert renewed.status_code == 200 and renewed.json() == {**second, "days": 30}
+
+
+async def test_a_delete_answers_204_without_a_body_then_not_found(http: httpx.AsyncClient) -> None:
+    loan = (await http.post("/loans", json=SATO)).json()
+    gone = await http.delete(f"/loans/{loan['loan_id']}")
+    assert gone.status_code == 204 and gone.content == b""
+    again = await http.delete(f"/loans/{loan['loan_id']}")
+    assert again.status_code == 404 and again.json()["error"]["code"] == "NOT_FOUND"
+
+
+async def test_bad_parameters_are_catalogued_errors_that_name_them(http: httpx.AsyncClient) -> None:
+    wrong_type = await http.get("/loans", params={"limit": "many"})
+    assert wrong_type.status_code == 400
+    assert wrong_type.json()["error"]["code"] == "BAD_REQUEST" and "/limit" in wrong_type.json()["error"]["message"]
+    out_of_range = await http.get("/loans", params={"limit": "0"})
+    assert out_of_range.status_code == 400 and "/limit" in out_of_range.json()["error"]["message"]
+    # a property that travels as a header is not taken from the body as well
+    twice = await http.post("/loans", json={**SATO, "branch": "west"})
+    assert twice.status_code == 400 and "header 'X-Branch'" in twice.json()["error"]["message"]
+    not_object = await http.post("/loans", json=[SATO])
+    assert not_object.status_code == 400 and not_object.json()["error"]["code"] == "BAD_REQUEST"
+
+
+async def test_mcp_takes_the_flat_input_and_answers_the_whole_output(server: LiveServer) -> None:
+    async with Client(f"{server.url}/mcp") as client:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        assert set(tools["list_loans"].inputSchema["properties"]) == {"borrower", "isbn", "limit", "branch"}
+        created = await client.call_tool("create_loan", {**SATO, "branch": "north"}, raise_on_error=False)
+        loan = mcp_result_body(created)
+        assert not created.is_error and loan["location"] == f"/v1/library/loans/{loan['loan_id']}"
+        listed = await client.call_tool("list_loans", {"branch": "north"}, raise_on_error=False)
+        assert mcp_result_body(listed) == {"loans": [{k: v for k, v in loan.items() if k != "location"}]}
+        returned = await client.call_tool("return_loan", {"loan_id": loan["loan_id"]}, raise_on_error=False)
+        assert not returned.is_error and mcp_result_body(returned) == {}
+
+
+async def test_the_served_document_describes_the_shape(server: LiveServer) -> None:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+        document = (await client.get("/schema/openapi.json")).json()
+    listing = document["paths"]["/v1/library/loans"]["get"]
+    named = {(p["in"], p["name"]) for p in listing["parameters"] if "name" in p}
+    assert {("query", "borrower"), ("query", "isbn"), ("query", "limit"), ("header", "X-Branch")} <= named
+    assert "requestBody" not in listing
+    created = document["paths"]["/v1/library/loans"]["post"]["responses"]["201"]
+    assert created["headers"]["Location"]["required"] is True
+    assert "location" not in created["content"]["application/json"]["schema"]["properties"]
+    deleted = document["paths"]["/v1/library/loans/{loan_id}"]["delete"]["responses"]["204"]
+    assert "content" not in deleted
