@@ -105,6 +105,7 @@ class CallContext:
     __slots__ = (
         "_state",
         "attachments",
+        "credentials",
         "principal",
         "public_url",
         "received_at",
@@ -133,9 +134,12 @@ class CallContext:
         public_url: str | None = None,
         routes: Mapping[str, ResourceRoute] | None = None,
         state: CallState | None = None,
+        credentials: str | None = None,
     ) -> None:
         """`state` is the pipeline's for this call (the transport's sinks in it); without one the call
-        gets its own. `deadline`, if given, is set on it."""
+        gets its own. `deadline`, if given, is set on it. `credentials`: the caller's `Authorization`
+        header as it arrived (None over stdio), for a facade that passes it on to the API it fronts
+        (kumitate.forward); never logged, and not part of the repr."""
         self.service = service
         self.tool = tool
         self.transport = transport
@@ -148,6 +152,7 @@ class CallContext:
         self.public_url = public_url
         self.routes: Mapping[str, ResourceRoute] = routes if routes is not None else {}
         self._state = state if state is not None else CallState(run_id)
+        self.credentials = credentials
         if deadline is not None:
             self._state.deadline = deadline
 

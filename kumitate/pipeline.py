@@ -188,6 +188,7 @@ class Pipeline:
             run_id=run_id,
             trace_id=trace_id,
             principal=Principal(),
+            credentials=request.authorization,
             public_url=self.policies.public_url or request.base_url or self.policies.served_url,
             routes=self.services[service].routes if service in self.services else {},
             state=CallState(

@@ -4,10 +4,12 @@ Location, 204) and over MCP with the one flat input, the same data both ways."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -107,3 +109,60 @@ async def test_the_served_document_describes_the_shape(server: LiveServer) -> No
     assert "location" not in created["content"]["application/json"]["schema"]["properties"]
     deleted = document["paths"]["/v1/library/loans/{loan_id}"]["delete"]["responses"]["204"]
     assert "content" not in deleted
+
+
+FORWARD_SCRIPT = """
+import json, sys, time
+from pathlib import Path
+from kumitate.project import Project
+Project.at(Path.cwd()).activate()
+from generated.errors import CATALOGUE
+from generated.library.bindings import SERVICE
+from kumitate.context import CallContext
+from kumitate.errors import ToolError
+from kumitate.forward import Upstream
+
+def ctx(deadline_s=10.0):
+    return CallContext("library", "t", "direct", "r", "t", deadline=time.monotonic() + deadline_s, credentials="Bearer abc")
+
+def outcome(upstream, tool, data, **kw):
+    try:
+        return upstream.call(ctx(**kw), tool, data)
+    except ToolError as exc:
+        return {"error": exc.code}
+
+up = Upstream(sys.argv[1], SERVICE, CATALOGUE)
+created = outcome(up, "create_loan", {"isbn": "9784999999999", "borrower": "Facade", "branch": "west"})
+out = {
+    "created": created,
+    "listed": outcome(up, "list_loans", {"borrower": "Facade", "branch": "west"}),
+    "renewed": outcome(up, "renew_loan", {"loan_id": created["loan_id"], "renewal": {"days": 3}}),
+    "returned": outcome(up, "return_loan", {"loan_id": created["loan_id"]}),
+    "missing": outcome(up, "get_loan", {"loan_id": created["loan_id"]}),
+    "no_time": outcome(up, "get_loan", {"loan_id": "x"}, deadline_s=0.1),
+    "down": outcome(Upstream("http://127.0.0.1:9", SERVICE, CATALOGUE), "get_loan", {"loan_id": "x"}),
+}
+print(json.dumps(out))
+"""
+
+
+def test_a_facade_forwards_the_flat_input_as_the_apis_own_request(server: LiveServer) -> None:
+    """kumitate.forward over the served fixture: the same shape read the other way round (the flat input
+    as path, query, header and body; 201's Location, a bare list and a 204 read back into the output)."""
+    root = Path(server.log).parent
+    env = server_env(root / "var-forward", KUMITATE_PROJECT=str(root))
+    done = subprocess.run(
+        [sys.executable, "-c", FORWARD_SCRIPT, server.url], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    created = out["created"]
+    assert created["borrower"] == "Facade" and created["branch"] == "west"
+    assert created["location"] == f"/v1/library/loans/{created['loan_id']}"  # from the Location header
+    listed = {k: v for k, v in created.items() if k != "location"}
+    assert out["listed"] == {"loans": [listed]}
+    assert out["renewed"] == {**listed, "days": 3}
+    assert out["returned"] == {}
+    assert out["missing"] == {"error": "NOT_FOUND"}  # the API's 404, as the tool's declared code
+    assert out["no_time"] == {"error": "UPSTREAM_TIMEOUT"}
+    assert out["down"] == {"error": "UPSTREAM_ERROR"}

@@ -1,0 +1,117 @@
+"""A facade's handlers: each tool of an imported API (`kumitate import openapi --forward URL`) sent on to
+the API it fronts, so a team has MCP tools over its API at once and moves logic into handlers one tool at
+a time.
+
+A tool's spec was imported from the API's own operation, so its REST shape (kumitate.httpshape) is the
+API's: the flat input becomes the very request the API expects (path, query, headers, body), and the
+answer is read back into the flat output the same way. Every call goes through the runtime's outbound
+client (kumitate.outbound): the call's own deadline, retries of what may be retried, and a circuit
+breaker per upstream. The caller's `Authorization` is passed on (the API judges it, as it did before the
+facade). An answer the API refuses becomes the tool's catalogued code for that status (404 NOT_FOUND);
+a failure of the API itself UPSTREAM_ERROR, and a spent deadline UPSTREAM_TIMEOUT, both retryable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from urllib.parse import urlencode
+
+import httpx
+
+from kumitate.bindings import ServiceBinding, ToolBinding
+from kumitate.catalogue import CatalogueEntry
+from kumitate.context import CallContext
+from kumitate.errors import ErrorCode, ToolError
+from kumitate.outbound import OutboundClient
+from kumitate.outbound.outcome import OutboundError
+
+__all__ = ["Upstream"]
+
+MARGIN_S = 0.25
+"""Time kept back from the call's deadline to answer with UPSTREAM_TIMEOUT before the pipeline's own
+REQUEST_TIMEOUT (the caller learns which side was slow)."""
+MAX_ANSWER_BYTES = 32 << 20
+"""The largest answer read from the upstream; a larger one is UPSTREAM_ERROR, never buffered whole."""
+
+
+class Upstream:
+    """The API a service fronts: one outbound client (its pool, retries and breaker) shared by every call."""
+
+    def __init__(
+        self,
+        base_url: str,
+        service: ServiceBinding,
+        catalogue: Mapping[str, CatalogueEntry],
+        *,
+        client: OutboundClient | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.tools = {tool.name: tool for tool in service.tools}
+        self.catalogue = catalogue
+        self.client = client or OutboundClient(base_url)
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self.client.close()
+
+    def call(self, ctx: CallContext, tool: str, data: Mapping[str, object]) -> dict[str, object]:
+        """Send `tool`'s call with input `data` to the upstream; its answer as the tool's output."""
+        binding = self.tools[tool]
+        request = binding.http_shape.request(binding.http_path, data)
+        path = request.path + (f"?{urlencode(request.query)}" if request.query else "")
+        headers = dict(request.headers)
+        if ctx.credentials:
+            headers["Authorization"] = ctx.credentials
+        try:
+            response = self.client.request(
+                binding.http_method,
+                path,
+                json=request.body if request.has_body else None,
+                headers=headers,
+                deadline_s=self._time_left(ctx),
+                max_bytes=MAX_ANSWER_BYTES,
+            )
+        except OutboundError as exc:
+            raise self._error(binding, exc) from None
+        return binding.http_shape.result(_decoded(response), response.headers)
+
+    def _time_left(self, ctx: CallContext) -> float | None:
+        if ctx.deadline is None:
+            return None
+        left = ctx.deadline - time.monotonic() - MARGIN_S
+        if left <= 0:
+            raise ToolError("no time was left to ask the upstream API", code="UPSTREAM_TIMEOUT")
+        return left
+
+    def _error(self, binding: ToolBinding, exc: OutboundError) -> ToolError:
+        """The catalogued error of a failed upstream call: the tool's own code for a status the API's
+        document declared, else UPSTREAM_ERROR (or UPSTREAM_TIMEOUT)."""
+        if exc.kind == "client_error" and exc.status is not None:
+            code = self._code_for(binding, exc.status)
+            if code is not None:
+                return ToolError(f"the upstream API answered {exc.status}", code=code)
+            return ToolError(f"the upstream API refused the call with {exc.status}", code="UPSTREAM_ERROR")
+        if exc.kind in ("timeout", "deadline"):
+            return ToolError(f"the upstream API did not answer in time ({exc})", code="UPSTREAM_TIMEOUT")
+        return ToolError(f"the upstream API failed: {exc}", code="UPSTREAM_ERROR")
+
+    def _code_for(self, binding: ToolBinding, status: int) -> ErrorCode | None:
+        for code in binding.errors:
+            entry = self.catalogue.get(code)
+            if entry is not None and entry.status == status:
+                return entry.code
+        return None
+
+
+def _decoded(response: httpx.Response) -> object:
+    """The answer's body as data: JSON decoded, text as text, nothing as None."""
+    if not response.content:
+        return None
+    media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media == "application/json" or media.endswith("+json"):
+        try:
+            return response.json()
+        except ValueError:
+            raise ToolError("the upstream API answered invalid JSON", code="UPSTREAM_ERROR") from None
+    return response.text
