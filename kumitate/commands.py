@@ -1,4 +1,4 @@
-"""Developer commands of the `kumitate` CLI: init, new, generate, lint, tools, call, diff.
+"""Developer commands of the `kumitate` CLI: init, new, import, generate, lint, tools, call, diff.
 
 Each imports what it needs when it runs, so `kumitate serve` and `kumitate mcp --stdio` never
 load the generator (datamodel-code-generator, ruff) or an HTTP client they do not use.
@@ -92,6 +92,22 @@ def add_parsers(sub: Any) -> None:
         parser.add_argument("name", help=f"the new {kind}'s name (snake_case)")
     new.set_defaults(run=_needs_codegen(_new))
 
+    imports = sub.add_parser("import", help="write a service from another API's description (OpenAPI 3.0/3.1)")
+    formats = imports.add_subparsers(dest="format", required=True, help="the description's format")
+    openapi = formats.add_parser(
+        "openapi",
+        help="one tool per operation of an OpenAPI 3.0/3.1 document, with IMPORT-REPORT.md (docs/importing-an-api.md)",
+    )
+    openapi.add_argument("document", metavar="DOC", help="the document: a file or an http(s) URL, YAML or JSON")
+    openapi.add_argument("--service", required=True, help="the new service's name (snake_case)")
+    openapi.add_argument(
+        "--forward", metavar="BASE_URL", default=None, help="make the handlers a facade that forwards every call there"
+    )
+    openapi.add_argument(
+        "--base-path", metavar="PREFIX", default=None, help="the prefix of every imported route (default /v1/SERVICE)"
+    )
+    openapi.set_defaults(run=_needs_codegen(_import))
+
     diff = sub.add_parser(
         "diff",
         help="review spec changes between two git refs or directories (breaking / non-breaking / info)",
@@ -160,6 +176,26 @@ def _scaffold(make: Callable[[], list[Written]], specs: Path, out: Path) -> int:
     for item in written:
         print(f"{item.note}: {item.path}" if item.note else f"wrote {item.path}")
     return codegen_main(["--specs", str(specs), "--out", str(out)])
+
+
+def _import(args: argparse.Namespace) -> int:
+    """Write the imported service, summarise its report, then generate the project's code."""
+    from codegen.__main__ import main as codegen_main
+    from codegen.importer import ImportFailed, Options, import_openapi
+    from kumitate.project import Project
+
+    project = Project.discover()
+    options = Options(args.document, args.service, args.forward, args.base_path)
+    try:
+        imported = import_openapi(options, project.specs, project.handlers)
+    except ImportFailed as exc:
+        print(f"kumitate import openapi: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    for path in imported.written:
+        print(f"wrote {path}")
+    if imported.report is not None:
+        print("\n".join(imported.report.summary()))
+    return codegen_main(["--specs", str(project.specs), "--out", str(project.out)])
 
 
 def _generate(args: argparse.Namespace) -> int:

@@ -1,0 +1,185 @@
+"""`kumitate import openapi`: an HTTP API described by OpenAPI 3.0/3.1 as a kumitate service.
+
+It reads the document (load: a file or URL, its relative-file refs bundled), converts its shared schemas
+(schema: `components/schemas` -> types/<svc>.json), maps every operation to one tool (operation, with
+inputs, outputs, examples and adapt; names for readable tool names; catalogue for error codes), and
+writes the specs, the handlers (handlers: stubs, or a facade with `--forward`) and IMPORT-REPORT.md
+(report: everything not carried or changed). docs/importing-an-api.md describes the mapping.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codegen.importer import adapt, load, names, operation, write
+from codegen.importer.catalogue import Catalogue
+from codegen.importer.load import ImportFailed
+from codegen.importer.report import Report
+from codegen.importer.schema import Converter, break_cycles
+
+__all__ = ["ImportFailed", "Imported", "Options", "import_openapi"]
+
+METHODS = ("get", "put", "post", "delete", "patch")
+OTHER_METHODS = ("head", "options", "trace")
+SERVICE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+BASE_PATH = re.compile(r"^/[a-z0-9/_-]*[a-z0-9_]$")
+SEMVER = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+([-+].*)?$")
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `kumitate import openapi` was asked."""
+
+    source: str
+    """The document: a path or an http(s) URL."""
+    service: str
+    forward: str | None = None
+    """The upstream base URL: the handlers forward every call there."""
+    base_path: str | None = None
+    """The prefix of every imported route (default /v1/<service>)."""
+
+
+@dataclass
+class Imported:
+    """What an import wrote, and its report."""
+
+    written: list[Path] = field(default_factory=list)
+    report: Report | None = None
+
+
+def _check(options: Options, specs: Path, handlers: Path) -> str:
+    if not SERVICE_NAME.match(options.service):
+        raise ImportFailed(
+            f"service name {options.service!r} must be snake_case: a-z first, then a-z, 0-9, _ (32 at most)"
+        )
+    for taken in (specs / options.service, handlers / options.service):
+        if taken.exists():
+            raise ImportFailed(f"{taken} already exists; nothing was changed")
+    if not (specs / "errors.yaml").is_file():
+        raise ImportFailed(f"{specs / 'errors.yaml'} not found: import into a project made by `kumitate init`")
+    prefix = (options.base_path or f"/v1/{options.service}").rstrip("/") or "/"
+    if not BASE_PATH.match(prefix):
+        raise ImportFailed(f"--base-path {prefix!r} must look like /v1/pets: lower case, digits, / _ -")
+    if options.forward is not None and not options.forward.startswith(("http://", "https://")):
+        raise ImportFailed(f"--forward {options.forward!r} must be an http(s) URL")
+    return prefix
+
+
+def _existing_tools(specs: Path) -> set[str]:
+    return {path.stem for path in specs.glob("*/tools/*.yaml")}
+
+
+def _document_notes(data: dict[str, Any], options: Options) -> tuple[list[str], bool]:
+    """Findings about the whole document, and whether it declares any security."""
+    notes: list[str] = []
+    schemes = (data.get("components") or {}).get("securitySchemes") or {}
+    secured = bool(data.get("security")) or any(
+        bool(op.get("security"))
+        for item in (data.get("paths") or {}).values()
+        if isinstance(item, dict)
+        for method, op in item.items()
+        if method in METHODS and isinstance(op, dict)
+    )
+    if schemes or secured:
+        listed = ", ".join(f"{name} ({(s or {}).get('type', '?')})" for name, s in schemes.items()) or "declared"
+        notes.append(
+            f"security schemes {listed} are not carried as kumitate auth: the service asks kumitate's own bearer"
+            f" tokens (scope {options.service}); credentials for the upstream are the forwarder's to send"
+        )
+    servers = [str((s or {}).get("url")) for s in data.get("servers") or [] if isinstance(s, dict)]
+    if servers:
+        notes.append(
+            f"servers: {', '.join(servers)}" + ("" if options.forward else " (import with --forward to reach one)")
+        )
+    if data.get("webhooks"):
+        notes.append(
+            f"webhooks ({', '.join(data['webhooks'])}) are not carried: a tool answers calls, it receives none"
+        )
+    return notes, bool(schemes or secured)
+
+
+def _service(data: dict[str, Any], options: Options, prefix: str, secured: bool, report: Report) -> dict[str, Any]:
+    info = data.get("info") or {}
+    title = " ".join(str(info.get("title") or options.service).split())
+    version = str(info.get("version") or "")
+    if not SEMVER.match(version):
+        fixed = f"{version}.0" if re.match(r"^[0-9]+\.[0-9]+$", version) else "0.1.0"
+        report.document.append(f"version {version!r} is not x.y.z: the service's version is {fixed}")
+        version = fixed
+    description = (
+        " ".join(str(info.get("description") or "").split("\n\n")[0].split()) or f"{title}, imported from OpenAPI."
+    )
+    doc: dict[str, Any] = {
+        "name": options.service,
+        "title": title,
+        "version": version,
+        "description": description,
+        "instructions": (
+            f"Each tool is one operation of {title} (imported from its OpenAPI document)."
+            " Read a tool's description for when to use it; tools marked read-only change nothing."
+        ),
+        "http": {"base_path": prefix},
+    }
+    doc["policy"] = {"scopes": [options.service]} if secured else {"public": True}
+    return doc
+
+
+def _routes(data: dict[str, Any], report: Report) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    routes = []
+    for path, item in (data.get("paths") or {}).items():
+        if not isinstance(item, dict):
+            continue
+        for method in item:
+            if method in OTHER_METHODS:
+                report.skipped.append(f"{method.upper()} {path}: kumitate binds GET, POST, PUT, PATCH and DELETE")
+        for method in METHODS:
+            if isinstance(item.get(method), dict):
+                routes.append((method.upper(), str(path), item, item[method]))
+    return routes
+
+
+def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
+    """Import the document as service `options.service` into the project's `specs` and `handlers`."""
+    prefix = _check(options, specs, handlers)
+    document = load.read(options.source)
+    data = document.data
+    report = Report(options.source, options.service, openapi=str(data.get("openapi")))
+    convert = Converter(data, document.version)
+    notes, secured = _document_notes(data, options)
+    report.document += notes + break_cycles(convert.defs) + convert.notes
+    if document.hoisted:
+        report.document.append(f"schemas from other files became shared types: {', '.join(document.hoisted)}")
+    titles: set[str] = set()
+    report.document += adapt.types(convert.defs, titles)
+    catalogue = Catalogue.read(specs / "errors.yaml")
+    service = _service(data, options, prefix, secured, report)
+    report.title = service["title"]
+    ctx = operation.Context(
+        data, convert, catalogue, options.service, prefix, options.forward is not None, service["title"], titles
+    )
+    taken = _existing_tools(specs)
+    routes = _routes(data, report)
+    common = names.common_prefix([path for _, path, _, _ in routes])
+    tools: list[tuple[dict[str, Any], str]] = []
+    for method, path, item, op in routes:
+        name = names.tool_name(op.get("operationId"), method, path, common, taken)
+        entry = report.operation(f"{method} {path}", name)
+        if op.get("operationId") and names.snake(str(op["operationId"])) != name:
+            entry.notes.append(f"operationId {op['operationId']!r} is the tool {name!r}")
+        if op.get("callbacks"):
+            entry.dropped.append(f"callbacks ({', '.join(op['callbacks'])}): a tool answers calls, it receives none")
+        if op.get("security") == []:
+            entry.notes.append("the document says it needs no credentials; kumitate's policy is the service's")
+        tools.append((operation.tool(name, method, path, item, op, ctx, entry), f"{method} {path}"))
+    if not tools:
+        raise ImportFailed(f"{options.source}: no operation to import (GET, POST, PUT, PATCH or DELETE)")
+    report.new_codes = [f"{code} ({entry['status']})" for code, entry in catalogue.added.items()]
+    files = write.service_files(specs, handlers, service, tools, convert.defs, options.forward)
+    try:
+        written = write.write(files, report, catalogue, specs)
+    except FileExistsError as exc:
+        raise ImportFailed(str(exc)) from None
+    return Imported(written, report)

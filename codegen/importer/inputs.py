@@ -1,0 +1,250 @@
+"""An operation's parameters and request body as one flat input object, and where each travels.
+
+MCP sees one object per call, so path, query and header parameters become input properties beside the
+body's: a JSON object body is merged flat (`body: rest`), any other body (an array, a scalar, a oneOf)
+is one property of its own (`body: {property: body}`). Body properties keep their names; a parameter
+whose name is taken or is no snake_case identifier gets a property of its own (names.property_name), and
+`params` says which (`{in: header, name: X-Request-ID, property: x_request_id}`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from codegen.importer.names import property_name
+from codegen.importer.report import OperationReport
+from codegen.importer.schema import LISTS, Converter, JsonSchema, walk
+
+TRANSPORT_HEADERS = frozenset({"authorization", "content-type", "accept", "content-length"})
+"""Header parameters that are the transport's business (credentials, content negotiation), not inputs."""
+RUNTIME_HEADERS = frozenset({"idempotency-key", "x-run-id", "x-trace-id", "traceparent", "x-request-duration-ms"})
+"""Headers kumitate's own pipeline reads or writes."""
+JSON_TYPE = re.compile(r"^(application/(.+\+)?json|\*/\*|application/\*)(;.*)?$")
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+SCALARS = frozenset({"string", "integer", "number", "boolean"})
+
+
+def resolve(document: dict[str, Any], node: Any) -> Any:
+    """A parameter, body, response, header or example with its (local) `$ref` followed."""
+    from codegen.importer.load import walk_pointer
+
+    seen: set[str] = set()
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"] not in seen:
+        seen.add(node["$ref"])
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        target = walk_pointer(document, node["$ref"].partition("#")[2], node["$ref"])
+        node = {**target, **siblings} if isinstance(target, dict) else target
+    return node
+
+
+@dataclass
+class Carried:
+    """A carried parameter: where it travels, its wire name, its input property, its document form."""
+
+    location: str
+    name: str
+    prop: str
+    raw: dict[str, Any]
+
+
+@dataclass
+class Input:
+    """The tool's input schema and the HTTP binding keys that say where each property travels."""
+
+    properties: dict[str, Any] = field(default_factory=dict)
+    required: list[str] = field(default_factory=list)
+    additional: Any = False
+    params: list[Carried] = field(default_factory=list)
+    body: Any = "none"
+    content_types: list[str] = field(default_factory=list)
+    body_raw: dict[str, Any] | None = None
+    """The chosen media type object of the request body (its examples)."""
+
+    def schema(self) -> JsonSchema:
+        """The input as a JSON Schema object."""
+        out: JsonSchema = {"type": "object", "additionalProperties": self.additional}
+        if self.required:
+            out["required"] = self.required
+        out["properties"] = self.properties
+        return out
+
+    def binding(self) -> list[dict[str, str]]:
+        """`http.params`: `property` only where it differs from the wire name."""
+        out = []
+        for p in self.params:
+            entry = {"in": p.location, "name": p.name}
+            if p.prop != p.name:
+                entry["property"] = p.prop
+            out.append(entry)
+        return out
+
+
+def parameters(document: dict[str, Any], path_item: dict[str, Any], operation: dict[str, Any]) -> list[Any]:
+    """The operation's parameters: the path item's, overridden by the operation's (by location and name)."""
+    merged: dict[tuple[str, str], Any] = {}
+    for raw in [*(path_item.get("parameters") or []), *(operation.get("parameters") or [])]:
+        param = resolve(document, raw)
+        if isinstance(param, dict) and "name" in param and "in" in param:
+            merged[(str(param["in"]), str(param["name"]))] = param
+    return list(merged.values())
+
+
+def flat_object(convert: Converter, schema: Any) -> tuple[dict[str, Any], list[str], Any] | None:
+    """(properties, required, additionalProperties) of a plain object schema (a ref to one, or an allOf of
+    such), or None when it is something else (an array, a scalar, a oneOf, a free-form object)."""
+    target = convert.target(schema)
+    if not isinstance(target, dict) or any(k in target for k in ("oneOf", "anyOf", "not", "if")):
+        return None
+    properties: dict[str, Any] = dict(target.get("properties") or {})
+    required = list(target.get("required") or [])
+    additional = target.get("additionalProperties", True)
+    for part in target.get("allOf") or []:
+        merged = flat_object(convert, part)
+        if merged is None:
+            return None
+        properties.update(merged[0])
+        required += [r for r in merged[1] if r not in required]
+        additional = additional if merged[2] is not False else False
+    kind = target.get("type", "object")
+    if kind != "object" or not properties:
+        return None
+    return properties, required, additional
+
+
+def _media(content: dict[str, Any]) -> tuple[str, list[str]] | None:
+    """The media type to read the schema from and the content types the route takes."""
+    kinds = list(content)
+    json_types = [k for k in kinds if JSON_TYPE.match(k.lower())]
+    forms = [k for k in FORM_TYPES if k in kinds]
+    if not json_types and not forms:
+        return None
+    chosen = json_types[0] if json_types else forms[0]
+    return chosen, (["application/json"] if json_types else []) + forms
+
+
+def request_body(
+    document: dict[str, Any], operation: dict[str, Any], convert: Converter, report: OperationReport
+) -> Input:
+    """The input as the body alone: flat properties, or one `body` property, or nothing."""
+    raw = resolve(document, operation.get("requestBody"))
+    result = Input()
+    if not isinstance(raw, dict):
+        return result
+    content = raw.get("content") or {}
+    media = _media(content)
+    if media is None:
+        report.dropped.append(
+            f"the request body ({', '.join(content) or 'no content'}) is no JSON or form: not carried;"
+            " write the handler to build it"
+        )
+        return result
+    chosen, result.content_types = media
+    result.body_raw = content[chosen] or {}
+    schema = convert.convert((content[chosen] or {}).get("schema") or {})
+    required = raw.get("required") is True
+    flat = flat_object(convert, schema)
+    if chosen.startswith("multipart/") and any(node.get("format") == "binary" for node in walk(schema)):
+        report.dropped.append("a multipart file part (format: binary) travels as a string, not as a file upload")
+    if flat is not None:
+        properties, inner_required, result.additional = flat
+        read_only = [
+            n
+            for n, p in properties.items()
+            if isinstance(convert.target(p), dict) and convert.target(p).get("readOnly")
+        ]
+        for name in read_only:
+            del properties[name]
+        if read_only:
+            report.notes.append(f"read-only body properties left out of the input: {', '.join(read_only)}")
+        result.properties = properties
+        result.required = [r for r in inner_required if r in properties] if required else []
+        if inner_required and not required:
+            report.adapted.append("the body is optional, so its required properties are optional inputs")
+        result.body = "rest"
+        if result.additional is not False:
+            result.additional = True if result.additional in (None, True, {}) else result.additional
+    else:
+        result.properties = {"body": schema}
+        result.required = ["body"] if required else []
+        result.body = {"property": "body"}
+        result.additional = False
+    return result
+
+
+def _fits(convert: Converter, schema: Any, location: str) -> bool:
+    """Whether a value of `schema` can travel in a path segment, a query key or a header."""
+    target = convert.target(schema)
+    if not isinstance(target, dict):
+        return False
+    kinds = target.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    if not kinds:
+        return "enum" in target or not any(k in target for k in ("properties", *LISTS))
+    if set(kinds) - {"null"} <= SCALARS:
+        return True
+    if location != "path" and set(kinds) - {"null"} == {"array"}:
+        item = convert.target(target.get("items") or {})
+        item_kinds = item.get("type") if isinstance(item, dict) else None
+        return isinstance(item_kinds, str) and item_kinds in SCALARS
+    return False
+
+
+def _left_out(location: str, name: str, report: OperationReport) -> bool:
+    """Whether a parameter is no input: a cookie, or a header the transport or the pipeline owns."""
+    if location == "cookie":
+        report.dropped.append(f"cookie parameter {name!r}: cookies are not carried")
+        return True
+    if location == "header" and name.lower() in TRANSPORT_HEADERS:
+        report.notes.append(f"header {name!r} is the transport's (credentials, content types), not an input")
+        return True
+    if location == "header" and name.lower() in RUNTIME_HEADERS:
+        report.notes.append(f"header {name!r} is one kumitate's pipeline reads itself, not an input")
+        return True
+    return False
+
+
+def add_parameters(
+    document: dict[str, Any],
+    params: list[Any],
+    convert: Converter,
+    result: Input,
+    report: OperationReport,
+) -> None:
+    """Path, query and header parameters as input properties beside the body's (see the module's rule)."""
+    order = {"path": 0, "query": 1, "header": 2, "cookie": 3}
+    taken = set(result.properties)
+    wants_body = [p for p in params if p.get("in") != "cookie" and p.get("name") == "body"]
+    if wants_body and result.body == {"property": "body"}:
+        result.properties = {"payload": result.properties.pop("body")}
+        result.required = ["payload" if r == "body" else r for r in result.required]
+        result.body = {"property": "payload"}
+        taken = {"payload"}
+    for param in sorted(params, key=lambda p: order.get(str(p.get("in")), 9)):
+        location, name = str(param["in"]), str(param["name"])
+        if _left_out(location, name, report):
+            continue
+        raw_schema = param.get("schema")
+        if raw_schema is None and isinstance(param.get("content"), dict) and param["content"]:
+            raw_schema = next(iter(param["content"].values())).get("schema")
+            report.notes.append(f"parameter {name!r} is declared by content: its schema is taken, sent as text")
+        schema = convert.convert(raw_schema if raw_schema is not None else {"type": "string"})
+        if not _fits(convert, schema, location):
+            report.dropped.append(
+                f"{location} parameter {name!r}: an object value cannot travel there as kumitate sends it"
+            )
+            continue
+        if param.get("style") not in (None, "simple", "form") or param.get("explode") is False:
+            report.notes.append(f"parameter {name!r} is serialised as kumitate does (repeated keys / comma list)")
+        prop = property_name(name, location, taken)
+        if prop != name:
+            report.adapted.append(f"{location} parameter {name!r} is the input property {prop!r}")
+        if param.get("description"):
+            schema = {**schema, "description": " ".join(str(param["description"]).split())}
+        if param.get("deprecated"):
+            schema = {**schema, "deprecated": True}
+        result.properties[prop] = schema
+        if location == "path" or param.get("required") is True:
+            result.required.append(prop)
+        result.params.append(Carried(location, name, prop, param))

@@ -1,0 +1,256 @@
+"""OpenAPI schemas as JSON Schema 2020-12, with `$ref`s into the service's shared types.
+
+`components/schemas` become the `$defs` of specs/<svc>/types/<svc>.json; a ref to one is written
+`#/$defs/<Name>` here and pointed into that file when a tool spec is written (`in_tool`). OpenAPI 3.0's
+dialect is translated (`nullable`, boolean `exclusiveMinimum`, `example`); what JSON Schema has no use
+for (`discriminator`, `xml`, `x-*` extensions) is dropped. A cycle of refs (a tree node holding its
+children) is cut where it closes, since kumitate's specs inline every ref: the cut accepts any value.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from codegen.importer.names import pascal
+
+DROPPED_KEYS = frozenset({"discriminator", "xml", "externalDocs", "nullable", "example", "$schema", "$id"})
+MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+ONE = (
+    "items",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+)
+LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+COMPONENT_REF = re.compile(r"^#/components/schemas/(.+)$")
+DEF_REF = re.compile(r"^#/\$defs/(.+)$")
+DEF_NAME = re.compile(r"[^A-Za-z0-9_]")
+JsonSchema = dict[str, Any]
+
+
+def def_name(component: str) -> str:
+    """A component's name as a `$defs` key and a class name: `Pet.Tag` -> `Pet_Tag`."""
+    name = DEF_NAME.sub("_", component)
+    return name if name[:1].isalpha() else f"T{name}"
+
+
+class Converter:
+    """Converts the document's schemas; holds the converted shared types (`defs`)."""
+
+    def __init__(self, document: dict[str, Any], version: str) -> None:
+        self.version = version
+        self.document = document
+        components = ((document.get("components") or {}).get("schemas")) or {}
+        self.names = {name: def_name(name) for name in components}
+        self.defs: dict[str, Any] = {}
+        self.notes: list[str] = []
+        for name, schema in components.items():
+            self.defs[self.names[name]] = self.convert(schema)
+
+    def convert(self, schema: Any) -> Any:
+        """One schema in JSON Schema 2020-12 with refs to `#/$defs/<Name>`."""
+        if isinstance(schema, bool) or not isinstance(schema, dict):
+            return schema
+        if isinstance(schema.get("$ref"), str):
+            return self._ref(schema)
+        out: JsonSchema = {}
+        for key, value in schema.items():
+            if key in DROPPED_KEYS or key.startswith("x-"):
+                continue
+            if key in MAPS and isinstance(value, dict):
+                out[key] = {name: self.convert(sub) for name, sub in value.items()}
+            elif key in ONE:
+                out[key] = self.convert(value)
+            elif key in LISTS and isinstance(value, list):
+                out[key] = [self.convert(sub) for sub in value]
+            else:
+                out[key] = copy.deepcopy(value)
+        if "example" in schema and "examples" not in out:
+            out["examples"] = [copy.deepcopy(schema["example"])]
+        self._exclusive(out)
+        if "type" not in out and "properties" in out and not any(k in out for k in LISTS):
+            out["type"] = "object"
+        return _nullable(out) if schema.get("nullable") is True else out
+
+    def _ref(self, schema: JsonSchema) -> JsonSchema:
+        ref = schema["$ref"]
+        match = COMPONENT_REF.match(ref)
+        siblings = {k: v for k, v in schema.items() if k != "$ref"}
+        if match is None:  # a ref into some other part of the document: inline its schema
+            from codegen.importer.load import walk_pointer
+
+            target = walk_pointer(self.document, ref.partition("#")[2], ref)
+            return self.convert({**target, **siblings})
+        component = match.group(1).replace("~1", "/").replace("~0", "~")
+        out: JsonSchema = {"$ref": f"#/$defs/{self.names.get(component, def_name(component))}"}
+        kept = {k: v for k, v in siblings.items() if k in ("description", "title", "default", "readOnly", "writeOnly")}
+        if self.version == "3.1":  # 3.0 ignores a ref's siblings; 3.1 applies them
+            kept = {k: v for k, v in self.convert(siblings).items() if k != "type"}
+        out.update(kept)
+        return _nullable(out) if siblings.get("nullable") is True else out
+
+    def _exclusive(self, out: JsonSchema) -> None:
+        for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+            flag = out.get(exclusive)
+            if isinstance(flag, bool):  # OpenAPI 3.0: a flag on minimum/maximum
+                del out[exclusive]
+                if flag and bound in out:
+                    out[exclusive] = out.pop(bound)
+
+    def target(self, schema: Any) -> Any:
+        """The schema a (chain of) `#/$defs` refs leads to, or `schema` itself."""
+        seen: set[str] = set()
+        while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+            match = DEF_REF.match(schema["$ref"])
+            if match is None or match.group(1) in seen or match.group(1) not in self.defs:
+                return schema
+            seen.add(match.group(1))
+            schema = self.defs[match.group(1)]
+        return schema
+
+    def with_defs(self, schema: Any) -> Any:
+        """`schema` with the shared types attached, to validate an example against it."""
+        if not isinstance(schema, dict):
+            return schema
+        return {**schema, "$defs": {**self.defs, **schema.get("$defs", {})}}
+
+
+def _nullable(schema: JsonSchema) -> JsonSchema:
+    """OpenAPI 3.0's `nullable: true` in JSON Schema: `null` among the types (or the enum), else anyOf."""
+    kind = schema.get("type")
+    if isinstance(kind, str) and "$ref" not in schema:
+        out = {**schema, "type": [kind, "null"]}
+        if isinstance(out.get("enum"), list) and None not in out["enum"]:
+            out["enum"] = [*out["enum"], None]
+        return out
+    if isinstance(kind, list):
+        return {**schema, "type": [*kind, "null"]} if "null" not in kind else schema
+    described: JsonSchema = {k: schema[k] for k in ("description", "title") if k in schema}
+    rest = {k: v for k, v in schema.items() if k not in described}
+    return {**described, "anyOf": [rest, {"type": "null"}]}
+
+
+def walk(schema: Any) -> Iterator[JsonSchema]:
+    """Every schema object inside `schema`, itself included."""
+    if not isinstance(schema, dict):
+        return
+    yield schema
+    for key in MAPS:
+        for sub in (schema.get(key) or {}).values() if isinstance(schema.get(key), dict) else ():
+            yield from walk(sub)
+    for key in ONE:
+        yield from walk(schema.get(key))
+    for key in LISTS:
+        for sub in schema.get(key) or [] if isinstance(schema.get(key), list) else []:
+            yield from walk(sub)
+
+
+def refs(schema: Any) -> Iterator[str]:
+    """The `$defs` names `schema` refers to directly."""
+    for node in walk(schema):
+        match = DEF_REF.match(str(node.get("$ref", "")))
+        if match:
+            yield match.group(1)
+
+
+def in_tool(schema: Any, types_file: str) -> Any:
+    """`schema` as a tool spec writes it: `#/$defs/X` -> `../types/<svc>.json#/$defs/X`."""
+    if isinstance(schema, list):
+        return [in_tool(item, types_file) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: in_tool(v, types_file) for k, v in schema.items()}
+    ref = out.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        out["$ref"] = f"../types/{types_file}{ref}"
+    return out
+
+
+def break_cycles(defs: dict[str, Any]) -> list[str]:
+    """Cut every ref that closes a cycle among `defs` (depth first, in name order); one note per cut."""
+    notes: list[str] = []
+    state: dict[str, int] = {}
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        for node in walk(defs[name]):
+            match = DEF_REF.match(str(node.get("$ref", "")))
+            if not match or match.group(1) not in defs:
+                continue
+            target = match.group(1)
+            if state.get(target) == 1:
+                kind = defs[target].get("type") if isinstance(defs[target], dict) else None
+                node.pop("$ref")
+                if kind == "object":
+                    node["type"] = "object"
+                node["description"] = (
+                    f"{node.get('description', '')} A {target} (a recursive reference, not expanded: any value"
+                    " of it is accepted)."
+                ).strip()
+                notes.append(f"the recursive reference from {name} to {target} is cut (its value is not checked)")
+            elif target not in state:
+                visit(target)
+        state[name] = 2
+
+    for name in sorted(defs):
+        if name not in state:
+            visit(name)
+    return notes
+
+
+INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
+def bound_integers(schema: Any) -> int:
+    """Give every integer without a range one (its `format`'s, else int64's), as lint KT112 asks; the count."""
+    added = 0
+    for node in walk(schema):
+        if node.get("type") != "integer" or "enum" in node or "const" in node:
+            continue
+        low, high = INT_RANGES.get(str(node.get("format")), INT_RANGES["int64"])
+        if "minimum" not in node and "exclusiveMinimum" not in node:
+            node["minimum"] = low
+            added += 1
+        if "maximum" not in node and "exclusiveMaximum" not in node:
+            node["maximum"] = high
+            added += 1
+    return added
+
+
+def title_enums(schema: Any, owner: str, top_level: bool, used: set[str]) -> int:
+    """Title every enum inside `schema` (not the schema itself when `top_level` names it), as lint KT115
+    asks: the owner's name and the property's (`PetStatus`), numbered when taken; the count."""
+    count = 0
+
+    def visit(node: Any, name: str, is_top: bool) -> None:
+        nonlocal count
+        if not isinstance(node, dict):
+            return
+        if "enum" in node and not isinstance(node.get("title"), str) and not is_top:
+            title, n = name, 1
+            while title in used:
+                n += 1
+                title = f"{name}{n}"
+            used.add(title)
+            node["title"] = title
+            count += 1
+        for key in MAPS:
+            for prop, sub in (node.get(key) or {}).items() if isinstance(node.get(key), dict) else ():
+                visit(sub, name + pascal(prop), False)
+        for key in ONE:
+            visit(node.get(key), name + ("Item" if key == "items" else pascal(key)), False)
+        for key in LISTS:
+            for i, sub in enumerate(node.get(key) or [] if isinstance(node.get(key), list) else []):
+                visit(sub, f"{name}{i + 1}" if key != "allOf" else name, False)
+
+    visit(schema, owner, top_level)
+    return count
