@@ -22,6 +22,7 @@ import httpx
 
 from codegen.examples import Result, run_all
 from codegen.specs import SpecTree, ToolSpec
+from kumitate.client.http import shaped_body, shaped_request
 
 START_TIMEOUT_S = 120.0
 
@@ -87,8 +88,9 @@ async def examples_over_http(tree: SpecTree, url: str) -> list[str]:
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
 
         async def call(tool: ToolSpec, arguments: Any) -> Result:
-            response = await http.request(tool.http_method, tool.http_path, json=arguments)
-            return Result(ok=response.status_code == 200, body=response.json())
+            path, kwargs = shaped_request(tool.http_shape, tool.http_path, arguments)
+            response = await http.request(tool.http_method, path, **kwargs)
+            return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response))
 
         failures, _ = await run_all(tree, call)
     return failures

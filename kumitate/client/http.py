@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -9,26 +10,54 @@ import httpx
 from kumitate.bindings import fill_path
 from kumitate.client.replies import no_answer, was_sent
 from kumitate.client.wire import IDEMPOTENCY_HEADER, Call, Reply, bearer
+from kumitate.httpshape import HttpShape
 from kumitate.outbound.retry import retry_after_s
 
-__all__ = ["AsyncHttpBackend", "HttpBackend"]
+__all__ = ["AsyncHttpBackend", "HttpBackend", "shaped_body", "shaped_request"]
+
+
+def shaped_request(shape: HttpShape, path: str, arguments: object) -> tuple[str, dict[str, Any]]:
+    """A tool's flat input as httpx's path and keywords, where its REST shape (kumitate.httpshape) puts
+    each property: the example runners and the typed clients send what the route reads. Arguments that
+    are no object (a test's bad input) go as the body, as they came."""
+    if shape.plain or not isinstance(arguments, Mapping):
+        return path, {"json": arguments}
+    request = shape.request(path, arguments)
+    kwargs: dict[str, Any] = {"params": request.query, "headers": request.headers}
+    if request.has_body:
+        kwargs["json"] = request.body
+    return request.path, kwargs
+
+
+def shaped_body(shape: HttpShape, response: httpx.Response) -> object:
+    """A success's flat output read back from its REST shape (the body, headers, or nothing); an error's
+    body (the catalogue's envelope) as it came."""
+    decoded = response.json() if response.content else None
+    if response.status_code >= 300 or shape.plain:
+        return decoded
+    return shape.result(decoded, response.headers)
 
 
 def _http_request(call: Call) -> tuple[str, str, dict[str, Any]]:
-    path = fill_path(call.op.http_path, call.params)
     headers = {}
     if call.run_id:
         headers["X-Run-Id"] = call.run_id
     if call.idempotency_key:
         headers[IDEMPOTENCY_HEADER] = call.idempotency_key
+    if not call.op.http_shape.plain and call.arguments is not None:
+        path, shaped = shaped_request(call.op.http_shape, call.op.http_path, call.arguments)
+        shaped["headers"] = {**shaped["headers"], **headers}
+        return call.op.http_method, path, shaped
     kwargs: dict[str, Any] = {"headers": headers}
     if call.arguments is not None:
         kwargs["json"] = call.arguments
-    return call.op.http_method, path, kwargs
+    return call.op.http_method, fill_path(call.op.http_path, call.params), kwargs
 
 
-def _http_reply(response: httpx.Response) -> Reply:
+def _http_reply(call: Call, response: httpx.Response) -> Reply:
     ok = response.status_code < 400
+    if not call.op.http_shape.plain and ok:
+        return Reply(ok=True, body=shaped_body(call.op.http_shape, response), status=response.status_code)
     if ok and not response.headers.get("content-type", "").startswith("application/json"):
         return Reply(ok=True, body=response.content, status=response.status_code)
     try:
@@ -51,7 +80,7 @@ class HttpBackend:
         """Send the call to its /v1 route; a transport failure becomes a Reply that says whether it was sent."""
         method, path, kwargs = _http_request(call)
         try:
-            return _http_reply(self._http.request(method, path, **kwargs))
+            return _http_reply(call, self._http.request(method, path, **kwargs))
         except httpx.TransportError as exc:
             return no_answer(exc, call, sent=was_sent(exc))
 
@@ -78,7 +107,7 @@ class AsyncHttpBackend:
         """Send the call to its /v1 route; a transport failure becomes a Reply that says whether it was sent."""
         method, path, kwargs = _http_request(call)
         try:
-            return _http_reply(await self._http.request(method, path, **kwargs))
+            return _http_reply(call, await self._http.request(method, path, **kwargs))
         except httpx.TransportError as exc:
             return no_answer(exc, call, sent=was_sent(exc))
 

@@ -7,11 +7,12 @@ A generated client names an `Op`; the client base (`kumitate.client.base`) turns
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict
 
 from pydantic import BaseModel
 
+from kumitate.httpshape import HttpShape
 from kumitate.policies.idempotency import KEY_ARGUMENT as IDEMPOTENCY_ARGUMENT
 
 __all__ = [
@@ -54,6 +55,8 @@ class Op:
     idempotent: bool = False
     uri: str = ""
     """Set for a resource: its MCP URI template; `http_path` is then its GET route."""
+    http_shape: HttpShape = field(default_factory=HttpShape)
+    """Where a tool's input and output travel over HTTP (kumitate.httpshape); the default: the JSON body."""
 
 
 @dataclass(frozen=True, slots=True)

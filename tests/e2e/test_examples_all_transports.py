@@ -18,6 +18,7 @@ from fastmcp.client.transports import StdioTransport
 from codegen.examples import Result, run_all
 from codegen.specs import SpecTree, ToolSpec
 from kumitate.client import mcp_result_body
+from kumitate.client.http import shaped_body, shaped_request
 from kumitate.runtime import Runtime
 from kumitate.transports.mcp import build_server
 from tests.conftest import REPO, LiveServer, app_settings, seeded_copy, server_env
@@ -46,8 +47,9 @@ async def over_http(live_server: LiveServer, spec_tree: SpecTree) -> Run:
     async with httpx.AsyncClient(base_url=live_server.url, timeout=60) as http:
 
         async def call(tool: ToolSpec, arguments: Any) -> Result:
-            response = await http.request(tool.http_method, tool.http_path, json=arguments)
-            return Result(ok=response.status_code == 200, body=response.json())
+            path, kwargs = shaped_request(tool.http_shape, tool.http_path, arguments)
+            response = await http.request(tool.http_method, path, **kwargs)
+            return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response))
 
         return await run_all(spec_tree, call)
 

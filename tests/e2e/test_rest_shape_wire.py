@@ -166,3 +166,50 @@ def test_a_facade_forwards_the_flat_input_as_the_apis_own_request(server: LiveSe
     assert out["missing"] == {"error": "NOT_FOUND"}  # the API's 404, as the tool's declared code
     assert out["no_time"] == {"error": "UPSTREAM_TIMEOUT"}
     assert out["down"] == {"error": "UPSTREAM_ERROR"}
+
+
+CLIENT_SCRIPT = """
+import asyncio, json, sys
+from pathlib import Path
+from kumitate.project import Project
+project = Project.at(Path.cwd())
+project.activate()
+from codegen.specs import load
+from codegen.testing import examples_over_http
+from generated.library.client import LibraryClient
+from kumitate.errors import ToolError
+
+client = LibraryClient.http(sys.argv[1])
+created = client.create_loan({"isbn": "9784888888888", "borrower": "Typed", "branch": "south"})
+listed = client.list_loans({"branch": "south"})
+returned = client.return_loan({"loan_id": created.loan_id})
+try:
+    client.get_loan({"loan_id": created.loan_id})
+    missing = None
+except ToolError as exc:
+    missing = exc.code
+failures = asyncio.run(examples_over_http(load(project.specs), sys.argv[1]))
+print(json.dumps({
+    "created": created.model_dump(exclude_none=True),
+    "listed": listed.model_dump(exclude_none=True),
+    "returned": returned.model_dump(exclude_none=True),
+    "missing": missing,
+    "failures": failures,
+}))
+"""
+
+
+def test_the_typed_client_and_the_examples_speak_the_shape(server: LiveServer) -> None:
+    """The generated client and the example runner send what the route reads and read back the flat output."""
+    root = Path(server.log).parent
+    env = server_env(root / "var-client", KUMITATE_PROJECT=str(root))
+    done = subprocess.run(
+        [sys.executable, "-c", CLIENT_SCRIPT, server.url], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    created = out["created"]
+    assert created["location"] == f"/v1/library/loans/{created['loan_id']}" and created["branch"] == "south"
+    assert out["listed"] == {"loans": [{k: v for k, v in created.items() if k != "location"}]}
+    assert out["returned"] == {} and out["missing"] == "NOT_FOUND"
+    assert out["failures"] == []
