@@ -18,6 +18,7 @@ from codegen.review.pyapi import PyApi, diff_models, wire_renames, with_causes
 from codegen.review.renames import class_renames
 from codegen.review.schemas import diff_schema
 from codegen.specs import ResourceSpec, ServiceSpec, SpecTree, ToolSpec
+from kumitate.httpshape import HttpShape
 
 
 def _text_changes(old: Any, new: Any, label: str, rule: str) -> Iterator[Change]:
@@ -71,10 +72,34 @@ def _route_changes(old: ToolSpec, new: ToolSpec, rename_cause: str | None) -> It
         yield "HTTP_METHOD_CHANGED", f"{old.http_method} → {new.http_method}", None
     if old.http_path != new.http_path:
         yield "HTTP_PATH_CHANGED", f"`{old.http_path}` → `{new.http_path}`", rename_cause
+    yield from _shape_changes(old.http_shape, new.http_shape)
     for ctype in sorted(set(old.content_types) - set(new.content_types)):
         yield "HTTP_CONTENT_TYPE_REMOVED", f"`{ctype}` no longer accepted", None
     for ctype in sorted(set(new.content_types) - set(old.content_types)):
         yield "HTTP_CONTENT_TYPE_ADDED", f"`{ctype}` now accepted", None
+
+
+def _placements(shape: HttpShape) -> dict[str, str]:
+    """Input property -> where it travels (`query 'limit'`); the body's are `body`."""
+    return {p.property: f"{p.location} '{p.name}'" for p in shape.params}
+
+
+def _shape_changes(old: HttpShape, new: HttpShape) -> Iterator[Change]:
+    """The REST shape (kumitate.httpshape): where each input property travels, the success status, and
+    how the output is carried (response headers, body)."""
+    placed_a, placed_b = _placements(old), _placements(new)
+    for prop in sorted(set(placed_a) | set(placed_b)):
+        before, after = placed_a.get(prop, "the body"), placed_b.get(prop, "the body")
+        if before != after:
+            yield "HTTP_PARAMETER_MOVED", f"`{prop}`: {before} → {after}", None
+    if old.body != new.body:
+        yield "HTTP_PARAMETER_MOVED", f"request body: {old.body.as_spec()} → {new.body.as_spec()}", None
+    if old.status != new.status:
+        yield "HTTP_SUCCESS_STATUS_CHANGED", f"{old.status} → {new.status}", None
+    if old.response_headers != new.response_headers or old.response_body != new.response_body:
+        before = f"headers {dict(old.response_headers)}, body {old.response_body.as_spec()}"
+        after = f"headers {dict(new.response_headers)}, body {new.response_body.as_spec()}"
+        yield "HTTP_RESPONSE_SHAPE_CHANGED", f"{before} → {after}", None
 
 
 def _scope_changes(old: ToolSpec, new: ToolSpec) -> Iterator[Change]:
