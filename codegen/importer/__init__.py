@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codegen.importer import adapt, load, names, operation, write
+from codegen.importer import adapt, budget, load, names, operation, write
 from codegen.importer.catalogue import Catalogue
 from codegen.importer.load import ImportFailed
-from codegen.importer.report import Report
+from codegen.importer.report import REPORT_FILE, Report
 from codegen.importer.schema import Converter, break_cycles
 
 __all__ = ["ImportFailed", "Imported", "Options", "import_openapi"]
@@ -182,4 +182,23 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
         written = write.write(files, report, catalogue, specs)
     except FileExistsError as exc:
         raise ImportFailed(str(exc)) from None
+    written += _budget(specs, options, report)
     return Imported(written, report)
+
+
+def _budget(specs: Path, options: Options, report: Report) -> list[Path]:
+    """Record the service's own token budget when its tools/list is over the project's default."""
+    cost, limit = budget.measure(specs, options.service)
+    if cost <= limit:
+        return []
+    try:
+        path, recorded = budget.record(specs, options.service, cost, Path(options.source).name)
+    except ValueError as exc:
+        report.document.append(f"tools/list costs ~{cost} tokens, over the budget of {limit}: {exc}")
+        return []
+    report.document.append(
+        f"tools/list costs ~{cost} tokens, over the project's budget of {limit}: specs/token-budget.yaml gives"
+        f" the service {recorded}; serve fewer tools at a time with toolsets (specs/toolsets.yaml) to lower it"
+    )
+    (specs / options.service / REPORT_FILE).write_text(report.markdown(), encoding="utf-8")
+    return [path]

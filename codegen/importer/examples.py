@@ -118,15 +118,22 @@ def examples(
     if not _documented(ins) and not _documented(outs):
         return []
     pairs = [(name, ins[name], outs[name]) for name in ins if name in outs]
+    used = {name for name, _, _ in pairs}
     if not pairs and ins and outs:
         (in_name, first_in), (out_name, first_out) = next(iter(ins.items())), next(iter(outs.items()))
         pairs = [(in_name if in_name != "example" else out_name, first_in, first_out)]
-    unpaired = (set(ins) | set(outs)) - {name for name, _, _ in pairs}
+        used = {in_name, out_name}
+    unpaired = (set(ins) | set(outs)) - used
     if not pairs:
         report.dropped.append(
             f"example(s) {', '.join(sorted(unpaired))}: a request example without a response one, or the other way"
         )
         return []
+    documented = {name for name in unpaired if ins.get(name, outs.get(name)) not in ({}, None)}
+    if documented:
+        report.dropped.append(
+            f"example(s) {', '.join(sorted(documented))}: no request or response example to pair with"
+        )
     kept: list[dict[str, Any]] = []
     names: set[str] = set()
     for name, value_in, value_out in pairs:

@@ -2,8 +2,8 @@
 
 Without `--forward` the package is what `kumitate new service` writes (codegen/scaffold's templates): one
 stub method per tool that answers NOT_IMPLEMENTED until it is written. With `--forward BASE_URL` every
-method hands the call's JSON data to `kumitate.forward.forward(ctx, tool, data)`, and settings.py declares
-`KUMITATE_<SVC>_UPSTREAM_URL` with BASE_URL as its default.
+method hands the call's JSON data to the service's `kumitate.forward.Upstream` (`upstream.call(ctx, tool,
+data)`), and settings.py declares `KUMITATE_<SVC>_UPSTREAM_URL` with BASE_URL as its default.
 """
 
 from __future__ import annotations

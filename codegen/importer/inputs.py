@@ -180,6 +180,9 @@ def _fits(convert: Converter, schema: Any, location: str) -> bool:
         return False
     kinds = target.get("type")
     kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    choices = target.get("anyOf") or target.get("oneOf")
+    if not kinds and isinstance(choices, list) and choices:
+        return all(_fits(convert, choice, location) for choice in choices)
     if not kinds:
         return "enum" in target or not any(k in target for k in ("properties", *LISTS))
     if set(kinds) - {"null"} <= SCALARS:
@@ -205,6 +208,22 @@ def _left_out(location: str, name: str, report: OperationReport) -> bool:
     return False
 
 
+def _param_schema(param: dict[str, Any], location: str, name: str, convert: Converter, report: OperationReport) -> Any:
+    """The parameter's schema as an input property's, or None when it cannot travel where it does."""
+    raw_schema = param.get("schema")
+    if raw_schema is None and isinstance(param.get("content"), dict) and param["content"]:
+        raw_schema = next(iter(param["content"].values())).get("schema")
+        report.notes.append(f"parameter {name!r} is declared by content: its schema is taken, sent as text")
+    schema = convert.convert(raw_schema if raw_schema is not None else {"type": "string"})
+    if _fits(convert, schema, location):
+        return schema
+    if location == "path":  # a path segment cannot be left out: the caller sends it as the API writes it
+        report.adapted.append(f"path parameter {name!r} is a string: send it serialised as the API expects")
+        return {"type": "string", "description": "Serialised as the API expects (it is no plain value)."}
+    report.dropped.append(f"{location} parameter {name!r}: an object value cannot travel there as kumitate sends it")
+    return None
+
+
 def add_parameters(
     document: dict[str, Any],
     params: list[Any],
@@ -225,15 +244,8 @@ def add_parameters(
         location, name = str(param["in"]), str(param["name"])
         if _left_out(location, name, report):
             continue
-        raw_schema = param.get("schema")
-        if raw_schema is None and isinstance(param.get("content"), dict) and param["content"]:
-            raw_schema = next(iter(param["content"].values())).get("schema")
-            report.notes.append(f"parameter {name!r} is declared by content: its schema is taken, sent as text")
-        schema = convert.convert(raw_schema if raw_schema is not None else {"type": "string"})
-        if not _fits(convert, schema, location):
-            report.dropped.append(
-                f"{location} parameter {name!r}: an object value cannot travel there as kumitate sends it"
-            )
+        schema = _param_schema(param, location, name, convert, report)
+        if schema is None:
             continue
         if param.get("style") not in (None, "simple", "form") or param.get("explode") is False:
             report.notes.append(f"parameter {name!r} is serialised as kumitate does (repeated keys / comma list)")

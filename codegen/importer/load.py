@@ -9,6 +9,7 @@ refused in one line: the importer never fetches more than the document it was gi
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 import re
 from dataclasses import dataclass
@@ -41,10 +42,21 @@ class Document:
     """Names of the schemas that came from other files."""
 
 
+def _plain(node: Any) -> Any:
+    """YAML's extras as JSON has them: dates and times as ISO text, keys as text (`200:` is "200")."""
+    if isinstance(node, dict):
+        return {str(k): _plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_plain(v) for v in node]
+    if isinstance(node, (datetime.date, datetime.datetime)):
+        return node.isoformat()
+    return node
+
+
 def parse(text: str, where: str) -> Any:
     """JSON or YAML text as data; a parse error is one line naming `where`."""
     try:
-        return json.loads(text) if text.lstrip().startswith("{") else parse_yaml(text)
+        return json.loads(text) if text.lstrip().startswith("{") else _plain(parse_yaml(text))
     except ValueError as exc:
         raise ImportFailed(f"{where}: not JSON or YAML ({str(exc).splitlines()[0]})") from None
     except Exception as exc:  # yaml.YAMLError and its scanner errors

@@ -1,0 +1,213 @@
+"""What `kumitate import openapi` writes for small crafted OpenAPI 3.0 and 3.1 documents."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codegen.importer import ImportFailed
+from tests.codegen.importer.conftest import run, tools
+
+
+def test_multi_file_refs_become_shared_types(project: Path) -> None:
+    """A schema in another file (a whole file, or a component of one) is hoisted into types/<svc>.json;
+    every tool's ref points there; OpenAPI 3.0's nullable and boolean exclusiveMinimum are translated."""
+    run(project, "petstore30/openapi.yaml", "pets")
+    types = json.loads((project / "specs/pets/types/pets.json").read_text())["$defs"]
+    assert {"Pet", "Owner", "NewPet", "Error", "Node"} <= set(types)
+    assert types["Pet"]["properties"]["owner"] == {"$ref": "#/$defs/Owner"}
+    assert types["Pet"]["properties"]["tag"]["type"] == ["string", "null"]
+    assert types["Owner"]["properties"]["since"] == {"type": "integer", "exclusiveMinimum": 1900, "maximum": 2**63 - 1}
+    specs = tools(project, "pets")
+    assert specs["get_pet"]["output"] == {"$ref": "../types/pets.json#/$defs/Pet", "type": "object"}
+    assert specs["list_pets"]["output"]["properties"]["items"]["items"] == {"$ref": "../types/pets.json#/$defs/Pet"}
+
+
+def test_a_recursive_schema_is_cut_where_it_closes(project: Path) -> None:
+    done = run(project, "petstore30/openapi.yaml", "pets")
+    node = json.loads((project / "specs/pets/types/pets.json").read_text())["$defs"]["Node"]
+    assert "$ref" not in node["properties"]["children"]["items"]
+    assert node["properties"]["kind"]["title"] == "NodeKind"  # lint KT115
+    assert done.report is not None
+    assert any("recursive reference from Node to Node" in line for line in done.report.document)
+
+
+def test_tool_names_are_readable_short_and_unique(project: Path) -> None:
+    """operationId in snake_case; without one, the method and the path's nouns; a Japanese operationId
+    has no ASCII words, so the route names it; a name used twice is numbered; 64 characters at most."""
+    run(project, "petstore30/openapi.yaml", "pets")
+    run(project, "library31.json", "library")
+    assert set(tools(project, "pets")) == {"list_pets", "create_pet", "get_pet", "tag_pets", "delete_pet", "get_tree"}
+    names = set(tools(project, "library"))
+    assert {"update_book", "update_book_2", "create_search"} <= names
+    assert all(len(name) <= 64 for name in names)
+    assert "a_very_long_operation_identifier_that_goes_on_and_on_past_sixty" in names
+
+
+def test_parameters_and_body_merge_into_one_flat_input(project: Path) -> None:
+    """Body properties keep their names; a parameter whose name is taken gets its location as a prefix, one
+    that is no snake_case identifier its snake_case; `property:` is written whenever it differs from `name`.
+    Cookies, Authorization and read-only body properties are no inputs."""
+    run(project, "petstore30/openapi.yaml", "pets")
+    run(project, "library31.json", "library")
+    update = tools(project, "library")["update_book"]
+    assert update["http"]["params"] == [
+        {"in": "path", "name": "id", "property": "path_id"},
+        {"in": "query", "name": "id", "property": "query_id"},
+        {"in": "query", "name": "body"},
+    ]
+    assert update["http"]["body"] == "rest"
+    assert {"id", "title", "year", "format", "path_id", "query_id", "body"} == set(update["input"]["properties"])
+    assert "path_id" in update["input"]["required"]
+    listing = tools(project, "pets")["list_pets"]
+    assert listing["http"]["params"][-1] == {"in": "header", "name": "X-Request-ID", "property": "x_request_id"}
+    assert set(listing["input"]["properties"]) == {"limit", "status", "x_request_id"}
+    assert listing["input"]["properties"]["limit"]["maximum"] == 2**31 - 1  # KT112, from format int32
+    assert listing["input"]["properties"]["status"]["title"] == "ListPetsInputStatus"  # KT115
+    create = tools(project, "pets")["create_pet"]
+    assert set(create["input"]["properties"]) == {"name", "tag"}  # id is readOnly
+
+
+def test_a_body_that_is_no_flat_object_is_one_property(project: Path) -> None:
+    """An array body is the property `body`; a oneOf body too, or `payload` when a parameter is called body."""
+    run(project, "petstore30/openapi.yaml", "pets")
+    run(project, "library31.json", "library")
+    tag = tools(project, "pets")["tag_pets"]
+    assert tag["http"]["body"] == {"property": "body"}
+    assert tag["input"]["properties"]["body"] == {"type": "array", "items": {"type": "string"}}
+    assert tag["output"]["properties"]["items"]["type"] == "array"
+    assert tag["http"]["response_body"] == {"property": "items"}
+    search = tools(project, "library")["create_search"]
+    assert search["http"]["body"] == {"property": "payload"}
+    assert search["http"]["params"] == [{"in": "query", "name": "body"}]
+    assert search["output"]["properties"]["result"]["type"] == "string"  # a text/plain answer
+    assert search["http"]["response_body"] == {"property": "result"}
+    form = tools(project, "library")["a_very_long_operation_identifier_that_goes_on_and_on_past_sixty"]
+    assert form["http"]["content_types"] == ["application/x-www-form-urlencoded"]
+    assert form["http"]["status"] == 202
+
+
+def test_201_with_location_and_204(project: Path) -> None:
+    run(project, "petstore30/openapi.yaml", "pets")
+    specs = tools(project, "pets")
+    create = specs["create_pet"]
+    assert create["http"]["status"] == 201
+    assert create["http"]["response_headers"] == [{"name": "Location", "property": "location"}]
+    assert "location" in create["output"]["required"] and "id" in create["output"]["properties"]
+    delete = specs["delete_pet"]
+    assert delete["http"]["status"] == 204 and delete["http"]["response_body"] == "none"
+    assert delete["output"] == {"type": "object", "additionalProperties": False, "properties": {}}
+
+
+def test_annotations_and_policy_follow_the_method(project: Path) -> None:
+    run(project, "petstore30/openapi.yaml", "pets")
+    specs = tools(project, "pets")
+    hints = {name: spec["mcp"]["annotations"] for name, spec in specs.items()}
+    assert hints["list_pets"]["readOnlyHint"] and hints["list_pets"]["idempotentHint"]
+    assert hints["delete_pet"]["destructiveHint"] and hints["delete_pet"]["idempotentHint"]
+    assert hints["tag_pets"]["idempotentHint"] and not hints["tag_pets"]["readOnlyHint"]
+    assert not hints["create_pet"]["idempotentHint"] and not hints["create_pet"]["readOnlyHint"]
+    assert not any(h["openWorldHint"] for h in hints.values())  # no --forward: no facade
+    assert specs["create_pet"]["policy"] == {"idempotency": True}
+    assert specs["delete_pet"]["policy"]["idempotency"] is False and specs["delete_pet"]["policy"]["idempotency_note"]
+    assert "policy" not in specs["get_pet"]
+
+
+def test_documented_errors_map_to_catalogue_codes(project: Path) -> None:
+    """Existing codes for statuses that have one; a new code, described by the document, for one that has none."""
+    done = run(project, "petstore30/openapi.yaml", "pets")
+    specs = tools(project, "pets")
+    assert specs["create_pet"]["errors"] == ["CONFLICT", "GONE", "NOT_IMPLEMENTED"]
+    assert specs["get_pet"]["errors"] == ["NOT_FOUND", "NOT_IMPLEMENTED"]
+    catalogue = yaml.safe_load((project / "specs/errors.yaml").read_text())["codes"]
+    assert catalogue["GONE"] == {
+        "status": 410,
+        "retryable": False,
+        "title": "Gone",
+        "description": "The store is closed for good.",
+    }
+    assert done.report is not None and done.report.new_codes == ["GONE (410)"]
+    report = (project / "specs/pets/IMPORT-REPORT.md").read_text()
+    assert "the error body schema of 404" in report
+    assert "the default response has no single status" in report
+
+
+def test_examples_are_kept_only_when_they_validate(project: Path) -> None:
+    run(project, "petstore30/openapi.yaml", "pets")
+    run(project, "library31.json", "library")
+    pets = tools(project, "pets")
+    assert pets["list_pets"]["examples"] == [
+        {"name": "example", "input": {"limit": 2}, "output": {"items": [{"id": 1, "name": "Rex", "tag": None}]}}
+    ]
+    assert pets["create_pet"]["examples"] == [
+        {"name": "rex", "input": {"name": "Rex"}, "output": {"location": "/pets/1", "id": 1, "name": "Rex"}}
+    ]
+    assert "examples" not in pets["tag_pets"]  # the path parameter has no example value
+    assert "examples" not in tools(project, "library")["update_book"]
+    report = (project / "specs/library/IMPORT-REPORT.md").read_text()
+    assert "example 'example': its output does not fit the tool's schema (/year:" in report
+    assert (
+        "example(s) nameless: no request or response example to pair with"
+        in (project / "specs/pets/IMPORT-REPORT.md").read_text()
+    )
+
+
+def test_cookies_security_and_what_else_is_reported(project: Path) -> None:
+    done = run(project, "library31.json", "library")
+    service = yaml.safe_load((project / "specs/library/service.yaml").read_text())
+    assert service["policy"] == {"scopes": ["library"]}
+    assert service["http"] == {"base_path": "/v1/library"}
+    report = (project / "specs/library/IMPORT-REPORT.md").read_text()
+    assert "security schemes key (apiKey) are not carried" in report
+    assert "callbacks (done)" in report
+    assert done.report is not None and "details: specs/library/IMPORT-REPORT.md" in done.report.summary()
+    run(project, "petstore30/openapi.yaml", "pets", base_path="/store")
+    service = yaml.safe_load((project / "specs/pets/service.yaml").read_text())
+    assert service["policy"] == {"public": True} and service["version"] == "1.2.0"
+    assert tools(project, "pets")["get_pet"]["http"]["path"] == "/store/pets/{petId}"
+    assert "cookie parameter 'session'" in (project / "specs/pets/IMPORT-REPORT.md").read_text()
+
+
+def test_forward_writes_a_facade(project: Path) -> None:
+    run(project, "library31.json", "library", forward="https://library.example.org/api")
+    spec = tools(project, "library")["update_book"]
+    assert spec["handler_input"] == spec["handler_output"] == "data"
+    assert spec["mcp"]["annotations"]["openWorldHint"] is True
+    assert "UPSTREAM_ERROR" in spec["errors"] and "NOT_IMPLEMENTED" not in spec["errors"]
+    handlers = (project / "handlers/library/__init__.py").read_text()
+    assert 'return self.upstream.call(ctx, "update_book", input)' in handlers
+    assert "from kumitate.forward import Upstream" in handlers
+    settings = (project / "handlers/library/settings.py").read_text()
+    assert '"KUMITATE_LIBRARY_UPSTREAM_URL",\n        "https://library.example.org/api",' in settings
+
+
+def test_stubs_without_forward(project: Path) -> None:
+    run(project, "petstore30/openapi.yaml", "pets")
+    handlers = (project / "handlers/pets/__init__.py").read_text()
+    assert "def get_pet(self, input: models.GetPetInput, ctx: CallContext) -> models.GetPetOutput:" in handlers
+    assert 'raise NotImplementedToolError("get_pet' in handlers
+
+
+@pytest.mark.parametrize(
+    ("document", "options", "message"),
+    [
+        ("remote.yaml", {}, "remote $ref 'https://example.org/schemas/x.json#/X' at #/paths/~1x/get/responses"),
+        ("petstore30/openapi.yaml", {"base_path": "/Pets"}, "--base-path '/Pets' must look like /v1/pets"),
+        ("petstore30/openapi.yaml", {"forward": "ftp://x"}, "--forward 'ftp://x' must be an http(s) URL"),
+        ("missing.yaml", {}, "missing.yaml: no such file"),
+    ],
+)
+def test_refusals_are_one_line(project: Path, document: str, options: dict[str, str], message: str) -> None:
+    with pytest.raises(ImportFailed) as refused:
+        run(project, document, "pets", **options)
+    assert message in str(refused.value) and "\n" not in str(refused.value)
+    assert not (project / "specs/pets").exists()
+
+
+def test_an_existing_service_is_not_overwritten(project: Path) -> None:
+    run(project, "petstore30/openapi.yaml", "pets")
+    with pytest.raises(ImportFailed, match="already exists"):
+        run(project, "petstore30/openapi.yaml", "pets")
