@@ -71,7 +71,7 @@ def success(document: dict[str, Any], responses: dict[str, Any], convert: Conver
     if body_props is None:
         body_props, body_required, body_mode = {"result": out.schema}, ["result"], {"property": "result"}
     if not headers and body_mode == "rest" and out.kept is not None:  # the document's own (shared) type
-        out.schema = {**out.kept, "type": "object"} if "$ref" in out.kept else out.kept
+        out.schema = out.kept if out.kept.get("type") == "object" else {**out.kept, "type": "object"}
         return out
     out.body = body_mode
     properties = {**body_props, **{p: s for p, (s, _) in headers.items()}}
