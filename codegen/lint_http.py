@@ -15,15 +15,11 @@ from collections.abc import Iterator, Mapping
 
 from codegen.specs import Problem, SpecTree, ToolSpec
 from kumitate.httpshape import path_variables
+from kumitate.transports.http.forms import kinds
 
 RULE = "KT121"
 TEXT_ONLY = frozenset({"object"})
 """Types no path segment, query key or header can carry as text (forms.coerce reads scalars and lists)."""
-
-
-def _types(schema: Mapping[str, object]) -> set[str]:
-    declared = schema.get("type")
-    return {str(t) for t in declared} if isinstance(declared, list) else {declared} if isinstance(declared, str) else set()
 
 
 def _props(schema: Mapping[str, object]) -> Mapping[str, Mapping[str, object]]:
@@ -57,7 +53,7 @@ def _params(tool: ToolSpec) -> Iterator[str]:
             yield f"path parameter {param.name!r} must be a required input property"
         schema = props[param.property]
         items = schema.get("items")
-        if _types(schema) & TEXT_ONLY or (isinstance(items, Mapping) and _types(items) & TEXT_ONLY):
+        if kinds(schema) & TEXT_ONLY or (isinstance(items, Mapping) and kinds(items) & TEXT_ONLY):
             yield f"{where} is an object: only text, numbers, booleans and their lists travel outside the body"
     variables = path_variables(tool.http_path)
     for param in shape.params:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from codegen.specs import ToolSpec
 from kumitate.httpshape import Body
+from kumitate.transports.http.forms import kinds
 
 Json = dict[str, object]
 
@@ -66,16 +67,11 @@ def parameters(tool: ToolSpec, schemas: Mapping[str, object], input_name: str) -
         if description:
             entry["description"] = description
         entry["required"] = param.location == "path" or param.property in required
-        if "array" in _types(schema) and param.location == "query":
+        if "array" in kinds(schema) and param.location == "query":
             entry["style"], entry["explode"] = "form", True
         entry["schema"] = schema
         out.append(entry)
     return out
-
-
-def _types(schema: Mapping[str, object]) -> set[str]:
-    declared = schema.get("type")
-    return {str(t) for t in declared} if isinstance(declared, list) else {declared} if isinstance(declared, str) else set()
 
 
 def body_schema(body: Body, component: Mapping[str, object], elsewhere: frozenset[str]) -> tuple[Json | None, bool]:

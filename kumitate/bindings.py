@@ -178,7 +178,7 @@ class ToolBinding(Binding):
     model does not express the whole schema (codegen/fidelity.py)."""
     cache: CacheHint | None = None
     """MCP caching hint of the tool's listing (spec `mcp.cache`); None: 0, private."""
-    http_shape: HttpShape = HttpShape()
+    http_shape: HttpShape = field(default_factory=HttpShape)
     """Where the input and output travel over HTTP (spec `http` params, body, status, response_*);
     the default: the input is the JSON body, the output a 200's body (kumitate.httpshape)."""
 

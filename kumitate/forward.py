@@ -44,9 +44,13 @@ class Upstream:
         service: ServiceBinding,
         catalogue: Mapping[str, CatalogueEntry],
         *,
+        prefix: str = "",
         client: OutboundClient | None = None,
     ) -> None:
+        """`prefix`: the start of every tool's route that the upstream's paths do not have (the imported
+        service is served under /v1/<service>; the API answers at its own paths)."""
         self.base_url = base_url
+        self.prefix = prefix.rstrip("/")
         self.tools = {tool.name: tool for tool in service.tools}
         self.catalogue = catalogue
         self.client = client or OutboundClient(base_url)
@@ -58,7 +62,10 @@ class Upstream:
     def call(self, ctx: CallContext, tool: str, data: Mapping[str, object]) -> dict[str, object]:
         """Send `tool`'s call with input `data` to the upstream; its answer as the tool's output."""
         binding = self.tools[tool]
-        request = binding.http_shape.request(binding.http_path, data)
+        route = binding.http_path
+        if self.prefix and route.startswith(self.prefix + "/"):
+            route = route.removeprefix(self.prefix)
+        request = binding.http_shape.request(route, data)
         path = request.path + (f"?{urlencode(request.query)}" if request.query else "")
         headers = dict(request.headers)
         if ctx.credentials:
