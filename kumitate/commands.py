@@ -104,7 +104,10 @@ def add_parsers(sub: Any) -> None:
         "--forward", metavar="BASE_URL", default=None, help="make the handlers a facade that forwards every call there"
     )
     openapi.add_argument(
-        "--base-path", metavar="PREFIX", default=None, help="the prefix of every imported route (default /v1/SERVICE)"
+        "--base-path",
+        metavar="PREFIX",
+        default=None,
+        help="a prefix of every imported route (default: none, the document's own paths)",
     )
     openapi.set_defaults(run=_needs_codegen(_import))
 

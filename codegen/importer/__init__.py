@@ -39,7 +39,8 @@ class Options:
     forward: str | None = None
     """The upstream base URL: the handlers forward every call there."""
     base_path: str | None = None
-    """The prefix of every imported route (default /v1/<service>)."""
+    """A prefix of every imported route; by default a route is the document's own path, so the service
+    answers where the API did (and a facade forwards each call to the same path upstream)."""
 
 
 @dataclass
@@ -60,8 +61,8 @@ def _check(options: Options, specs: Path, handlers: Path) -> str:
             raise ImportFailed(f"{taken} already exists; nothing was changed")
     if not (specs / "errors.yaml").is_file():
         raise ImportFailed(f"{specs / 'errors.yaml'} not found: import into a project made by `kumitate init`")
-    prefix = (options.base_path or f"/v1/{options.service}").rstrip("/") or "/"
-    if not BASE_PATH.match(prefix):
+    prefix = (options.base_path or "").rstrip("/")
+    if prefix and not BASE_PATH.match(prefix):
         raise ImportFailed(f"--base-path {prefix!r} must look like /v1/pets: lower case, digits, / _ -")
     if options.forward is not None and not options.forward.startswith(("http://", "https://")):
         raise ImportFailed(f"--forward {options.forward!r} must be an http(s) URL")
@@ -94,6 +95,11 @@ def _document_notes(data: dict[str, Any], options: Options) -> tuple[list[str], 
         notes.append(
             f"servers: {', '.join(servers)}" + ("" if options.forward else " (import with --forward to reach one)")
         )
+    if options.forward and options.base_path:
+        notes.append(
+            f"routes are prefixed with {options.base_path}: the forwarder must take the service's http.base_path"
+            " off a tool's path to reach the API's own"
+        )
     if data.get("webhooks"):
         notes.append(
             f"webhooks ({', '.join(data['webhooks'])}) are not carried: a tool answers calls, it receives none"
@@ -121,14 +127,24 @@ def _service(data: dict[str, Any], options: Options, prefix: str, secured: bool,
             f"Each tool is one operation of {title} (imported from its OpenAPI document)."
             " Read a tool's description for when to use it; tools marked read-only change nothing."
         ),
-        "http": {"base_path": prefix},
     }
+    if prefix:
+        doc["http"] = {"base_path": prefix}
     doc["policy"] = {"scopes": [options.service]} if secured else {"public": True}
     return doc
 
 
+RUNTIME_ROUTES = ("/mcp", "/healthz", "/readyz", "/metrics", "/v1/versions", "/v1/operations", "/.well-known/mcp")
+"""Routes kumitate's runtime serves itself: an imported route under one of them needs --base-path."""
+
+
 def _routes(data: dict[str, Any], report: Report) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
     routes = []
+    taken = sorted({str(p) for p in data.get("paths") or {} if str(p).startswith(RUNTIME_ROUTES)})
+    if taken:
+        report.document.append(
+            f"paths {', '.join(taken)} are routes of kumitate's runtime too: import with --base-path to serve them"
+        )
     for path, item in (data.get("paths") or {}).items():
         if not isinstance(item, dict):
             continue

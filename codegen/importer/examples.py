@@ -9,6 +9,7 @@ named examples pair by name, else the first input goes with the first output.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import jsonschema_rs
@@ -20,6 +21,16 @@ from codegen.importer.report import OperationReport
 from codegen.importer.schema import Converter
 
 
+def _value(value: Any) -> Any:
+    """An example as data: one written as a JSON text (`"{ \"Name\": ... }"`) is parsed."""
+    if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
 def _named(document: dict[str, Any], media: dict[str, Any] | None) -> dict[str, Any]:
     """A media type's examples by name: `examples`, else `example`, else its schema's example."""
     if not isinstance(media, dict):
@@ -28,9 +39,9 @@ def _named(document: dict[str, Any], media: dict[str, Any] | None) -> dict[str, 
     for name, raw in (media.get("examples") or {}).items():
         example = resolve(document, raw)
         if isinstance(example, dict) and "value" in example:
-            found[str(name)] = example["value"]
+            found[str(name)] = _value(example["value"])
     if not found and "example" in media:
-        found["example"] = media["example"]
+        found["example"] = _value(media["example"])
     schema = resolve(document, media.get("schema"))
     if not found and isinstance(schema, dict):
         if "example" in schema:

@@ -54,7 +54,8 @@ def success(document: dict[str, Any], responses: dict[str, Any], convert: Conver
             found = [200]
             responses = {**responses, "200": responses["2XX"]}
         else:
-            report.dropped.append("no 2xx response is documented: the output is an empty object")
+            others = ", ".join(str(k) for k in responses) or "none"
+            report.dropped.append(f"no 2xx response is documented ({others}): the output is an empty object")
             return out
     status = found[0]
     for other in found[1:]:

@@ -1,14 +1,24 @@
-"""`kumitate init`, then `kumitate import openapi` (stubs and a facade), then the project's own generator
-drift check and lint: what a team runs after importing its API."""
+"""`kumitate init`, then `kumitate import openapi` (stubs and a facade), then what a team runs next: the
+project's generator drift check and lint, and, for a facade, the served tools answering as the API did."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
+import shutil
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
+
+import httpx
+import pytest
 
 from codegen.__main__ import main as codegen_main
+from codegen.testing import serve
 from kumitate import cli
 from tests.codegen.importer.conftest import DATA
 
@@ -26,10 +36,22 @@ def kumitate(project: Path, *argv: str) -> tuple[int, str]:
     return status, out.getvalue()
 
 
-def test_an_imported_api_passes_the_projects_generator_and_lint(tmp_path: Path) -> None:
-    status, said = kumitate(tmp_path, "init", str(tmp_path / "my_api"))
+@pytest.fixture(scope="module")
+def initialised(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `kumitate init` writes, once for this module."""
+    root = tmp_path_factory.mktemp("init")
+    status, said = kumitate(root, "init", str(root / "my_api"))
     assert status == 0, said
-    project = tmp_path / "my_api"
+    return root / "my_api"
+
+
+@pytest.fixture
+def project(initialised: Path, tmp_path: Path) -> Path:
+    """A copy of the initialised project for one test."""
+    return Path(shutil.copytree(initialised, tmp_path / "my_api", symlinks=True))
+
+
+def test_an_imported_api_passes_the_projects_generator_and_lint(project: Path) -> None:
     status, said = kumitate(project, "import", "openapi", str(DATA / "petstore30/openapi.yaml"), "--service", "pets")
     assert status == 0, said
     assert "imported 6 operation(s) of Pet Store (OpenAPI 3.0.3) as service 'pets'" in said
@@ -45,3 +67,79 @@ def test_an_imported_api_passes_the_projects_generator_and_lint(tmp_path: Path) 
         assert codegen_main(["--check"]) == 0, out.getvalue()
     status, said = kumitate(project, "import", "openapi", str(DATA / "remote.yaml"), "--service", "remote")
     assert status == 2 and said.startswith("kumitate import openapi: ") and "remote $ref" in said
+
+
+class _PetStore(BaseHTTPRequestHandler):
+    """The API the facade fronts: a few answers of the crafted pet store, and what it was asked."""
+
+    asked: ClassVar[list[str]] = []
+
+    def _answer(self, status: int, body: object = None, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode() if body is not None else b""
+        self.send_response(status)
+        for name, value in {**(headers or {}), "Content-Length": str(len(data))}.items():
+            self.send_header(name, value)
+        if body is not None:
+            self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        """GET /api/pets/{id}: the pet, or 404 for pet 404."""
+        self.asked.append(f"GET {self.path}")
+        pet = self.path.rsplit("/", 1)[-1]
+        self._answer(404, {"message": "no"}) if pet == "404" else self._answer(200, {"id": int(pet), "name": "Rex"})
+
+    def do_POST(self) -> None:
+        """POST /api/pets: 201 with a Location."""
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.asked.append(f"POST {self.path} {body}")
+        self._answer(201, {"id": 7, "name": body["name"]}, {"Location": "/pets/7"})
+
+    def do_DELETE(self) -> None:
+        """DELETE /api/pets/{id}: 204."""
+        self.asked.append(f"DELETE {self.path}")
+        self._answer(204)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+@pytest.fixture
+def upstream() -> Iterator[str]:
+    """The pet store API, served on a free port; its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _PetStore)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/api"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_facade_answers_over_http_as_the_api_did(project: Path, upstream: str, tmp_path: Path) -> None:
+    """Imported with --forward, the service serves the API's own routes: the same paths, statuses and
+    Location header, each call sent on to the API; a documented 404 is the catalogue's NOT_FOUND."""
+    status, said = kumitate(
+        project, "import", "openapi", str(DATA / "petstore30/openapi.yaml"), "--service", "pets", "--forward", upstream
+    )
+    assert status == 0, said
+    _PetStore.asked.clear()
+    with serve(project, tmp_path / "var") as server, httpx.Client(base_url=server.url, timeout=30) as http:
+        got = http.get("/pets/3")
+        assert (got.status_code, got.json()) == (200, {"id": 3, "name": "Rex"})
+        created = http.post("/pets", json={"name": "Tama"})
+        assert (created.status_code, created.headers["location"], created.json()) == (
+            201,
+            "/pets/7",
+            {"id": 7, "name": "Tama"},
+        )
+        assert http.delete("/pets/3").status_code == 204
+        missing = http.get("/pets/404")
+        assert (missing.status_code, missing.json()["error"]["code"]) == (404, "NOT_FOUND")
+    assert _PetStore.asked == [
+        "GET /api/pets/3",
+        "POST /api/pets {'name': 'Tama'}",
+        "DELETE /api/pets/3",
+        "GET /api/pets/404",
+    ]
