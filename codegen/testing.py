@@ -83,12 +83,12 @@ def _wait_until_up(server: Server) -> None:
     raise RuntimeError(f"the server did not answer within {START_TIMEOUT_S:.0f} s")
 
 
-async def examples_over_http(tree: SpecTree, url: str) -> list[str]:
-    """Every example over HTTP; the failures, one line each."""
-    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+async def examples_over_http(tree: SpecTree, url: str, headers: dict[str, str] | None = None) -> list[str]:
+    """Every example over HTTP (with `headers` on each request: a token); the failures, one line each."""
+    async with httpx.AsyncClient(base_url=url, timeout=60, headers=headers) as http:
 
         async def call(tool: ToolSpec, arguments: Any) -> Result:
-            path, kwargs = shaped_request(tool.http_shape, tool.http_path, arguments)
+            path, kwargs = shaped_request(tool.http_shape, tool.http_path, arguments, tool.http_method)
             response = await http.request(tool.http_method, path, **kwargs)
             return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response))
 

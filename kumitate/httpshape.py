@@ -21,6 +21,8 @@ Carried = Literal["rest", "none", "property"]
 """How a body is made: `rest` the properties not sent elsewhere as one JSON object, `none` no body,
 `property` one property's value."""
 
+METHODS_WITHOUT_BODY = frozenset({"GET", "DELETE"})
+"""Methods whose request sends no body unless there is something to send (RFC 9110 gives theirs no meaning)."""
 _TEMPLATE_VARIABLE = re.compile(r"{([^{}/]+)}")
 
 
@@ -133,10 +135,11 @@ class HttpShape:
         """The output properties that travel as response headers."""
         return frozenset(prop for _, prop in self.response_headers)
 
-    def request(self, path: str, arguments: Mapping[str, object]) -> HttpRequest:
+    def request(self, path: str, arguments: Mapping[str, object], method: str = "POST") -> HttpRequest:
         """The request that carries `arguments` (the flat input) the way this shape reads it: path
         variables filled in (percent-encoded), query keys (a list repeated), headers (a list comma-joined),
-        and the body."""
+        and the body: the rest of the input as an object, even an empty one, for a method that sends a body
+        (`PATCH` with nothing to change is `{}`, not no body), and for GET or DELETE only when it has some."""
         out = HttpRequest(path)
         for param in self.params:
             if param.property not in arguments:
@@ -155,7 +158,7 @@ class HttpShape:
             out.body = arguments.get(self.body.property or "")
         elif self.body.carried == "rest":
             rest = {k: v for k, v in arguments.items() if k not in self.param_properties}
-            out.has_body = bool(rest) or not self.params
+            out.has_body = bool(rest) or method not in METHODS_WITHOUT_BODY
             out.body = rest
         return out
 

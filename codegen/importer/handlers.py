@@ -29,8 +29,11 @@ def upstream_variable(service: str) -> str:
     return f"KUMITATE_{service.upper()}_UPSTREAM_URL"
 
 
-def files(service: str, tools: list[dict[str, Any]], forward: str | None, api_title: str) -> dict[str, str]:
-    """handlers/<service>/ relative path -> text; `tools` are {name, operation} in spec order."""
+def files(
+    service: str, tools: list[dict[str, Any]], forward: str | None, api_title: str, prefix: str = ""
+) -> dict[str, str]:
+    """handlers/<service>/ relative path -> text; `tools` are {name, operation} in spec order; `prefix`: the
+    route prefix the service is served under (`--base-path`), which the facade's Upstream takes off again."""
     names = {
         "service": service,
         "settings_class": f"{naming.pascal(service)}Settings",
@@ -59,6 +62,7 @@ def files(service: str, tools: list[dict[str, Any]], forward: str | None, api_ti
         "tools": tools,
         "env": upstream_variable(service),
         "base_url": json.dumps(forward),
+        "prefix": json.dumps(prefix),
         "api_title": " ".join(api_title.replace("\\", "/").replace('"', "'").split()),
     }
     return {

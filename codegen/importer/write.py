@@ -60,7 +60,8 @@ def service_files(
     for spec, _ in tools:
         files[specs / name / "tools" / f"{spec['name']}.yaml"] = dump(in_tool(spec, types_file))
     listed = [{"name": spec["name"], "operation": operation} for spec, operation in tools]
-    for rel, text in handlers.files(name, listed, forward, service["title"]).items():
+    prefix = str((service.get("http") or {}).get("base_path", ""))
+    for rel, text in handlers.files(name, listed, forward, service["title"], prefix).items():
         files[handlers_dir / name / rel] = text
     return files
 

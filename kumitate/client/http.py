@@ -16,13 +16,13 @@ from kumitate.outbound.retry import retry_after_s
 __all__ = ["AsyncHttpBackend", "HttpBackend", "shaped_body", "shaped_request"]
 
 
-def shaped_request(shape: HttpShape, path: str, arguments: object) -> tuple[str, dict[str, Any]]:
+def shaped_request(shape: HttpShape, path: str, arguments: object, method: str = "POST") -> tuple[str, dict[str, Any]]:
     """A tool's flat input as httpx's path and keywords, where its REST shape (kumitate.httpshape) puts
     each property: the example runners and the typed clients send what the route reads. Arguments that
     are no object (a test's bad input) go as the body, as they came."""
     if shape.plain or not isinstance(arguments, Mapping):
         return path, {"json": arguments}
-    request = shape.request(path, arguments)
+    request = shape.request(path, arguments, method)
     kwargs: dict[str, Any] = {"params": request.query, "headers": request.headers}
     if request.has_body:
         kwargs["json"] = request.body
@@ -45,7 +45,7 @@ def _http_request(call: Call) -> tuple[str, str, dict[str, Any]]:
     if call.idempotency_key:
         headers[IDEMPOTENCY_HEADER] = call.idempotency_key
     if not call.op.http_shape.plain and call.arguments is not None:
-        path, shaped = shaped_request(call.op.http_shape, call.op.http_path, call.arguments)
+        path, shaped = shaped_request(call.op.http_shape, call.op.http_path, call.arguments, call.op.http_method)
         shaped["headers"] = {**shaped["headers"], **headers}
         return call.op.http_method, path, shaped
     kwargs: dict[str, Any] = {"headers": headers}
