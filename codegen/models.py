@@ -52,7 +52,7 @@ _BUNDLE_ROOT = re.compile(
 )
 
 
-def _rewrite(node: Any, base_file: Path, root: Path, defs: set[str]) -> Any:
+def _rewrite(node: object, base_file: Path, root: Path, defs: set[str]) -> object:
     """Point refs to shared `$defs` at the bundle's `#/$defs/Name`; inline the rest."""
     if isinstance(node, list):
         return [_rewrite(v, base_file, root, defs) for v in node]
@@ -89,13 +89,28 @@ def _top_level(schema: dict[str, Any], base_file: Path, root: Path, defs: set[st
     (OpenAPI shows `<Tool>Output`); the Python module makes that name an alias instead (aliases())."""
     if _is_bare_ref(schema):
         target_file, fragment = split_ref(schema["$ref"], base_file, root, "")
-        target = load_document(target_file)
-        for part in fragment.strip("/").split("/") if fragment.strip("/") else []:
-            target = target[part]
-        merged = copy.deepcopy(target)
+        target = _node_at(target_file, fragment.strip("/").split("/") if fragment.strip("/") else [])
+        merged = copy.deepcopy(_schema_object(target, target_file))
         merged.update({k: v for k, v in schema.items() if k != "$ref"})
-        return dict(_rewrite(merged, target_file, root, defs))
-    return dict(_rewrite(schema, base_file, root, defs))
+        return _schema_object(_rewrite(merged, target_file, root, defs), target_file)
+    return _schema_object(_rewrite(schema, base_file, root, defs), base_file)
+
+
+def _node_at(path: Path, parts: list[str]) -> object:
+    """The node at `parts` (a JSON pointer's tokens) of a spec file: a `$defs` entry the spec check has found."""
+    node = load_document(path)
+    for part in parts:
+        if not isinstance(node, dict):
+            raise TypeError(f"{path}: /{'/'.join(parts)} passes through a non-object")
+        node = node[part]
+    return node
+
+
+def _schema_object(node: object, path: Path) -> dict[str, Any]:
+    """`node`, which a model's schema must be: a JSON object (a boolean schema has no model)."""
+    if not isinstance(node, dict):
+        raise TypeError(f"{path}: a model's schema must be an object, not {node!r:.80}")
+    return dict(node)
 
 
 def _owners(svc: ServiceSpec) -> dict[str, Path]:
@@ -135,7 +150,7 @@ def bundle(svc: ServiceSpec, root: Path) -> dict[str, Any]:
     owners = _owners(svc)
     names = set(owners)
     for name, path in sorted(owners.items()):
-        shared[name] = _rewrite(load_document(path)["$defs"][name], path, root, names)
+        shared[name] = _rewrite(_node_at(path, ["$defs", name]), path, root, names)
     for tool in svc.tools:
         shared[naming.input_model(tool.name)] = _top_level(tool.raw["input"], tool.source, root, names)
         shared[naming.output_model(tool.name)] = _top_level(tool.raw["output"], tool.source, root, names)
