@@ -21,7 +21,7 @@ from datamodel_code_generator.enums import DefaultValueType
 from datamodel_code_generator.format import Formatter
 
 from codegen import naming
-from codegen.refs import dereference, load_document, split_ref
+from codegen.refs import JsonValue, dereference, load_document, split_ref
 from codegen.specs import ServiceSpec
 
 OPTIONS: dict[str, Any] = {
@@ -169,7 +169,7 @@ REFUSE_NULL = "kumitate.nulls.refuse_null"
 """The validator of an optional property the schema does not let be null (the generator types it `X | None`)."""
 
 
-def _admits_null(schema: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> bool:
+def _admits_null(schema: JsonValue, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> bool:
     if schema is True or (
         isinstance(schema, dict) and not ({"type", "$ref", "anyOf", "enum", "const"} & schema.keys())
     ):
@@ -185,7 +185,7 @@ def _admits_null(schema: Any, defs: dict[str, Any], seen: frozenset[str] = froze
     return any(_admits_null(option, defs, seen) for option in schema.get("anyOf", []))
 
 
-def _mark_null_refused(node: Any, defs: dict[str, Any]) -> bool:
+def _mark_null_refused(node: object, defs: dict[str, Any]) -> bool:
     """Mark (in place) each optional property without a default that refuses null; True if any was."""
     if isinstance(node, list):
         return any([_mark_null_refused(v, defs) for v in node])
@@ -215,7 +215,8 @@ def _null_refusing_fields(code: str) -> dict[str, list[str]]:
     return out
 
 
-def _generate(document: dict[str, Any], header: str, **extra: Any) -> str:
+def _generate(document: dict[str, Any], header: str, extra: dict[str, Any]) -> str:
+    """The generator's module of `document`: OPTIONS and a pass's `extra` options (the generator's keyword names)."""
     code = generate(
         json.dumps(document, ensure_ascii=False, sort_keys=True), custom_file_header=header, **OPTIONS, **extra
     )
@@ -223,7 +224,7 @@ def _generate(document: dict[str, Any], header: str, **extra: Any) -> str:
     return code
 
 
-def _with_null_refusal(document: dict[str, Any], header: str, **extra: Any) -> str:
+def _with_null_refusal(document: dict[str, Any], header: str, extra: dict[str, Any]) -> str:
     """The generated module, with `refuse_null` on every optional property that refuses null.
 
     The generator knows no such option: a first pass marks those properties (a field extra in the
@@ -231,13 +232,13 @@ def _with_null_refusal(document: dict[str, Any], header: str, **extra: Any) -> s
     through the generator's `validators` option."""
     marked = copy.deepcopy(document)
     if not _mark_null_refused(marked["$defs"], marked["$defs"]):
-        return _generate(document, header, **extra)
-    fields = _null_refusing_fields(_generate(marked, header, field_extra_keys={NULL_MARK}, **extra))
+        return _generate(document, header, extra)
+    fields = _null_refusing_fields(_generate(marked, header, {**extra, "field_extra_keys": {NULL_MARK}}))
     validators = {
         cls: {"validators": [{"fields": names, "function": REFUSE_NULL, "mode": "before"}]}
         for cls, names in sorted(fields.items())
     }
-    code = _generate(document, header, validators=validators, **extra)
+    code = _generate(document, header, {**extra, "validators": validators})
     missing = set(fields) - {c.name for c in ast.parse(code).body if isinstance(c, ast.ClassDef)}
     if missing:
         raise RuntimeError(f"the two generator passes name classes differently: {sorted(missing)}")
@@ -264,11 +265,11 @@ def render(svc: ServiceSpec, root: Path, header: str) -> str:
     alias_of = aliases(svc, root)
     for name in alias_of:
         del document["$defs"][name]
-    code = _with_null_refusal(document, header)
+    code = _with_null_refusal(document, header, {})
     aliased = _aliased_classes(code)
     if aliased:
         by_name = defaultdict(dict, {cls: {"allow_population_by_field_name": True} for cls in aliased})
-        code = _with_null_refusal(document, header, extra_template_data=by_name)
+        code = _with_null_refusal(document, header, {"extra_template_data": by_name})
     code, found = _BUNDLE_ROOT.subn("", code)
     if found != 1:
         raise RuntimeError(f"the generator no longer emits the bundle root class {BUNDLE_TITLE} as expected")
