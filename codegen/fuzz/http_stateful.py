@@ -17,14 +17,14 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import httpx
 from hypothesis.stateful import RULE_MARKER
 from schemathesis.generation.stateful.state_machine import APIStateMachine, StepInput, StepOutput
 
 from codegen import specs
-from codegen.fuzz.stateful import Stats, Walk, run_machine
+from codegen.fuzz.stateful import Sequence, Stats, Walk, run_machine
 from kumitate.invariants import Invariant, Step
 
 if TYPE_CHECKING:
@@ -140,18 +140,19 @@ class Shared:
     stats: Stats
 
 
-class Sequence:
-    """One sequence of the HTTP walk beside the schemathesis machine that sends it: its requests so far
-    (a failure is reported as them), the invariants' memory, and the links it followed."""
+class WorkflowSteps(APIStateMachine):
+    """The walk's part of the HTTP state machine, put in front of the machine schemathesis builds for the
+    schema (`run`): each step runs the invariants of its tool around it and is counted in the sequence's
+    `Sequence` (codegen.fuzz.stateful, as the MCP walk does); `shared` is set by `run`."""
 
-    def __init__(self, shared: Shared) -> None:
-        self.shared = shared
-        self.trace: list[str] = []
-        self.memory: dict[str, Any] = {}
-        self.followed = 0
+    shared: ClassVar[Shared]
 
-    def step(self, input: StepInput, send: Callable[[StepInput], StepOutput]) -> StepOutput:
-        """Send one request with `send` (the machine's own step), with the invariants of its tool around it."""
+    def __init__(self) -> None:
+        self.sequence = Sequence(self.shared.checked, self.shared.caller, self.shared.stats, "requests")
+        super().__init__()
+
+    def step(self, input: StepInput) -> StepOutput:
+        """schemathesis' step, with the walk's invariants and counts around it."""
         case = input.case
         # no generated Idempotency-Key: one repeated from an earlier call makes this call a replay that
         # runs nothing, and an invariant would then judge a change that never happened (the per-call
@@ -160,65 +161,26 @@ class Sequence:
             del case.headers[name]
         tool = self.shared.caller.by_route.get((case.method.upper(), case.operation.path))
         arguments = case.body if isinstance(case.body, dict) else {}
-        self.followed += input.transition is not None
-        self.shared.stats.links_followed += input.transition is not None
-        for inv in self.shared.checked:
-            if tool is not None and tool in inv.tools and inv.before is not None:
-                inv.before(tool, arguments, self.shared.caller, self.memory)
+        if input.transition is not None:
+            self.sequence.follow()
+        if tool is not None:
+            self.sequence.before(tool, arguments)
         body = json.dumps(case.body, ensure_ascii=False, default=repr)[:400]
         line = f"{case.method.upper()} {case.formatted_path} {body}"
         try:
-            output = send(input)
+            output = super().step(input)
         except Exception as exc:
-            self.trace.append(f"{line} -> {type(exc).__name__}")
-            self.report(f"{type(exc).__name__}: {str(exc)[:1500]}")
+            self.sequence.trace.append(f"{line} -> {type(exc).__name__}")
+            self.sequence.fail(f"{type(exc).__name__}: {str(exc)[:1500]}")
         self.shared.stats.calls += 1
-        self.trace.append(f"{line} -> {output.response.status_code}")
+        self.sequence.trace.append(f"{line} -> {output.response.status_code}")
         if tool is not None:
-            self.check(step_of(tool, arguments, output.response))
+            self.sequence.after(step_of(tool, arguments, output.response))
         return output
-
-    def check(self, done: Step) -> None:
-        """Check the invariants that watch the step's tool (a success only)."""
-        for inv in self.shared.checked:
-            if done.ok and done.tool in inv.tools:
-                self.shared.stats.invariant_checks += 1
-                broken = inv.check(done, self.shared.caller, self.memory)
-                if broken:
-                    self.report(f"invariant {inv.name} broken after {done.tool}: {broken}")
-
-    def report(self, problem: str) -> NoReturn:
-        """Fail the sequence with `problem` and the requests that led to it (the walk's first failure)."""
-        listed = "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.trace))
-        message = f"{problem}\nsequence ({len(self.trace)} requests):\n{listed}"
-        self.shared.stats.failure = self.shared.stats.failure or message
-        raise AssertionError(message)
-
-    def teardown(self) -> None:
-        """Count the sequence once it ends."""
-        stats = self.shared.stats
-        stats.sequences += 1
-        stats.multi_step += self.followed > 0
-        stats.longest = max(stats.longest, len(self.trace))
-
-
-class WorkflowSteps(APIStateMachine):
-    """The walk's part of the HTTP state machine, put in front of the machine schemathesis builds for the
-    schema (`run`): each step goes through the sequence's `Sequence`; `shared` is set by `run`."""
-
-    shared: ClassVar[Shared]
-
-    def __init__(self) -> None:
-        self.sequence = Sequence(self.shared)
-        super().__init__()
-
-    def step(self, input: StepInput) -> StepOutput:
-        """schemathesis' step, with the walk's invariants and counts around it."""
-        return self.sequence.step(input, super().step)
 
     def teardown(self) -> None:
         """Count the sequence (schemathesis' own teardown is not run, as before the walk had this class)."""
-        self.sequence.teardown()
+        self.sequence.end()
 
 
 def run(url: str, headers: Mapping[str, str], config: Path, walk: Walk) -> Stats:

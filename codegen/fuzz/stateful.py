@@ -39,7 +39,7 @@ from codegen import specs
 from codegen.fuzz.contract import Case, check_result
 from codegen.links import Source, target_of
 from kumitate.client import mcp_result_body
-from kumitate.invariants import Invariant, Step
+from kumitate.invariants import Caller, Invariant, Step
 
 if TYPE_CHECKING:
     import mcp_types
@@ -283,16 +283,59 @@ class Strategies:
         return self.built[node.name]
 
 
+class Sequence:
+    """One sequence of a walk, on either transport: its calls so far (a failure is reported as them), the
+    invariants' memory, and the links it followed; what it does is counted in the walk's Stats."""
+
+    def __init__(self, invariants: list[Invariant], caller: Caller, stats: Stats, unit: str) -> None:
+        self.invariants, self.caller, self.stats, self.unit = invariants, caller, stats, unit
+        self.trace: list[str] = []
+        self.memory: dict[str, Any] = {}
+        self.followed = 0
+
+    def before(self, tool: str, arguments: Mapping[str, Any]) -> None:
+        """Let the invariants that watch `tool` note what they need before it is called."""
+        for inv in self.invariants:
+            if tool in inv.tools and inv.before is not None:
+                inv.before(tool, arguments, self.caller, self.memory)
+
+    def after(self, step: Step) -> None:
+        """Check the invariants that watch the step's tool, after a success."""
+        for inv in self.invariants:
+            if step.ok and step.tool in inv.tools:
+                self.stats.invariant_checks += 1
+                broken = inv.check(step, self.caller, self.memory)
+                if broken:
+                    self.fail(f"invariant {inv.name} broken after {step.tool}: {broken}")
+
+    def follow(self) -> None:
+        """Count a link followed."""
+        self.followed += 1
+        self.stats.links_followed += 1
+
+    def fail(self, problem: str) -> NoReturn:
+        """Fail the sequence with `problem` and the calls that led to it (the walk's first failure)."""
+        steps = "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.trace))
+        message = f"{problem}\nsequence ({len(self.trace)} {self.unit}):\n{steps}"
+        self.stats.failure = self.stats.failure or message  # the first one: a replay meets another server state
+        raise AssertionError(message)
+
+    def end(self) -> None:
+        """Count the sequence once it ends."""
+        self.stats.sequences += 1
+        self.stats.multi_step += self.followed > 0
+        self.stats.longest = max(self.stats.longest, len(self.trace))
+
+
 @dataclass(frozen=True)
 class Harness:
-    """What the rules of one machine share: the wire to the server, the invariants (and the tools they
-    watch), the validators of the tools' inputs, and the counts."""
+    """What the rules of one machine share: the wire to the server, the invariants, the validators of the
+    tools' inputs, and the counts."""
 
     wire: Wire
     invariants: list[Invariant]
     stats: Stats
     validators: dict[str, jsonschema_rs.Draft202012Validator]
-    watching: frozenset[str]
 
 
 class Workflows(RuleBasedStateMachine):
@@ -304,45 +347,23 @@ class Workflows(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.results: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
-        self.trace: list[str] = []
-        self.memory: dict[str, Any] = {}
-        self.followed = 0
-
-    def fail(self, problem: str) -> NoReturn:
-        """Fail the sequence with `problem` and the calls that led to it (the walk's first failure)."""
-        steps = "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.trace))
-        message = f"{problem}\nsequence ({len(self.trace)} calls):\n{steps}"
-        stats = self.harness.stats
-        stats.failure = stats.failure or message  # the first one: a replay meets another server state
-        raise AssertionError(message)
+        harness = self.harness
+        self.sequence = Sequence(harness.invariants, harness.wire.caller, harness.stats, "calls")
 
     def run(self, tool: str, arguments: dict[str, Any]) -> None:
         """Call `tool`, check its answer and, after a success, the invariants that watch it."""
-        wire = self.harness.wire
-        for inv in self.harness.invariants:
-            if tool in inv.tools and inv.before is not None:
-                inv.before(tool, arguments, wire.caller, self.memory)
-        step, raw = wire.call(tool, arguments)
+        self.sequence.before(tool, arguments)
+        step, raw = self.harness.wire.call(tool, arguments)
         self.harness.stats.calls += 1
         outcome = "ok" if step.ok else step.error
-        self.trace.append(f"{tool}({json.dumps(arguments, ensure_ascii=False)[:400]}) -> {outcome}")
-        problem = wire.check(tool, arguments, raw)
+        self.sequence.trace.append(f"{tool}({json.dumps(arguments, ensure_ascii=False)[:400]}) -> {outcome}")
+        problem = self.harness.wire.check(tool, arguments, raw)
         if problem:
-            self.fail(f"{tool}: {problem}")
+            self.sequence.fail(f"{tool}: {problem}")
         if not step.ok or step.result is None:
             return
         self.results.setdefault(tool, []).append((arguments, step.result))
-        if tool in self.harness.watching:
-            self.check(step)
-
-    def check(self, step: Step) -> None:
-        """The invariants that watch the step's tool, after its success."""
-        for inv in self.harness.invariants:
-            if step.tool in inv.tools:
-                self.harness.stats.invariant_checks += 1
-                broken = inv.check(step, self.harness.wire.caller, self.memory)
-                if broken:
-                    self.fail(f"invariant {inv.name} broken after {step.tool}: {broken}")
+        self.sequence.after(step)
 
     def follow(self, edge: Edge, pick: random.Random, generated: dict[str, Any]) -> None:
         """Follow `edge` from a result its source gave earlier: its fields filled from that result, the rest
@@ -356,16 +377,17 @@ class Workflows(RuleBasedStateMachine):
             if not all(choices):
                 return  # the result has nothing to pass (an empty list, a null chart): not a step
             filled[name] = source.fill([pick.choice(c) for c in choices])
-        self.followed += 1
-        self.harness.stats.links_followed += 1
+        self.sequence.follow()
         if edge.target.kind == "resource":
             self.read(edge.target.uri, filled)
             return
         call = {**generated, **filled}
         rejected = [e.message for e in self.harness.validators[edge.target.name].iter_errors(call)]
         if rejected:
-            self.trace.append(f"{edge.target.name}({json.dumps(call, ensure_ascii=False)[:400]}) not sent")
-            self.fail(f"link {edge.label} gives {edge.target.name} an input its schema rejects: {rejected[0][:200]}")
+            self.sequence.trace.append(f"{edge.target.name}({json.dumps(call, ensure_ascii=False)[:400]}) not sent")
+            self.sequence.fail(
+                f"link {edge.label} gives {edge.target.name} an input its schema rejects: {rejected[0][:200]}"
+            )
         self.run(edge.target.name, call)
 
     def read(self, template: str, filled: Mapping[str, object]) -> None:
@@ -373,17 +395,14 @@ class Workflows(RuleBasedStateMachine):
         uri = template
         for name, value in filled.items():
             uri = uri.replace("{" + name + "}", urllib.parse.quote(str(value), safe=""))
-        self.trace.append(f"read {uri}")
+        self.sequence.trace.append(f"read {uri}")
         problem = self.harness.wire.read(uri)
         if problem:
-            self.fail(problem)
+            self.sequence.fail(problem)
 
     def teardown(self) -> None:
         """Count the sequence once it ends."""
-        stats = self.harness.stats
-        stats.sequences += 1
-        stats.multi_step += self.followed > 0
-        stats.longest = max(stats.longest, len(self.trace))
+        self.sequence.end()
 
 
 def root_rule(node: Node, arguments: st.SearchStrategy[Any]) -> Callable[..., None]:
@@ -439,9 +458,8 @@ def machine(
         for n in [*roots.values(), *(e.target for e in edges)]
         if n.kind == "tool"
     }
-    watching = frozenset(tool for inv in invariants for tool in inv.tools)
     namespace: dict[str, Any] = {
-        "harness": Harness(wire, invariants, stats, validators, watching),
+        "harness": Harness(wire, invariants, stats, validators),
         "begin": first_step(starts),
     }
     for node in roots.values():
