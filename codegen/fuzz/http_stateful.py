@@ -33,6 +33,19 @@ if TYPE_CHECKING:
     from schemathesis.specs.openapi.stateful import OpenAPIStateMachine
 
 
+class Answer(Protocol):
+    """An HTTP response as `step_of` reads it: httpx's (the invariants' calls) or schemathesis' (the walk's)."""
+
+    @property
+    def status_code(self) -> int:
+        """The HTTP status."""
+        ...
+
+    def json(self) -> object:
+        """The body parsed as JSON (ValueError when it is not JSON)."""
+        ...
+
+
 class HttpCaller:
     """Tool calls by name over HTTP, for the invariants."""
 
@@ -116,19 +129,6 @@ def example_roots(
             precondition=no_link_ready,
         )
     return rules
-
-
-class Answer(Protocol):
-    """An HTTP response as `step_of` reads it: httpx's (the invariants' calls) or schemathesis' (the walk's)."""
-
-    @property
-    def status_code(self) -> int:
-        """The HTTP status."""
-        ...
-
-    def json(self) -> object:
-        """The body parsed as JSON (ValueError when it is not JSON)."""
-        ...
 
 
 @dataclass
