@@ -130,6 +130,8 @@ def load_expected(text: str) -> dict[str, dict[str, dict[str, str]]]:
     reason. Every entry needs a reason (a non-empty string): a bare name is refused, so nobody lists a
     failure without saying why."""
     data = parse_yaml(text) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{EXPECTED} must map each target to its runs")
     out: dict[str, dict[str, dict[str, str]]] = {}
     for target, runs in data.items():
         out[target] = {}

@@ -180,7 +180,7 @@ def check_budget(tree: SpecTree) -> list[Problem]:
 # --- schema tables ---------------------------------------------------------------------------
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     return " ".join(text.split()).replace("|", "\\|")
 
@@ -262,7 +262,7 @@ def _table(schema: dict[str, Any] | None) -> list[str]:
     return [*lines, ""]
 
 
-def _json_block(value: Any) -> list[str]:
+def _json_block(value: object) -> list[str]:
     return ["```json", json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False), "```", ""]
 
 

@@ -32,7 +32,7 @@ TEMPLATES = jinja2.Environment(
 TEMPLATES.filters["py"] = repr  # Python literals (None, lists, strings); ruff then normalises quotes
 
 
-def record(value: Any) -> str:
+def record(value: object) -> str:
     """A frozen record (Policy, RateLimit, Annotations, Deprecation) as the Python expression that builds
     it, naming only the fields that differ from their defaults: `Policy(scopes=('a:read',), idempotency=True)`."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from codegen.refs import JsonT
 from codegen.specs import Example, SpecTree, ToolSpec
 
 VOLATILE = frozenset({"run_id", "trace_id", "elapsed_ms", "uptime_s"})
@@ -26,7 +27,7 @@ class Result:
 Caller = Callable[[ToolSpec, Any], Awaitable[Result]]
 
 
-def strip_volatile(value: Any) -> Any:
+def strip_volatile(value: JsonT) -> JsonT:
     """`value` without the fields that differ on every call (run and trace ids, durations), recursively."""
     if isinstance(value, dict):
         return {k: strip_volatile(v) for k, v in value.items() if k not in VOLATILE}
@@ -35,7 +36,7 @@ def strip_volatile(value: Any) -> Any:
     return value
 
 
-def is_subset(expected: Any, actual: Any) -> bool:
+def is_subset(expected: object, actual: object) -> bool:
     """Whether `actual` holds `expected`: its keys (recursively) in objects, item by item in lists of the
     same length, equality for the rest. An example's output names what matters, the rest may vary."""
     if isinstance(expected, dict):

@@ -11,7 +11,8 @@ the examples and on generated valid and invalid inputs.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from codegen.refs import JsonValue
 
 EXPRESSED = frozenset(
     {
@@ -51,7 +52,7 @@ _NESTED = ("properties", "$defs")
 _SUBSCHEMA = ("items", "additionalProperties")
 
 
-def model_expresses(schema: Any) -> bool:
+def model_expresses(schema: JsonValue) -> bool:
     """True when every assertion in `schema` is one the generated pydantic model makes too.
 
     An optional property is `X | None = None` in the generated model (None: left out); built from JSON,

@@ -10,10 +10,11 @@ stateful phase walks, the `Next:` line MCP clients read, and the MCP stateful fu
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from codegen.refs import JsonValue
 from codegen.specs import Link, Problem, ResourceSpec, SpecTree, ToolSpec
 
 RULE = "KT120"
@@ -47,7 +48,7 @@ class Path:
         parts = "".join(f"/{name}" + ("/*" if each else "") for name, each in self.steps)
         return f"$request.body#{parts}" if self.from_input else f"$response.body#{parts}"
 
-    def values(self, result: Any, arguments: Any) -> list[Any]:
+    def values(self, result: object, arguments: object) -> list[object]:
         """Every value the path reaches in one call (its arguments and result); none when it reaches nothing."""
         found = [arguments if self.from_input else result]
         for name, each in self.steps:
@@ -85,11 +86,11 @@ class Source:
             return self.paths[0].pointer()
         return PLACEHOLDER.sub(lambda m: "{" + Path.parse(m.group(1)).pointer() + "}", self.text)
 
-    def choices(self, result: Any, arguments: Any) -> list[list[Any]]:
+    def choices(self, result: object, arguments: object) -> list[list[object]]:
         """For each path, every value it reaches (an empty list: nothing to pass)."""
         return [p.values(result, arguments) for p in self.paths]
 
-    def fill(self, picked: list[Any]) -> Any:
+    def fill(self, picked: list[object]) -> object:
         """The field's value from one pick per path."""
         if not self.template:
             return picked[0]
@@ -97,11 +98,11 @@ class Source:
         return PLACEHOLDER.sub(lambda _m: str(next(values)), self.text)
 
 
-def schema_at(schema: Any, path: Path) -> dict[str, Any] | None:
+def schema_at(schema: JsonValue, path: Path) -> dict[str, Any] | None:
     """The (dereferenced) schema the path reaches, or None when it names nothing the schema declares."""
     node = schema
     for name, each in path.steps:
-        node = _branch(node, lambda s, n=name: n in (s.get("properties") or {}))
+        node = _branch(node, _declares(name))
         if node is None:
             return None
         node = node["properties"][name]
@@ -113,7 +114,12 @@ def schema_at(schema: Any, path: Path) -> dict[str, Any] | None:
     return node if isinstance(node, dict) else None
 
 
-def _branch(schema: Any, fits: Any) -> dict[str, Any] | None:
+def _declares(name: str) -> Callable[[dict[str, Any]], bool]:
+    """A `fits` for _branch: the schema declares the property `name`."""
+    return lambda schema: name in (schema.get("properties") or {})
+
+
+def _branch(schema: object, fits: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
     """The schema itself, or its first anyOf/oneOf/allOf branch, that `fits` (a nullable object, a union)."""
     if not isinstance(schema, dict):
         return None
@@ -143,7 +149,7 @@ def types_of(schema: dict[str, Any]) -> set[str] | None:
     return None
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -218,7 +224,7 @@ def check_links(tree: SpecTree) -> Iterator[Problem]:
 
 
 def _check_source(
-    source: Source, want: dict[str, Any], output: Any, inputs: Any, rel: str, where: str
+    source: Source, want: dict[str, Any], output: JsonValue, inputs: JsonValue, rel: str, where: str
 ) -> Iterator[Problem]:
     for path in source.paths:
         have = schema_at(inputs if path.from_input else output, path)

@@ -19,6 +19,7 @@ import jsonschema_rs
 from codegen import naming
 from codegen.links import check_links
 from codegen.lint_http import check_http_shape
+from codegen.refs import JsonValue
 from codegen.specs import GENERIC_ERRORS, Problem, ResourceSpec, SpecTree, ToolSpec
 
 RULES: dict[str, str] = {
@@ -131,7 +132,7 @@ def check_errors(tree: SpecTree) -> Iterator[Problem]:
                     )
 
 
-def _validator(schema: dict[str, Any]) -> Any | None:
+def _validator(schema: dict[str, Any]) -> jsonschema_rs.Draft202012Validator | None:
     try:
         return jsonschema_rs.Draft202012Validator(schema)
     except (ValueError, jsonschema_rs.ValidationError):
@@ -258,7 +259,7 @@ def check_resources(tree: SpecTree) -> Iterator[Problem]:
                 yield Problem(rel, "/name", "KT111", f"resource name {res.name!r} is not snake_case")
 
 
-def _subschemas(schema: Any, pointer: str) -> Iterator[tuple[dict[str, Any], str]]:
+def _subschemas(schema: JsonValue, pointer: str) -> Iterator[tuple[dict[str, Any], str]]:
     """Every schema object inside `schema` (itself included), with its JSON pointer."""
     if not isinstance(schema, dict):
         return
@@ -273,7 +274,7 @@ def _subschemas(schema: Any, pointer: str) -> Iterator[tuple[dict[str, Any], str
             yield from _subschemas(sub, f"{pointer}/{key}/{i}")
 
 
-def _bound(schema: dict[str, Any], inclusive: str, exclusive: str) -> Any:
+def _bound(schema: dict[str, Any], inclusive: str, exclusive: str) -> float | None:
     return schema.get(inclusive, schema.get(exclusive))
 
 
@@ -288,8 +289,8 @@ def check_integer_bounds(tree: SpecTree) -> Iterator[Problem]:
                 continue  # the values are listed
             low = _bound(schema, "minimum", "exclusiveMinimum")
             high = _bound(schema, "maximum", "exclusiveMaximum")
-            missing = [name for name, value in (("minimum", low), ("maximum", high)) if value is None]
-            if missing:
+            if low is None or high is None:
+                missing = [name for name, value in (("minimum", low), ("maximum", high)) if value is None]
                 yield Problem(
                     rel, pointer, "KT112", f"integer without {' and '.join(missing)}: declare the range it may take"
                 )
@@ -329,7 +330,7 @@ def check_toolsets(tree: SpecTree) -> Iterator[Problem]:
                 yield Problem(rel, f"/toolsets/{ts.name}/tools/{i}", "KT114", f"no service or tool {entry!r}")
 
 
-def _untitled_enums(schema: Any, pointer: str) -> Iterator[str]:
+def _untitled_enums(schema: JsonValue, pointer: str) -> Iterator[str]:
     for sub, where in _subschemas(schema, pointer):
         if "enum" in sub and not isinstance(sub.get("title"), str):
             yield where

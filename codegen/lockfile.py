@@ -33,12 +33,12 @@ SERVED_KEYS = ("name", *PARTS.values())
 """The keys of a served tools/list entry that are hashed (not fastmcp's `_meta`)."""
 
 
-def canonical(value: Any) -> bytes:
+def canonical(value: object) -> bytes:
     """Canonical JSON bytes (sorted keys, no spaces, UTF-8): equal values hash equal."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def sha256(value: Any) -> str:
+def sha256(value: object) -> str:
     """The SHA-256 of the canonical JSON of `value`."""
     return hashlib.sha256(canonical(value)).hexdigest()
 

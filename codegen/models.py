@@ -21,7 +21,7 @@ from datamodel_code_generator.enums import DefaultValueType
 from datamodel_code_generator.format import Formatter
 
 from codegen import naming
-from codegen.refs import dereference, load_document, split_ref
+from codegen.refs import JsonValue, dereference, load_document, split_ref
 from codegen.specs import ServiceSpec
 
 OPTIONS: dict[str, Any] = {
@@ -52,7 +52,7 @@ _BUNDLE_ROOT = re.compile(
 )
 
 
-def _rewrite(node: Any, base_file: Path, root: Path, defs: set[str]) -> Any:
+def _rewrite(node: object, base_file: Path, root: Path, defs: set[str]) -> object:
     """Point refs to shared `$defs` at the bundle's `#/$defs/Name`; inline the rest."""
     if isinstance(node, list):
         return [_rewrite(v, base_file, root, defs) for v in node]
@@ -89,13 +89,28 @@ def _top_level(schema: dict[str, Any], base_file: Path, root: Path, defs: set[st
     (OpenAPI shows `<Tool>Output`); the Python module makes that name an alias instead (aliases())."""
     if _is_bare_ref(schema):
         target_file, fragment = split_ref(schema["$ref"], base_file, root, "")
-        target = load_document(target_file)
-        for part in fragment.strip("/").split("/") if fragment.strip("/") else []:
-            target = target[part]
-        merged = copy.deepcopy(target)
+        target = _node_at(target_file, fragment.strip("/").split("/") if fragment.strip("/") else [])
+        merged = copy.deepcopy(_schema_object(target, target_file))
         merged.update({k: v for k, v in schema.items() if k != "$ref"})
-        return dict(_rewrite(merged, target_file, root, defs))
-    return dict(_rewrite(schema, base_file, root, defs))
+        return _schema_object(_rewrite(merged, target_file, root, defs), target_file)
+    return _schema_object(_rewrite(schema, base_file, root, defs), base_file)
+
+
+def _node_at(path: Path, parts: list[str]) -> object:
+    """The node at `parts` (a JSON pointer's tokens) of a spec file: a `$defs` entry the spec check has found."""
+    node = load_document(path)
+    for part in parts:
+        if not isinstance(node, dict):
+            raise TypeError(f"{path}: /{'/'.join(parts)} passes through a non-object")
+        node = node[part]
+    return node
+
+
+def _schema_object(node: object, path: Path) -> dict[str, Any]:
+    """`node`, which a model's schema must be: a JSON object (a boolean schema has no model)."""
+    if not isinstance(node, dict):
+        raise TypeError(f"{path}: a model's schema must be an object, not {node!r:.80}")
+    return dict(node)
 
 
 def _owners(svc: ServiceSpec) -> dict[str, Path]:
@@ -135,7 +150,7 @@ def bundle(svc: ServiceSpec, root: Path) -> dict[str, Any]:
     owners = _owners(svc)
     names = set(owners)
     for name, path in sorted(owners.items()):
-        shared[name] = _rewrite(load_document(path)["$defs"][name], path, root, names)
+        shared[name] = _rewrite(_node_at(path, ["$defs", name]), path, root, names)
     for tool in svc.tools:
         shared[naming.input_model(tool.name)] = _top_level(tool.raw["input"], tool.source, root, names)
         shared[naming.output_model(tool.name)] = _top_level(tool.raw["output"], tool.source, root, names)
@@ -154,7 +169,7 @@ REFUSE_NULL = "kumitate.nulls.refuse_null"
 """The validator of an optional property the schema does not let be null (the generator types it `X | None`)."""
 
 
-def _admits_null(schema: Any, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> bool:
+def _admits_null(schema: JsonValue, defs: dict[str, Any], seen: frozenset[str] = frozenset()) -> bool:
     if schema is True or (
         isinstance(schema, dict) and not ({"type", "$ref", "anyOf", "enum", "const"} & schema.keys())
     ):
@@ -170,7 +185,7 @@ def _admits_null(schema: Any, defs: dict[str, Any], seen: frozenset[str] = froze
     return any(_admits_null(option, defs, seen) for option in schema.get("anyOf", []))
 
 
-def _mark_null_refused(node: Any, defs: dict[str, Any]) -> bool:
+def _mark_null_refused(node: object, defs: dict[str, Any]) -> bool:
     """Mark (in place) each optional property without a default that refuses null; True if any was."""
     if isinstance(node, list):
         return any([_mark_null_refused(v, defs) for v in node])
@@ -200,7 +215,8 @@ def _null_refusing_fields(code: str) -> dict[str, list[str]]:
     return out
 
 
-def _generate(document: dict[str, Any], header: str, **extra: Any) -> str:
+def _generate(document: dict[str, Any], header: str, extra: dict[str, Any]) -> str:
+    """The generator's module of `document`: OPTIONS and a pass's `extra` options (the generator's keyword names)."""
     code = generate(
         json.dumps(document, ensure_ascii=False, sort_keys=True), custom_file_header=header, **OPTIONS, **extra
     )
@@ -208,7 +224,7 @@ def _generate(document: dict[str, Any], header: str, **extra: Any) -> str:
     return code
 
 
-def _with_null_refusal(document: dict[str, Any], header: str, **extra: Any) -> str:
+def _with_null_refusal(document: dict[str, Any], header: str, extra: dict[str, Any]) -> str:
     """The generated module, with `refuse_null` on every optional property that refuses null.
 
     The generator knows no such option: a first pass marks those properties (a field extra in the
@@ -216,13 +232,13 @@ def _with_null_refusal(document: dict[str, Any], header: str, **extra: Any) -> s
     through the generator's `validators` option."""
     marked = copy.deepcopy(document)
     if not _mark_null_refused(marked["$defs"], marked["$defs"]):
-        return _generate(document, header, **extra)
-    fields = _null_refusing_fields(_generate(marked, header, field_extra_keys={NULL_MARK}, **extra))
+        return _generate(document, header, extra)
+    fields = _null_refusing_fields(_generate(marked, header, {**extra, "field_extra_keys": {NULL_MARK}}))
     validators = {
         cls: {"validators": [{"fields": names, "function": REFUSE_NULL, "mode": "before"}]}
         for cls, names in sorted(fields.items())
     }
-    code = _generate(document, header, validators=validators, **extra)
+    code = _generate(document, header, {**extra, "validators": validators})
     missing = set(fields) - {c.name for c in ast.parse(code).body if isinstance(c, ast.ClassDef)}
     if missing:
         raise RuntimeError(f"the two generator passes name classes differently: {sorted(missing)}")
@@ -249,11 +265,11 @@ def render(svc: ServiceSpec, root: Path, header: str) -> str:
     alias_of = aliases(svc, root)
     for name in alias_of:
         del document["$defs"][name]
-    code = _with_null_refusal(document, header)
+    code = _with_null_refusal(document, header, {})
     aliased = _aliased_classes(code)
     if aliased:
         by_name = defaultdict(dict, {cls: {"allow_population_by_field_name": True} for cls in aliased})
-        code = _with_null_refusal(document, header, extra_template_data=by_name)
+        code = _with_null_refusal(document, header, {"extra_template_data": by_name})
     code, found = _BUNDLE_ROOT.subn("", code)
     if found != 1:
         raise RuntimeError(f"the generator no longer emits the bundle root class {BUNDLE_TITLE} as expected")

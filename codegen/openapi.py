@@ -21,6 +21,7 @@ import jsonschema
 from codegen import models, naming, openapi_shape
 from codegen.examples import VOLATILE
 from codegen.links import openapi_links
+from codegen.refs import JsonT
 from codegen.specs import Example, ResourceSpec, SpecTree, ToolSpec
 from kumitate import __version__
 from kumitate.policies.deprecation import Deprecation
@@ -306,7 +307,7 @@ def component_schemas(tree: SpecTree) -> dict[str, Any]:
     return dict(sorted(out.items()))
 
 
-def _rebase(node: Any, names: dict[str, str]) -> Any:
+def _rebase(node: JsonT, names: dict[str, str]) -> JsonT:
     """A bundle schema with its `#/$defs/X` refs pointing at components/schemas, without the spec authors'
     `$comment` notes (as the dereferenced schemas MCP serves)."""
     if isinstance(node, list):
@@ -541,7 +542,7 @@ def build(tree: SpecTree) -> dict[str, Any]:
     return _without_unused_components(document)
 
 
-def _refs(node: Any) -> Iterable[str]:
+def _refs(node: object) -> Iterable[str]:
     if isinstance(node, dict):
         if isinstance(node.get("$ref"), str):
             yield node["$ref"]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from codegen import docs
-from codegen.refs import parse_yaml
+from codegen.refs import JsonValue, parse_yaml
 from codegen.specs import Problem, SpecTree, ToolSpec
 
 RULES: dict[str, str] = {
@@ -105,7 +105,7 @@ def check_when_to_use(tree: SpecTree) -> Iterator[Problem]:
             yield Problem(rel, "/description", "KT201", "the description does not say " + " nor ".join(missing))
 
 
-def _walk(schema: Any, pointer: str, path: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def _walk(schema: JsonValue, pointer: str, path: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
     """(pointer, field path, schema) of every property under `schema`, depth first."""
     if not isinstance(schema, dict):
         return
@@ -147,7 +147,7 @@ def check_parameter_descriptions(tree: SpecTree) -> Iterator[Problem]:
                 yield Problem(rel, pointer, "KT202", f"input parameter `{path}` has no description")
 
 
-def _enums(schema: Any, pointer: str, path: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def _enums(schema: JsonValue, pointer: str, path: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
     if isinstance(schema, dict) and isinstance(schema.get("enum"), list):
         yield pointer, path, schema
     yield from ((p, f, s) for p, f, s in _walk(schema, pointer, path) if isinstance(s.get("enum"), list))

@@ -10,9 +10,9 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 from urllib.parse import unquote
 
 import yaml
@@ -26,19 +26,29 @@ class RefError(Exception):
         self.pointer = pointer
 
 
-_DOC_CACHE: dict[Path, Any] = {}
+JsonValue: TypeAlias = "Mapping[str, JsonValue] | Sequence[JsonValue] | str | int | float | bool | None"
+"""JSON data as codegen reads it: a spec document's part, a JSON Schema (an object or a boolean), an example's
+input or output, a response body. Read-only (Mapping, Sequence), so a dict or list of any JSON values is one;
+a reader narrows it with isinstance where it steps in. What a YAML file holds before it is checked is `object`
+(a YAML timestamp is a date), and a walk that gives back the shape it was given takes `JsonT`."""
+
+JsonT = TypeVar("JsonT", dict[str, Any], list[Any], object)
+"""A JSON node that a walk gives back in the same shape: an object for an object, an array for an array,
+anything else as it was."""
+
+_DOC_CACHE: dict[Path, object] = {}
 #: libyaml's safe loader where PyYAML has it: the same documents (checked on every YAML file of the repository)
 #: about 8x faster than the pure-Python SafeLoader, which was most of the time of loading a spec tree
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
-def parse_yaml(text: str) -> Any:
-    """`yaml.safe_load`, on libyaml when it is there."""
+def parse_yaml(text: str) -> object:
+    """`yaml.safe_load`, on libyaml when it is there: JSON data, or a date where the YAML writes a timestamp."""
     return yaml.load(text, Loader=_YAML_LOADER)  # a safe loader: CSafeLoader or SafeLoader
 
 
-def load_document(path: Path) -> Any:
+def load_document(path: Path) -> object:
     """Parse a YAML or JSON file once per process."""
     path = path.resolve()
     if path not in _DOC_CACHE:
@@ -52,7 +62,7 @@ def clear_cache() -> None:
     _DOC_CACHE.clear()
 
 
-def _walk_pointer(doc: Any, fragment: str, where: str) -> Any:
+def _walk_pointer(doc: object, fragment: str, where: str) -> object:
     if not fragment or fragment == "/":
         return doc
     node = doc
@@ -82,20 +92,20 @@ def split_ref(ref: str, base_file: Path, root: Path, where: str) -> tuple[Path, 
     return target, fragment
 
 
-def resolve(target_file: Path, fragment: str, root: Path) -> Any:
+def resolve(target_file: Path, fragment: str, root: Path) -> object:
     """The dereferenced schema at `fragment` of `target_file` (a pair `on_ref` observed)."""
     target = _walk_pointer(load_document(target_file), fragment, "")
     return dereference(copy.deepcopy(target), target_file, root)
 
 
 def dereference(
-    schema: Any,
+    schema: object,
     base_file: Path,
     root: Path,
     where: str = "",
     on_ref: Callable[[Path, str], None] | None = None,
     _stack: tuple[tuple[Path, str], ...] = (),
-) -> Any:
+) -> object:
     """Return `schema` with every `$ref` inlined (sibling keywords are kept).
 
     Recursive schemas are refused: tool schemas are shown to LLMs and should be
@@ -117,10 +127,22 @@ def dereference(
         siblings = {k: v for k, v in schema.items() if k != "$ref"}
         if siblings and isinstance(resolved, dict):
             merged = dict(resolved)
-            merged.update(dereference(siblings, base_file, root, where, on_ref, _stack))
+            merged.update(_dereference_keywords(siblings, base_file, root, where, on_ref, _stack))
             return merged
         return resolved
-    out: dict[str, Any] = {}
+    return _dereference_keywords(schema, base_file, root, where, on_ref, _stack)
+
+
+def _dereference_keywords(
+    schema: dict[str, object],
+    base_file: Path,
+    root: Path,
+    where: str,
+    on_ref: Callable[[Path, str], None] | None,
+    _stack: tuple[tuple[Path, str], ...],
+) -> dict[str, object]:
+    """The keywords of a schema without a `$ref` (or a `$ref`'s siblings), each dereferenced."""
+    out: dict[str, object] = {}
     for key, value in schema.items():
         if key in ("$defs", "definitions", "$comment"):
             continue  # uses are inlined; maintainer comments are not for clients (nor their token budget)

@@ -41,7 +41,7 @@ REF_PREFIX = "#/$defs/"
 _IDENT = re.compile(r"[^A-Za-z0-9_]+")
 
 
-def canonical(schema: Any) -> str:
+def canonical(schema: object) -> str:
     """The schema as canonical JSON text: two identical definitions give the same text, and are shared."""
     return json.dumps(schema, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 

@@ -305,7 +305,7 @@ class _MetaValidators:
             resources.append((schema["$id"], Resource.from_contents(schema)))
         self.registry: Registry[Any] = Registry().with_resources(resources)
 
-    def check(self, kind: str, doc: Any, rel: str) -> list[Problem]:
+    def check(self, kind: str, doc: object, rel: str) -> list[Problem]:
         schema = self.schemas[f"{kind}.schema.json"]
         validator = Draft202012Validator(schema, registry=self.registry)
         problems = []
@@ -324,7 +324,7 @@ def _rel(path: Path, root: Path) -> str:
         return path.as_posix()
 
 
-def _read(path: Path, root: Path, problems: list[Problem]) -> Any:
+def _read(path: Path, root: Path, problems: list[Problem]) -> object:
     try:
         doc = load_document(path)
     except (yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -336,14 +336,14 @@ def _read(path: Path, root: Path, problems: list[Problem]) -> Any:
 
 
 def _deref(
-    schema: Any,
+    schema: object,
     source: Path,
     root: Path,
     pointer: str,
     rel: str,
     problems: list[Problem],
     names: dict[str, str] | None = None,
-) -> Any:
+) -> object:
     """`schema` with its refs inlined; `names` collects canonical JSON -> name of each type it used."""
     followed: set[tuple[Path, str]] = set()
     try:
@@ -365,6 +365,24 @@ def _merge_policy(base: dict[str, Any], override: dict[str, Any] | None) -> dict
     merged = dict(base)
     merged.update(override or {})
     return merged
+
+
+def _deref_object(
+    schema: object,
+    source: Path,
+    root: Path,
+    pointer: str,
+    rel: str,
+    problems: list[Problem],
+    names: dict[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """_deref of a tool's or resource's input or output, which must come out a JSON object (a model's schema):
+    None when it does not (KT002, unless _deref already said why)."""
+    resolved = _deref(schema, source, root, pointer, rel, problems, names)
+    if resolved is not None and not isinstance(resolved, dict):
+        problems.append(Problem(rel, pointer, "KT002", "the schema here must come out a JSON object"))
+        return None
+    return resolved
 
 
 PACKAGED_META = Path(__file__).resolve().parent / "meta"
@@ -431,7 +449,7 @@ def _load_toolsets(
         return []
     found = meta.check("toolsets", doc, _rel(path, root))
     problems += found
-    if found:
+    if found or not isinstance(doc, dict):  # the meta-schema's top is an object: not one is a problem found
         return []
     return [
         ToolsetSpec(name, entry["description"], tuple(entry["tools"]), path)
@@ -465,8 +483,10 @@ def _load_service(
     for type_file in sorted((sdir / "types").glob("*.json")):
         sources.append(type_file)
         tdoc = _read(type_file, root, problems)
-        if tdoc is not None:
+        if isinstance(tdoc, dict):
             svc.types[type_file.stem] = tdoc
+        elif tdoc is not None:
+            problems.append(Problem(_rel(type_file, root), "", "KT000", "a types file is a JSON object (its $defs)"))
     svc.tools = _load_all("tool", _load_tool, svc, root, meta, problems, sources)
     svc.resources = _load_all("resource", _load_resource, svc, root, meta, problems, sources)
     svc.prompts = _load_all("prompt", _load_prompt, svc, root, meta, problems, sources)
@@ -518,7 +538,7 @@ def _read_checked(
         return None
     found = meta.check(kind, doc, rel)
     problems += found
-    if found:
+    if found or not isinstance(doc, dict):  # the meta-schema's top is an object: not one is a problem found
         return None
     if doc["name"] != expected:
         problems.append(
@@ -547,8 +567,8 @@ def _load_tool(
     path: Path, rel: str, doc: dict[str, Any], svc: ServiceSpec, root: Path, problems: list[Problem]
 ) -> ToolSpec | None:
     names: dict[str, str] = {}
-    input_schema = _deref(doc["input"], path, root, "/input", rel, problems, names)
-    output_schema = _deref(doc["output"], path, root, "/output", rel, problems, names)
+    input_schema = _deref_object(doc["input"], path, root, "/input", rel, problems, names)
+    output_schema = _deref_object(doc["output"], path, root, "/output", rel, problems, names)
     if input_schema is None or output_schema is None:
         return None
     own_defs = doc["input"].get("$defs") if isinstance(doc["input"], dict) else None
@@ -609,7 +629,7 @@ def _load_resource(
 ) -> ResourceSpec:
     output = None
     if "output" in doc:
-        output = _deref(doc["output"], path, root, "/output", rel, problems)
+        output = _deref_object(doc["output"], path, root, "/output", rel, problems)
     default_path = naming.default_tool_path(svc.base_path, doc["name"])
     params = naming.uri_params(doc["uri"])
     if params:

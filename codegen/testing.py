@@ -16,13 +16,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from codegen.examples import Result, run_all
+from codegen.refs import JsonValue
 from codegen.specs import SpecTree, ToolSpec
 from kumitate.client.http import shaped_body, shaped_request
+
+if TYPE_CHECKING:
+    from fastmcp import Client
 
 START_TIMEOUT_S = 120.0
 
@@ -87,7 +91,7 @@ async def examples_over_http(tree: SpecTree, url: str, headers: dict[str, str] |
     """Every example over HTTP (with `headers` on each request: a token); the failures, one line each."""
     async with httpx.AsyncClient(base_url=url, timeout=60, headers=headers) as http:
 
-        async def call(tool: ToolSpec, arguments: Any) -> Result:
+        async def call(tool: ToolSpec, arguments: JsonValue) -> Result:
             path, kwargs = shaped_request(tool.http_shape, tool.http_path, arguments, tool.http_method)
             response = await http.request(tool.http_method, path, **kwargs)
             return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response))
@@ -96,12 +100,12 @@ async def examples_over_http(tree: SpecTree, url: str, headers: dict[str, str] |
     return failures
 
 
-async def examples_over_mcp(tree: SpecTree, client: Any) -> list[str]:
+async def examples_over_mcp(tree: SpecTree, client: Client[Any]) -> list[str]:
     """Every example through a fastmcp Client (in memory, stdio or streamable HTTP)."""
     async with client:
         from kumitate.client import mcp_result_body
 
-        async def call(tool: ToolSpec, arguments: Any) -> Result:
+        async def call(tool: ToolSpec, arguments: dict[str, Any]) -> Result:
             result = await client.call_tool(tool.name, arguments, raise_on_error=False)
             return Result(ok=not result.is_error, body=mcp_result_body(result))
 

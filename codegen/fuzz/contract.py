@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
 from kumitate.client import mcp_result_body
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
 
 CLIENT_ERRORS = frozenset({"BAD_REQUEST", "INVALID_INPUT", "VALIDATION_ERROR", "PAYLOAD_TOO_LARGE"})
 """The codes schema-violating input may get: a client error, whichever layer refused it."""
@@ -31,7 +34,7 @@ class Case:
 
 def check_result(
     case: Case,
-    result: Any,
+    result: CallToolResult,
     output_schema: Mapping[str, Any] | None,
     declared: Iterable[str],
     catalogue: Mapping[str, Any],

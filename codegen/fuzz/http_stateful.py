@@ -14,16 +14,36 @@ taken only while no link is ready (`no_link_ready`), and the walk generates posi
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import httpx
 from hypothesis.stateful import RULE_MARKER
+from schemathesis.generation.stateful.state_machine import APIStateMachine, StepInput, StepOutput
 
 from codegen import specs
-from codegen.fuzz.stateful import Stats, Walk, run_machine
-from kumitate.invariants import Step
+from codegen.fuzz.stateful import Sequence, Stats, Walk, run_machine
+from kumitate.invariants import Invariant, Step
+
+if TYPE_CHECKING:
+    from schemathesis.schemas import APIOperation
+    from schemathesis.specs.openapi.schemas import OpenApiSchema
+    from schemathesis.specs.openapi.stateful import OpenAPIStateMachine
+
+
+class Answer(Protocol):
+    """An HTTP response as `step_of` reads it: httpx's (the invariants' calls) or schemathesis' (the walk's)."""
+
+    @property
+    def status_code(self) -> int:
+        """The HTTP status."""
+        ...
+
+    def json(self) -> object:
+        """The body parsed as JSON (ValueError when it is not JSON)."""
+        ...
 
 
 class HttpCaller:
@@ -44,7 +64,7 @@ class HttpCaller:
         self.http.close()
 
 
-def step_of(tool: str, arguments: Mapping[str, Any], response: Any) -> Step:
+def step_of(tool: str, arguments: Mapping[str, Any], response: Answer) -> Step:
     """The HTTP answer as the transport-neutral Step the invariants read: a 200 with a JSON object is
     a result, anything else the catalogue code of its error (or the HTTP status when it has none)."""
     try:
@@ -57,7 +77,7 @@ def step_of(tool: str, arguments: Mapping[str, Any], response: Any) -> Step:
     return Step(tool, arguments, error=str((error or {}).get("code", response.status_code)))
 
 
-def no_link_ready(machine: Any) -> bool:
+def no_link_ready(machine: OpenAPIStateMachine) -> bool:
     """A root call may start (another) workflow only while no link can be followed: schemathesis
     picks among all enabled rules alike, so with a dozen roots always enabled a sequence took the one
     or two links its first result opened about once in twenty steps, and mostly ended where it began."""
@@ -75,7 +95,9 @@ def no_link_ready(machine: Any) -> bool:
     )
 
 
-def example_roots(schema: Any, tree: specs.SpecTree, headers: Mapping[str, str]) -> dict[str, Any]:
+def example_roots(
+    schema: OpenApiSchema, tree: specs.SpecTree, headers: Mapping[str, str]
+) -> dict[str, Callable[..., StepOutput | None]]:
     """A rule per tool that starts a workflow (it has links) and has successful spec examples: the
     call with one of them, as the MCP walk's roots do half the time (codegen.fuzz.stateful).
 
@@ -84,17 +106,16 @@ def example_roots(schema: Any, tree: specs.SpecTree, headers: Mapping[str, str])
     table): those calls end in a 4xx, which feeds no link, so most sequences stopped at one step."""
     from hypothesis import strategies as st
     from hypothesis.stateful import Bundle
-    from schemathesis.generation.stateful.state_machine import StepInput
     from schemathesis.specs.openapi.stateful import transition
 
-    rules: dict[str, Any] = {}
+    rules: dict[str, Callable[..., StepOutput | None]] = {}
     for tool in tree.all_tools():
         bodies = [ex.input for ex in tool.examples if ex.error is None and isinstance(ex.input, dict)]
         if not (tool.links and bodies) or "{" in tool.http_path:
             continue
         operation = schema[tool.http_path][tool.http_method]
 
-        def case(body: dict[str, Any], operation: Any = operation) -> Any:
+        def case(body: dict[str, Any], operation: APIOperation = operation) -> StepInput:
             made = operation.Case(
                 body=json.loads(json.dumps(body)), headers=dict(headers), media_type="application/json"
             )
@@ -110,9 +131,59 @@ def example_roots(schema: Any, tree: specs.SpecTree, headers: Mapping[str, str])
     return rules
 
 
-# C901 (16): schemathesis' state machine is subclassed in here, its `step` a closure over the walk;
-# mccabe counts it into this function (pyproject.toml [tool.ruff.lint.mccabe])
-def run(url: str, headers: Mapping[str, str], config: Path, walk: Walk) -> Stats:  # noqa: C901
+@dataclass
+class Shared:
+    """What every sequence of one HTTP walk shares: the tools' caller, the invariants checked and the counts."""
+
+    caller: HttpCaller
+    checked: list[Invariant]
+    stats: Stats
+
+
+class WorkflowSteps(APIStateMachine):
+    """The walk's part of the HTTP state machine, put in front of the machine schemathesis builds for the
+    schema (`run`): each step runs the invariants of its tool around it and is counted in the sequence's
+    `Sequence` (codegen.fuzz.stateful, as the MCP walk does); `shared` is set by `run`."""
+
+    shared: ClassVar[Shared]
+
+    def __init__(self) -> None:
+        self.sequence = Sequence(self.shared.checked, self.shared.caller, self.shared.stats, "requests")
+        super().__init__()
+
+    def step(self, input: StepInput) -> StepOutput:
+        """schemathesis' step, with the walk's invariants and counts around it."""
+        case = input.case
+        # no generated Idempotency-Key: one repeated from an earlier call makes this call a replay that
+        # runs nothing, and an invariant would then judge a change that never happened (the per-call
+        # phases exercise the header)
+        for name in [h for h in (case.headers or {}) if h.lower() == "idempotency-key"]:
+            del case.headers[name]
+        tool = self.shared.caller.by_route.get((case.method.upper(), case.operation.path))
+        arguments = case.body if isinstance(case.body, dict) else {}
+        if input.transition is not None:
+            self.sequence.follow()
+        if tool is not None:
+            self.sequence.before(tool, arguments)
+        body = json.dumps(case.body, ensure_ascii=False, default=repr)[:400]
+        line = f"{case.method.upper()} {case.formatted_path} {body}"
+        try:
+            output = super().step(input)
+        except Exception as exc:
+            self.sequence.trace.append(f"{line} -> {type(exc).__name__}")
+            self.sequence.fail(f"{type(exc).__name__}: {str(exc)[:1500]}")
+        self.shared.stats.calls += 1
+        self.sequence.trace.append(f"{line} -> {output.response.status_code}")
+        if tool is not None:
+            self.sequence.after(step_of(tool, arguments, output.response))
+        return output
+
+    def teardown(self) -> None:
+        """Count the sequence (schemathesis' own teardown is not run, as before the walk had this class)."""
+        self.sequence.end()
+
+
+def run(url: str, headers: Mapping[str, str], config: Path, walk: Walk) -> Stats:
     """Walk the link graph of the server at `url` as `walk` says, through schemathesis' state machine with
     `config`, sending `headers`. Returns the counts, and the first failure as a sequence."""
     import schemathesis
@@ -129,61 +200,12 @@ def run(url: str, headers: Mapping[str, str], config: Path, walk: Walk) -> Stats
     # the per-call phases check auth (the CLI knows the token is the caller's); here the configured
     # header would look generated to ignored_auth, which then reports every 200 as auth ignored
     schema.config.checks.update(included_check_names=["all"], excluded_check_names=["ignored_auth"])
-    checked = walk.checked()
     caller = HttpCaller(url, headers, tree)
     stats = Stats()
     base = schema.as_state_machine()
 
-    class Workflows(base):  # type: ignore[valid-type,misc]
-        def __init__(self) -> None:
-            self.trace: list[str] = []
-            self.memory: dict[str, Any] = {}
-            self.followed = 0
-            super().__init__()
-
-        def step(self, input: Any) -> Any:
-            case = input.case
-            # no generated Idempotency-Key: one repeated from an earlier call makes this call a replay that
-            # runs nothing, and an invariant would then judge a change that never happened (the per-call
-            # phases exercise the header)
-            for name in [h for h in (case.headers or {}) if h.lower() == "idempotency-key"]:
-                del case.headers[name]
-            tool = caller.by_route.get((case.method.upper(), case.operation.path))
-            arguments = case.body if isinstance(case.body, dict) else {}
-            self.followed += input.transition is not None
-            stats.links_followed += input.transition is not None
-            for inv in checked:
-                if tool is not None and tool in inv.tools and inv.before is not None:
-                    inv.before(tool, arguments, caller, self.memory)
-            body = json.dumps(case.body, ensure_ascii=False, default=repr)[:400]
-            line = f"{case.method.upper()} {case.formatted_path} {body}"
-            try:
-                output = super().step(input)
-            except Exception as exc:
-                self.trace.append(f"{line} -> {type(exc).__name__}")
-                self.report(f"{type(exc).__name__}: {str(exc)[:1500]}")
-            stats.calls += 1
-            self.trace.append(f"{line} -> {output.response.status_code}")
-            if tool is not None:
-                done = step_of(tool, arguments, output.response)
-                for inv in checked:
-                    if done.ok and tool in inv.tools:
-                        stats.invariant_checks += 1
-                        broken = inv.check(done, caller, self.memory)
-                        if broken:
-                            self.report(f"invariant {inv.name} broken after {tool}: {broken}")
-            return output
-
-        def report(self, problem: str) -> None:
-            listed = "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.trace))
-            message = f"{problem}\nsequence ({len(self.trace)} requests):\n{listed}"
-            stats.failure = stats.failure or message
-            raise AssertionError(message)
-
-        def teardown(self) -> None:
-            stats.sequences += 1
-            stats.multi_step += self.followed > 0
-            stats.longest = max(stats.longest, len(self.trace))
+    class Workflows(WorkflowSteps, base):  # type: ignore[valid-type,misc]
+        shared = Shared(caller, walk.checked(), stats)
 
     for name, rule in example_roots(schema, tree, headers).items():
         setattr(Workflows, name, rule)

@@ -27,13 +27,19 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from schemathesis.generation.jsonschema.builder import build
 
 from codegen.fuzz.contract import Case, check_result
+
+if TYPE_CHECKING:
+    from fastmcp import Client
+    from fastmcp.client.transports import StreamableHttpTransport
+
+    from codegen.fuzz.stateful import Stats
 
 HANG_SLACK_S = 30.0
 WRONG_BY_TYPE: dict[str, list[Any]] = {
@@ -72,7 +78,7 @@ def valid_cases(schema: Mapping[str, Any], count: int, fixed_seed: int) -> list[
         deadline=None,
     )
     @given(strategy)
-    def collect(value: Any) -> None:
+    def collect(value: object) -> None:
         key = json.dumps(value, sort_keys=True, ensure_ascii=False)
         if isinstance(value, dict) and key not in seen and len(found) < count:
             seen.add(key)
@@ -170,7 +176,7 @@ async def fuzz(url: str, token: str, count: int, fixed_seed: int, only: set[str]
 
 
 async def _call(
-    client: Any,
+    client: Client[Any],
     case: Case,
     output_schema: Mapping[str, Any] | None,
     declared: set[str],
@@ -233,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if report.failures or (walked is not None and walked.failure) else 0
 
 
-def stateful_fuzz(url: str, token: str, spec_dir: Path, args: argparse.Namespace) -> Any:
+def stateful_fuzz(url: str, token: str, spec_dir: Path, args: argparse.Namespace) -> Stats:
     """The link graph walked over MCP streamable HTTP (codegen.fuzz.stateful)."""
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
@@ -241,7 +247,7 @@ def stateful_fuzz(url: str, token: str, spec_dir: Path, args: argparse.Namespace
     from codegen import specs
     from codegen.fuzz import stateful
 
-    def connect() -> Any:
+    def connect() -> Client[StreamableHttpTransport]:
         return Client(StreamableHttpTransport(f"{url}/mcp", headers={"Authorization": f"Bearer {token}"}), timeout=600)
 
     return stateful.run(connect, stateful.Walk(specs.load(spec_dir), args.sequences, args.steps, args.seed))

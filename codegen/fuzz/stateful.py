@@ -24,7 +24,7 @@ import urllib.parse
 from collections.abc import Callable, Coroutine, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar
 
 import jsonschema_rs
 from hypothesis import HealthCheck, Phase, settings
@@ -39,7 +39,11 @@ from codegen import specs
 from codegen.fuzz.contract import Case, check_result
 from codegen.links import Source, target_of
 from kumitate.client import mcp_result_body
-from kumitate.invariants import Invariant, Step
+from kumitate.invariants import Caller, Invariant, Step
+
+if TYPE_CHECKING:
+    import mcp_types
+    from fastmcp import Client
 
 T = TypeVar("T")
 CALL_TIMEOUT_S = 120.0
@@ -216,14 +220,19 @@ class Wire:
     """The calls the machine makes, over one MCP client: checked tool calls and resource reads."""
 
     def __init__(
-        self, loop: Loop, client: Any, tools: Mapping[str, Any], declared: Mapping[str, set[str]], stats: Stats
+        self,
+        loop: Loop,
+        client: Client[Any],
+        tools: Mapping[str, mcp_types.Tool],
+        declared: Mapping[str, set[str]],
+        stats: Stats,
     ) -> None:
         from generated.errors import CATALOGUE
 
         self.loop, self.client, self.tools, self.declared, self.catalogue = loop, client, tools, declared, CATALOGUE
         self.stats = stats
 
-    def call(self, tool: str, arguments: Mapping[str, Any]) -> tuple[Step, Any]:
+    def call(self, tool: str, arguments: Mapping[str, Any]) -> tuple[Step, mcp_types.CallToolResult]:
         """Call `tool` over MCP: the transport-neutral Step the invariants read, and the raw result the
         contract check reads; the time it took counts towards the tool's share in Stats."""
         started = time.monotonic()
@@ -239,7 +248,7 @@ class Wire:
         """`call` as the invariants' Caller (kumitate.invariants), which needs only the Step."""
         return self.call(tool, arguments)[0]
 
-    def check(self, tool: str, arguments: Mapping[str, Any], result: Any) -> str | None:
+    def check(self, tool: str, arguments: Mapping[str, Any], result: mcp_types.CallToolResult) -> str | None:
         """Why the result of calling `tool` breaks its contract (codegen.fuzz.contract.check_result), or None."""
         case = Case(tool, dict(arguments), True)
         return check_result(case, result, self.tools[tool].output_schema, self.declared[tool], self.catalogue)
@@ -256,140 +265,208 @@ class Wire:
         return None
 
 
-# C901 (31): the hypothesis state machine is a class built in here, its rules closures over the graph;
-# mccabe counts every rule into this function (pyproject.toml [tool.ruff.lint.mccabe])
-def machine(  # noqa: C901
-    roots: dict[str, Node], edges: list[Edge], wire: Wire, invariants: list[Invariant], stats: Stats
-) -> type[RuleBasedStateMachine]:
-    """The state machine class for one graph and one connection."""
-    strategies: dict[str, st.SearchStrategy[Any]] = {}
+class Strategies:
+    """The arguments a machine generates for each tool, built once per tool: from its input schema, and from
+    its spec examples half the time (EXAMPLE_SHARE) where it has any."""
 
-    def arguments_for(node: Node) -> st.SearchStrategy[Any]:
-        if node.name not in strategies:
+    def __init__(self) -> None:
+        self.built: dict[str, st.SearchStrategy[Any]] = {}
+
+    def arguments(self, node: Node) -> st.SearchStrategy[Any]:
+        """The strategy of `node`'s arguments."""
+        if node.name not in self.built:
             generated = build(dict(node.input_schema), draft=jsonschema_rs.Draft202012, formats={})
             if node.examples:
                 examples = st.sampled_from(node.examples)
                 generated = st.one_of(examples, generated) if EXAMPLE_SHARE < 1 else examples
-            strategies[node.name] = generated
-        return strategies[node.name]
+            self.built[node.name] = generated
+        return self.built[node.name]
 
+
+class Sequence:
+    """One sequence of a walk, on either transport: its calls so far (a failure is reported as them), the
+    invariants' memory, and the links it followed; what it does is counted in the walk's Stats."""
+
+    def __init__(self, invariants: list[Invariant], caller: Caller, stats: Stats, unit: str) -> None:
+        self.invariants, self.caller, self.stats, self.unit = invariants, caller, stats, unit
+        self.trace: list[str] = []
+        self.memory: dict[str, Any] = {}
+        self.followed = 0
+
+    def before(self, tool: str, arguments: Mapping[str, Any]) -> None:
+        """Let the invariants that watch `tool` note what they need before it is called."""
+        for inv in self.invariants:
+            if tool in inv.tools and inv.before is not None:
+                inv.before(tool, arguments, self.caller, self.memory)
+
+    def after(self, step: Step) -> None:
+        """Check the invariants that watch the step's tool, after a success."""
+        for inv in self.invariants:
+            if step.ok and step.tool in inv.tools:
+                self.stats.invariant_checks += 1
+                broken = inv.check(step, self.caller, self.memory)
+                if broken:
+                    self.fail(f"invariant {inv.name} broken after {step.tool}: {broken}")
+
+    def follow(self) -> None:
+        """Count a link followed."""
+        self.followed += 1
+        self.stats.links_followed += 1
+
+    def fail(self, problem: str) -> NoReturn:
+        """Fail the sequence with `problem` and the calls that led to it (the walk's first failure)."""
+        steps = "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.trace))
+        message = f"{problem}\nsequence ({len(self.trace)} {self.unit}):\n{steps}"
+        self.stats.failure = self.stats.failure or message  # the first one: a replay meets another server state
+        raise AssertionError(message)
+
+    def end(self) -> None:
+        """Count the sequence once it ends."""
+        self.stats.sequences += 1
+        self.stats.multi_step += self.followed > 0
+        self.stats.longest = max(self.stats.longest, len(self.trace))
+
+
+@dataclass(frozen=True)
+class Harness:
+    """What the rules of one machine share: the wire to the server, the invariants, the validators of the
+    tools' inputs, and the counts."""
+
+    wire: Wire
+    invariants: list[Invariant]
+    stats: Stats
+    validators: dict[str, jsonschema_rs.Draft202012Validator]
+
+
+class Workflows(RuleBasedStateMachine):
+    """The state machine of the walk: one sequence of calls per instance, its results kept for the links to
+    follow. `machine` makes a subclass with one graph's rules and its `harness`."""
+
+    harness: ClassVar[Harness]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.results: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
+        harness = self.harness
+        self.sequence = Sequence(harness.invariants, harness.wire.caller, harness.stats, "calls")
+
+    def run(self, tool: str, arguments: dict[str, Any]) -> None:
+        """Call `tool`, check its answer and, after a success, the invariants that watch it."""
+        self.sequence.before(tool, arguments)
+        step, raw = self.harness.wire.call(tool, arguments)
+        self.harness.stats.calls += 1
+        outcome = "ok" if step.ok else step.error
+        self.sequence.trace.append(f"{tool}({json.dumps(arguments, ensure_ascii=False)[:400]}) -> {outcome}")
+        problem = self.harness.wire.check(tool, arguments, raw)
+        if problem:
+            self.sequence.fail(f"{tool}: {problem}")
+        if not step.ok or step.result is None:
+            return
+        self.results.setdefault(tool, []).append((arguments, step.result))
+        self.sequence.after(step)
+
+    def follow(self, edge: Edge, pick: random.Random, generated: dict[str, Any]) -> None:
+        """Follow `edge` from a result its source gave earlier: its fields filled from that result, the rest
+        of the target's input `generated`; a resource is read."""
+        # what the results hold depends on the server: picked with `pick`, so that the draws hypothesis
+        # records stay the same whatever the server answered
+        arguments, result = pick.choice(self.results[edge.source])
+        filled: dict[str, Any] = {}
+        for name, source in edge.fields:
+            choices = source.choices(result, arguments)
+            if not all(choices):
+                return  # the result has nothing to pass (an empty list, a null chart): not a step
+            filled[name] = source.fill([pick.choice(c) for c in choices])
+        self.sequence.follow()
+        if edge.target.kind == "resource":
+            self.read(edge.target.uri, filled)
+            return
+        call = {**generated, **filled}
+        rejected = [e.message for e in self.harness.validators[edge.target.name].iter_errors(call)]
+        if rejected:
+            self.sequence.trace.append(f"{edge.target.name}({json.dumps(call, ensure_ascii=False)[:400]}) not sent")
+            self.sequence.fail(
+                f"link {edge.label} gives {edge.target.name} an input its schema rejects: {rejected[0][:200]}"
+            )
+        self.run(edge.target.name, call)
+
+    def read(self, template: str, filled: Mapping[str, object]) -> None:
+        """Read the resource at the URI `template` with its parameters `filled`."""
+        uri = template
+        for name, value in filled.items():
+            uri = uri.replace("{" + name + "}", urllib.parse.quote(str(value), safe=""))
+        self.sequence.trace.append(f"read {uri}")
+        problem = self.harness.wire.read(uri)
+        if problem:
+            self.sequence.fail(problem)
+
+    def teardown(self) -> None:
+        """Count the sequence once it ends."""
+        self.sequence.end()
+
+
+def root_rule(node: Node, arguments: st.SearchStrategy[Any]) -> Callable[..., None]:
+    """The rule that calls the root `node` again, with `arguments`."""
+
+    @rule(arguments=arguments)
+    def start(self: Workflows, arguments: dict[str, Any]) -> None:
+        self.run(node.name, arguments)
+
+    start.__name__ = f"call_{node.name}"
+    return start
+
+
+def link_rule(edge: Edge, rest: st.SearchStrategy[Any]) -> Callable[..., None]:
+    """The rule that follows `edge` once its source has given a result, the target's other fields from `rest`."""
+
+    def ready(self: Workflows) -> bool:
+        return bool(self.results.get(edge.source))
+
+    @precondition(ready)
+    @rule(pick=st.randoms(use_true_random=True), generated=rest)
+    def follow(self: Workflows, pick: random.Random, generated: dict[str, Any]) -> None:
+        self.follow(edge, pick, generated)
+
+    follow.__name__ = f"follow_{edge.source}_to_{edge.target.name}".replace("-", "_")
+    return follow
+
+
+def first_step(starts: st.SearchStrategy[tuple[str, dict[str, Any]]]) -> Callable[..., None]:
+    """The first call of every sequence: a (root, arguments) pair from `starts`."""
+
+    @initialize(start=starts)
+    def begin(self: Workflows, start: tuple[str, dict[str, Any]]) -> None:
+        self.run(*start)
+
+    return begin
+
+
+def machine(
+    roots: dict[str, Node], edges: list[Edge], wire: Wire, invariants: list[Invariant], stats: Stats
+) -> type[RuleBasedStateMachine]:
+    """The state machine class for one graph and one connection."""
+    strategies = Strategies()
+    # from a spec example where there is one: a realistic start that gives the links something to pass
+    starts = st.one_of(
+        *(
+            st.tuples(st.just(n.name), st.sampled_from(n.examples) if n.examples else strategies.arguments(n))
+            for n in roots.values()
+        )
+    )
     validators = {
         n.name: jsonschema_rs.Draft202012Validator(n.input_schema)
         for n in [*roots.values(), *(e.target for e in edges)]
         if n.kind == "tool"
     }
-    watching = {tool for inv in invariants for tool in inv.tools}
-
-    class Workflows(RuleBasedStateMachine):
-        def __init__(self) -> None:
-            super().__init__()
-            self.results: dict[str, list[tuple[Mapping[str, Any], Mapping[str, Any]]]] = {}
-            self.trace: list[str] = []
-            self.memory: dict[str, Any] = {}
-            self.followed = 0
-
-        def fail(self, problem: str) -> None:
-            steps = "\n".join(f"  {i + 1}. {line}" for i, line in enumerate(self.trace))
-            message = f"{problem}\nsequence ({len(self.trace)} calls):\n{steps}"
-            stats.failure = stats.failure or message  # the first one: a replay meets another server state
-            raise AssertionError(message)
-
-        def run(self, tool: str, arguments: dict[str, Any]) -> None:
-            for inv in invariants:
-                if tool in inv.tools and inv.before is not None:
-                    inv.before(tool, arguments, wire.caller, self.memory)
-            step, raw = wire.call(tool, arguments)
-            stats.calls += 1
-            outcome = "ok" if step.ok else step.error
-            self.trace.append(f"{tool}({json.dumps(arguments, ensure_ascii=False)[:400]}) -> {outcome}")
-            problem = wire.check(tool, arguments, raw)
-            if problem:
-                self.fail(f"{tool}: {problem}")
-            if not step.ok or step.result is None:
-                return
-            self.results.setdefault(tool, []).append((arguments, step.result))
-            if tool in watching:
-                for inv in invariants:
-                    if tool in inv.tools:
-                        stats.invariant_checks += 1
-                        broken = inv.check(step, wire.caller, self.memory)
-                        if broken:
-                            self.fail(f"invariant {inv.name} broken after {tool}: {broken}")
-
-        def teardown(self) -> None:
-            stats.sequences += 1
-            stats.multi_step += self.followed > 0
-            stats.longest = max(stats.longest, len(self.trace))
-
-    def root_rule(node: Node) -> Callable[..., None]:
-        @rule(arguments=arguments_for(node))
-        def start(self: Workflows, arguments: dict[str, Any]) -> None:
-            self.run(node.name, arguments)
-
-        start.__name__ = f"call_{node.name}"
-        return start
-
-    def link_rule(edge: Edge) -> Callable[..., None]:
-        def ready(self: Workflows) -> bool:
-            return bool(self.results.get(edge.source))
-
-        rest = arguments_for(edge.target) if edge.target.kind == "tool" else st.just({})
-
-        @precondition(ready)
-        @rule(pick=st.randoms(use_true_random=True), generated=rest)
-        def follow(self: Workflows, pick: random.Random, generated: dict[str, Any]) -> None:
-            # what the results hold depends on the server: picked with `pick`, so that the draws hypothesis
-            # records stay the same whatever the server answered
-            arguments, result = pick.choice(self.results[edge.source])
-            filled: dict[str, Any] = {}
-            for name, source in edge.fields:
-                choices = source.choices(result, arguments)
-                if not all(choices):
-                    return  # the result has nothing to pass (an empty list, a null chart): not a step
-                filled[name] = source.fill([pick.choice(c) for c in choices])
-            self.followed += 1
-            stats.links_followed += 1
-            if edge.target.kind == "resource":
-                uri = edge.target.uri
-                for name, value in filled.items():
-                    uri = uri.replace("{" + name + "}", urllib.parse.quote(str(value), safe=""))
-                self.trace.append(f"read {uri}")
-                problem = wire.read(uri)
-                if problem:
-                    self.fail(problem)
-                return
-            call = {**generated, **filled}
-            rejected = [e.message for e in validators[edge.target.name].iter_errors(call)]
-            if rejected:
-                self.trace.append(f"{edge.target.name}({json.dumps(call, ensure_ascii=False)[:400]}) not sent")
-                self.fail(
-                    f"link {edge.label} gives {edge.target.name} an input its schema rejects: {rejected[0][:200]}"
-                )
-            self.run(edge.target.name, call)
-
-        follow.__name__ = f"follow_{edge.source}_to_{edge.target.name}".replace("-", "_")
-        return follow
-
-    def first_step() -> Callable[..., None]:
-        # from a spec example where there is one: a realistic start that gives the links something to pass
-        starts = st.one_of(
-            *(
-                st.tuples(st.just(n.name), st.sampled_from(n.examples) if n.examples else arguments_for(n))
-                for n in roots.values()
-            )
-        )
-
-        @initialize(start=starts)
-        def begin(self: Workflows, start: tuple[str, dict[str, Any]]) -> None:
-            self.run(*start)
-
-        return begin
-
-    namespace: dict[str, Any] = {"begin": first_step()}
+    namespace: dict[str, Any] = {
+        "harness": Harness(wire, invariants, stats, validators),
+        "begin": first_step(starts),
+    }
     for node in roots.values():
-        namespace[f"call_{node.name}"] = root_rule(node)
+        namespace[f"call_{node.name}"] = root_rule(node, strategies.arguments(node))
     for i, edge in enumerate(edges):
-        namespace[f"follow_{i}_{edge.source}_to_{edge.target.name}"] = link_rule(edge)
+        rest = strategies.arguments(edge.target) if edge.target.kind == "tool" else st.just({})
+        namespace[f"follow_{i}_{edge.source}_to_{edge.target.name}"] = link_rule(edge, rest)
     return type("Workflows", (Workflows,), namespace)
 
 
@@ -415,7 +492,7 @@ def run(connect: Callable[[], AbstractAsyncContextManager[Any]], walk: Walk) -> 
 
 def _walk(
     loop: Loop,
-    client: Any,
+    client: Client[Any],
     roots: dict[str, Node],
     edges: list[Edge],
     invariants: list[Invariant],

@@ -98,5 +98,7 @@ class Catalogue:
             self.path.write_text(candidate, encoding="utf-8")
             return
         whole = parse_yaml(text) or {}
+        if not isinstance(whole, dict):
+            raise ValueError(f"{self.path}: the error catalogue is not a mapping")
         whole.setdefault("codes", {}).update(self.added)
         self.path.write_text(yaml.safe_dump(whole, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")

@@ -105,7 +105,7 @@ def _documented(found: dict[str, Any]) -> bool:
     return any(value not in ({}, None) for value in found.values())
 
 
-def _problem(convert: Converter, schema: Any, value: Any) -> str | None:
+def _problem(convert: Converter, schema: dict[str, Any], value: object) -> str | None:
     try:
         validator = jsonschema_rs.Draft202012Validator(convert.with_defs(schema))
     except (ValueError, jsonschema_rs.ValidationError) as exc:

@@ -26,7 +26,7 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 SCALARS = frozenset({"string", "integer", "number", "boolean"})
 
 
-def resolve(document: dict[str, Any], node: Any) -> Any:
+def resolve(document: dict[str, Any], node: object) -> object:
     """A parameter, body, response, header or example with its (local) `$ref` followed."""
     from codegen.importer.load import walk_pointer
 
@@ -37,6 +37,12 @@ def resolve(document: dict[str, Any], node: Any) -> Any:
         target = walk_pointer(document, node["$ref"].partition("#")[2], node["$ref"])
         node = {**target, **siblings} if isinstance(target, dict) else target
     return node
+
+
+def resolve_mapping(document: dict[str, Any], node: object) -> dict[str, Any]:
+    """`resolve` where only a mapping means anything (a response, a header): anything else is none, {}."""
+    found = resolve(document, node)
+    return found if isinstance(found, dict) else {}
 
 
 @dataclass
@@ -91,7 +97,7 @@ def parameters(document: dict[str, Any], path_item: dict[str, Any], operation: d
     return list(merged.values())
 
 
-def flat_object(convert: Converter, schema: Any) -> tuple[dict[str, Any], list[str], Any] | None:
+def flat_object(convert: Converter, schema: object) -> tuple[dict[str, Any], list[str], Any] | None:
     """(properties, required, additionalProperties) of a plain object schema (a ref to one, or an allOf of
     such), or None when it is something else (an array, a scalar, a oneOf, a free-form object)."""
     target = convert.target(schema)
@@ -149,11 +155,7 @@ def request_body(
         report.dropped.append("a multipart file part (format: binary) travels as a string, not as a file upload")
     if flat is not None:
         properties, inner_required, result.additional = flat
-        read_only = [
-            n
-            for n, p in properties.items()
-            if isinstance(convert.target(p), dict) and convert.target(p).get("readOnly")
-        ]
+        read_only = [n for n, p in properties.items() if _read_only(convert.target(p))]
         for name in read_only:
             del properties[name]
         if read_only:
@@ -173,7 +175,11 @@ def request_body(
     return result
 
 
-def _fits(convert: Converter, schema: Any, location: str) -> bool:
+def _read_only(schema: object) -> bool:
+    return isinstance(schema, dict) and bool(schema.get("readOnly"))
+
+
+def _fits(convert: Converter, schema: object, location: str) -> bool:
     """Whether a value of `schema` can travel in a path segment, a query key or a header."""
     target = convert.target(schema)
     if not isinstance(target, dict):
@@ -208,14 +214,16 @@ def _left_out(location: str, name: str, report: OperationReport) -> bool:
     return False
 
 
-def _param_schema(param: dict[str, Any], location: str, name: str, convert: Converter, report: OperationReport) -> Any:
+def _param_schema(
+    param: dict[str, Any], location: str, name: str, convert: Converter, report: OperationReport
+) -> dict[str, Any] | None:
     """The parameter's schema as an input property's, or None when it cannot travel where it does."""
     raw_schema = param.get("schema")
     if raw_schema is None and isinstance(param.get("content"), dict) and param["content"]:
         raw_schema = next(iter(param["content"].values())).get("schema")
         report.notes.append(f"parameter {name!r} is declared by content: its schema is taken, sent as text")
     schema = convert.convert(raw_schema if raw_schema is not None else {"type": "string"})
-    if _fits(convert, schema, location):
+    if isinstance(schema, dict) and _fits(convert, schema, location):  # _fits: a schema object, or a ref to one
         return schema
     if location == "path":  # a path segment cannot be left out: the caller sends it as the API writes it
         report.adapted.append(f"path parameter {name!r} is a string: send it serialised as the API expects")

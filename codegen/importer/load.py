@@ -42,7 +42,7 @@ class Document:
     """Names of the schemas that came from other files."""
 
 
-def _plain(node: Any) -> Any:
+def _plain(node: object) -> object:
     """YAML's extras as JSON has them: dates and times as ISO text, keys as text (`200:` is "200")."""
     if isinstance(node, dict):
         return {str(k): _plain(v) for k, v in node.items()}
@@ -53,7 +53,7 @@ def _plain(node: Any) -> Any:
     return node
 
 
-def parse(text: str, where: str) -> Any:
+def parse(text: str, where: str) -> object:
     """JSON or YAML text as data; a parse error is one line naming `where`."""
     try:
         return json.loads(text) if text.lstrip().startswith("{") else _plain(parse_yaml(text))
@@ -101,7 +101,7 @@ def read(source: str) -> Document:
     return Document(bundled, source, version[:3], tuple(bundler.hoisted.values()))
 
 
-def walk_pointer(doc: Any, fragment: str, where: str) -> Any:
+def walk_pointer(doc: object, fragment: str, where: str) -> object:
     """The node at JSON pointer `fragment` of `doc`; ImportFailed when it is not there."""
     node = doc
     for raw in [t for t in fragment.lstrip("/").split("/")] if fragment.strip("/") else []:
@@ -119,7 +119,7 @@ def _escape(key: str) -> str:
     return str(key).replace("~", "~0").replace("/", "~1")
 
 
-def _looks_like_schema(node: Any) -> bool:
+def _looks_like_schema(node: object) -> bool:
     return isinstance(node, dict) and bool(SCHEMA_KEYS & node.keys()) and not (NOT_SCHEMA_KEYS & node.keys())
 
 
@@ -130,26 +130,28 @@ class _Bundler:
         self.root = copy.deepcopy(root)
         self.base = base
         self.source = source
-        self.files: dict[Path, Any] = {}
+        self.files: dict[Path, object] = {}
         self.hoisted: dict[tuple[Path, str], str] = {}
         self.schemas: dict[str, Any] = {}
 
     def bundle(self) -> dict[str, Any]:
         walked = self._walk(self.root, self.base, "#", ())
+        if not isinstance(walked, dict):
+            raise ImportFailed(f"{self.source}: not an OpenAPI document (its top-level $ref is not a mapping)")
         if self.schemas:
             components = walked.setdefault("components", {})
             own = components.setdefault("schemas", {})
             own.update(self.schemas)
         return walked
 
-    def _load(self, path: Path, where: str) -> Any:
+    def _load(self, path: Path, where: str) -> object:
         if path not in self.files:
             if not path.is_file():
                 raise ImportFailed(f"{where}: $ref file {path} not found")
             self.files[path] = parse(path.read_text(encoding="utf-8"), str(path))
         return self.files[path]
 
-    def _walk(self, node: Any, file: Path | None, where: str, stack: tuple[tuple[Path, str], ...]) -> Any:
+    def _walk(self, node: object, file: Path | None, where: str, stack: tuple[tuple[Path, str], ...]) -> object:
         if isinstance(node, list):
             return [self._walk(v, file, f"{where}/{i}", stack) for i, v in enumerate(node)]
         if not isinstance(node, dict):
@@ -161,7 +163,7 @@ class _Bundler:
 
     def _ref(
         self, node: dict[str, Any], ref: str, file: Path | None, where: str, stack: tuple[tuple[Path, str], ...]
-    ) -> Any:
+    ) -> object:
         file_part, _, fragment = ref.partition("#")
         if SCHEME.match(file_part) or (file_part and file is None):
             raise ImportFailed(
@@ -184,7 +186,7 @@ class _Bundler:
         inlined = self._walk(copy.deepcopy(target), target_file, where, (*stack, key))
         return {**inlined, **siblings} if isinstance(inlined, dict) else inlined
 
-    def _hoist(self, key: tuple[Path, str], target: Any, segments: list[str]) -> str:
+    def _hoist(self, key: tuple[Path, str], target: object, segments: list[str]) -> str:
         if key in self.hoisted:
             return self.hoisted[key]
         wanted = unquote(segments[-1]) if segments else naming.pascal(re.sub(r"[^A-Za-z0-9]+", "_", key[0].stem))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codegen.importer.catalogue import Catalogue
-from codegen.importer.inputs import JSON_TYPE, flat_object, resolve
+from codegen.importer.inputs import JSON_TYPE, flat_object, resolve_mapping
 from codegen.importer.names import property_name
 from codegen.importer.report import OperationReport
 from codegen.importer.schema import Converter, JsonSchema
@@ -60,7 +60,7 @@ def success(document: dict[str, Any], responses: dict[str, Any], convert: Conver
     status = found[0]
     for other in found[1:]:
         report.dropped.append(f"the other success response {other} is not carried (the tool answers {status})")
-    raw = resolve(document, responses[str(status)]) or {}
+    raw = resolve_mapping(document, responses[str(status)])
     out.status = status if status in STATUSES else 200
     if out.status != status:
         report.adapted.append(f"success status {status} is answered as 200")
@@ -125,7 +125,7 @@ def _headers(
     """The success's documented headers as output properties (property -> (schema, required))."""
     found: dict[str, tuple[Any, bool]] = {}
     for name, raw in headers.items():
-        header = resolve(document, raw) or {}
+        header = resolve_mapping(document, raw)
         if name.lower() in SKIPPED_HEADERS:
             continue
         prop = property_name(name.lower().replace("-", "_"), "header", taken)
@@ -146,7 +146,7 @@ def errors(
     with_body: list[str] = []
     for key in sorted(responses, key=str):
         status = _status(str(key))
-        raw = resolve(document, responses[key]) or {}
+        raw = resolve_mapping(document, responses[key])
         if status is None:
             if str(key).upper() in ("4XX", "5XX", "DEFAULT"):
                 report.dropped.append(f"the {key} response has no single status: no error code for it")

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from codegen.importer.names import pascal
+from codegen.refs import JsonT
 
 DROPPED_KEYS = frozenset({"discriminator", "xml", "externalDocs", "nullable", "example", "$schema", "$id"})
 MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
@@ -56,7 +57,7 @@ class Converter:
         for name, schema in components.items():
             self.defs[self.names[name]] = self.convert(schema)
 
-    def convert(self, schema: Any) -> Any:
+    def convert(self, schema: JsonT) -> JsonT:
         """One schema in JSON Schema 2020-12 with refs to `#/$defs/<Name>`."""
         if isinstance(schema, bool) or not isinstance(schema, dict):
             return schema
@@ -86,9 +87,11 @@ class Converter:
         match = COMPONENT_REF.match(ref)
         siblings = {k: v for k, v in schema.items() if k != "$ref"}
         if match is None:  # a ref into some other part of the document: inline its schema
-            from codegen.importer.load import walk_pointer
+            from codegen.importer.load import ImportFailed, walk_pointer
 
             target = walk_pointer(self.document, ref.partition("#")[2], ref)
+            if not isinstance(target, dict):
+                raise ImportFailed(f"$ref {ref!r} does not lead to a schema object")
             return self.convert({**target, **siblings})
         component = match.group(1).replace("~1", "/").replace("~0", "~")
         out: JsonSchema = {"$ref": f"#/$defs/{self.names.get(component, def_name(component))}"}
@@ -106,7 +109,7 @@ class Converter:
                 if flag and bound in out:
                     out[exclusive] = out.pop(bound)
 
-    def target(self, schema: Any) -> Any:
+    def target(self, schema: object) -> object:
         """The schema a (chain of) `#/$defs` refs leads to, or `schema` itself."""
         seen: set[str] = set()
         while isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
@@ -117,7 +120,7 @@ class Converter:
             schema = self.defs[match.group(1)]
         return schema
 
-    def with_defs(self, schema: Any) -> Any:
+    def with_defs(self, schema: JsonT) -> JsonT:
         """`schema` with the shared types attached, to validate an example against it."""
         if not isinstance(schema, dict):
             return schema
@@ -139,7 +142,7 @@ def _nullable(schema: JsonSchema) -> JsonSchema:
     return {**described, "anyOf": [rest, {"type": "null"}]}
 
 
-def walk(schema: Any) -> Iterator[JsonSchema]:
+def walk(schema: object) -> Iterator[JsonSchema]:
     """Every schema object inside `schema`, itself included."""
     if not isinstance(schema, dict):
         return
@@ -154,7 +157,7 @@ def walk(schema: Any) -> Iterator[JsonSchema]:
             yield from walk(sub)
 
 
-def refs(schema: Any) -> Iterator[str]:
+def refs(schema: object) -> Iterator[str]:
     """The `$defs` names `schema` refers to directly."""
     for node in walk(schema):
         match = DEF_REF.match(str(node.get("$ref", "")))
@@ -162,7 +165,7 @@ def refs(schema: Any) -> Iterator[str]:
             yield match.group(1)
 
 
-def in_tool(schema: Any, types_file: str) -> Any:
+def in_tool(schema: JsonT, types_file: str) -> JsonT:
     """`schema` as a tool spec writes it: `#/$defs/X` -> `../types/<svc>.json#/$defs/X`."""
     if isinstance(schema, list):
         return [in_tool(item, types_file) for item in schema]
@@ -210,7 +213,7 @@ def break_cycles(defs: dict[str, Any]) -> list[str]:
 INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
-def bound_integers(schema: Any) -> int:
+def bound_integers(schema: object) -> int:
     """Give every integer without a range one (its `format`'s, else int64's), as lint KT112 asks; the count."""
     added = 0
     for node in walk(schema):
@@ -226,12 +229,12 @@ def bound_integers(schema: Any) -> int:
     return added
 
 
-def title_enums(schema: Any, owner: str, top_level: bool, used: set[str]) -> int:
+def title_enums(schema: object, owner: str, top_level: bool, used: set[str]) -> int:
     """Title every enum inside `schema` (not the schema itself when `top_level` names it), as lint KT115
     asks: the owner's name and the property's (`PetStatus`), numbered when taken; the count."""
     count = 0
 
-    def visit(node: Any, name: str, is_top: bool) -> None:
+    def visit(node: object, name: str, is_top: bool) -> None:
         nonlocal count
         if not isinstance(node, dict):
             return

@@ -27,7 +27,7 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _text)
 
 
-def dump(doc: Any) -> str:
+def dump(doc: object) -> str:
     """YAML as a person writes a spec."""
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
 

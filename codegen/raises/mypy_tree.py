@@ -36,7 +36,7 @@ import re
 import types
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from mypy.build import BuildResult, build
 from mypy.main import process_options
@@ -196,7 +196,7 @@ class Walker:
         return cls.shapes[kind]
 
 
-def _nodes(value: Any) -> Iterator[Node]:
+def _nodes(value: object) -> Iterator[Node]:
     if isinstance(value, Statement | Expression | Pattern):
         yield value
     elif isinstance(value, list | tuple):

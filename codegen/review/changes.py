@@ -21,7 +21,7 @@ from codegen.specs import ResourceSpec, ServiceSpec, SpecTree, ToolSpec
 from kumitate.httpshape import HttpShape
 
 
-def _text_changes(old: Any, new: Any, label: str, rule: str) -> Iterator[Change]:
+def _text_changes(old: str | None, new: str | None, label: str, rule: str) -> Iterator[Change]:
     a, b = (old or "").strip(), (new or "").strip()
     if a != b:
         yield rule, f"{label} changed ({len(a)} → {len(b)} characters)", None

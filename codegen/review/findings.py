@@ -164,7 +164,7 @@ Change = tuple[str, str, str | None]
 """(rule, detail, caused_by)"""
 
 
-def show(value: Any) -> str:
+def show(value: object) -> str:
     """A value as compact, sorted JSON for a finding's text."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 

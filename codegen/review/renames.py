@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from codegen.refs import JsonT
 from codegen.review import surfaces
 from codegen.specs import Problem, SpecTree, ToolSpec
 
@@ -12,7 +13,7 @@ RENAMED_FROM = "x-renamed-from"
 """Declared on a field's schema in HEAD: the name the field had in BASE."""
 
 
-def bare(schema: Any) -> Any:
+def bare(schema: JsonT) -> JsonT:
     """`schema` without its `x-renamed-from` annotation (a rename note is not a change of the schema)."""
     return {k: v for k, v in schema.items() if k != RENAMED_FROM} if isinstance(schema, dict) else schema
 

@@ -37,6 +37,8 @@ class Rule:
 def load_rules(path: Path = RULES_FILE) -> dict[str, Rule]:
     """The rules by id from `path`; a duplicate id is an error."""
     doc = parse_yaml(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: the rules file is a mapping with a `rules` list")
     rules: dict[str, Rule] = {}
     for entry in doc["rules"]:
         rule = Rule(entry["id"], entry["surface"], entry["severity"], entry["description"])
@@ -131,7 +133,7 @@ def load_exceptions(specs_dir: Path) -> tuple[list[Exception_], list[str]]:
     return found, problems
 
 
-def _entry_problem(entry: Any) -> str | None:
+def _entry_problem(entry: object) -> str | None:
     """What is wrong with one entry of the exceptions file (the first thing found), or None when it is
     an exception: a mapping of the known keys, a known rule, one named subject (no wildcard) and a reason."""
     if not isinstance(entry, dict):

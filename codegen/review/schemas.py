@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from codegen.refs import JsonValue
 from codegen.review import surfaces
 from codegen.review.findings import Change, at, show
 from codegen.review.renames import RENAMED_FROM, bare, field_renames
@@ -103,7 +104,7 @@ def _core(schema: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in schema.items() if k not in (*TEXT_KEYS, "default", "$comment")}
 
 
-def _branch_kind(schema: Any) -> str:
+def _branch_kind(schema: JsonValue) -> str:
     """What a branch is, to pair it with its counterpart on the other side when its content changed."""
     if not isinstance(schema, dict):
         return show(schema)
@@ -114,7 +115,7 @@ def _branch_kind(schema: Any) -> str:
     return f"{kind} enum" if "enum" in schema else kind
 
 
-def _branch_label(schema: Any) -> str:
+def _branch_label(schema: JsonValue) -> str:
     text = show(_core(schema) if isinstance(schema, dict) else schema)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -167,7 +168,7 @@ def _union(old: list[Any], new: list[Any], key: str, direction: str, path: str) 
         yield more, f"{where}: {key} branch {_branch_label(new[j])} added", None
 
 
-def diff_schema(old: Any, new: Any, direction: str, path: str = "") -> Iterator[Change]:
+def diff_schema(old: JsonValue, new: JsonValue, direction: str, path: str = "") -> Iterator[Change]:
     """Every classified change between two (dereferenced) schemas of one direction."""
     if not isinstance(old, dict) or not isinstance(new, dict):
         if old != new:

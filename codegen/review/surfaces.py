@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from codegen import models, naming
+from codegen.refs import JsonValue
 from codegen.specs import GENERIC_ERRORS, ResourceSpec, ServiceSpec, SpecTree, ToolSpec
 
 
@@ -82,29 +83,29 @@ def service_defs(svc: ServiceSpec, root: Path) -> Defs | None:
     return defs if isinstance(defs, dict) else None
 
 
-def _ref_name(schema: Any, defs: Defs | None) -> str | None:
+def _ref_name(schema: object, defs: Defs | None) -> str | None:
     if defs is None or not isinstance(schema, dict) or not isinstance(schema.get("$ref"), str):
         return None
     match = _REF.match(schema["$ref"])
     return match.group(1) if match and match.group(1) in defs else None
 
 
-def _resolve(schema: Any, defs: Defs | None, seen: frozenset[str] = frozenset()) -> Any:
+def _resolve(schema: JsonValue, defs: Defs | None, seen: frozenset[str] = frozenset()) -> JsonValue:
     """A schema with a top-level ref to a shared type replaced by that type (sibling keywords kept)."""
     name = _ref_name(schema, defs)
-    if name is None or name in seen or defs is None:
+    if name is None or name in seen or defs is None or not isinstance(schema, dict):
         return schema
     target = _resolve(defs[name], defs, seen | {name})
     siblings = {k: v for k, v in schema.items() if k != "$ref"}
     return {**target, **siblings} if isinstance(target, dict) else target
 
 
-def is_class(schema: Any) -> bool:
+def is_class(schema: object) -> bool:
     """Does a shared type become a class of its own (a model or an Enum), rather than collapse into its users?"""
     return isinstance(schema, dict) and (bool(schema.get("properties")) or "enum" in schema)
 
 
-def enum_members(schema: Any, defs: Defs | None = None) -> tuple[Any, ...]:
+def enum_members(schema: JsonValue, defs: Defs | None = None) -> tuple[Any, ...]:
     """The values of the enum `schema` is (resolving a $ref through `defs`), without null; () when none."""
     schema = _resolve(schema, defs)
     if not isinstance(schema, dict):
@@ -120,7 +121,7 @@ def enum_members(schema: Any, defs: Defs | None = None) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def py_type(schema: Any, defs: Defs | None = None) -> str:
+def py_type(schema: JsonValue, defs: Defs | None = None) -> str:
     """The Python annotation (without the Optional a non-required field gets)."""
     name = _ref_name(schema, defs)
     if name is not None and defs is not None:
@@ -148,13 +149,13 @@ def py_type(schema: Any, defs: Defs | None = None) -> str:
     return "Any"
 
 
-def py_fields(model: str, schema: Any, defs: Defs | None = None) -> dict[str, PyField]:
+def py_fields(model: str, schema: JsonValue, defs: Defs | None = None) -> dict[str, PyField]:
     """`Model.field.sub` -> its Python type, whether it is required and its enum members, for every
     nested field; nested shared types are followed under the field's path (so a change in `Hit`
     shows on every tool that returns hits)."""
     out: dict[str, PyField] = {}
 
-    def walk(node: Any, prefix: str, seen: frozenset[str]) -> None:
+    def walk(node: JsonValue, prefix: str, seen: frozenset[str]) -> None:
         name = _ref_name(node, defs)
         if name is not None:
             if name in seen:
