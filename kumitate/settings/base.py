@@ -28,7 +28,7 @@ CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
 """`a,b,c` in the environment; blanks dropped."""
 
 
-def var(name: str, default: object, doc: str, shown: str | None = None, **constraints: Any) -> Any:  # noqa: ANN401
+def var(name: str, default: object, doc: str, shown: str | None = None, **constraints: Any) -> Any:  # noqa: ANN401  (as pydantic.Field)
     """A setting read from the variable `name`; `shown` is the default as the README table says it.
 
     Typed as pydantic's `Field` is: it stands as the default of a field of any type, and `constraints`
