@@ -265,6 +265,7 @@ class DirectFields(TypedDict, total=False):
     attachments: list[Attachment] | None
     deadline: float | None
     state: CallState | None
+    credentials: str | None
 
 
 @dataclass(frozen=True, slots=True)
