@@ -124,7 +124,7 @@ def _version() -> str:
 __version__ = _version()
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> Any:  # noqa: ANN401  (a public name of any kind: a class, a function, a constant)
     """Load a public name from its home module on first use (PEP 562); anything else is not here."""
     if name in _HOME:
         value = getattr(importlib.import_module(_HOME[name]), name)

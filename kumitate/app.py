@@ -13,10 +13,10 @@ import importlib
 import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from fastmcp import FastMCP
+from fastmcp.server.http import StarletteWithLifespan
 from litestar import Litestar, Response, get
 from litestar.exceptions import HTTPException
 from litestar.static_files import create_static_files_router
@@ -133,7 +133,7 @@ def _http_routes(runtime: Runtime) -> list[ControllerRouterHandler]:
     return routes
 
 
-def _mcp_apps(runtime: Runtime, stateless: bool) -> tuple[Any, dict[str, Any]]:
+def _mcp_apps(runtime: Runtime, stateless: bool) -> tuple[StarletteWithLifespan, dict[str, StarletteWithLifespan]]:
     """The MCP endpoint of every tool (/mcp), and one per service and per toolset (/mcp/<name>)."""
     serve = functools.partial(
         FastMCP.http_app,
@@ -152,7 +152,7 @@ def _mcp_apps(runtime: Runtime, stateless: bool) -> tuple[Any, dict[str, Any]]:
 
 
 def _lifespan(
-    runtime: Runtime, mcp_apps: list[Any], mcp_cap: int, stateless: bool
+    runtime: Runtime, mcp_apps: list[StarletteWithLifespan], mcp_cap: int, stateless: bool
 ) -> Callable[[Litestar], contextlib.AbstractAsyncContextManager[None]]:
     """Start-up and shut-down: the MCP endpoints' session managers, the health checks, the frozen heap;
     the runtime closes last."""

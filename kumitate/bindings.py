@@ -11,12 +11,12 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict, Unpack
 from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from kumitate.context import CallContext
+from kumitate.context import Attachment, CallContext, Principal
 from kumitate.httpshape import HttpShape
 from kumitate.policies.deprecation import Deprecation
 from kumitate.policies.spec import Policy, allowed_codes
@@ -25,6 +25,9 @@ DEFAULT_TASK_TIMEOUT_MS = 600_000
 """A task body's deadline where the spec's `execution` names none (the meta-schema's default)."""
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
+    from kumitate.callstate import CallState
     from kumitate.service import ServiceSetup
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "Binding",
     "CacheHint",
     "Deprecation",
+    "DirectFields",
     "Execution",
     "PromptBinding",
     "ResourceBinding",
@@ -248,6 +252,22 @@ class PromptBinding(Binding):
         return f"prompt_{self.name}"
 
 
+class DirectFields(TypedDict, total=False):
+    """What `ServiceBinding.direct_call` may set of the context it builds: `CallContext`'s own
+    parameters, but for the service, tool, base address and routes the binding gives."""
+
+    transport: str
+    run_id: str
+    trace_id: str
+    principal: Principal | None
+    received_at: datetime | None
+    warnings: list[str] | None
+    attachments: list[Attachment] | None
+    deadline: float | None
+    state: CallState | None
+    credentials: str | None
+
+
 @dataclass(frozen=True, slots=True)
 class ServiceBinding:
     """One service as generated from specs/<service>/: its metadata and every tool, resource and prompt binding."""
@@ -271,10 +291,13 @@ class ServiceBinding:
     def __post_init__(self) -> None:
         object.__setattr__(self, "routes", {r.name: r for r in self.resources})
 
-    def direct_call(self, tool: str, public_url: str = "http://127.0.0.1:8000", **fields: Any) -> CallContext:
+    def direct_call(
+        self, tool: str, public_url: str = "http://127.0.0.1:8000", **fields: Unpack[DirectFields]
+    ) -> CallContext:
         """The context of a handler called directly (tests, benchmarks, scripts), as the pipeline builds
         one: this service's routes and a base address for `url_for`; `fields` set the rest (principal, deadline)."""
-        values: dict[str, Any] = {"transport": "direct", "run_id": "direct", "trace_id": "direct"} | fields
+        values: DirectFields = {"transport": "direct", "run_id": "direct", "trace_id": "direct"}
+        values.update(fields)
         return CallContext(service=self.name, tool=tool, public_url=public_url, routes=self.routes, **values)
 
 

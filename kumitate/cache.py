@@ -11,11 +11,17 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, Protocol, TypeVar
 
 from kumitate.storage.redis import Backoff
 
+if TYPE_CHECKING:
+    import redis
+
 __all__ = ["MemoryCache", "RedisCache", "SharedCache", "make_cache"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class SharedCache(Protocol):
@@ -79,17 +85,17 @@ class MemoryCache:
 class RedisCache:
     """The same interface on Redis (SET … PX): every instance sees every entry."""
 
-    def __init__(self, client: Any, namespace: str = "kumitate:cache:") -> None:
+    def __init__(self, client: redis.Redis, namespace: str = "kumitate:cache:") -> None:
         self._redis = client
         self._namespace = namespace
         self.backoff = Backoff("shared_cache")
 
-    def _call(self, method: str, key: str, *args: Any, **kw: Any) -> Any:
+    def _call(self, command: Callable[Concatenate[str, P], T], key: str, *args: P.args, **kw: P.kwargs) -> T | None:
         """One Redis command, or None while Redis is away (a lost cache is a miss, not a failed call)."""
         if not self.backoff.available():
             return None
         try:
-            result = getattr(self._redis, method)(self._namespace + key, *args, **kw)
+            result = command(self._namespace + key, *args, **kw)
         except Exception as exc:
             self.backoff.failed(exc)
             return None
@@ -98,18 +104,18 @@ class RedisCache:
 
     def get(self, key: str) -> bytes | None:
         """The value under `key` in Redis, or None when it is absent, expired or Redis is down."""
-        value = self._call("get", key)
-        return bytes(value) if value is not None else None
+        value = self._call(self._redis.get, key)
+        return value.encode() if isinstance(value, str) else value  # str only from a decode_responses client
 
     def set(self, key: str, value: bytes, ttl_s: float) -> None:
         """Keep `value` in Redis with a millisecond expiry (at least 1 ms)."""
-        self._call("set", key, value, px=max(1, int(ttl_s * 1000)))
+        self._call(self._redis.set, key, value, px=max(1, int(ttl_s * 1000)))
 
     def delete(self, key: str) -> None:
         """Forget `key` in Redis."""
-        self._call("delete", key)
+        self._call(self._redis.delete, key)
 
 
-def make_cache(redis_client: Any | None) -> SharedCache:
+def make_cache(redis_client: redis.Redis | None) -> SharedCache:
     """Redis when the process has a Redis client (state shared by every instance), else process memory."""
     return RedisCache(redis_client) if redis_client is not None else MemoryCache()

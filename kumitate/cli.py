@@ -14,13 +14,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kumitate import __version__
 from kumitate.observability import calllog
 
+if TYPE_CHECKING:
+    from kumitate.settings import Settings
 
-def _start(settings: Any, build: Any) -> Any:
+T = TypeVar("T")
+
+
+def _start(settings: Settings, build: Callable[[], T]) -> T:
     """`build()` after checking the data directory. What an operator or a developer must fix (a
     storage failure, a tool without a handler, no generated code) exits with one line, no traceback."""
     from kumitate import datadir
@@ -86,7 +92,7 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(**overrides: Any) -> Any:
+def _settings(**overrides: object) -> Settings:
     """The settings from the environment (and the command line's `overrides`); an invalid value
     exits with one line per variable, no traceback."""
     from pydantic import ValidationError
@@ -94,7 +100,7 @@ def _settings(**overrides: Any) -> Any:
     from kumitate.settings import Settings, invalid_variables
 
     try:
-        return Settings.from_env(**overrides)
+        return Settings.from_env(None, **overrides)
     except ValidationError as exc:
         for line in invalid_variables(exc):
             print(f"kumitate: {line}", file=sys.stderr)

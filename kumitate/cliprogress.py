@@ -10,24 +10,23 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 
 class Bar:
     """One task on a rich Progress: `report(done, total, message)` from any thread."""
 
-    def __init__(self, progress: Any, label: str) -> None:
+    def __init__(self, progress: Progress, label: str) -> None:
         self._progress = progress
         self._task = progress.add_task(label, total=None)
 
     def report(self, done: float, total: float | None = None, message: str | None = None) -> None:
         """Move the bar to `done` of `total`, with `message` as its label (a progress sink)."""
-        fields: dict[str, Any] = {"completed": done}
-        if total is not None:
-            fields["total"] = total
-        if message:
-            fields["description"] = message
-        self._progress.update(self._task, **fields)
+        # rich leaves a total or description given as None as it was
+        self._progress.update(self._task, completed=done, total=total, description=message or None)
 
     async def on_progress(self, done: float, total: float | None, message: str | None) -> None:
         """The same, as a fastmcp client progress handler."""

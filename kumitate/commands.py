@@ -13,10 +13,12 @@ import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from codegen.scaffold import Written
+    from kumitate.bindings import ToolBinding
+    from kumitate.cliprogress import Bar
 
 EXIT_TOOL_ERROR = 1
 EXIT_USAGE = 2
@@ -44,7 +46,17 @@ def _needs_codegen(run: Callable[[argparse.Namespace], int]) -> Callable[[argpar
     return checked
 
 
-def add_parsers(sub: Any) -> None:
+class Subcommands(Protocol):
+    """What `add_parsers` uses of the `kumitate` parser's subcommands (what `add_subparsers()` returned)."""
+
+    def add_parser(
+        self, name: str, *, help: str | None = ..., description: str | None = ...
+    ) -> argparse.ArgumentParser:
+        """A new subcommand's own parser."""
+        ...
+
+
+def add_parsers(sub: Subcommands) -> None:
     """Add the project subcommands (generate, lint, new, diff, ...) to the `kumitate` argument parser."""
     generate = sub.add_parser("generate", help="specs/ -> generated/ (models, bindings, OpenAPI, docs)")
     generate.add_argument("--check", action="store_true", help="list stale or orphan generated files; write nothing")
@@ -258,7 +270,7 @@ async def _served_tools(url: str, token: str | None) -> dict[str, str]:
     return {t.name: served_hash(t.model_dump(mode="json", by_alias=True, exclude_none=True)) for t in tools}
 
 
-def _arguments(raw: str) -> Any:
+def _arguments(raw: str) -> dict[str, object]:
     text = Path(raw[1:]).read_text(encoding="utf-8") if raw.startswith("@") else raw
     try:
         value = json.loads(text)
@@ -269,7 +281,7 @@ def _arguments(raw: str) -> Any:
     return value
 
 
-def _print(body: Any) -> None:
+def _print(body: object) -> None:
     print(json.dumps(body, ensure_ascii=False, indent=2))
 
 
@@ -289,7 +301,7 @@ def _call(args: argparse.Namespace) -> int:
     return 0 if ok else EXIT_TOOL_ERROR
 
 
-def _binding(service: str, tool: str) -> Any:
+def _binding(service: str, tool: str) -> ToolBinding:
     from kumitate.project import Project, load_generated
 
     Project.discover().activate()
@@ -305,8 +317,8 @@ def _binding(service: str, tool: str) -> Any:
 
 
 async def _call_in_process(
-    service: str, tool: str, arguments: Any, key: str | None, bar: Any = None
-) -> tuple[bool, Any]:
+    service: str, tool: str, arguments: dict[str, object], key: str | None, bar: Bar | None = None
+) -> tuple[bool, object]:
     from kumitate.observability import correlation
     from kumitate.pipeline import CallRequest
     from kumitate.runtime import Runtime
@@ -325,8 +337,8 @@ async def _call_in_process(
 
 
 def _call_http(
-    url: str, service: str, tool: str, arguments: Any, token: str | None, key: str | None
-) -> tuple[bool, Any]:
+    url: str, service: str, tool: str, arguments: dict[str, object], token: str | None, key: str | None
+) -> tuple[bool, object]:
     import httpx
 
     binding = _binding(service, tool)
@@ -343,7 +355,9 @@ def _call_http(
     return response.is_success, body
 
 
-async def _call_mcp(url: str, tool: str, arguments: Any, token: str | None, bar: Any = None) -> tuple[bool, Any]:
+async def _call_mcp(
+    url: str, tool: str, arguments: dict[str, object], token: str | None, bar: Bar | None = None
+) -> tuple[bool, object]:
     from fastmcp import Client
     from fastmcp.client.transports import StreamableHttpTransport
 

@@ -9,14 +9,16 @@ left out of the answer too (kumitate.steps.result.OutputCheck), so a handler may
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVar
 
 from pydantic import ValidationInfo
 
 __all__ = ["refuse_null"]
 
+T = TypeVar("T")
 
-def refuse_null(value: Any, info: ValidationInfo) -> Any:
+
+def refuse_null(value: T, info: ValidationInfo) -> T:
     """A pydantic validator: refuse an explicit JSON null for an optional field, which must be left out instead."""
     if value is None and info.mode == "json":
         raise ValueError("null is not allowed here: leave the field out instead")

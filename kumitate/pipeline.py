@@ -241,10 +241,10 @@ class Pipeline:
     async def call_tool(
         self,
         binding: ToolBinding,
-        arguments: Any,
+        arguments: object,
         request: CallRequest,
         *,
-        read: Callable[[], Awaitable[Any]] | None = None,
+        read: Callable[[], Awaitable[object]] | None = None,
     ) -> Outcome:
         """Run one tool call. `read`, when given, produces the arguments and is awaited only after
         the caller is admitted: an HTTP body is not read or parsed for a caller without a valid
@@ -329,4 +329,6 @@ class Pipeline:
         except Exception as exc:  # a completion is a hint: never an error to the client
             self.errors.unexpected(exc, ctx)  # logged with its traceback
             return []
+        if not isinstance(values, Iterable):
+            raise TypeError(f"complete_{source} must return strings")
         return [v for v in values if isinstance(v, str)]

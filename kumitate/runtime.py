@@ -27,7 +27,7 @@ class MissingHandlerError(RuntimeError):
     """A tool or resource of the spec has no handler: fail at start-up, not on first call."""
 
 
-def _check_handlers(svc: ServiceBinding, handlers: Any) -> None:
+def _check_handlers(svc: ServiceBinding, handlers: object) -> None:
     missing = [f"tool {t.name!r} (method {t.name})" for t in svc.tools if not callable(getattr(handlers, t.name, None))]
     missing += [
         f"{kind} {r.name!r} (method {r.method_name})"

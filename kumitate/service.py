@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import ValidationError
 
@@ -23,6 +23,8 @@ from kumitate.settings import EnvSettings, Settings, SettingsError
 from kumitate.storage import redis as shared_redis
 
 if TYPE_CHECKING:
+    import redis
+
     from kumitate.storage import Database
 
 __all__ = ["ServiceSetup", "Stores"]
@@ -43,7 +45,7 @@ class Stores:
         self.settings = settings
         self._database = database
         self._lock = threading.Lock()
-        self.redis: Any | None = shared_redis.connect(settings.redis_url) if settings.redis_url else None
+        self.redis: redis.Redis | None = shared_redis.connect(settings.redis_url) if settings.redis_url else None
         self.cache = cache if cache is not None else make_cache(self.redis)
 
     @classmethod

@@ -22,7 +22,7 @@ import json
 import os
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import mcp_types
 
@@ -60,16 +60,16 @@ class FramingBridge:
         self.client_in, self.client_out = client_in, client_out
         self.server_in, self.server_out = server_in, server_out
         self._lock = threading.Lock()
-        self._initialize_ids: set[Any] = set()
+        self._initialize_ids: set[object] = set()
         self._initialized_sent = False
 
-    def _to_server(self, message: Any) -> None:
+    def _to_server(self, message: object) -> None:
         line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
         with self._lock:
             self.server_in.write(line)
             self.server_in.flush()
 
-    def _complete_handshake(self, message: Any) -> bool:
+    def _complete_handshake(self, message: object) -> bool:
         """Patch an old-style initialize; False for a message to drop (a late initialized notice)."""
         if not isinstance(message, dict):
             return True

@@ -35,7 +35,7 @@ def _arguments(value: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     return dict(value)
 
 
-def _result(reply: Reply, model: type[M] | None) -> Any:
+def _result(reply: Reply, model: type[M] | None) -> M | object:
     if model is None or not isinstance(reply.body, dict | list):
         return reply.body
     return model.model_validate(reply.body)
@@ -47,10 +47,12 @@ class _Base:
     retry: RetryPolicy
 
     @classmethod
-    def mcp(cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, **kw: Any) -> Self:
+    def mcp(
+        cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, retry: RetryPolicy = CLIENT_RETRY
+    ) -> Self:
         """The service's own MCP endpoint, `<base_url>/mcp/<service>`, over streamable HTTP."""
         url = f"{base_url.rstrip('/')}/mcp/{cls.SERVICE}"
-        return cls._over_mcp(McpBackend(url, token=token, timeout_s=timeout_s), **kw)
+        return cls._over_mcp(McpBackend(url, token=token, timeout_s=timeout_s), retry=retry)
 
     @classmethod
     def stdio(
@@ -60,16 +62,16 @@ class _Base:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         timeout_s: float = 60.0,
-        **kw: Any,
+        retry: RetryPolicy = CLIENT_RETRY,
     ) -> Self:
         """A `kumitate mcp --stdio --service <service>` child process (or your own command)."""
         import sys
 
         command = command or [sys.executable, "-m", "kumitate", "mcp", "--stdio", "--service", cls.SERVICE]
-        return cls._over_mcp(McpBackend(command, env=env, cwd=cwd, timeout_s=timeout_s), **kw)
+        return cls._over_mcp(McpBackend(command, env=env, cwd=cwd, timeout_s=timeout_s), retry=retry)
 
     @classmethod
-    def _over_mcp(cls, backend: McpBackend, **kw: Any) -> Self:
+    def _over_mcp(cls, backend: McpBackend, *, retry: RetryPolicy) -> Self:
         raise NotImplementedError
 
     def _prepare(self, op: Op, arguments: Arguments, options: CallOptions) -> Call:
@@ -97,15 +99,19 @@ class SyncClient(_Base):
         self.sleep: Callable[[float], None] = time.sleep
 
     @classmethod
-    def http(cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, **kw: Any) -> Self:
+    def http(
+        cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, retry: RetryPolicy = CLIENT_RETRY
+    ) -> Self:
         """A client of the /v1 routes at `base_url` (bearer `token` if given)."""
-        return cls(HttpBackend(base_url, token=token, timeout_s=timeout_s), **kw)
+        return cls(HttpBackend(base_url, token=token, timeout_s=timeout_s), retry=retry)
 
     @classmethod
-    def _over_mcp(cls, backend: McpBackend, **kw: Any) -> Self:
-        return cls(BlockingBackend(backend), **kw)
+    def _over_mcp(cls, backend: McpBackend, *, retry: RetryPolicy) -> Self:
+        return cls(BlockingBackend(backend), retry=retry)
 
-    def _call(self, op: Op, arguments: Arguments, model: type[M] | None, **options: Unpack[CallOptions]) -> Any:
+    def _call(self, op: Op, arguments: Arguments, model: type[M] | None, **options: Unpack[CallOptions]) -> Any:  # noqa: ANN401  (the generated method declares its op's type)
+        """The op's result: its model, or a resource's bytes or JSON (the generated method that calls this
+        declares which, so the result is not narrowed here)."""
         call = self._prepare(op, arguments, options)
         for attempt in itertools.count(1):
             reply = self.backend.send(call)
@@ -133,15 +139,17 @@ class AsyncClient(_Base):
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     @classmethod
-    def http(cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, **kw: Any) -> Self:
+    def http(
+        cls, base_url: str, *, token: str | None = None, timeout_s: float = 30.0, retry: RetryPolicy = CLIENT_RETRY
+    ) -> Self:
         """A client of the /v1 routes at `base_url` (bearer `token` if given)."""
-        return cls(AsyncHttpBackend(base_url, token=token, timeout_s=timeout_s), **kw)
+        return cls(AsyncHttpBackend(base_url, token=token, timeout_s=timeout_s), retry=retry)
 
     @classmethod
-    def _over_mcp(cls, backend: McpBackend, **kw: Any) -> Self:
-        return cls(backend, **kw)
+    def _over_mcp(cls, backend: McpBackend, *, retry: RetryPolicy) -> Self:
+        return cls(backend, retry=retry)
 
-    async def _call(self, op: Op, arguments: Arguments, model: type[M] | None, **options: Unpack[CallOptions]) -> Any:
+    async def _call(self, op: Op, arguments: Arguments, model: type[M] | None, **options: Unpack[CallOptions]) -> Any:  # noqa: ANN401  (as SyncClient._call)
         call = self._prepare(op, arguments, options)
         for attempt in itertools.count(1):
             reply = await self.backend.send(call)

@@ -8,22 +8,29 @@ import base64
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kumitate.client.replies import no_answer
 from kumitate.client.wire import IDEMPOTENCY_ARGUMENT, AsyncBackend, Call, Reply, bearer
 
+if TYPE_CHECKING:
+    from fastmcp import Client
+    from fastmcp.client.client import CallToolResult
+    from fastmcp.client.transports import ClientTransport
+    from mcp.types import CallToolResult as SdkCallToolResult
+
 __all__ = ["BlockingBackend", "McpBackend", "mcp_result_body"]
 
 
-def mcp_result_body(result: Any) -> Any:
+def mcp_result_body(result: CallToolResult | SdkCallToolResult) -> Any:  # noqa: ANN401  (JSON its callers read as they find it)
     """The body of an MCP tool result (a fastmcp or MCP SDK `CallToolResult`): a success's
     `structuredContent`; for an `isError` result, which carries none so that strict clients
     accept it (kumitate/transports/mcp/results.py), the catalogue body its text content holds
     (`{"error": {"code", ...}, "run_id", "trace_id"}`, as HTTP sends it). None without either."""
     if result.structured_content is not None:
         return result.structured_content
-    text = next((c.text for c in result.content or () if getattr(c, "text", None) is not None), None)
+    texts = (getattr(block, "text", None) for block in result.content or ())
+    text = next((t for t in texts if t is not None), None)
     try:
         return json.loads(text) if text else None
     except ValueError:
@@ -47,7 +54,7 @@ class McpBackend:
         from fastmcp import Client
         from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 
-        transport: Any
+        transport: ClientTransport
         if isinstance(target, str):
             transport = StreamableHttpTransport(target, headers=bearer(token))
         else:
@@ -55,11 +62,11 @@ class McpBackend:
             transport = StdioTransport(
                 command=command[0], args=command[1:], env=dict(env if env is not None else os.environ), cwd=cwd
             )
-        self._client = Client(transport, timeout=timeout_s)
+        self._client: Client[ClientTransport] = Client(transport, timeout=timeout_s)
         self._open = False
         self._lock = asyncio.Lock()
 
-    async def _session(self) -> Any:
+    async def _session(self) -> Client[ClientTransport]:
         async with self._lock:  # concurrent first calls open one session, not one each
             if not self._open:
                 await self._client.__aenter__()
@@ -88,8 +95,9 @@ class McpBackend:
             return no_answer(exc, call, sent=True)
         return Reply(ok=not result.is_error, body=mcp_result_body(result))
 
-    async def _read(self, client: Any, call: Call) -> Reply:
+    async def _read(self, client: Client[ClientTransport], call: Call) -> Reply:
         from mcp.shared.exceptions import MCPError
+        from mcp.types import BlobResourceContents
 
         uri = call.op.uri
         for name, value in call.params.items():
@@ -99,7 +107,7 @@ class McpBackend:
         except MCPError as exc:  # a catalogue error travels as JSON-RPC error data (transports/mcp/results.py)
             return Reply(ok=False, body=exc.data)
         first = contents[0]
-        if getattr(first, "blob", None) is not None:
+        if isinstance(first, BlobResourceContents):
             return Reply(ok=True, body=base64.b64decode(first.blob))
         if first.mime_type and "json" in first.mime_type:
             return Reply(ok=True, body=json.loads(first.text))

@@ -19,17 +19,23 @@ SDK's 4 MiB cap. Each failure is one line naming the installed fastmcp and mcp r
 from __future__ import annotations
 
 from importlib.metadata import version
-from typing import Any
+from typing import TypeVar
 
 from fastmcp import FastMCP
+from mcp.server.lowlevel.server import RequestHandler
 from mcp.server.lowlevel.server import Server as SdkServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import RequestBodyLimitMiddleware
+from pydantic import BaseModel
+from starlette.applications import Starlette
 
 from kumitate.compat import InternalsChanged
 
+L = TypeVar("L")
+P = TypeVar("P", bound=BaseModel)
 
-def session_managers(app: Any) -> list[StreamableHTTPSessionManager]:
+
+def session_managers(app: Starlette) -> list[StreamableHTTPSessionManager]:
     """The session managers of a started `FastMCP.http_app()` (one per MCP route)."""
     found = []
     for route in getattr(app, "routes", []):
@@ -39,7 +45,7 @@ def session_managers(app: Any) -> list[StreamableHTTPSessionManager]:
     return found
 
 
-def configure_sessions(app: Any, body_cap: int, max_sessions: int) -> None:
+def configure_sessions(app: Starlette, body_cap: int, max_sessions: int) -> None:
     """Give MCP over streamable HTTP the HTTP routes' request cap, and the session cap.
 
     The SDK's session manager refuses bodies over 4 MiB (a 100k-record summarize_stays call is
@@ -60,7 +66,7 @@ def configure_sessions(app: Any, body_cap: int, max_sessions: int) -> None:
         limiter.max_body_size = body_cap
 
 
-def serve_request(server: FastMCP, method: str, params_type: type[Any], handler: Any) -> None:
+def serve_request(server: FastMCP, method: str, params_type: type[P], handler: RequestHandler[L, P]) -> None:
     """Have `server` answer the request `method` (params validated as `params_type`) with `handler`
     (`(ServerRequestContext, params) -> result`), through its SDK server's `add_request_handler`."""
     sdk = getattr(server, "_mcp_server", None)

@@ -12,7 +12,7 @@ import json
 import logging
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 from kumitate.observability.tracebacks import describe, redacted_traceback
 
@@ -24,8 +24,8 @@ QUIET = {"mcp.server.streamable_http_manager": logging.WARNING}
 the app logs one `mcp_endpoints_started` line instead."""
 
 
-def _fields(record: logging.LogRecord) -> dict[str, Any]:
-    fields = dict(getattr(record, "fields", {}))
+def _fields(record: logging.LogRecord) -> dict[str, object]:
+    fields: dict[str, object] = dict(getattr(record, "fields", {}))
     if record.name != LOGGER.name:
         fields["logger"] = record.name
     if record.exc_info and record.exc_info[1] is not None and "traceback" not in fields:
@@ -43,7 +43,7 @@ class JsonLineFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         """The record as one JSON line: `ts`, `level`, `event`, then its fields."""
-        payload: dict[str, Any] = {
+        payload: dict[str, object] = {
             "ts": round(record.created, 3),
             "level": record.levelname.lower(),
             "event": record.getMessage(),
@@ -72,11 +72,11 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """Writes to whatever sys.stderr is now (test capture, a redirected stream)."""
 
     @property  # type: ignore[override]
-    def stream(self) -> Any:
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, _value: Any) -> None:
+    def stream(self, _value: object) -> None:
         pass
 
 
@@ -131,7 +131,7 @@ def uvicorn_log_config(fmt: str, level: str = "info") -> dict[str, Any]:
     }
 
 
-def log_call(**fields: Any) -> None:
+def log_call(**fields: object) -> None:
     """fields: service, tool, transport, run_id, trace_id, outcome, duration_ms (+ counts)."""
     level = logging.ERROR if fields.get("outcome") == "INTERNAL" else logging.INFO
     if LOGGER.isEnabledFor(level):  # the record made directly: no stack walk for a caller no line prints
@@ -140,17 +140,17 @@ def log_call(**fields: Any) -> None:
         )
 
 
-def log_info(event: str, **fields: Any) -> None:
+def log_info(event: str, **fields: object) -> None:
     """Log an event at info level with its fields (ids, codes, durations; never tool input)."""
     LOGGER.info(event, extra={"fields": fields})
 
 
-def log_event(event: str, **fields: Any) -> None:
+def log_event(event: str, **fields: object) -> None:
     """Log an event an operator should see (warning level) with its fields; never tool input."""
     LOGGER.warning(event, extra={"fields": fields})
 
 
-def log_crash(event: str, exc: BaseException, **fields: Any) -> None:
+def log_crash(event: str, exc: BaseException, **fields: object) -> None:
     """An unexpected exception: one JSON line whose `traceback` field names every frame
     and exception type, but no exception message (a message may quote a tool input)."""
     fields = {**fields, "error_type": describe(exc), "traceback": redacted_traceback(exc)}

@@ -14,7 +14,6 @@ import os
 import random
 import re
 from collections.abc import Mapping
-from typing import Any
 
 __all__ = [
     "RUN_ID_KEYS",
@@ -51,14 +50,14 @@ def new_id() -> str:
     return f"{_IDS.getrandbits(128) or 1:032x}"
 
 
-def clean(value: Any) -> str | None:
+def clean(value: object) -> str | None:
     """A caller-supplied id if it is safe to echo, else None."""
     if isinstance(value, str) and _SAFE_ID.match(value):
         return value
     return None
 
 
-def clean_run_id(value: Any) -> str | None:
+def clean_run_id(value: object) -> str | None:
     """A caller's X-Run-Id if it can be echoed as received: printable ASCII, 1–128, no outer spaces."""
     if isinstance(value, str) and _PRINTABLE_ID.match(value):
         return value
@@ -89,13 +88,12 @@ def from_headers(headers: Mapping[str, str]) -> tuple[str, str]:
     return run_id, trace_id
 
 
-def from_meta(meta: Mapping[str, Any] | None, fallback: tuple[str, str] | None = None) -> tuple[str, str]:
+def from_meta(meta: Mapping[str, object] | None, fallback: tuple[str, str] | None = None) -> tuple[str, str]:
     """(run_id, trace_id) from an MCP request's `_meta`, falling back to the HTTP ids."""
     meta = meta or {}
     run_id = next((v for k in RUN_ID_KEYS if (v := clean(meta.get(k)))), None)
     trace_id = next((v for k in TRACE_ID_KEYS if (v := clean(meta.get(k)))), None)
-    trace_id = trace_id or trace_from_traceparent(
-        meta.get("traceparent") if isinstance(meta.get("traceparent"), str) else None
-    )
+    traceparent = meta.get("traceparent")
+    trace_id = trace_id or trace_from_traceparent(traceparent if isinstance(traceparent, str) else None)
     fb_run, fb_trace = fallback or (None, None)
     return run_id or fb_run or new_id(), trace_id or fb_trace or new_id()

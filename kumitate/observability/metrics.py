@@ -19,21 +19,27 @@ import os
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from kumitate.outbound.breaker import CircuitBreaker
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 BREAKER_STATES = ("closed", "open", "half_open")
 
-_breakers: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+M = TypeVar("M", bound=MetricWrapperBase)
+
+_breakers: weakref.WeakValueDictionary[str, CircuitBreaker] = weakref.WeakValueDictionary()
 
 
-def track_breaker(name: str, breaker: Any) -> None:
+def track_breaker(name: str, breaker: CircuitBreaker) -> None:
     """Let /metrics show this outbound circuit breaker's state (kumitate.outbound registers each one)."""
     _breakers[name] = breaker
 
@@ -97,15 +103,15 @@ class Metrics:
         # kept to add to a multiprocess scrape: a registry lists its collectors through no public API
         self._scrape_time = _ScrapeTime(queue_depth)
         self.registry.register(self._scrape_time)
-        self._children: dict[tuple[Any, ...], Any] = {}
+        self._children: dict[tuple[int | str, ...], MetricWrapperBase] = {}
 
-    def _child(self, metric: Any, *labels: str) -> Any:
+    def _child(self, metric: M, *labels: str) -> M:
         """`metric.labels(*labels)`, looked up once: prometheus_client validates and locks on every call."""
-        key = (id(metric), *labels)
+        key: tuple[int | str, ...] = (id(metric), *labels)
         child = self._children.get(key)
         if child is None:
             child = self._children[key] = metric.labels(*labels)
-        return child
+        return cast(M, child)  # the key holds the metric's id: its child is of its type
 
     @contextmanager
     def running(self, service: str, tool: str) -> Iterator[None]:

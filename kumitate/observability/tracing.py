@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
@@ -69,7 +68,7 @@ def enabled() -> bool:
     return _tracer is not None
 
 
-def _parent(headers: Mapping[str, str], meta: Mapping[str, Any] | None) -> otel_context.Context | None:
+def _parent(headers: Mapping[str, str], meta: Mapping[str, object] | None) -> otel_context.Context | None:
     """The current span's context if there is one, else the caller's traceparent, else a new trace."""
     if trace.get_current_span().get_span_context().is_valid:
         return None
@@ -81,7 +80,7 @@ def _parent(headers: Mapping[str, str], meta: Mapping[str, Any] | None) -> otel_
 
 @contextlib.contextmanager
 def _call_span(
-    tracer: Tracer, name: str, transport: str, headers: Mapping[str, str], meta: Mapping[str, Any] | None
+    tracer: Tracer, name: str, transport: str, headers: Mapping[str, str], meta: Mapping[str, object] | None
 ) -> Iterator[trace.Span]:
     with tracer.start_as_current_span(
         f"kumitate.call {name}",
@@ -93,7 +92,9 @@ def _call_span(
         yield span
 
 
-def call(name: str, transport: str, headers: Mapping[str, str], meta: Mapping[str, Any] | None) -> Any:
+def call(
+    name: str, transport: str, headers: Mapping[str, str], meta: Mapping[str, object] | None
+) -> contextlib.AbstractContextManager[trace.Span | None]:
     """The span of one call to `name` (`service.tool`); `finish` records how it ended."""
     if _tracer is None:
         return _OFF
@@ -111,14 +112,14 @@ def finish(span: trace.Span | None, run_id: str, trace_id: str, code: str, statu
         span.set_status(Status(StatusCode.ERROR, code))
 
 
-def stage(name: str) -> Any:
+def stage(name: str) -> contextlib.AbstractContextManager[trace.Span | None]:
     """A child span of the current call for one pipeline stage (admit, validate, handler, output)."""
     if _tracer is None:
         return _OFF
     return _stage_span(_tracer, name)
 
 
-def outbound(method: str, host: str) -> Any:
+def outbound(method: str, host: str) -> contextlib.AbstractContextManager[trace.Span | None]:
     """A CLIENT span around one outbound HTTP attempt (kumitate.outbound); the host, never the path or body."""
     if _tracer is None:
         return _OFF

@@ -82,7 +82,7 @@ class OutboundClient:
         method: str,
         path: str,
         *,
-        json: Any = None,
+        json: object = None,
         headers: Mapping[str, str] | None = None,
         deadline_s: float | None = None,
         max_bytes: int | None = None,
@@ -142,7 +142,7 @@ class OutboundClient:
         self,
         method: str,
         path: str,
-        json: Any,
+        json: object,
         headers: Mapping[str, str] | None,
         remaining: float,
         max_bytes: int | None = None,
@@ -165,8 +165,8 @@ class OutboundClient:
         return response
 
     def post_json(
-        self, path: str, body: Any, *, headers: Mapping[str, str] | None = None, deadline_s: float | None = None
-    ) -> Any:
+        self, path: str, body: object, *, headers: Mapping[str, str] | None = None, deadline_s: float | None = None
+    ) -> Any:  # noqa: ANN401  (JSON of the upstream's shape, as httpx's Response.json: the caller reads it)
         """POST JSON, return the decoded JSON body; an undecodable 2xx body is an `upstream_error`."""
         response = self.request("POST", path, json=body, headers=headers, deadline_s=deadline_s)
         try:

@@ -12,12 +12,15 @@ import contextlib
 import time
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import httpcore
 import httpx
 
 from kumitate.context import current_call
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["deadline_client", "total_deadline"]
 
@@ -72,12 +75,14 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
+    def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
         return _DeadlineStream(
             self._inner.start_tls(ssl_context, server_hostname, _left(timeout, httpcore.ConnectTimeout))
         )
 
-    def get_extra_info(self, info: str) -> Any:
+    def get_extra_info(self, info: str) -> object:
         return self._inner.get_extra_info(info)
 
 
@@ -185,7 +190,7 @@ class _DeadlineTransport(httpx.BaseTransport):
             self.pool.close()
 
 
-def deadline_client(**options: Any) -> httpx.Client:
+def deadline_client(**options: Any) -> httpx.Client:  # noqa: ANN401  (httpx.Client's keywords, as they are)
     """An httpx.Client whose fetches end by the `total_deadline` they run in (headers and body
     included), besides httpx's own per-operation `timeout`. Proxies from the environment are not
     used (a proxy's connections would not carry the deadline)."""

@@ -16,13 +16,15 @@ import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, TypeVar
 
 from kumitate.context import CallContext, state_of
 from kumitate.errors import ToolError
 from kumitate.serving.threads import started_pool
 
 RETRY_AFTER_MS = 2000
+
+T = TypeVar("T")
 
 
 def busy(service: str, waited: str) -> ToolError:
@@ -49,7 +51,7 @@ class Bulkhead:
         self.full_since: float | None = None
         """time.monotonic() since every thread has been busy with no call finishing (None: not full)."""
 
-    async def run(self, ctx: CallContext, fn: Callable[[], Any]) -> Any:
+    async def run(self, ctx: CallContext, fn: Callable[[], T]) -> T:
         """`fn()` on one of the service's threads, once one is free (see the module docstring)."""
         await self._enter(ctx)
         try:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import signal
 import threading
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -30,8 +30,11 @@ from kumitate.policies.idempotency import lease_s
 from kumitate.steps.deadline import timeout_s
 from kumitate.transports.listener import EagerServer
 
+if TYPE_CHECKING:
+    from kumitate.runtime import Runtime
 
-def longest_call_s(runtime: Any) -> float:
+
+def longest_call_s(runtime: Runtime) -> float:
     """How long a call in flight may still run: the longest deadline of a served tool, plus the
     idempotency lease's margin (a tool without a timeout counts as the lease of one)."""
     cap = runtime.settings.max_timeout_ms
@@ -43,7 +46,7 @@ class DrainingServer(EagerServer):
     """uvicorn's server (with kumitate's eager listener) plus the drain on SIGTERM: readiness off at
     once, the listener closed after the delay, calls in flight given their longest timeout to finish."""
 
-    def __init__(self, config: uvicorn.Config, runtime: Any, delay_s: float) -> None:
+    def __init__(self, config: uvicorn.Config, runtime: Runtime, delay_s: float) -> None:
         super().__init__(config)
         self.runtime = runtime
         self.delay_s = delay_s

@@ -38,13 +38,18 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kumitate import datadir, faults
 from kumitate.errors import ToolError
 from kumitate.observability.calllog import log_event, log_info
 from kumitate.serving.heartbeat import LoopWatch
 from kumitate.serving.threads import started_pool
+
+if TYPE_CHECKING:
+    from kumitate.service import Stores
+    from kumitate.serving.bulkhead import Bulkhead
+    from kumitate.settings import Settings
 
 CHECK_TIMEOUT_S = 0.7
 START_CHECK_S = 1.0
@@ -96,10 +101,49 @@ def _reason_of(check: Check) -> str | None:
         return type(exc).__name__
 
 
+class Bulkheads(Protocol):
+    """Where the liveness check finds each service's worker threads (the runtime's pipeline)."""
+
+    @property
+    def bulkheads(self) -> Mapping[str, Bulkhead]:
+        """Each served service's bulkhead, by service name."""
+        ...
+
+
+class CheckedRuntime(Protocol):
+    """What the health checks read of the runtime they report on (`kumitate.runtime.Runtime`, which
+    builds its `Health`: named here, it would close an import circle)."""
+
+    @property
+    def settings(self) -> Settings:
+        """The process's settings (check timeouts, the data directory)."""
+        ...
+
+    @property
+    def stores(self) -> Stores:
+        """The database and Redis the readiness check pings."""
+        ...
+
+    @property
+    def services(self) -> Mapping[str, object]:
+        """The names of the services served (the report lists them)."""
+        ...
+
+    @property
+    def pipeline(self) -> Bulkheads:
+        """The call pipeline, for its bulkheads."""
+        ...
+
+    @property
+    def draining(self) -> threading.Event:
+        """Set once the instance is going away (readiness then answers 503)."""
+        ...
+
+
 class Health:
     """What /healthz and /readyz report for one runtime; `start` and `stop` run with the server."""
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: CheckedRuntime) -> None:
         self.runtime = runtime
         self.loop = LoopWatch(runtime.settings.loop_stall_ms / 1000)
         self.checks = Checks()
@@ -210,7 +254,10 @@ class Health:
         return datadir.probe(self.runtime.settings.data_dir)
 
     def _redis(self) -> str | None:
-        self.runtime.stores.redis.ping()
+        redis = self.runtime.stores.redis
+        if redis is None:  # not asked: `ready` checks Redis only where one is configured
+            return "not configured"
+        redis.ping()
         return None
 
     def _database(self) -> str | None:

@@ -18,7 +18,7 @@ from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource
 __all__ = ["CommaList", "EnvSettings", "ServiceSettings", "SettingsError", "invalid_variables", "var"]
 
 
-def _comma_list(value: Any) -> Any:
+def _comma_list(value: object) -> object:
     if isinstance(value, str):
         return tuple(item.strip() for item in value.split(",") if item.strip())
     return value
@@ -28,8 +28,11 @@ CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
 """`a,b,c` in the environment; blanks dropped."""
 
 
-def var(name: str, default: Any, doc: str, shown: str | None = None, **constraints: Any) -> Any:
-    """A setting read from the variable `name`; `shown` is the default as the README table says it."""
+def var(name: str, default: object, doc: str, shown: str | None = None, **constraints: Any) -> Any:  # noqa: ANN401  (as pydantic.Field)
+    """A setting read from the variable `name`; `shown` is the default as the README table says it.
+
+    Typed as pydantic's `Field` is: it stands as the default of a field of any type, and `constraints`
+    go to `Field` as they are (each of its keywords has its own type)."""
     extra: JsonDict | None = {"shown": shown} if shown is not None else None
     return Field(default, validation_alias=name, description=doc, json_schema_extra=extra, **constraints)
 
@@ -66,12 +69,12 @@ class EnvSettings(BaseSettings):
         return (init_settings,)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Self:
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: object) -> Self:
         """From `env` alone when given (a test's dict), else the process environment; `overrides`
         (field names) win, as the command line does over HOST and PORT."""
         source = dict(os.environ if env is None else env)
         names = {f.validation_alias for f in cls.model_fields.values()}
-        values: dict[str, Any] = {k: v for k, v in source.items() if k in names and v != ""}
+        values: dict[str, object] = {k: v for k, v in source.items() if k in names and v != ""}
         values |= {str(cls.model_fields[k].validation_alias): v for k, v in overrides.items() if v is not None}
         settings: Self = cls.model_validate(values)
         settings._env = source  # its own private attribute, set by its own class

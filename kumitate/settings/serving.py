@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, model_validator
 
@@ -69,20 +68,20 @@ class ServingSettings(EnvSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _defaults_from_the_project(cls, data: Any) -> Any:
+    def _defaults_from_the_project(cls, raw: object) -> object:
         """The data and sample directories default to the project's var/ and data/; the public base
         URL to the address served."""
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
+        if not isinstance(raw, dict):
+            return raw
+        data: dict[str, object] = dict(raw)
 
-        def get(name: str) -> Any:
+        def get(name: str) -> object:
             field = cls.model_fields[name]
             return data.get(name, data.get(str(field.validation_alias)))
 
         if get("data_dir") is None or get("sample_dir") is None:
             project = get("project")
-            root = Project.at(Path(project)).root if project else Project.discover(env={}).root
+            root = Project.at(Path(str(project))).root if project else Project.discover(env={}).root
             data.setdefault("data_dir", get("data_dir") or root / "var")
             data.setdefault("sample_dir", get("sample_dir") or root / "data")
         if data.get("public_base_url") is None:

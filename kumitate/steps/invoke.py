@@ -37,7 +37,7 @@ from kumitate.steps import Call, Outcome
 from kumitate.steps.errors import internal
 
 
-def json_data(result: Any) -> Any:
+def json_data(result: object) -> object:
     """A handler's result as JSON data: a generated model is dumped once, here; data passes as it is."""
     if isinstance(result, BaseModel):
         return result.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -53,11 +53,13 @@ class Handler:
         self.bulkhead = bulkhead
         self.allowed = allowed
 
-    async def __call__(self, ctx: CallContext, *args: Any, **kw: Any) -> Any:
+    async def __call__(self, ctx: CallContext, *args: object, **kw: object) -> object:
         """Call the handler as a plain function would be called (in its bulkhead, off the loop when sync)."""
         return await self.run(ctx, args, kw)
 
-    async def run(self, ctx: CallContext, args: tuple[Any, ...], kw: dict[str, Any], inline: bool = False) -> Any:
+    async def run(
+        self, ctx: CallContext, args: tuple[object, ...], kw: dict[str, object], inline: bool = False
+    ) -> object:
         """`inline`: a sync handler runs here, on the loop (a small call of a pure tool)."""
         try:
             if self.is_async:
@@ -83,7 +85,7 @@ class Handler:
             calllog.log_event("undeclared_code", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, code=exc.code)
             raise internal(ctx) from None
 
-    async def _in_thread(self, ctx: CallContext, *args: Any, **kw: Any) -> Any:
+    async def _in_thread(self, ctx: CallContext, *args: object, **kw: object) -> object:
         # a plain executor per service (its bulkhead): about half the hop cost of anyio.to_thread here
         return await self.bulkhead.run(ctx, partial(contextvars.copy_context().run, self.method, *args, **kw))
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+
+import jsonschema_rs
 
 from kumitate.bindings import ServiceBinding
 from kumitate.context import CallContext
@@ -23,10 +25,10 @@ class OutputCheck:
     What is still invalid after that answers INTERNAL with the first offending path in its message (and the
     call log), never the data there."""
 
-    def __init__(self, validator: Any) -> None:
+    def __init__(self, validator: jsonschema_rs.Draft202012Validator) -> None:
         self.validator = validator
 
-    def __call__(self, body: Any, ctx: CallContext) -> None:
+    def __call__(self, body: object, ctx: CallContext) -> None:
         """Raise INTERNAL when `body` does not match the output schema: an invalid result is never sent
         (the paths that fail go to the log)."""
         err, dropped = first_error(self.validator, body), 0
@@ -39,13 +41,19 @@ class OutputCheck:
         raise ToolError(f"the tool produced an invalid result (at {path}); it was not sent", code="INTERNAL")
 
 
-def _left_out(body: Any, err: Any) -> bool:
+def _left_out(body: object, err: jsonschema_rs.ValidationError) -> bool:
     """Leave out the None that `err` is about when it is a property's value; whether there was one."""
-    *parents, name = err.instance_path or [None]
-    if err.instance is not None or not isinstance(name, str):
+    path = err.instance_path
+    if err.instance is not None or not path or not isinstance(path[-1], str):
         return False
+    *parents, name = path
     container = body
-    for step in parents:
+    for step in parents:  # the path the validator walked in `body`: an object's key or an array's index
+        if isinstance(container, Mapping):
+            container = container[step]
+            continue
+        if not (isinstance(container, Sequence) and isinstance(step, int)):
+            return False
         container = container[step]
     if not isinstance(container, dict) or container.get(name, ...) is not None:
         return False
