@@ -21,7 +21,7 @@ from codegen.importer.report import OperationReport
 from codegen.importer.schema import Converter
 
 
-def _value(value: Any) -> Any:
+def _value(value: object) -> object:
     """An example as data: one written as a JSON text (`"{ \"Name\": ... }"`) is parsed."""
     if isinstance(value, str) and value.strip()[:1] in ("{", "["):
         try:
