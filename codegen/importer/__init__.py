@@ -199,12 +199,20 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
     except FileExistsError as exc:
         raise ImportFailed(str(exc)) from None
     written += _budget(specs, options, report)
+    (specs / options.service / REPORT_FILE).write_text(report.markdown(), encoding="utf-8")  # with its findings
     return Imported(written, report)
 
 
 def _budget(specs: Path, options: Options, report: Report) -> list[Path]:
-    """Record the service's own token budget when its tools/list is over the project's default."""
-    cost, limit = budget.measure(specs, options.service)
+    """Record the service's own token budget when its tools/list is over the project's default; note what
+    the readiness lint finds (the document's words, which the import does not rewrite)."""
+    cost, limit, findings = budget.measure(specs, options.service)
+    if findings:
+        listed = ", ".join(f"{count} {rule}" for rule, count in sorted(findings.items()))
+        report.document.append(
+            f"`kumitate lint` (agent readiness) finds what the document's words leave an LLM to guess ({listed}):"
+            " say when to use each tool and when not, describe every parameter and enum value"
+        )
     if cost <= limit:
         return []
     try:
@@ -216,5 +224,4 @@ def _budget(specs: Path, options: Options, report: Report) -> list[Path]:
         f"tools/list costs ~{cost} tokens, over the project's budget of {limit}: specs/token-budget.yaml gives"
         f" the service {recorded}; serve fewer tools at a time with toolsets (specs/toolsets.yaml) to lower it"
     )
-    (specs / options.service / REPORT_FILE).write_text(report.markdown(), encoding="utf-8")
     return [path]

@@ -1,4 +1,5 @@
-"""The imported service's tools/list token budget (specs/token-budget.yaml, lint KT205).
+"""The imported service's tools/list token budget (specs/token-budget.yaml, lint KT205), and what the
+agent-readiness lint says of it.
 
 A whole API imported at once often costs more tokens than the default budget of one service; the import
 measures what it wrote, and when it is over, records the service's own budget with the reason in a
@@ -11,19 +12,24 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from codegen import docs, specs
+from codegen import docs, readiness, specs
 from codegen.refs import parse_yaml
 
 HEADROOM = 1.1
 """The budget recorded is the measured cost plus a tenth, so a small edit of a description still fits."""
 
 
-def measure(specs_dir: Path, service: str) -> tuple[int, int]:
-    """(cost, budget) of `service`'s tools/list, as the project's specs are now."""
+def measure(specs_dir: Path, service: str) -> tuple[int, int, dict[str, int]]:
+    """(cost, budget) of `service`'s tools/list, as the project's specs are now, and its agent-readiness
+    findings (`kumitate lint`, KT201-KT204) by rule: what the document's own words leave an LLM to guess."""
     tree = specs.load(specs_dir)
     budgets, _ = docs.load_budget(tree)
     tools = next((svc.tools for svc in tree.services if svc.name == service), [])
-    return docs.list_tokens(tools), docs.budget_for(budgets, service)
+    findings: dict[str, int] = {}
+    for problem in readiness.lint(tree):
+        if problem.file.startswith(f"specs/{service}/") and problem.rule != docs.BUDGET_RULE:
+            findings[problem.rule] = findings.get(problem.rule, 0) + 1
+    return docs.list_tokens(tools), docs.budget_for(budgets, service), findings
 
 
 def record(specs_dir: Path, service: str, cost: int, source: str) -> tuple[Path, int]:

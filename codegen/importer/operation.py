@@ -17,7 +17,6 @@ from codegen.importer.report import OperationReport
 from codegen.importer.schema import Converter
 
 SUMMARY_MAX = 200
-DESCRIPTION_MIN = 40
 PLACEHOLDERS = ("TODO", "TBD")
 ANNOTATIONS = {
     "GET": (True, False, True),
@@ -69,10 +68,8 @@ def texts(name: str, op: dict[str, Any], method: str, path: str, ctx: Context) -
     route += ", forwarded to that API." if ctx.forward else "."
     if op.get("deprecated"):
         route += " The API marks it deprecated: prefer another tool where one does the same."
-    if not description or description == summary:
-        description = f"{summary} {route}"
-    elif len(description) < DESCRIPTION_MIN:
-        description = f"{description}\n\n{route}"
+    # the route tells apart two tools the document describes alike (readiness KT204)
+    description = f"{summary} {route}" if description in ("", summary) else f"{description}\n\n{route}"
     title = summary.rstrip(".")
     return summary, description, title[:80]
 

@@ -117,6 +117,7 @@ def upstream() -> Iterator[str]:
         server.server_close()
 
 
+@pytest.mark.slow
 def test_a_facade_answers_over_http_as_the_api_did(project: Path, upstream: str, tmp_path: Path) -> None:
     """Imported with --forward, the service serves the API's own routes: the same paths, statuses and
     Location header, each call sent on to the API; a documented 404 is the catalogue's NOT_FOUND."""
