@@ -7,8 +7,9 @@ API's: the flat input becomes the very request the API expects (path, query, hea
 answer is read back into the flat output the same way. Every call goes through the runtime's outbound
 client (kumitate.outbound): the call's own deadline, retries of what may be retried, and a circuit
 breaker per upstream. The caller's `Authorization` is passed on (the API judges it, as it did before the
-facade). An answer the API refuses becomes the tool's catalogued code for that status (404 NOT_FOUND);
-a failure of the API itself UPSTREAM_ERROR, and a spent deadline UPSTREAM_TIMEOUT, both retryable.
+facade). An answer the API refuses becomes the tool's catalogued code for that status (404 NOT_FOUND), an
+input it refuses without one (400, 422) BAD_REQUEST; a failure of the API itself UPSTREAM_ERROR, and a
+spent deadline UPSTREAM_TIMEOUT, both retryable.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ __all__ = ["Upstream"]
 MARGIN_S = 0.25
 """Time kept back from the call's deadline to answer with UPSTREAM_TIMEOUT before the pipeline's own
 REQUEST_TIMEOUT (the caller learns which side was slow)."""
+INPUT_REFUSED = frozenset({400, 422})
+"""Statuses by which an API says the input was wrong: BAD_REQUEST where the tool declares no code of its own."""
 MAX_ANSWER_BYTES = 32 << 20
 """The largest answer read from the upstream; a larger one is UPSTREAM_ERROR, never buffered whole."""
 
@@ -98,6 +101,8 @@ class Upstream:
             code = self._code_for(binding, exc.status)
             if code is not None:
                 return ToolError(f"the upstream API answered {exc.status}", code=code)
+            if exc.status in INPUT_REFUSED:  # the caller's input, judged by the API: not a failure to retry
+                return ToolError(f"the upstream API refused the input ({exc.status})", code="BAD_REQUEST")
             return ToolError(f"the upstream API refused the call with {exc.status}", code="UPSTREAM_ERROR")
         if exc.kind in ("timeout", "deadline"):
             return ToolError(f"the upstream API did not answer in time ({exc})", code="UPSTREAM_TIMEOUT")

@@ -20,8 +20,13 @@ from deploy import servers
 
 @pytest.fixture
 def stranger() -> Iterator[subprocess.Popen[bytes]]:
-    """A program that is not ours to stop: the test kills it itself at the end."""
+    """A program that is not ours to stop: the test kills it itself at the end. Returned once it runs
+    `sleep` (between fork and exec /proc shows the parent's image, then an empty command line)."""
     process = subprocess.Popen(["sleep", "30"])
+    deadline = time.monotonic() + 10
+    while (found := servers.identity(process.pid)) is None or found.cmdline != "sleep 30":
+        assert time.monotonic() < deadline, "sleep did not start within 10 s"
+        time.sleep(0.01)
     try:
         yield process
     finally:
