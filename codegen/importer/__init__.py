@@ -95,11 +95,6 @@ def _document_notes(data: dict[str, Any], options: Options) -> tuple[list[str], 
         notes.append(
             f"servers: {', '.join(servers)}" + ("" if options.forward else " (import with --forward to reach one)")
         )
-    if options.forward and options.base_path:
-        notes.append(
-            f"routes are prefixed with {options.base_path}: the forwarder must take the service's http.base_path"
-            " off a tool's path to reach the API's own"
-        )
     if data.get("webhooks"):
         notes.append(
             f"webhooks ({', '.join(data['webhooks'])}) are not carried: a tool answers calls, it receives none"

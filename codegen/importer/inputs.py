@@ -268,3 +268,19 @@ def add_parameters(
         if location == "path" or param.get("required") is True:
             result.required.append(prop)
         result.params.append(Carried(location, name, prop, param))
+
+
+def undeclared_path_parameters(path: str, result: Input, report: OperationReport) -> None:
+    """A `{name}` of the path that no parameter declares (an invalid document) as a required string input,
+    so that the route still has every variable."""
+    carried = {p.name for p in result.params if p.location == "path"}
+    taken = set(result.properties)
+    for name in re.findall(r"{([^}]+)}", path):
+        if name in carried:
+            continue
+        prop = property_name(name, "path", taken)
+        result.properties[prop] = {"type": "string", "description": f"The `{name}` of the path."}
+        result.required.append(prop)
+        result.params.append(Carried("path", name, prop, {}))
+        carried.add(name)
+        report.adapted.append(f"path variable {{{name}}} has no parameter in the document: a required string {prop!r}")

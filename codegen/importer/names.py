@@ -51,8 +51,9 @@ def common_prefix(paths: list[str]) -> list[str]:
         if len(set(parts)) != 1 or PARAM.match(parts[0]):
             break
         prefix.append(parts[0])
-    shortest = min((len(s) for s in split), default=0)
-    return prefix[: max(0, min(len(prefix), shortest - 1))]
+    while prefix and any(not [s for s in parts[len(prefix) :] if not PARAM.match(s)] for parts in split):
+        prefix.pop()  # every path keeps a noun of its own to be named by
+    return prefix
 
 
 def from_route(method: str, path: str, prefix: list[str]) -> str:

@@ -98,6 +98,7 @@ def tool(
     """The tool spec of one operation, refs still `#/$defs/...` (write.py points them into types/)."""
     given_in = inputs.request_body(ctx.document, op, ctx.convert, report)
     inputs.add_parameters(ctx.document, inputs.parameters(ctx.document, path_item, op), ctx.convert, given_in, report)
+    inputs.undeclared_path_parameters(path, given_in, report)
     responses = op.get("responses") or {}
     given_out = outputs.success(ctx.document, responses, ctx.convert, report)
     codes = outputs.errors(ctx.document, responses, ctx.catalogue, report)

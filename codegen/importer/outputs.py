@@ -61,6 +61,8 @@ def success(document: dict[str, Any], responses: dict[str, Any], convert: Conver
     for other in found[1:]:
         report.dropped.append(f"the other success response {other} is not carried (the tool answers {status})")
     raw = resolve_mapping(document, responses[str(status)])
+    if raw.get("links"):
+        report.dropped.append(f"the success's links ({', '.join(raw['links'])}): write them as the spec's `links`")
     out.status = status if status in STATUSES else 200
     if out.status != status:
         report.adapted.append(f"success status {status} is answered as 200")

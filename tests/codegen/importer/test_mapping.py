@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
 
 from codegen.importer import ImportFailed
-from tests.codegen.importer.conftest import run, tools
+from tests.codegen.importer.conftest import DATA, run, tools
 
 
 def test_multi_file_refs_become_shared_types(project: Path) -> None:
@@ -213,3 +217,44 @@ def test_an_existing_service_is_not_overwritten(project: Path) -> None:
     run(project, "petstore30/openapi.yaml", "pets")
     with pytest.raises(ImportFailed, match="already exists"):
         run(project, "petstore30/openapi.yaml", "pets")
+
+
+@pytest.fixture
+def served() -> Iterator[str]:
+    """tests/codegen/importer/data/ over HTTP on a free port; its base URL."""
+    handler = functools.partial(QuietFiles, directory=str(DATA))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class QuietFiles(SimpleHTTPRequestHandler):
+    """Files, without a log line per request."""
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+def test_a_document_by_url(project: Path, served: str) -> None:
+    """A document read from an http(s) URL imports as a file does; its refs to other files would be fetches
+    of other URLs, so they are refused in one line."""
+    run(project, f"{served}/library31.json", "library")
+    assert "update_book" in tools(project, "library")
+    with pytest.raises(ImportFailed, match=r"remote \$ref '\./schemas/pet\.yaml' at .* is refused"):
+        run(project, f"{served}/petstore30/openapi.yaml", "pets")
+
+
+def test_an_undeclared_path_variable_is_a_required_string(project: Path, tmp_path: Path) -> None:
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n  /things/{thingId}:\n"
+        "    get:\n      responses: {'200': {description: ok}}\n"
+    )
+    run(project, str(document), "things")
+    spec = tools(project, "things")["get_thing"]
+    assert spec["http"]["params"] == [{"in": "path", "name": "thingId", "property": "thing_id"}]
+    assert spec["input"]["required"] == ["thing_id"]
