@@ -14,7 +14,8 @@ from codegen.importer.report import REPORT_FILE
 from tests.conftest import REPO
 
 CORPUS = REPO / "tests/data/openapi-corpus"
-ENTRIES = yaml.safe_load((CORPUS / "index.yaml").read_text(encoding="utf-8")) if CORPUS.is_dir() else []
+INDEX = yaml.safe_load((CORPUS / "index.yaml").read_text(encoding="utf-8")) if CORPUS.is_dir() else []
+ENTRIES: list[dict[str, str]] = INDEX["documents"] if isinstance(INDEX, dict) else INDEX
 
 pytestmark = pytest.mark.slow
 
