@@ -111,35 +111,37 @@ class Intake:
     """Turns arguments into the handler's input; one per pipeline (it caches compiled validators)."""
 
     def __init__(self) -> None:
-        self._validators: dict[int, jsonschema_rs.Draft202012Validator] = {}
+        self._validators: dict[tuple[int, bool], jsonschema_rs.Draft202012Validator] = {}
 
-    def validator(self, schema: dict[str, Any]) -> jsonschema_rs.Draft202012Validator:
-        """The compiled JSON Schema validator of `schema`, built once per schema object and reused."""
-        key = id(schema)
+    def validator(self, schema: dict[str, Any], formats: bool = False) -> jsonschema_rs.Draft202012Validator:
+        """The compiled JSON Schema validator of `schema` (asserting `format` when `formats`: the policy's
+        `assert_formats`), built once per schema object and reused."""
+        key = (id(schema), formats)
         validator = self._validators.get(key)
         if validator is None:
-            validator = self._validators[key] = jsonschema_rs.Draft202012Validator(schema)
+            validator = self._validators[key] = jsonschema_rs.Draft202012Validator(schema, validate_formats=formats)
         return validator
 
-    def check(self, schema: dict[str, Any], data: object) -> None:
+    def check(self, schema: dict[str, Any], data: object, formats: bool = False) -> None:
         """The JSON Schema check: BAD_REQUEST naming the first problem, by JSON pointer."""
-        err = first_error(self.validator(schema), data)
+        err = first_error(self.validator(schema, formats), data)
         if err is not None:
             problem = f"{pointer(err.instance_path)}: {shorten(err.message)}"
             raise ToolError(f"input does not match the schema: {problem}", code="BAD_REQUEST")
 
     def prepare(self, binding: ToolBinding, arguments: object) -> object:
         """What the handler of `binding` takes for these arguments, or BAD_REQUEST."""
+        formats = binding.policy.assert_formats
         if binding.handler_input == "data":
             data = data_of(arguments)
-            self.check(binding.input_schema, data)
+            self.check(binding.input_schema, data, formats)
             return data
-        if not binding.schema_check:
+        if not binding.schema_check and not formats:
             model = _strict_model(binding, arguments)
             if model is not None:
                 return model
         data = data_of(arguments)
-        self.check(binding.input_schema, data)
+        self.check(binding.input_schema, data, formats)
         return self.model_of(binding, data)
 
     def model_of(self, binding: ToolBinding, data: object) -> BaseModel:

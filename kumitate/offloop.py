@@ -139,15 +139,18 @@ def _flush(batch: list[msgspec.Raw], out: list[object], stop: threading.Event | 
 
 
 # -- the check in a worker process ------------------------------------------------------------
-_VALIDATORS: dict[str, jsonschema_rs.Draft202012Validator] = {}
+_VALIDATORS: dict[tuple[str, bool], jsonschema_rs.Draft202012Validator] = {}
 
 
-def _check(schema_json: str, raw: bytes) -> tuple[str, str] | None:
-    """In the worker: the first error of the JSON `raw` against the schema (pointer, message), or None
-    when it matches or is not JSON at all (the server's parser words that)."""
-    validator = _VALIDATORS.get(schema_json)
+def _check(schema_json: str, raw: bytes, formats: bool = False) -> tuple[str, str] | None:
+    """In the worker: the first error of the JSON `raw` against the schema (pointer, message; `format` asserted
+    when `formats`), or None when it matches or is not JSON at all (the server's parser words that)."""
+    validator = _VALIDATORS.get((schema_json, formats))
     if validator is None:
-        validator = _VALIDATORS[schema_json] = jsonschema_rs.Draft202012Validator(msgspec.json.decode(schema_json))
+        schema = msgspec.json.decode(schema_json)
+        validator = _VALIDATORS[schema_json, formats] = jsonschema_rs.Draft202012Validator(
+            schema, validate_formats=formats
+        )
     try:
         data = pydantic_core.from_json(raw)
     except ValueError:
@@ -186,14 +189,16 @@ class CheckPool:
             found = self._schemas[id(schema)] = (schema, msgspec.json.encode(schema).decode())
         return found[1]
 
-    async def first_error(self, schema: dict[str, Any], raw: bytes | bytearray) -> tuple[str, str] | None:
+    async def first_error(
+        self, schema: dict[str, Any], raw: bytes | bytearray, formats: bool = False
+    ) -> tuple[str, str] | None:
         """(pointer, message) of the first problem of `raw` against `schema`, None when it matches (or is
         not JSON: the parser words that), or UNCHECKED when the worker died (it is replaced next time) or
         cannot start (a program embedding kumitate whose main module lacks the `if __name__ == "__main__":`
         guard, which a spawned process imports: docs/deployment.md)."""
         pool = self._executor()
         try:
-            return await asyncio.wrap_future(pool.submit(_check, self._schema_json(schema), bytes(raw)))
+            return await asyncio.wrap_future(pool.submit(_check, self._schema_json(schema), bytes(raw), formats))
         except (BrokenProcessPool, RuntimeError, OSError) as exc:
             _log.warning("schema-check worker unavailable (%s): this call is checked on its thread", type(exc).__name__)
             with self._lock:
@@ -232,7 +237,8 @@ class OffLoopIntake:
         stop, checked = threading.Event(), threading.Event()
         parsing = asyncio.ensure_future(in_thread(partial(_parse, body.raw, stop, checked)))
         try:
-            found = await self.checks.first_error(binding.input_schema, body.raw)
+            formats = binding.policy.assert_formats
+            found = await self.checks.first_error(binding.input_schema, body.raw, formats)
             if found is not None and found is not UNCHECKED:
                 stop.set()  # the parse stops at its next piece; its thread is free again soon after
                 checked.set()
@@ -248,7 +254,7 @@ class OffLoopIntake:
             raise
         body.data = data
         if found is UNCHECKED:
-            await in_thread(partial(self.intake.check, binding.input_schema, data))
+            await in_thread(partial(self.intake.check, binding.input_schema, data, binding.policy.assert_formats))
         if binding.handler_input == "data":
             return data
         return await in_thread(partial(self.intake.model_of, binding, data))

@@ -76,6 +76,8 @@ class Policy:
     max_output_bytes: int | None = None
     on_oversize: Literal["fail", "trim"] = "fail"
     max_request_bytes: int | None = None
+    assert_formats: bool = False
+    """Input strings must match their `format` (JSON Schema's format-assertion), not only their type."""
 
     @classmethod
     def parse(cls, declared: Mapping[str, Any] | None) -> Policy:
@@ -92,6 +94,7 @@ class Policy:
             max_output_bytes=int(data["max_output_bytes"]) if data.get("max_output_bytes") else None,
             on_oversize="trim" if data.get("on_oversize") == "trim" else "fail",
             max_request_bytes=int(data["max_request_bytes"]) if data.get("max_request_bytes") else None,
+            assert_formats=bool(data.get("assert_formats")),
         )
 
     @property

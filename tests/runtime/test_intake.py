@@ -96,3 +96,15 @@ def test_bodies_that_are_not_json_are_a_400(raw: bytes, words: str) -> None:
 
 def test_json_at_the_depth_limit_parses() -> None:
     assert decode_json(b"[" * MAX_DEPTH + b"]" * MAX_DEPTH) is not None
+
+
+def test_formats_are_asserted_only_where_the_policy_says() -> None:
+    """`format` is an annotation in JSON Schema 2020-12 (kept so for the bundled services); with
+    `policy.assert_formats` (what an imported API's facade sets) a string that breaks it is BAD_REQUEST."""
+    schema = {"type": "object", "properties": {"id": {"type": "string", "format": "uuid"}}}
+    intake = Intake()
+    intake.check(schema, {"id": "not-a-uuid"})  # annotation only: accepted
+    with pytest.raises(ToolError) as refused:
+        intake.check(schema, {"id": "not-a-uuid"}, formats=True)
+    assert refused.value.code == "BAD_REQUEST" and "/id" in str(refused.value)
+    intake.check(schema, {"id": "3be6453c-03eb-4357-ae5a-984a0e574a54"}, formats=True)

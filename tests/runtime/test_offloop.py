@@ -133,3 +133,11 @@ async def test_the_worker_hands_back_what_a_large_check_took() -> None:
         assert rss_kib < 120 * 1024, rss_kib
     finally:
         pool.close()
+
+
+def test_the_check_worker_asserts_formats_when_asked() -> None:
+    """A large body of a tool with `policy.assert_formats` is held to its formats off the loop too."""
+    schema = '{"type": "object", "properties": {"day": {"type": "string", "format": "date"}}}'
+    assert offloop._check(schema, b'{"day": "someday"}') is None
+    found = offloop._check(schema, b'{"day": "someday"}', True)
+    assert found is not None and found[0] == "/day"

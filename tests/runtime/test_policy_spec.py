@@ -27,6 +27,7 @@ def test_parse_reads_every_field() -> None:
         "max_output_bytes": 2048,
         "on_oversize": "trim",
         "max_request_bytes": 4096,
+        "assert_formats": True,
     }
     assert Policy.parse(declared) == Policy(
         scopes=("a", "b"),
@@ -38,6 +39,7 @@ def test_parse_reads_every_field() -> None:
         max_output_bytes=2048,
         on_oversize="trim",
         max_request_bytes=4096,
+        assert_formats=True,
     )
 
 
