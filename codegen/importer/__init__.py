@@ -88,7 +88,7 @@ def _document_notes(data: dict[str, Any], options: Options) -> tuple[list[str], 
         listed = ", ".join(f"{name} ({(s or {}).get('type', '?')})" for name, s in schemes.items()) or "declared"
         notes.append(
             f"security schemes {listed} are not carried as kumitate auth: the service asks kumitate's own bearer"
-            f" tokens (scope {options.service}); credentials for the upstream are the forwarder's to send"
+            f" tokens (scope {options.service}); a facade passes the caller's Authorization on to the API"
         )
     servers = [str((s or {}).get("url")) for s in data.get("servers") or [] if isinstance(s, dict)]
     if servers:
@@ -126,6 +126,7 @@ def _service(data: dict[str, Any], options: Options, prefix: str, secured: bool,
     if prefix:
         doc["http"] = {"base_path": prefix}
     doc["policy"] = {"scopes": [options.service]} if secured else {"public": True}
+    doc["policy"]["assert_formats"] = True  # OpenAPI tooling asserts `format`: refuse what the API would
     return doc
 
 
