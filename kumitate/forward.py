@@ -14,6 +14,7 @@ spent deadline UPSTREAM_TIMEOUT, both retryable.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from urllib.parse import urlencode
@@ -24,6 +25,7 @@ from kumitate.bindings import ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import CallContext
 from kumitate.errors import ErrorCode, ToolError
+from kumitate.httpshape import wire_text
 from kumitate.outbound import OutboundClient
 from kumitate.outbound.outcome import OutboundError
 
@@ -34,6 +36,7 @@ MARGIN_S = 0.25
 REQUEST_TIMEOUT (the caller learns which side was slow)."""
 INPUT_REFUSED = frozenset({400, 422})
 """Statuses by which an API says the input was wrong: BAD_REQUEST where the tool declares no code of its own."""
+JSON = "application/json"
 MAX_ANSWER_BYTES = 32 << 20
 """The largest answer read from the upstream; a larger one is UPSTREAM_ERROR, never buffered whole."""
 
@@ -73,11 +76,15 @@ class Upstream:
         headers = dict(request.headers)
         if ctx.credentials:
             headers["Authorization"] = ctx.credentials
+        content = None
+        if request.has_body and JSON not in binding.content_types and binding.content_types:
+            content, headers["Content-Type"] = _form(request.body, binding.content_types[0])
         try:
             response = self.client.request(
                 binding.http_method,
                 path,
-                json=request.body if request.has_body else None,
+                json=request.body if request.has_body and content is None else None,
+                content=content,
                 headers=headers,
                 deadline_s=self._time_left(ctx),
                 max_bytes=MAX_ANSWER_BYTES,
@@ -114,6 +121,26 @@ class Upstream:
             if entry is not None and entry.status == status:
                 return entry.code
         return None
+
+
+def _form_fields(body: object) -> list[tuple[str, str]]:
+    """A body's properties as form fields: text as it is, a list as repeated fields, an object as JSON text
+    (what kumitate.transports.http.forms reads back)."""
+    fields: list[tuple[str, str]] = []
+    for name, value in body.items() if isinstance(body, dict) else ():
+        for item in value if isinstance(value, list) else [value]:
+            text = item if isinstance(item, str) else json.dumps(item) if isinstance(item, dict) else wire_text(item)
+            fields.append((str(name), text))
+    return fields
+
+
+def _form(body: object, media: str) -> tuple[bytes, str]:
+    """The body as the form the API takes (its spec's first content type): bytes and their Content-Type."""
+    fields = _form_fields(body)
+    if media == "multipart/form-data":
+        built = httpx.Request("POST", "http://form", files=[(name, (None, text)) for name, text in fields])
+        return built.read(), built.headers["content-type"]
+    return urlencode(fields).encode("ascii"), media
 
 
 def _decoded(response: httpx.Response) -> object:

@@ -83,12 +83,14 @@ class OutboundClient:
         path: str,
         *,
         json: object = None,
+        content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
         deadline_s: float | None = None,
         max_bytes: int | None = None,
     ) -> httpx.Response:
         """Send with retries inside one deadline; return the first non-retryable response (2xx or 4xx).
 
+        The body is `json` encoded, or `content` as given (a form, with its Content-Type in `headers`).
         `max_bytes` bounds the response body: a larger one raises OutboundError("too_large")
         without being read whole, and is not retried.
 
@@ -97,7 +99,7 @@ class OutboundClient:
         on a 4xx other than 408/429.
         """
         with total_deadline(self.default_deadline_s if deadline_s is None else deadline_s) as deadline:
-            send = functools.partial(self._send, method, path, json, headers, max_bytes=max_bytes)
+            send = functools.partial(self._send, method, path, json, headers, max_bytes=max_bytes, content=content)
             return self._request(send, deadline)
 
     def _request(self, send: Callable[[float], httpx.Response], deadline: float) -> httpx.Response:
@@ -146,11 +148,17 @@ class OutboundClient:
         headers: Mapping[str, str] | None,
         remaining: float,
         max_bytes: int | None = None,
+        content: bytes | None = None,
     ) -> httpx.Response:
         """One attempt: send, then read the whole body (under the size limit); the deadline bounds every socket operation."""
         with tracing.outbound(method, self._http.base_url.host) as span:
             request = self._http.build_request(
-                method, path, json=json, headers=tracing.inject(dict(headers or {})), timeout=httpx.Timeout(remaining)
+                method,
+                path,
+                json=json if content is None else None,
+                content=content,
+                headers=tracing.inject(dict(headers or {})),
+                timeout=httpx.Timeout(remaining),
             )
             response = self._http.send(request, stream=True)
             if span is not None:
