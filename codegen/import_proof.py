@@ -63,6 +63,8 @@ class Proof:
     breaking: list[openapi_diff.BreakingChange] = field(default_factory=list)
     explained: dict[str, int] = field(default_factory=dict)
     """Why (differences.yaml) -> how many of `breaking` it explains."""
+    not_compared: str = ""
+    """Why the differ was not run (differences.yaml `unable:`), if it was not."""
     report: str = ""
     """The importer's IMPORT-REPORT.md: what was not carried over, and what the wire adapts."""
 
@@ -86,13 +88,25 @@ class Difference:
         return (not self.documents or slug in self.documents) and bool(self.match.search(str(change)))
 
 
+def _differences_file(path: Path) -> dict[str, object]:
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return data if isinstance(data, dict) else {}
+
+
 def differences(path: Path = DIFFERENCES) -> list[Difference]:
-    """The accepted differences, in file order (the first that matches a change explains it)."""
-    entries = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else []
+    """The accepted differences (`accepted:`), in file order (the first that matches a change explains it)."""
+    entries = _differences_file(path).get("accepted")
     return [
         Difference(re.compile(str(e["match"])), " ".join(str(e["why"]).split()), frozenset(e.get("documents", ())))
-        for e in entries or []
+        for e in (entries if isinstance(entries, list) else [])
+        if isinstance(e, dict)
     ]
+
+
+def not_comparable(path: Path = DIFFERENCES) -> dict[str, str]:
+    """Documents the differ cannot compare (`unable:`), with why: the proof says so instead of running it."""
+    entries = _differences_file(path).get("unable") or {}
+    return {str(k): " ".join(str(v).split()) for k, v in entries.items()} if isinstance(entries, dict) else {}
 
 
 def corpus() -> list[tuple[str, Path]]:
@@ -226,9 +240,33 @@ def _stub_refusals(log: Path) -> list[str]:
     a request its validator rejects): a facade that is lossless sends none."""
     refused = []
     for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        if "Violation: response." in line:  # Prism judging its own answer (the document's example), not ours
+            continue
         if "NO_PATH_MATCHED_ERROR" in line or "UNPROCESSABLE_ENTITY" in line or "[VALIDATOR] ✖" in line:
             refused.append(line.split("›", 1)[-1].strip())
     return refused
+
+
+def _serve_and_call(
+    proof: Proof, project: Path, tree: specs.SpecTree, work: Path, stub: Path, max_examples: int, seed: int
+) -> None:
+    """The facade served in front of the stub: the examples over HTTP and MCP, schemathesis, and whether the
+    stub refused any request the facade forwarded."""
+    service = proof.service
+    env = {f"KUMITATE_{service.upper()}_UPSTREAM_URL": ""}
+    with prism(stub, work / "prism.log") as upstream:
+        env[f"KUMITATE_{service.upper()}_UPSTREAM_URL"] = upstream
+        # kumitate's own tokens, as `make fuzz` sets them: the facade of a secured API asks for one (ST401)
+        env["KUMITATE_TOKENS"] = '{"import-proof": {"principal": "proof", "scopes": ["*"]}}'
+        env["KUMITATE_AUTH_FAILURES"] = "100000/100000"
+        with serve(project, work / "var", **env) as facade:
+            proof.examples, over_http, over_mcp = _examples(facade.url, project)
+            proof.steps["examples over HTTP"] = "ok" if not over_http else "; ".join(over_http[:3])
+            proof.steps["examples over MCP"] = "ok" if not over_mcp else "; ".join(over_mcp[:3])
+            ok, said = _schemathesis(facade.url, tree, work, max_examples, seed)
+            proof.steps["schemathesis"] = "ok" if ok else _last_lines(said, 30)
+        refused = _stub_refusals(work / "prism.log")
+        proof.steps["stub accepted every request"] = "ok" if not refused else f"{len(refused)}: {refused[0]}"
 
 
 def prove(slug: str, entry: Path, work: Path, *, max_examples: int = 3, seed: int = 20261207) -> Proof:
@@ -256,28 +294,22 @@ def prove(slug: str, entry: Path, work: Path, *, max_examples: int = 3, seed: in
         proof.steps[step] = "ok" if ok else _last_lines(said)
     regenerated = work / "regenerated.json"
     _regenerated(project, prefix, regenerated)
+    unable = not_comparable().get(slug)
     try:
-        proof.breaking = openapi_diff.breaking_changes(entry, regenerated)
+        if unable is not None:
+            proof.not_compared = unable
+        else:
+            proof.breaking = openapi_diff.breaking_changes(entry, regenerated)
     except openapi_diff.DiffFailed as exc:
         proof.steps["differ"] = str(exc)
     else:
         unexplained = _explain(proof, differences())
         proof.steps["differ"] = "ok" if not unexplained else f"{len(unexplained)} unexplained, e.g. {unexplained[0]}"
     tree = specs.load(project / "specs")
-    env = {f"KUMITATE_{service.upper()}_UPSTREAM_URL": ""}
-    with prism(stub, work / "prism.log") as upstream:
-        env[f"KUMITATE_{service.upper()}_UPSTREAM_URL"] = upstream
-        # kumitate's own tokens, as `make fuzz` sets them: the facade of a secured API asks for one (ST401)
-        env["KUMITATE_TOKENS"] = '{"import-proof": {"principal": "proof", "scopes": ["*"]}}'
-        env["KUMITATE_AUTH_FAILURES"] = "100000/100000"
-        with serve(project, work / "var", **env) as facade:
-            proof.examples, over_http, over_mcp = _examples(facade.url, project)
-            proof.steps["examples over HTTP"] = "ok" if not over_http else "; ".join(over_http[:3])
-            proof.steps["examples over MCP"] = "ok" if not over_mcp else "; ".join(over_mcp[:3])
-            ok, said = _schemathesis(facade.url, tree, work, max_examples, seed)
-            proof.steps["schemathesis"] = "ok" if ok else _last_lines(said, 30)
-        refused = _stub_refusals(work / "prism.log")
-        proof.steps["stub accepted every request"] = "ok" if not refused else f"{len(refused)}: {refused[0]}"
+    try:
+        _serve_and_call(proof, project, tree, work, stub, max_examples, seed)
+    except RuntimeError as exc:  # the stub or the facade did not start: a step that failed, not a crash
+        proof.steps["serve"] = _last_lines(str(exc))
     return proof
 
 
@@ -330,6 +362,8 @@ def results(proofs: list[Proof]) -> str:
         failed = {step: verdict for step, verdict in p.steps.items() if verdict != "ok"}
         for step, verdict in failed.items():
             parts.append(f"- **{step} failed**: {' '.join(verdict.split())[:500]}")
+        if p.not_compared:
+            parts.append(f"- not compared by Optic: {p.not_compared}")
         for why, count in p.explained.items():
             parts.append(f"- {count} breaking change(s) by design: {why}")
         report = p.report.split("\n", 1)[1] if p.report.startswith("#") else p.report
