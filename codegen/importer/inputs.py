@@ -161,8 +161,11 @@ def request_body(
         if read_only:
             report.notes.append(f"read-only body properties left out of the input: {', '.join(read_only)}")
         result.properties = properties
-        result.required = [r for r in inner_required if r in properties] if required else []
-        if inner_required and not required:
+        # `requestBody.required` is false unless said, yet a body sent must hold its schema's required
+        # properties: they stay required inputs unless the document says outright that the body may be left out
+        optional = raw.get("required") is False
+        result.required = [] if optional else [r for r in inner_required if r in properties]
+        if inner_required and optional:
             report.adapted.append("the body is optional, so its required properties are optional inputs")
         result.body = "rest"
         if result.additional is not False:
@@ -264,6 +267,9 @@ def add_parameters(
             schema = {**schema, "description": " ".join(str(param["description"]).split())}
         if param.get("deprecated"):
             schema = {**schema, "deprecated": True}
+        if location == "path" and schema.get("type") == "string" and "minLength" not in schema:
+            # an empty segment is no value (`/users/` is another route): a path parameter has one character at least
+            schema = {**schema, "minLength": 1}
         result.properties[prop] = schema
         if location == "path" or param.get("required") is True:
             result.required.append(prop)
@@ -279,7 +285,7 @@ def undeclared_path_parameters(path: str, result: Input, report: OperationReport
         if name in carried:
             continue
         prop = property_name(name, "path", taken)
-        result.properties[prop] = {"type": "string", "description": f"The `{name}` of the path."}
+        result.properties[prop] = {"type": "string", "minLength": 1, "description": f"The `{name}` of the path."}
         result.required.append(prop)
         result.params.append(Carried("path", name, prop, {}))
         carried.add(name)
