@@ -229,9 +229,10 @@ print(json.dumps({"count": len(all_examples(tree)), "http": over_http, "mcp": ov
 def _examples(url: str, project: Path) -> tuple[int, list[str], list[str]]:
     """How many spec examples ran, and the failures over HTTP and over MCP (streamable HTTP)."""
     ok, said = _run([sys.executable, "-c", EXAMPLES_SCRIPT, url], project)
-    if not ok:
+    line = next((line for line in reversed(said.splitlines()) if line.startswith('{"count"')), None)
+    if not ok or line is None:
         return 0, [_last_lines(said)], [_last_lines(said)]
-    result = json.loads(said.splitlines()[-1])
+    result = json.loads(line)
     return int(result["count"]), list(result["http"]), list(result["mcp"])
 
 
