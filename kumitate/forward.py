@@ -37,6 +37,9 @@ REQUEST_TIMEOUT (the caller learns which side was slow)."""
 INPUT_REFUSED = frozenset({400, 422})
 """Statuses by which an API says the input was wrong: BAD_REQUEST where the tool declares no code of its own."""
 JSON = "application/json"
+QUERY_SAFE = ":@/[]"
+"""Left as they are in a query string (RFC 3986 allows them there): APIs match `subscriber:identifier` or
+`page[size]` as written, and not every one decodes `%3A` in a key before it does."""
 MAX_ANSWER_BYTES = 32 << 20
 """The largest answer read from the upstream; a larger one is UPSTREAM_ERROR, never buffered whole."""
 
@@ -72,7 +75,7 @@ class Upstream:
         if self.prefix and route.startswith(self.prefix + "/"):
             route = route.removeprefix(self.prefix)
         request = binding.http_shape.request(route, data, binding.http_method)
-        path = request.path + (f"?{urlencode(request.query)}" if request.query else "")
+        path = request.path + (f"?{urlencode(request.query, safe=QUERY_SAFE)}" if request.query else "")
         headers = dict(request.headers)
         if ctx.credentials:
             headers["Authorization"] = ctx.credentials

@@ -33,6 +33,13 @@ def wire_text(value: object) -> str:
     return "null" if value is None else str(value)
 
 
+def _segment(text: str) -> str:
+    """`text` as one path segment: percent-encoded, `/` included, and a `.` or `..` as `%2E` (a client or
+    proxy would otherwise resolve it as a dot-segment and send another path)."""
+    encoded = quote(text, safe="")
+    return encoded.replace(".", "%2E") if text in (".", "..") else encoded
+
+
 def path_variables(path: str) -> list[str]:
     """The `{name}` segments of a route, in order."""
     return _TEMPLATE_VARIABLE.findall(path)
@@ -146,7 +153,7 @@ class HttpShape:
                 continue
             value = arguments[param.property]
             if param.location == "path":
-                out.path = out.path.replace(f"{{{param.name}}}", quote(wire_text(value), safe=""))
+                out.path = out.path.replace(f"{{{param.name}}}", _segment(wire_text(value)))
             elif param.location == "query":
                 values = value if isinstance(value, list) else [value]
                 out.query += [(param.name, wire_text(v)) for v in values]

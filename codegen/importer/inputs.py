@@ -267,8 +267,9 @@ def add_parameters(
             schema = {**schema, "description": " ".join(str(param["description"]).split())}
         if param.get("deprecated"):
             schema = {**schema, "deprecated": True}
-        if location == "path" and schema.get("type") == "string" and "minLength" not in schema:
-            # an empty segment is no value (`/users/` is another route): a path parameter has one character at least
+        if schema.get("type") == "string" and "minLength" not in schema and not param.get("allowEmptyValue"):
+            # OpenAPI: a parameter's value is not empty unless `allowEmptyValue` (and an empty path segment is
+            # another route): one character at least
             schema = {**schema, "minLength": 1}
         result.properties[prop] = schema
         if location == "path" or param.get("required") is True:
