@@ -28,6 +28,7 @@ from kumitate.errors import ErrorCode, ToolError
 from kumitate.httpshape import wire_text
 from kumitate.outbound import OutboundClient
 from kumitate.outbound.outcome import OutboundError
+from kumitate.transports.http import forms
 
 __all__ = ["Upstream"]
 
@@ -94,7 +95,13 @@ class Upstream:
             )
         except OutboundError as exc:
             raise self._error(binding, exc) from None
-        return binding.http_shape.result(_decoded(response), response.headers)
+        output = binding.http_shape.result(_decoded(response), response.headers)
+        properties = binding.output_schema.get("properties") or {}
+        for _, prop in binding.http_shape.response_headers:  # a header is text: read it as its property's type
+            if isinstance(output.get(prop), str):
+                schema = forms.local(properties.get(prop) or {}, binding.output_schema)
+                output[prop] = forms.coerce(str(output[prop]), schema)
+        return output
 
     def _time_left(self, ctx: CallContext) -> float | None:
         if ctx.deadline is None:
