@@ -92,7 +92,9 @@ async def examples_over_http(tree: SpecTree, url: str, headers: dict[str, str] |
     async with httpx.AsyncClient(base_url=url, timeout=60, headers=headers) as http:
 
         async def call(tool: ToolSpec, arguments: JsonValue) -> Result:
-            path, kwargs = shaped_request(tool.http_shape, tool.http_path, arguments, tool.http_method)
+            path, kwargs = shaped_request(
+                tool.http_shape, tool.http_path, arguments, tool.http_method, tool.content_types
+            )
             response = await http.request(tool.http_method, path, **kwargs)
             return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response))
 

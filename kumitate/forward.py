@@ -14,18 +14,17 @@ spent deadline UPSTREAM_TIMEOUT, both retryable.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from urllib.parse import urlencode
 
 import httpx
 
+from kumitate import formbody
 from kumitate.bindings import ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import CallContext
 from kumitate.errors import ErrorCode, ToolError
-from kumitate.httpshape import wire_text
 from kumitate.outbound import OutboundClient
 from kumitate.outbound.outcome import OutboundError
 from kumitate.transports.http import forms
@@ -82,7 +81,7 @@ class Upstream:
             headers["Authorization"] = ctx.credentials
         content = None
         if request.has_body and JSON not in binding.content_types and binding.content_types:
-            content, headers["Content-Type"] = _form(request.body, binding.content_types[0])
+            content, headers["Content-Type"] = formbody.encode(request.body, binding.content_types[0])
         try:
             response = self.client.request(
                 binding.http_method,
@@ -131,26 +130,6 @@ class Upstream:
             if entry is not None and entry.status == status:
                 return entry.code
         return None
-
-
-def _form_fields(body: object) -> list[tuple[str, str]]:
-    """A body's properties as form fields: text as it is, a list as repeated fields, an object as JSON text
-    (what kumitate.transports.http.forms reads back)."""
-    fields: list[tuple[str, str]] = []
-    for name, value in body.items() if isinstance(body, dict) else ():
-        for item in value if isinstance(value, list) else [value]:
-            text = item if isinstance(item, str) else json.dumps(item) if isinstance(item, dict) else wire_text(item)
-            fields.append((str(name), text))
-    return fields
-
-
-def _form(body: object, media: str) -> tuple[bytes, str]:
-    """The body as the form the API takes (its spec's first content type): bytes and their Content-Type."""
-    fields = _form_fields(body)
-    if media == "multipart/form-data":
-        built = httpx.Request("POST", "http://form", files=[(name, (None, text)) for name, text in fields])
-        return built.read(), built.headers["content-type"]
-    return urlencode(fields).encode("ascii"), media
 
 
 def _decoded(response: httpx.Response) -> object:

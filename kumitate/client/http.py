@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import httpx
 
+from kumitate import formbody
 from kumitate.bindings import fill_path
 from kumitate.client.replies import no_answer, was_sent
 from kumitate.client.wire import IDEMPOTENCY_HEADER, Call, Reply, bearer
@@ -15,18 +16,28 @@ from kumitate.outbound.retry import retry_after_s
 
 __all__ = ["AsyncHttpBackend", "HttpBackend", "shaped_body", "shaped_request"]
 
+JSON = "application/json"
 
-def shaped_request(shape: HttpShape, path: str, arguments: object, method: str = "POST") -> tuple[str, dict[str, Any]]:
+
+def shaped_request(
+    shape: HttpShape, path: str, arguments: object, method: str = "POST", content_types: Sequence[str] = (JSON,)
+) -> tuple[str, dict[str, Any]]:
     """A tool's flat input as httpx's path and keywords, where its REST shape (kumitate.httpshape) puts
-    each property: the example runners and the typed clients send what the route reads. Arguments that
-    are no object (a test's bad input) go as the body, as they came."""
-    if shape.plain or not isinstance(arguments, Mapping):
+    each property: the example runners and the typed clients send what the route reads, as JSON, or as
+    the form a form-only tool takes. Arguments that are no object (a test's bad input) go as the body,
+    as they came."""
+    if not isinstance(arguments, Mapping):
         return path, {"json": arguments}
-    request = shape.request(path, arguments, method)
-    kwargs: dict[str, Any] = {"params": request.query, "headers": request.headers}
-    if request.has_body:
-        kwargs["json"] = request.body
-    return request.path, kwargs
+    request = shape.request(path, arguments, method) if not shape.plain else None
+    body = arguments if request is None else request.body
+    kwargs: dict[str, Any] = {} if request is None else {"params": request.query, "headers": request.headers}
+    if request is None or request.has_body:
+        if JSON in content_types or not content_types:
+            kwargs["json"] = body
+        else:
+            kwargs["content"], media = formbody.encode(body, content_types[0])
+            kwargs["headers"] = {**kwargs.get("headers", {}), "Content-Type": media}
+    return path if request is None else request.path, kwargs
 
 
 def shaped_body(shape: HttpShape, response: httpx.Response) -> object:

@@ -47,7 +47,9 @@ async def over_http(live_server: LiveServer, spec_tree: SpecTree) -> Run:
     async with httpx.AsyncClient(base_url=live_server.url, timeout=60) as http:
 
         async def call(tool: ToolSpec, arguments: Any) -> Result:
-            path, kwargs = shaped_request(tool.http_shape, tool.http_path, arguments, tool.http_method)
+            path, kwargs = shaped_request(
+                tool.http_shape, tool.http_path, arguments, tool.http_method, tool.content_types
+            )
             response = await http.request(tool.http_method, path, **kwargs)
             return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response))
 

@@ -1,5 +1,5 @@
-"""A facade forwards a form-taking operation as the form its API takes (kumitate.forward): the fields a
-form parser reads back are the flat body's, a list repeated, an object as JSON text."""
+"""A form-taking operation gets the form it takes (kumitate.formbody, for the facade and the example runners):
+the fields a form parser reads back are the flat body's, a list repeated, an object as JSON text."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from email.parser import BytesParser
 from email.policy import HTTP
 from urllib.parse import parse_qsl
 
-from kumitate.forward import _form
+from kumitate.formbody import encode as _form
 
 BODY = {"To": "+8190", "Tags": ["a", "b"], "Meta": {"k": 1}, "Urgent": True}
 
