@@ -39,9 +39,11 @@ from codegen.testing import free_port, serve
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests/data/openapi-corpus"
-DIFFERENCES = CORPUS / "differences.yaml"
-"""The breaking changes Optic finds that are deliberate, each with the reason (a regular expression over the
-change's text, for every document or the ones it names); any other breaking change fails the proof."""
+PROOF = CORPUS / "proof.yaml"
+"""What the proof holds: the breaking changes Optic finds that are deliberate, each with the reason
+(`accepted`: a regular expression over the change's text, for every document or the ones it names; any
+other breaking change fails the proof), the documents Optic cannot compare (`unable`), and the documents
+CI proves on every change (`proven`)."""
 PRISM = "@stoplight/prism-cli@5.16.0"
 CACHE = Path.home() / ".cache/kumitate/prism"
 SCAFFOLD_ERRORS = Path(__file__).with_name("scaffold") / "errors.yaml"
@@ -62,9 +64,9 @@ class Proof:
     steps: dict[str, str] = field(default_factory=dict)
     breaking: list[openapi_diff.BreakingChange] = field(default_factory=list)
     explained: dict[str, int] = field(default_factory=dict)
-    """Why (differences.yaml) -> how many of `breaking` it explains."""
+    """Why (proof.yaml) -> how many of `breaking` it explains."""
     not_compared: str = ""
-    """Why the differ was not run (differences.yaml `unable:`), if it was not."""
+    """Why the differ was not run (proof.yaml `unable:`), if it was not."""
     report: str = ""
     """The importer's IMPORT-REPORT.md: what was not carried over, and what the wire adapts."""
 
@@ -76,7 +78,7 @@ class Proof:
 
 @dataclass(frozen=True)
 class Difference:
-    """A kind of breaking change the regeneration makes on purpose (differences.yaml)."""
+    """A kind of breaking change the regeneration makes on purpose (proof.yaml)."""
 
     match: re.Pattern[str]
     why: str
@@ -93,7 +95,7 @@ def _differences_file(path: Path) -> dict[str, object]:
     return data if isinstance(data, dict) else {}
 
 
-def differences(path: Path = DIFFERENCES) -> list[Difference]:
+def differences(path: Path = PROOF) -> list[Difference]:
     """The accepted differences (`accepted:`), in file order (the first that matches a change explains it)."""
     entries = _differences_file(path).get("accepted")
     return [
@@ -103,7 +105,13 @@ def differences(path: Path = DIFFERENCES) -> list[Difference]:
     ]
 
 
-def not_comparable(path: Path = DIFFERENCES) -> dict[str, str]:
+def proven(path: Path = PROOF) -> list[str]:
+    """The documents every CI run proves (`proven:`): each passed every step when it was listed."""
+    entries = _differences_file(path).get("proven")
+    return [str(e) for e in entries] if isinstance(entries, list) else []
+
+
+def not_comparable(path: Path = PROOF) -> dict[str, str]:
     """Documents the differ cannot compare (`unable:`), with why: the proof says so instead of running it."""
     entries = _differences_file(path).get("unable") or {}
     return {str(k): " ".join(str(v).split()) for k, v in entries.items()} if isinstance(entries, dict) else {}
@@ -154,13 +162,16 @@ def stub_document(entry: Path, target: Path) -> None:
 
 
 @contextmanager
-def prism(document: Path, log: Path) -> Iterator[str]:
-    """Prism mocking `document` on a free loopback port (static answers: the document's examples)."""
+def prism(document: Path, log: Path, *, dynamic: bool = False) -> Iterator[str]:
+    """Prism mocking `document` on a free loopback port: static answers (the document's examples), or with
+    `dynamic` answers generated from the response schemas (a document's examples may break its own schema,
+    which a fuzzer then blames on the facade)."""
     bin_dir = npm.install(CACHE, [PRISM], ["prism"], "import proof")
     port = free_port()
+    command = [str(bin_dir / "prism"), "mock", "-h", "127.0.0.1", "-p", str(port), *(["-d"] if dynamic else [])]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [str(bin_dir / "prism"), "mock", "-h", "127.0.0.1", "-p", str(port), str(document)],
+            [*command, str(document)],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=npm.node_env(bin_dir),
@@ -236,6 +247,15 @@ def _examples(url: str, project: Path) -> tuple[int, list[str], list[str]]:
     return int(result["count"]), list(result["http"]), list(result["mcp"])
 
 
+def _failures(said: str) -> str:
+    """The first failures schemathesis reports (what failed, where, and the curl that reproduces it),
+    then its summary's failure counts."""
+    lines = said.splitlines()
+    start = next((i for i, line in enumerate(lines) if "FAILURES" in line), 0)
+    counts = [line.strip() for line in lines if line.strip().startswith("❌ ST")]
+    return "\n".join([*lines[start : start + 40], *counts])
+
+
 def _stub_refusals(log: Path) -> list[str]:
     """The forwarded requests the stub refused as not matching the original document (no such path, or
     a request its validator rejects): a facade that is lossless sends none."""
@@ -253,21 +273,26 @@ def _serve_and_call(
 ) -> None:
     """The facade served in front of the stub: the examples over HTTP and MCP, schemathesis, and whether the
     stub refused any request the facade forwarded."""
-    service = proof.service
-    env = {f"KUMITATE_{service.upper()}_UPSTREAM_URL": ""}
-    with prism(stub, work / "prism.log") as upstream:
-        env[f"KUMITATE_{service.upper()}_UPSTREAM_URL"] = upstream
-        # kumitate's own tokens, as `make fuzz` sets them: the facade of a secured API asks for one (ST401)
-        env["KUMITATE_TOKENS"] = '{"import-proof": {"principal": "proof", "scopes": ["*"]}}'
-        env["KUMITATE_AUTH_FAILURES"] = "100000/100000"
-        with serve(project, work / "var", **env) as facade:
-            proof.examples, over_http, over_mcp = _examples(facade.url, project)
-            proof.steps["examples over HTTP"] = "ok" if not over_http else "; ".join(over_http[:3])
-            proof.steps["examples over MCP"] = "ok" if not over_mcp else "; ".join(over_mcp[:3])
-            ok, said = _schemathesis(facade.url, tree, work, max_examples, seed)
-            proof.steps["schemathesis"] = "ok" if ok else _last_lines(said, 30)
-        refused = _stub_refusals(work / "prism.log")
-        proof.steps["stub accepted every request"] = "ok" if not refused else f"{len(refused)}: {refused[0]}"
+    upstream_url = f"KUMITATE_{proof.service.upper()}_UPSTREAM_URL"
+    # kumitate's own tokens, as `make fuzz` sets them: the facade of a secured API asks for one (ST401)
+    env = {"KUMITATE_TOKENS": '{"import-proof": {"principal": "proof", "scopes": ["*"]}}'}
+    env["KUMITATE_AUTH_FAILURES"] = "100000/100000"
+    with (
+        prism(stub, work / "prism.log") as upstream,
+        serve(project, work / "var", **env, **{upstream_url: upstream}) as facade,
+    ):
+        proof.examples, over_http, over_mcp = _examples(facade.url, project)
+        proof.steps["examples over HTTP"] = "ok" if not over_http else "; ".join(over_http[:3])
+        proof.steps["examples over MCP"] = "ok" if not over_mcp else "; ".join(over_mcp[:3])
+    with (
+        prism(stub, work / "prism-dynamic.log", dynamic=True) as upstream,
+        serve(project, work / "var-fuzz", **env, **{upstream_url: upstream}) as facade,
+    ):
+        ok, said = _schemathesis(facade.url, tree, work, max_examples, seed)
+        (work / "schemathesis.log").write_text(said, encoding="utf-8")
+        proof.steps["schemathesis"] = "ok" if ok else _failures(said)
+    refused = _stub_refusals(work / "prism.log") + _stub_refusals(work / "prism-dynamic.log")
+    proof.steps["stub accepted every request"] = "ok" if not refused else f"{len(refused)}: {refused[0]}"
 
 
 def prove(slug: str, entry: Path, work: Path, *, max_examples: int = 3, seed: int = 20261207) -> Proof:
@@ -348,7 +373,7 @@ RESULTS_INTRO = """# Importing real APIs: the corpus
 `make import-proof` (codegen/import_proof.py) imports each document of tests/data/openapi-corpus
 (24 public OpenAPI 3.0/3.1 documents, with their licences) as a facade, and for each one: generates and
 lints the project; compares the original with the regenerated document by Optic's breaking-change rules
-(codegen/openapi_diff.py), every change found either explained in tests/data/openapi-corpus/differences.yaml
+(codegen/openapi_diff.py), every change found either explained in tests/data/openapi-corpus/proof.yaml
 or a failure; serves the facade in front of Prism mocking the original (which validates every forwarded
 request against the original document) and runs the imported examples over HTTP and MCP and schemathesis
 against the facade. This page is its output (`python -m codegen.import_proof --results docs/import-corpus.md`).
@@ -377,16 +402,20 @@ def main(argv: list[str] | None = None) -> int:
     """Prove the named corpus documents (default: all); print each verdict; exit 1 if any failed."""
     parser = argparse.ArgumentParser(prog="python -m codegen.import_proof", description=__doc__.splitlines()[0])
     parser.add_argument("slugs", nargs="*")
+    parser.add_argument("--proven", action="store_true", help="only the documents proof.yaml lists as proven (CI)")
     parser.add_argument("--max-examples", type=int, default=3)
     parser.add_argument("--results", type=Path, help="write the per-document table (markdown) here")
     args = parser.parse_args(argv)
-    chosen = [(slug, entry) for slug, entry in corpus() if not args.slugs or slug in args.slugs]
+    wanted = set(args.slugs) | set(proven()) if args.proven else set(args.slugs)
+    chosen = [(slug, entry) for slug, entry in corpus() if slug in wanted or not (wanted or args.proven)]
     proofs = []
     for slug, entry in chosen:
+        started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix=f"import-proof-{slug}-") as tmp:
             proof = prove(slug, entry, Path(tmp), max_examples=args.max_examples)
         proofs.append(proof)
-        print(f"{'PASS' if proof.passed else 'FAIL'} {slug}: {proof.summary}")
+        took = time.monotonic() - started
+        print(f"{'PASS' if proof.passed else 'FAIL'} {slug} ({took:.0f} s): {proof.summary}", flush=True)
         for step, verdict in proof.steps.items():
             if verdict != "ok":
                 print(f"  {step}: {verdict}")

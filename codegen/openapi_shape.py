@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from codegen.specs import ToolSpec
 from kumitate.httpshape import Body
-from kumitate.transports.http.forms import kinds
+from kumitate.transports.http.forms import form_schema, kinds
 
 Json = dict[str, object]
 
@@ -110,7 +110,12 @@ def request_body(
         return None
     out: dict[str, Json] = {}
     for media, entry in content.items():
-        cut: Json = {"schema": schema if media == "application/json" else entry["schema"]}
+        if media == "application/json":
+            cut: Json = {"schema": schema}
+        else:  # a form of the body's own fields, not the whole input's
+            cut = {
+                "schema": form_schema(schema, tool.form_flatten) if shape.body.carried == "rest" else entry["schema"]
+            }
         examples = entry.get("examples")
         if isinstance(examples, Mapping):
             cut["examples"] = {
