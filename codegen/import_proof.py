@@ -168,7 +168,16 @@ def prism(document: Path, log: Path, *, dynamic: bool = False) -> Iterator[str]:
     which a fuzzer then blames on the facade)."""
     bin_dir = npm.install(CACHE, [PRISM], ["prism"], "import proof")
     port = free_port()
-    command = [str(bin_dir / "prism"), "mock", "-h", "127.0.0.1", "-p", str(port), *(["-d"] if dynamic else [])]
+    command = [
+        str(bin_dir / "prism"),
+        "mock",
+        "--cors=false",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        *(["-d"] if dynamic else []),
+    ]
     with log.open("wb") as out:
         process = subprocess.Popen(
             [*command, str(document)],
