@@ -1,7 +1,7 @@
 """The import proof's harness on one real document of the corpus (make import-proof runs all 24): a facade
 of the Redocly museum API, served for real in front of Prism, passes every step; and the harness is no
 rubber stamp: a facade that forwards to the wrong paths is caught by the stub, and a breaking change
-differences.yaml does not explain fails the differ step."""
+proof.yaml does not explain fails the differ step."""
 
 from __future__ import annotations
 
