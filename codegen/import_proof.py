@@ -35,7 +35,7 @@ import yaml
 from codegen import npm, openapi_diff, specs
 from codegen.fuzz.http import config_toml
 from codegen.importer import load
-from codegen.testing import free_port, serve
+from codegen.testing import free_port, serve, stop
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests/data/openapi-corpus"
@@ -194,11 +194,7 @@ def prism(document: Path, log: Path, *, dynamic: bool = False) -> Iterator[str]:
             time.sleep(0.3)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
 
 
 def _regenerated(project: Path, prefix: str, target: Path) -> None:

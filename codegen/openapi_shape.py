@@ -98,6 +98,15 @@ def body_value(body: Body, value: object, elsewhere: frozenset[str]) -> object:
     return {k: v for k, v in value.items() if k not in elsewhere}
 
 
+def _cut_examples(examples: Mapping[str, object], body: Body, elsewhere: frozenset[str]) -> Json:
+    """Named examples of the whole input or output, each cut to what the body carries."""
+    return {
+        name: {**ex, "value": body_value(body, ex.get("value"), elsewhere)}
+        for name, ex in examples.items()
+        if isinstance(ex, Mapping)
+    }
+
+
 def request_body(
     tool: ToolSpec, schemas: Mapping[str, object], input_name: str, content: dict[str, Json]
 ) -> Json | None:
@@ -116,13 +125,8 @@ def request_body(
             cut = {
                 "schema": form_schema(schema, tool.form_flatten) if shape.body.carried == "rest" else entry["schema"]
             }
-        examples = entry.get("examples")
-        if isinstance(examples, Mapping):
-            cut["examples"] = {
-                name: {**ex, "value": body_value(shape.body, ex.get("value"), shape.param_properties)}
-                for name, ex in examples.items()
-                if isinstance(ex, Mapping)
-            }
+        if isinstance(examples := entry.get("examples"), Mapping):
+            cut["examples"] = _cut_examples(examples, shape.body, shape.param_properties)
         out[media] = cut
     return {"required": required, "content": out}
 
@@ -150,12 +154,7 @@ def response(tool: ToolSpec, schemas: Mapping[str, object], output_name: str, ok
     else:
         media: Json = {"schema": schema}
         old = _mapping(_mapping(ok.get("content")).get("application/json"))
-        examples = old.get("examples")
-        if isinstance(examples, Mapping):
-            media["examples"] = {
-                name: {**ex, "value": body_value(shape.response_body, ex.get("value"), shape.header_properties)}
-                for name, ex in examples.items()
-                if isinstance(ex, Mapping)
-            }
+        if isinstance(examples := old.get("examples"), Mapping):
+            media["examples"] = _cut_examples(examples, shape.response_body, shape.header_properties)
         out["content"] = {"application/json": media}
     return str(shape.status), out

@@ -65,11 +65,16 @@ def serve(project: Path, data_dir: Path, **env: str) -> Iterator[Server]:
         _wait_until_up(server)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Stop a process this module (or a check using it) started: SIGTERM, and SIGKILL after 10 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
 
 
 def _wait_until_up(server: Server) -> None:

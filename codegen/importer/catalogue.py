@@ -14,25 +14,13 @@ from typing import Any
 
 from codegen.importer.names import snake
 from codegen.refs import parse_yaml
+from kumitate.errors import STATUS_CODES
 
-PREFERRED = {
-    400: "BAD_REQUEST",
-    401: "UNAUTHORIZED",
-    403: "FORBIDDEN",
-    404: "NOT_FOUND",
-    405: "METHOD_NOT_ALLOWED",
-    406: "NOT_ACCEPTABLE",
-    408: "REQUEST_TIMEOUT",
-    409: "CONFLICT",
-    413: "PAYLOAD_TOO_LARGE",
-    415: "UNSUPPORTED_MEDIA_TYPE",
-    422: "VALIDATION_ERROR",
-    429: "RATE_LIMITED",
-    431: "HEADERS_TOO_LARGE",
+PREFERRED: dict[int, str] = {
+    **STATUS_CODES,
     500: "INTERNAL",
     501: "NOT_IMPLEMENTED",
     502: "UPSTREAM_ERROR",
-    503: "SERVICE_UNAVAILABLE",
     504: "UPSTREAM_TIMEOUT",
 }
 """The code a status maps to when the catalogue has it."""
