@@ -150,15 +150,35 @@ def _last_lines(text: str, count: int = 12) -> str:
     return "\n".join(text.splitlines()[-count:])
 
 
-def stub_document(entry: Path, target: Path) -> None:
-    """The original document bundled into one file for the stub, without its security requirements."""
+def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
+    """The original document bundled into one file for the stub, without its security requirements. For a
+    `dynamic` stub, an answer documented by examples alone gets its first example as its schema (`const`):
+    Prism cannot make up an answer without a schema, and the document's example is the answer it means."""
     data = load.read(str(entry)).data
     data.pop("security", None)
     for item in (data.get("paths") or {}).values():
         for operation in item.values() if isinstance(item, dict) else ():
             if isinstance(operation, dict):
                 operation.pop("security", None)
+                if dynamic:
+                    _examples_as_schemas(data, operation)
     target.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _examples_as_schemas(document: dict[str, object], operation: dict[str, object]) -> None:
+    responses = operation.get("responses")
+    for response in responses.values() if isinstance(responses, dict) else ():
+        content = response.get("content") if isinstance(response, dict) else None
+        for media in content.values() if isinstance(content, dict) else ():
+            if not isinstance(media, dict) or "schema" in media:
+                continue
+            examples = media.get("examples")
+            first = next(iter(examples.values()), None) if isinstance(examples, dict) and examples else None
+            if isinstance(first, dict) and isinstance(first.get("$ref"), str):
+                first = load.walk_pointer(document, first["$ref"].removeprefix("#"), "stub")
+            value = first.get("value") if isinstance(first, dict) else media.get("example")
+            if value is not None:
+                media["schema"] = {"const": value}
 
 
 @contextmanager
@@ -290,7 +310,7 @@ def _serve_and_call(
         proof.steps["examples over HTTP"] = "ok" if not over_http else "; ".join(over_http[:3])
         proof.steps["examples over MCP"] = "ok" if not over_mcp else "; ".join(over_mcp[:3])
     with (
-        prism(stub, work / "prism-dynamic.log", dynamic=True) as upstream,
+        prism(work / "stub-dynamic.json", work / "prism-dynamic.log", dynamic=True) as upstream,
         serve(project, work / "var-fuzz", **env, **{upstream_url: upstream}) as facade,
     ):
         ok, said = _schemathesis(facade.url, tree, work, max_examples, seed)
@@ -309,6 +329,7 @@ def prove(slug: str, entry: Path, work: Path, *, max_examples: int = 3, seed: in
     prefix = f"/v1/{service}"
     stub = work / "stub.json"
     stub_document(entry, stub)
+    stub_document(entry, work / "stub-dynamic.json", dynamic=True)
     port_hint = "http://127.0.0.1:9"  # replaced by the stub's address when it serves (the env var below)
     command = [sys.executable, "-m", "kumitate", "import", "openapi", str(entry), "--service", service]
     ok, said = _run([*command, "--forward", port_hint, "--base-path", prefix], project)
