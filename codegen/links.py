@@ -261,7 +261,15 @@ def openapi_links(tree: SpecTree, source: Target) -> dict[str, Any]:
             if paths:
                 entry["parameters"] = {f"path.{name}": p.expression() for name, p in paths.items()}
         elif paths:
-            entry["requestBody"] = {name: p.expression() for name, p in paths.items()}
+            placed = {param.property: param for param in target.http_shape.params}  # a REST-shaped target
+            parameters = {
+                f"{placed[n].location}.{placed[n].name}": p.expression() for n, p in paths.items() if n in placed
+            }
+            body = {name: p.expression() for name, p in paths.items() if name not in placed}
+            if parameters:
+                entry["parameters"] = parameters
+            if body:
+                entry["requestBody"] = body
         if any(p.fans_out for p in paths.values()):
             entry["x-schemathesis"] = {"is_inferred": True, "merge_body": True}
         out[_link_name(link, out)] = entry

@@ -106,6 +106,9 @@ async def test_the_served_document_describes_the_shape(server: LiveServer) -> No
     assert "requestBody" not in listing
     created = document["paths"]["/v1/library/loans"]["post"]["responses"]["201"]
     assert created["headers"]["Location"]["required"] is True
+    # a link into a shaped target fills its path parameter, not a body it does not have
+    assert created["links"]["GetLoan"]["parameters"] == {"path.loan_id": "$response.body#/loan_id"}
+    assert "requestBody" not in created["links"]["GetLoan"]
     assert "location" not in created["content"]["application/json"]["schema"]["properties"]
     deleted = document["paths"]["/v1/library/loans/{loan_id}"]["delete"]["responses"]["204"]
     assert "content" not in deleted
