@@ -20,7 +20,7 @@ TEST_PROCS = $(if $(filter-out 1,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist load
 CLUSTER_PORT ?= 8080
 CLUSTER_DIR  ?= var/cluster
 
-.PHONY: help venv generate serve test test-package test-latest check lint docs docstrings drift types fast fmt fuzz lint-openapi conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
+.PHONY: help venv generate serve test test-package test-latest check lint docs docstrings drift types fast fmt fuzz lint-openapi import-proof conformance bench bench-http review clean cluster cluster-install cluster-stop cluster-restart cluster-status
 .DEFAULT_GOAL := help
 
 help:  ## list the targets (this text)
@@ -89,6 +89,9 @@ fuzz: venv  ## schemathesis on every HTTP operation, then every tool over MCP, t
 
 lint-openapi: venv  ## Redocly CLI and Spectral (npm, pinned, under var/openapi-lint) on generated/openapi.json and the served document, and a new project's: 0 errors (.redocly.yaml, .spectral.yaml)
 	$(PY) -m codegen.openapi_lint
+
+import-proof: venv  ## kumitate import openapi over the real documents tests/data/openapi-corpus/proof.yaml lists as proven (ALL=1: all 24, the page in var/import-proof.md): each facade generated, linted, diffed by Optic, fuzzed in front of Prism (npm, pinned)
+	$(PY) -m codegen.import_proof $(if $(ALL),,--proven) --results var/import-proof.md
 
 conformance: venv  ## the official MCP conformance suite (npm, pinned; Node 22 from npm) against the conformance service and /mcp
 	$(PY) -m codegen.conformance

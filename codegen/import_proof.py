@@ -389,20 +389,33 @@ def _explain(proof: Proof, accepted: list[Difference]) -> list[openapi_diff.Brea
 
 
 def results_table(proofs: list[Proof]) -> str:
-    """The per-document table of RESULTS.md."""
+    """The per-document table of RESULTS: each step's verdict, and Optic's breaking changes (explained by
+    proof.yaml / not)."""
+    steps = ["import", "generate", "lint", "examples over HTTP", "examples over MCP", "schemathesis"]
+    steps.append("stub accepted every request")
     lines = [
-        "| document | operations | import | generate | lint | breaking (Optic) | examples HTTP/MCP | schemathesis |",
-        "|---|---|---|---|---|---|---|---|",
+        "| document | ops | verdict | import | generate | lint | breaking: explained / not | examples HTTP, MCP"
+        " | schemathesis | stub accepted all |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in proofs:
-        verdict = {k: "ok" if v == "ok" else "FAIL" for k, v in p.steps.items()}
-        lines.append(
-            f"| {p.slug} | {p.operations} | {verdict.get('import', '-')} | {verdict.get('generate', '-')}"
-            f" | {verdict.get('lint', '-')} | {len(p.breaking) if 'differ' in p.steps else '-'}"
-            f" | {verdict.get('examples over HTTP', '-')}/{verdict.get('examples over MCP', '-')}"
-            f" | {verdict.get('schemathesis', '-')} |"
+        verdict = {step: ("ok" if p.steps.get(step) == "ok" else "FAIL" if step in p.steps else "-") for step in steps}
+        explained = sum(p.explained.values())
+        breaking = (
+            f"not compared ({p.not_compared.split(':')[0].split('(')[0].strip()})"
+            if p.not_compared
+            else f"{explained} / {len(p.breaking) - explained}"
+            if "differ" in p.steps
+            else "-"
         )
-    return "\n".join(lines) + "\n"
+        lines.append(
+            f"| {p.slug} | {p.operations} | **{'PASS' if p.passed else 'FAIL'}** | {verdict['import']}"
+            f" | {verdict['generate']} | {verdict['lint']} | {breaking}"
+            f" | {verdict['examples over HTTP']}, {verdict['examples over MCP']} | {verdict['schemathesis']}"
+            f" | {verdict['stub accepted every request']} |"
+        )
+    passed = sum(p.passed for p in proofs)
+    return "\n".join(lines) + f"\n\n{passed} of {len(proofs)} documents pass every step.\n"
 
 
 RESULTS_INTRO = """# Importing real APIs: the corpus
