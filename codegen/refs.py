@@ -62,7 +62,9 @@ def clear_cache() -> None:
     _DOC_CACHE.clear()
 
 
-def _walk_pointer(doc: object, fragment: str, where: str) -> object:
+def walk_pointer(doc: object, fragment: str, where: str) -> object:
+    """The node at JSON pointer `fragment` (`/a/b~1c`, percent-decoded) of `doc`; RefError naming `where`
+    when it is not there."""
     if not fragment or fragment == "/":
         return doc
     node = doc
@@ -94,7 +96,7 @@ def split_ref(ref: str, base_file: Path, root: Path, where: str) -> tuple[Path, 
 
 def resolve(target_file: Path, fragment: str, root: Path) -> object:
     """The dereferenced schema at `fragment` of `target_file` (a pair `on_ref` observed)."""
-    target = _walk_pointer(load_document(target_file), fragment, "")
+    target = walk_pointer(load_document(target_file), fragment, "")
     return dereference(copy.deepcopy(target), target_file, root)
 
 
@@ -122,7 +124,7 @@ def dereference(
             raise RefError(f"recursive $ref {schema['$ref']!r}", f"{where}/$ref")
         if on_ref:
             on_ref(target_file, fragment)
-        target = _walk_pointer(load_document(target_file), fragment, f"{where}/$ref")
+        target = walk_pointer(load_document(target_file), fragment, f"{where}/$ref")
         resolved = dereference(copy.deepcopy(target), target_file, root, where, on_ref, (*_stack, key))
         siblings = {k: v for k, v in schema.items() if k != "$ref"}
         if siblings and isinstance(resolved, dict):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from codegen import naming
+from codegen import naming, refs
 from codegen.refs import parse_yaml
 
 SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -102,17 +102,11 @@ def read(source: str) -> Document:
 
 
 def walk_pointer(doc: object, fragment: str, where: str) -> object:
-    """The node at JSON pointer `fragment` of `doc`; ImportFailed when it is not there."""
-    node = doc
-    for raw in [t for t in fragment.lstrip("/").split("/")] if fragment.strip("/") else []:
-        token = unquote(raw).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and token in node:
-            node = node[token]
-        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
-            node = node[int(token)]
-        else:
-            raise ImportFailed(f"{where}: $ref target #{fragment} does not exist")
-    return node
+    """The node at JSON pointer `fragment` of `doc` (codegen.refs' reading); ImportFailed when it is not there."""
+    try:
+        return refs.walk_pointer(doc, fragment, where)
+    except refs.RefError as exc:
+        raise ImportFailed(f"{where}: {exc}") from None
 
 
 def _escape(key: str) -> str:

@@ -16,22 +16,13 @@ from typing import Any
 
 from codegen.importer.names import pascal
 from codegen.refs import JsonT
+from codegen.shared import SCHEMA_KEYS, SCHEMA_LISTS, SCHEMA_MAPS
 
 DROPPED_KEYS = frozenset({"discriminator", "xml", "externalDocs", "nullable", "example", "$schema", "$id"})
-MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
-ONE = (
-    "items",
-    "additionalProperties",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-)
-LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+MAPS = (*SCHEMA_MAPS, "definitions")
+"""Keywords holding named subschemas: JSON Schema's, and draft 4's `definitions` some OpenAPI documents keep."""
+ONE = SCHEMA_KEYS
+LISTS = SCHEMA_LISTS
 COMPONENT_REF = re.compile(r"^#/components/schemas/(.+)$")
 DEF_REF = re.compile(r"^#/\$defs/(.+)$")
 DEF_NAME = re.compile(r"[^A-Za-z0-9_]")
