@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -114,6 +115,17 @@ async def test_the_served_document_describes_the_shape(server: LiveServer) -> No
     assert "content" not in deleted
 
 
+def _in_project(server: LiveServer, script: str) -> dict[str, Any]:
+    """What `script` prints (JSON) run in the served project, its generated package imported (the
+    repository's own `generated` would shadow it in this process), given the server's URL."""
+    root = Path(server.log).parent
+    env = server_env(root / "var-script", KUMITATE_PROJECT=str(root))
+    done = subprocess.run([sys.executable, "-c", script, server.url], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
 FORWARD_SCRIPT = """
 import json, sys, time
 from pathlib import Path
@@ -152,13 +164,7 @@ print(json.dumps(out))
 def test_a_facade_forwards_the_flat_input_as_the_apis_own_request(server: LiveServer) -> None:
     """kumitate.forward over the served fixture: the same shape read the other way round (the flat input
     as path, query, header and body; 201's Location, a bare list and a 204 read back into the output)."""
-    root = Path(server.log).parent
-    env = server_env(root / "var-forward", KUMITATE_PROJECT=str(root))
-    done = subprocess.run(
-        [sys.executable, "-c", FORWARD_SCRIPT, server.url], cwd=root, env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+    out = _in_project(server, FORWARD_SCRIPT)
     created = out["created"]
     assert created["borrower"] == "Facade" and created["branch"] == "west"
     assert created["location"] == f"/v1/library/loans/{created['loan_id']}"  # from the Location header
@@ -204,13 +210,7 @@ print(json.dumps({
 
 def test_the_typed_client_and_the_examples_speak_the_shape(server: LiveServer) -> None:
     """The generated client and the example runner send what the route reads and read back the flat output."""
-    root = Path(server.log).parent
-    env = server_env(root / "var-client", KUMITATE_PROJECT=str(root))
-    done = subprocess.run(
-        [sys.executable, "-c", CLIENT_SCRIPT, server.url], cwd=root, env=env, capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+    out = _in_project(server, CLIENT_SCRIPT)
     created = out["created"]
     assert created["location"] == f"/v1/library/loans/{created['loan_id']}" and created["branch"] == "south"
     assert out["listed"] == {"loans": [{k: v for k, v in created.items() if k != "location"}]}
