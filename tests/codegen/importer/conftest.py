@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -36,3 +40,15 @@ def tools(project: Path, service: str) -> dict[str, dict[str, Any]]:
         path.stem: yaml.safe_load(path.read_text(encoding="utf-8"))
         for path in sorted((project / "specs" / service / "tools").glob("*.yaml"))
     }
+
+
+@contextlib.contextmanager
+def http_server(handler: Callable[..., BaseHTTPRequestHandler], path: str = "") -> Iterator[str]:
+    """`handler` served on a free loopback port, on a thread, until the block ends; its base URL + `path`."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}{path}"
+    finally:
+        server.shutdown()
+        server.server_close()

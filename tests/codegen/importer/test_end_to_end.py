@@ -8,9 +8,8 @@ import io
 import json
 import os
 import shutil
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,7 +19,7 @@ import pytest
 from codegen.__main__ import main as codegen_main
 from codegen.testing import serve
 from kumitate import cli
-from tests.codegen.importer.conftest import DATA
+from tests.codegen.importer.conftest import DATA, http_server
 
 
 def kumitate(project: Path, *argv: str) -> tuple[int, str]:
@@ -108,13 +107,8 @@ class _PetStore(BaseHTTPRequestHandler):
 @pytest.fixture
 def upstream() -> Iterator[str]:
     """The pet store API, served on a free port; its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _PetStore)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/api"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(_PetStore, "/api") as url:
+        yield url
 
 
 @pytest.mark.slow

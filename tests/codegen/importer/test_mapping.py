@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import functools
 import json
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 import yaml
 
 from codegen.importer import ImportFailed
-from tests.codegen.importer.conftest import DATA, run, tools
+from tests.codegen.importer.conftest import DATA, http_server, run, tools
 
 
 def test_multi_file_refs_become_shared_types(project: Path) -> None:
@@ -222,14 +221,8 @@ def test_an_existing_service_is_not_overwritten(project: Path) -> None:
 @pytest.fixture
 def served() -> Iterator[str]:
     """tests/codegen/importer/data/ over HTTP on a free port; its base URL."""
-    handler = functools.partial(QuietFiles, directory=str(DATA))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with http_server(functools.partial(QuietFiles, directory=str(DATA))) as url:
+        yield url
 
 
 class QuietFiles(SimpleHTTPRequestHandler):
