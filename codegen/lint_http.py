@@ -15,11 +15,11 @@ from collections.abc import Iterator, Mapping
 
 from codegen.specs import Problem, SpecTree, ToolSpec
 from kumitate.httpshape import path_variables
-from kumitate.transports.http.forms import kinds
+from kumitate.textvalues import kinds
 
 RULE = "KT121"
 TEXT_ONLY = frozenset({"object"})
-"""Types no path segment, query key or header can carry as text (forms.coerce reads scalars and lists)."""
+"""Types no path segment, query key or header can carry as text (kumitate.textvalues reads scalars and lists)."""
 
 
 def _props(schema: Mapping[str, object]) -> Mapping[str, Mapping[str, object]]:

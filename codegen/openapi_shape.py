@@ -12,7 +12,8 @@ from collections.abc import Mapping
 
 from codegen.specs import ToolSpec
 from kumitate.httpshape import Body
-from kumitate.transports.http.forms import form_schema, kinds
+from kumitate.textvalues import kinds
+from kumitate.transports.http.forms import form_schema
 
 Json = dict[str, object]
 

@@ -20,14 +20,13 @@ from urllib.parse import urlencode
 
 import httpx
 
-from kumitate import formbody
+from kumitate import formbody, textvalues
 from kumitate.bindings import ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import CallContext
 from kumitate.errors import ErrorCode, ToolError
 from kumitate.outbound import OutboundClient
 from kumitate.outbound.outcome import OutboundError
-from kumitate.transports.http import forms
 
 __all__ = ["Upstream"]
 
@@ -98,8 +97,8 @@ class Upstream:
         properties = binding.output_schema.get("properties") or {}
         for _, prop in binding.http_shape.response_headers:  # a header is text: read it as its property's type
             if isinstance(output.get(prop), str):
-                schema = forms.local(properties.get(prop) or {}, binding.output_schema)
-                output[prop] = forms.coerce(str(output[prop]), schema)
+                schema = textvalues.local(properties.get(prop) or {}, binding.output_schema)
+                output[prop] = textvalues.coerce(str(output[prop]), schema)
         return output
 
     def _time_left(self, ctx: CallContext) -> float | None:

@@ -13,59 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from kumitate.errors import ToolError
+from kumitate.textvalues import BOOLEAN_WORDS, coerce, kinds, local
 
-BOOLEAN_WORDS: dict[str, bool] = {
-    "true": True,
-    "false": False,
-    "True": True,
-    "False": False,
-    "1": True,
-    "0": False,
-    "on": True,
-    "off": False,
-}
-
-
-def kinds(schema: Mapping[str, Any]) -> set[str]:
-    """The JSON types `schema` declares, whether `type` is one name or a list of them."""
-    declared = schema.get("type")
-    return set(declared) if isinstance(declared, list) else {declared} if isinstance(declared, str) else set()
-
-
-def local(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, Any]:
-    """`schema`, or the `#/$defs/<name>` of `root` it refers to (advertised schemas share repeated types)."""
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/"):
-        target = (root.get("$defs") or {}).get(ref.removeprefix("#/$defs/"))
-        if isinstance(target, Mapping):
-            return target
-    return schema
-
-
-def coerce(text: str, schema: Mapping[str, Any]) -> object:
-    """The JSON value a form field stands for; text that fits no declared type stays text (and fails validation)."""
-    types = kinds(schema)
-    if types & {"object", "array"}:
-        try:
-            return msgspec.json.decode(text)
-        except msgspec.DecodeError:
-            return text
-    if "boolean" in types and text in BOOLEAN_WORDS:
-        return BOOLEAN_WORDS[text]
-    if types & {"integer", "number"}:
-        try:
-            return int(text)
-        except ValueError:
-            pass
-        try:
-            number = float(text)
-        except ValueError:
-            return text
-        return int(number) if "number" not in types and number.is_integer() else number
-    return text
+__all__ = ["BOOLEAN_WORDS", "Flattened", "coerce", "form_schema", "kinds", "local"]
 
 
 @dataclass(frozen=True, slots=True)

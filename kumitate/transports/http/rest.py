@@ -2,22 +2,21 @@
 string, request headers and the body into the one flat input object the pipeline checks, and its
 result spread back out over the status, response headers and the body.
 
-Values outside the body arrive as text; each is read as its input property's schema says (forms.coerce:
+Values outside the body arrive as text; each is read as its input property's schema says (kumitate.textvalues:
 `limit=10` an integer, `active=true` a boolean; an array as repeated query keys or a comma-separated
 header), and the input schema then judges them as it judges a body, with the same errors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 
+from kumitate import textvalues
 from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
 from kumitate.httpshape import Param, wire_text
 from kumitate.intake import data_of
 from kumitate.pipeline import Outcome
-from kumitate.transports.http import forms
 from kumitate.transports.http.wire import HttpRequest, read_arguments, read_body
 
 
@@ -30,20 +29,14 @@ def route_path(binding: ToolBinding) -> str:
     return path
 
 
-def _schema_of(binding: ToolBinding, prop: str) -> Mapping[str, object]:
-    properties = binding.input_schema.get("properties") or {}
-    return forms.local(properties.get(prop) or {}, binding.input_schema)
-
-
-def _read(param: Param, text: list[str], schema: Mapping[str, object]) -> object:
-    """The JSON value of a parameter's text: repeated (or comma-separated) items for an array."""
-    if "array" in forms.kinds(schema):
-        items = schema.get("items")
-        item_schema = forms.local(items, schema) if isinstance(items, Mapping) else {}
-        if param.location != "query" or (len(text) == 1 and "," in text[0]):
-            text = [part.strip() for value in text for part in value.split(",")]
-        return [forms.coerce(value, item_schema) for value in text]
-    return forms.coerce(text[-1], schema)
+def _read(param: Param, text: list[str], binding: ToolBinding) -> object:
+    """The JSON value of a parameter's text (kumitate.textvalues): an array's items repeated, or
+    comma-separated in a header, a path segment or a single query value."""
+    root = binding.input_schema
+    schema = textvalues.local((root.get("properties") or {}).get(param.property) or {}, root)
+    if "array" in textvalues.kinds(schema) and (param.location != "query" or (len(text) == 1 and "," in text[0])):
+        text = [part.strip() for value in text for part in value.split(",")]
+    return textvalues.from_text(text, schema, root)
 
 
 def _param_text(request: HttpRequest, binding: ToolBinding) -> dict[str, list[str]]:
@@ -68,9 +61,8 @@ def _param_text(request: HttpRequest, binding: ToolBinding) -> dict[str, list[st
 
 async def _body(request: HttpRequest, binding: ToolBinding) -> object:
     """The request body's data as the tool reads it, or None when it sent none."""
-    if not request.headers.get("content-length") and "chunked" not in request.headers.get("transfer-encoding", ""):
-        return None
-    if request.headers.get("content-length") == "0":
+    length = request.headers.get("content-length")
+    if length in (None, "", "0") and "chunked" not in request.headers.get("transfer-encoding", ""):
         return None
     arguments = await read_arguments(request, binding)
     return data_of(arguments)
@@ -81,9 +73,7 @@ async def read_shaped_arguments(request: HttpRequest, binding: ToolBinding) -> d
     shape = binding.http_shape
     sent = _param_text(request, binding)
     arguments: dict[str, object] = {
-        param.property: _read(param, sent[param.property], _schema_of(binding, param.property))
-        for param in shape.params
-        if param.property in sent
+        param.property: _read(param, sent[param.property], binding) for param in shape.params if param.property in sent
     }
     if shape.body.carried == "none":
         await read_body(request)  # read (and bounded by the route's cap), never used

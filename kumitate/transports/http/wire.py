@@ -6,15 +6,13 @@ The routes (kumitate.transports.http.routes) and the task operations (kumitate.t
 """
 
 import base64
-from collections.abc import Mapping
-from typing import Any
 
 import msgspec
 from litestar import Request, Response
 from litestar.datastructures import State, UploadFile
 from litestar.exceptions import HTTPException
 
-from kumitate import faults
+from kumitate import faults, textvalues
 from kumitate.bindings import ToolBinding
 from kumitate.errors import ToolError
 from kumitate.intake import JsonBody
@@ -156,18 +154,14 @@ async def read_arguments(request: HttpRequest, binding: ToolBinding) -> JsonBody
     flattened = forms.Flattened.of(binding.input_schema, binding.form_flatten)
     arguments: dict[str, object] = {}
     for key in form:
-        schema = flattened.schema(key, binding.input_schema)
-        values = form.getall(key)
-        if "array" in forms.kinds(schema) and not (len(values) == 1 and str(values[0]).lstrip().startswith("[")):
-            # repeated fields (`label_features=a&label_features=b`) or one plain value: a list
-            items = forms.local(schema.get("items", {}), binding.input_schema)
-            arguments[key] = [await _form_value(v, items) for v in values]
-        else:
-            arguments[key] = await _form_value(values[-1], schema)
+        # repeated fields (`label_features=a&label_features=b`) or one plain value: a list where the schema says
+        texts = [await _form_text(value) for value in form.getall(key)]
+        arguments[key] = textvalues.from_text(texts, flattened.schema(key, binding.input_schema), binding.input_schema)
     return flattened.nest(arguments)
 
 
-async def _form_value(value: str | UploadFile, schema: Mapping[str, Any]) -> object:
+async def _form_text(value: str | UploadFile) -> str:
+    """A form field's text; an uploaded file's content as base64 (a JSON string)."""
     if isinstance(value, UploadFile):
         return base64.b64encode(await value.read()).decode("ascii")
-    return forms.coerce(str(value), schema)
+    return str(value)
