@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from codegen.examples import Result, run_all
+from codegen.examples import Caller, Result, run_all
 from codegen.refs import JsonValue
 from codegen.specs import SpecTree, ToolSpec
 from kumitate.client.http import shaped_body, shaped_request
@@ -92,18 +92,22 @@ def _wait_until_up(server: Server) -> None:
     raise RuntimeError(f"the server did not answer within {START_TIMEOUT_S:.0f} s")
 
 
+def http_caller(http: httpx.AsyncClient) -> Caller:
+    """A tool's example call over HTTP on `http`: the arguments sent where the tool's HTTP binding reads
+    them (JSON or form, path, query, headers), the flat output read back from its answer."""
+
+    async def call(tool: ToolSpec, arguments: JsonValue) -> Result:
+        path, kwargs = shaped_request(tool.http_shape, tool.http_path, arguments, tool.http_method, tool.content_types)
+        response = await http.request(tool.http_method, path, **kwargs)
+        return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response))
+
+    return call
+
+
 async def examples_over_http(tree: SpecTree, url: str, headers: dict[str, str] | None = None) -> list[str]:
     """Every example over HTTP (with `headers` on each request: a token); the failures, one line each."""
     async with httpx.AsyncClient(base_url=url, timeout=60, headers=headers) as http:
-
-        async def call(tool: ToolSpec, arguments: JsonValue) -> Result:
-            path, kwargs = shaped_request(
-                tool.http_shape, tool.http_path, arguments, tool.http_method, tool.content_types
-            )
-            response = await http.request(tool.http_method, path, **kwargs)
-            return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response))
-
-        failures, _ = await run_all(tree, call)
+        failures, _ = await run_all(tree, http_caller(http))
     return failures
 
 

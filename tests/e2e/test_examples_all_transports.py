@@ -17,8 +17,8 @@ from fastmcp.client.transports import StdioTransport
 
 from codegen.examples import Result, run_all
 from codegen.specs import SpecTree, ToolSpec
+from codegen.testing import http_caller
 from kumitate.client import mcp_result_body
-from kumitate.client.http import shaped_body, shaped_request
 from kumitate.runtime import Runtime
 from kumitate.transports.mcp import build_server
 from tests.conftest import REPO, LiveServer, app_settings, seeded_copy, server_env
@@ -45,15 +45,7 @@ async def _run_mcp(client: Client, tree: SpecTree) -> Run:
 @pytest.fixture(scope="module")
 async def over_http(live_server: LiveServer, spec_tree: SpecTree) -> Run:
     async with httpx.AsyncClient(base_url=live_server.url, timeout=60) as http:
-
-        async def call(tool: ToolSpec, arguments: Any) -> Result:
-            path, kwargs = shaped_request(
-                tool.http_shape, tool.http_path, arguments, tool.http_method, tool.content_types
-            )
-            response = await http.request(tool.http_method, path, **kwargs)
-            return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response))
-
-        return await run_all(spec_tree, call)
+        return await run_all(spec_tree, http_caller(http))
 
 
 @pytest.fixture(scope="module")
