@@ -90,14 +90,14 @@ class Difference:
         return (not self.documents or slug in self.documents) and bool(self.match.search(str(change)))
 
 
-def _differences_file(path: Path) -> dict[str, object]:
+def _proof_file(path: Path) -> dict[str, object]:
     data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
     return data if isinstance(data, dict) else {}
 
 
 def differences(path: Path = PROOF) -> list[Difference]:
     """The accepted differences (`accepted:`), in file order (the first that matches a change explains it)."""
-    entries = _differences_file(path).get("accepted")
+    entries = _proof_file(path).get("accepted")
     return [
         Difference(re.compile(str(e["match"])), " ".join(str(e["why"]).split()), frozenset(e.get("documents", ())))
         for e in (entries if isinstance(entries, list) else [])
@@ -107,13 +107,13 @@ def differences(path: Path = PROOF) -> list[Difference]:
 
 def proven(path: Path = PROOF) -> list[str]:
     """The documents every CI run proves (`proven:`): each passed every step when it was listed."""
-    entries = _differences_file(path).get("proven")
+    entries = _proof_file(path).get("proven")
     return [str(e) for e in entries] if isinstance(entries, list) else []
 
 
 def not_comparable(path: Path = PROOF) -> dict[str, str]:
     """Documents the differ cannot compare (`unable:`), with why: the proof says so instead of running it."""
-    entries = _differences_file(path).get("unable") or {}
+    entries = _proof_file(path).get("unable") or {}
     return {str(k): " ".join(str(v).split()) for k, v in entries.items()} if isinstance(entries, dict) else {}
 
 
