@@ -267,9 +267,13 @@ def add_parameters(
             schema = {**schema, "description": " ".join(str(param["description"]).split())}
         if param.get("deprecated"):
             schema = {**schema, "deprecated": True}
-        if schema.get("type") == "string" and "minLength" not in schema and not param.get("allowEmptyValue"):
+        if (
+            schema.get("type") == "string"
+            and not param.get("allowEmptyValue")
+            and not any(k in schema for k in ("minLength", "format", "pattern", "enum", "const"))
+        ):
             # OpenAPI: a parameter's value is not empty unless `allowEmptyValue` (and an empty path segment is
-            # another route): one character at least
+            # another route): one character at least, where no format, pattern or enum already says so
             schema = {**schema, "minLength": 1}
         result.properties[prop] = schema
         if location == "path" or param.get("required") is True:
