@@ -9,16 +9,24 @@ field repeated, an object is its JSON text, and booleans and numbers are JSON's 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from urllib.parse import urlencode
 
 import httpx
 
 from kumitate.httpshape import wire_text
 
-__all__ = ["MULTIPART", "URLENCODED", "encode", "fields"]
+__all__ = ["JSON", "MULTIPART", "URLENCODED", "encode", "fields", "form_media"]
 
+JSON = "application/json"
 URLENCODED = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
+
+
+def form_media(content_types: Sequence[str]) -> str | None:
+    """The form type a body goes as to an operation that takes `content_types`; None: as JSON, whenever
+    it takes JSON (or says nothing)."""
+    return None if JSON in content_types or not content_types else content_types[0]
 
 
 def fields(body: object) -> list[tuple[str, str]]:

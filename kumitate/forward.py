@@ -35,7 +35,6 @@ MARGIN_S = 0.25
 REQUEST_TIMEOUT (the caller learns which side was slow)."""
 INPUT_REFUSED = frozenset({400, 422})
 """Statuses by which an API says the input was wrong: BAD_REQUEST where the tool declares no code of its own."""
-JSON = "application/json"
 QUERY_SAFE = ":@/[]"
 """Left as they are in a query string (RFC 3986 allows them there): APIs match `subscriber:identifier` or
 `page[size]` as written, and not every one decodes `%3A` in a key before it does."""
@@ -55,9 +54,8 @@ class Upstream:
         prefix: str = "",
         client: OutboundClient | None = None,
     ) -> None:
-        """`prefix`: the start of every tool's route that the upstream's paths do not have (the imported
-        service is served under /v1/<service>; the API answers at its own paths)."""
-        self.base_url = base_url
+        """`prefix`: the start of every tool's route that the upstream's paths do not have (a service
+        imported with `--base-path` is served under it; the API answers at its own paths)."""
         self.prefix = prefix.rstrip("/")
         self.tools = {tool.name: tool for tool in service.tools}
         self.catalogue = catalogue
@@ -79,8 +77,9 @@ class Upstream:
         if ctx.credentials:
             headers["Authorization"] = ctx.credentials
         content = None
-        if request.has_body and JSON not in binding.content_types and binding.content_types:
-            content, headers["Content-Type"] = formbody.encode(request.body, binding.content_types[0])
+        media = formbody.form_media(binding.content_types)
+        if request.has_body and media is not None:
+            content, headers["Content-Type"] = formbody.encode(request.body, media)
         try:
             response = self.client.request(
                 binding.http_method,

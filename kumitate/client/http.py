@@ -16,11 +16,13 @@ from kumitate.outbound.retry import retry_after_s
 
 __all__ = ["AsyncHttpBackend", "HttpBackend", "shaped_body", "shaped_request"]
 
-JSON = "application/json"
-
 
 def shaped_request(
-    shape: HttpShape, path: str, arguments: object, method: str = "POST", content_types: Sequence[str] = (JSON,)
+    shape: HttpShape,
+    path: str,
+    arguments: object,
+    method: str = "POST",
+    content_types: Sequence[str] = (formbody.JSON,),
 ) -> tuple[str, dict[str, Any]]:
     """A tool's flat input as httpx's path and keywords, where its REST shape (kumitate.httpshape) puts
     each property: the example runners and the typed clients send what the route reads, as JSON, or as
@@ -32,10 +34,11 @@ def shaped_request(
     body = arguments if request is None else request.body
     kwargs: dict[str, Any] = {} if request is None else {"params": request.query, "headers": request.headers}
     if request is None or request.has_body:
-        if JSON in content_types or not content_types:
+        form = formbody.form_media(content_types)
+        if form is None:
             kwargs["json"] = body
         else:
-            kwargs["content"], media = formbody.encode(body, content_types[0])
+            kwargs["content"], media = formbody.encode(body, form)
             kwargs["headers"] = {**kwargs.get("headers", {}), "Content-Type": media}
     return path if request is None else request.path, kwargs
 
