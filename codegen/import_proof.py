@@ -182,10 +182,11 @@ def _examples_as_schemas(document: dict[str, object], operation: dict[str, objec
 
 
 @contextmanager
-def prism(document: Path, log: Path, *, dynamic: bool = False) -> Iterator[str]:
+def prism(document: Path, log: Path, *, dynamic: bool = False, seed: int = 0) -> Iterator[str]:
     """Prism mocking `document` on a free loopback port: static answers (the document's examples), or with
     `dynamic` answers generated from the response schemas (a document's examples may break its own schema,
-    which a fuzzer then blames on the facade)."""
+    which a fuzzer then blames on the facade), by json-schema-faker from `seed`, so that a run repeats (with
+    schemathesis' own seed, the same requests get the same answers)."""
     bin_dir = npm.install(CACHE, [PRISM], ["prism"], "import proof")
     port = free_port()
     command = [
@@ -196,7 +197,7 @@ def prism(document: Path, log: Path, *, dynamic: bool = False) -> Iterator[str]:
         "127.0.0.1",
         "-p",
         str(port),
-        *(["-d"] if dynamic else []),
+        *(["-d", "--seed", str(seed)] if dynamic else []),
     ]
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -320,7 +321,7 @@ def _serve_and_call(
     if not ok:
         logs.append(work / "prism-dynamic.log")
         with (
-            prism(work / "stub-dynamic.json", logs[1], dynamic=True) as upstream,
+            prism(work / "stub-dynamic.json", logs[1], dynamic=True, seed=seed) as upstream,
             serve(project, work / "var-fuzz", **env, **{upstream_url: upstream}) as facade,
         ):
             ok, again = _schemathesis(facade.url, tree, work, max_examples, seed)

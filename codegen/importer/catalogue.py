@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from codegen.importer.names import snake
-from codegen.refs import parse_yaml
+from codegen.refs import dump_yaml, parse_yaml
 from kumitate.errors import STATUS_CODES
 
 PREFERRED: dict[int, str] = {
@@ -74,10 +74,8 @@ class Catalogue:
         """Append the added codes to the catalogue file, keeping what it holds (comments included)."""
         if not self.added:
             return
-        import yaml
-
         text = self.path.read_text(encoding="utf-8")
-        block = yaml.safe_dump(self.added, sort_keys=False, allow_unicode=True, width=120)
+        block = dump_yaml(self.added)
         indented = "".join(f"  {line}" if line.strip() else line for line in block.splitlines(keepends=True))
         header = "  # added by `kumitate import openapi`: statuses the imported document names\n"
         candidate = text.rstrip("\n") + "\n" + header + indented
@@ -89,4 +87,4 @@ class Catalogue:
         if not isinstance(whole, dict):
             raise ValueError(f"{self.path}: the error catalogue is not a mapping")
         whole.setdefault("codes", {}).update(self.added)
-        self.path.write_text(yaml.safe_dump(whole, sort_keys=False, allow_unicode=True, width=120), encoding="utf-8")
+        self.path.write_text(dump_yaml(whole), encoding="utf-8")

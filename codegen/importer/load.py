@@ -9,7 +9,6 @@ refused in one line: the importer never fetches more than the document it was gi
 from __future__ import annotations
 
 import copy
-import datetime
 import json
 import re
 from dataclasses import dataclass
@@ -43,13 +42,11 @@ class Document:
 
 
 def _plain(node: object) -> object:
-    """YAML's extras as JSON has them: dates and times as ISO text, keys as text (`200:` is "200")."""
+    """YAML's keys as JSON has them: text (`200:` is "200")."""
     if isinstance(node, dict):
         return {str(k): _plain(v) for k, v in node.items()}
     if isinstance(node, list):
         return [_plain(v) for v in node]
-    if isinstance(node, (datetime.date, datetime.datetime)):
-        return node.isoformat()
     return node
 
 

@@ -9,13 +9,14 @@ from typing import Any
 
 import yaml
 
+from codegen import refs
 from codegen.importer import handlers
 from codegen.importer.catalogue import Catalogue
 from codegen.importer.report import REPORT_FILE, Report
 from codegen.importer.schema import in_tool
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(refs.YamlDumper):
     """Block style, text with newlines as `|` blocks, keys in the order written."""
 
 
@@ -29,7 +30,7 @@ _Dumper.add_representer(str, _text)
 
 def dump(doc: object) -> str:
     """YAML as a person writes a spec."""
-    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+    return refs.dump_yaml(doc, _Dumper)
 
 
 def types_document(service: str, defs: dict[str, Any]) -> str:

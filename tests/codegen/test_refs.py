@@ -186,3 +186,41 @@ def test_load_document_caches_until_cleared(root: Path) -> None:
     assert refs.load_document(path) is first
     refs.clear_cache()
     assert refs.load_document(path) == {"changed": True}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("NO", "NO"),  # Norway, as OpenAPI (YAML 1.2) and Prism read it; PyYAML's YAML 1.1 reads False
+        ("yes", "yes"),
+        ("off", "off"),
+        ("true", True),
+        ("FALSE", False),
+        ("010", 10),
+        ("0o17", 15),
+        ("0x1f", 31),
+        ("1:30", "1:30"),
+        ("1_000", "1_000"),
+        ("2024-01-01", "2024-01-01"),
+        ("2024-01-01T10:00:00Z", "2024-01-01T10:00:00Z"),
+        ("-1.5e3", -1500.0),
+        ("~", None),
+        ("", None),
+    ],
+)
+def test_yaml_plain_scalars_are_read_by_the_yaml_1_2_core_schema(text: str, value: object) -> None:
+    assert refs.parse_yaml(f"v: {text}\n") == {"v": value}
+
+
+def test_yaml_keeps_merge_keys_and_explicit_tags() -> None:
+    doc = refs.parse_yaml("base: &b {a: 1}\nchild: {<<: *b, c: !!int '2'}\n")
+    assert doc == {"base": {"a": 1}, "child": {"a": 1, "c": 2}}
+
+
+def test_yaml_written_by_dump_yaml_reads_back_the_same_by_either_yaml_version() -> None:
+    import yaml
+
+    doc = {"zip": "00926", "exp": "1e3", "country": "NO", "on": "on", "octal": "0o17", "n": 10, "flag": False}
+    text = refs.dump_yaml(doc)
+    assert refs.parse_yaml(text) == doc
+    assert yaml.safe_load(text) == doc
