@@ -7,7 +7,8 @@ API's: the flat input becomes the very request the API expects (path, query, hea
 answer is read back into the flat output the same way. Every call goes through the runtime's outbound
 client (kumitate.outbound): the call's own deadline, retries of what may be retried, and a circuit
 breaker per upstream. The caller's `Authorization` is passed on (the API judges it, as it did before the
-facade). An answer the API refuses becomes the tool's catalogued code for that status (404 NOT_FOUND), an
+facade). A property the document marks `writeOnly` is left out of an answer that echoes it
+(kumitate.writeonly). An answer the API refuses becomes the tool's catalogued code for that status (404 NOT_FOUND), an
 input it refuses without one (400, 422) BAD_REQUEST; a failure of the API itself UPSTREAM_ERROR, and a
 spent deadline UPSTREAM_TIMEOUT, both retryable.
 """
@@ -27,6 +28,7 @@ from kumitate.context import CallContext
 from kumitate.errors import ErrorCode, ToolError
 from kumitate.outbound import OutboundClient
 from kumitate.outbound.outcome import OutboundError
+from kumitate.writeonly import object_without_write_only
 
 __all__ = ["Upstream"]
 
@@ -92,7 +94,8 @@ class Upstream:
             )
         except OutboundError as exc:
             raise self._error(binding, exc) from None
-        output = binding.http_shape.result(_decoded(response), response.headers)
+        answer = binding.http_shape.result(_decoded(response), response.headers)
+        output = object_without_write_only(answer, binding.output_schema, binding.output_schema)
         properties = binding.output_schema.get("properties") or {}
         for _, prop in binding.http_shape.response_headers:  # a header is text: read it as its property's type
             if isinstance(output.get(prop), str):

@@ -188,6 +188,11 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
         tools.append((operation.tool(name, method, path, item, op, ctx, entry), f"{method} {path}"))
     if not tools:
         raise ImportFailed(f"{options.source}: no operation to import (GET, POST, PUT, PATCH or DELETE)")
+    if convert.overlaps:
+        report.document.append(
+            f"{convert.overlaps} `oneOf`(s) whose alternatives are objects that require nothing (every object is valid"
+            " against two of them, so none is valid against exactly one) read as `anyOf`"
+        )
     report.new_codes = [f"{code} ({entry['status']})" for code, entry in catalogue.added.items()]
     files = write.service_files(specs, handlers, service, tools, convert.defs, options.forward)
     try:

@@ -164,7 +164,7 @@ def request_body(
         # `requestBody.required` is false unless said, yet a body sent must hold its schema's required
         # properties: they stay required inputs unless the document says outright that the body may be left out
         optional = raw.get("required") is False
-        result.required = [] if optional else [r for r in inner_required if r in properties]
+        result.required = [] if optional else _body_required(inner_required, properties, read_only, result, report)
         if inner_required and optional:
             report.adapted.append("the body is optional, so its required properties are optional inputs")
         result.body = "rest"
@@ -176,6 +176,26 @@ def request_body(
         result.body = {"property": "body"}
         result.additional = False
     return result
+
+
+def _body_required(
+    required: list[str], properties: dict[str, Any], read_only: list[str], result: Input, report: OperationReport
+) -> list[str]:
+    """The body's required properties as required inputs. One the body requires without declaring it (Xero's
+    `Folder` requires `name` and declares `Name`) stays required where the body takes other properties, since
+    the API refuses a body without it; a read-only one is the API's to fill in (OpenAPI: not required in a
+    request)."""
+    undeclared = [r for r in required if r not in properties and r not in read_only]
+    if undeclared and result.additional is not False:
+        report.notes.append(
+            f"the body requires {', '.join(map(repr, undeclared))} without declaring it: a required input of any type"
+        )
+        return [r for r in required if r not in read_only]
+    if undeclared:
+        report.dropped.append(
+            f"the body requires {', '.join(map(repr, undeclared))}, which it neither declares nor allows: not required"
+        )
+    return [r for r in required if r in properties]
 
 
 def _read_only(schema: object) -> bool:

@@ -45,6 +45,8 @@ class Converter:
         self.names = {name: def_name(name) for name in components}
         self.defs: dict[str, Any] = {}
         self.notes: list[str] = []
+        self.overlaps = 0
+        """How many `oneOf`s were read as `anyOf` (`_overlapping`)."""
         for name, schema in components.items():
             self.defs[self.names[name]] = self.convert(schema)
 
@@ -69,9 +71,44 @@ class Converter:
         if "example" in schema and "examples" not in out:
             out["examples"] = [copy.deepcopy(schema["example"])]
         self._exclusive(out)
+        if "oneOf" in out and "discriminator" not in schema and self._overlapping(schema["oneOf"]):
+            out["anyOf"] = out.pop("oneOf")
+            self.overlaps += 1
         if "type" not in out and "properties" in out and not any(k in out for k in LISTS):
             out["type"] = "object"
         return _nullable(out) if schema.get("nullable") is True else out
+
+    def _overlapping(self, branches: object) -> bool:
+        """Whether two alternatives of a `oneOf` are objects that require nothing and take any other
+        property: every object (`{}` first) is valid against both, so no answer could be "exactly one"
+        (Supabase's `/signup` answers a user or a token, both such objects). The document means `anyOf`;
+        as `oneOf`, the facade would refuse every answer the API gives."""
+        open_objects = 0
+        for branch in branches if isinstance(branches, list) else ():
+            raw = self._raw(branch)
+            if (
+                isinstance(raw, dict)
+                and raw.get("type", "object" if "properties" in raw else None) == "object"
+                and not raw.get("required")
+                and raw.get("additionalProperties", True) is not False
+                and not raw.get("minProperties")
+                and not any(k in raw for k in ("allOf", "oneOf", "anyOf", "not", "enum", "const"))
+            ):
+                open_objects += 1
+        return open_objects >= 2
+
+    def _raw(self, schema: object) -> object:
+        """The document's own schema a (chain of) `$ref`s leads to."""
+        from codegen.importer.load import walk_pointer
+
+        for _ in range(16):
+            if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
+                break
+            ref = schema["$ref"]
+            if not ref.startswith("#"):
+                return None
+            schema = walk_pointer(self.document, ref.partition("#")[2], ref)
+        return schema
 
     def _ref(self, schema: JsonSchema) -> JsonSchema:
         ref = schema["$ref"]

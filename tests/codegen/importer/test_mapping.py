@@ -251,3 +251,54 @@ def test_an_undeclared_path_variable_is_a_required_string(project: Path, tmp_pat
     spec = tools(project, "things")["get_thing"]
     assert spec["http"]["params"] == [{"in": "path", "name": "thingId", "property": "thing_id"}]
     assert spec["input"]["required"] == ["thing_id"]
+
+
+def test_a_body_property_required_but_not_declared_stays_required(project: Path, tmp_path: Path) -> None:
+    """Xero Files' `Folder` requires `name` and declares `Name`: the API refuses a body without `name`, so the
+    input requires it too (any value); where the body allows no other property, nothing could satisfy it."""
+    document = tmp_path / "doc.yaml"
+    body = (
+        "{type: object, required: [name, id], properties: {Name: {type: string}, id: {type: string, readOnly: true}}}"
+    )
+    closed = "{type: object, additionalProperties: false, required: [name], properties: {Name: {type: string}}}"
+    document.write_text(
+        "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
+        f"  /folders:\n    post:\n      requestBody: {{content: {{application/json: {{schema: {body}}}}}}}\n"
+        "      responses: {'200': {description: ok}}\n"
+        f"  /closed:\n    post:\n      requestBody: {{content: {{application/json: {{schema: {closed}}}}}}}\n"
+        "      responses: {'200': {description: ok}}\n"
+    )
+    run(project, str(document), "folders")
+    specs = tools(project, "folders")
+    assert specs["create_folder"]["input"]["required"] == ["name"]
+    assert specs["create_folder"]["input"]["additionalProperties"] is True
+    assert "required" not in specs["create_closed"]["input"]
+    report = (project / "specs/folders/IMPORT-REPORT.md").read_text(encoding="utf-8")
+    assert "requires 'name' without declaring it" in report
+    assert "requires 'name', which it neither declares nor allows" in report
+
+
+def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_path: Path) -> None:
+    """Supabase's `/signup` answers `oneOf: [token, user]`, both objects that require nothing: every object is
+    valid against both, so as a `oneOf` the facade would refuse every real answer. Alternatives that a
+    `required` property or a closed object tells apart stay a `oneOf`."""
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
+        "  /signup:\n    post:\n      responses:\n        '200':\n          description: ok\n"
+        "          content: {application/json: {schema: {oneOf: [{$ref: '#/components/schemas/Token'},"
+        " {$ref: '#/components/schemas/User'}]}}}\n"
+        "  /pick:\n    get:\n      responses:\n        '200':\n          description: ok\n"
+        "          content: {application/json: {schema: {oneOf: [{$ref: '#/components/schemas/Token'},"
+        " {type: object, required: [id], properties: {id: {type: string}}}]}}}\n"
+        "components:\n  schemas:\n"
+        "    Token: {type: object, properties: {access_token: {type: string}}}\n"
+        "    User: {type: object, properties: {id: {type: string}}}\n"
+    )
+    run(project, str(document), "auth")
+    specs = tools(project, "auth")
+    signup = json.dumps(specs["create_signup"]["output"])
+    assert '"anyOf"' in signup and '"oneOf"' not in signup
+    assert '"oneOf"' in json.dumps(specs["get_pick"]["output"])
+    report = (project / "specs/auth/IMPORT-REPORT.md").read_text(encoding="utf-8")
+    assert "1 `oneOf`(s) whose alternatives are objects that require nothing" in report
