@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from codegen.importer import adapt, budget, load, names, operation, write
+from codegen.importer.answers import AnswerViews
 from codegen.importer.catalogue import Catalogue
 from codegen.importer.load import ImportFailed
 from codegen.importer.report import REPORT_FILE, Report
@@ -170,7 +171,15 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
     service = _service(data, options, prefix, secured, report)
     report.title = service["title"]
     ctx = operation.Context(
-        data, convert, catalogue, options.service, prefix, options.forward is not None, service["title"], titles
+        data,
+        convert,
+        catalogue,
+        options.service,
+        prefix,
+        options.forward is not None,
+        service["title"],
+        titles,
+        AnswerViews(convert),
     )
     taken = _existing_tools(specs)
     routes = _routes(data, report)

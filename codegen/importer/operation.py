@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codegen.importer import adapt, examples, inputs, outputs
+from codegen.importer.answers import AnswerViews
 from codegen.importer.catalogue import Catalogue
 from codegen.importer.report import OperationReport
 from codegen.importer.schema import Converter
@@ -41,6 +42,8 @@ class Context:
     api_title: str
     titles: set[str]
     """Enum titles given so far (one generated class name each)."""
+    answers: AnswerViews
+    """The shared types as outputs read them (no write-only property required)."""
 
 
 def _one_line(text: str) -> str:
@@ -121,7 +124,7 @@ def tool(
     spec: dict[str, Any] = {"name": name, "summary": summary, "description": description}
     if ctx.forward:
         spec |= {"handler_input": "data", "handler_output": "data"}
-    spec |= {"input": given_in.schema(), "output": given_out.schema, "errors": codes, "http": http}
+    spec |= {"input": given_in.schema(), "output": ctx.answers.answer(given_out.schema), "errors": codes, "http": http}
     spec["mcp"] = {
         "annotations": {
             "title": title,

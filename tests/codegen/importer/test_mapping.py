@@ -302,3 +302,30 @@ def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_p
     assert '"oneOf"' in json.dumps(specs["get_pick"]["output"])
     report = (project / "specs/auth/IMPORT-REPORT.md").read_text(encoding="utf-8")
     assert "1 `oneOf`(s) whose alternatives are objects that require nothing" in report
+
+
+def test_an_answer_does_not_require_a_write_only_property(project: Path, tmp_path: Path) -> None:
+    """The Redocly Cafe's `OrderItem` requires `menuItemId`, a write-only id: a request must send it, an
+    answer never carries it. The request keeps the shared type; the output refers to its answer view, and so
+    does the view of a type that holds one."""
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
+        "  /orders:\n    post:\n"
+        "      requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/Order'}}}}\n"
+        "      responses:\n        '200':\n          description: ok\n"
+        "          content: {application/json: {schema: {$ref: '#/components/schemas/Order'}}}\n"
+        "components:\n  schemas:\n"
+        "    Order: {type: object, required: [items], properties: {items: {type: array,"
+        " items: {$ref: '#/components/schemas/OrderItem'}}}}\n"
+        "    OrderItem: {type: object, required: [menuItemId, quantity], properties: {menuItemId: {type: string,"
+        " writeOnly: true}, quantity: {type: integer}}}\n"
+    )
+    run(project, str(document), "cafe")
+    spec = tools(project, "cafe")["create_order"]
+    assert spec["output"]["$ref"].endswith("#/$defs/OrderAnswer")
+    assert spec["input"]["properties"]["items"]["items"]["$ref"].endswith("#/$defs/OrderItem")
+    defs = json.loads((project / "specs/cafe/types/cafe.json").read_text(encoding="utf-8"))["$defs"]
+    assert defs["OrderItem"]["required"] == ["menuItemId", "quantity"]
+    assert defs["OrderItemAnswer"]["required"] == ["quantity"]
+    assert defs["OrderAnswer"]["properties"]["items"]["items"] == {"$ref": "#/$defs/OrderItemAnswer"}
