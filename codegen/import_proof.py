@@ -36,6 +36,7 @@ from codegen import npm, openapi_diff, specs
 from codegen.fuzz.http import config_toml
 from codegen.importer import load
 from codegen.testing import free_port, serve, stop
+from kumitate import formbody
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests/data/openapi-corpus"
@@ -151,18 +152,103 @@ def _last_lines(text: str, count: int = 12) -> str:
 
 
 def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
-    """The original document bundled into one file for the stub, without its security requirements. For a
-    `dynamic` stub, an answer documented by examples alone gets its first example as its schema (`const`):
-    Prism cannot make up an answer without a schema, and the document's example is the answer it means."""
+    """The original document bundled into one file for the stub, without its security requirements, and
+    with the two Prism 5.16 limitations below worked around (`_form_arrays_as_forms`, `_boolean_headers`).
+    For a `dynamic` stub, an answer documented by examples alone gets its first example as its schema
+    (`const`): Prism cannot make up an answer without a schema, and the document's example is the answer it
+    means."""
     data = load.read(str(entry)).data
     data.pop("security", None)
     for item in (data.get("paths") or {}).values():
         for operation in item.values() if isinstance(item, dict) else ():
             if isinstance(operation, dict):
                 operation.pop("security", None)
+                _form_arrays_as_forms(data, operation)
+                _boolean_headers(data, operation)
                 if dynamic:
                     _examples_as_schemas(data, operation)
     target.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _resolved(document: dict[str, object], node: object) -> object:
+    """`node`, or what its local `$ref` (a chain of them) points at."""
+    seen: set[str] = set()
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"] not in seen:
+        seen.add(node["$ref"])
+        node = load.walk_pointer(document, node["$ref"].removeprefix("#"), "stub")
+    return node
+
+
+def _form_arrays_as_forms(document: dict[str, object], operation: dict[str, object]) -> None:
+    """Let each array property of a form body (urlencoded or multipart) that has no Encoding Object
+    `style` also be one of its items, in the stub's copy of the body schema.
+
+    The facade sends a list in a form as the field repeated, once per item (OpenAPI's default for a form
+    body, `style: form, explode: true`; Twilio's `Items`, `Types`). Prism 5.16 reads a form into a
+    key -> text map (a repeated field keeps its last value) and makes an array of a field only where the
+    property has an Encoding Object with a `style`; without one it refuses the text: "property Items must
+    be array", however many items were sent. Spelling the default out as an Encoding Object does not
+    help: Prism then reads an empty item (`Items=`) as the field missing, and checks the field's raw text
+    for reserved characters, refusing `+`, a form's space. So the stub's copy of the body schema accepts
+    the array or one item (`anyOf`), and Prism judges the field as the one item it reads. What the proof
+    gives up is only what Prism cannot see (the items before the last): the field's presence and name and
+    its last item's schema are still judged, and the component schemas are left as they are (the body
+    schema is copied into the operation before it is changed)."""
+    body = _resolved(document, operation.get("requestBody"))
+    content = body.get("content") if isinstance(body, dict) else None
+    for media, entry in content.items() if isinstance(content, dict) else ():
+        if isinstance(entry, dict) and media in (formbody.URLENCODED, formbody.MULTIPART):
+            _arrays_or_an_item(document, entry)
+
+
+def _arrays_or_an_item(document: dict[str, object], entry: dict[str, object]) -> None:
+    schema = _resolved(document, entry.get("schema"))
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(schema, dict) or not isinstance(properties, dict):
+        return
+    encoding = entry.get("encoding")
+    styled = (
+        {n for n, how in encoding.items() if isinstance(how, dict) and "style" in how}
+        if isinstance(encoding, dict)
+        else set()
+    )
+    changed = {
+        name: {"anyOf": [prop, resolved.get("items", {})]}
+        for name, prop in properties.items()
+        if name not in styled and _is_array(resolved := _resolved(document, prop)) and isinstance(resolved, dict)
+    }
+    if changed:
+        entry["schema"] = {**schema, "properties": {**properties, **changed}}
+
+
+def _is_array(schema: object) -> bool:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    return kind == "array" or (isinstance(kind, list) and "array" in kind)
+
+
+def _boolean_headers(document: dict[str, object], operation: dict[str, object]) -> None:
+    """Give each boolean response header that has no example of its own one: its schema's example,
+    default or first enum value, else `true`.
+
+    Prism writes a header without an example from a value its generator makes, but only a string or a
+    number: any other value (a boolean) it replaces by null, which goes on the wire as the text `null`
+    (prism-http mocker `computeMockedHeaders`, in static and dynamic mode alike), so every answer of
+    Twilio's carries `Access-Control-Allow-Credentials: null` against the document's `boolean` and the
+    facade rightly refuses it as output that breaks the tool's own contract. With an example Prism sends
+    `true`, which the document allows; the facade's reading of a header as its declared type is still
+    exercised, and an answer that breaks the document still fails the call."""
+    responses = operation.get("responses")
+    for response in responses.values() if isinstance(responses, dict) else ():
+        headers = _resolved(document, response)
+        headers = headers.get("headers") if isinstance(headers, dict) else None
+        for header in headers.values() if isinstance(headers, dict) else ():
+            header = _resolved(document, header)
+            if not isinstance(header, dict) or "example" in header or "examples" in header:
+                continue
+            schema = _resolved(document, header.get("schema"))
+            if isinstance(schema, dict) and schema.get("type") == "boolean":
+                said = (schema.get("example"), schema.get("default"), *(schema.get("enum") or ()))
+                header["example"] = next((value for value in said if isinstance(value, bool)), True)
 
 
 def _examples_as_schemas(document: dict[str, object], operation: dict[str, object]) -> None:

@@ -5,6 +5,7 @@ proof.yaml does not explain fails the differ step."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -46,3 +47,38 @@ def test_an_unexplained_breaking_change_fails_and_an_explained_one_is_counted() 
     assert import_proof._explain(proof, accepted) == [] and proof.explained == {"removed on purpose": 1}
     other = import_proof.Proof("another", "another", breaking=[change])
     assert import_proof._explain(other, accepted) == [change]  # that difference is only expected in `doc`
+
+
+def test_the_stub_reads_a_repeated_form_field_and_sends_a_boolean_header(tmp_path: Path) -> None:
+    """Prism 5.16 refuses any form field for an array property without an Encoding Object style, and sends
+    `null` for a boolean header with no example: the stub's copy works around both (stub_document)."""
+    items = {"type": "array", "items": {"$ref": "#/components/schemas/Item"}}
+    body = {"type": "object", "properties": {"Items": items, "Name": {"type": "string"}}, "required": ["Items"]}
+    header = {"schema": {"type": "boolean"}}
+    document = {
+        "openapi": "3.0.1",
+        "info": {"title": "t", "version": "1"},
+        "components": {"schemas": {"Body": body, "Item": {"type": "string"}}},
+        "paths": {
+            "/bulk": {
+                "post": {
+                    "requestBody": {
+                        "content": {
+                            "application/x-www-form-urlencoded": {"schema": {"$ref": "#/components/schemas/Body"}}
+                        }
+                    },
+                    "responses": {"201": {"description": "ok", "headers": {"Allow-Credentials": header}}},
+                }
+            }
+        },
+    }
+    entry, stub = tmp_path / "doc.json", tmp_path / "stub.json"
+    entry.write_text(json.dumps(document), encoding="utf-8")
+    import_proof.stub_document(entry, stub)
+    written = json.loads(stub.read_text(encoding="utf-8"))
+    operation = written["paths"]["/bulk"]["post"]
+    form = operation["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
+    assert form["properties"]["Items"] == {"anyOf": [items, {"$ref": "#/components/schemas/Item"}]}
+    assert form["required"] == ["Items"] and form["properties"]["Name"] == {"type": "string"}
+    assert written["components"]["schemas"]["Body"] == body  # the shared schema is left as it was
+    assert operation["responses"]["201"]["headers"]["Allow-Credentials"]["example"] is True

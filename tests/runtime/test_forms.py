@@ -109,3 +109,19 @@ def test_form_schema_documents_the_flat_fields_and_not_both() -> None:
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"filters": {}, "region": "r"}, documented)
     assert "not" not in form_schema(NESTED)
+
+
+def test_a_form_documents_no_empty_required_list_and_untyped_fields_as_text() -> None:
+    """Twilio's `Items` (required, items `{}`): a form writes an empty list, or a null item, as no field at
+    all, which the server reads as the list missing; so the documented form asks one item, and text."""
+    schema = {
+        "type": "object",
+        "properties": {"Items": {"type": "array", "items": {}}, "Tags": {"type": "array", "items": {}}, "Note": {}},
+        "required": ["Items"],
+    }
+    documented = form_schema(schema)
+    assert documented["properties"]["Items"] == {"type": "array", "items": {"type": "string"}, "minItems": 1}
+    assert documented["properties"]["Tags"] == {"type": "array", "items": {"type": "string"}}  # optional: absent
+    assert documented["properties"]["Note"] == {"type": "string"}
+    assert schema["properties"]["Items"] == {"type": "array", "items": {}}  # the input is not modified
+    assert form_schema(SCHEMA)["properties"]["tags"] == SCHEMA["properties"]["tags"]

@@ -59,14 +59,23 @@ class Flattened:
 
 
 def form_schema(schema: Mapping[str, Any], flatten: Sequence[str] = ()) -> dict[str, Any]:
-    """The input schema as a form body: boolean fields also take their form words (on, 1, ...), and the
-    properties of each object in `flatten` are fields of their own too (that object, or they, not both)."""
+    """The input schema as a form body: boolean fields also take their form words (on, 1, ...), a field of
+    no declared type is text, a required list has at least one item (a form writes an empty one as no field,
+    which is the list missing), and the properties of each object in `flatten` are fields of their own too
+    (that object, or they, not both)."""
     flat = Flattened.of(schema, flatten)
     merged = dict(schema.get("properties", {}))
     for name, (group, prop) in flat.fields.items():
         merged[name] = {**prop, "description": f"{prop.get('description', '')} (form bodies: {group}.{name})".strip()}
     properties = {}
+    required = set(schema.get("required") or ())
     for name, prop in merged.items():
+        prop = _as_text_if_untyped(prop)
+        if "array" in kinds(local(prop, schema)) and isinstance(prop.get("items"), Mapping):
+            prop = {**prop, "items": _as_text_if_untyped(prop["items"])}
+            if name in required and not prop.get("minItems"):
+                # an empty list is no field at all in a form (OpenAPI's form style): a required one needs an item
+                prop["minItems"] = 1
         if "boolean" in kinds(prop):
             prop = {k: v for k, v in prop.items() if k != "type"}
             # one type per branch, the words a pattern: a generator makes a union of the branches (an enum of
@@ -78,3 +87,12 @@ def form_schema(schema: Mapping[str, Any], flatten: Sequence[str] = ()) -> dict[
     if flat.fields:
         out["not"] = {"anyOf": [{"required": [name, group]} for name, (group, _) in flat.fields.items()]}
     return out
+
+
+TYPING_KEYWORDS = frozenset({"type", "$ref", "anyOf", "oneOf", "allOf", "not", "enum", "const"})
+
+
+def _as_text_if_untyped(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A form field whose schema says nothing of its type (`{}`, Twilio's `Items` entries) arrives as its
+    text and is read as that text (`coerce`), never null, a number or an object: documented as a string."""
+    return schema if TYPING_KEYWORDS & schema.keys() else {**schema, "type": "string"}
