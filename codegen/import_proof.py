@@ -153,7 +153,8 @@ def _last_lines(text: str, count: int = 12) -> str:
 
 def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
     """The original document bundled into one file for the stub, without its security requirements, and
-    with the two Prism 5.16 limitations below worked around (`_form_arrays_as_forms`, `_boolean_headers`).
+    with the two Prism 5.16 limitations below worked around (`_form_arrays_as_forms`, `_boolean_headers`)
+    and answer examples written as JSON text read as the JSON they spell (`_examples_from_json_text`).
     For a `dynamic` stub, an answer documented by examples alone gets its first example as its schema
     (`const`): Prism cannot make up an answer without a schema, and the document's example is the answer it
     means."""
@@ -165,6 +166,7 @@ def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
                 operation.pop("security", None)
                 _form_arrays_as_forms(data, operation)
                 _boolean_headers(data, operation)
+                _examples_from_json_text(data, operation)
                 if dynamic:
                     _examples_as_schemas(data, operation)
     target.write_text(json.dumps(data), encoding="utf-8")
@@ -249,6 +251,31 @@ def _boolean_headers(document: dict[str, object], operation: dict[str, object]) 
             if isinstance(schema, dict) and schema.get("type") == "boolean":
                 said = (schema.get("example"), schema.get("default"), *(schema.get("enum") or ()))
                 header["example"] = next((value for value in said if isinstance(value, bool)), True)
+
+
+def _examples_from_json_text(document: dict[str, object], operation: dict[str, object]) -> None:
+    """An answer example of an object or array schema written as JSON text in a string (Xero's documents:
+    `example: '{ "Name": "helo-heros.jpg", ... }'`) as the JSON it spells: the stub answers an example as
+    it is written, and a string where the schema says object is the document's slip, not the API's answer."""
+    responses = operation.get("responses")
+    for response in responses.values() if isinstance(responses, dict) else ():
+        content = _resolved(document, response)
+        content = content.get("content") if isinstance(content, dict) else None
+        for media in content.values() if isinstance(content, dict) else ():
+            schema = _resolved(document, media.get("schema")) if isinstance(media, dict) else None
+            if not isinstance(schema, dict) or not (
+                schema.get("type") in ("object", "array") or "properties" in schema or "items" in schema
+            ):
+                continue
+            named = media.get("examples")
+            holders = [media, *(named.values() if isinstance(named, dict) else ())]
+            for holder, key in [(media, "example"), *((h, "value") for h in holders[1:])]:
+                text = holder.get(key) if isinstance(holder, dict) else None
+                if isinstance(text, str) and text.lstrip()[:1] in ("{", "["):
+                    try:
+                        holder[key] = json.loads(text)
+                    except ValueError:
+                        continue
 
 
 def _examples_as_schemas(document: dict[str, object], operation: dict[str, object]) -> None:

@@ -197,6 +197,11 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
         tools.append((operation.tool(name, method, path, item, op, ctx, entry), f"{method} {path}"))
     if not tools:
         raise ImportFailed(f"{options.source}: no operation to import (GET, POST, PUT, PATCH or DELETE)")
+    if ctx.answers.made:
+        report.document.append(
+            "answer views of shared types (an answer never carries a writeOnly property, nor is held to one a type"
+            f" requires without declaring it; requests keep the type): {'; '.join(ctx.answers.made)}"
+        )
     if convert.overlaps:
         report.document.append(
             f"{convert.overlaps} `oneOf`(s) whose alternatives are objects that require nothing (every object is valid"

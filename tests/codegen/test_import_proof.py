@@ -82,3 +82,35 @@ def test_the_stub_reads_a_repeated_form_field_and_sends_a_boolean_header(tmp_pat
     assert form["required"] == ["Items"] and form["properties"]["Name"] == {"type": "string"}
     assert written["components"]["schemas"]["Body"] == body  # the shared schema is left as it was
     assert operation["responses"]["201"]["headers"]["Allow-Credentials"]["example"] is True
+
+
+def test_the_stub_answers_an_example_written_as_json_text_as_the_json_it_spells(tmp_path: Path) -> None:
+    """Xero's documents write answer examples as JSON text in a string; the stub's copy reads them as the
+    JSON they spell where the schema is an object or an array, and leaves a string schema's text alone."""
+    folder = {"required": ["name"], "properties": {"Name": {"type": "string"}}}  # no `type`, as Xero writes it
+    responses = {
+        "200": {
+            "description": "ok",
+            "content": {
+                "application/json": {
+                    "schema": {"$ref": "#/components/schemas/Folder"},
+                    "example": '{ "Name": "My Docs" }',
+                    "examples": {"one": {"value": '[ "not this schema" ]'}},
+                }
+            },
+        },
+        "400": {"description": "bad", "content": {"text/plain": {"schema": {"type": "string"}, "example": "{ x"}}},
+    }
+    document = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "components": {"schemas": {"Folder": folder}},
+        "paths": {"/Folders": {"get": {"responses": responses}}},
+    }
+    entry, stub = tmp_path / "doc.json", tmp_path / "stub.json"
+    entry.write_text(json.dumps(document), encoding="utf-8")
+    import_proof.stub_document(entry, stub)
+    written = json.loads(stub.read_text(encoding="utf-8"))["paths"]["/Folders"]["get"]["responses"]
+    assert written["200"]["content"]["application/json"]["example"] == {"Name": "My Docs"}
+    assert written["200"]["content"]["application/json"]["examples"]["one"]["value"] == ["not this schema"]
+    assert written["400"]["content"]["text/plain"]["example"] == "{ x"

@@ -307,7 +307,8 @@ def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_p
 def test_an_answer_does_not_require_a_write_only_property(project: Path, tmp_path: Path) -> None:
     """The Redocly Cafe's `OrderItem` requires `menuItemId`, a write-only id: a request must send it, an
     answer never carries it. The request keeps the shared type; the output refers to its answer view, and so
-    does the view of a type that holds one."""
+    does the view of a type that holds one. An answer is not held to a name the type requires without
+    declaring it either."""
     document = tmp_path / "doc.yaml"
     document.write_text(
         "openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
@@ -318,14 +319,14 @@ def test_an_answer_does_not_require_a_write_only_property(project: Path, tmp_pat
         "components:\n  schemas:\n"
         "    Order: {type: object, required: [items], properties: {items: {type: array,"
         " items: {$ref: '#/components/schemas/OrderItem'}}}}\n"
-        "    OrderItem: {type: object, required: [menuItemId, quantity], properties: {menuItemId: {type: string,"
-        " writeOnly: true}, quantity: {type: integer}}}\n"
+        "    OrderItem: {type: object, required: [menuItemId, quantity, name], properties: {menuItemId: {type: string,"
+        " writeOnly: true}, quantity: {type: integer}, Name: {type: string}}}\n"
     )
     run(project, str(document), "cafe")
     spec = tools(project, "cafe")["create_order"]
     assert spec["output"]["$ref"].endswith("#/$defs/OrderAnswer")
     assert spec["input"]["properties"]["items"]["items"]["$ref"].endswith("#/$defs/OrderItem")
     defs = json.loads((project / "specs/cafe/types/cafe.json").read_text(encoding="utf-8"))["$defs"]
-    assert defs["OrderItem"]["required"] == ["menuItemId", "quantity"]
-    assert defs["OrderItemAnswer"]["required"] == ["quantity"]
+    assert defs["OrderItem"]["required"] == ["menuItemId", "quantity", "name"]
+    assert defs["OrderItemAnswer"]["required"] == ["quantity"]  # `name` is undeclared (Xero Files' FileObject)
     assert defs["OrderAnswer"]["properties"]["items"]["items"] == {"$ref": "#/$defs/OrderItemAnswer"}
