@@ -154,7 +154,8 @@ def _last_lines(text: str, count: int = 12) -> str:
 def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
     """The original document bundled into one file for the stub, without its security requirements, and
     with the two Prism 5.16 limitations below worked around (`_form_arrays_as_forms`, `_boolean_headers`)
-    and answer examples written as JSON text read as the JSON they spell (`_examples_from_json_text`).
+    and the document's own slips in its examples (`_examples_from_json_text`, `_examples_of_their_type`); an
+    operation with no 2xx answers what it documents rather than its `default` (`_no_default_as_success`).
     For a `dynamic` stub, an answer documented by examples alone gets its first example as its schema
     (`const`): Prism cannot make up an answer without a schema, and the document's example is the answer it
     means."""
@@ -167,9 +168,54 @@ def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
                 _form_arrays_as_forms(data, operation)
                 _boolean_headers(data, operation)
                 _examples_from_json_text(data, operation)
+                _no_default_as_success(operation)
                 if dynamic:
                     _examples_as_schemas(data, operation)
+    _examples_of_their_type(data)
     target.write_text(json.dumps(data), encoding="utf-8")
+
+
+JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+    "null": (type(None),),
+}
+
+
+def _examples_of_their_type(node: object) -> None:
+    """A schema's `example` of another JSON type than the schema's is left out (Ory Hydra's `audience`, an
+    array, has a comma-joined string as its example): Prism's static answers are built from such examples,
+    so the stub would answer what the document itself forbids. The document's slip, not the API's answer."""
+    if isinstance(node, list):
+        for item in node:
+            _examples_of_their_type(item)
+        return
+    if not isinstance(node, dict):
+        return
+    kinds = node.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if "example" in node and isinstance(kinds, list) and all(k in JSON_TYPES for k in kinds):
+        value = node["example"]
+        allowed = tuple(t for k in [*kinds, *(["null"] if node.get("nullable") else [])] for t in JSON_TYPES[k])
+        if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
+            del node["example"]
+    for value in node.values():
+        _examples_of_their_type(value)
+
+
+def _no_default_as_success(operation: dict[str, object]) -> None:
+    """Prism answers an operation that documents no 2xx with its `default` response (the API's errors) as
+    a 200; Ory Hydra's `/oauth2/auth` documents a 302 and a `default` error, and Hydra answers the 302. The
+    stub's copy leaves such an operation's `default` out, so that the stub answers what the API does."""
+    responses = operation.get("responses")
+    if not isinstance(responses, dict) or "default" not in responses:
+        return
+    if not any(str(status).startswith("2") for status in responses) and len(responses) > 1:
+        del responses["default"]
 
 
 def _resolved(document: dict[str, object], node: object) -> object:

@@ -114,3 +114,37 @@ def test_the_stub_answers_an_example_written_as_json_text_as_the_json_it_spells(
     assert written["200"]["content"]["application/json"]["example"] == {"Name": "My Docs"}
     assert written["200"]["content"]["application/json"]["examples"]["one"]["value"] == ["not this schema"]
     assert written["400"]["content"]["text/plain"]["example"] == "{ x"
+
+
+def test_the_stub_leaves_out_examples_of_another_type_and_a_default_taken_for_a_success(tmp_path: Path) -> None:
+    """Ory Hydra's `audience` (an array) has a string example, which Prism's static answers would carry; its
+    `/oauth2/auth` documents a 302 and a `default`, which Prism answers as a 200. The stub's copy leaves both
+    out; an example of the schema's own type, and an operation's `default` beside a 2xx, stay."""
+    client = {
+        "type": "object",
+        "properties": {
+            "audience": {"type": "array", "items": {"type": "string"}, "example": "a, b"},
+            "name": {"type": "string", "example": "kept"},
+            "count": {"type": "number", "example": 3},
+            "flag": {"type": "integer", "example": True},
+        },
+    }
+    error = {"description": "error", "content": {"application/json": {"schema": {"type": "object"}}}}
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "components": {"schemas": {"client": client}},
+        "paths": {
+            "/oauth2/auth": {"get": {"responses": {"302": {"description": "redirect"}, "default": error}}},
+            "/clients": {"get": {"responses": {"200": {"description": "ok"}, "default": error}}},
+        },
+    }
+    entry, stub = tmp_path / "doc.json", tmp_path / "stub.json"
+    entry.write_text(json.dumps(document), encoding="utf-8")
+    import_proof.stub_document(entry, stub)
+    written = json.loads(stub.read_text(encoding="utf-8"))
+    properties = written["components"]["schemas"]["client"]["properties"]
+    assert "example" not in properties["audience"] and "example" not in properties["flag"]
+    assert properties["name"]["example"] == "kept" and properties["count"]["example"] == 3
+    assert list(written["paths"]["/oauth2/auth"]["get"]["responses"]) == ["302"]
+    assert list(written["paths"]["/clients"]["get"]["responses"]) == ["200", "default"]
