@@ -181,6 +181,26 @@ def _examples_as_schemas(document: dict[str, object], operation: dict[str, objec
                 media["schema"] = {"const": value}
 
 
+PRISM_HEADER_GUARD = """// kumitate's import proof (codegen/import_proof.py, PRISM_HEADER_GUARD): keep Prism alive
+const http = require('http');
+const setHeader = http.ServerResponse.prototype.setHeader;
+http.ServerResponse.prototype.setHeader = function (name, value) {
+  if (String(name).toLowerCase() === 'sl-violations' && typeof value === 'string') {
+    value = value.replace(/[^\\u0000-\\u00ff]/g, (c) => '\\\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  }
+  return setHeader.call(this, name, value);
+};
+"""
+"""Loaded into Prism's Node (`--require`): Prism 5.16 writes the violations it finds in its own answer
+(the document's example, or one it generated, that breaks the document's schema: an `oneOf`'s message
+quotes the schema's enum values) into an `sl-violations` response header, and Node refuses a header value
+with a character outside Latin-1 (Lob's country `KOREA (DEMOCRATIC PEOPLE’S REPUBLIC OF)`): the uncaught
+TypeError ends the stub's process, and every later request fails (502) for the stub's sake. This writes
+such a character as its `\\uXXXX` JSON escape in that header only. The proof stays as meaningful: the
+header is Prism's remark on its own answer (the facade does not read it), and Prism validates each
+request before it answers, unchanged."""
+
+
 @contextmanager
 def prism(document: Path, log: Path, *, dynamic: bool = False, seed: int = 0) -> Iterator[str]:
     """Prism mocking `document` on a free loopback port: static answers (the document's examples), or with
@@ -199,13 +219,12 @@ def prism(document: Path, log: Path, *, dynamic: bool = False, seed: int = 0) ->
         str(port),
         *(["-d", "--seed", str(seed)] if dynamic else []),
     ]
+    guard = log.with_name("prism-header-guard.js")
+    guard.write_text(PRISM_HEADER_GUARD, encoding="utf-8")
+    env = npm.node_env(bin_dir)
+    env["NODE_OPTIONS"] = f"{env.get('NODE_OPTIONS', '')} --require {guard}".strip()
     with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*command, str(document)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=npm.node_env(bin_dir),
-        )
+        process = subprocess.Popen([*command, str(document)], stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

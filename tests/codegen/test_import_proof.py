@@ -5,6 +5,7 @@ proof.yaml does not explain fails the differ step."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -46,3 +47,37 @@ def test_an_unexplained_breaking_change_fails_and_an_explained_one_is_counted() 
     assert import_proof._explain(proof, accepted) == [] and proof.explained == {"removed on purpose": 1}
     other = import_proof.Proof("another", "another", breaking=[change])
     assert import_proof._explain(other, accepted) == [change]  # that difference is only expected in `doc`
+
+
+def test_the_stub_outlives_a_violation_it_cannot_write_in_a_header(tmp_path: Path) -> None:
+    """Prism puts the violations of its own answer in an `sl-violations` header; one quoting a character
+    outside Latin-1 (an enum's `’`) ended its process (Node refuses the header), failing every later request."""
+    import httpx
+
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "T", "version": "1"},
+        "paths": {
+            "/country": {
+                "get": {
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {
+                                "application/json": {
+                                    "schema": {"type": "string", "enum": ["LAO PEOPLE’S DEMOCRATIC REPUBLIC"]},
+                                    "example": "NOWHERE",
+                                }
+                            },
+                        }
+                    }
+                }
+            }
+        },
+    }
+    stub = tmp_path / "stub.json"
+    stub.write_text(json.dumps(document), encoding="utf-8")
+    with import_proof.prism(stub, tmp_path / "prism.log") as url:
+        answers = [httpx.get(f"{url}/country", timeout=10) for _ in range(2)]
+    assert [answer.json() for answer in answers] == ["NOWHERE", "NOWHERE"]
+    assert "\\u2019" in answers[0].headers["sl-violations"]
