@@ -18,7 +18,7 @@ from codegen.importer import adapt, budget, load, names, operation, write
 from codegen.importer.catalogue import Catalogue
 from codegen.importer.load import ImportFailed
 from codegen.importer.report import REPORT_FILE, Report
-from codegen.importer.schema import Converter, break_cycles
+from codegen.importer.schema import FORMAT_ALIASES, Converter, break_cycles
 
 __all__ = ["ImportFailed", "Imported", "Options", "import_openapi"]
 
@@ -188,6 +188,10 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
         tools.append((operation.tool(name, method, path, item, op, ctx, entry), f"{method} {path}"))
     if not tools:
         raise ImportFailed(f"{options.source}: no operation to import (GET, POST, PUT, PATCH or DELETE)")
+    for alias in sorted(convert.aliased):
+        report.document.append(
+            f"`format: {alias}` is no JSON Schema format: read as `{FORMAT_ALIASES[alias]}`, which the service asserts"
+        )
     report.new_codes = [f"{code} ({entry['status']})" for code, entry in catalogue.added.items()]
     files = write.service_files(specs, handlers, service, tools, convert.defs, options.forward)
     try:

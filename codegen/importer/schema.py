@@ -27,6 +27,11 @@ COMPONENT_REF = re.compile(r"^#/components/schemas/(.+)$")
 DEF_REF = re.compile(r"^#/\$defs/(.+)$")
 DEF_NAME = re.compile(r"[^A-Za-z0-9_]")
 JsonSchema = dict[str, Any]
+FORMAT_ALIASES = {"url": "uri"}
+"""A `format` no JSON Schema draft or OpenAPI defines, that documents use for one that is: `url` (the ReadMe
+and NHS APIs; Prism's validator, ajv-formats, knows it as an http(s)/ftp URL) is JSON Schema's `uri`, so
+that the service, which asserts formats, refuses what is no URL (the empty text, a word) as the API would
+(a validator that did not know `url` would let it pass)."""
 
 
 def def_name(component: str) -> str:
@@ -45,6 +50,8 @@ class Converter:
         self.names = {name: def_name(name) for name in components}
         self.defs: dict[str, Any] = {}
         self.notes: list[str] = []
+        self.aliased: set[str] = set()
+        """The FORMAT_ALIASES the document uses (the import reports each)."""
         for name, schema in components.items():
             self.defs[self.names[name]] = self.convert(schema)
 
@@ -66,6 +73,9 @@ class Converter:
                 out[key] = [self.convert(sub) for sub in value]
             else:
                 out[key] = copy.deepcopy(value)
+        if out.get("format") in FORMAT_ALIASES:
+            self.aliased.add(out["format"])
+            out["format"] = FORMAT_ALIASES[out["format"]]
         if "example" in schema and "examples" not in out:
             out["examples"] = [copy.deepcopy(schema["example"])]
         self._exclusive(out)

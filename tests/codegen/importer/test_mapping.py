@@ -275,3 +275,22 @@ def test_a_parameter_whose_schema_is_an_all_of_keeps_it(project: Path, tmp_path:
     notes = [line for op in done.report.operations for line in op.adapted + op.dropped]
     assert not any("bank_id" in line for line in notes)
     assert any("'where'" in line for line in notes)
+
+
+def test_format_url_is_read_as_uri(project: Path, tmp_path: Path) -> None:
+    """`format: url` is no JSON Schema format (a validator ignores it; Prism's knows it as a URL): the import
+    reads it as `uri`, which the service asserts, and says so."""
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n  /apply:\n    post:\n"
+        "      requestBody: {content: {application/json: {schema: {type: object, properties:"
+        " {linkedin: {type: string, format: url}, site: {$ref: '#/components/schemas/Site'}}}}}}\n"
+        "      responses: {'200': {description: ok}}\ncomponents:\n  schemas:\n"
+        "    Site: {type: string, format: url}\n"
+    )
+    done = run(project, str(document), "jobs")
+    spec = tools(project, "jobs")["create_apply"]
+    assert spec["input"]["properties"]["linkedin"]["format"] == "uri"
+    assert json.loads((project / "specs/jobs/types/jobs.json").read_text())["$defs"]["Site"]["format"] == "uri"
+    assert done.report is not None
+    assert any("`format: url` is no JSON Schema format" in line for line in done.report.document)
