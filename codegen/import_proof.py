@@ -153,9 +153,12 @@ def _last_lines(text: str, count: int = 12) -> str:
 def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
     """The original document bundled into one file for the stub, without its security requirements. For a
     `dynamic` stub, an answer documented by examples alone gets its first example as its schema (`const`):
-    Prism cannot make up an answer without a schema, and the document's example is the answer it means."""
+    Prism cannot make up an answer without a schema, and the document's example is the answer it means;
+    and a `format: url` string is made up as a URL (`_urls_made_up_as_urls`)."""
     data = load.read(str(entry)).data
     data.pop("security", None)
+    if dynamic:
+        _urls_made_up_as_urls(data)
     for item in (data.get("paths") or {}).values():
         for operation in item.values() if isinstance(item, dict) else ():
             if isinstance(operation, dict):
@@ -163,6 +166,21 @@ def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
                 if dynamic:
                     _examples_as_schemas(data, operation)
     target.write_text(json.dumps(data), encoding="utf-8")
+
+
+def _urls_made_up_as_urls(node: object) -> None:
+    """Every `format: url` schema gets `x-faker: internet.url`. Prism's validator (ajv-formats) asserts
+    `url`, but its generator (json-schema-faker) does not know it and makes up lorem text, an answer
+    that breaks the document (ReadMe's `baseUrl`), which the fuzzer then blames on the facade. The
+    keyword only steers what the stub generates: it validates requests as before."""
+    if isinstance(node, dict):
+        if node.get("format") == "url" and node.get("type") in ("string", None):
+            node.setdefault("x-faker", "internet.url")
+        for value in node.values():
+            _urls_made_up_as_urls(value)
+    elif isinstance(node, list):
+        for value in node:
+            _urls_made_up_as_urls(value)
 
 
 def _examples_as_schemas(document: dict[str, object], operation: dict[str, object]) -> None:

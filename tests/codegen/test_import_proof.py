@@ -81,3 +81,14 @@ def test_the_stub_outlives_a_violation_it_cannot_write_in_a_header(tmp_path: Pat
         answers = [httpx.get(f"{url}/country", timeout=10) for _ in range(2)]
     assert [answer.json() for answer in answers] == ["NOWHERE", "NOWHERE"]
     assert "\\u2019" in answers[0].headers["sl-violations"]
+
+
+def test_the_generating_stub_makes_up_a_url_where_the_document_asks_one(tmp_path: Path) -> None:
+    """Prism asserts `format: url` but its generator makes up lorem text for it: the generating stub's copy
+    asks faker's URLs there; the static stub's copy is the document's."""
+    entry = import_proof.CORPUS / "readme-api/readme.json"
+    import_proof.stub_document(entry, tmp_path / "dynamic.json", dynamic=True)
+    import_proof.stub_document(entry, tmp_path / "static.json")
+    dynamic = (tmp_path / "dynamic.json").read_text()
+    assert dynamic.count('"format": "url"') == dynamic.count('"x-faker": "internet.url"') > 0
+    assert "x-faker" not in (tmp_path / "static.json").read_text()
