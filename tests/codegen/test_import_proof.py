@@ -92,3 +92,13 @@ def test_the_generating_stub_makes_up_a_url_where_the_document_asks_one(tmp_path
     dynamic = (tmp_path / "dynamic.json").read_text()
     assert dynamic.count('"format": "url"') == dynamic.count('"x-faker": "internet.url"') > 0
     assert "x-faker" not in (tmp_path / "static.json").read_text()
+
+
+def test_the_stub_answers_an_operation_that_documents_no_answer(tmp_path: Path) -> None:
+    """Prism answers 500 where an operation has no `responses` (and the facade's breaker opens): the stub's
+    copy gives each such operation a bodiless 200, what the import reads it as answering."""
+    entry = import_proof.CORPUS / "readme-parameters-style/parameters-style.json"
+    import_proof.stub_document(entry, tmp_path / "stub.json")
+    paths = json.loads((tmp_path / "stub.json").read_text())["paths"]
+    operations = [op for item in paths.values() for op in item.values() if isinstance(op, dict)]
+    assert operations and all(list(op["responses"]) == ["200"] for op in operations)
