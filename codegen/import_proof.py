@@ -153,14 +153,17 @@ def _last_lines(text: str, count: int = 12) -> str:
 
 def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
     """The original document bundled into one file for the stub, without its security requirements, and
-    with the two Prism 5.16 limitations below worked around (`_form_arrays_as_forms`, `_boolean_headers`)
-    and the document's own slips in its examples (`_examples_from_json_text`, `_examples_of_their_type`); an
-    operation with no 2xx answers what it documents rather than its `default` (`_no_default_as_success`).
-    For a `dynamic` stub, an answer documented by examples alone gets its first example as its schema
-    (`const`): Prism cannot make up an answer without a schema, and the document's example is the answer it
-    means."""
+    with the Prism 5.16 limitations below worked around (`_form_arrays_as_forms`, `_boolean_headers`,
+    `_an_answer_where_none_is_documented`, `_no_default_as_success`: an operation with no 2xx answers what
+    it documents rather than its `default`) and the document's own slips in its examples
+    (`_examples_from_json_text`, `_examples_of_their_type`). For a `dynamic` stub, an answer documented by
+    examples alone gets its first example as its schema (`const`): Prism cannot make up an answer without a
+    schema, and the document's example is the answer it means; and a `format: url` string is made up as a
+    URL (`_urls_made_up_as_urls`)."""
     data = load.read(str(entry)).data
     data.pop("security", None)
+    if dynamic:
+        _urls_made_up_as_urls(data)
     for item in (data.get("paths") or {}).values():
         for operation in item.values() if isinstance(item, dict) else ():
             if isinstance(operation, dict):
@@ -169,6 +172,7 @@ def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
                 _boolean_headers(data, operation)
                 _examples_from_json_text(data, operation)
                 _no_default_as_success(operation)
+                _an_answer_where_none_is_documented(operation)
                 if dynamic:
                     _examples_as_schemas(data, operation)
     _examples_of_their_type(data)
@@ -324,6 +328,31 @@ def _examples_from_json_text(document: dict[str, object], operation: dict[str, o
                         continue
 
 
+def _an_answer_where_none_is_documented(operation: dict[str, object]) -> None:
+    """An operation that documents no `responses` (OpenAPI 3.1 allows it: readme-parameters-style) gets a
+    bodiless 200 in the stub's copy. Prism answers such an operation 500 (NO_RESPONSE_RESPONSE_DEFINED,
+    after validating the request), for which the facade's 502 is right, but then its breaker opens and
+    every later call fails: the fuzz proves nothing. The import reads the operation as answering nothing
+    (an empty output), so this answer is what the facade expects; Prism still validates each request."""
+    if not operation.get("responses"):
+        operation["responses"] = {"200": {"description": "No answer is documented (the import proof's stub)."}}
+
+
+def _urls_made_up_as_urls(node: object) -> None:
+    """Every `format: url` schema gets `x-faker: internet.url`. Prism's validator (ajv-formats) asserts
+    `url`, but its generator (json-schema-faker) does not know it and makes up lorem text, an answer
+    that breaks the document (ReadMe's `baseUrl`), which the fuzzer then blames on the facade. The
+    keyword only steers what the stub generates: it validates requests as before."""
+    if isinstance(node, dict):
+        if node.get("format") == "url" and node.get("type") in ("string", None):
+            node.setdefault("x-faker", "internet.url")
+        for value in node.values():
+            _urls_made_up_as_urls(value)
+    elif isinstance(node, list):
+        for value in node:
+            _urls_made_up_as_urls(value)
+
+
 def _examples_as_schemas(document: dict[str, object], operation: dict[str, object]) -> None:
     responses = operation.get("responses")
     for response in responses.values() if isinstance(responses, dict) else ():
@@ -338,6 +367,26 @@ def _examples_as_schemas(document: dict[str, object], operation: dict[str, objec
             value = first.get("value") if isinstance(first, dict) else media.get("example")
             if value is not None:
                 media["schema"] = {"const": value}
+
+
+PRISM_HEADER_GUARD = """// kumitate's import proof (codegen/import_proof.py, PRISM_HEADER_GUARD): keep Prism alive
+const http = require('http');
+const setHeader = http.ServerResponse.prototype.setHeader;
+http.ServerResponse.prototype.setHeader = function (name, value) {
+  if (String(name).toLowerCase() === 'sl-violations' && typeof value === 'string') {
+    value = value.replace(/[^\\u0000-\\u00ff]/g, (c) => '\\\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+  }
+  return setHeader.call(this, name, value);
+};
+"""
+"""Loaded into Prism's Node (`--require`): Prism 5.16 writes the violations it finds in its own answer
+(the document's example, or one it generated, that breaks the document's schema: an `oneOf`'s message
+quotes the schema's enum values) into an `sl-violations` response header, and Node refuses a header value
+with a character outside Latin-1 (Lob's country `KOREA (DEMOCRATIC PEOPLE’S REPUBLIC OF)`): the uncaught
+TypeError ends the stub's process, and every later request fails (502) for the stub's sake. This writes
+such a character as its `\\uXXXX` JSON escape in that header only. The proof stays as meaningful: the
+header is Prism's remark on its own answer (the facade does not read it), and Prism validates each
+request before it answers, unchanged."""
 
 
 @contextmanager
@@ -358,13 +407,12 @@ def prism(document: Path, log: Path, *, dynamic: bool = False, seed: int = 0) ->
         str(port),
         *(["-d", "--seed", str(seed)] if dynamic else []),
     ]
+    guard = log.with_name("prism-header-guard.js")
+    guard.write_text(PRISM_HEADER_GUARD, encoding="utf-8")
+    env = npm.node_env(bin_dir)
+    env["NODE_OPTIONS"] = f"{env.get('NODE_OPTIONS', '')} --require {guard}".strip()
     with log.open("wb") as out:
-        process = subprocess.Popen(
-            [*command, str(document)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=npm.node_env(bin_dir),
-        )
+        process = subprocess.Popen([*command, str(document)], stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60

@@ -19,7 +19,7 @@ from codegen.importer.answers import AnswerViews
 from codegen.importer.catalogue import Catalogue
 from codegen.importer.load import ImportFailed
 from codegen.importer.report import REPORT_FILE, Report
-from codegen.importer.schema import Converter, break_cycles
+from codegen.importer.schema import FORMAT_ALIASES, Converter, break_cycles
 
 __all__ = ["ImportFailed", "Imported", "Options", "import_openapi"]
 
@@ -206,6 +206,10 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
         report.document.append(
             f"{convert.overlaps} `oneOf`(s) whose alternatives are objects that require nothing (every object is valid"
             " against two of them, so none is valid against exactly one) read as `anyOf`"
+        )
+    for alias in sorted(convert.aliased):
+        report.document.append(
+            f"`format: {alias}` is no JSON Schema format: read as `{FORMAT_ALIASES[alias]}`, which the service asserts"
         )
     report.new_codes = [f"{code} ({entry['status']})" for code, entry in catalogue.added.items()]
     files = write.service_files(specs, handlers, service, tools, convert.defs, options.forward)

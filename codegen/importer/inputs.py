@@ -212,6 +212,9 @@ def _fits(convert: Converter, schema: object, location: str) -> bool:
     choices = target.get("anyOf") or target.get("oneOf")
     if not kinds and isinstance(choices, list) and choices:
         return all(_fits(convert, choice, location) for choice in choices)
+    parts = target.get("allOf")
+    if not kinds and isinstance(parts, list) and parts:  # a value of every part: each must travel (Lob's ids)
+        return all(_fits(convert, part, location) for part in parts)
     if not kinds:
         return "enum" in target or not any(k in target for k in ("properties", *LISTS))
     if set(kinds) - {"null"} <= SCALARS:

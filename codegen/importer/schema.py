@@ -27,6 +27,11 @@ COMPONENT_REF = re.compile(r"^#/components/schemas/(.+)$")
 DEF_REF = re.compile(r"^#/\$defs/(.+)$")
 DEF_NAME = re.compile(r"[^A-Za-z0-9_]")
 JsonSchema = dict[str, Any]
+FORMAT_ALIASES = {"url": "uri"}
+"""A `format` no JSON Schema draft or OpenAPI defines, that documents use for one that is: `url` (the ReadMe
+and NHS APIs; Prism's validator, ajv-formats, knows it as an http(s)/ftp URL) is JSON Schema's `uri`, so
+that the service, which asserts formats, refuses what is no URL (the empty text, a word) as the API would
+(a validator that did not know `url` would let it pass)."""
 
 
 def def_name(component: str) -> str:
@@ -47,6 +52,8 @@ class Converter:
         self.notes: list[str] = []
         self.overlaps = 0
         """How many `oneOf`s were read as `anyOf` (`_overlapping`)."""
+        self.aliased: set[str] = set()
+        """The FORMAT_ALIASES the document uses (the import reports each)."""
         for name, schema in components.items():
             self.defs[self.names[name]] = self.convert(schema)
 
@@ -68,6 +75,9 @@ class Converter:
                 out[key] = [self.convert(sub) for sub in value]
             else:
                 out[key] = copy.deepcopy(value)
+        if out.get("format") in FORMAT_ALIASES:
+            self.aliased.add(out["format"])
+            out["format"] = FORMAT_ALIASES[out["format"]]
         if "example" in schema and "examples" not in out:
             out["examples"] = [copy.deepcopy(schema["example"])]
         self._exclusive(out)

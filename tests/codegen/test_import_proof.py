@@ -148,3 +148,58 @@ def test_the_stub_leaves_out_examples_of_another_type_and_a_default_taken_for_a_
     assert properties["name"]["example"] == "kept" and properties["count"]["example"] == 3
     assert list(written["paths"]["/oauth2/auth"]["get"]["responses"]) == ["302"]
     assert list(written["paths"]["/clients"]["get"]["responses"]) == ["200", "default"]
+
+
+def test_the_stub_outlives_a_violation_it_cannot_write_in_a_header(tmp_path: Path) -> None:
+    """Prism puts the violations of its own answer in an `sl-violations` header; one quoting a character
+    outside Latin-1 (an enum's `’`) ended its process (Node refuses the header), failing every later request."""
+    import httpx
+
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "T", "version": "1"},
+        "paths": {
+            "/country": {
+                "get": {
+                    "responses": {
+                        "200": {
+                            "description": "ok",
+                            "content": {
+                                "application/json": {
+                                    "schema": {"type": "string", "enum": ["LAO PEOPLE’S DEMOCRATIC REPUBLIC"]},
+                                    "example": "NOWHERE",
+                                }
+                            },
+                        }
+                    }
+                }
+            }
+        },
+    }
+    stub = tmp_path / "stub.json"
+    stub.write_text(json.dumps(document), encoding="utf-8")
+    with import_proof.prism(stub, tmp_path / "prism.log") as url:
+        answers = [httpx.get(f"{url}/country", timeout=10) for _ in range(2)]
+    assert [answer.json() for answer in answers] == ["NOWHERE", "NOWHERE"]
+    assert "\\u2019" in answers[0].headers["sl-violations"]
+
+
+def test_the_generating_stub_makes_up_a_url_where_the_document_asks_one(tmp_path: Path) -> None:
+    """Prism asserts `format: url` but its generator makes up lorem text for it: the generating stub's copy
+    asks faker's URLs there; the static stub's copy is the document's."""
+    entry = import_proof.CORPUS / "readme-api/readme.json"
+    import_proof.stub_document(entry, tmp_path / "dynamic.json", dynamic=True)
+    import_proof.stub_document(entry, tmp_path / "static.json")
+    dynamic = (tmp_path / "dynamic.json").read_text()
+    assert dynamic.count('"format": "url"') == dynamic.count('"x-faker": "internet.url"') > 0
+    assert "x-faker" not in (tmp_path / "static.json").read_text()
+
+
+def test_the_stub_answers_an_operation_that_documents_no_answer(tmp_path: Path) -> None:
+    """Prism answers 500 where an operation has no `responses` (and the facade's breaker opens): the stub's
+    copy gives each such operation a bodiless 200, what the import reads it as answering."""
+    entry = import_proof.CORPUS / "readme-parameters-style/parameters-style.json"
+    import_proof.stub_document(entry, tmp_path / "stub.json")
+    paths = json.loads((tmp_path / "stub.json").read_text())["paths"]
+    operations = [op for item in paths.values() for op in item.values() if isinstance(op, dict)]
+    assert operations and all(list(op["responses"]) == ["200"] for op in operations)

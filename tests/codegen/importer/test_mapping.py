@@ -330,3 +330,46 @@ def test_an_answer_does_not_require_a_write_only_property(project: Path, tmp_pat
     assert defs["OrderItem"]["required"] == ["menuItemId", "quantity", "name"]
     assert defs["OrderItemAnswer"]["required"] == ["quantity"]  # `name` is undeclared (Xero Files' FileObject)
     assert defs["OrderAnswer"]["properties"]["items"]["items"] == {"$ref": "#/$defs/OrderItemAnswer"}
+
+
+def test_a_parameter_whose_schema_is_an_all_of_keeps_it(project: Path, tmp_path: Path) -> None:
+    """Lob's ids: a string refined by an `allOf` of a ref (its pattern) and a described string. The value
+    travels in a path segment as well as a plain string does, so the parameter keeps its schema (and the
+    facade refuses what the API would) instead of becoming any string; an object `allOf` still cannot."""
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n  /banks/{bank_id}:\n    get:\n"
+        "      parameters:\n      - {in: path, name: bank_id, required: true, schema: {$ref: '#/components/schemas/Id'}}\n"
+        "      - {in: query, name: where, schema: {allOf: [{$ref: '#/components/schemas/Place'}]}}\n"
+        "      responses: {'200': {description: ok}}\ncomponents:\n  schemas:\n"
+        "    Id: {allOf: [{$ref: '#/components/schemas/Bare'}, {type: string, description: An id.}]}\n"
+        "    Bare: {type: string, pattern: '^bank_[a-z0-9]+$'}\n"
+        "    Place: {type: object, properties: {city: {type: string}}}\n"
+    )
+    done = run(project, str(document), "banks")
+    spec = tools(project, "banks")["get_bank"]
+    assert spec["input"]["properties"]["bank_id"]["$ref"] == "../types/banks.json#/$defs/Id"
+    assert "where" not in spec["input"]["properties"]
+    assert done.report is not None
+    notes = [line for op in done.report.operations for line in op.adapted + op.dropped]
+    assert not any("bank_id" in line for line in notes)
+    assert any("'where'" in line for line in notes)
+
+
+def test_format_url_is_read_as_uri(project: Path, tmp_path: Path) -> None:
+    """`format: url` is no JSON Schema format (a validator ignores it; Prism's knows it as a URL): the import
+    reads it as `uri`, which the service asserts, and says so."""
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n  /apply:\n    post:\n"
+        "      requestBody: {content: {application/json: {schema: {type: object, properties:"
+        " {linkedin: {type: string, format: url}, site: {$ref: '#/components/schemas/Site'}}}}}}\n"
+        "      responses: {'200': {description: ok}}\ncomponents:\n  schemas:\n"
+        "    Site: {type: string, format: url}\n"
+    )
+    done = run(project, str(document), "jobs")
+    spec = tools(project, "jobs")["create_apply"]
+    assert spec["input"]["properties"]["linkedin"]["format"] == "uri"
+    assert json.loads((project / "specs/jobs/types/jobs.json").read_text())["$defs"]["Site"]["format"] == "uri"
+    assert done.report is not None
+    assert any("`format: url` is no JSON Schema format" in line for line in done.report.document)
