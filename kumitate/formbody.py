@@ -9,6 +9,7 @@ field repeated, an object is its JSON text, and booleans and numbers are JSON's 
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Sequence
 from urllib.parse import urlencode
 
@@ -41,8 +42,13 @@ def fields(body: object) -> list[tuple[str, str]]:
 
 def encode(body: object, media: str) -> tuple[bytes, str]:
     """The body as a form of type `media`: its bytes and their Content-Type (a multipart one names its
-    boundary; httpx's own encoder writes it)."""
+    boundary; httpx's own encoder writes it, and the form of no field, which httpx sends as no body at all
+    and no Content-Type, is written here as the closing boundary alone)."""
     if media == MULTIPART:
-        built = httpx.Request("POST", "http://form", files=[(name, (None, text)) for name, text in fields(body)])
+        parts = fields(body)
+        if not parts:
+            boundary = secrets.token_hex(16)
+            return f"--{boundary}--\r\n".encode("ascii"), f"{MULTIPART}; boundary={boundary}"
+        built = httpx.Request("POST", "http://form", files=[(name, (None, text)) for name, text in parts])
         return built.read(), built.headers["content-type"]
     return urlencode(fields(body)).encode("ascii"), URLENCODED

@@ -32,3 +32,13 @@ def test_a_multipart_form_carries_every_field_with_its_boundary() -> None:
         (part.get_param("name", header="content-disposition"), part.get_content()) for part in message.iter_parts()
     ]
     assert fields == [("To", "+8190"), ("Tags", "a"), ("Tags", "b"), ("Meta", '{"k": 1}'), ("Urgent", "true")]
+
+
+def test_a_multipart_form_of_no_field_is_still_a_multipart_body() -> None:
+    """An operation whose form has no required field may be sent none (Qdrant's snapshot upload): the
+    upstream still gets a multipart body and its Content-Type, not an empty body without one."""
+    content, media = _form({}, "multipart/form-data")
+    boundary = media.partition("; boundary=")[2]
+    assert media.startswith("multipart/form-data; boundary=") and len(boundary) >= 16
+    assert content == f"--{boundary}--\r\n".encode()  # RFC 2046: the close delimiter, no part before it
+    assert _form({}, "multipart/form-data")[1] != media  # a fresh boundary each time, as httpx draws one
