@@ -46,6 +46,7 @@ other breaking change fails the proof), the documents Optic cannot compare (`una
 CI proves on every change (`proven`)."""
 PRISM = "@stoplight/prism-cli@5.16.0"
 CACHE = Path.home() / ".cache/kumitate/prism"
+COMPONENT = "#/components/schemas/"
 SCAFFOLD_ERRORS = Path(__file__).with_name("scaffold") / "errors.yaml"
 FUZZ_HEADERS = ("X-Run-Id: import-proof", "Authorization: Bearer import-proof")
 
@@ -153,7 +154,8 @@ def _last_lines(text: str, count: int = 12) -> str:
 def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
     """The original document bundled into one file for the stub, without its security requirements. For a
     `dynamic` stub, an answer documented by examples alone gets its first example as its schema (`const`):
-    Prism cannot make up an answer without a schema, and the document's example is the answer it means."""
+    Prism cannot make up an answer without a schema, and the document's example is the answer it means; and
+    its answers leave out `writeOnly` properties behind a `$ref` too (`_readable_answers`)."""
     data = load.read(str(entry)).data
     data.pop("security", None)
     for item in (data.get("paths") or {}).values():
@@ -162,7 +164,106 @@ def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
                 operation.pop("security", None)
                 if dynamic:
                     _examples_as_schemas(data, operation)
+    if dynamic:
+        _readable_answers(data)
     target.write_text(json.dumps(data), encoding="utf-8")
+
+
+READABLE = "__readable"
+"""The suffix of a component schema's copy without its `writeOnly` properties (`_readable_answers`)."""
+
+
+def _readable_answers(document: dict[str, object]) -> None:
+    """Answer schemas that name no `writeOnly` property, even behind a `$ref`.
+
+    A `writeOnly` property is one a client sends and the API never answers (OpenAPI 3), and schemathesis
+    holds the facade's answers to that (memos' `User.password`: a `GetCurrentUserResponse` answered with
+    one fails ST108). Prism 5.16's generator drops such properties (`stripWriteOnlyProperties`) only from
+    the schema it starts from, never behind a `$ref`, so it makes up a `user.password` the real API never
+    sends. Here each component schema that reaches a `writeOnly` property gets a copy without them
+    (`<name>__readable`), and every answer's schema names the copies: the request schemas the stub
+    validates the facade's requests by are untouched, and the answers still keep to the original document
+    (which never answers those properties), so the proof judges the facade as before."""
+    components = document.get("components")
+    schemas = components.get("schemas") if isinstance(components, dict) else None
+    if not isinstance(schemas, dict):
+        return
+    reaching = _reaching_write_only(schemas)
+    for name in reaching:
+        schemas[f"{name}{READABLE}"] = _without_write_only(schemas[name], reaching)
+    paths = document.get("paths")
+    items = [item for item in paths.values() if isinstance(item, dict)] if isinstance(paths, dict) else []
+    responses = [response for item in items for response in _operation_responses(item)]
+    shared = components.get("responses") if isinstance(components, dict) else None
+    responses += list(shared.values()) if isinstance(shared, dict) else []
+    for response in responses:
+        content = response.get("content") if isinstance(response, dict) else None
+        for media in content.values() if isinstance(content, dict) else ():
+            if isinstance(media, dict) and "schema" in media:
+                media["schema"] = _without_write_only(media["schema"], reaching)
+
+
+def _operation_responses(item: dict[str, object]) -> list[object]:
+    operations = [o for o in item.values() if isinstance(o, dict)]
+    return [r for o in operations if isinstance(o.get("responses"), dict) for r in o["responses"].values()]
+
+
+def _component_refs(node: object) -> set[str]:
+    """The component schemas `node` names by `$ref`, anywhere inside it."""
+    if isinstance(node, list):
+        return {name for value in node for name in _component_refs(value)}
+    if not isinstance(node, dict):
+        return set()
+    ref = node.get("$ref")
+    own = {ref.removeprefix(COMPONENT)} if isinstance(ref, str) and ref.startswith(COMPONENT) else set()
+    return own.union(*(_component_refs(value) for value in node.values()))
+
+
+def _names_write_only(node: object) -> bool:
+    if isinstance(node, list):
+        return any(_names_write_only(value) for value in node)
+    return isinstance(node, dict) and (node.get("writeOnly") is True or any(map(_names_write_only, node.values())))
+
+
+def _reaching_write_only(schemas: dict[str, object]) -> set[str]:
+    """The component schemas with a `writeOnly` property in them or behind any of their `$ref`s."""
+    refs = {name: _component_refs(schema) for name, schema in schemas.items()}
+    reaching = {name for name, schema in schemas.items() if _names_write_only(schema)}
+    grown = True
+    while grown:
+        more = {name for name, named in refs.items() if name not in reaching and named & reaching}
+        reaching |= more
+        grown = bool(more)
+    return reaching
+
+
+def _without_write_only(node: object, reaching: set[str]) -> object:
+    """A copy of schema `node` without its `writeOnly` properties (nor their `required` entries), its
+    `$ref`s to a component in `reaching` turned to that component's copy."""
+    if isinstance(node, list):
+        return [_without_write_only(value, reaching) for value in node]
+    if not isinstance(node, dict):
+        return node
+    properties = node.get("properties")
+    hidden = (
+        {k for k, v in properties.items() if isinstance(v, dict) and v.get("writeOnly") is True}
+        if isinstance(properties, dict)
+        else set()
+    )
+    out = {key: _without_write_only(value, reaching) for key, value in node.items()}
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(COMPONENT) and ref.removeprefix(COMPONENT) in reaching:
+        out["$ref"] = f"{ref}{READABLE}"
+    if isinstance(properties, dict):
+        out["properties"] = {k: _without_write_only(v, reaching) for k, v in properties.items() if k not in hidden}
+    required = (
+        [k for k in node.get("required") or () if k not in hidden] if isinstance(node.get("required"), list) else None
+    )
+    if required is not None:
+        out.pop("required")
+        if required:  # OpenAPI 3.0 allows no empty `required`
+            out["required"] = required
+    return out
 
 
 def _examples_as_schemas(document: dict[str, object], operation: dict[str, object]) -> None:

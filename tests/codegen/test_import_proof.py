@@ -5,6 +5,7 @@ proof.yaml does not explain fails the differ step."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -46,3 +47,56 @@ def test_an_unexplained_breaking_change_fails_and_an_explained_one_is_counted() 
     assert import_proof._explain(proof, accepted) == [] and proof.explained == {"removed on purpose": 1}
     other = import_proof.Proof("another", "another", breaking=[change])
     assert import_proof._explain(other, accepted) == [change]  # that difference is only expected in `doc`
+
+
+def test_the_generating_stub_answers_no_write_only_property_even_behind_a_ref(tmp_path: Path) -> None:
+    """Prism strips `writeOnly` properties from the answer schema it starts from only, not behind a `$ref`
+    (memos' `User.password` in `GetCurrentUserResponse`): the stub's answers name a copy without them,
+    while the request that sends the password is judged by the original schema."""
+    user = {
+        "type": "object",
+        "required": ["name", "password"],
+        "properties": {"name": {"type": "string"}, "password": {"type": "string", "writeOnly": True}},
+    }
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/me": {"get": {"responses": {"200": _answer({"$ref": "#/components/schemas/Me"})}}},
+            "/users": {
+                "post": {
+                    "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/User"}}}},
+                    "responses": {"200": _answer({"$ref": "#/components/schemas/User"})},
+                }
+            },
+        },
+        "components": {
+            "schemas": {
+                "User": user,
+                "Me": {"type": "object", "properties": {"user": {"$ref": "#/components/schemas/User"}}},
+                "Plain": {"type": "object", "properties": {"id": {"type": "string"}}},
+            }
+        },
+    }
+    entry = tmp_path / "openapi.json"
+    entry.write_text(json.dumps(document), encoding="utf-8")
+    import_proof.stub_document(entry, tmp_path / "stub.json", dynamic=True)
+    stub = json.loads((tmp_path / "stub.json").read_text(encoding="utf-8"))
+    schemas = stub["components"]["schemas"]
+    assert schemas["User"] == user and "Plain__readable" not in schemas
+    assert schemas["User__readable"] == {
+        "type": "object",
+        "required": ["name"],
+        "properties": {"name": {"type": "string"}},
+    }
+    assert schemas["Me__readable"]["properties"]["user"] == {"$ref": "#/components/schemas/User__readable"}
+    me = stub["paths"]["/me"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert me == {"$ref": "#/components/schemas/Me__readable"}
+    post = stub["paths"]["/users"]["post"]
+    assert post["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/User"}
+    import_proof.stub_document(entry, tmp_path / "static.json")
+    assert json.loads((tmp_path / "static.json").read_text(encoding="utf-8"))["components"] == document["components"]
+
+
+def _answer(schema: dict[str, object]) -> dict[str, object]:
+    return {"description": "ok", "content": {"application/json": {"schema": schema}}}
