@@ -47,6 +47,7 @@ other breaking change fails the proof), the documents Optic cannot compare (`una
 CI proves on every change (`proven`)."""
 PRISM = "@stoplight/prism-cli@5.16.0"
 CACHE = Path.home() / ".cache/kumitate/prism"
+COMPONENT = "#/components/schemas/"
 SCAFFOLD_ERRORS = Path(__file__).with_name("scaffold") / "errors.yaml"
 FUZZ_HEADERS = ("X-Run-Id: import-proof", "Authorization: Bearer import-proof")
 

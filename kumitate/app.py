@@ -36,6 +36,7 @@ from kumitate.transports.edge.routing import Gate, Lean
 from kumitate.transports.edge.stack import KumitateASGI
 from kumitate.transports.http import error_response
 from kumitate.transports.http.lean import LeanHTTP
+from kumitate.transports.http.routes import shared_routes
 from kumitate.transports.http.wire import HttpRequest
 from kumitate.transports.mcp import HTTP_MIDDLEWARE, build_server, configure_sessions
 from kumitate.transports.mcp.lean import lean_endpoint
@@ -129,7 +130,7 @@ def _http_routes(runtime: Runtime) -> list[ControllerRouterHandler]:
 
         routes += operation_routes(runtime)
     for name in runtime.services:
-        routes += importlib.import_module(f"generated.{name}.http").route_handlers(runtime)
+        routes += shared_routes(importlib.import_module(f"generated.{name}.http").route_handlers(runtime))
     return routes
 
 

@@ -100,7 +100,7 @@ class Upstream:
         for _, prop in binding.http_shape.response_headers:  # a header is text: read it as its property's type
             if isinstance(output.get(prop), str):
                 schema = textvalues.local(properties.get(prop) or {}, binding.output_schema)
-                output[prop] = textvalues.coerce(str(output[prop]), schema)
+                output[prop] = textvalues.coerce(str(output[prop]), schema, binding.output_schema)
         return output
 
     def _time_left(self, ctx: CallContext) -> float | None:

@@ -1,8 +1,10 @@
 """JSON values from text: what a form field, a query key, a path segment or a header stands for.
 
 Text carries no types, so each value is read as the JSON type its property's schema declares (`10` an
-integer, `on` a boolean, a list as the values repeated); what fits no declared type stays text, and the
-schema check then refuses it with the usual message. The HTTP transport reads requests this way
+integer, `on` a boolean, a list as the values repeated); a value of an `anyOf` / `oneOf` as the first
+alternative it is valid as (`42` for `anyOf: [integer, uuid string]` is the integer, as a client that sent
+the point id 42 meant); what fits no declared type stays text, and the schema check then refuses it with
+the usual message. The HTTP transport reads requests this way
 (kumitate.transports.http: forms and REST-shaped parameters), the facade reads an API's response headers
 this way (kumitate.forward), and the generator reads the types here too (codegen's lint and OpenAPI).
 """
@@ -10,6 +12,7 @@ this way (kumitate.forward), and the generator reads the types here too (codegen
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import jsonschema_rs
 import msgspec
 
 __all__ = ["BOOLEAN_WORDS", "coerce", "from_text", "kinds", "local"]
@@ -42,9 +45,45 @@ def local(schema: Mapping[str, Any], root: Mapping[str, Any]) -> Mapping[str, An
     return schema
 
 
-def coerce(text: str, schema: Mapping[str, Any]) -> object:
-    """The JSON value a form field stands for; text that fits no declared type stays text (and fails validation)."""
+_VALIDATORS: dict[tuple[int, bool], tuple[Mapping[str, Any], jsonschema_rs.Draft202012Validator]] = {}
+"""A validator per alternative schema and format assertion, by the schema's id (the schema kept with it,
+so the id is not reused)."""
+
+
+def _valid(value: object, schema: Mapping[str, Any], root: Mapping[str, Any], formats: bool) -> bool:
+    """Whether `value` is valid under `schema`, an alternative inside `root` (whose `$defs` its refs name)."""
+    cached = _VALIDATORS.get((id(schema), formats))
+    if cached is None or cached[0] is not schema:
+        try:
+            compiled = {**schema, "$defs": root.get("$defs") or {}}
+            validator = jsonschema_rs.Draft202012Validator(compiled, validate_formats=formats)
+        except ValueError:  # a schema the validator cannot compile: the input's own check says so
+            return False
+        cached = _VALIDATORS[(id(schema), formats)] = (schema, validator)
+    return bool(cached[1].is_valid(value))
+
+
+def _alternative(text: str, schema: Mapping[str, Any], root: Mapping[str, Any]) -> object:
+    """The value `text` stands for under an `anyOf` / `oneOf`: read as each alternative in turn, the first
+    read that alternative accepts, its `format` asserted (`42` is not a uuid, so `anyOf: [uuid string,
+    integer]` reads it as the integer) or, where no read passes so, not; none: the text (the schema check
+    then says why)."""
+    options = schema.get("anyOf") or schema.get("oneOf")
+    alternatives = [local(o, root) for o in options if isinstance(o, Mapping)] if isinstance(options, list) else []
+    reads = [(coerce(text, option, root), option) for option in alternatives]
+    for formats in (True, False):
+        for value, option in reads:
+            if _valid(value, option, root, formats):
+                return value
+    return text
+
+
+def coerce(text: str, schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> object:
+    """The JSON value a form field stands for; text that fits no declared type stays text (and fails validation).
+    `root` holds the `$defs` the alternatives of an `anyOf` / `oneOf` name (`schema` itself when None)."""
     types = kinds(schema)
+    if not types and isinstance(schema.get("anyOf") or schema.get("oneOf"), list):
+        return _alternative(text, schema, schema if root is None else root)
     if types & {"object", "array"}:
         try:
             return msgspec.json.decode(text)
@@ -71,5 +110,5 @@ def from_text(values: Sequence[str], schema: Mapping[str, Any], root: Mapping[st
     last value read as the property; `root` holds the `$defs` its refs name."""
     if "array" in kinds(schema) and not (len(values) == 1 and values[0].lstrip().startswith("[")):
         items = local(schema.get("items") or {}, root)
-        return [coerce(value, items) for value in values]
-    return coerce(values[-1], schema)
+        return [coerce(value, items, root) for value in values]
+    return coerce(values[-1], schema, root)

@@ -72,6 +72,21 @@ async def test_a_delete_answers_204_without_a_body_then_not_found(http: httpx.As
     assert again.status_code == 404 and again.json()["error"]["code"] == "NOT_FOUND"
 
 
+async def test_a_custom_method_shares_its_segment_with_the_resource(http: httpx.AsyncClient) -> None:
+    """`GET /loans/{loan_id}:due` beside `GET`, `PUT` and `DELETE /loans/{loan_id}`: Litestar files them
+    all at one segment slot (and kept only the last), and each request reaches the tool whose method and
+    path it is, its variable read without the `:due`."""
+    loan = (await http.post("/loans", json={**SATO, "days": 21})).json()
+    due = await http.get(f"/loans/{loan['loan_id']}:due")
+    assert due.status_code == 200 and due.json() == {"loan_id": loan["loan_id"], "days": 21}
+    fetched = await http.get(f"/loans/{loan['loan_id']}")
+    assert fetched.status_code == 200 and fetched.json() == loan
+    missing = await http.get("/loans/loan-999:due")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
+    renewed = await http.put(f"/loans/{loan['loan_id']}", json={"days": 30})  # the resource's other methods
+    assert renewed.status_code == 200 and renewed.json()["days"] == 30
+
+
 async def test_bad_parameters_are_catalogued_errors_that_name_them(http: httpx.AsyncClient) -> None:
     wrong_type = await http.get("/loans", params={"limit": "many"})
     assert wrong_type.status_code == 400

@@ -115,3 +115,13 @@ def test_every_body_reads_back_as_itself(body: dict[str, Any], media: str) -> No
         grouped.setdefault(name, []).append(text)
     read = {name: from_text(texts, SCHEMA["properties"][name], SCHEMA) for name, texts in grouped.items()}
     assert read == body
+
+
+def test_a_multipart_form_of_no_field_is_still_a_multipart_body() -> None:
+    """An operation whose form has no required field may be sent none (Qdrant's snapshot upload): the
+    upstream still gets a multipart body and its Content-Type, not an empty body without one."""
+    content, media = _form({}, "multipart/form-data")
+    boundary = media.partition("; boundary=")[2]
+    assert media.startswith("multipart/form-data; boundary=") and len(boundary) >= 16
+    assert content == f"--{boundary}--\r\n".encode()  # RFC 2046: the close delimiter, no part before it
+    assert _form({}, "multipart/form-data")[1] != media  # a fresh boundary each time, as httpx draws one

@@ -9,7 +9,9 @@ header), and the input schema then judges them as it judges a body, with the sam
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
+from functools import cache
 
 from kumitate import textvalues
 from kumitate.bindings import ToolBinding
@@ -29,6 +31,51 @@ def route_path(binding: ToolBinding) -> str:
     return path
 
 
+@cache
+def _segment_reader(template: str, name: str) -> re.Pattern[str] | None:
+    """How to read variable `name` out of its whole path segment, where that segment of `template` holds
+    more than the variable (`{user}:getStats`, a custom method in Google's API style); None where the
+    variable is the segment. Litestar routes by whole segments: it hands over the segment entire."""
+    segment = next(part for part in template.split("/") if f"{{{name}}}" in part)
+    if segment == f"{{{name}}}":
+        return None
+    pieces = re.split(r"(\{[^}]*\})", segment)
+    pattern = "".join(
+        ("(?P<value>.+?)" if piece == f"{{{name}}}" else ".+?") if piece.startswith("{") else re.escape(piece)
+        for piece in pieces
+    )
+    return re.compile(pattern, re.DOTALL)
+
+
+def _segment_values(request: HttpRequest, binding: ToolBinding) -> list[str] | None:
+    """Each path variable's text, in template order; None when a segment that holds more than its
+    variable does not read as this tool's (`x:getStats` is not `{user}`'s segment of `{user}:getStats`,
+    and `x` not that of `{user}:getStats` either)."""
+    values = []
+    for index, param in enumerate(p for p in binding.http_shape.params if p.location == "path"):
+        text = str(request.path_params[f"p{index}"])
+        reader = _segment_reader(binding.http_path, param.name)
+        if reader is not None:
+            found = reader.fullmatch(text)
+            if found is None:
+                return None
+            text = found.group("value")
+        values.append(text)
+    return values
+
+
+def answers(request: HttpRequest, binding: ToolBinding) -> bool:
+    """Whether `request`'s path is this shaped tool's, where tools share a Litestar route (kumitate.
+    transports.http.routes.shared_routes): each segment holding more than its variable reads as the tool's."""
+    return _segment_values(request, binding) is not None
+
+
+def specificity(binding: ToolBinding) -> int:
+    """How much fixed text a tool's path has outside its variables: the tool to try first among those
+    that share a route (`/users/{user}:getStats` before `/users/{user}`)."""
+    return len(re.sub(r"\{[^}]*\}", "", binding.http_path))
+
+
 def _read(param: Param, text: list[str], binding: ToolBinding) -> object:
     """The JSON value of a parameter's text (kumitate.textvalues): an array's items repeated, or
     comma-separated in a header, a path segment or a single query value."""
@@ -43,11 +90,10 @@ def _param_text(request: HttpRequest, binding: ToolBinding) -> dict[str, list[st
     """Each parameter's text as sent, by input property (absent ones left out: the schema says whether
     they are required)."""
     out: dict[str, list[str]] = {}
-    path_index = 0
+    path_values = iter(_segment_values(request, binding) or ())
     for param in binding.http_shape.params:
         if param.location == "path":
-            out[param.property] = [str(request.path_params[f"p{path_index}"])]
-            path_index += 1
+            out[param.property] = [next(path_values, "")]
         elif param.location == "query":
             values = request.query_params.getall(param.name, [])
             if values:
