@@ -87,6 +87,17 @@ async def test_a_custom_method_shares_its_segment_with_the_resource(http: httpx.
     assert renewed.status_code == 200 and renewed.json()["days"] == 30
 
 
+async def test_a_path_variable_holds_an_encoded_slash_within_its_segment(http: httpx.AsyncClient) -> None:
+    """`%2F` is a `/` inside the one segment of `{loan_id}` (an OpenAPI path parameter, percent-encoded):
+    the request reaches get_loan, which reads the id as sent (the handler's NOT_FOUND names it), where
+    the server's decoded path has three segments and matched no route."""
+    missing = await http.get("/loans/shelf%2F7%2520")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
+    assert "no loan 'shelf/7%20'" in missing.json()["error"]["message"]
+    due = await http.get("/loans/shelf%2F7:due")
+    assert "no loan 'shelf/7'" in due.json()["error"]["message"]
+
+
 async def test_bad_parameters_are_catalogued_errors_that_name_them(http: httpx.AsyncClient) -> None:
     wrong_type = await http.get("/loans", params={"limit": "many"})
     assert wrong_type.status_code == 400

@@ -110,7 +110,14 @@ async def noop(scope: Any, receive: Any, send: Any) -> None:
 
 def test_the_edge_runs_its_layers_in_the_one_listed_order_and_leaves_out_what_is_off() -> None:
     bare = KumitateASGI(noop, None, {})
-    assert layer_names(bare) == ["Correlation", "HeaderLimits", "Hosts", "CrashFallback", "BodyDeadline"]
+    assert layer_names(bare) == [
+        "Correlation",
+        "HeaderLimits",
+        "Hosts",
+        "CrashFallback",
+        "BodyDeadline",
+        "EncodedSlashes",
+    ]
     origins = OriginPolicy.from_env({"KUMITATE_ALLOWED_ORIGINS": "https://ui.example"})
 
     async def lean(scope: Any, receive: Any, send: Any) -> bool:
@@ -126,6 +133,7 @@ def test_the_edge_runs_its_layers_in_the_one_listed_order_and_leaves_out_what_is
         "BodyDeadline",
         "cors",
         "McpRouting",
+        "EncodedSlashes",
         "LeanPaths",
     ]
 

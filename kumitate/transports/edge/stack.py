@@ -9,7 +9,8 @@ a request meets them (`KumitateASGI.layers`).
 6. `BodyDeadline`: the body whole within its time, else 408;
 7. CORS for the configured origins;
 8. `McpRouting`: /mcp and /mcp/<name> to the MCP apps (their plain-text errors in the envelope);
-9. `LeanPaths`: the lean HTTP path; what it does not take goes on to Litestar.
+9. `EncodedSlashes`: the path routed on as the caller's segments (a `%2F` stays inside its segment);
+10. `LeanPaths`: the lean HTTP path; what it does not take goes on to Litestar.
 
 Refusals (2, 3) come before any body is read; everything after 1 carries the ids. A layer whose
 concern is off (no drain event, no CORS origins, no MCP, no lean path) is left out, not run idle.
@@ -36,6 +37,7 @@ from kumitate.transports.edge.drain import DrainHeader
 from kumitate.transports.edge.errors import CrashFallback, EdgeErrors
 from kumitate.transports.edge.hosts import Hosts, OriginPolicy
 from kumitate.transports.edge.limits import HeaderLimits, RequestLimits
+from kumitate.transports.edge.paths import EncodedSlashes
 from kumitate.transports.edge.routing import Gate, Lean, LeanPaths, McpRouting
 
 Layer = Callable[[ASGIApp], ASGIApp]
@@ -85,6 +87,7 @@ class KumitateASGI:
             )
             if mcp_all is not None
             else None,
+            EncodedSlashes,
             functools.partial(LeanPaths, lean=self.lean) if self.lean is not None else None,
         ]
         return [layer for layer in wanted if layer is not None]

@@ -19,6 +19,7 @@ from kumitate.errors import ToolError
 from kumitate.httpshape import Param, wire_text
 from kumitate.intake import data_of
 from kumitate.pipeline import Outcome
+from kumitate.transports.edge.paths import segment_text
 from kumitate.transports.http.wire import HttpRequest, read_arguments, read_body
 
 
@@ -35,7 +36,8 @@ def route_path(binding: ToolBinding) -> str:
 def _segment_reader(template: str, name: str) -> re.Pattern[str] | None:
     """How to read variable `name` out of its whole path segment, where that segment of `template` holds
     more than the variable (`{user}:getStats`, a custom method in Google's API style); None where the
-    variable is the segment. Litestar routes by whole segments: it hands over the segment entire."""
+    variable is the segment. Litestar routes by whole segments: it hands over the segment entire (a `%2F`
+    in it still encoded: kumitate.transports.edge.paths)."""
     segment = next(part for part in template.split("/") if f"{{{name}}}" in part)
     if segment == f"{{{name}}}":
         return None
@@ -53,7 +55,7 @@ def _segment_values(request: HttpRequest, binding: ToolBinding) -> list[str] | N
     and `x` not that of `{user}:getStats` either)."""
     values = []
     for index, param in enumerate(p for p in binding.http_shape.params if p.location == "path"):
-        text = str(request.path_params[f"p{index}"])
+        text = segment_text(str(request.path_params[f"p{index}"]))
         reader = _segment_reader(binding.http_path, param.name)
         if reader is not None:
             found = reader.fullmatch(text)

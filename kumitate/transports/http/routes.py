@@ -17,6 +17,7 @@ from kumitate.bindings import ResourceBinding, ToolBinding
 from kumitate.intake import JsonBody
 from kumitate.runtime import Runtime
 from kumitate.transports.disconnect import ClientGone, unless_disconnected
+from kumitate.transports.edge.paths import segment_text
 from kumitate.transports.http import rest
 from kumitate.transports.http.wire import (
     CLIENT_CLOSED_REQUEST,
@@ -138,7 +139,7 @@ def resource_route(runtime: Runtime, binding: ResourceBinding) -> BaseRouteHandl
         path = path.replace(f"{{{param}}}", f"{{{param}:str}}")
 
     async def endpoint(request: HttpRequest) -> Response[bytes]:
-        params = {p: str(request.path_params[p]) for p in binding.params}
+        params = {p: segment_text(str(request.path_params[p])) for p in binding.params}
         outcome = await runtime.pipeline.read_resource(binding, params, call_request(request))
         return to_response(outcome)
 
