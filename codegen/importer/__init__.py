@@ -204,8 +204,9 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
         )
     if convert.overlaps:
         report.document.append(
-            f"{convert.overlaps} `oneOf`(s) whose alternatives are objects that require nothing (every object is valid"
-            " against two of them, so none is valid against exactly one) read as `anyOf`"
+            f"{convert.overlaps} `oneOf`(s) with an alternative that is an object requiring nothing beside another"
+            " object (an object valid against the other is valid against both, so not against exactly one) read as"
+            " `anyOf`"
         )
     for alias in sorted(convert.aliased):
         report.document.append(

@@ -89,23 +89,16 @@ class Converter:
         return _nullable(out) if schema.get("nullable") is True else out
 
     def _overlapping(self, branches: object) -> bool:
-        """Whether two alternatives of a `oneOf` are objects that require nothing and take any other
-        property: every object (`{}` first) is valid against both, so no answer could be "exactly one"
-        (Supabase's `/signup` answers a user or a token, both such objects). The document means `anyOf`;
-        as `oneOf`, the facade would refuse every answer the API gives."""
-        open_objects = 0
-        for branch in branches if isinstance(branches, list) else ():
-            raw = self._raw(branch)
-            if (
-                isinstance(raw, dict)
-                and raw.get("type", "object" if "properties" in raw else None) == "object"
-                and not raw.get("required")
-                and raw.get("additionalProperties", True) is not False
-                and not raw.get("minProperties")
-                and not any(k in raw for k in ("allOf", "oneOf", "anyOf", "not", "enum", "const"))
-            ):
-                open_objects += 1
-        return open_objects >= 2
+        """Whether a `oneOf` has an alternative that is an object requiring nothing and taking any other
+        property beside another alternative that is an object: an object valid against that other one is
+        valid against it too, unless it breaks a property it declares, so the other's answers are not
+        valid against exactly one (Supabase's `/signup` answers a user or a token, both such objects;
+        openEO's collection summaries are values, statistics `{minimum, maximum}` or a JSON Schema, and
+        numeric statistics, its own example among them, are also a JSON Schema). The document means
+        `anyOf`; as `oneOf`, the facade would refuse the answers the API gives."""
+        raws = [self._raw(branch) for branch in (branches if isinstance(branches, list) else ())]
+        objects = [raw for raw in raws if isinstance(raw, dict) and _takes_objects(raw)]
+        return len(objects) >= 2 and any(_open_object(raw) for raw in objects)
 
     def _raw(self, schema: object) -> object:
         """The document's own schema a (chain of) `$ref`s leads to."""
@@ -295,3 +288,21 @@ def title_enums(schema: object, owner: str, top_level: bool, used: set[str]) -> 
 
     visit(schema, owner, top_level)
     return count
+
+
+def _takes_objects(schema: dict[str, Any]) -> bool:
+    """Whether a schema is one of objects: `type: object`, or no type and properties or required names."""
+    kind = schema.get("type")
+    return kind == "object" or (kind is None and any(k in schema for k in ("properties", "required")))
+
+
+def _open_object(schema: dict[str, Any]) -> bool:
+    """Whether a schema takes every object its declared properties do not refuse: it requires nothing, takes
+    any other property and has no composition or enumeration that could refuse more."""
+    return (
+        schema.get("type", "object" if "properties" in schema else None) == "object"
+        and not schema.get("required")
+        and schema.get("additionalProperties", True) is not False
+        and not schema.get("minProperties")
+        and not any(k in schema for k in ("allOf", "oneOf", "anyOf", "not", "enum", "const"))
+    )

@@ -280,8 +280,9 @@ def test_a_body_property_required_but_not_declared_stays_required(project: Path,
 
 def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_path: Path) -> None:
     """Supabase's `/signup` answers `oneOf: [token, user]`, both objects that require nothing: every object is
-    valid against both, so as a `oneOf` the facade would refuse every real answer. Alternatives that a
-    `required` property or a closed object tells apart stay a `oneOf`."""
+    valid against both, so as a `oneOf` the facade would refuse every real answer. One such object beside an
+    object that requires `id` (openEO's summaries: statistics or a JSON Schema) is no better: every object
+    with an `id` is valid against both. Alternatives a closed object or a type tells apart stay a `oneOf`."""
     document = tmp_path / "doc.yaml"
     document.write_text(
         "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
@@ -291,6 +292,10 @@ def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_p
         "  /pick:\n    get:\n      responses:\n        '200':\n          description: ok\n"
         "          content: {application/json: {schema: {oneOf: [{$ref: '#/components/schemas/Token'},"
         " {type: object, required: [id], properties: {id: {type: string}}}]}}}\n"
+        "  /closed:\n    get:\n      responses:\n        '200':\n          description: ok\n"
+        "          content: {application/json: {schema: {oneOf: [{type: array},"
+        " {type: object, additionalProperties: false, properties: {id: {type: string}}},"
+        " {type: object, required: [n], properties: {n: {type: integer}}}]}}}\n"
         "components:\n  schemas:\n"
         "    Token: {type: object, properties: {access_token: {type: string}}}\n"
         "    User: {type: object, properties: {id: {type: string}}}\n"
@@ -299,9 +304,11 @@ def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_p
     specs = tools(project, "auth")
     signup = json.dumps(specs["create_signup"]["output"])
     assert '"anyOf"' in signup and '"oneOf"' not in signup
-    assert '"oneOf"' in json.dumps(specs["get_pick"]["output"])
+    pick = json.dumps(specs["get_pick"]["output"])
+    assert '"anyOf"' in pick and '"oneOf"' not in pick
+    assert '"oneOf"' in json.dumps(specs["get_closed"]["output"])
     report = (project / "specs/auth/IMPORT-REPORT.md").read_text(encoding="utf-8")
-    assert "1 `oneOf`(s) whose alternatives are objects that require nothing" in report
+    assert "2 `oneOf`(s) with an alternative that is an object requiring nothing beside another object" in report
 
 
 def test_an_answer_does_not_require_a_write_only_property(project: Path, tmp_path: Path) -> None:
