@@ -24,13 +24,14 @@ import re
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codegen import npm
 
-__all__ = ["BreakingChange", "DiffFailed", "breaking_changes", "install", "parse_results"]
+__all__ = ["BreakingChange", "DiffFailed", "breaking_changes", "breaking_changes_by_path", "install", "parse_results"]
 
 OPTIC = "@useoptic/optic@1.0.9"
 AJV = "ajv@8.20.0"
@@ -45,6 +46,7 @@ RUN_TIMEOUT_S = 300
 """Optic compares documents of a few hundred kB in seconds, but it inlines every `$ref` where it is used, and
 on deep, widely shared schemas (openEO's, Qdrant's, Lob's in tests/data/openapi-corpus) it does not finish:
 DiffFailed after this, rather than a job that hangs."""
+METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 _OPERATION = re.compile(r"^(GET|PUT|POST|DELETE|OPTIONS|HEAD|PATCH|TRACE) (\S+)")
 
 
@@ -110,6 +112,71 @@ def breaking_changes(
     if done.returncode != 0 and not found:
         raise DiffFailed(f"optic failed (exit {done.returncode}) without a failed check:\n{_tail(done)}")
     return found
+
+
+def breaking_changes_by_path(
+    original: Path, regenerated: Path, cache: Path = DEFAULT_CACHE, *, workers: int = 2
+) -> list[BreakingChange]:
+    """`breaking_changes`, one path at a time: for a document Optic cannot compare whole in time (it inlines
+    every `$ref` where it is used, and Lob's, openEO's and Qdrant's shared schemas multiply past 300 s),
+    each path of either document (matched by its template, `{name}`s aside) is compared in a document of
+    its own that holds that path and the components it reaches, so each `$ref` is inlined only where that
+    path uses it. Optic's rules are per operation, so the changes are the ones the whole would give; a path
+    only one side has is compared with an empty one (an operation removed or added). An operation without
+    `responses` (OpenAPI 3.1 allows it, Optic's reader does not) is given an empty map, which adds nothing to
+    compare."""
+    from codegen.importer.load import read  # the importer's bundler: relative-file refs made local
+
+    before, after = read(str(original)).data, read(str(regenerated)).data
+    keys = dict.fromkeys([*map(_template, before.get("paths") or {}), *map(_template, after.get("paths") or {})])
+    with tempfile.TemporaryDirectory(prefix="kumitate-openapi-diff-paths-") as tmp:
+        pairs = []
+        for number, key in enumerate(keys):
+            pair = (Path(tmp) / f"{number}-before.json", Path(tmp) / f"{number}-after.json")
+            pair[0].write_text(json.dumps(_one_path(before, key)), encoding="utf-8")
+            pair[1].write_text(json.dumps(_one_path(after, key)), encoding="utf-8")
+            pairs.append(pair)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            found = pool.map(lambda pair: breaking_changes(pair[0], pair[1], cache), pairs)
+            return [change for changes in found for change in changes]
+
+
+def _template(path: str) -> str:
+    return re.sub(r"\{[^}/]*\}", "{}", path)
+
+
+def _one_path(document: dict[str, Any], key: str) -> dict[str, Any]:
+    """`document` with the paths whose template is `key` and the components they reach (refs followed)."""
+    paths = {path: item for path, item in (document.get("paths") or {}).items() if _template(path) == key}
+    paths = json.loads(json.dumps(paths))  # a copy: the responses below are the comparison's, not the document's
+    for item in paths.values():
+        for method, operation in item.items() if isinstance(item, dict) else ():
+            if method in METHODS and isinstance(operation, dict):
+                operation.setdefault("responses", {})
+    components: dict[str, dict[str, Any]] = {}
+    todo = _refs(paths)
+    seen: set[str] = set()
+    while todo:
+        ref = todo.pop()
+        parts = ref.split("/")
+        if ref in seen or len(parts) != 4 or parts[:2] != ["#", "components"]:
+            continue
+        seen.add(ref)
+        name = parts[3].replace("~1", "/").replace("~0", "~")
+        target = ((document.get("components") or {}).get(parts[2]) or {}).get(name)
+        if target is not None:
+            components.setdefault(parts[2], {})[name] = target
+            todo |= _refs(target)
+    return {**document, "paths": paths, "components": components}
+
+
+def _refs(node: object) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
+        return found.union(*(_refs(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_refs(value) for value in node))
+    return set()
 
 
 def parse_results(details: dict[str, Any]) -> list[BreakingChange]:
