@@ -67,6 +67,8 @@ class Proof:
     breaking: list[openapi_diff.BreakingChange] = field(default_factory=list)
     explained: dict[str, int] = field(default_factory=dict)
     """Why (proof.yaml) -> how many of `breaking` it explains."""
+    unexplained: list[openapi_diff.BreakingChange] = field(default_factory=list)
+    """The breaking changes no entry of proof.yaml explains (each fails the differ step)."""
     not_compared: str = ""
     """Why the differ was not run (proof.yaml `unable:`), if it was not."""
     report: str = ""
@@ -584,7 +586,7 @@ def prove(slug: str, entry: Path, work: Path, *, max_examples: int = 3, seed: in
     except openapi_diff.DiffFailed as exc:
         proof.steps["differ"] = str(exc)
     else:
-        unexplained = _explain(proof, differences())
+        unexplained = proof.unexplained = _explain(proof, differences())
         proof.steps["differ"] = "ok" if not unexplained else f"{len(unexplained)} unexplained, e.g. {unexplained[0]}"
     tree = specs.load(project / "specs")
     try:
@@ -687,8 +689,8 @@ def main(argv: list[str] | None = None) -> int:
         for step, verdict in proof.steps.items():
             if verdict != "ok":
                 print(f"  {step}: {verdict}")
-        for change in proof.breaking:
-            print(f"  breaking: {change}")
+        for change in proof.unexplained:
+            print(f"  breaking, unexplained: {change}")
     if args.results:
         args.results.parent.mkdir(parents=True, exist_ok=True)
         args.results.write_text(results(proofs), encoding="utf-8")
