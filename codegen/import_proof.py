@@ -575,25 +575,37 @@ def prove(slug: str, entry: Path, work: Path, *, max_examples: int = 3, seed: in
         proof.steps[step] = "ok" if ok else _last_lines(said)
     regenerated = work / "regenerated.json"
     _regenerated(project, prefix, regenerated)
-    unable = not_comparable().get(slug)
-    try:
-        if unable is not None:
-            proof.not_compared = unable
-        elif slug in by_path():
-            proof.breaking = openapi_diff.breaking_changes_by_path(entry, regenerated)
-        else:
-            proof.breaking = openapi_diff.breaking_changes(entry, regenerated)
-    except openapi_diff.DiffFailed as exc:
-        proof.steps["differ"] = str(exc)
-    else:
-        unexplained = proof.unexplained = _explain(proof, differences())
-        proof.steps["differ"] = "ok" if not unexplained else f"{len(unexplained)} unexplained, e.g. {unexplained[0]}"
+    proof.steps["differ"] = _differ(proof, entry, regenerated)
     tree = specs.load(project / "specs")
     try:
         _serve_and_call(proof, project, tree, work, stub, max_examples, seed)
     except RuntimeError as exc:  # the stub or the facade did not start: a step that failed, not a crash
         proof.steps["serve"] = _last_lines(str(exc))
     return proof
+
+
+def _differ(proof: Proof, entry: Path, regenerated: Path) -> str:
+    """The differ step's verdict: Optic's breaking changes between the original and the regenerated
+    document, whole or path by path (proof.yaml `by_path:`), each explained by proof.yaml or a failure; a
+    document or a path it cannot compare is a failure too (proof.yaml `unable:` says why, if it is known)."""
+    unable = not_comparable().get(proof.slug)
+    if unable is not None:
+        proof.not_compared = unable
+        return f"not compared: {unable}"
+    missed: dict[str, str] = {}
+    try:
+        if proof.slug in by_path():
+            split = openapi_diff.breaking_changes_by_path(entry, regenerated)
+            proof.breaking, missed = split.changes, split.not_compared
+        else:
+            proof.breaking = openapi_diff.breaking_changes(entry, regenerated)
+    except openapi_diff.DiffFailed as exc:
+        return str(exc)
+    unexplained = proof.unexplained = _explain(proof, differences())
+    problems = [f"{len(unexplained)} unexplained, e.g. {unexplained[0]}"] if unexplained else []
+    if missed:
+        problems.append(f"{len(missed)} path(s) not compared: " + "; ".join(f"{p}: {w}" for p, w in missed.items()))
+    return "; ".join(problems) or "ok"
 
 
 def _explain(proof: Proof, accepted: list[Difference]) -> list[openapi_diff.BreakingChange]:

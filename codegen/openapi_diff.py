@@ -31,7 +31,15 @@ from typing import Any
 
 from codegen import npm
 
-__all__ = ["BreakingChange", "DiffFailed", "breaking_changes", "breaking_changes_by_path", "install", "parse_results"]
+__all__ = [
+    "BreakingChange",
+    "DiffFailed",
+    "PathByPath",
+    "breaking_changes",
+    "breaking_changes_by_path",
+    "install",
+    "parse_results",
+]
 
 OPTIC = "@useoptic/optic@1.0.9"
 AJV = "ajv@8.20.0"
@@ -114,9 +122,17 @@ def breaking_changes(
     return found
 
 
+@dataclass(frozen=True)
+class PathByPath:
+    """What `breaking_changes_by_path` found, and the paths it could not compare (template -> why)."""
+
+    changes: list[BreakingChange]
+    not_compared: dict[str, str]
+
+
 def breaking_changes_by_path(
     original: Path, regenerated: Path, cache: Path = DEFAULT_CACHE, *, workers: int = 2
-) -> list[BreakingChange]:
+) -> PathByPath:
     """`breaking_changes`, one path at a time: for a document Optic cannot compare whole in time (it inlines
     every `$ref` where it is used, and Lob's, openEO's and Qdrant's shared schemas multiply past 300 s),
     each path of either document (matched by its template, `{name}`s aside) is compared in a document of
@@ -124,7 +140,8 @@ def breaking_changes_by_path(
     path uses it. Optic's rules are per operation, so the changes are the ones the whole would give; a path
     only one side has is compared with an empty one (an operation removed or added). An operation without
     `responses` (OpenAPI 3.1 allows it, Optic's reader does not) is given an empty map, which adds nothing to
-    compare."""
+    compare. A path Optic does not compare even alone (Qdrant's `/collections/{}/cluster`) is named in
+    `not_compared` with why, never taken for "no breaking change"."""
     from codegen.importer.load import read  # the importer's bundler: relative-file refs made local
 
     before, after = read(str(original)).data, read(str(regenerated)).data
@@ -137,8 +154,17 @@ def breaking_changes_by_path(
             pair[1].write_text(json.dumps(_one_path(after, key)), encoding="utf-8")
             pairs.append(pair)
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            found = pool.map(lambda pair: breaking_changes(pair[0], pair[1], cache), pairs)
-            return [change for changes in found for change in changes]
+            found = list(pool.map(lambda pair: _compared(pair[0], pair[1], cache), pairs))
+    changes = [change for result in found if isinstance(result, list) for change in result]
+    missed = {key: result for key, result in zip(keys, found, strict=True) if isinstance(result, str)}
+    return PathByPath(changes, missed)
+
+
+def _compared(original: Path, regenerated: Path, cache: Path) -> list[BreakingChange] | str:
+    try:
+        return breaking_changes(original, regenerated, cache)
+    except DiffFailed as exc:
+        return str(exc).splitlines()[0]
 
 
 def _template(path: str) -> str:
