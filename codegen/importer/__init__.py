@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from codegen.importer import adapt, budget, load, names, operation, write
+from codegen.importer import adapt, budget, inputs, load, names, operation, write
 from codegen.importer.answers import AnswerViews
 from codegen.importer.catalogue import Catalogue
 from codegen.importer.load import ImportFailed
@@ -149,8 +149,18 @@ def _routes(data: dict[str, Any], report: Report) -> list[tuple[str, str, dict[s
             if method in OTHER_METHODS:
                 report.skipped.append(f"{method.upper()} {path}: kumitate binds GET, POST, PUT, PATCH and DELETE")
         for method in METHODS:
-            if isinstance(item.get(method), dict):
-                routes.append((method.upper(), str(path), item, item[method]))
+            operation = item.get(method)
+            if not isinstance(operation, dict):
+                continue
+            body = inputs.resolve_mapping(data, operation.get("requestBody") or {})
+            content = body.get("content") or {}
+            if body.get("required") is True and content and inputs.media(content) is None:
+                report.skipped.append(
+                    f"{method.upper()} {path}: its required request body is {', '.join(content)} only (no JSON, no"
+                    " form), which a tool cannot send: write a handler for it"
+                )
+                continue
+            routes.append((method.upper(), str(path), item, operation))
     return routes
 
 

@@ -119,7 +119,7 @@ def flat_object(convert: Converter, schema: object) -> tuple[dict[str, Any], lis
     return properties, required, additional
 
 
-def _media(content: dict[str, Any]) -> tuple[str, list[str]] | None:
+def media(content: dict[str, Any]) -> tuple[str, list[str]] | None:
     """The media type to read the schema from and the content types the route takes."""
     kinds = list(content)
     json_types = [k for k in kinds if JSON_TYPE.match(k.lower())]
@@ -139,14 +139,14 @@ def request_body(
     if not isinstance(raw, dict):
         return result
     content = raw.get("content") or {}
-    media = _media(content)
-    if media is None:
+    carried = media(content)
+    if carried is None:
         report.dropped.append(
             f"the request body ({', '.join(content) or 'no content'}) is no JSON or form: not carried;"
             " write the handler to build it"
         )
         return result
-    chosen, result.content_types = media
+    chosen, result.content_types = carried
     result.body_raw = content[chosen] or {}
     schema = convert.convert((content[chosen] or {}).get("schema") or {})
     required = raw.get("required") is True

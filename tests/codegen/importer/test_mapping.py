@@ -380,3 +380,21 @@ def test_format_url_is_read_as_uri(project: Path, tmp_path: Path) -> None:
     assert json.loads((project / "specs/jobs/types/jobs.json").read_text())["$defs"]["Site"]["format"] == "uri"
     assert done.report is not None
     assert any("`format: url` is no JSON Schema format" in line for line in done.report.document)
+
+
+def test_an_operation_that_requires_a_body_no_tool_can_send_is_not_imported(project: Path, tmp_path: Path) -> None:
+    """openEO's `PUT /files/{path}` requires an `application/octet-stream` body: a tool without it could only
+    fail, so the operation is skipped and reported; one whose such body is optional is imported without it."""
+    document = tmp_path / "doc.yaml"
+    raw = "{content: {application/octet-stream: {schema: {type: string, format: binary}}}"
+    document.write_text(
+        "openapi: 3.0.2\ninfo: {title: T, version: 1.0.0}\npaths:\n  /files/{path}:\n"
+        "    parameters: [{name: path, in: path, required: true, schema: {type: string}}]\n"
+        f"    put:\n      requestBody: {raw}, required: true}}\n      responses: {{'200': {{description: ok}}}}\n"
+        f"    post:\n      requestBody: {raw}}}\n      responses: {{'200': {{description: ok}}}}\n"
+        "    get:\n      responses: {'200': {description: ok}}\n"
+    )
+    run(project, str(document), "files")
+    assert set(tools(project, "files")) == {"create_file", "get_file"}
+    report = (project / "specs/files/IMPORT-REPORT.md").read_text(encoding="utf-8")
+    assert "PUT /files/{path}: its required request body is application/octet-stream only" in report
