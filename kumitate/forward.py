@@ -8,7 +8,8 @@ answer is read back into the flat output the same way. Every call goes through t
 client (kumitate.outbound): the call's own deadline, retries of what may be retried, and a circuit
 breaker per upstream. The caller's `Authorization` is passed on (the API judges it, as it did before the
 facade). A property the document marks `writeOnly` is left out of an answer that echoes it
-(kumitate.writeonly). An answer the API refuses becomes the tool's catalogued code for that status (404 NOT_FOUND), an
+(kumitate.writeonly). An answer that breaks the tool's output schema (the API's document) is the API's
+fault: UPSTREAM_ERROR (502), not the INTERNAL of a handler's invalid result. An answer the API refuses becomes the tool's catalogued code for that status (404 NOT_FOUND), an
 input it refuses without one (400, 422) BAD_REQUEST; a failure of the API itself UPSTREAM_ERROR, and a
 spent deadline UPSTREAM_TIMEOUT, both retryable.
 """
@@ -20,14 +21,17 @@ from collections.abc import Mapping
 from urllib.parse import urlencode
 
 import httpx
+import jsonschema_rs
 
 from kumitate import formbody, textvalues
 from kumitate.bindings import ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import CallContext
 from kumitate.errors import ErrorCode, ToolError
+from kumitate.observability import calllog
 from kumitate.outbound import OutboundClient
 from kumitate.outbound.outcome import OutboundError
+from kumitate.steps.result import OutputCheck
 from kumitate.writeonly import object_without_write_only
 
 __all__ = ["Upstream"]
@@ -60,6 +64,7 @@ class Upstream:
         imported with `--base-path` is served under it; the API answers at its own paths)."""
         self.prefix = prefix.rstrip("/")
         self.tools = {tool.name: tool for tool in service.tools}
+        self.checks = {t.name: OutputCheck(jsonschema_rs.Draft202012Validator(t.output_schema)) for t in service.tools}
         self.catalogue = catalogue
         self.client = client or OutboundClient(base_url)
 
@@ -101,6 +106,14 @@ class Upstream:
             if isinstance(output.get(prop), str):
                 schema = textvalues.local(properties.get(prop) or {}, binding.output_schema)
                 output[prop] = textvalues.coerce(str(output[prop]), schema, binding.output_schema)
+        broken = self.checks[tool].violation(output)
+        if broken is not None:  # the API's fault, not the tool's: a bad gateway, not an internal error
+            calllog.log_event(
+                "upstream_answer_invalid", service=ctx.service, tool=tool, run_id=ctx.run_id, paths=[broken]
+            )
+            raise ToolError(
+                f"the upstream API answered what its document does not allow (at {broken})", code="UPSTREAM_ERROR"
+            )
         return output
 
     def _time_left(self, ctx: CallContext) -> float | None:

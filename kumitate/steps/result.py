@@ -28,15 +28,20 @@ class OutputCheck:
     def __init__(self, validator: jsonschema_rs.Draft202012Validator) -> None:
         self.validator = validator
 
-    def __call__(self, body: object, ctx: CallContext) -> None:
-        """Raise INTERNAL when `body` does not match the output schema: an invalid result is never sent
-        (the paths that fail go to the log)."""
+    def violation(self, body: object) -> str | None:
+        """The JSON pointer of the first place `body` breaks the output schema (after leaving out the None
+        values of optional properties, as the answer would), or None when it holds."""
         err, dropped = first_error(self.validator, body), 0
         while err is not None and dropped < MAX_DROPPED_NULLS and _left_out(body, err):
             err, dropped = first_error(self.validator, body), dropped + 1
-        if err is None:
+        return None if err is None else pointer(err.instance_path)
+
+    def __call__(self, body: object, ctx: CallContext) -> None:
+        """Raise INTERNAL when `body` does not match the output schema: an invalid result is never sent
+        (the paths that fail go to the log)."""
+        path = self.violation(body)
+        if path is None:
             return
-        path = pointer(err.instance_path)
         calllog.log_event("output_invalid", service=ctx.service, tool=ctx.tool, run_id=ctx.run_id, paths=[path])
         raise ToolError(f"the tool produced an invalid result (at {path}); it was not sent", code="INTERNAL")
 

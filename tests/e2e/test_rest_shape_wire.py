@@ -183,6 +183,27 @@ out = {
     "no_time": outcome(up, "get_loan", {"loan_id": "x"}, deadline_s=0.1),
     "down": outcome(Upstream("http://127.0.0.1:9", SERVICE, CATALOGUE), "get_loan", {"loan_id": "x"}),
 }
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class OffSchema(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'{"loan_id": 5, "secret": "kept out"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+wrong = HTTPServer(("127.0.0.1", 0), OffSchema)
+threading.Thread(target=wrong.serve_forever, daemon=True).start()
+try:
+    Upstream(f"http://127.0.0.1:{wrong.server_port}", SERVICE, CATALOGUE).call(ctx(), "get_loan", {"loan_id": "x"})
+except ToolError as exc:
+    out["off_schema"] = {"error": exc.code, "message": str(exc)}
 print(json.dumps(out))
 """
 
@@ -201,6 +222,9 @@ def test_a_facade_forwards_the_flat_input_as_the_apis_own_request(server: LiveSe
     assert out["missing"] == {"error": "NOT_FOUND"}  # the API's 404, as the tool's declared code
     assert out["no_time"] == {"error": "UPSTREAM_TIMEOUT"}
     assert out["down"] == {"error": "UPSTREAM_ERROR"}
+    # an answer that breaks the API's own document is the API's fault (502), not the tool's (INTERNAL)
+    assert out["off_schema"]["error"] == "UPSTREAM_ERROR"
+    assert out["off_schema"]["message"].startswith("the upstream API answered what its document does not allow (at ")
 
 
 CLIENT_SCRIPT = """
