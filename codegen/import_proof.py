@@ -121,10 +121,10 @@ def not_comparable(path: Path = PROOF) -> dict[str, str]:
     return {str(k): " ".join(str(v).split()) for k, v in entries.items()} if isinstance(entries, dict) else {}
 
 
-def by_path(path: Path = PROOF) -> dict[str, str]:
-    """Documents the differ compares one path at a time (`by_path:`), with why: Optic does not finish them
-    whole (codegen.openapi_diff.breaking_changes_by_path)."""
-    entries = _proof_file(path).get("by_path") or {}
+def by_operation(path: Path = PROOF) -> dict[str, str]:
+    """Documents the differ compares one operation at a time (`by_operation:`), with why: Optic does not
+    finish them whole (codegen.openapi_diff.breaking_changes_by_operation)."""
+    entries = _proof_file(path).get("by_operation") or {}
     return {str(k): " ".join(str(v).split()) for k, v in entries.items()} if isinstance(entries, dict) else {}
 
 
@@ -597,7 +597,7 @@ def prove(slug: str, entry: Path, work: Path, *, max_examples: int = 3, seed: in
 
 def _differ(proof: Proof, entry: Path, regenerated: Path) -> str:
     """The differ step's verdict: Optic's breaking changes between the original and the regenerated
-    document, whole or path by path (proof.yaml `by_path:`), each explained by proof.yaml or a failure; a
+    document, whole or one operation at a time (proof.yaml `by_operation:`), each explained by proof.yaml or a failure; a
     document or a path it cannot compare is a failure too (proof.yaml `unable:` says why, if it is known)."""
     unable = not_comparable().get(proof.slug)
     if unable is not None:
@@ -605,8 +605,8 @@ def _differ(proof: Proof, entry: Path, regenerated: Path) -> str:
         return f"not compared: {unable}"
     missed: dict[str, str] = {}
     try:
-        if proof.slug in by_path():
-            split = openapi_diff.breaking_changes_by_path(entry, regenerated)
+        if proof.slug in by_operation():
+            split = openapi_diff.breaking_changes_by_operation(entry, regenerated)
             proof.breaking, missed = split.changes, split.not_compared
         else:
             proof.breaking = openapi_diff.breaking_changes(entry, regenerated)
@@ -615,7 +615,9 @@ def _differ(proof: Proof, entry: Path, regenerated: Path) -> str:
     unexplained = proof.unexplained = _explain(proof, differences())
     problems = [f"{len(unexplained)} unexplained, e.g. {unexplained[0]}"] if unexplained else []
     if missed:
-        problems.append(f"{len(missed)} path(s) not compared: " + "; ".join(f"{p}: {w}" for p, w in missed.items()))
+        problems.append(
+            f"{len(missed)} operation(s) not compared: " + "; ".join(f"{p}: {w}" for p, w in missed.items())
+        )
     return "; ".join(problems) or "ok"
 
 

@@ -33,10 +33,10 @@ from codegen import npm
 
 __all__ = [
     "BreakingChange",
+    "ByOperation",
     "DiffFailed",
-    "PathByPath",
     "breaking_changes",
-    "breaking_changes_by_path",
+    "breaking_changes_by_operation",
     "install",
     "parse_results",
 ]
@@ -54,6 +54,9 @@ RUN_TIMEOUT_S = 300
 """Optic compares documents of a few hundred kB in seconds, but it inlines every `$ref` where it is used, and
 on deep, widely shared schemas (openEO's, Qdrant's, Lob's in tests/data/openapi-corpus) it does not finish:
 DiffFailed after this, rather than a job that hangs."""
+DOCUMENT_KEYS = frozenset({"openapi", "info", "jsonSchemaDialect", "servers", "security", "tags"})
+"""What a one-operation document keeps of the whole besides its operation and components (webhooks and `x-`
+keys go: they are no path, and their refs would name components the operation does not reach)."""
 METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 _OPERATION = re.compile(r"^(GET|PUT|POST|DELETE|OPTIONS|HEAD|PATCH|TRACE) (\S+)")
 
@@ -123,41 +126,41 @@ def breaking_changes(
 
 
 @dataclass(frozen=True)
-class PathByPath:
-    """What `breaking_changes_by_path` found, and the paths it could not compare (template -> why)."""
+class ByOperation:
+    """What `breaking_changes_by_operation` found, and the operations it could not compare (`GET /a/{}` -> why)."""
 
     changes: list[BreakingChange]
     not_compared: dict[str, str]
 
 
-def breaking_changes_by_path(
+def breaking_changes_by_operation(
     original: Path, regenerated: Path, cache: Path = DEFAULT_CACHE, *, workers: int = 2
-) -> PathByPath:
-    """`breaking_changes`, one path at a time: for a document Optic cannot compare whole in time (it inlines
-    every `$ref` where it is used, and Lob's, openEO's and Qdrant's shared schemas multiply past 300 s),
-    each path of either document (matched by its template, `{name}`s aside) is compared in a document of
-    its own that holds that path and the components it reaches, so each `$ref` is inlined only where that
-    path uses it. Optic's rules are per operation, so the changes are the ones the whole would give; a path
-    only one side has is compared with an empty one (an operation removed or added). An operation without
-    `responses` (OpenAPI 3.1 allows it, Optic's reader does not) is given an empty map, which adds nothing to
-    compare. A path Optic does not compare even alone (Qdrant's `/collections/{}/cluster`) is named in
-    `not_compared` with why, never taken for "no breaking change"."""
+) -> ByOperation:
+    """`breaking_changes`, one operation at a time: for a document Optic cannot compare whole in time (it
+    inlines every `$ref` where it is used, and Lob's, openEO's and Qdrant's shared schemas multiply past
+    300 s; Qdrant's `/collections/{}/cluster` alone, its GET and POST together, takes longer, each alone 2-5
+    s), each operation of either document (its method and path template, `{name}`s aside) is compared in a
+    document of its own that holds that operation and the components it reaches. Optic's rules are per
+    operation, so the changes are the ones the whole would give; an operation only one side has is
+    compared with an empty document (removed or added). An operation without `responses` (OpenAPI 3.1
+    allows it, Optic's reader does not) is given an empty map, which adds nothing to compare. One Optic does
+    not compare even alone is named in `not_compared` with why, never taken for "no breaking change"."""
     from codegen.importer.load import read  # the importer's bundler: relative-file refs made local
 
     before, after = read(str(original)).data, read(str(regenerated)).data
-    keys = dict.fromkeys([*map(_template, before.get("paths") or {}), *map(_template, after.get("paths") or {})])
+    keys = list(dict.fromkeys([*_operations(before), *_operations(after)]))
     with tempfile.TemporaryDirectory(prefix="kumitate-openapi-diff-paths-") as tmp:
         pairs = []
         for number, key in enumerate(keys):
             pair = (Path(tmp) / f"{number}-before.json", Path(tmp) / f"{number}-after.json")
-            pair[0].write_text(json.dumps(_one_path(before, key)), encoding="utf-8")
-            pair[1].write_text(json.dumps(_one_path(after, key)), encoding="utf-8")
+            pair[0].write_text(json.dumps(_one_operation(before, key)), encoding="utf-8")
+            pair[1].write_text(json.dumps(_one_operation(after, key)), encoding="utf-8")
             pairs.append(pair)
         with ThreadPoolExecutor(max_workers=workers) as pool:
             found = list(pool.map(lambda pair: _compared(pair[0], pair[1], cache), pairs))
     changes = [change for result in found if isinstance(result, list) for change in result]
-    missed = {key: result for key, result in zip(keys, found, strict=True) if isinstance(result, str)}
-    return PathByPath(changes, missed)
+    missed = {f"{m.upper()} {t}": result for (t, m), result in zip(keys, found, strict=True) if isinstance(result, str)}
+    return ByOperation(changes, missed)
 
 
 def _compared(original: Path, regenerated: Path, cache: Path) -> list[BreakingChange] | str:
@@ -171,14 +174,30 @@ def _template(path: str) -> str:
     return re.sub(r"\{[^}/]*\}", "{}", path)
 
 
-def _one_path(document: dict[str, Any], key: str) -> dict[str, Any]:
-    """`document` with the paths whose template is `key` and the components they reach (refs followed)."""
-    paths = {path: item for path, item in (document.get("paths") or {}).items() if _template(path) == key}
+def _operations(document: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path template, method) of each operation of `document`."""
+    return [
+        (_template(path), method)
+        for path, item in (document.get("paths") or {}).items()
+        if isinstance(item, dict)
+        for method in item
+        if method in METHODS
+    ]
+
+
+def _one_operation(document: dict[str, Any], key: tuple[str, str]) -> dict[str, Any]:
+    """`document` with the one operation `key` names (its path item's other operations left out) and the
+    components it reaches (refs followed)."""
+    template, method = key
+    paths = {
+        path: {k: v for k, v in item.items() if k == method or k not in METHODS}
+        for path, item in (document.get("paths") or {}).items()
+        if isinstance(item, dict) and _template(path) == template and method in item
+    }
     paths = json.loads(json.dumps(paths))  # a copy: the responses below are the comparison's, not the document's
     for item in paths.values():
-        for method, operation in item.items() if isinstance(item, dict) else ():
-            if method in METHODS and isinstance(operation, dict):
-                operation.setdefault("responses", {})
+        if isinstance(item.get(method), dict):
+            item[method].setdefault("responses", {})
     components: dict[str, dict[str, Any]] = {}
     todo = _refs(paths)
     seen: set[str] = set()
@@ -193,7 +212,8 @@ def _one_path(document: dict[str, Any], key: str) -> dict[str, Any]:
         if target is not None:
             components.setdefault(parts[2], {})[name] = target
             todo |= _refs(target)
-    return {**document, "paths": paths, "components": components}
+    kept = {k: v for k, v in document.items() if k in DOCUMENT_KEYS}
+    return {**kept, "paths": paths, "components": components}
 
 
 def _refs(node: object) -> set[str]:

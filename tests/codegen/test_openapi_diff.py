@@ -145,12 +145,12 @@ def test_results_are_read_from_optics_ci_details() -> None:
 @pytest.mark.slow
 @needs_npm
 @pytest.mark.parametrize("case", ["changed-path", "removed-response-property", "new-required-query-parameter"])
-def test_path_by_path_finds_what_the_whole_finds(cache: Path, case: str) -> None:
+def test_operation_by_operation_finds_what_the_whole_finds(cache: Path, case: str) -> None:
     """For documents Optic cannot compare whole in time: each path compared on its own (with the components
     it reaches, a path only one side has against an empty one) finds the changes the whole comparison does."""
     original, changed = DATA / "3.1" / "base.yaml", DATA / "3.1" / "breaking" / f"{case}.yaml"
     whole = openapi_diff.breaking_changes(original, changed, cache)
-    split = openapi_diff.breaking_changes_by_path(original, changed, cache)
+    split = openapi_diff.breaking_changes_by_operation(original, changed, cache)
     assert whole and sorted(map(str, split.changes)) == sorted(map(str, whole)) and not split.not_compared
-    same = openapi_diff.breaking_changes_by_path(DATA / "multi-file" / "openapi.yaml", original, cache)
-    assert same == openapi_diff.PathByPath([], {})
+    same = openapi_diff.breaking_changes_by_operation(DATA / "multi-file" / "openapi.yaml", original, cache)
+    assert same == openapi_diff.ByOperation([], {})
