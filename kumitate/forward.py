@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-from kumitate import formbody, textvalues
+from kumitate import formbody
 from kumitate.bindings import ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import CallContext
@@ -94,14 +94,8 @@ class Upstream:
             )
         except OutboundError as exc:
             raise self._error(binding, exc) from None
-        answer = binding.http_shape.result(_decoded(response), response.headers)
-        output = object_without_write_only(answer, binding.output_schema, binding.output_schema)
-        properties = binding.output_schema.get("properties") or {}
-        for _, prop in binding.http_shape.response_headers:  # a header is text: read it as its property's type
-            if isinstance(output.get(prop), str):
-                schema = textvalues.local(properties.get(prop) or {}, binding.output_schema)
-                output[prop] = textvalues.coerce(str(output[prop]), schema, binding.output_schema)
-        return output
+        answer = binding.http_shape.result(_decoded(response), response.headers, binding.output_schema)
+        return object_without_write_only(answer, binding.output_schema, binding.output_schema)
 
     def _time_left(self, ctx: CallContext) -> float | None:
         if ctx.deadline is None:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import quote
+
+from kumitate import textvalues
 
 Location = Literal["path", "query", "header"]
 Carried = Literal["rest", "none", "property"]
@@ -169,10 +171,15 @@ class HttpShape:
             out.body = rest
         return out
 
-    def result(self, body: object, headers: Mapping[str, str]) -> dict[str, object]:
+    def result(
+        self, body: object, headers: Mapping[str, str], output_schema: Mapping[str, Any] | None = None
+    ) -> dict[str, object]:
         """The flat output of a success answered as this shape answers it (`body` decoded, None when it
-        had none): the body's properties, or the one property it carries, and the header properties
-        (their text: the output schema judges them)."""
+        had none): the body's properties, or the one property it carries, and the header properties. A
+        header is text: given the tool's `output_schema`, each is read as its property's type
+        (kumitate.textvalues: `150` the integer an integer property declares), the one reading every
+        reader of a shaped answer shares (the facade of an API, the typed HTTP client, the example
+        runner); without it, its text (the output schema then judges it)."""
         out: dict[str, object]
         if self.response_body.carried == "property":
             out = {self.response_body.property or "": body}
@@ -181,7 +188,15 @@ class HttpShape:
         else:
             out = {}
         lowered = {k.lower(): v for k, v in headers.items()}
+        properties = output_schema.get("properties") if output_schema is not None else None
         for name, prop in self.response_headers:
-            if name.lower() in lowered:
-                out[prop] = lowered[name.lower()]
+            if name.lower() not in lowered:
+                continue
+            text = lowered[name.lower()]
+            schema = properties.get(prop) if isinstance(properties, Mapping) else None
+            if output_schema is not None and isinstance(schema, Mapping):
+                declared = textvalues.local(schema, output_schema)
+                out[prop] = textvalues.coerce(text, declared, output_schema)
+            else:
+                out[prop] = text
         return out

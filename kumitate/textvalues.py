@@ -4,9 +4,10 @@ Text carries no types, so each value is read as the JSON type its property's sch
 integer, `on` a boolean, a list as the values repeated); a value of an `anyOf` / `oneOf` as the first
 alternative it is valid as (`42` for `anyOf: [integer, uuid string]` is the integer, as a client that sent
 the point id 42 meant); what fits no declared type stays text, and the schema check then refuses it with
-the usual message. The HTTP transport reads requests this way
-(kumitate.transports.http: forms and REST-shaped parameters), the facade reads an API's response headers
-this way (kumitate.forward), and the generator reads the types here too (codegen's lint and OpenAPI).
+the usual message. The HTTP transport reads requests this way (kumitate.transports.http: forms and
+REST-shaped parameters); a REST-shaped answer's response headers are read this way by whoever reads one
+(kumitate.httpshape `HttpShape.result`: the facade of an API, the HTTP clients, the example runner); and
+the generator reads the types here too (codegen's lint and OpenAPI).
 """
 
 from collections.abc import Mapping, Sequence
