@@ -204,8 +204,10 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
         )
     if convert.overlaps:
         report.document.append(
-            f"{convert.overlaps} `oneOf`(s) whose alternatives are objects that require nothing (every object is valid"
-            " against two of them, so none is valid against exactly one) read as `anyOf`"
+            f"{convert.overlaps} `oneOf`(s) whose alternatives an object that requires nothing also accepts (an"
+            " object valid against two of them is valid against no `oneOf`: every object, where two require"
+            " nothing; every instance of one that requires only properties the other does not declare) read as"
+            " `anyOf`"
         )
     for alias in sorted(convert.aliased):
         report.document.append(

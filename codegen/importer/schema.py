@@ -89,23 +89,25 @@ class Converter:
         return _nullable(out) if schema.get("nullable") is True else out
 
     def _overlapping(self, branches: object) -> bool:
-        """Whether two alternatives of a `oneOf` are objects that require nothing and take any other
-        property: every object (`{}` first) is valid against both, so no answer could be "exactly one"
-        (Supabase's `/signup` answers a user or a token, both such objects). The document means `anyOf`;
-        as `oneOf`, the facade would refuse every answer the API gives."""
-        open_objects = 0
-        for branch in branches if isinstance(branches, list) else ():
-            raw = self._raw(branch)
-            if (
-                isinstance(raw, dict)
-                and raw.get("type", "object" if "properties" in raw else None) == "object"
-                and not raw.get("required")
-                and raw.get("additionalProperties", True) is not False
-                and not raw.get("minProperties")
-                and not any(k in raw for k in ("allOf", "oneOf", "anyOf", "not", "enum", "const"))
-            ):
-                open_objects += 1
-        return open_objects >= 2
+        """Whether a `oneOf` can hold no instance of some alternative, because an alternative that is an
+        object requiring nothing and taking any other property (an open one) accepts it too:
+
+        - two open alternatives: every object (`{}` first) is valid against both, so no answer could be
+          "exactly one" (Supabase's `/signup` answers a user or a token, both such objects);
+        - an open alternative beside an object that requires only properties the open one does not
+          declare: that object's least instance (its required properties alone) is valid against both
+          (Lob's bulk verifications answer, per address, a verification, open, or an error, which
+          requires `error`, a property the verification does not declare: every error was refused).
+
+        The document means `anyOf`; as `oneOf`, the facade would refuse answers the API gives."""
+        alternatives = [self._raw(branch) for branch in branches] if isinstance(branches, list) else []
+        objects = [raw for raw in alternatives if isinstance(raw, dict) and _an_object(raw)]
+        open_ones = [raw for raw in objects if _open(raw)]
+        if len(open_ones) >= 2:
+            return True
+        return any(
+            other is not wide and _requires_only_undeclared(other, wide) for wide in open_ones for other in objects
+        )
 
     def _raw(self, schema: object) -> object:
         """The document's own schema a (chain of) `$ref`s leads to."""
@@ -295,3 +297,31 @@ def title_enums(schema: object, owner: str, top_level: bool, used: set[str]) -> 
 
     visit(schema, owner, top_level)
     return count
+
+
+COMPOSITE_KEYS = ("allOf", "oneOf", "anyOf", "not", "enum", "const")
+
+
+def _an_object(raw: dict[str, Any]) -> bool:
+    """Whether a document schema is a plain object schema (its `type`, or `properties` without one), not
+    composed of others nor a fixed set of values."""
+    return raw.get("type", "object" if "properties" in raw else None) == "object" and not any(
+        k in raw for k in COMPOSITE_KEYS
+    )
+
+
+def _open(raw: dict[str, Any]) -> bool:
+    """Whether an object schema requires nothing and takes any other property."""
+    return (
+        not raw.get("required") and raw.get("additionalProperties", True) is not False and not raw.get("minProperties")
+    )
+
+
+def _requires_only_undeclared(other: dict[str, Any], wide: dict[str, Any]) -> bool:
+    """Whether `other` requires some properties, none of which the open `wide` declares or constrains
+    otherwise (so its required properties alone are valid against `wide`)."""
+    required = other.get("required")
+    properties = wide.get("properties")
+    declared: dict[str, Any] = properties if isinstance(properties, dict) else {}
+    unconstrained = wide.get("additionalProperties", True) is True and not wide.get("patternProperties")
+    return unconstrained and isinstance(required, list) and bool(required) and not any(n in declared for n in required)

@@ -280,8 +280,10 @@ def test_a_body_property_required_but_not_declared_stays_required(project: Path,
 
 def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_path: Path) -> None:
     """Supabase's `/signup` answers `oneOf: [token, user]`, both objects that require nothing: every object is
-    valid against both, so as a `oneOf` the facade would refuse every real answer. Alternatives that a
-    `required` property or a closed object tells apart stay a `oneOf`."""
+    valid against both, so as a `oneOf` the facade would refuse every real answer. Lob's bulk verifications
+    answer `oneOf: [verification, error]`, the verification open and the error requiring `error`, which the
+    verification does not declare: every error is valid against both. Alternatives that a property the open
+    one declares tells apart stay a `oneOf`."""
     document = tmp_path / "doc.yaml"
     document.write_text(
         "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
@@ -290,9 +292,12 @@ def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_p
         " {$ref: '#/components/schemas/User'}]}}}\n"
         "  /pick:\n    get:\n      responses:\n        '200':\n          description: ok\n"
         "          content: {application/json: {schema: {oneOf: [{$ref: '#/components/schemas/Token'},"
-        " {type: object, required: [id], properties: {id: {type: string}}}]}}}\n"
+        " {type: object, required: [kind], properties: {kind: {enum: [user]}}}]}}}\n"
+        "  /verify:\n    get:\n      responses:\n        '200':\n          description: ok\n"
+        "          content: {application/json: {schema: {oneOf: [{$ref: '#/components/schemas/User'},"
+        " {type: object, required: [error], properties: {error: {type: string}}}]}}}\n"
         "components:\n  schemas:\n"
-        "    Token: {type: object, properties: {access_token: {type: string}}}\n"
+        "    Token: {type: object, properties: {access_token: {type: string}, kind: {enum: [token]}}}\n"
         "    User: {type: object, properties: {id: {type: string}}}\n"
     )
     run(project, str(document), "auth")
@@ -300,8 +305,10 @@ def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_p
     signup = json.dumps(specs["create_signup"]["output"])
     assert '"anyOf"' in signup and '"oneOf"' not in signup
     assert '"oneOf"' in json.dumps(specs["get_pick"]["output"])
+    verify = json.dumps(specs["get_verify"]["output"])
+    assert '"anyOf"' in verify and '"oneOf"' not in verify
     report = (project / "specs/auth/IMPORT-REPORT.md").read_text(encoding="utf-8")
-    assert "1 `oneOf`(s) whose alternatives are objects that require nothing" in report
+    assert "2 `oneOf`(s) whose alternatives an object that requires nothing also accepts" in report
 
 
 def test_an_answer_does_not_require_a_write_only_property(project: Path, tmp_path: Path) -> None:
