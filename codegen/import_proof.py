@@ -168,6 +168,7 @@ def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
     if dynamic:
         _urls_made_up_as_urls(data)
         _string_keywords_on_strings_only(data)
+        _array_items_said(data)
     for item in (data.get("paths") or {}).values():
         for operation in item.values() if isinstance(item, dict) else ():
             if isinstance(operation, dict):
@@ -490,6 +491,24 @@ def _string_keywords_on_strings_only(node: object) -> None:
     elif isinstance(node, list):
         for value in node:
             _string_keywords_on_strings_only(value)
+
+
+def _array_items_said(node: object) -> None:
+    """An array schema that says nothing of its items gets `items: {}` (any item, what JSON Schema reads
+    its absence as, so nothing validates differently): Prism's generator (json-schema-faker) ends the
+    answer with "missing items for" such an array (Lob's campaign `uploads`), a 500 the facade rightly
+    passes on as a failed upstream call."""
+    if isinstance(node, dict):
+        kinds = node.get("type")
+        if (kinds == "array" or (isinstance(kinds, list) and "array" in kinds)) and not any(
+            k in node for k in ("items", "prefixItems")
+        ):
+            node["items"] = {}
+        for value in node.values():
+            _array_items_said(value)
+    elif isinstance(node, list):
+        for value in node:
+            _array_items_said(value)
 
 
 def _examples_as_schemas(document: dict[str, object], operation: dict[str, object]) -> None:

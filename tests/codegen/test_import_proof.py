@@ -271,21 +271,24 @@ def test_the_stub_answers_first_the_response_example_a_request_example_pairs_wit
     assert list(responses["400"]["content"]["application/json"]["examples"]) == ["full", "test"]
 
 
-def test_the_generating_stub_makes_up_no_string_for_an_object_with_string_keywords(tmp_path: Path) -> None:
-    """json-schema-faker makes up a string for any schema with a `pattern` (Lob's `metadata`, an object):
-    the generating stub's copy leaves string keywords out of schemas that name no string type, which
-    validates nothing differently; the static stub's copy is the document's."""
+def test_the_generating_stub_makes_up_what_the_schema_says_where_its_generator_would_not(tmp_path: Path) -> None:
+    """json-schema-faker makes up a string for any schema with a `pattern` (Lob's `metadata`, an object),
+    and fails on an array that says nothing of its items (Lob's `uploads`): the generating stub's copy
+    leaves string keywords out of schemas that name no string type, and gives such an array `items: {}`,
+    which validates nothing differently; the static stub's copy is the document's."""
     metadata = {"type": "object", "additionalProperties": {"type": "string"}, "maxLength": 500, "pattern": '[^"]*'}
     name = {"type": "string", "pattern": "^[a-z]+$", "maxLength": 5}
+    uploads = {"type": "array", "maxItems": 1}
     document = {
         "openapi": "3.0.3",
         "info": {"title": "t", "version": "1"},
-        "components": {"schemas": {"Metadata": metadata, "Name": name}},
+        "components": {"schemas": {"Metadata": metadata, "Name": name, "Uploads": uploads}},
         "paths": {},
     }
     schemas = _stub_of(tmp_path, document, dynamic=True)["components"]["schemas"]  # type: ignore[index]
     assert schemas["Metadata"] == {"type": "object", "additionalProperties": {"type": "string"}}
     assert schemas["Name"] == name
+    assert schemas["Uploads"] == {**uploads, "items": {}}
     assert _stub_of(tmp_path, document)["components"]["schemas"]["Metadata"] == metadata  # type: ignore[index]
 
 
