@@ -204,10 +204,9 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
         )
     if convert.overlaps:
         report.document.append(
-            f"{convert.overlaps} `oneOf`(s) whose alternatives an object that requires nothing also accepts (an"
-            " object valid against two of them is valid against no `oneOf`: every object, where two require"
-            " nothing; every instance of one that requires only properties the other does not declare) read as"
-            " `anyOf`"
+            f"{convert.overlaps} `oneOf`(s) where an open alternative also accepts another's every least instance"
+            " (its required properties alone: `{}` where two require nothing), valid against two alternatives"
+            " and so against no `oneOf`, read as `anyOf`"
         )
     for alias in sorted(convert.aliased):
         report.document.append(

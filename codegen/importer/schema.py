@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from codegen.importer.names import pascal
@@ -89,25 +90,51 @@ class Converter:
         return _nullable(out) if schema.get("nullable") is True else out
 
     def _overlapping(self, branches: object) -> bool:
-        """Whether a `oneOf` can hold no instance of some alternative, because an alternative that is an
-        object requiring nothing and taking any other property (an open one) accepts it too:
+        """Whether a `oneOf` has an alternative whose every least instance (its required properties alone)
+        another alternative accepts too: that one is open (takes any other property), requires no more,
+        and declares each property they share as the same schema or not at all. Such an instance is valid
+        against two alternatives, so against no `oneOf`:
 
-        - two open alternatives: every object (`{}` first) is valid against both, so no answer could be
-          "exactly one" (Supabase's `/signup` answers a user or a token, both such objects);
-        - an open alternative beside an object that requires only properties the open one does not
-          declare: that object's least instance (its required properties alone) is valid against both
-          (Lob's bulk verifications answer, per address, a verification, open, or an error, which
-          requires `error`, a property the verification does not declare: every error was refused).
+        - two objects that require nothing: every object (`{}` first) is valid against both (Supabase's
+          `/signup` answers a user or a token, both such objects);
+        - Lob's bulk verifications answer, per address, a verification (open, requiring nothing) or an
+          error, which requires `error`, a property the verification does not declare;
+        - Lob's letters are regular (open, requiring `color` and the letter's generated fields), registered
+          or certified, each requiring those and an `extra_service` the regular one does not declare.
 
         The document means `anyOf`; as `oneOf`, the facade would refuse answers the API gives."""
-        alternatives = [self._raw(branch) for branch in branches] if isinstance(branches, list) else []
-        objects = [raw for raw in alternatives if isinstance(raw, dict) and _an_object(raw)]
-        open_ones = [raw for raw in objects if _open(raw)]
-        if len(open_ones) >= 2:
-            return True
+        flats = [self._flat(branch, FLAT_DEPTH) for branch in branches] if isinstance(branches, list) else []
         return any(
-            other is not wide and _requires_only_undeclared(other, wide) for wide in open_ones for other in objects
+            wide is not None and least is not None and i != j and _accepts_least(wide, least)
+            for i, wide in enumerate(flats)
+            for j, least in enumerate(flats)
         )
+
+    def _flat(self, schema: object, depth: int) -> _Flat | None:
+        """An object schema of the document with its `allOf` merged: its properties, what it requires, and
+        whether it takes any other property; None when it is no such schema (another type, an `anyOf`, an
+        enum, properties declared twice differently) or nests deeper than `depth`."""
+        raw = self._raw(schema)
+        if not isinstance(raw, dict) or depth <= 0 or raw.get("type", "object") != "object":
+            return None
+        if any(k in raw for k in ("oneOf", "anyOf", "not", "enum", "const")):
+            return None
+        properties = raw.get("properties")
+        flat = _Flat(
+            dict(properties) if isinstance(properties, dict) else {},
+            {str(name) for name in raw.get("required") or ()},
+            raw.get("additionalProperties", True) is True
+            and not raw.get("patternProperties")
+            and not raw.get("minProperties"),
+        )
+        for part in raw.get("allOf") or ():
+            sub = self._flat(part, depth - 1)
+            if sub is None or any(flat.properties.get(n, s) != s for n, s in sub.properties.items()):
+                return None
+            flat.properties.update(sub.properties)
+            flat.required |= sub.required
+            flat.open = flat.open and sub.open
+        return flat
 
     def _raw(self, schema: object) -> object:
         """The document's own schema a (chain of) `$ref`s leads to."""
@@ -299,29 +326,27 @@ def title_enums(schema: object, owner: str, top_level: bool, used: set[str]) -> 
     return count
 
 
-COMPOSITE_KEYS = ("allOf", "oneOf", "anyOf", "not", "enum", "const")
+FLAT_DEPTH = 8
+"""How deep `allOf`s (through `$ref`s) are merged to compare the alternatives of a `oneOf`."""
 
 
-def _an_object(raw: dict[str, Any]) -> bool:
-    """Whether a document schema is a plain object schema (its `type`, or `properties` without one), not
-    composed of others nor a fixed set of values."""
-    return raw.get("type", "object" if "properties" in raw else None) == "object" and not any(
-        k in raw for k in COMPOSITE_KEYS
-    )
+@dataclass
+class _Flat:
+    """An object schema with its `allOf` merged (Converter._flat)."""
+
+    properties: dict[str, Any]
+    required: set[str]
+    open: bool
+    """Whether it takes any property it does not declare, as it comes."""
 
 
-def _open(raw: dict[str, Any]) -> bool:
-    """Whether an object schema requires nothing and takes any other property."""
+def _accepts_least(wide: _Flat, least: _Flat) -> bool:
+    """Whether `wide` accepts every instance of `least` that holds its required properties alone."""
     return (
-        not raw.get("required") and raw.get("additionalProperties", True) is not False and not raw.get("minProperties")
+        wide.open
+        and wide.required <= least.required
+        and all(
+            name not in wide.properties or wide.properties[name] == least.properties.get(name)
+            for name in least.required
+        )
     )
-
-
-def _requires_only_undeclared(other: dict[str, Any], wide: dict[str, Any]) -> bool:
-    """Whether `other` requires some properties, none of which the open `wide` declares or constrains
-    otherwise (so its required properties alone are valid against `wide`)."""
-    required = other.get("required")
-    properties = wide.get("properties")
-    declared: dict[str, Any] = properties if isinstance(properties, dict) else {}
-    unconstrained = wide.get("additionalProperties", True) is True and not wide.get("patternProperties")
-    return unconstrained and isinstance(required, list) and bool(required) and not any(n in declared for n in required)

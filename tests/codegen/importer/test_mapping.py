@@ -282,8 +282,9 @@ def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_p
     """Supabase's `/signup` answers `oneOf: [token, user]`, both objects that require nothing: every object is
     valid against both, so as a `oneOf` the facade would refuse every real answer. Lob's bulk verifications
     answer `oneOf: [verification, error]`, the verification open and the error requiring `error`, which the
-    verification does not declare: every error is valid against both. Alternatives that a property the open
-    one declares tells apart stay a `oneOf`."""
+    verification does not declare: every error is valid against both; its letters are regular (open) or
+    registered, which requires what a regular one does and an `extra_service` the regular one does not
+    declare. Alternatives that a property the open one declares tells apart stay a `oneOf`."""
     document = tmp_path / "doc.yaml"
     document.write_text(
         "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
@@ -296,7 +297,17 @@ def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_p
         "  /verify:\n    get:\n      responses:\n        '200':\n          description: ok\n"
         "          content: {application/json: {schema: {oneOf: [{$ref: '#/components/schemas/User'},"
         " {type: object, required: [error], properties: {error: {type: string}}}]}}}\n"
+        "  /letter:\n    get:\n      responses:\n        '200':\n          description: ok\n"
+        "          content: {application/json: {schema: {oneOf: [{allOf: [{title: regular},"
+        " {$ref: '#/components/schemas/Regular'}]}, {allOf: [{title: registered},"
+        " {$ref: '#/components/schemas/Registered'}]}]}}}\n"
         "components:\n  schemas:\n"
+        "    Color: {type: string, enum: [black, color]}\n"
+        "    Base: {type: object, required: [id], properties: {id: {type: string}}}\n"
+        "    Regular: {allOf: [{type: object, required: [color], properties: {color: {$ref: '#/components/schemas/Color'}}},"
+        " {$ref: '#/components/schemas/Base'}]}\n"
+        "    Registered: {allOf: [{type: object, required: [color, extra_service], properties: {color: {$ref:"
+        " '#/components/schemas/Color'}, extra_service: {enum: [registered]}}}, {$ref: '#/components/schemas/Base'}]}\n"
         "    Token: {type: object, properties: {access_token: {type: string}, kind: {enum: [token]}}}\n"
         "    User: {type: object, properties: {id: {type: string}}}\n"
     )
@@ -307,8 +318,10 @@ def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_p
     assert '"oneOf"' in json.dumps(specs["get_pick"]["output"])
     verify = json.dumps(specs["get_verify"]["output"])
     assert '"anyOf"' in verify and '"oneOf"' not in verify
+    letter = json.dumps(specs["get_letter"]["output"])
+    assert '"anyOf"' in letter and '"oneOf"' not in letter
     report = (project / "specs/auth/IMPORT-REPORT.md").read_text(encoding="utf-8")
-    assert "2 `oneOf`(s) whose alternatives an object that requires nothing also accepts" in report
+    assert "3 `oneOf`(s) where an open alternative also accepts" in report
 
 
 def test_an_answer_does_not_require_a_write_only_property(project: Path, tmp_path: Path) -> None:
