@@ -542,6 +542,16 @@ const simple = deserializers.header.simple;
 deserializers.header.simple = function (name, parameters, schema, explode) {
   return parameters[name] === undefined ? undefined : simple(name, parameters, schema, explode);
 };
+for (const style of ['label', 'matrix']) {
+  const read = deserializers.path[style];
+  deserializers.path[style] = function (...args) {
+    try {
+      return read.apply(this, args);
+    } catch (error) {
+      return Symbol(String(error && error.message));
+    }
+  };
+}
 """
 """Loaded into Prism's Node (`--require`): two fixes that keep the stub's process alive. First, Prism 5.16
 writes the violations it finds in its own answer (the document's example, or one it generated, that
@@ -553,7 +563,10 @@ header is Prism's remark on its own answer (the facade does not read it), and Pr
 request before it answers, unchanged. Second, Prism's reader of a `simple` header splits the header's
 text for an array or object schema without asking whether the request has the header: an optional one
 left out (ReadMe's `array` header) throws a TypeError that ends the process. A header the request does
-not have reads as absent, as any other parameter does (a `required` one is still refused as missing)."""
+not have reads as absent, as any other parameter does (a `required` one is still refused as missing).
+Third, its `label` and `matrix` path readers throw on a segment not in their style (`x` where `.x` is
+due), which ends the process too: such a segment reads as a value no schema type accepts, so the request
+is refused (logged as any other refusal) and the stub lives on to judge the next."""
 
 
 @contextmanager
