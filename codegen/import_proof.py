@@ -542,16 +542,19 @@ const simple = deserializers.header.simple;
 deserializers.header.simple = function (name, parameters, schema, explode) {
   return parameters[name] === undefined ? undefined : simple(name, parameters, schema, explode);
 };
-for (const style of ['label', 'matrix']) {
-  const read = deserializers.path[style];
-  deserializers.path[style] = function (...args) {
+function refusing(readers, style) {
+  const read = readers[style];
+  readers[style] = function (name, parameters, ...rest) {
+    if (readers !== deserializers.path && parameters[name] === undefined) return undefined;
     try {
-      return read.apply(this, args);
+      return read.call(this, name, parameters, ...rest);
     } catch (error) {
       return Symbol(String(error && error.message));
     }
   };
 }
+for (const style of ['label', 'matrix']) refusing(deserializers.path, style);
+for (const style of ['spaceDelimited', 'pipeDelimited', 'commaDelimited']) refusing(deserializers.query, style);
 """
 """Loaded into Prism's Node (`--require`): two fixes that keep the stub's process alive. First, Prism 5.16
 writes the violations it finds in its own answer (the document's example, or one it generated, that
@@ -565,8 +568,10 @@ text for an array or object schema without asking whether the request has the he
 left out (ReadMe's `array` header) throws a TypeError that ends the process. A header the request does
 not have reads as absent, as any other parameter does (a `required` one is still refused as missing).
 Third, its `label` and `matrix` path readers throw on a segment not in their style (`x` where `.x` is
-due), which ends the process too: such a segment reads as a value no schema type accepts, so the request
-is refused (logged as any other refusal) and the stub lives on to judge the next."""
+due), and its `spaceDelimited` / `pipeDelimited` query readers on any parameter that is no array (ReadMe's
+`object`, which OpenAPI allows), sent or not: each ends the process too. A query parameter not sent reads
+as absent; a value such a reader cannot read reads as a value no schema type accepts, so the request is
+refused (logged as any other refusal) and the stub lives on to judge the next."""
 
 
 @contextmanager

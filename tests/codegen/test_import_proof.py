@@ -318,21 +318,27 @@ def test_the_stub_outlives_an_optional_array_header_left_out(tmp_path: Path) -> 
     assert statuses == [200, 422, 200]
 
 
-def test_the_stub_refuses_a_path_segment_not_in_its_label_style_and_lives_on(tmp_path: Path) -> None:
+def test_the_stub_refuses_a_parameter_its_style_reader_cannot_read_and_lives_on(tmp_path: Path) -> None:
     """Prism's `label` path reader threw on a segment without its `.` (ReadMe's parameter styles, which the
-    facade sends as plain segments), ending its process: the segment is refused, and the stub answers on."""
+    facade sends as plain segments), and its `pipeDelimited` reader on an object query parameter, sent or
+    not, ending its process: such a value is refused, an absent one is absent, and the stub answers on."""
     import httpx
 
     label = {"in": "path", "name": "id", "required": True, "style": "label", "schema": {"type": "string"}}
     ok = {"200": {"description": "ok", "content": {"application/json": {"example": "ok"}}}}
+    piped = {"in": "query", "name": "object", "style": "pipeDelimited", "schema": {"type": "object"}}
     document = {
         "openapi": "3.1.0",
         "info": {"title": "T", "version": "1"},
-        "paths": {"/label/{id}": {"get": {"parameters": [label], "responses": ok}}},
+        "paths": {
+            "/label/{id}": {"get": {"parameters": [label], "responses": ok}},
+            "/piped": {"get": {"parameters": [piped], "responses": ok}},
+        },
     }
     stub = tmp_path / "stub.json"
     stub.write_text(json.dumps(document), encoding="utf-8")
     with import_proof.prism(stub, tmp_path / "prism.log") as url:
-        statuses = [httpx.get(f"{url}/label/{segment}", timeout=10).status_code for segment in ("plain", ".dotted")]
-    assert statuses == [422, 200]
+        paths = ("/label/plain", "/label/.dotted", "/piped", "/piped?object=a|b", "/label/.again")
+        statuses = [httpx.get(f"{url}{path}", timeout=10).status_code for path in paths]
+    assert statuses == [422, 200, 200, 422, 200]
     assert import_proof._stub_refusals(tmp_path / "prism.log")
