@@ -73,7 +73,7 @@ class Upstream:
         route = binding.http_path
         if self.prefix and route.startswith(self.prefix + "/"):
             route = route.removeprefix(self.prefix)
-        request = binding.http_shape.request(route, data, binding.http_method)
+        request = binding.http_shape.request(route, data, binding.http_method, styled=True)
         path = request.path + (f"?{urlencode(request.query, safe=QUERY_SAFE)}" if request.query else "")
         headers = dict(request.headers)
         if ctx.credentials:

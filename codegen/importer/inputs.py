@@ -23,6 +23,8 @@ RUNTIME_HEADERS = frozenset({"idempotency-key", "x-run-id", "x-trace-id", "trace
 """Headers kumitate's own pipeline reads or writes."""
 JSON_TYPE = re.compile(r"^(application/(.+\+)?json|\*/\*|application/\*)(;.*)?$")
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+PATH_STYLES = ("label", "matrix")
+"""Path parameter styles a facade sends on in (kumitate.httpshape `Param.style`); `simple` is the default."""
 SCALARS = frozenset({"string", "integer", "number", "boolean"})
 
 
@@ -83,6 +85,8 @@ class Input:
             entry = {"in": p.location, "name": p.name}
             if p.prop != p.name:
                 entry["property"] = p.prop
+            if p.location == "path" and p.raw.get("style") in PATH_STYLES:
+                entry["style"] = str(p.raw["style"])
             out.append(entry)
         return out
 
@@ -281,7 +285,10 @@ def add_parameters(
         schema = _param_schema(param, location, name, convert, report)
         if schema is None:
             continue
-        if param.get("style") not in (None, "simple", "form") or param.get("explode") is False:
+        sent_in_its_style = location == "path" and param.get("style") in PATH_STYLES  # Input.binding
+        if not sent_in_its_style and (
+            param.get("style") not in (None, "simple", "form") or param.get("explode") is False
+        ):
             report.notes.append(f"parameter {name!r} is serialised as kumitate does (repeated keys / comma list)")
         prop = property_name(name, location, taken)
         if prop != name:

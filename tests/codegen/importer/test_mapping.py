@@ -393,3 +393,27 @@ def test_format_url_is_read_as_uri(project: Path, tmp_path: Path) -> None:
     assert json.loads((project / "specs/jobs/types/jobs.json").read_text())["$defs"]["Site"]["format"] == "uri"
     assert done.report is not None
     assert any("`format: url` is no JSON Schema format" in line for line in done.report.document)
+
+
+def test_a_path_parameter_in_label_or_matrix_style_is_sent_on_in_it(project: Path, tmp_path: Path) -> None:
+    """ReadMe's parameter styles: a `label` path parameter is `.x` to the API, a `matrix` one `;name=x`. The
+    binding names the style (the facade writes the call sent on in it); a `simple` one says nothing."""
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
+        "  /things/{a}/{b}/{c}:\n    get:\n      parameters:\n"
+        "        - {in: path, name: a, required: true, style: label, schema: {type: string}}\n"
+        "        - {in: path, name: b, required: true, style: matrix, explode: true, schema: {type: string}}\n"
+        "        - {in: path, name: c, required: true, style: simple, schema: {type: string}}\n"
+        "      responses: {'200': {description: ok}}\n"
+    )
+    run(project, str(document), "styles")
+    (spec,) = tools(project, "styles").values()
+    params = spec["http"]["params"]
+    assert params == [
+        {"in": "path", "name": "a", "style": "label"},
+        {"in": "path", "name": "b", "style": "matrix"},
+        {"in": "path", "name": "c"},
+    ]
+    report = (project / "specs/styles/IMPORT-REPORT.md").read_text(encoding="utf-8")
+    assert "serialised as kumitate does" not in report
