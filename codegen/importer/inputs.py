@@ -91,6 +91,22 @@ class Input:
         return out
 
 
+def _encoding_styles_not_carried(media: str, entry: dict[str, Any], report: OperationReport) -> None:
+    """A form body's fields go in OpenAPI's default form encoding (kumitate.formbody: an array as its field
+    repeated, an object as JSON), whatever `style` / `explode` its Encoding Object names: each other one
+    is listed as not carried (ReadMe's `pipeDelimited`, `deepObject`, non-exploded `form` fields)."""
+    encoding = entry.get("encoding")
+    for name, how in encoding.items() if isinstance(encoding, dict) else ():
+        style = how.get("style") if isinstance(how, dict) else None
+        exploded = how.get("explode", style in (None, "form")) if isinstance(how, dict) else True
+        if style not in (None, "form") or exploded is False:
+            said = f"style {style!r}" if style not in (None, "form") else "form style, not exploded"
+            report.dropped.append(
+                f"the {media} body's field {name!r} ({said}) goes as OpenAPI's default form encoding"
+                " (an array as its field repeated, an object as JSON)"
+            )
+
+
 def parameters(document: dict[str, Any], path_item: dict[str, Any], operation: dict[str, Any]) -> list[Any]:
     """The operation's parameters: the path item's, overridden by the operation's (by location and name)."""
     merged: dict[tuple[str, str], Any] = {}
@@ -152,6 +168,8 @@ def request_body(
         return result
     chosen, result.content_types = media
     result.body_raw = content[chosen] or {}
+    if chosen in FORM_TYPES:
+        _encoding_styles_not_carried(chosen, result.body_raw, report)
     schema = convert.convert((content[chosen] or {}).get("schema") or {})
     required = raw.get("required") is True
     flat = flat_object(convert, schema)

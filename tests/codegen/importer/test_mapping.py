@@ -417,3 +417,22 @@ def test_a_path_parameter_in_label_or_matrix_style_is_sent_on_in_it(project: Pat
     ]
     report = (project / "specs/styles/IMPORT-REPORT.md").read_text(encoding="utf-8")
     assert "serialised as kumitate does" not in report
+
+
+def test_a_form_field_in_another_style_than_the_default_is_listed_as_not_carried(project: Path, tmp_path: Path) -> None:
+    """The facade sends a form body in OpenAPI's default encoding (ReadMe's parameter styles name
+    `pipeDelimited` and non-exploded `form` fields): each field styled otherwise is listed as not carried."""
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
+        "  /form:\n    post:\n      requestBody:\n        content:\n          multipart/form-data:\n"
+        "            schema: {type: object, properties: {a: {type: array, items: {type: string}},"
+        " b: {type: array, items: {type: string}}, c: {type: string}}}\n"
+        "            encoding: {a: {style: pipeDelimited}, b: {style: form, explode: false}, c: {style: form}}\n"
+        "      responses: {'200': {description: ok}}\n"
+    )
+    run(project, str(document), "forms")
+    report = (project / "specs/forms/IMPORT-REPORT.md").read_text(encoding="utf-8")
+    assert "field 'a' (style 'pipeDelimited') goes as OpenAPI's default form encoding" in report
+    assert "field 'b' (form style, not exploded) goes as" in report
+    assert "field 'c'" not in report
