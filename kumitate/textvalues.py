@@ -79,10 +79,21 @@ def _alternative(text: str, schema: Mapping[str, Any], root: Mapping[str, Any]) 
     return text
 
 
+def _null_word(text: str, schema: Mapping[str, Any], types: set[str]) -> bool:
+    """Whether `text` is JSON's null, as kumitate writes one in a form or a header (`null`): where the schema
+    takes null, unless it also takes the string `null` (a nullable string, no enum that leaves it out)."""
+    if text != "null" or "null" not in types:
+        return False
+    enum = schema.get("enum")
+    return "string" not in types or (isinstance(enum, list) and "null" not in enum)
+
+
 def coerce(text: str, schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> object:
     """The JSON value a form field stands for; text that fits no declared type stays text (and fails validation).
     `root` holds the `$defs` the alternatives of an `anyOf` / `oneOf` name (`schema` itself when None)."""
     types = kinds(schema)
+    if _null_word(text, schema, types):
+        return None
     if not types and isinstance(schema.get("anyOf") or schema.get("oneOf"), list):
         return _alternative(text, schema, schema if root is None else root)
     if types & {"object", "array"}:

@@ -59,6 +59,17 @@ def test_a_nullable_value_is_read_as_its_type() -> None:
     assert coerce("7", {"anyOf": [{"type": "integer"}, {"type": "null"}]}) == 7
 
 
+def test_null_is_read_as_null_where_the_schema_takes_null_and_not_the_text() -> None:
+    """kumitate writes null in a form as `null` (kumitate.formbody), and schemathesis does so for Lob's
+    nullable `cancel_window_campaign_minutes` and `use_type` enum: read back as null, unless the text `null`
+    is a string the schema takes too."""
+    assert coerce("null", {"type": ["integer", "null"]}) is None
+    assert coerce("null", {"type": ["string", "null"], "enum": ["marketing", None]}) is None
+    assert coerce("null", {"anyOf": [{"type": "integer"}, {"type": "null"}]}) is None
+    assert coerce("null", {"type": ["string", "null"]}) == "null"
+    assert coerce("null", {"type": "integer"}) == "null"
+
+
 def test_text_no_alternative_accepts_stays_text_and_fails_validation() -> None:
     value = _read("id", "-3")
     assert value == "-3"
