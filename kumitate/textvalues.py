@@ -88,10 +88,31 @@ def _null_word(text: str, schema: Mapping[str, Any], types: set[str]) -> bool:
     return "string" not in types or (isinstance(enum, list) and "null" not in enum)
 
 
+def _typed_part(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 8) -> Mapping[str, Any] | None:
+    """The schema a `$ref` names, or the first part of an `allOf` that says a type (or alternatives), through
+    `$ref`s and nested `allOf`s; None when none does."""
+    target = local(schema, root)
+    if depth <= 0:
+        return None
+    if kinds(target) or isinstance(target.get("anyOf") or target.get("oneOf"), list):
+        return target
+    for part in target.get("allOf") or () if isinstance(target.get("allOf"), list) else ():
+        found = _typed_part(part, root, depth - 1) if isinstance(part, Mapping) else None
+        if found is not None:
+            return found
+    return None
+
+
 def coerce(text: str, schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> object:
     """The JSON value a form field stands for; text that fits no declared type stays text (and fails validation).
-    `root` holds the `$defs` the alternatives of an `anyOf` / `oneOf` name (`schema` itself when None)."""
+    `root` holds the `$defs` the alternatives of an `anyOf` / `oneOf` name (`schema` itself when None). A
+    schema that is a `$ref` or an `allOf` (Lob's `color`: `allOf: [{$ref: Color}, {default: false}]`) is read
+    as the first of its parts that says a type."""
     types = kinds(schema)
+    if not types and ("$ref" in schema or isinstance(schema.get("allOf"), list)):
+        typed = _typed_part(schema, schema if root is None else root)
+        if typed is not None:
+            return coerce(text, typed, schema if root is None else root)
     if _null_word(text, schema, types):
         return None
     if not types and isinstance(schema.get("anyOf") or schema.get("oneOf"), list):

@@ -70,6 +70,21 @@ def test_null_is_read_as_null_where_the_schema_takes_null_and_not_the_text() -> 
     assert coerce("null", {"type": "integer"}) == "null"
 
 
+def test_a_ref_or_an_all_of_is_read_as_the_type_its_part_says() -> None:
+    """Lob's letter `color`: `allOf: [{$ref: Color}, {default: false}]`, Color a boolean; the form's `true`
+    is the boolean (it stayed the text 'true', and the facade refused its own OpenAPI's form)."""
+    root = {
+        "$defs": {
+            "Color": {"type": "boolean"},
+            "Count": {"allOf": [{"$ref": "#/$defs/Size"}]},
+            "Size": {"type": "integer"},
+        }
+    }
+    assert coerce("true", {"allOf": [{"$ref": "#/$defs/Color"}, {"default": False}]}, root) is True
+    assert coerce("3", {"$ref": "#/$defs/Count"}, root) == 3
+    assert coerce("x", {"allOf": [{"description": "no type"}]}, root) == "x"
+
+
 def test_text_no_alternative_accepts_stays_text_and_fails_validation() -> None:
     value = _read("id", "-3")
     assert value == "-3"
