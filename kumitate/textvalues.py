@@ -79,13 +79,13 @@ def _alternative(text: str, schema: Mapping[str, Any], root: Mapping[str, Any]) 
     return text
 
 
-def _null_word(text: str, schema: Mapping[str, Any], types: set[str]) -> bool:
+def _null_word(text: str, schema: Mapping[str, Any], types: set[str], root: Mapping[str, Any]) -> bool:
     """Whether `text` is JSON's null, as kumitate writes one in a form or a header (`null`): where the schema
-    takes null, unless it also takes the string `null` (a nullable string, no enum that leaves it out)."""
+    takes null, unless the string `null` is a value it takes too (a nullable string with no format, pattern
+    or enum that leaves it out)."""
     if text != "null" or "null" not in types:
         return False
-    enum = schema.get("enum")
-    return "string" not in types or (isinstance(enum, list) and "null" not in enum)
+    return "string" not in types or not _valid(text, schema, root, True)
 
 
 def _typed_part(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 8) -> Mapping[str, Any] | None:
@@ -113,7 +113,7 @@ def coerce(text: str, schema: Mapping[str, Any], root: Mapping[str, Any] | None 
         typed = _typed_part(schema, schema if root is None else root)
         if typed is not None:
             return coerce(text, typed, schema if root is None else root)
-    if _null_word(text, schema, types):
+    if _null_word(text, schema, types, schema if root is None else root):
         return None
     if not types and isinstance(schema.get("anyOf") or schema.get("oneOf"), list):
         return _alternative(text, schema, schema if root is None else root)

@@ -61,11 +61,13 @@ def test_a_nullable_value_is_read_as_its_type() -> None:
 
 def test_null_is_read_as_null_where_the_schema_takes_null_and_not_the_text() -> None:
     """kumitate writes null in a form as `null` (kumitate.formbody), and schemathesis does so for Lob's
-    nullable `cancel_window_campaign_minutes` and `use_type` enum: read back as null, unless the text `null`
-    is a string the schema takes too."""
+    nullable `cancel_window_campaign_minutes`, `use_type` enum, `send_date` date-time: read back as null,
+    unless the text `null` is a string the schema takes too."""
     assert coerce("null", {"type": ["integer", "null"]}) is None
     assert coerce("null", {"type": ["string", "null"], "enum": ["marketing", None]}) is None
     assert coerce("null", {"anyOf": [{"type": "integer"}, {"type": "null"}]}) is None
+    assert coerce("null", {"type": ["string", "null"], "format": "date-time"}) is None
+    assert coerce("null", {"type": ["string", "null"], "pattern": "^card_"}) is None
     assert coerce("null", {"type": ["string", "null"]}) == "null"
     assert coerce("null", {"type": "integer"}) == "null"
 
