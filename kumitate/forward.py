@@ -81,7 +81,7 @@ class Upstream:
         content = None
         media = formbody.form_media(binding.content_types)
         if request.has_body and media is not None:
-            content, headers["Content-Type"] = formbody.encode(request.body, media)
+            content, headers["Content-Type"] = formbody.encode(form_of(request.body), media)
         try:
             response = self.client.request(
                 binding.http_method,
@@ -125,6 +125,15 @@ class Upstream:
             if entry is not None and entry.status == status:
                 return entry.code
         return None
+
+
+def form_of(body: object) -> object:
+    """A body sent on to the API as a form, its null fields left out: a form has no null (kumitate's own
+    form would spell it `null`, which the API reads as that text: Lob's nullable `lob_campaign_id`, whose
+    pattern the text breaks), and a field it does not send is a form's way of giving no value."""
+    if not isinstance(body, dict):
+        return body
+    return {name: value for name, value in body.items() if value is not None}
 
 
 def _decoded(response: httpx.Response) -> object:

@@ -141,6 +141,12 @@ def from_text(values: Sequence[str], schema: Mapping[str, Any], root: Mapping[st
     """The JSON value of one property sent as text `values` (a field or key repeated, in order): for an
     array each value read as an item (one value that is JSON text, `[...]`, is the list itself), else the
     last value read as the property; `root` holds the `$defs` its refs name."""
+    if (
+        len(values) == 1
+        and _null_word(values[0], schema, kinds(schema), root)
+        and not _valid(values, schema, root, True)
+    ):
+        return None  # a nullable list sent as null, not a list of the one item `null`
     if "array" in kinds(schema) and not (len(values) == 1 and values[0].lstrip().startswith("[")):
         items = local(schema.get("items") or {}, root)
         return [coerce(value, items, root) for value in values]

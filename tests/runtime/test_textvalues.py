@@ -69,6 +69,11 @@ def test_null_is_read_as_null_where_the_schema_takes_null_and_not_the_text() -> 
     assert coerce("null", {"type": ["string", "null"], "format": "date-time"}) is None
     assert coerce("null", {"type": ["string", "null"], "pattern": "^card_"}) is None
     assert coerce("null", {"type": ["string", "null"]}) == "null"
+    cards = {"type": ["array", "null"], "items": {"type": "string", "pattern": "^card_"}}
+    assert from_text(["null"], cards, cards) is None
+    assert from_text(["null"], {"type": "array", "items": {"type": "string"}}, {}) == ["null"]
+    words = {"type": ["array", "null"], "items": {"type": "string"}}
+    assert from_text(["null"], words, words) == ["null"]
     assert coerce("null", {"type": "integer"}) == "null"
 
 
