@@ -163,24 +163,30 @@ def _last_lines(text: str, count: int = 12) -> str:
 
 def stub_document(entry: Path, target: Path, *, dynamic: bool = False) -> None:
     """The original document bundled into one file for the stub, without its security requirements, and
-    with the Prism 5.16 limitations below worked around (`_form_arrays_as_forms`, `_boolean_headers`,
-    `_an_answer_where_none_is_documented`, `_no_default_as_success`: an operation with no 2xx answers what
-    it documents rather than its `default`) and the document's own slips in its examples
-    (`_examples_from_json_text`, `_examples_of_their_type`). For a `dynamic` stub, an answer documented by
-    examples alone gets its first example as its schema (`const`): Prism cannot make up an answer without a
-    schema, and the document's example is the answer it means; and a `format: url` string is made up as a
-    URL (`_urls_made_up_as_urls`)."""
+    with the Prism 5.16 limitations below worked around (`_multipart_as_prism_reads_it`,
+    `_form_arrays_as_forms`, `_boolean_headers`, `_an_answer_where_none_is_documented`,
+    `_no_default_as_success`: an operation with no 2xx answers what it documents rather than its
+    `default`; `_paired_examples_first`: it answers the example the proof's example pairs with) and the
+    document's own slips in its examples (`_examples_from_json_text`, `_examples_of_their_type`). For a
+    `dynamic` stub, an answer documented by examples alone gets its first example as its schema (`const`):
+    Prism cannot make up an answer without a schema, and the document's example is the answer it means;
+    a `format: url` string is made up as a URL (`_urls_made_up_as_urls`), and an object as an object
+    (`_string_keywords_on_strings_only`)."""
     data = load.read(str(entry)).data
     data.pop("security", None)
     if dynamic:
         _urls_made_up_as_urls(data)
+        _string_keywords_on_strings_only(data)
+        _array_items_said(data)
     for item in (data.get("paths") or {}).values():
         for operation in item.values() if isinstance(item, dict) else ():
             if isinstance(operation, dict):
                 operation.pop("security", None)
+                _multipart_as_prism_reads_it(data, operation)
                 _form_arrays_as_forms(data, operation)
                 _boolean_headers(data, operation)
                 _examples_from_json_text(data, operation)
+                _paired_examples_first(data, operation)
                 _no_default_as_success(operation)
                 _an_answer_where_none_is_documented(operation)
                 if dynamic:
@@ -288,6 +294,88 @@ def _is_array(schema: object) -> bool:
     return kind == "array" or (isinstance(kind, list) and "array" in kind)
 
 
+MULTIPART_COMPOSITION_DEPTH = 8
+"""How deep `allOf` / `anyOf` / `oneOf` (through `$ref`s) are followed into a multipart body's schema."""
+
+
+def _multipart_as_prism_reads_it(document: dict[str, object], operation: dict[str, object]) -> None:
+    """A multipart body's copy that Prism 5.16 reads as RFC 7578 parts, the way the facade sends them.
+
+    - Prism reads every part as text (parse-multipart-data; the part's own Content-Type unread), so the
+      JSON part the facade sends for an object property (OpenAPI's default for one, Lob's
+      `ride_along_image`) is refused: "must be object". Each object property of the body also accepts a
+      text in the stub's copy.
+    - Prism applies the urlencoded rules to a part that has an Encoding Object: it refuses RFC 3986
+      reserved characters unless `allowReserved` (a comma, a slash in any text) and percent-decodes the
+      part, though a part's text is not percent-encoded (RFC 7578 4.5; OpenAPI 3.1.1, Appendix E.2: in
+      form-data percent-encoding "is not needed and is likely to cause interoperability problems"). Each
+      Encoding Object says `allowReserved: true` in the copy.
+    - Prism's readers of an Encoding Object `style` in a part are its query readers: `pipeDelimited` on a
+      property that is no array throws, an uncaught error that ends the stub's process (ReadMe's
+      `object`; OpenAPI allows it), and an optional array field left out is read as the text '' and
+      refused ("must be array"). The facade sends a multipart body in OpenAPI's default encoding (an
+      array as its parts repeated, an object as a JSON part; the import report lists each `style` it
+      does not carry), so the copy leaves `style` and `explode` out and judges the parts as sent (an
+      array field as `_form_arrays_as_forms` says).
+
+    What the proof gives up is only what Prism cannot read: the content of a JSON part (the facade
+    checked it against the same schema before it sent it), and the items before an array's last.
+    Each part's presence and name, and every text part against its schema, are still judged; the
+    component schemas are left as they are (the body's schema is copied into the operation before it is
+    changed)."""
+    body = _resolved(document, operation.get("requestBody"))
+    content = body.get("content") if isinstance(body, dict) else None
+    entry = content.get(formbody.MULTIPART) if isinstance(content, dict) else None
+    if not isinstance(entry, dict):
+        return
+    encoding = entry.get("encoding")
+    for how in encoding.values() if isinstance(encoding, dict) else ():
+        if isinstance(how, dict):
+            how.pop("style", None)
+            how.pop("explode", None)
+            how["allowReserved"] = True
+    schema = _composed(document, entry.get("schema"), MULTIPART_COMPOSITION_DEPTH)
+    _json_parts_as_text(document, schema)
+    entry["schema"] = schema
+
+
+def _composed(document: dict[str, object], schema: object, depth: int) -> object:
+    """`schema` (its `$ref` resolved) copied down through its `allOf` / `anyOf` / `oneOf`, each level's
+    `properties` a copy of its own: what `_json_parts_as_text` changes is the operation's, not a
+    component's."""
+    schema = _resolved(document, schema)
+    if not isinstance(schema, dict) or depth <= 0:
+        return schema
+    out = dict(schema)
+    if isinstance(out.get("properties"), dict):
+        out["properties"] = dict(out["properties"])
+    for key in ("allOf", "anyOf", "oneOf"):
+        if isinstance(out.get(key), list):
+            out[key] = [_composed(document, part, depth - 1) for part in out[key]]
+    return out
+
+
+def _levels(schema: object) -> Iterator[dict[str, object]]:
+    """`schema` and each schema of its `allOf` / `anyOf` / `oneOf` (as `_composed` copied them)."""
+    if isinstance(schema, dict):
+        yield schema
+        for key in ("allOf", "anyOf", "oneOf"):
+            for part in schema.get(key) or () if isinstance(schema.get(key), list) else ():
+                yield from _levels(part)
+
+
+def _json_parts_as_text(document: dict[str, object], schema: object) -> None:
+    for level in _levels(schema):
+        properties = level.get("properties")
+        if not isinstance(properties, dict):
+            continue
+        for name, prop in list(properties.items()):
+            resolved = _resolved(document, prop)
+            kind = resolved.get("type") if isinstance(resolved, dict) else None
+            if kind == "object" or (isinstance(kind, list) and "object" in kind):
+                properties[name] = {"anyOf": [prop, {"type": "string"}]}
+
+
 def _boolean_headers(document: dict[str, object], operation: dict[str, object]) -> None:
     """Give each boolean response header that has no example of its own one: its schema's example,
     default or first enum value, else `true`.
@@ -338,6 +426,33 @@ def _examples_from_json_text(document: dict[str, object], operation: dict[str, o
                         continue
 
 
+def _paired_examples_first(document: dict[str, object], operation: dict[str, object]) -> None:
+    """A response's named examples that a request body example of the same name pairs with, first.
+
+    Prism answers a response's first example; the import pairs request and response examples by name
+    (codegen.importer.examples) and the proof runs each tool's first such pair, so where the first
+    response example pairs with no request (Lob's `/intl_verifications`: requests `basic`, ..., `test`,
+    answers `full`, `test`, kept as the example `test`) the stub answered `full` to the example `test`.
+    Only the order changes: every example is still the document's, and still the answer Prism sends."""
+    body = _resolved(document, operation.get("requestBody"))
+    content = body.get("content") if isinstance(body, dict) else None
+    asked: set[str] = set()
+    for media in content.values() if isinstance(content, dict) else ():
+        named = media.get("examples") if isinstance(media, dict) else None
+        asked |= set(named) if isinstance(named, dict) else set()
+    responses = operation.get("responses")
+    for status, response in responses.items() if isinstance(responses, dict) and asked else ():
+        answer = _resolved(document, response) if str(status).startswith("2") else None
+        answers = answer.get("content") if isinstance(answer, dict) else None
+        for media in answers.values() if isinstance(answers, dict) else ():
+            named = media.get("examples") if isinstance(media, dict) else None
+            if isinstance(named, dict) and any(name in asked for name in named):
+                media["examples"] = {
+                    **{k: v for k, v in named.items() if k in asked},
+                    **{k: v for k, v in named.items() if k not in asked},
+                }
+
+
 def _an_answer_where_none_is_documented(operation: dict[str, object]) -> None:
     """An operation that documents no `responses` (OpenAPI 3.1 allows it: readme-parameters-style) gets a
     bodiless 200 in the stub's copy. Prism answers such an operation 500 (NO_RESPONSE_RESPONSE_DEFINED,
@@ -361,6 +476,48 @@ def _urls_made_up_as_urls(node: object) -> None:
     elif isinstance(node, list):
         for value in node:
             _urls_made_up_as_urls(value)
+
+
+STRING_KEYWORDS = ("pattern", "minLength", "maxLength", "format")
+
+
+def _string_keywords_on_strings_only(node: object) -> None:
+    """A schema whose `type` names no string loses its string keywords (`pattern`, `minLength`,
+    `maxLength`, `format`). JSON Schema applies them to strings only, so Prism validates nothing
+    differently; but its generator (json-schema-faker) makes up a string for any schema with a `pattern`,
+    whatever its `type`: Lob's `metadata` (an object, with `pattern` and `maxLength` meant for its
+    values) was answered as a string, which the facade rightly refuses as an answer that breaks the
+    tool's contract."""
+    if isinstance(node, dict):
+        kinds = node.get("type")
+        kinds = [kinds] if isinstance(kinds, str) else kinds
+        if isinstance(kinds, list) and kinds and "string" not in kinds:
+            for keyword in STRING_KEYWORDS:
+                if not isinstance(node.get(keyword), dict):  # a property named so, not the keyword
+                    node.pop(keyword, None)
+        for value in node.values():
+            _string_keywords_on_strings_only(value)
+    elif isinstance(node, list):
+        for value in node:
+            _string_keywords_on_strings_only(value)
+
+
+def _array_items_said(node: object) -> None:
+    """An array schema that says nothing of its items gets `items: {}` (any item, what JSON Schema reads
+    its absence as, so nothing validates differently): Prism's generator (json-schema-faker) ends the
+    answer with "missing items for" such an array (Lob's campaign `uploads`), a 500 the facade rightly
+    passes on as a failed upstream call."""
+    if isinstance(node, dict):
+        kinds = node.get("type")
+        if (kinds == "array" or (isinstance(kinds, list) and "array" in kinds)) and not any(
+            k in node for k in ("items", "prefixItems")
+        ):
+            node["items"] = {}
+        for value in node.values():
+            _array_items_said(value)
+    elif isinstance(node, list):
+        for value in node:
+            _array_items_said(value)
 
 
 def _examples_as_schemas(document: dict[str, object], operation: dict[str, object]) -> None:
@@ -388,15 +545,42 @@ http.ServerResponse.prototype.setHeader = function (name, value) {
   }
   return setHeader.call(this, name, value);
 };
+const deserializers = require(require.resolve('@stoplight/prism-http/dist/validator/deserializers',
+  { paths: [process.env.KUMITATE_PRISM_HOME] }));
+const simple = deserializers.header.simple;
+deserializers.header.simple = function (name, parameters, schema, explode) {
+  return parameters[name] === undefined ? undefined : simple(name, parameters, schema, explode);
+};
+function refusing(readers, style) {
+  const read = readers[style];
+  readers[style] = function (name, parameters, ...rest) {
+    if (readers !== deserializers.path && parameters[name] === undefined) return undefined;
+    try {
+      return read.call(this, name, parameters, ...rest);
+    } catch (error) {
+      return Symbol(String(error && error.message));
+    }
+  };
+}
+for (const style of ['label', 'matrix']) refusing(deserializers.path, style);
+for (const style of ['spaceDelimited', 'pipeDelimited', 'commaDelimited']) refusing(deserializers.query, style);
 """
-"""Loaded into Prism's Node (`--require`): Prism 5.16 writes the violations it finds in its own answer
-(the document's example, or one it generated, that breaks the document's schema: an `oneOf`'s message
-quotes the schema's enum values) into an `sl-violations` response header, and Node refuses a header value
+"""Loaded into Prism's Node (`--require`): two fixes that keep the stub's process alive. First, Prism 5.16
+writes the violations it finds in its own answer (the document's example, or one it generated, that
+breaks the document's schema: an `oneOf`'s message quotes the schema's enum values) into an `sl-violations` response header, and Node refuses a header value
 with a character outside Latin-1 (Lob's country `KOREA (DEMOCRATIC PEOPLE’S REPUBLIC OF)`): the uncaught
 TypeError ends the stub's process, and every later request fails (502) for the stub's sake. This writes
 such a character as its `\\uXXXX` JSON escape in that header only. The proof stays as meaningful: the
 header is Prism's remark on its own answer (the facade does not read it), and Prism validates each
-request before it answers, unchanged."""
+request before it answers, unchanged. Second, Prism's reader of a `simple` header splits the header's
+text for an array or object schema without asking whether the request has the header: an optional one
+left out (ReadMe's `array` header) throws a TypeError that ends the process. A header the request does
+not have reads as absent, as any other parameter does (a `required` one is still refused as missing).
+Third, its `label` and `matrix` path readers throw on a segment not in their style (`x` where `.x` is
+due), and its `spaceDelimited` / `pipeDelimited` query readers on any parameter that is no array (ReadMe's
+`object`, which OpenAPI allows), sent or not: each ends the process too. A query parameter not sent reads
+as absent; a value such a reader cannot read reads as a value no schema type accepts, so the request is
+refused (logged as any other refusal) and the stub lives on to judge the next."""
 
 
 @contextmanager
@@ -421,6 +605,7 @@ def prism(document: Path, log: Path, *, dynamic: bool = False, seed: int = 0) ->
     guard.write_text(PRISM_HEADER_GUARD, encoding="utf-8")
     env = npm.node_env(bin_dir)
     env["NODE_OPTIONS"] = f"{env.get('NODE_OPTIONS', '')} --require {guard}".strip()
+    env["KUMITATE_PRISM_HOME"] = str(bin_dir.parent.parent)  # where the guard finds Prism's own modules
     with log.open("wb") as out:
         process = subprocess.Popen([*command, str(document)], stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}"

@@ -8,7 +8,7 @@ elsewhere: the document says exactly what kumitate.transports.http.rest reads an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from codegen.specs import ToolSpec
 from kumitate.httpshape import Body
@@ -108,6 +108,16 @@ def _cut_examples(examples: Mapping[str, object], body: Body, elsewhere: frozens
     }
 
 
+def _form_of(schema: Json, body: Body, flatten: Sequence[str]) -> Json:
+    """A form body's schema: the body's fields as a form reads them (`form_schema`). A body that is one
+    property's value (Lob's `address_create`: `body: {property: body}`, an address `oneOf`) is that value's
+    fields, as the form reader takes them (not an object holding it: schemathesis then sent a field `body`
+    the tool refused); a value with no `properties` of its own (a `oneOf`, a `$ref`) is its schema as it is."""
+    if body.carried == "rest":
+        return form_schema(schema, flatten)
+    return form_schema(schema) if "properties" in schema else schema
+
+
 def request_body(
     tool: ToolSpec, schemas: Mapping[str, object], input_name: str, content: dict[str, Json]
 ) -> Json | None:
@@ -122,10 +132,8 @@ def request_body(
     for media, entry in content.items():
         if media == "application/json":
             cut: Json = {"schema": schema}
-        else:  # a form of the body's own fields, not the whole input's
-            cut = {
-                "schema": form_schema(schema, tool.form_flatten) if shape.body.carried == "rest" else entry["schema"]
-            }
+        else:  # a form of the body's own fields, not the whole input's (nor, for a property, the input's)
+            cut = {"schema": _form_of(schema, shape.body, tool.form_flatten)}
         if isinstance(examples := entry.get("examples"), Mapping):
             cut["examples"] = _cut_examples(examples, shape.body, shape.param_properties)
         out[media] = cut

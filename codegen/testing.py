@@ -99,7 +99,7 @@ def http_caller(http: httpx.AsyncClient) -> Caller:
     async def call(tool: ToolSpec, arguments: JsonValue) -> Result:
         path, kwargs = shaped_request(tool.http_shape, tool.http_path, arguments, tool.http_method, tool.content_types)
         response = await http.request(tool.http_method, path, **kwargs)
-        return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response))
+        return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response, tool.wire_output))
 
     return call
 

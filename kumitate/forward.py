@@ -23,7 +23,7 @@ from urllib.parse import urlencode
 import httpx
 import jsonschema_rs
 
-from kumitate import formbody, textvalues
+from kumitate import formbody
 from kumitate.bindings import ServiceBinding, ToolBinding
 from kumitate.catalogue import CatalogueEntry
 from kumitate.context import CallContext
@@ -78,7 +78,7 @@ class Upstream:
         route = binding.http_path
         if self.prefix and route.startswith(self.prefix + "/"):
             route = route.removeprefix(self.prefix)
-        request = binding.http_shape.request(route, data, binding.http_method)
+        request = binding.http_shape.request(route, data, binding.http_method, styled=True)
         path = request.path + (f"?{urlencode(request.query, safe=QUERY_SAFE)}" if request.query else "")
         headers = dict(request.headers)
         if ctx.credentials:
@@ -86,7 +86,7 @@ class Upstream:
         content = None
         media = formbody.form_media(binding.content_types)
         if request.has_body and media is not None:
-            content, headers["Content-Type"] = formbody.encode(request.body, media)
+            content, headers["Content-Type"] = formbody.encode(form_of(request.body), media)
         try:
             response = self.client.request(
                 binding.http_method,
@@ -99,13 +99,8 @@ class Upstream:
             )
         except OutboundError as exc:
             raise self._error(binding, exc) from None
-        answer = binding.http_shape.result(_decoded(response), response.headers)
+        answer = binding.http_shape.result(_decoded(response), response.headers, binding.output_schema)
         output = object_without_write_only(answer, binding.output_schema, binding.output_schema)
-        properties = binding.output_schema.get("properties") or {}
-        for _, prop in binding.http_shape.response_headers:  # a header is text: read it as its property's type
-            if isinstance(output.get(prop), str):
-                schema = textvalues.local(properties.get(prop) or {}, binding.output_schema)
-                output[prop] = textvalues.coerce(str(output[prop]), schema, binding.output_schema)
         broken = self.checks[tool].violation(output)
         if broken is not None:  # the API's fault, not the tool's: a bad gateway, not an internal error
             calllog.log_event(
@@ -144,6 +139,15 @@ class Upstream:
             if entry is not None and entry.status == status:
                 return entry.code
         return None
+
+
+def form_of(body: object) -> object:
+    """A body sent on to the API as a form, its null fields left out: a form has no null (kumitate's own
+    form would spell it `null`, which the API reads as that text: Lob's nullable `lob_campaign_id`, whose
+    pattern the text breaks), and a field it does not send is a form's way of giving no value."""
+    if not isinstance(body, dict):
+        return body
+    return {name: value for name, value in body.items() if value is not None}
 
 
 def _decoded(response: httpx.Response) -> object:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import quote
+
+from kumitate import textvalues
 
 Location = Literal["path", "query", "header"]
 Carried = Literal["rest", "none", "property"]
@@ -54,6 +56,10 @@ class Param:
     """The name on the wire: the path's `{name}`, the query key, the header's name."""
     property: str
     """The input property that holds its value."""
+    style: str = "simple"
+    """How the API a facade forwards to reads a path parameter (OpenAPI's `style`): `simple` the segment
+    itself, `label` `.x`, `matrix` `;name=x`. kumitate's own route reads the segment itself whatever it
+    says; only the call sent on to that API (kumitate.forward) is written in it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,15 @@ class HttpRequest:
     has_body: bool = False
 
 
+def _styled(param: Param, segment: str) -> str:
+    """A path segment in its parameter's OpenAPI `style` (a `simple` one as it is)."""
+    if param.style == "label":
+        return f".{segment}"
+    if param.style == "matrix":
+        return f";{_segment(param.name)}={segment}"
+    return segment
+
+
 @dataclass(frozen=True, slots=True)
 class HttpShape:
     """The REST shape of one tool's HTTP binding (spec `http`: `params`, `body`, `status`,
@@ -107,7 +122,7 @@ class HttpShape:
         (a GET whose properties all travel as parameters has nothing left to send: no body)."""
         declared = http.get("params")
         params = [
-            Param(entry["in"], entry["name"], entry.get("property", entry["name"]))
+            Param(entry["in"], entry["name"], entry.get("property", entry["name"]), entry.get("style", "simple"))
             for entry in (declared if isinstance(declared, Sequence) else ())
             if isinstance(entry, Mapping)
         ]
@@ -142,18 +157,22 @@ class HttpShape:
         """The output properties that travel as response headers."""
         return frozenset(prop for _, prop in self.response_headers)
 
-    def request(self, path: str, arguments: Mapping[str, object], method: str = "POST") -> HttpRequest:
+    def request(
+        self, path: str, arguments: Mapping[str, object], method: str = "POST", *, styled: bool = False
+    ) -> HttpRequest:
         """The request that carries `arguments` (the flat input) the way this shape reads it: path
-        variables filled in (percent-encoded), query keys (a list repeated), headers (a list comma-joined),
-        and the body: the rest of the input as an object, even an empty one, for a method that sends a body
-        (`PATCH` with nothing to change is `{}`, not no body), and for GET or DELETE only when it has some."""
+        variables filled in (percent-encoded; `styled`, the call a facade sends on, in each one's `style`),
+        query keys (a list repeated), headers (a list comma-joined), and the body: the rest of the input as
+        an object, even an empty one, for a method that sends a body (`PATCH` with nothing to change is
+        `{}`, not no body), and for GET or DELETE only when it has some."""
         out = HttpRequest(path)
         for param in self.params:
             if param.property not in arguments:
                 continue
             value = arguments[param.property]
             if param.location == "path":
-                out.path = out.path.replace(f"{{{param.name}}}", _segment(wire_text(value)))
+                segment = _segment(wire_text(value))
+                out.path = out.path.replace(f"{{{param.name}}}", _styled(param, segment) if styled else segment)
             elif param.location == "query":
                 values = value if isinstance(value, list) else [value]
                 out.query += [(param.name, wire_text(v)) for v in values]
@@ -169,10 +188,15 @@ class HttpShape:
             out.body = rest
         return out
 
-    def result(self, body: object, headers: Mapping[str, str]) -> dict[str, object]:
+    def result(
+        self, body: object, headers: Mapping[str, str], output_schema: Mapping[str, Any] | None = None
+    ) -> dict[str, object]:
         """The flat output of a success answered as this shape answers it (`body` decoded, None when it
-        had none): the body's properties, or the one property it carries, and the header properties
-        (their text: the output schema judges them)."""
+        had none): the body's properties, or the one property it carries, and the header properties. A
+        header is text: given the tool's `output_schema`, each is read as its property's type
+        (kumitate.textvalues: `150` the integer an integer property declares), the one reading every
+        reader of a shaped answer shares (the facade of an API, the typed HTTP client, the example
+        runner); without it, its text (the output schema then judges it)."""
         out: dict[str, object]
         if self.response_body.carried == "property":
             out = {self.response_body.property or "": body}
@@ -181,7 +205,15 @@ class HttpShape:
         else:
             out = {}
         lowered = {k.lower(): v for k, v in headers.items()}
+        properties = output_schema.get("properties") if output_schema is not None else None
         for name, prop in self.response_headers:
-            if name.lower() in lowered:
-                out[prop] = lowered[name.lower()]
+            if name.lower() not in lowered:
+                continue
+            text = lowered[name.lower()]
+            schema = properties.get(prop) if isinstance(properties, Mapping) else None
+            if output_schema is not None and isinstance(schema, Mapping):
+                declared = textvalues.local(schema, output_schema)
+                out[prop] = textvalues.coerce(text, declared, output_schema)
+            else:
+                out[prop] = text
         return out

@@ -4,9 +4,10 @@ Text carries no types, so each value is read as the JSON type its property's sch
 integer, `on` a boolean, a list as the values repeated); a value of an `anyOf` / `oneOf` as the first
 alternative it is valid as (`42` for `anyOf: [integer, uuid string]` is the integer, as a client that sent
 the point id 42 meant); what fits no declared type stays text, and the schema check then refuses it with
-the usual message. The HTTP transport reads requests this way
-(kumitate.transports.http: forms and REST-shaped parameters), the facade reads an API's response headers
-this way (kumitate.forward), and the generator reads the types here too (codegen's lint and OpenAPI).
+the usual message. The HTTP transport reads requests this way (kumitate.transports.http: forms and
+REST-shaped parameters); a REST-shaped answer's response headers are read this way by whoever reads one
+(kumitate.httpshape `HttpShape.result`: the facade of an API, the HTTP clients, the example runner); and
+the generator reads the types here too (codegen's lint and OpenAPI).
 """
 
 from collections.abc import Mapping, Sequence
@@ -78,10 +79,42 @@ def _alternative(text: str, schema: Mapping[str, Any], root: Mapping[str, Any]) 
     return text
 
 
+def _null_word(text: str, schema: Mapping[str, Any], types: set[str], root: Mapping[str, Any]) -> bool:
+    """Whether `text` is JSON's null, as kumitate writes one in a form or a header (`null`): where the schema
+    takes null, unless the string `null` is a value it takes too (a nullable string with no format, pattern
+    or enum that leaves it out)."""
+    if text != "null" or "null" not in types:
+        return False
+    return "string" not in types or not _valid(text, schema, root, True)
+
+
+def _typed_part(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 8) -> Mapping[str, Any] | None:
+    """The schema a `$ref` names, or the first part of an `allOf` that says a type (or alternatives), through
+    `$ref`s and nested `allOf`s; None when none does."""
+    target = local(schema, root)
+    if depth <= 0:
+        return None
+    if kinds(target) or isinstance(target.get("anyOf") or target.get("oneOf"), list):
+        return target
+    for part in target.get("allOf") or () if isinstance(target.get("allOf"), list) else ():
+        found = _typed_part(part, root, depth - 1) if isinstance(part, Mapping) else None
+        if found is not None:
+            return found
+    return None
+
+
 def coerce(text: str, schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> object:
     """The JSON value a form field stands for; text that fits no declared type stays text (and fails validation).
-    `root` holds the `$defs` the alternatives of an `anyOf` / `oneOf` name (`schema` itself when None)."""
+    `root` holds the `$defs` the alternatives of an `anyOf` / `oneOf` name (`schema` itself when None). A
+    schema that is a `$ref` or an `allOf` (Lob's `color`: `allOf: [{$ref: Color}, {default: false}]`) is read
+    as the first of its parts that says a type."""
     types = kinds(schema)
+    if not types and ("$ref" in schema or isinstance(schema.get("allOf"), list)):
+        typed = _typed_part(schema, schema if root is None else root)
+        if typed is not None:
+            return coerce(text, typed, schema if root is None else root)
+    if _null_word(text, schema, types, schema if root is None else root):
+        return None
     if not types and isinstance(schema.get("anyOf") or schema.get("oneOf"), list):
         return _alternative(text, schema, schema if root is None else root)
     if types & {"object", "array"}:
@@ -108,6 +141,12 @@ def from_text(values: Sequence[str], schema: Mapping[str, Any], root: Mapping[st
     """The JSON value of one property sent as text `values` (a field or key repeated, in order): for an
     array each value read as an item (one value that is JSON text, `[...]`, is the list itself), else the
     last value read as the property; `root` holds the `$defs` its refs name."""
+    if (
+        len(values) == 1
+        and _null_word(values[0], schema, kinds(schema), root)
+        and not _valid(values, schema, root, True)
+    ):
+        return None  # a nullable list sent as null, not a list of the one item `null`
     if "array" in kinds(schema) and not (len(values) == 1 and values[0].lstrip().startswith("[")):
         items = local(schema.get("items") or {}, root)
         return [coerce(value, items, root) for value in values]

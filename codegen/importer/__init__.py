@@ -214,9 +214,9 @@ def import_openapi(options: Options, specs: Path, handlers: Path) -> Imported:
         )
     if convert.overlaps:
         report.document.append(
-            f"{convert.overlaps} `oneOf`(s) with an alternative that is an object requiring nothing beside another"
-            " object (an object valid against the other is valid against both, so not against exactly one) read as"
-            " `anyOf`"
+            f"{convert.overlaps} `oneOf`(s) where an alternative is valid for every object another takes (an open"
+            " one that accepts another's every least instance, or an object requiring nothing beside another"
+            " object), so an answer is valid against two alternatives and against no `oneOf`: read as `anyOf`"
         )
     for alias in sorted(convert.aliased):
         report.document.append(

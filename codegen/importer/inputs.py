@@ -23,6 +23,8 @@ RUNTIME_HEADERS = frozenset({"idempotency-key", "x-run-id", "x-trace-id", "trace
 """Headers kumitate's own pipeline reads or writes."""
 JSON_TYPE = re.compile(r"^(application/(.+\+)?json|\*/\*|application/\*)(;.*)?$")
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+PATH_STYLES = ("label", "matrix")
+"""Path parameter styles a facade sends on in (kumitate.httpshape `Param.style`); `simple` is the default."""
 SCALARS = frozenset({"string", "integer", "number", "boolean"})
 
 
@@ -83,8 +85,26 @@ class Input:
             entry = {"in": p.location, "name": p.name}
             if p.prop != p.name:
                 entry["property"] = p.prop
+            if p.location == "path" and p.raw.get("style") in PATH_STYLES:
+                entry["style"] = str(p.raw["style"])
             out.append(entry)
         return out
+
+
+def _encoding_styles_not_carried(media: str, entry: dict[str, Any], report: OperationReport) -> None:
+    """A form body's fields go in OpenAPI's default form encoding (kumitate.formbody: an array as its field
+    repeated, an object as JSON), whatever `style` / `explode` its Encoding Object names: each other one
+    is listed as not carried (ReadMe's `pipeDelimited`, `deepObject`, non-exploded `form` fields)."""
+    encoding = entry.get("encoding")
+    for name, how in encoding.items() if isinstance(encoding, dict) else ():
+        style = how.get("style") if isinstance(how, dict) else None
+        exploded = how.get("explode", style in (None, "form")) if isinstance(how, dict) else True
+        if style not in (None, "form") or exploded is False:
+            said = f"style {style!r}" if style not in (None, "form") else "form style, not exploded"
+            report.dropped.append(
+                f"the {media} body's field {name!r} ({said}) goes as OpenAPI's default form encoding"
+                " (an array as its field repeated, an object as JSON)"
+            )
 
 
 def parameters(document: dict[str, Any], path_item: dict[str, Any], operation: dict[str, Any]) -> list[Any]:
@@ -148,6 +168,8 @@ def request_body(
         return result
     chosen, result.content_types = carried
     result.body_raw = content[chosen] or {}
+    if chosen in FORM_TYPES:
+        _encoding_styles_not_carried(chosen, result.body_raw, report)
     schema = convert.convert((content[chosen] or {}).get("schema") or {})
     required = raw.get("required") is True
     flat = flat_object(convert, schema)
@@ -281,7 +303,10 @@ def add_parameters(
         schema = _param_schema(param, location, name, convert, report)
         if schema is None:
             continue
-        if param.get("style") not in (None, "simple", "form") or param.get("explode") is False:
+        sent_in_its_style = location == "path" and param.get("style") in PATH_STYLES  # Input.binding
+        if not sent_in_its_style and (
+            param.get("style") not in (None, "simple", "form") or param.get("explode") is False
+        ):
             report.notes.append(f"parameter {name!r} is serialised as kumitate does (repeated keys / comma list)")
         prop = property_name(name, location, taken)
         if prop != name:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from codegen.importer.names import pascal
@@ -89,16 +90,77 @@ class Converter:
         return _nullable(out) if schema.get("nullable") is True else out
 
     def _overlapping(self, branches: object) -> bool:
-        """Whether a `oneOf` has an alternative that is an object requiring nothing and taking any other
-        property beside another alternative that is an object: an object valid against that other one is
-        valid against it too, unless it breaks a property it declares, so the other's answers are not
-        valid against exactly one (Supabase's `/signup` answers a user or a token, both such objects;
-        openEO's collection summaries are values, statistics `{minimum, maximum}` or a JSON Schema, and
-        numeric statistics, its own example among them, are also a JSON Schema). The document means
-        `anyOf`; as `oneOf`, the facade would refuse the answers the API gives."""
+        """Whether a `oneOf` has an alternative whose every least instance (its required properties alone)
+        another alternative accepts too: that one is open (takes any other property), requires no more,
+        and declares each property they share as the same schema or not at all. Such an instance is valid
+        against two alternatives, so against no `oneOf`:
+
+        - two objects that require nothing: every object (`{}` first) is valid against both (Supabase's
+          `/signup` answers a user or a token, both such objects);
+        - Lob's bulk verifications answer, per address, a verification (open, requiring nothing) or an
+          error, which requires `error`, a property the verification does not declare;
+        - Lob's letters are regular (open, requiring `color` and the letter's generated fields), registered
+          or certified, each requiring those and an `extra_service` the regular one does not declare.
+
+        The document means `anyOf`; as `oneOf`, the facade would refuse answers the API gives."""
+        flats = [self._flat(branch, FLAT_DEPTH) for branch in branches] if isinstance(branches, list) else []
+        least = any(
+            wide is not None and least is not None and i != j and _accepts_least(wide, least)
+            for i, wide in enumerate(flats)
+            for j, least in enumerate(flats)
+        )
+        return least or self._open_beside_object(branches)
+
+    def _open_beside_object(self, branches: object) -> bool:
+        """Whether an alternative is an object requiring nothing and taking any other property beside another
+        that is an object: an object valid against the other is valid against it too unless it breaks a
+        property it declares (openEO's collection summaries are values, statistics `{minimum, maximum}` or a
+        JSON Schema, and numeric statistics, the document's own example among them, are also a JSON Schema)."""
         raws = [self._raw(branch) for branch in (branches if isinstance(branches, list) else ())]
         objects = [raw for raw in raws if isinstance(raw, dict) and _takes_objects(raw)]
-        return len(objects) >= 2 and any(_open_object(raw) for raw in objects)
+        return any(
+            _open_object(wide) and not self._tells_apart(wide, other)
+            for wide in objects
+            for other in objects
+            if wide is not other
+        )
+
+    def _tells_apart(self, wide: dict[str, Any], other: dict[str, Any]) -> bool:
+        """Whether `wide` declares a property `other` requires as an enumeration or a constant (Token's
+        `kind: [token]` beside a user's required `kind: [user]`): a discriminator, which keeps them apart."""
+        declared_properties = wide.get("properties")
+        properties: dict[str, Any] = declared_properties if isinstance(declared_properties, dict) else {}
+        for name in other.get("required") or ():
+            declared = self._raw(properties.get(name))
+            if isinstance(declared, dict) and ("enum" in declared or "const" in declared):
+                return True
+        return False
+
+    def _flat(self, schema: object, depth: int) -> _Flat | None:
+        """An object schema of the document with its `allOf` merged: its properties, what it requires, and
+        whether it takes any other property; None when it is no such schema (another type, an `anyOf`, an
+        enum, properties declared twice differently) or nests deeper than `depth`."""
+        raw = self._raw(schema)
+        if not isinstance(raw, dict) or depth <= 0 or raw.get("type", "object") != "object":
+            return None
+        if any(k in raw for k in ("oneOf", "anyOf", "not", "enum", "const")):
+            return None
+        properties = raw.get("properties")
+        flat = _Flat(
+            dict(properties) if isinstance(properties, dict) else {},
+            {str(name) for name in raw.get("required") or ()},
+            raw.get("additionalProperties", True) is True
+            and not raw.get("patternProperties")
+            and not raw.get("minProperties"),
+        )
+        for part in raw.get("allOf") or ():
+            sub = self._flat(part, depth - 1)
+            if sub is None or any(flat.properties.get(n, s) != s for n, s in sub.properties.items()):
+                return None
+            flat.properties.update(sub.properties)
+            flat.required |= sub.required
+            flat.open = flat.open and sub.open
+        return flat
 
     def _raw(self, schema: object) -> object:
         """The document's own schema a (chain of) `$ref`s leads to."""
@@ -305,4 +367,30 @@ def _open_object(schema: dict[str, Any]) -> bool:
         and schema.get("additionalProperties", True) is not False
         and not schema.get("minProperties")
         and not any(k in schema for k in ("allOf", "oneOf", "anyOf", "not", "enum", "const"))
+    )
+
+
+FLAT_DEPTH = 8
+"""How deep `allOf`s (through `$ref`s) are merged to compare the alternatives of a `oneOf`."""
+
+
+@dataclass
+class _Flat:
+    """An object schema with its `allOf` merged (Converter._flat)."""
+
+    properties: dict[str, Any]
+    required: set[str]
+    open: bool
+    """Whether it takes any property it does not declare, as it comes."""
+
+
+def _accepts_least(wide: _Flat, least: _Flat) -> bool:
+    """Whether `wide` accepts every instance of `least` that holds its required properties alone."""
+    return (
+        wide.open
+        and wide.required <= least.required
+        and all(
+            name not in wide.properties or wide.properties[name] == least.properties.get(name)
+            for name in least.required
+        )
     )

@@ -43,13 +43,14 @@ def shaped_request(
     return path if request is None else request.path, kwargs
 
 
-def shaped_body(shape: HttpShape, response: httpx.Response) -> object:
-    """A success's flat output read back from its REST shape (the body, headers, or nothing); an error's
+def shaped_body(shape: HttpShape, response: httpx.Response, output_schema: Mapping[str, Any] | None = None) -> object:
+    """A success's flat output read back from its REST shape (the body, headers, or nothing), each header
+    read as its property's type where the tool's `output_schema` is given (HttpShape.result); an error's
     body (the catalogue's envelope) as it came."""
     decoded = response.json() if response.content else None
     if response.status_code >= 300 or shape.plain:
         return decoded
-    return shape.result(decoded, response.headers)
+    return shape.result(decoded, response.headers, output_schema)
 
 
 def _http_request(call: Call) -> tuple[str, str, dict[str, Any]]:

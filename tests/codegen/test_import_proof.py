@@ -203,3 +203,142 @@ def test_the_stub_answers_an_operation_that_documents_no_answer(tmp_path: Path) 
     paths = json.loads((tmp_path / "stub.json").read_text())["paths"]
     operations = [op for item in paths.values() for op in item.values() if isinstance(op, dict)]
     assert operations and all(list(op["responses"]) == ["200"] for op in operations)
+
+
+def _stub_of(tmp_path: Path, document: dict[str, object], *, dynamic: bool = False) -> dict[str, object]:
+    entry, stub = tmp_path / "doc.json", tmp_path / "stub.json"
+    entry.write_text(json.dumps(document), encoding="utf-8")
+    import_proof.stub_document(entry, stub, dynamic=dynamic)
+    written: dict[str, object] = json.loads(stub.read_text(encoding="utf-8"))
+    return written
+
+
+def test_the_stub_reads_a_multipart_body_as_the_parts_the_facade_sends(tmp_path: Path) -> None:
+    """Prism reads a JSON part as text ("must be object", Lob's `ride_along_image`), checks a part with an
+    Encoding Object for reserved characters as if it were percent-encoded, and throws (ending its process)
+    on a `pipeDelimited` property that is no array (ReadMe's). The stub's copy lets an object property be
+    its JSON text, allows reserved characters, and reads no `style`; the component schema stays as it is."""
+    campaign = {
+        "allOf": [
+            {"type": "object", "properties": {"image": {"type": "object"}, "url": {"type": "string"}}},
+            {"type": "object", "required": ["image"]},
+        ]
+    }
+    body = {
+        "content": {
+            "multipart/form-data": {
+                "schema": {"$ref": "#/components/schemas/Campaign"},
+                "encoding": {"url": {"contentType": "text/plain"}, "image": {"style": "pipeDelimited"}},
+            }
+        }
+    }
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "t", "version": "1"},
+        "components": {"schemas": {"Campaign": campaign}},
+        "paths": {"/campaigns": {"post": {"requestBody": body, "responses": {"200": {"description": "ok"}}}}},
+    }
+    written = _stub_of(tmp_path, document)
+    media = written["paths"]["/campaigns"]["post"]["requestBody"]["content"]["multipart/form-data"]  # type: ignore[index]
+    assert media["encoding"] == {
+        "url": {"contentType": "text/plain", "allowReserved": True},
+        "image": {"allowReserved": True},
+    }
+    image = media["schema"]["allOf"][0]["properties"]["image"]
+    assert image == {"anyOf": [{"type": "object"}, {"type": "string"}]}
+    assert written["components"]["schemas"]["Campaign"] == campaign  # type: ignore[index]
+
+
+def test_the_stub_answers_first_the_response_example_a_request_example_pairs_with(tmp_path: Path) -> None:
+    """Prism answers a response's first example; the import keeps the examples that pair by name (Lob's
+    `/intl_verifications`: answers `full`, `test`, only `test` asked): the stub's copy lists `test` first."""
+
+    def named(*names: str) -> dict[str, object]:
+        return {name: {"value": {"name": name}} for name in names}
+
+    operation = {
+        "requestBody": {
+            "content": {"application/json": {"schema": {"type": "object"}, "examples": named("basic", "test")}}
+        },
+        "responses": {
+            "200": {"description": "ok", "content": {"application/json": {"examples": named("full", "test")}}},
+            "400": {"description": "bad", "content": {"application/json": {"examples": named("full", "test")}}},
+        },
+    }
+    document = {"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {"/verify": {"post": operation}}}
+    responses = _stub_of(tmp_path, document)["paths"]["/verify"]["post"]["responses"]  # type: ignore[index]
+    assert list(responses["200"]["content"]["application/json"]["examples"]) == ["test", "full"]
+    assert list(responses["400"]["content"]["application/json"]["examples"]) == ["full", "test"]
+
+
+def test_the_generating_stub_makes_up_what_the_schema_says_where_its_generator_would_not(tmp_path: Path) -> None:
+    """json-schema-faker makes up a string for any schema with a `pattern` (Lob's `metadata`, an object),
+    and fails on an array that says nothing of its items (Lob's `uploads`): the generating stub's copy
+    leaves string keywords out of schemas that name no string type, and gives such an array `items: {}`,
+    which validates nothing differently; the static stub's copy is the document's."""
+    metadata = {"type": "object", "additionalProperties": {"type": "string"}, "maxLength": 500, "pattern": '[^"]*'}
+    name = {"type": "string", "pattern": "^[a-z]+$", "maxLength": 5}
+    uploads = {"type": "array", "maxItems": 1}
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "components": {"schemas": {"Metadata": metadata, "Name": name, "Uploads": uploads}},
+        "paths": {},
+    }
+    schemas = _stub_of(tmp_path, document, dynamic=True)["components"]["schemas"]  # type: ignore[index]
+    assert schemas["Metadata"] == {"type": "object", "additionalProperties": {"type": "string"}}
+    assert schemas["Name"] == name
+    assert schemas["Uploads"] == {**uploads, "items": {}}
+    assert _stub_of(tmp_path, document)["components"]["schemas"]["Metadata"] == metadata  # type: ignore[index]
+
+
+def test_the_stub_outlives_an_optional_array_header_left_out(tmp_path: Path) -> None:
+    """Prism split an array header's text without asking whether the request had it: an optional one left
+    out (ReadMe's parameter-style headers) ended its process. It reads as absent; a required one is refused."""
+    import httpx
+
+    def header(name: str, required: bool) -> dict[str, object]:
+        schema = {"type": "array", "items": {"type": "string"}}
+        return {"in": "header", "name": name, "required": required, "schema": schema}
+
+    ok = {"200": {"description": "ok", "content": {"application/json": {"example": "ok"}}}}
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "T", "version": "1"},
+        "paths": {
+            "/optional": {"get": {"parameters": [header("X-List", False)], "responses": ok}},
+            "/required": {"get": {"parameters": [header("X-List", True)], "responses": ok}},
+        },
+    }
+    stub = tmp_path / "stub.json"
+    stub.write_text(json.dumps(document), encoding="utf-8")
+    with import_proof.prism(stub, tmp_path / "prism.log") as url:
+        statuses = [httpx.get(f"{url}{path}", timeout=10).status_code for path in ("/optional", "/required")]
+        statuses.append(httpx.get(f"{url}/required", headers={"X-List": "a,b"}, timeout=10).status_code)
+    assert statuses == [200, 422, 200]
+
+
+def test_the_stub_refuses_a_parameter_its_style_reader_cannot_read_and_lives_on(tmp_path: Path) -> None:
+    """Prism's `label` path reader threw on a segment without its `.` (ReadMe's parameter styles, which the
+    facade sends as plain segments), and its `pipeDelimited` reader on an object query parameter, sent or
+    not, ending its process: such a value is refused, an absent one is absent, and the stub answers on."""
+    import httpx
+
+    label = {"in": "path", "name": "id", "required": True, "style": "label", "schema": {"type": "string"}}
+    ok = {"200": {"description": "ok", "content": {"application/json": {"example": "ok"}}}}
+    piped = {"in": "query", "name": "object", "style": "pipeDelimited", "schema": {"type": "object"}}
+    document = {
+        "openapi": "3.1.0",
+        "info": {"title": "T", "version": "1"},
+        "paths": {
+            "/label/{id}": {"get": {"parameters": [label], "responses": ok}},
+            "/piped": {"get": {"parameters": [piped], "responses": ok}},
+        },
+    }
+    stub = tmp_path / "stub.json"
+    stub.write_text(json.dumps(document), encoding="utf-8")
+    with import_proof.prism(stub, tmp_path / "prism.log") as url:
+        paths = ("/label/plain", "/label/.dotted", "/piped", "/piped?object=a|b", "/label/.again")
+        statuses = [httpx.get(f"{url}{path}", timeout=10).status_code for path in paths]
+    assert statuses == [422, 200, 200, 422, 200]
+    assert import_proof._stub_refusals(tmp_path / "prism.log")

@@ -10,7 +10,7 @@ from pathlib import Path
 from codegen import openapi_shape
 from codegen.specs import ToolSpec
 from kumitate.bindings import Annotations
-from kumitate.httpshape import HttpShape, Param
+from kumitate.httpshape import Body, HttpShape, Param
 
 INPUT = {
     "type": "object",
@@ -71,3 +71,24 @@ def test_a_body_with_nothing_left_is_no_body() -> None:
     shape = HttpShape(params=tuple(Param("query", name, name) for name in INPUT["properties"]))
     tool = dataclasses.replace(tool, http_shape=shape)
     assert openapi_shape.request_body(tool, {"SearchInput": INPUT}, "SearchInput", {"application/json": {}}) is None
+
+
+def test_a_form_of_a_property_body_is_the_property_value_fields() -> None:
+    """Lob's `address_create` sends one property's value as its body (`body: {property: body}`), as JSON or a
+    form: the form's fields are the value's fields, as the form reader takes them, not an object holding the
+    value (schemathesis sent a field `body`, which the tool refused as the value itself)."""
+    address = {"type": "object", "required": ["line1"], "properties": {"line1": {"type": "string"}}}
+    either = {"oneOf": [address, {"type": "object", "required": ["zip"], "properties": {"zip": {"type": "string"}}}]}
+    schemas = {"CreateInput": {"type": "object", "required": ["body"], "properties": {"body": either}}}
+    media = ["application/json", "application/x-www-form-urlencoded"]
+    tool = dataclasses.replace(_tool(media), http_shape=HttpShape(body=Body("property", "body")))
+    content = {m: {"schema": {"$ref": "#/components/schemas/CreateInput"}} for m in media}
+    body = openapi_shape.request_body(tool, schemas, "CreateInput", content)
+    assert body is not None
+    assert body["content"]["application/json"]["schema"] == either
+    assert body["content"]["application/x-www-form-urlencoded"]["schema"] == either
+    schemas["CreateInput"]["properties"]["body"] = address
+    body = openapi_shape.request_body(tool, schemas, "CreateInput", content)
+    assert body is not None and body["content"]["application/x-www-form-urlencoded"]["schema"]["properties"] == {
+        "line1": {"type": "string"}
+    }

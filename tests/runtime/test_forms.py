@@ -7,7 +7,8 @@ import jsonschema
 import pytest
 
 from kumitate.errors import ToolError
-from kumitate.transports.http.forms import Flattened, coerce, form_schema, local
+from kumitate.textvalues import from_text
+from kumitate.transports.http.forms import Flattened, coerce, form_schema, local, value_fields
 
 SCHEMA = {
     "type": "object",
@@ -125,3 +126,26 @@ def test_a_form_documents_no_empty_required_list_and_untyped_fields_as_text() ->
     assert documented["properties"]["Note"] == {"type": "string"}
     assert schema["properties"]["Items"] == {"type": "array", "items": {}}  # the input is not modified
     assert form_schema(SCHEMA)["properties"]["tags"] == SCHEMA["properties"]["tags"]
+
+
+def test_a_property_body_form_reads_its_fields_by_the_value_schema_and_its_alternatives() -> None:
+    """Lob's `address_create` takes one property's value as its body, a `oneOf` of a US and an international
+    address: its form's fields are the value's, read by the first alternative that declares each (the
+    input schema, which declares only `body`, left every field text: `address_line2: "null"`, JSON text)."""
+    root = {
+        "type": "object",
+        "properties": {"body": {"$ref": "#/$defs/Address"}},
+        "$defs": {
+            "Address": {"oneOf": [{"$ref": "#/$defs/Us"}, {"$ref": "#/$defs/Intl"}]},
+            "Us": {
+                "type": "object",
+                "properties": {"zip": {"type": "integer"}, "line2": {"type": ["string", "null"], "maxLength": 3}},
+            },
+            "Intl": {"type": "object", "properties": {"zip": {"type": "string"}, "metadata": {"type": "object"}}},
+        },
+    }
+    fields = value_fields(root["properties"]["body"], root)
+    assert set(fields) == {"zip", "line2", "metadata"}
+    assert from_text(["94107"], fields["zip"], root) == 94107
+    assert from_text(["null"], fields["line2"], root) is None
+    assert from_text(['{"a": "b"}'], fields["metadata"], root) == {"a": "b"}

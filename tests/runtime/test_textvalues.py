@@ -59,6 +59,39 @@ def test_a_nullable_value_is_read_as_its_type() -> None:
     assert coerce("7", {"anyOf": [{"type": "integer"}, {"type": "null"}]}) == 7
 
 
+def test_null_is_read_as_null_where_the_schema_takes_null_and_not_the_text() -> None:
+    """kumitate writes null in a form as `null` (kumitate.formbody), and schemathesis does so for Lob's
+    nullable `cancel_window_campaign_minutes`, `use_type` enum, `send_date` date-time: read back as null,
+    unless the text `null` is a string the schema takes too."""
+    assert coerce("null", {"type": ["integer", "null"]}) is None
+    assert coerce("null", {"type": ["string", "null"], "enum": ["marketing", None]}) is None
+    assert coerce("null", {"anyOf": [{"type": "integer"}, {"type": "null"}]}) is None
+    assert coerce("null", {"type": ["string", "null"], "format": "date-time"}) is None
+    assert coerce("null", {"type": ["string", "null"], "pattern": "^card_"}) is None
+    assert coerce("null", {"type": ["string", "null"]}) == "null"
+    cards = {"type": ["array", "null"], "items": {"type": "string", "pattern": "^card_"}}
+    assert from_text(["null"], cards, cards) is None
+    assert from_text(["null"], {"type": "array", "items": {"type": "string"}}, {}) == ["null"]
+    words = {"type": ["array", "null"], "items": {"type": "string"}}
+    assert from_text(["null"], words, words) == ["null"]
+    assert coerce("null", {"type": "integer"}) == "null"
+
+
+def test_a_ref_or_an_all_of_is_read_as_the_type_its_part_says() -> None:
+    """Lob's letter `color`: `allOf: [{$ref: Color}, {default: false}]`, Color a boolean; the form's `true`
+    is the boolean (it stayed the text 'true', and the facade refused its own OpenAPI's form)."""
+    root = {
+        "$defs": {
+            "Color": {"type": "boolean"},
+            "Count": {"allOf": [{"$ref": "#/$defs/Size"}]},
+            "Size": {"type": "integer"},
+        }
+    }
+    assert coerce("true", {"allOf": [{"$ref": "#/$defs/Color"}, {"default": False}]}, root) is True
+    assert coerce("3", {"$ref": "#/$defs/Count"}, root) == 3
+    assert coerce("x", {"allOf": [{"description": "no type"}]}, root) == "x"
+
+
 def test_text_no_alternative_accepts_stays_text_and_fails_validation() -> None:
     value = _read("id", "-3")
     assert value == "-3"

@@ -58,6 +58,20 @@ class Flattened:
         return out
 
 
+def value_fields(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 8) -> dict[str, Mapping[str, Any]]:
+    """The form fields of a body that is one property's value (`body: {property: X}`): field name -> the
+    schema it is read by, from the value's own `properties` and those of each alternative or part of its
+    `oneOf` / `anyOf` / `allOf` (the first that declares a name; Lob's address is a `oneOf` of a US and an
+    international one), `$ref`s followed in `root`."""
+    target = local(schema, root)
+    fields = {name: local(prop, root) for name, prop in (target.get("properties") or {}).items()}
+    for key in ("allOf", "oneOf", "anyOf"):
+        for part in target.get(key) or () if depth > 0 and isinstance(target.get(key), list) else ():
+            for name, prop in value_fields(part, root, depth - 1).items() if isinstance(part, Mapping) else ():
+                fields.setdefault(name, prop)
+    return fields
+
+
 def form_schema(schema: Mapping[str, Any], flatten: Sequence[str] = ()) -> dict[str, Any]:
     """The input schema as a form body: boolean fields also take their form words (on, 1, ...), a field of
     no declared type is text, a required list has at least one item (a form writes an empty one as no field,

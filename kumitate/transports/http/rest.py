@@ -20,6 +20,7 @@ from kumitate.httpshape import Param, wire_text
 from kumitate.intake import data_of
 from kumitate.pipeline import Outcome
 from kumitate.transports.edge.paths import segment_text
+from kumitate.transports.http import forms
 from kumitate.transports.http.wire import HttpRequest, read_arguments, read_body
 
 
@@ -112,7 +113,12 @@ async def _body(request: HttpRequest, binding: ToolBinding) -> object:
     length = request.headers.get("content-length")
     if length in (None, "", "0") and "chunked" not in request.headers.get("transfer-encoding", ""):
         return None
-    arguments = await read_arguments(request, binding)
+    body = binding.http_shape.body
+    fields = None
+    if body.carried == "property" and body.property is not None:  # a form's fields are the value's, not the input's
+        value = (binding.input_schema.get("properties") or {}).get(body.property, {})
+        fields = forms.value_fields(value, binding.input_schema)
+    arguments = await read_arguments(request, binding, fields)
     return data_of(arguments)
 
 

@@ -6,6 +6,8 @@ The routes (kumitate.transports.http.routes) and the task operations (kumitate.t
 """
 
 import base64
+from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 from litestar import Request, Response
@@ -139,9 +141,12 @@ def json_arguments(raw: bytearray) -> JsonBody:
     return JsonBody(raw)
 
 
-async def read_arguments(request: HttpRequest, binding: ToolBinding) -> JsonBody | dict[str, object]:
+async def read_arguments(
+    request: HttpRequest, binding: ToolBinding, fields: Mapping[str, Mapping[str, Any]] | None = None
+) -> JsonBody | dict[str, object]:
     """The tool's arguments from the body, in a media type the spec accepts (else UNSUPPORTED_MEDIA_TYPE):
-    JSON as is (parsed by the pipeline), a form's fields mapped onto the input schema (kumitate.transports.http.forms)."""
+    JSON as is (parsed by the pipeline), a form's fields mapped onto the input schema (kumitate.transports.http.forms),
+    or onto `fields` (a body that is one property's value: `forms.value_fields`)."""
     media = _media_type(request)
     if media not in binding.content_types:
         raise ToolError(
@@ -151,12 +156,13 @@ async def read_arguments(request: HttpRequest, binding: ToolBinding) -> JsonBody
     if media == "application/json":
         return json_arguments(await read_body(request))
     form = await request.form()
-    flattened = forms.Flattened.of(binding.input_schema, binding.form_flatten)
+    flattened = forms.Flattened.of(binding.input_schema, binding.form_flatten if fields is None else ())
     arguments: dict[str, object] = {}
     for key in form:
         # repeated fields (`label_features=a&label_features=b`) or one plain value: a list where the schema says
         texts = [await _form_text(value) for value in form.getall(key)]
-        arguments[key] = textvalues.from_text(texts, flattened.schema(key, binding.input_schema), binding.input_schema)
+        schema = flattened.schema(key, binding.input_schema) if fields is None else fields.get(key, {})
+        arguments[key] = textvalues.from_text(texts, schema, binding.input_schema)
     return flattened.nest(arguments)
 
 

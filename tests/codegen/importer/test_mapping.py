@@ -281,8 +281,12 @@ def test_a_body_property_required_but_not_declared_stays_required(project: Path,
 def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_path: Path) -> None:
     """Supabase's `/signup` answers `oneOf: [token, user]`, both objects that require nothing: every object is
     valid against both, so as a `oneOf` the facade would refuse every real answer. One such object beside an
-    object that requires `id` (openEO's summaries: statistics or a JSON Schema) is no better: every object
-    with an `id` is valid against both. Alternatives a closed object or a type tells apart stay a `oneOf`."""
+    object that requires `id` (openEO's summaries: statistics or a JSON Schema) is no better. Lob's bulk
+    verifications answer `oneOf: [verification, error]`, the verification open and the error requiring
+    `error`, which the verification does not declare: every error is valid against both; its letters are
+    regular (open) or registered, which requires what a regular one does and an `extra_service` the regular
+    one does not declare. Alternatives that a closed object, a type, or a property the open one declares as
+    an enumeration (a discriminator) tells apart stay a `oneOf`."""
     document = tmp_path / "doc.yaml"
     document.write_text(
         "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
@@ -291,24 +295,45 @@ def test_a_one_of_no_answer_could_satisfy_is_read_as_any_of(project: Path, tmp_p
         " {$ref: '#/components/schemas/User'}]}}}\n"
         "  /pick:\n    get:\n      responses:\n        '200':\n          description: ok\n"
         "          content: {application/json: {schema: {oneOf: [{$ref: '#/components/schemas/Token'},"
-        " {type: object, required: [id], properties: {id: {type: string}}}]}}}\n"
+        " {type: object, required: [kind], properties: {kind: {enum: [user]}}}]}}}\n"
+        "  /ids:\n    get:\n      responses:\n        '200':\n          description: ok\n"
+        "          content: {application/json: {schema: {oneOf: [{$ref: '#/components/schemas/User'},"
+        " {type: object, required: [n], properties: {n: {type: integer}}}]}}}\n"
         "  /closed:\n    get:\n      responses:\n        '200':\n          description: ok\n"
         "          content: {application/json: {schema: {oneOf: [{type: array},"
         " {type: object, additionalProperties: false, properties: {id: {type: string}}},"
         " {type: object, required: [n], properties: {n: {type: integer}}}]}}}\n"
+        "  /verify:\n    get:\n      responses:\n        '200':\n          description: ok\n"
+        "          content: {application/json: {schema: {oneOf: [{$ref: '#/components/schemas/User'},"
+        " {type: object, required: [error], properties: {error: {type: string}}}]}}}\n"
+        "  /letter:\n    get:\n      responses:\n        '200':\n          description: ok\n"
+        "          content: {application/json: {schema: {oneOf: [{allOf: [{title: regular},"
+        " {$ref: '#/components/schemas/Regular'}]}, {allOf: [{title: registered},"
+        " {$ref: '#/components/schemas/Registered'}]}]}}}\n"
         "components:\n  schemas:\n"
-        "    Token: {type: object, properties: {access_token: {type: string}}}\n"
+        "    Color: {type: string, enum: [black, color]}\n"
+        "    Base: {type: object, required: [id], properties: {id: {type: string}}}\n"
+        "    Regular: {allOf: [{type: object, required: [color], properties: {color: {$ref: '#/components/schemas/Color'}}},"
+        " {$ref: '#/components/schemas/Base'}]}\n"
+        "    Registered: {allOf: [{type: object, required: [color, extra_service], properties: {color: {$ref:"
+        " '#/components/schemas/Color'}, extra_service: {enum: [registered]}}}, {$ref: '#/components/schemas/Base'}]}\n"
+        "    Token: {type: object, properties: {access_token: {type: string}, kind: {enum: [token]}}}\n"
         "    User: {type: object, properties: {id: {type: string}}}\n"
     )
     run(project, str(document), "auth")
     specs = tools(project, "auth")
     signup = json.dumps(specs["create_signup"]["output"])
     assert '"anyOf"' in signup and '"oneOf"' not in signup
-    pick = json.dumps(specs["get_pick"]["output"])
-    assert '"anyOf"' in pick and '"oneOf"' not in pick
+    assert '"oneOf"' in json.dumps(specs["get_pick"]["output"])
+    verify = json.dumps(specs["get_verify"]["output"])
+    assert '"anyOf"' in verify and '"oneOf"' not in verify
+    letter = json.dumps(specs["get_letter"]["output"])
+    assert '"anyOf"' in letter and '"oneOf"' not in letter
+    ids = json.dumps(specs["list_ids"]["output"])
+    assert '"anyOf"' in ids and '"oneOf"' not in ids
     assert '"oneOf"' in json.dumps(specs["get_closed"]["output"])
     report = (project / "specs/auth/IMPORT-REPORT.md").read_text(encoding="utf-8")
-    assert "2 `oneOf`(s) with an alternative that is an object requiring nothing beside another object" in report
+    assert "4 `oneOf`(s) where an alternative is valid for every object another takes" in report
 
 
 def test_an_answer_does_not_require_a_write_only_property(project: Path, tmp_path: Path) -> None:
@@ -398,3 +423,46 @@ def test_an_operation_that_requires_a_body_no_tool_can_send_is_not_imported(proj
     assert set(tools(project, "files")) == {"create_file", "get_file"}
     report = (project / "specs/files/IMPORT-REPORT.md").read_text(encoding="utf-8")
     assert "PUT /files/{path}: its required request body is application/octet-stream only" in report
+
+
+def test_a_path_parameter_in_label_or_matrix_style_is_sent_on_in_it(project: Path, tmp_path: Path) -> None:
+    """ReadMe's parameter styles: a `label` path parameter is `.x` to the API, a `matrix` one `;name=x`. The
+    binding names the style (the facade writes the call sent on in it); a `simple` one says nothing."""
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
+        "  /things/{a}/{b}/{c}:\n    get:\n      parameters:\n"
+        "        - {in: path, name: a, required: true, style: label, schema: {type: string}}\n"
+        "        - {in: path, name: b, required: true, style: matrix, explode: true, schema: {type: string}}\n"
+        "        - {in: path, name: c, required: true, style: simple, schema: {type: string}}\n"
+        "      responses: {'200': {description: ok}}\n"
+    )
+    run(project, str(document), "styles")
+    (spec,) = tools(project, "styles").values()
+    params = spec["http"]["params"]
+    assert params == [
+        {"in": "path", "name": "a", "style": "label"},
+        {"in": "path", "name": "b", "style": "matrix"},
+        {"in": "path", "name": "c"},
+    ]
+    report = (project / "specs/styles/IMPORT-REPORT.md").read_text(encoding="utf-8")
+    assert "serialised as kumitate does" not in report
+
+
+def test_a_form_field_in_another_style_than_the_default_is_listed_as_not_carried(project: Path, tmp_path: Path) -> None:
+    """The facade sends a form body in OpenAPI's default encoding (ReadMe's parameter styles name
+    `pipeDelimited` and non-exploded `form` fields): each field styled otherwise is listed as not carried."""
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.1.0\ninfo: {title: T, version: 1.0.0}\npaths:\n"
+        "  /form:\n    post:\n      requestBody:\n        content:\n          multipart/form-data:\n"
+        "            schema: {type: object, properties: {a: {type: array, items: {type: string}},"
+        " b: {type: array, items: {type: string}}, c: {type: string}}}\n"
+        "            encoding: {a: {style: pipeDelimited}, b: {style: form, explode: false}, c: {style: form}}\n"
+        "      responses: {'200': {description: ok}}\n"
+    )
+    run(project, str(document), "forms")
+    report = (project / "specs/forms/IMPORT-REPORT.md").read_text(encoding="utf-8")
+    assert "field 'a' (style 'pipeDelimited') goes as OpenAPI's default form encoding" in report
+    assert "field 'b' (form style, not exploded) goes as" in report
+    assert "field 'c'" not in report
