@@ -70,7 +70,9 @@ class Proof:
     unexplained: list[openapi_diff.BreakingChange] = field(default_factory=list)
     """The breaking changes no entry of proof.yaml explains (each fails the differ step)."""
     not_compared: str = ""
-    """Why the differ was not run (proof.yaml `unable:`), if it was not."""
+    """What the differ did not compare, and why (proof.yaml `unable:`): the document, or some operations."""
+    uncompared: int = 0
+    """How many operations the differ did not compare; 0 with `not_compared` set: the whole document."""
     report: str = ""
     """The importer's IMPORT-REPORT.md: what was not carried over, and what the wire adapts."""
 
@@ -799,10 +801,14 @@ def _differ(proof: Proof, entry: Path, regenerated: Path) -> str:
         return str(exc)
     unexplained = proof.unexplained = _explain(proof, differences())
     problems = [f"{len(unexplained)} unexplained, e.g. {unexplained[0]}"] if unexplained else []
-    if missed:
-        problems.append(
-            f"{len(missed)} operation(s) not compared: " + "; ".join(f"{p}: {w}" for p, w in missed.items())
-        )
+    known = {op: not_comparable().get(f"{proof.slug} {op}") for op in missed}
+    if any(known.values()):
+        proof.not_compared = "; ".join(f"{op}: {why}" for op, why in known.items() if why)
+        proof.uncompared = sum(1 for why in known.values() if why)
+    unknown = {op: why for op, why in missed.items() if not known[op]}
+    if unknown:
+        listed = "; ".join(f"{op}: {why}" for op, why in unknown.items())
+        problems.append(f"{len(unknown)} operation(s) not compared: {listed}")
     return "; ".join(problems) or "ok"
 
 
@@ -831,13 +837,9 @@ def results_table(proofs: list[Proof]) -> str:
     for p in proofs:
         verdict = {step: ("ok" if p.steps.get(step) == "ok" else "FAIL" if step in p.steps else "-") for step in steps}
         explained = sum(p.explained.values())
-        breaking = (
-            f"not compared ({p.not_compared.split(':')[0].split('(')[0].strip()})"
-            if p.not_compared
-            else f"{explained} / {len(p.breaking) - explained}"
-            if "differ" in p.steps
-            else "-"
-        )
+        breaking = f"{explained} / {len(p.breaking) - explained}" if "differ" in p.steps else "-"
+        if p.not_compared:
+            breaking += f" ({p.uncompared or 'document'} not compared)"
         lines.append(
             f"| {p.slug} | {p.operations} | **{'PASS' if p.passed else 'FAIL'}** | {verdict['import']}"
             f" | {verdict['generate']} | {verdict['lint']} | {breaking}"
