@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen import import_proof
+from codegen import import_proof, prism, proof_stub
 from codegen.openapi_diff import BreakingChange
 
 pytestmark = pytest.mark.slow
@@ -74,7 +74,7 @@ def test_the_stub_reads_a_repeated_form_field_and_sends_a_boolean_header(tmp_pat
     }
     entry, stub = tmp_path / "doc.json", tmp_path / "stub.json"
     entry.write_text(json.dumps(document), encoding="utf-8")
-    import_proof.stub_document(entry, stub)
+    proof_stub.stub_document(entry, stub)
     written = json.loads(stub.read_text(encoding="utf-8"))
     operation = written["paths"]["/bulk"]["post"]
     form = operation["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
@@ -109,7 +109,7 @@ def test_the_stub_answers_an_example_written_as_json_text_as_the_json_it_spells(
     }
     entry, stub = tmp_path / "doc.json", tmp_path / "stub.json"
     entry.write_text(json.dumps(document), encoding="utf-8")
-    import_proof.stub_document(entry, stub)
+    proof_stub.stub_document(entry, stub)
     written = json.loads(stub.read_text(encoding="utf-8"))["paths"]["/Folders"]["get"]["responses"]
     assert written["200"]["content"]["application/json"]["example"] == {"Name": "My Docs"}
     assert written["200"]["content"]["application/json"]["examples"]["one"]["value"] == ["not this schema"]
@@ -141,7 +141,7 @@ def test_the_stub_leaves_out_examples_of_another_type_and_a_default_taken_for_a_
     }
     entry, stub = tmp_path / "doc.json", tmp_path / "stub.json"
     entry.write_text(json.dumps(document), encoding="utf-8")
-    import_proof.stub_document(entry, stub)
+    proof_stub.stub_document(entry, stub)
     written = json.loads(stub.read_text(encoding="utf-8"))
     properties = written["components"]["schemas"]["client"]["properties"]
     assert "example" not in properties["audience"] and "example" not in properties["flag"]
@@ -178,7 +178,7 @@ def test_the_stub_outlives_a_violation_it_cannot_write_in_a_header(tmp_path: Pat
     }
     stub = tmp_path / "stub.json"
     stub.write_text(json.dumps(document), encoding="utf-8")
-    with import_proof.prism(stub, tmp_path / "prism.log") as url:
+    with prism.prism(stub, tmp_path / "prism.log") as url:
         answers = [httpx.get(f"{url}/country", timeout=10) for _ in range(2)]
     assert [answer.json() for answer in answers] == ["NOWHERE", "NOWHERE"]
     assert "\\u2019" in answers[0].headers["sl-violations"]
@@ -188,8 +188,8 @@ def test_the_generating_stub_makes_up_a_url_where_the_document_asks_one(tmp_path
     """Prism asserts `format: url` but its generator makes up lorem text for it: the generating stub's copy
     asks faker's URLs there; the static stub's copy is the document's."""
     entry = import_proof.CORPUS / "readme-api/readme.json"
-    import_proof.stub_document(entry, tmp_path / "dynamic.json", dynamic=True)
-    import_proof.stub_document(entry, tmp_path / "static.json")
+    proof_stub.stub_document(entry, tmp_path / "dynamic.json", dynamic=True)
+    proof_stub.stub_document(entry, tmp_path / "static.json")
     dynamic = (tmp_path / "dynamic.json").read_text()
     assert dynamic.count('"format": "url"') == dynamic.count('"x-faker": "internet.url"') > 0
     assert "x-faker" not in (tmp_path / "static.json").read_text()
@@ -199,7 +199,7 @@ def test_the_stub_answers_an_operation_that_documents_no_answer(tmp_path: Path) 
     """Prism answers 500 where an operation has no `responses` (and the facade's breaker opens): the stub's
     copy gives each such operation a bodiless 200, what the import reads it as answering."""
     entry = import_proof.CORPUS / "readme-parameters-style/parameters-style.json"
-    import_proof.stub_document(entry, tmp_path / "stub.json")
+    proof_stub.stub_document(entry, tmp_path / "stub.json")
     paths = json.loads((tmp_path / "stub.json").read_text())["paths"]
     operations = [op for item in paths.values() for op in item.values() if isinstance(op, dict)]
     assert operations and all(list(op["responses"]) == ["200"] for op in operations)
@@ -208,7 +208,7 @@ def test_the_stub_answers_an_operation_that_documents_no_answer(tmp_path: Path) 
 def _stub_of(tmp_path: Path, document: dict[str, object], *, dynamic: bool = False) -> dict[str, object]:
     entry, stub = tmp_path / "doc.json", tmp_path / "stub.json"
     entry.write_text(json.dumps(document), encoding="utf-8")
-    import_proof.stub_document(entry, stub, dynamic=dynamic)
+    proof_stub.stub_document(entry, stub, dynamic=dynamic)
     written: dict[str, object] = json.loads(stub.read_text(encoding="utf-8"))
     return written
 
@@ -312,7 +312,7 @@ def test_the_stub_outlives_an_optional_array_header_left_out(tmp_path: Path) -> 
     }
     stub = tmp_path / "stub.json"
     stub.write_text(json.dumps(document), encoding="utf-8")
-    with import_proof.prism(stub, tmp_path / "prism.log") as url:
+    with prism.prism(stub, tmp_path / "prism.log") as url:
         statuses = [httpx.get(f"{url}{path}", timeout=10).status_code for path in ("/optional", "/required")]
         statuses.append(httpx.get(f"{url}/required", headers={"X-List": "a,b"}, timeout=10).status_code)
     assert statuses == [200, 422, 200]
@@ -337,7 +337,7 @@ def test_the_stub_refuses_a_parameter_its_style_reader_cannot_read_and_lives_on(
     }
     stub = tmp_path / "stub.json"
     stub.write_text(json.dumps(document), encoding="utf-8")
-    with import_proof.prism(stub, tmp_path / "prism.log") as url:
+    with prism.prism(stub, tmp_path / "prism.log") as url:
         paths = ("/label/plain", "/label/.dotted", "/piped", "/piped?object=a|b", "/label/.again")
         statuses = [httpx.get(f"{url}{path}", timeout=10).status_code for path in paths]
     assert statuses == [422, 200, 200, 422, 200]
