@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from codegen.importer.load import resolve
 from codegen.importer.names import property_name
 from codegen.importer.report import OperationReport
 from codegen.importer.schema import LISTS, Converter, JsonSchema, walk
@@ -26,19 +27,6 @@ FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 PATH_STYLES = ("label", "matrix")
 """Path parameter styles a facade sends on in (kumitate.httpshape `Param.style`); `simple` is the default."""
 SCALARS = frozenset({"string", "integer", "number", "boolean"})
-
-
-def resolve(document: dict[str, Any], node: object) -> object:
-    """A parameter, body, response, header or example with its (local) `$ref` followed."""
-    from codegen.importer.load import walk_pointer
-
-    seen: set[str] = set()
-    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"] not in seen:
-        seen.add(node["$ref"])
-        siblings = {k: v for k, v in node.items() if k != "$ref"}
-        target = walk_pointer(document, node["$ref"].partition("#")[2], node["$ref"])
-        node = {**target, **siblings} if isinstance(target, dict) else target
-    return node
 
 
 def resolve_mapping(document: dict[str, Any], node: object) -> dict[str, Any]:

@@ -98,6 +98,18 @@ def read(source: str) -> Document:
     return Document(bundled, source, version[:3], tuple(bundler.hoisted.values()))
 
 
+def resolve(document: dict[str, Any], node: object) -> object:
+    """A schema, parameter, body, response, header or example with its (chain of) local `$ref`s followed,
+    the ref's own siblings kept over the target's."""
+    seen: set[str] = set()
+    while isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"] not in seen:
+        seen.add(node["$ref"])
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        target = walk_pointer(document, node["$ref"].partition("#")[2], node["$ref"])
+        node = {**target, **siblings} if isinstance(target, dict) else target
+    return node
+
+
 def walk_pointer(doc: object, fragment: str, where: str) -> object:
     """The node at JSON pointer `fragment` of `doc` (codegen.refs' reading); ImportFailed when it is not there."""
     try:

@@ -164,16 +164,9 @@ class Converter:
 
     def _raw(self, schema: object) -> object:
         """The document's own schema a (chain of) `$ref`s leads to."""
-        from codegen.importer.load import walk_pointer
+        from codegen.importer.load import resolve
 
-        for _ in range(16):
-            if not (isinstance(schema, dict) and isinstance(schema.get("$ref"), str)):
-                break
-            ref = schema["$ref"]
-            if not ref.startswith("#"):
-                return None
-            schema = walk_pointer(self.document, ref.partition("#")[2], ref)
-        return schema
+        return resolve(self.document, schema)
 
     def _ref(self, schema: JsonSchema) -> JsonSchema:
         ref = schema["$ref"]
