@@ -5,7 +5,9 @@ tests/data/openapi-diff/<version>/ holds `base.yaml` (the original) and one chan
 `harmless/` changes that break none (nothing may be found), and `blind/` changes that do break a client
 but that Optic's rules do not see (nothing is found today: a newer Optic that sees one fails here, so the
 list in docs/openapi-diff.md is kept true). `multi-file/` is the 3.1 original split over two files by
-relative `$ref`s. The tests that run Optic need npm (CI installs it; here a non-root user without npm skips).
+relative `$ref`s. `false-positive/` is a change that breaks no client and that Optic reports (the import
+proof explains it in proof.yaml; a newer Optic that stops reporting it fails here, and the entry goes).
+The tests that run Optic need npm (CI installs it; here a non-root user without npm skips).
 """
 
 from __future__ import annotations
@@ -79,6 +81,34 @@ def test_harmless_changes_and_the_known_blind_spots_find_nothing(cache: Path, ve
     assert (
         openapi_diff.breaking_changes(DATA / version / "base.yaml", DATA / version / kind / f"{case}.yaml", cache) == []
     )
+
+
+@pytest.mark.slow
+@needs_npm
+def test_nullable_values_inside_a_union_are_reported_though_nothing_changed(cache: Path) -> None:
+    """OpenAPI 3.0's `nullable: true` read beside 3.1's `type: [..., "null"]` (the one change between the two
+    documents), inside an `anyOf`: Optic's union rules say a nullable boolean's type changed to null, and a
+    nullable array's items lost (in an answer) or gained (in a request) their required properties. Outside a
+    union, or not nullable, nothing is reported (the corpus shows both)."""
+    case = DATA / "false-positive"
+    found = openapi_diff.breaking_changes(case / "original.yaml", case / "regenerated.yaml", cache)
+    assert sorted((c.operation, c.rule, c.message.partition("previous schema. ")[2]) for c in found) == [
+        (
+            "GET /telemetry",
+            "prevent narrowing in response union types",
+            "anyOf/0/devices.items/name: required property was removed",
+        ),
+        (
+            "PUT /shapes",
+            "prevent expanded in request union types",
+            "anyOf/0/exterior: required property was added, anyOf/0/exterior/points: required property was added",
+        ),
+        (
+            "PUT /shapes",
+            "prevent expanded in request union types",
+            "anyOf/0/on_disk: type: anyOf/0/on_disk: type boolean was changed to null",
+        ),
+    ]
 
 
 @pytest.mark.slow
