@@ -100,6 +100,7 @@ def _tool_ctx(tool: ToolSpec) -> dict[str, Any]:
         "http_shape": None if tool.http_shape.plain else tool.http_shape,
         "content_types": tool.content_types,
         "form_flatten": tuple(tool.form_flatten),
+        "form_deep_objects": tuple(tool.form_deep_objects),
         "requires_client": tuple(tool.requires_client),
         "text_content": tool.text_content,
         "execution": Execution.parse(tool.execution),

@@ -21,6 +21,7 @@ from codegen.links import check_links
 from codegen.lint_http import check_http_shape
 from codegen.refs import JsonValue
 from codegen.specs import GENERIC_ERRORS, Problem, ResourceSpec, SpecTree, ToolSpec
+from kumitate.textvalues import local
 
 RULES: dict[str, str] = {
     "KT000": "every spec file parses (YAML / JSON)",
@@ -45,6 +46,8 @@ RULES: dict[str, str] = {
     "KT116": "`http.form_flatten` names object properties of the input, on a tool that takes forms, whose properties "
     "clash with no other form field",
     "KT117": "`mcp.text_content` names a required string property of the output",
+    "KT118": "`http.form_deep_objects` names properties of the input that may be objects, on a tool that takes forms, "
+    "none of them also in `http.form_flatten`",
     "KT120": "a link names an existing tool or resource, its fields that target's inputs, fed by fields of this "
     "result (or input) of a type the target takes",
     "KT121": "a REST-shaped `http` places each input property once, where it can travel (codegen/lint_http.py)",
@@ -358,6 +361,35 @@ def check_enum_titles(tree: SpecTree) -> Iterator[Problem]:
                     yield Problem(_rel(source, tree), where, "KT115", "an inline enum needs a `title` (its class name)")
 
 
+def check_form_deep_objects(tree: SpecTree) -> Iterator[Problem]:
+    """KT118: `http.form_deep_objects` names properties of the input that may be objects (by their type,
+    their properties, or an alternative or part that may be), on a tool that takes forms, none of them
+    also flattened."""
+    for tool, rel in _tools(tree):
+        where = "/http/form_deep_objects"
+        if tool.form_deep_objects and not set(tool.content_types) - {"application/json"}:
+            yield Problem(rel, where, "KT118", "the tool takes no form body (add a form type to http.content_types)")
+        properties = tool.input_schema.get("properties", {})
+        for name in tool.form_deep_objects:
+            if name in tool.form_flatten:
+                yield Problem(rel, where, "KT118", f"{name!r} is flattened (http.form_flatten) too: one or the other")
+            elif not _may_be_object(properties.get(name), tool.input_schema):
+                yield Problem(rel, where, "KT118", f"{name!r} is not a property of the input that may be an object")
+
+
+def _may_be_object(schema: object, root: dict[str, Any], depth: int = 8) -> bool:
+    if not isinstance(schema, dict) or depth <= 0:
+        return False
+    target = local(schema, root)
+    kind = target.get("type")
+    if kind is not None:
+        return kind == "object" or (isinstance(kind, list) and "object" in kind)
+    if "properties" in target or "additionalProperties" in target:
+        return True
+    parts = [p for key in ("anyOf", "oneOf", "allOf") for p in target.get(key) or ()]
+    return any(_may_be_object(part, root, depth - 1) for part in parts)
+
+
 def check_form_flatten(tree: SpecTree) -> Iterator[Problem]:
     """KT116: `http.form_flatten` names object properties of the input, on a tool that takes forms,
     whose fields clash with no other form field."""
@@ -409,6 +441,7 @@ CHECKS: tuple[Callable[[SpecTree], Iterator[Problem]], ...] = (
     check_toolsets,
     check_enum_titles,
     check_form_flatten,
+    check_form_deep_objects,
     check_text_content,
     check_links,
     check_http_shape,

@@ -108,6 +108,12 @@ def _cut_examples(examples: Mapping[str, object], body: Body, elsewhere: frozens
     }
 
 
+def form_encoding(deep_objects: Sequence[str]) -> Json:
+    """A form body's Encoding Object: its deepObject fields (spec `http.form_deep_objects`); the other
+    fields go in OpenAPI's defaults (kumitate.formbody)."""
+    return {name: {"style": "deepObject", "explode": True} for name in deep_objects}
+
+
 def _form_of(schema: Json, body: Body, flatten: Sequence[str]) -> Json:
     """A form body's schema: the body's fields as a form reads them (`form_schema`). A body that is one
     property's value (Lob's `address_create`: `body: {property: body}`, an address `oneOf`) is that value's
@@ -133,7 +139,11 @@ def request_body(
         if media == "application/json":
             cut: Json = {"schema": schema}
         else:  # a form of the body's own fields, not the whole input's (nor, for a property, the input's)
-            cut = {"schema": _form_of(schema, shape.body, tool.form_flatten)}
+            form = _form_of(schema, shape.body, tool.form_flatten)
+            cut = {"schema": form}
+            encoding = {k: v for k, v in _mapping(entry.get("encoding")).items() if k in _properties(form)}
+            if encoding:
+                cut["encoding"] = encoding
         if isinstance(examples := entry.get("examples"), Mapping):
             cut["examples"] = _cut_examples(examples, shape.body, shape.param_properties)
         out[media] = cut

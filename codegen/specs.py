@@ -138,6 +138,8 @@ class ToolSpec(_Operation):
     wire_output: dict[str, Any] = field(default_factory=dict)
     form_flatten: list[str] = field(default_factory=list)
     """Object properties of the input whose own properties a form body may send as fields of their own."""
+    form_deep_objects: list[str] = field(default_factory=list)
+    """Object properties of the input a form body sends in OpenAPI's deepObject style (`to[name]=...`)."""
     requires_client: list[str] = field(default_factory=list)
     """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`)."""
     text_content: str | None = None
@@ -605,6 +607,7 @@ def _load_tool(
         http_shape=HttpShape.parse(http, route),
         content_types=list(http.get("content_types", ["application/json"])),
         form_flatten=list(http.get("form_flatten", [])),
+        form_deep_objects=list(http.get("form_deep_objects", [])),
         links=_links(doc),
         annotations=Annotations.parse(doc["mcp"]["annotations"]),
         requires_client=list(doc["mcp"].get("requires_client", [])),

@@ -97,7 +97,9 @@ def http_caller(http: httpx.AsyncClient) -> Caller:
     them (JSON or form, path, query, headers), the flat output read back from its answer."""
 
     async def call(tool: ToolSpec, arguments: JsonValue) -> Result:
-        path, kwargs = shaped_request(tool.http_shape, tool.http_path, arguments, tool.http_method, tool.content_types)
+        path, kwargs = shaped_request(
+            tool.http_shape, tool.http_path, arguments, tool.http_method, tool.content_types, tool.form_deep_objects
+        )
         response = await http.request(tool.http_method, path, **kwargs)
         return Result(ok=response.is_success, body=shaped_body(tool.http_shape, response, tool.wire_output))
 

@@ -173,6 +173,8 @@ class ToolBinding(Binding):
     the event loop, no thread hop (spec `inline_max_bytes`); None: always on the service's threads."""
     form_flatten: tuple[str, ...] = ()
     """Object properties whose own properties a form body may send as fields of their own (spec `http.form_flatten`)."""
+    form_deep_objects: tuple[str, ...] = ()
+    """Object properties a form body sends in OpenAPI's deepObject style, `to[name]=...` (spec `http.form_deep_objects`)."""
     requires_client: tuple[str, ...] = ()
     """MCP client capabilities the tool cannot run without (spec `mcp.requires_client`): -32021 without them."""
     text_content: str | None = None

@@ -7,15 +7,17 @@ a form body's properties (its Encoding Object, absent): a text stays text, boole
 JSON's spelling, an array is the field repeated (one part or pair per item; the empty array, which that
 would drop, is `[]`), and an object (or an array inside an array) is its JSON text; in a multipart body
 that part says so (`Content-Type: application/json`, the default OpenAPI gives a complex property's
-part). Any JSON object encodes, the empty one included: a multipart body of no parts is its closing
-delimiter alone, as browsers send an empty form.
+part). An object property named in `deep` (spec `http.form_deep_objects`) goes in OpenAPI's deepObject
+style instead, a field per property (`to[name]=Harry`, an object inside it one more `[key]`). Any JSON
+object encodes, the empty one included: a multipart body of no parts is its closing delimiter alone, as
+browsers send an empty form.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from urllib.parse import urlencode
 
 from kumitate.httpshape import wire_text
@@ -33,13 +35,26 @@ def form_media(content_types: Sequence[str]) -> str | None:
     return None if JSON in content_types or not content_types else content_types[0]
 
 
-def _parts(body: object) -> list[tuple[str, str, bool]]:
+def _parts(body: object, deep: Collection[str] = ()) -> list[tuple[str, str, bool]]:
     """A body's properties as (field name, text, whether the text is JSON), in order; an array repeats
-    its field, one item each. A body that is no object has no fields."""
+    its field, one item each; an object named in `deep` is a field per property. A body that is no
+    object has no fields."""
     out: list[tuple[str, str, bool]] = []
     for name, value in body.items() if isinstance(body, dict) else ():
+        if name in deep and isinstance(value, dict) and value:  # `{}` has no deepObject form: JSON text
+            out += _deep(str(name), value)
+            continue
         items = value if isinstance(value, list) and not _whole(value) else [value]
         out += [(str(name), *_text(item)) for item in items]
+    return out
+
+
+def _deep(prefix: str, value: dict[str, object]) -> list[tuple[str, str, bool]]:
+    """An object in deepObject style: `prefix[key]` per property, an object inside one level deeper."""
+    out: list[tuple[str, str, bool]] = []
+    for key, inner in value.items():
+        name = f"{prefix}[{key}]"
+        out += _deep(name, inner) if isinstance(inner, dict) and inner else _parts({name: inner})
     return out
 
 
@@ -58,17 +73,17 @@ def _text(value: object) -> tuple[str, bool]:
     return (value if isinstance(value, str) else wire_text(value)), False
 
 
-def fields(body: object) -> list[tuple[str, str]]:
+def fields(body: object, deep: Collection[str] = ()) -> list[tuple[str, str]]:
     """A body's properties as form fields, in order."""
-    return [(name, text) for name, text, _ in _parts(body)]
+    return [(name, text) for name, text, _ in _parts(body, deep)]
 
 
-def encode(body: object, media: str) -> tuple[bytes, str]:
+def encode(body: object, media: str, deep: Collection[str] = ()) -> tuple[bytes, str]:
     """The body as a form of type `media`: its bytes and their Content-Type (a multipart one names its
-    boundary)."""
+    boundary); the object properties in `deep` in deepObject style."""
     if media == MULTIPART:
-        return _multipart(_parts(body))
-    return urlencode(fields(body)).encode("ascii"), URLENCODED
+        return _multipart(_parts(body, deep))
+    return urlencode(fields(body, deep)).encode("ascii"), URLENCODED
 
 
 def _multipart(parts: list[tuple[str, str, bool]]) -> tuple[bytes, str]:

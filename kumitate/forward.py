@@ -86,7 +86,7 @@ class Upstream:
         content = None
         media = formbody.form_media(binding.content_types)
         if request.has_body and media is not None:
-            content, headers["Content-Type"] = formbody.encode(form_of(request.body), media)
+            content, headers["Content-Type"] = formbody.encode(form_of(request.body), media, binding.form_deep_objects)
         try:
             response = self.client.request(
                 binding.http_method,

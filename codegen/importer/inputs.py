@@ -57,6 +57,8 @@ class Input:
     content_types: list[str] = field(default_factory=list)
     body_raw: dict[str, Any] | None = None
     """The chosen media type object of the request body (its examples)."""
+    deep_objects: list[str] = field(default_factory=list)
+    """Body properties a form sends in deepObject style (`http.form_deep_objects`)."""
 
     def schema(self) -> JsonSchema:
         """The input as a JSON Schema object."""
@@ -79,20 +81,25 @@ class Input:
         return out
 
 
-def _encoding_styles_not_carried(media: str, entry: dict[str, Any], report: OperationReport) -> None:
+def _form_encodings(content: dict[str, Any], result: Input, report: OperationReport) -> None:
     """A form body's fields go in OpenAPI's default form encoding (kumitate.formbody: an array as its field
-    repeated, an object as JSON), whatever `style` / `explode` its Encoding Object names: each other one
-    is listed as not carried (ReadMe's `pipeDelimited`, `deepObject`, non-exploded `form` fields)."""
-    encoding = entry.get("encoding")
-    for name, how in encoding.items() if isinstance(encoding, dict) else ():
-        style = how.get("style") if isinstance(how, dict) else None
-        exploded = how.get("explode", style in (None, "form")) if isinstance(how, dict) else True
-        if style not in (None, "form") or exploded is False:
-            said = f"style {style!r}" if style not in (None, "form") else "form style, not exploded"
-            report.dropped.append(
-                f"the {media} body's field {name!r} ({said}) goes as OpenAPI's default form encoding"
-                " (an array as its field repeated, an object as JSON)"
-            )
+    repeated, an object as JSON), and a body property its Encoding Object sends in `deepObject` style
+    (Lob's `to[name]=...`) in that style (`http.form_deep_objects`), whichever form type says it; each
+    other style is listed as not carried (ReadMe's `pipeDelimited`, non-exploded `form` fields, a
+    `deepObject` field that is no body property)."""
+    for media in (m for m in FORM_TYPES if m in content):
+        encoding = (content[media] or {}).get("encoding")
+        for name, how in encoding.items() if isinstance(encoding, dict) else ():
+            style = how.get("style") if isinstance(how, dict) else None
+            exploded = how.get("explode", style in (None, "form")) if isinstance(how, dict) else True
+            if style == "deepObject" and result.body == "rest" and name in result.properties:
+                result.deep_objects += [] if name in result.deep_objects else [str(name)]
+            elif style not in (None, "form") or exploded is False:
+                said = f"style {style!r}" if style not in (None, "form") else "form style, not exploded"
+                report.dropped.append(
+                    f"the {media} body's field {name!r} ({said}) goes as OpenAPI's default form encoding"
+                    " (an array as its field repeated, an object as JSON)"
+                )
 
 
 def parameters(document: dict[str, Any], path_item: dict[str, Any], operation: dict[str, Any]) -> list[Any]:
@@ -156,8 +163,6 @@ def request_body(
         return result
     chosen, result.content_types = carried
     result.body_raw = content[chosen] or {}
-    if chosen in FORM_TYPES:
-        _encoding_styles_not_carried(chosen, result.body_raw, report)
     schema = convert.convert((content[chosen] or {}).get("schema") or {})
     required = raw.get("required") is True
     flat = flat_object(convert, schema)
@@ -185,6 +190,7 @@ def request_body(
         result.required = ["body"] if required else []
         result.body = {"property": "body"}
         result.additional = False
+    _form_encodings(content, result, report)
     return result
 
 

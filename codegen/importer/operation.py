@@ -115,6 +115,8 @@ def tool(
     http["body"] = given_in.body
     if given_in.content_types and given_in.content_types != ["application/json"]:
         http["content_types"] = given_in.content_types
+    if given_in.deep_objects:
+        http["form_deep_objects"] = given_in.deep_objects
     if given_out.status != 200:
         http["status"] = given_out.status
     if given_out.headers:

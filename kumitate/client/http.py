@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -23,10 +23,11 @@ def shaped_request(
     arguments: object,
     method: str = "POST",
     content_types: Sequence[str] = (formbody.JSON,),
+    deep_objects: Collection[str] = (),
 ) -> tuple[str, dict[str, Any]]:
     """A tool's flat input as httpx's path and keywords, where its REST shape (kumitate.httpshape) puts
     each property: the example runners and the typed clients send what the route reads, as JSON, or as
-    the form a form-only tool takes. Arguments that are no object (a test's bad input) go as the body,
+    the form a form-only tool takes (its `deep_objects` in deepObject style). Arguments that are no object (a test's bad input) go as the body,
     as they came."""
     if not isinstance(arguments, Mapping):
         return path, {"json": arguments}
@@ -38,7 +39,7 @@ def shaped_request(
         if form is None:
             kwargs["json"] = body
         else:
-            kwargs["content"], media = formbody.encode(body, form)
+            kwargs["content"], media = formbody.encode(body, form, deep_objects)
             kwargs["headers"] = {**kwargs.get("headers", {}), "Content-Type": media}
     return path if request is None else request.path, kwargs
 

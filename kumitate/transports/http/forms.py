@@ -4,19 +4,26 @@ A form field is text, so each one is read back as the JSON type its property
 declares. A form cannot nest either: an object property the spec names in
 `http.form_flatten` (yana's `filters`) also takes its own properties as fields of
 their own (`category=sake&region=小樽`), gathered back into the object
-(`Flattened`); JSON bodies stay as the schema says. `form_schema` is the same rules
-seen from the other side: the schema the OpenAPI document shows for form bodies,
-so that what is documented is exactly what is accepted.
+(`Flattened`). An object property the spec names in `http.form_deep_objects` (Lob's
+`to`) may come in OpenAPI's deepObject style, a field per property of the object
+(`to[name]=Harry&to[address_city]=SF`), gathered back into it (`DeepObjects`).
+JSON bodies stay as the schema says. `form_schema` is the same rules seen from the
+other side: the schema the OpenAPI document shows for form bodies, so that what is
+documented is exactly what is accepted.
 """
 
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kumitate.errors import ToolError
 from kumitate.textvalues import BOOLEAN_WORDS, coerce, kinds, local
 
-__all__ = ["BOOLEAN_WORDS", "Flattened", "coerce", "form_schema", "kinds", "local"]
+__all__ = ["BOOLEAN_WORDS", "DeepObjects", "Flattened", "coerce", "form_schema", "kinds", "local"]
+
+DEEP_KEY = re.compile(r"([^\[\]]+)((?:\[[^\[\]]*\])+)")
+"""A deepObject field's name: the property, then one `[key]` per level (`to[name]`, `metadata[a][b]`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +63,58 @@ class Flattened:
                 )
             out.setdefault(group, {})[key] = arguments[key]
         return out
+
+
+@dataclass(slots=True)
+class DeepObjects:
+    """The fields of a form that stand for properties of objects sent in OpenAPI's deepObject style
+    (`to[name]=Harry`), gathered back into their objects; an object sent both whole and by its fields
+    is BAD_REQUEST."""
+
+    names: frozenset[str]
+    gathered: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    def path(self, key: str) -> tuple[str, list[str]] | None:
+        """(the object property, the keys inside it) a field name stands for; None for another field."""
+        match = DEEP_KEY.fullmatch(key) if self.names else None
+        if match is None or match.group(1) not in self.names:
+            return None
+        return match.group(1), re.findall(r"\[([^\[\]]*)\]", match.group(2))
+
+    def put(self, name: str, keys: Sequence[str], value: object) -> None:
+        """`value` at `keys` inside the object `name`; a key that is a value already and an object too is
+        BAD_REQUEST (`to[a]=1&to[a][b]=2`)."""
+        node = self.gathered.setdefault(name, {})
+        for key in keys[:-1]:
+            inner = node.setdefault(key, {})
+            if not isinstance(inner, dict):
+                raise ToolError(f"form field {name}[{key}] is both a value and an object", code="BAD_REQUEST")
+            node = inner
+        if isinstance(node.get(keys[-1]), dict):
+            raise ToolError(f"form field {name}[{keys[-1]}] is both a value and an object", code="BAD_REQUEST")
+        node[keys[-1]] = value
+
+    def nest(self, arguments: dict[str, object]) -> dict[str, object]:
+        """`arguments` with each gathered object in its property."""
+        for name, value in self.gathered.items():
+            if name in arguments:
+                raise ToolError(
+                    f"send {name} either as fields {name}[...] or as one JSON field {name!r}, not both",
+                    code="BAD_REQUEST",
+                )
+            arguments[name] = value
+        return arguments
+
+
+def member_schema(schema: Mapping[str, Any], keys: Sequence[str], root: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The schema of the value at `keys` inside an object of `schema` (its properties, those of its
+    alternatives and parts, else its `additionalProperties`); `{}` where none says (read as text)."""
+    for key in keys:
+        target = local(schema, root)
+        declared = value_fields(target, root).get(key)
+        extra = target.get("additionalProperties")
+        schema = declared if declared is not None else local(extra, root) if isinstance(extra, Mapping) else {}
+    return schema
 
 
 def value_fields(schema: Mapping[str, Any], root: Mapping[str, Any], depth: int = 8) -> dict[str, Mapping[str, Any]]:

@@ -156,14 +156,30 @@ async def read_arguments(
     if media == "application/json":
         return json_arguments(await read_body(request))
     form = await request.form()
-    flattened = forms.Flattened.of(binding.input_schema, binding.form_flatten if fields is None else ())
+    root = binding.input_schema
+    flattened = forms.Flattened.of(root, binding.form_flatten if fields is None else ())
+    deep = forms.DeepObjects(frozenset(binding.form_deep_objects))
     arguments: dict[str, object] = {}
     for key in form:
         # repeated fields (`label_features=a&label_features=b`) or one plain value: a list where the schema says
         texts = [await _form_text(value) for value in form.getall(key)]
-        schema = flattened.schema(key, binding.input_schema) if fields is None else fields.get(key, {})
-        arguments[key] = textvalues.from_text(texts, schema, binding.input_schema)
-    return flattened.nest(arguments)
+        inside = deep.path(key)
+        if inside is not None:
+            name, keys = inside
+            schema = forms.member_schema(_field_schema(name, root, flattened, fields), keys, root)
+            deep.put(name, keys, textvalues.from_text(texts, schema, root))
+        else:
+            schema = _field_schema(key, root, flattened, fields)
+            arguments[key] = textvalues.from_text(texts, schema, root)
+    return flattened.nest(deep.nest(arguments))
+
+
+def _field_schema(
+    key: str, root: Mapping[str, Any], flattened: forms.Flattened, fields: Mapping[str, Mapping[str, Any]] | None
+) -> Mapping[str, Any]:
+    """The schema a form field is read by: the input's property (or the one a flat field stands for), or
+    the body value's field (`fields`)."""
+    return flattened.schema(key, root) if fields is None else fields.get(key, {})
 
 
 async def _form_text(value: str | UploadFile) -> str:

@@ -3,6 +3,7 @@ project's generator drift check and lint, and, for a facade, the served tools an
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import io
 import json
@@ -11,10 +12,12 @@ import shutil
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
+from fastmcp import Client
 
 from codegen.__main__ import main as codegen_main
 from codegen.testing import serve
@@ -138,3 +141,76 @@ def test_a_facade_answers_over_http_as_the_api_did(project: Path, upstream: str,
         "DELETE /api/pets/3",
         "GET /api/pets/404",
     ]
+
+
+class _Mailer(BaseHTTPRequestHandler):
+    """A form-only API reading `to` and `metadata` in deepObject style: answers with the form it was sent."""
+
+    def do_POST(self) -> None:
+        """POST /api/letters: the letter, its `received` field the urlencoded body as it came."""
+        form = self.rfile.read(int(self.headers["Content-Length"])).decode()
+        kind = self.headers["Content-Type"]
+        data = json.dumps({"id": "ltr_1", "received": f"{kind} {form}"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+@pytest.mark.slow
+def test_a_facade_reads_and_sends_deep_object_form_fields(project: Path, tmp_path: Path) -> None:
+    """The API's `deepObject` form fields are the tool's `http.form_deep_objects`: the facade reads
+    `to[name]=...` into the object, documents the style, and sends the API the style it reads, whether the
+    call came as a form or over MCP; the object as one field and by its fields at once is refused."""
+    with http_server(_Mailer, "/api") as upstream:
+        status, said = kumitate(
+            project, "import", "openapi", str(DATA / "mailer.yaml"), "--service", "mailer", "--forward", upstream
+        )
+        assert status == 0, said
+        assert (
+            "form_deep_objects:\n  - to\n  - metadata"
+            in (project / "specs/mailer/tools/letter_create.yaml").read_text()
+        )
+        form = "application/x-www-form-urlencoded"
+        with serve(project, tmp_path / "var") as server, httpx.Client(base_url=server.url, timeout=30) as http:
+            sent = http.post(
+                "/letters",
+                content=b"to%5Bname%5D=Harry&to%5Bfloor%5D=3&description=hi&metadata%5Bcampaign%5D=winter",
+                headers={"Content-Type": form},
+            )
+            assert sent.status_code == 200, sent.text
+            kind, _, received = sent.json()["received"].partition(" ")
+            expected = [
+                ("description", "hi"),
+                ("metadata[campaign]", "winter"),
+                ("to[floor]", "3"),
+                ("to[name]", "Harry"),
+            ]
+            assert (kind, sorted(parse_qsl(received))) == (form, expected)
+            over_mcp = asyncio.run(
+                _call_over_mcp(server.url, {"to": {"name": "Harry", "floor": 3}, "description": "hi"})
+            )
+            assert sorted(parse_qsl(over_mcp["received"].partition(" ")[2])) == [
+                ("description", "hi"),
+                ("to[floor]", "3"),
+                ("to[name]", "Harry"),
+            ]
+            by_id = http.post("/letters", data={"to": "adr_123"})
+            assert by_id.json()["received"] == f"{form} to=adr_123"
+            both = http.post("/letters", content=b"to=adr_123&to%5Bname%5D=Harry", headers={"Content-Type": form})
+            assert (both.status_code, both.json()["error"]["code"]) == (400, "BAD_REQUEST")
+            wrong = http.post("/letters", content=b"to%5Bfloor%5D=high", headers={"Content-Type": form})
+            assert (wrong.status_code, wrong.json()["error"]["code"]) == (400, "BAD_REQUEST")
+            document = http.get("/schema/openapi.json").json()
+            encoding = document["paths"]["/letters"]["post"]["requestBody"]["content"][form]["encoding"]
+            assert encoding == {n: {"style": "deepObject", "explode": True} for n in ("to", "metadata")}
+
+
+async def _call_over_mcp(url: str, arguments: dict[str, Any]) -> Any:
+    async with Client(f"{url}/mcp") as client:
+        result = await client.call_tool("letter_create", arguments)
+    return result.structured_content
