@@ -21,7 +21,7 @@ from codegen.links import check_links
 from codegen.lint_http import check_http_shape
 from codegen.refs import JsonValue
 from codegen.specs import GENERIC_ERRORS, Problem, ResourceSpec, SpecTree, ToolSpec
-from kumitate.textvalues import local
+from kumitate.transports.http.forms import may_be_object
 
 RULES: dict[str, str] = {
     "KT000": "every spec file parses (YAML / JSON)",
@@ -373,21 +373,8 @@ def check_form_deep_objects(tree: SpecTree) -> Iterator[Problem]:
         for name in tool.form_deep_objects:
             if name in tool.form_flatten:
                 yield Problem(rel, where, "KT118", f"{name!r} is flattened (http.form_flatten) too: one or the other")
-            elif not _may_be_object(properties.get(name), tool.input_schema):
+            elif not may_be_object(properties.get(name), tool.input_schema):
                 yield Problem(rel, where, "KT118", f"{name!r} is not a property of the input that may be an object")
-
-
-def _may_be_object(schema: object, root: dict[str, Any], depth: int = 8) -> bool:
-    if not isinstance(schema, dict) or depth <= 0:
-        return False
-    target = local(schema, root)
-    kind = target.get("type")
-    if kind is not None:
-        return kind == "object" or (isinstance(kind, list) and "object" in kind)
-    if "properties" in target or "additionalProperties" in target:
-        return True
-    parts = [p for key in ("anyOf", "oneOf", "allOf") for p in target.get(key) or ()]
-    return any(_may_be_object(part, root, depth - 1) for part in parts)
 
 
 def check_form_flatten(tree: SpecTree) -> Iterator[Problem]:

@@ -405,8 +405,8 @@ def _request_body(tool: ToolSpec) -> dict[str, Any]:
             if ctype == "application/json"
             else form_schema(tool.input_schema, tool.form_flatten)
         }
-        if ctype != "application/json" and tool.form_deep_objects:
-            content[ctype]["encoding"] = openapi_shape.form_encoding(tool.form_deep_objects)
+        if ctype != "application/json" and (encoding := openapi_shape.form_encoding(tool)):
+            content[ctype]["encoding"] = encoding
         if ctype == "application/json" and tool.examples:
             content[ctype]["examples"] = {
                 ex.name: {"summary": ex.description or ex.name, "value": ex.input}

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from codegen.specs import ToolSpec
 from kumitate.httpshape import Body
 from kumitate.textvalues import kinds
-from kumitate.transports.http.forms import form_schema
+from kumitate.transports.http.forms import form_schema, may_be_object
 
 Json = dict[str, object]
 
@@ -108,10 +108,18 @@ def _cut_examples(examples: Mapping[str, object], body: Body, elsewhere: frozens
     }
 
 
-def form_encoding(deep_objects: Sequence[str]) -> Json:
-    """A form body's Encoding Object: its deepObject fields (spec `http.form_deep_objects`); the other
-    fields go in OpenAPI's defaults (kumitate.formbody)."""
-    return {name: {"style": "deepObject", "explode": True} for name in deep_objects}
+def form_encoding(tool: ToolSpec) -> Json:
+    """A form body's Encoding Object, as kumitate reads a form (kumitate.transports.http.forms): the fields
+    in `http.form_deep_objects` in deepObject style; every other field that may be an object as JSON text
+    (`contentType: application/json`; one in `http.form_flatten` may also come as fields of its own); the
+    rest in OpenAPI's defaults."""
+    encoding: Json = {}
+    for name, schema in _properties(tool.input_schema).items():
+        if name in tool.form_deep_objects:
+            encoding[name] = {"style": "deepObject", "explode": True}
+        elif may_be_object(schema, tool.input_schema):
+            encoding[name] = {"contentType": "application/json"}
+    return encoding
 
 
 def _form_of(schema: Json, body: Body, flatten: Sequence[str]) -> Json:

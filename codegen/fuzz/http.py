@@ -25,9 +25,17 @@ from kumitate.project import Project
 
 
 def config_toml(tree: specs.SpecTree, max_examples: int) -> str:
-    """schemathesis's config: its generation settings, and per operation the error codes the spec
-    declares, so a declared error is an answer and not a failure."""
-    lines = ["[generation]", f"max-examples = {max_examples}", 'database = "none"', ""]
+    """schemathesis's config: its hooks (codegen.fuzz.forms: form fields in their documented style), its
+    generation settings, and per operation the error codes the spec declares, so a declared error is an
+    answer and not a failure."""
+    lines = [
+        'hooks = "codegen.fuzz.forms"',
+        "",
+        "[generation]",
+        f"max-examples = {max_examples}",
+        'database = "none"',
+        "",
+    ]
     entries = [(t.http_method, t.http_path, [*t.errors, *sorted(t.rules.codes())]) for t in tree.default_tools()]
     entries += [
         ("GET", r.http_path, [*r.errors, "NOT_FOUND", *sorted(r.rules.codes())])

@@ -17,6 +17,7 @@ from codegen.importer.load import resolve
 from codegen.importer.names import property_name
 from codegen.importer.report import OperationReport
 from codegen.importer.schema import LISTS, Converter, JsonSchema, walk
+from kumitate.transports.http.forms import may_be_object
 
 TRANSPORT_HEADERS = frozenset({"authorization", "content-type", "accept", "content-length"})
 """Header parameters that are the transport's business (credentials, content negotiation), not inputs."""
@@ -81,18 +82,19 @@ class Input:
         return out
 
 
-def _form_encodings(content: dict[str, Any], result: Input, report: OperationReport) -> None:
+def _form_encodings(content: dict[str, Any], result: Input, defs: dict[str, Any], report: OperationReport) -> None:
     """A form body's fields go in OpenAPI's default form encoding (kumitate.formbody: an array as its field
     repeated, an object as JSON), and a body property its Encoding Object sends in `deepObject` style
     (Lob's `to[name]=...`) in that style (`http.form_deep_objects`), whichever form type says it; each
     other style is listed as not carried (ReadMe's `pipeDelimited`, non-exploded `form` fields, a
-    `deepObject` field that is no body property)."""
+    `deepObject` field that is no body property that may be an object: ReadMe's arrays and primitives)."""
+    root = {"$defs": defs}
     for media in (m for m in FORM_TYPES if m in content):
         encoding = (content[media] or {}).get("encoding")
         for name, how in encoding.items() if isinstance(encoding, dict) else ():
             style = how.get("style") if isinstance(how, dict) else None
             exploded = how.get("explode", style in (None, "form")) if isinstance(how, dict) else True
-            if style == "deepObject" and result.body == "rest" and name in result.properties:
+            if style == "deepObject" and result.body == "rest" and may_be_object(result.properties.get(name), root):
                 result.deep_objects += [] if name in result.deep_objects else [str(name)]
             elif style not in (None, "form") or exploded is False:
                 said = f"style {style!r}" if style not in (None, "form") else "form style, not exploded"
@@ -190,7 +192,7 @@ def request_body(
         result.required = ["body"] if required else []
         result.body = {"property": "body"}
         result.additional = False
-    _form_encodings(content, result, report)
+    _form_encodings(content, result, convert.defs, report)
     return result
 
 

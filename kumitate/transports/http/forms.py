@@ -106,6 +106,21 @@ class DeepObjects:
         return arguments
 
 
+def may_be_object(schema: object, root: Mapping[str, Any], depth: int = 8) -> bool:
+    """Whether a value of `schema` may be an object: by its type, its properties, or an alternative or part
+    that may be (Lob's `to`, an address id or an address), `$ref`s into `root`'s `$defs` followed."""
+    if not isinstance(schema, Mapping) or depth <= 0:
+        return False
+    target = local(schema, root)
+    kind = target.get("type")
+    if kind is not None:
+        return kind == "object" or (isinstance(kind, list) and "object" in kind)
+    if "properties" in target or "additionalProperties" in target:
+        return True
+    parts = [p for key in ("anyOf", "oneOf", "allOf") for p in target.get(key) or ()]
+    return any(may_be_object(part, root, depth - 1) for part in parts)
+
+
 def member_schema(schema: Mapping[str, Any], keys: Sequence[str], root: Mapping[str, Any]) -> Mapping[str, Any]:
     """The schema of the value at `keys` inside an object of `schema` (its properties, those of its
     alternatives and parts, else its `additionalProperties`); `{}` where none says (read as text)."""
