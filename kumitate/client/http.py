@@ -27,8 +27,8 @@ def shaped_request(
 ) -> tuple[str, dict[str, Any]]:
     """A tool's flat input as httpx's path and keywords, where its REST shape (kumitate.httpshape) puts
     each property: the example runners and the typed clients send what the route reads, as JSON, or as
-    the form a form-only tool takes (its `deep_objects` in deepObject style). Arguments that are no object (a test's bad input) go as the body,
-    as they came."""
+    the form a form-only tool takes (its `deep_objects` in deepObject style). Arguments that are no object
+    (a test's bad input) go as the body, as they came."""
     if not isinstance(arguments, Mapping):
         return path, {"json": arguments}
     request = shape.request(path, arguments, method) if not shape.plain else None
