@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from codegen.specs import Problem, SpecTree, ToolSpec
-from kumitate.httpshape import path_variables
+from kumitate.httpshape import Param, path_variables
 from kumitate.textvalues import kinds
+from kumitate.transports.http.forms import may_be_object
 
 RULE = "KT121"
 TEXT_ONLY = frozenset({"object"})
@@ -51,14 +52,27 @@ def _params(tool: ToolSpec) -> Iterator[str]:
         seen[param.property] = where
         if param.location == "path" and param.property not in required:
             yield f"path parameter {param.name!r} must be a required input property"
-        schema = props[param.property]
-        items = schema.get("items")
-        if kinds(schema) & TEXT_ONLY or (isinstance(items, Mapping) and kinds(items) & TEXT_ONLY):
-            yield f"{where} is an object: only text, numbers, booleans and their lists travel outside the body"
+        yield from _travels(param, props[param.property], tool.input_schema)
     variables = path_variables(tool.http_path)
     for param in shape.params:
         if param.location == "path" and param.name not in variables:
             yield f"path parameter {param.name!r} is not a `{{{param.name}}}` of {tool.http_path}"
+
+
+def _travels(param: Param, schema: Mapping[str, object], root: Mapping[str, object]) -> Iterator[str]:
+    """Whether a parameter's value can travel where it does, in its style: an object only as a query
+    parameter in deepObject style, label and matrix only in a path."""
+    where = f"{param.location} {param.name!r}"
+    items = schema.get("items")
+    if param.style == "deepObject":
+        if param.location != "query":
+            yield f"{where} has style deepObject: only a query parameter takes it"
+        elif not may_be_object(schema, root):
+            yield f"{where} has style deepObject but its property is no object"
+    elif kinds(schema) & TEXT_ONLY or (isinstance(items, Mapping) and kinds(items) & TEXT_ONLY):
+        yield f"{where} is an object: only text, numbers, booleans and their lists travel outside the body"
+    if param.style in ("label", "matrix") and param.location != "path":
+        yield f"{where} has style {param.style}: only a path parameter takes it"
 
 
 def _bodies(tool: ToolSpec) -> Iterator[str]:

@@ -68,7 +68,9 @@ def parameters(tool: ToolSpec, schemas: Mapping[str, object], input_name: str) -
         if description:
             entry["description"] = description
         entry["required"] = param.location == "path" or param.property in required
-        if "array" in kinds(schema) and param.location == "query":
+        if param.location == "query" and param.style == "deepObject":
+            entry["style"], entry["explode"] = "deepObject", True
+        elif "array" in kinds(schema) and param.location == "query":
             entry["style"], entry["explode"] = "form", True
         entry["schema"] = schema
         out.append(entry)

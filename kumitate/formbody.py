@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Collection, Sequence
 from urllib.parse import urlencode
 
-from kumitate.httpshape import wire_text
+from kumitate.httpshape import deep_object_members, wire_text
 
 __all__ = ["JSON", "MULTIPART", "URLENCODED", "encode", "fields", "form_media"]
 
@@ -42,19 +42,10 @@ def _parts(body: object, deep: Collection[str] = ()) -> list[tuple[str, str, boo
     out: list[tuple[str, str, bool]] = []
     for name, value in body.items() if isinstance(body, dict) else ():
         if name in deep and isinstance(value, dict) and value:  # `{}` has no deepObject form: JSON text
-            out += _deep(str(name), value)
+            out += [part for key, member in deep_object_members(str(name), value) for part in _parts({key: member})]
             continue
         items = value if isinstance(value, list) and not _whole(value) else [value]
         out += [(str(name), *_text(item)) for item in items]
-    return out
-
-
-def _deep(prefix: str, value: dict[str, object]) -> list[tuple[str, str, bool]]:
-    """An object in deepObject style: `prefix[key]` per property, an object inside one level deeper."""
-    out: list[tuple[str, str, bool]] = []
-    for key, inner in value.items():
-        name = f"{prefix}[{key}]"
-        out += _deep(name, inner) if isinstance(inner, dict) and inner else _parts({name: inner})
     return out
 
 

@@ -57,9 +57,11 @@ class Param:
     property: str
     """The input property that holds its value."""
     style: str = "simple"
-    """How the API a facade forwards to reads a path parameter (OpenAPI's `style`): `simple` the segment
-    itself, `label` `.x`, `matrix` `;name=x`. kumitate's own route reads the segment itself whatever it
-    says; only the call sent on to that API (kumitate.forward) is written in it."""
+    """OpenAPI's `style`. For a path parameter, how the API a facade forwards to reads it: `simple` the
+    segment itself, `label` `.x`, `matrix` `;name=x`; kumitate's own route reads the segment itself
+    whatever it says, and only the call sent on to that API (kumitate.forward) is written in it. For a
+    query parameter, `deepObject`: an object as a key per property, `date_created[gt]=2024-01-01`, both
+    read and sent so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,16 @@ class HttpRequest:
     headers: dict[str, str] = field(default_factory=dict)
     body: object = None
     has_body: bool = False
+
+
+def deep_object_members(prefix: str, value: Mapping[str, object]) -> list[tuple[str, object]]:
+    """An object in OpenAPI's deepObject style: (`prefix[key]`, value) per property, an object inside one
+    level deeper (`prefix[key][inner]`); the empty object, which has no key, stays a value."""
+    out: list[tuple[str, object]] = []
+    for key, inner in value.items():
+        name = f"{prefix}[{key}]"
+        out += deep_object_members(name, inner) if isinstance(inner, Mapping) and inner else [(name, inner)]
+    return out
 
 
 def _styled(param: Param, segment: str) -> str:
@@ -174,8 +186,12 @@ class HttpShape:
                 segment = _segment(wire_text(value))
                 out.path = out.path.replace(f"{{{param.name}}}", _styled(param, segment) if styled else segment)
             elif param.location == "query":
-                values = value if isinstance(value, list) else [value]
-                out.query += [(param.name, wire_text(v)) for v in values]
+                members: list[tuple[str, object]] = [(param.name, value)]
+                if param.style == "deepObject" and isinstance(value, Mapping) and value:
+                    members = deep_object_members(param.name, value)
+                for name, member in members:
+                    values = member if isinstance(member, list) else [member]
+                    out.query += [(name, wire_text(v)) for v in values]
             else:
                 values = value if isinstance(value, list) else [value]
                 out.headers[param.name] = ",".join(wire_text(v) for v in values)

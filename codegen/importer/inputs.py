@@ -76,10 +76,16 @@ class Input:
             entry = {"in": p.location, "name": p.name}
             if p.prop != p.name:
                 entry["property"] = p.prop
-            if p.location == "path" and p.raw.get("style") in PATH_STYLES:
+            if (p.location == "path" and p.raw.get("style") in PATH_STYLES) or _deep_query(p.location, p.raw):
                 entry["style"] = str(p.raw["style"])
             out.append(entry)
         return out
+
+
+def _deep_query(location: str, param: dict[str, Any]) -> bool:
+    """Whether a parameter is a query one in `deepObject` style (Lob's `date_created[gt]=...`), which a
+    tool reads and a facade sends in that style."""
+    return location == "query" and param.get("style") == "deepObject"
 
 
 def _form_encodings(content: dict[str, Any], result: Input, defs: dict[str, Any], report: OperationReport) -> None:
@@ -269,6 +275,8 @@ def _param_schema(
     schema = convert.convert(raw_schema if raw_schema is not None else {"type": "string"})
     if isinstance(schema, dict) and _fits(convert, schema, location):  # _fits: a schema object, or a ref to one
         return schema
+    if isinstance(schema, dict) and _deep_query(location, param) and may_be_object(schema, {"$defs": convert.defs}):
+        return schema
     if location == "path":  # a path segment cannot be left out: the caller sends it as the API writes it
         report.adapted.append(f"path parameter {name!r} is a string: send it serialised as the API expects")
         return {"type": "string", "description": "Serialised as the API expects (it is no plain value)."}
@@ -299,7 +307,7 @@ def add_parameters(
         schema = _param_schema(param, location, name, convert, report)
         if schema is None:
             continue
-        sent_in_its_style = location == "path" and param.get("style") in PATH_STYLES  # Input.binding
+        sent_in_its_style = (location == "path" and param.get("style") in PATH_STYLES) or _deep_query(location, param)
         if not sent_in_its_style and (
             param.get("style") not in (None, "simple", "form") or param.get("explode") is False
         ):

@@ -297,15 +297,25 @@ def break_cycles(defs: dict[str, Any]) -> list[str]:
 
 
 INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+FLOAT_MAX = 3.4028234663852886e38
+"""The largest 32-bit float, OpenAPI's `format: float`: a number past it is no float (Prism refuses it)."""
 
 
-def bound_integers(schema: object) -> int:
-    """Give every integer without a range one (its `format`'s, else int64's), as lint KT112 asks; the count."""
+def bound_numbers(schema: object) -> int:
+    """Give every integer without a range one (its `format`'s, else int64's), as lint KT112 asks, and every
+    `format: float` number float's; the count."""
     added = 0
+    low: float
+    high: float
     for node in walk(schema):
-        if node.get("type") != "integer" or "enum" in node or "const" in node:
+        if "enum" in node or "const" in node:
             continue
-        low, high = INT_RANGES.get(str(node.get("format")), INT_RANGES["int64"])
+        if node.get("type") == "integer":
+            low, high = INT_RANGES.get(str(node.get("format")), INT_RANGES["int64"])
+        elif node.get("type") == "number" and node.get("format") == "float":
+            low, high = -FLOAT_MAX, FLOAT_MAX
+        else:
+            continue
         if "minimum" not in node and "exclusiveMinimum" not in node:
             node["minimum"] = low
             added += 1

@@ -89,6 +89,24 @@ def _read(param: Param, text: list[str], binding: ToolBinding) -> object:
     return textvalues.from_text(text, schema, root)
 
 
+def _read_deep_object(request: HttpRequest, param: Param, binding: ToolBinding, arguments: dict[str, object]) -> None:
+    """A deepObject query parameter's keys (`date_created[gt]=...`) gathered into its object, each read by
+    the schema of the property it names; the object may still come as one key of JSON text, not both."""
+    root = binding.input_schema
+    schema = (root.get("properties") or {}).get(param.property) or {}
+    deep = forms.DeepObjects(frozenset({param.name}))
+    for key in dict.fromkeys(request.query_params.keys()):
+        inside = deep.path(key)
+        if inside is not None:
+            texts = [str(v) for v in request.query_params.getall(key)]
+            deep.put(
+                param.name, inside[1], textvalues.from_text(texts, forms.member_schema(schema, inside[1], root), root)
+            )
+    gathered = deep.nest({param.name: arguments[param.property]} if param.property in arguments else {})
+    if param.name in gathered:
+        arguments[param.property] = gathered[param.name]
+
+
 def _param_text(request: HttpRequest, binding: ToolBinding) -> dict[str, list[str]]:
     """Each parameter's text as sent, by input property (absent ones left out: the schema says whether
     they are required)."""
@@ -129,6 +147,9 @@ async def read_shaped_arguments(request: HttpRequest, binding: ToolBinding) -> d
     arguments: dict[str, object] = {
         param.property: _read(param, sent[param.property], binding) for param in shape.params if param.property in sent
     }
+    for param in shape.params:
+        if param.location == "query" and param.style == "deepObject":
+            _read_deep_object(request, param, binding, arguments)
     if shape.body.carried == "none":
         await read_body(request)  # read (and bounded by the route's cap), never used
         return arguments

@@ -146,11 +146,17 @@ def test_a_facade_answers_over_http_as_the_api_did(project: Path, upstream: str,
 class _Mailer(BaseHTTPRequestHandler):
     """A form-only API reading `to` and `metadata` in deepObject style: answers with the form it was sent."""
 
+    def do_GET(self) -> None:
+        """GET /api/letters: the query string as it came."""
+        self._answer({"received": self.path.partition("?")[2]})
+
     def do_POST(self) -> None:
         """POST /api/letters: the letter, its `received` field the urlencoded body as it came."""
         form = self.rfile.read(int(self.headers["Content-Length"])).decode()
-        kind = self.headers["Content-Type"]
-        data = json.dumps({"id": "ltr_1", "received": f"{kind} {form}"}).encode()
+        self._answer({"id": "ltr_1", "received": f"{self.headers['Content-Type']} {form}"})
+
+    def _answer(self, body: dict[str, str]) -> None:
+        data = json.dumps(body).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
@@ -165,7 +171,8 @@ class _Mailer(BaseHTTPRequestHandler):
 def test_a_facade_reads_and_sends_deep_object_form_fields(project: Path, tmp_path: Path) -> None:
     """The API's `deepObject` form fields are the tool's `http.form_deep_objects`: the facade reads
     `to[name]=...` into the object, documents the style, and sends the API the style it reads, whether the
-    call came as a form or over MCP; the object as one field and by its fields at once is refused."""
+    call came as a form or over MCP; the object as one field and by its fields at once is refused. A
+    deepObject query parameter (`date_created[gt]=...`) is read and sent on the same way."""
     with http_server(_Mailer, "/api") as upstream:
         status, said = kumitate(
             project, "import", "openapi", str(DATA / "mailer.yaml"), "--service", "mailer", "--forward", upstream
@@ -208,6 +215,15 @@ def test_a_facade_reads_and_sends_deep_object_form_fields(project: Path, tmp_pat
             document = http.get("/schema/openapi.json").json()
             encoding = document["paths"]["/letters"]["post"]["requestBody"]["content"][form]["encoding"]
             assert encoding == {n: {"style": "deepObject", "explode": True} for n in ("to", "metadata")}
+            listed = http.get("/letters", params={"date_created[gt]": "2024-01-01", "limit": "5"})
+            assert listed.status_code == 200, listed.text
+            assert sorted(parse_qsl(listed.json()["received"])) == [("date_created[gt]", "2024-01-01"), ("limit", "5")]
+            bad_date = http.get("/letters", params={"date_created[gt]": "soon"})
+            assert (bad_date.status_code, bad_date.json()["error"]["code"]) == (400, "BAD_REQUEST")
+            (parameter,) = [
+                p for p in document["paths"]["/letters"]["get"]["parameters"] if p.get("name") == "date_created"
+            ]
+            assert (parameter["in"], parameter["style"], parameter["explode"]) == ("query", "deepObject", True)
 
 
 async def _call_over_mcp(url: str, arguments: dict[str, Any]) -> Any:
