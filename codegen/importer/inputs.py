@@ -44,6 +44,8 @@ class Carried:
     name: str
     prop: str
     raw: dict[str, Any]
+    styled: bool = False
+    """Read and sent in the document's own `style` (a path's label or matrix, a query's deepObject object)."""
 
 
 @dataclass
@@ -76,16 +78,16 @@ class Input:
             entry = {"in": p.location, "name": p.name}
             if p.prop != p.name:
                 entry["property"] = p.prop
-            if (p.location == "path" and p.raw.get("style") in PATH_STYLES) or _deep_query(p.location, p.raw):
+            if p.styled:
                 entry["style"] = str(p.raw["style"])
             out.append(entry)
         return out
 
 
-def _deep_query(location: str, param: dict[str, Any]) -> bool:
-    """Whether a parameter is a query one in `deepObject` style (Lob's `date_created[gt]=...`), which a
-    tool reads and a facade sends in that style."""
-    return location == "query" and param.get("style") == "deepObject"
+def _deep_query(location: str, param: dict[str, Any], schema: object, defs: dict[str, Any]) -> bool:
+    """Whether a parameter is a query one holding an object in `deepObject` style (Lob's
+    `date_created[gt]=...`), which a tool reads and a facade sends in that style."""
+    return location == "query" and param.get("style") == "deepObject" and may_be_object(schema, {"$defs": defs})
 
 
 def _form_encodings(content: dict[str, Any], result: Input, defs: dict[str, Any], report: OperationReport) -> None:
@@ -275,7 +277,7 @@ def _param_schema(
     schema = convert.convert(raw_schema if raw_schema is not None else {"type": "string"})
     if isinstance(schema, dict) and _fits(convert, schema, location):  # _fits: a schema object, or a ref to one
         return schema
-    if isinstance(schema, dict) and _deep_query(location, param) and may_be_object(schema, {"$defs": convert.defs}):
+    if isinstance(schema, dict) and _deep_query(location, param, schema, convert.defs):
         return schema
     if location == "path":  # a path segment cannot be left out: the caller sends it as the API writes it
         report.adapted.append(f"path parameter {name!r} is a string: send it serialised as the API expects")
@@ -307,10 +309,9 @@ def add_parameters(
         schema = _param_schema(param, location, name, convert, report)
         if schema is None:
             continue
-        sent_in_its_style = (location == "path" and param.get("style") in PATH_STYLES) or _deep_query(location, param)
-        if not sent_in_its_style and (
-            param.get("style") not in (None, "simple", "form") or param.get("explode") is False
-        ):
+        styled = location == "path" and param.get("style") in PATH_STYLES
+        styled = styled or _deep_query(location, param, schema, convert.defs)
+        if not styled and (param.get("style") not in (None, "simple", "form") or param.get("explode") is False):
             report.notes.append(f"parameter {name!r} is serialised as kumitate does (repeated keys / comma list)")
         prop = property_name(name, location, taken)
         if prop != name:
@@ -330,7 +331,7 @@ def add_parameters(
         result.properties[prop] = schema
         if location == "path" or param.get("required") is True:
             result.required.append(prop)
-        result.params.append(Carried(location, name, prop, param))
+        result.params.append(Carried(location, name, prop, param, styled))
 
 
 def undeclared_path_parameters(path: str, result: Input, report: OperationReport) -> None:

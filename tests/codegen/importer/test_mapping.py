@@ -466,3 +466,22 @@ def test_a_form_field_in_another_style_than_the_default_is_listed_as_not_carried
     assert "field 'a' (style 'pipeDelimited') goes as OpenAPI's default form encoding" in report
     assert "field 'b' (form style, not exploded) goes as" in report
     assert "field 'c'" not in report
+
+
+def test_a_deep_object_query_parameter_keeps_its_style_only_for_an_object(project: Path, tmp_path: Path) -> None:
+    """`style: deepObject` on a query object is carried (read and sent as `range[gt]=1`); on a text, which
+    OpenAPI gives no meaning, the parameter travels as kumitate sends one, and the report says so."""
+    document = tmp_path / "doc.yaml"
+    document.write_text(
+        "openapi: 3.0.0\ninfo: {title: T, version: 1.0.0}\npaths:\n  /things:\n    get:\n      parameters:\n"
+        "        - {name: range, in: query, style: deepObject, explode: true,"
+        " schema: {type: object, properties: {gt: {type: integer}}}}\n"
+        "        - {name: word, in: query, style: deepObject, schema: {type: string}}\n"
+        "      responses: {'200': {description: ok}}\n"
+    )
+    run(project, str(document), "things")
+    params = tools(project, "things")["list_things"]["http"]["params"]
+    assert params == [{"in": "query", "name": "range", "style": "deepObject"}, {"in": "query", "name": "word"}]
+    report = (project / "specs/things/IMPORT-REPORT.md").read_text(encoding="utf-8")
+    assert "parameter 'word' is serialised as kumitate does" in report
+    assert "'range'" not in report
