@@ -86,7 +86,12 @@ async def test_one_rate_limit_holds_across_instances(cluster: Cluster) -> None:
     results: list[tuple[int, str]] = []
 
     async def one(http: httpx.AsyncClient) -> None:
-        response = await http.post("/v1/search", json=body)
+        try:
+            response = await http.post("/v1/search", json=body)
+        except httpx.RemoteProtocolError:
+            # A pooled connection closed under the request, with no answer (seen once in CI, right after
+            # the instances restarted): nothing was counted, so the call goes again, as a client sends it.
+            response = await http.post("/v1/search", json=body)
         results.append((response.status_code, upstream(response)))
 
     async with httpx.AsyncClient(base_url=cluster.url, timeout=30) as http:
