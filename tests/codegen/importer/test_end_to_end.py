@@ -71,10 +71,8 @@ def test_an_imported_api_passes_the_projects_generator_and_lint(project: Path) -
     assert status == 2 and said.startswith("kumitate import openapi: ") and "remote $ref" in said
 
 
-class _PetStore(BaseHTTPRequestHandler):
-    """The API the facade fronts: a few answers of the crafted pet store, and what it was asked."""
-
-    asked: ClassVar[list[str]] = []
+class _JsonApi(BaseHTTPRequestHandler):
+    """An API the facade fronts: it answers JSON, and says nothing on stderr."""
 
     def _answer(self, status: int, body: object = None, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body).encode() if body is not None else b""
@@ -85,6 +83,15 @@ class _PetStore(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json")
         self.end_headers()
         self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet."""
+
+
+class _PetStore(_JsonApi):
+    """The API the facade fronts: a few answers of the crafted pet store, and what it was asked."""
+
+    asked: ClassVar[list[str]] = []
 
     def do_GET(self) -> None:
         """GET /api/pets/{id}: the pet, or 404 for pet 404."""
@@ -102,9 +109,6 @@ class _PetStore(BaseHTTPRequestHandler):
         """DELETE /api/pets/{id}: 204."""
         self.asked.append(f"DELETE {self.path}")
         self._answer(204)
-
-    def log_message(self, format: str, *args: object) -> None:
-        """Quiet."""
 
 
 @pytest.fixture
@@ -143,28 +147,17 @@ def test_a_facade_answers_over_http_as_the_api_did(project: Path, upstream: str,
     ]
 
 
-class _Mailer(BaseHTTPRequestHandler):
+class _Mailer(_JsonApi):
     """A form-only API reading `to` and `metadata` in deepObject style: answers with the form it was sent."""
 
     def do_GET(self) -> None:
         """GET /api/letters: the query string as it came."""
-        self._answer({"received": self.path.partition("?")[2]})
+        self._answer(200, {"received": self.path.partition("?")[2]})
 
     def do_POST(self) -> None:
         """POST /api/letters: the letter, its `received` field the urlencoded body as it came."""
         form = self.rfile.read(int(self.headers["Content-Length"])).decode()
-        self._answer({"id": "ltr_1", "received": f"{self.headers['Content-Type']} {form}"})
-
-    def _answer(self, body: dict[str, str]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: object) -> None:
-        """Quiet."""
+        self._answer(200, {"id": "ltr_1", "received": f"{self.headers['Content-Type']} {form}"})
 
 
 @pytest.mark.slow
